@@ -1,0 +1,357 @@
+//! The map format, as read from `maps/*.ron`. Every value is checked while it is read, so
+//! an error carries the line it came from.
+
+use bevy::math::{Quat, Vec3};
+use serde::Deserialize;
+
+/// A colour, linear RGB in 0..=1.
+#[derive(Debug, Clone, Copy, PartialEq, Deserialize)]
+#[serde(try_from = "(f32, f32, f32)")]
+pub struct Rgb(pub [f32; 3]);
+
+impl TryFrom<(f32, f32, f32)> for Rgb {
+    type Error = String;
+    fn try_from((r, g, b): (f32, f32, f32)) -> Result<Self, String> {
+        let c = [r, g, b];
+        if c.iter().all(|v| v.is_finite() && (0.0..=1.0).contains(v)) {
+            Ok(Self(c))
+        } else {
+            Err(format!(
+                "colour ({r}, {g}, {b}) must have components between 0 and 1"
+            ))
+        }
+    }
+}
+
+/// A point or extent: finite numbers only, within a kilometre of the origin.
+#[derive(Debug, Clone, Copy, PartialEq, Deserialize)]
+#[serde(try_from = "(f32, f32, f32)")]
+struct Coord(Vec3);
+
+const WORLD_LIMIT: f32 = 1000.0;
+
+impl TryFrom<(f32, f32, f32)> for Coord {
+    type Error = String;
+    fn try_from((x, y, z): (f32, f32, f32)) -> Result<Self, String> {
+        let v = Vec3::new(x, y, z);
+        if v.is_finite() && v.abs().max_element() <= WORLD_LIMIT {
+            Ok(Self(v))
+        } else {
+            Err(format!(
+                "({x}, {y}, {z}) must be finite and within {WORLD_LIMIT} m of the origin"
+            ))
+        }
+    }
+}
+
+/// Direct sunlight.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Sun {
+    /// Direction the light travels (normalised).
+    pub direction: Vec3,
+    /// Light colour.
+    pub color: Rgb,
+    /// Illuminance in lux.
+    pub illuminance: f32,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct SunFile {
+    direction: Coord,
+    color: Rgb,
+    illuminance: f32,
+}
+
+impl<'de> Deserialize<'de> for Sun {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let f = SunFile::deserialize(d)?;
+        let direction = f.direction.0.try_normalize().ok_or_else(|| {
+            serde::de::Error::custom("sun direction must not be zero")
+        })?;
+        if !(f.illuminance.is_finite() && f.illuminance >= 0.0) {
+            return Err(serde::de::Error::custom(
+                "sun illuminance must be a finite number of lux, 0 or more",
+            ));
+        }
+        Ok(Self {
+            direction,
+            color: f.color,
+            illuminance: f.illuminance,
+        })
+    }
+}
+
+/// Light that reaches everywhere.
+#[derive(Debug, Clone, Copy, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Ambient {
+    /// Light colour.
+    pub color: Rgb,
+    /// Brightness in Bevy's ambient units.
+    pub brightness: f32,
+}
+
+/// A solid piece of level geometry.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Brush {
+    /// An axis-aligned box between two corners.
+    Box {
+        /// Lowest corner.
+        min: Vec3,
+        /// Highest corner.
+        max: Vec3,
+        /// Surface colour.
+        color: Rgb,
+    },
+    /// A box turned by yaw, pitch and roll (degrees): ramps, tilted walls.
+    Rotated {
+        /// Centre of the box.
+        center: Vec3,
+        /// Half its size along its own axes.
+        half_extents: Vec3,
+        /// Rotation about Y, then X, then Z, in degrees.
+        yaw_pitch_roll: Vec3,
+        /// Surface colour.
+        color: Rgb,
+    },
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+enum BrushFile {
+    Box {
+        min: Coord,
+        max: Coord,
+        color: Rgb,
+    },
+    Rotated {
+        center: Coord,
+        half_extents: Coord,
+        #[serde(default = "zero")]
+        yaw: f32,
+        #[serde(default = "zero")]
+        pitch: f32,
+        #[serde(default = "zero")]
+        roll: f32,
+        color: Rgb,
+    },
+}
+
+fn zero() -> f32 {
+    0.0
+}
+
+impl<'de> Deserialize<'de> for Brush {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        use serde::de::Error;
+        match BrushFile::deserialize(d)? {
+            BrushFile::Box { min, max, color } => {
+                if !min.0.cmplt(max.0).all() {
+                    return Err(D::Error::custom(format!(
+                        "box min {} must be below max {} on every axis",
+                        min.0, max.0
+                    )));
+                }
+                Ok(Brush::Box {
+                    min: min.0,
+                    max: max.0,
+                    color,
+                })
+            }
+            BrushFile::Rotated {
+                center,
+                half_extents,
+                yaw,
+                pitch,
+                roll,
+                color,
+            } => {
+                if !half_extents.0.cmpgt(Vec3::ZERO).all() {
+                    return Err(D::Error::custom(format!(
+                        "rotated box half_extents {} must be positive on every axis",
+                        half_extents.0
+                    )));
+                }
+                let angles = Vec3::new(yaw, pitch, roll);
+                if !angles.is_finite() || angles.abs().max_element() > 360.0 {
+                    return Err(D::Error::custom(
+                        "rotated box angles must be finite degrees within -360..360",
+                    ));
+                }
+                Ok(Brush::Rotated {
+                    center: center.0,
+                    half_extents: half_extents.0,
+                    yaw_pitch_roll: angles,
+                    color,
+                })
+            }
+        }
+    }
+}
+
+impl Brush {
+    /// The box's centre, half extents and orientation.
+    pub fn oriented_box(&self) -> (Vec3, Vec3, Quat) {
+        match *self {
+            Brush::Box { min, max, .. } => ((min + max) * 0.5, (max - min) * 0.5, Quat::IDENTITY),
+            Brush::Rotated {
+                center,
+                half_extents,
+                yaw_pitch_roll,
+                ..
+            } => (center, half_extents, rotation_from_degrees(yaw_pitch_roll)),
+        }
+    }
+
+    /// The brush's colour hint.
+    pub fn color(&self) -> Rgb {
+        match *self {
+            Brush::Box { color, .. } | Brush::Rotated { color, .. } => color,
+        }
+    }
+}
+
+/// Yaw (Y), then pitch (X), then roll (Z), built with libm so every platform gets the
+/// same bits (std's sin/cos may differ between C libraries).
+fn rotation_from_degrees(ypr: Vec3) -> Quat {
+    let axis_angle = |x: f32, y: f32, z: f32, deg: f32| {
+        let half = deg.to_radians() * 0.5;
+        let s = libm::sinf(half);
+        Quat::from_xyzw(x * s, y * s, z * s, libm::cosf(half))
+    };
+    axis_angle(0.0, 1.0, 0.0, ypr.x) * axis_angle(1.0, 0.0, 0.0, ypr.y) * axis_angle(0.0, 0.0, 1.0, ypr.z)
+}
+
+/// Where a player may spawn, and which way it faces.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct SpawnPoint {
+    /// Feet position.
+    pub pos: Vec3,
+    /// Facing, radians (0 looks down -Z).
+    pub yaw: f32,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct SpawnFile {
+    pos: Coord,
+    #[serde(default = "zero")]
+    yaw: f32,
+}
+
+impl<'de> Deserialize<'de> for SpawnPoint {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let f = SpawnFile::deserialize(d)?;
+        if !(f.yaw.is_finite() && f.yaw.abs() <= 360.0) {
+            return Err(serde::de::Error::custom(
+                "spawn yaw must be finite degrees within -360..360",
+            ));
+        }
+        Ok(Self {
+            pos: f.pos.0,
+            yaw: f.yaw.to_radians(),
+        })
+    }
+}
+
+/// What an item spot hands out.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Deserialize)]
+pub enum ItemKind {
+    /// Restores health.
+    Health,
+    /// Adds armour.
+    Armor,
+    /// Refills ammunition.
+    Ammo,
+}
+
+/// A place where an item appears.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ItemSpot {
+    /// What appears here.
+    pub kind: ItemKind,
+    /// Where it rests.
+    pub pos: Vec3,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ItemFile {
+    kind: ItemKind,
+    pos: Coord,
+}
+
+impl<'de> Deserialize<'de> for ItemSpot {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let f = ItemFile::deserialize(d)?;
+        Ok(Self {
+            kind: f.kind,
+            pos: f.pos.0,
+        })
+    }
+}
+
+/// A point light hint for the renderer.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Light {
+    /// Where the light is.
+    pub pos: Vec3,
+    /// Light colour.
+    pub color: Rgb,
+    /// Luminous power in lumens.
+    pub intensity: f32,
+    /// How far it reaches, metres.
+    pub range: f32,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct LightFile {
+    pos: Coord,
+    color: Rgb,
+    intensity: f32,
+    range: f32,
+}
+
+impl<'de> Deserialize<'de> for Light {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let f = LightFile::deserialize(d)?;
+        if !(f.intensity.is_finite() && f.intensity >= 0.0 && f.range.is_finite() && f.range > 0.0)
+        {
+            return Err(serde::de::Error::custom(
+                "light intensity must be 0 or more and range above 0",
+            ));
+        }
+        Ok(Self {
+            pos: f.pos.0,
+            color: f.color,
+            intensity: f.intensity,
+            range: f.range,
+        })
+    }
+}
+
+/// A whole map.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MapDef {
+    /// Name shown to players and sent in the Welcome message.
+    pub name: String,
+    /// Sky colour.
+    pub sky: Rgb,
+    /// Sunlight.
+    pub sun: Sun,
+    /// Ambient light.
+    pub ambient: Ambient,
+    /// Solid geometry.
+    pub brushes: Vec<Brush>,
+    /// Spawn points; at least one.
+    pub spawns: Vec<SpawnPoint>,
+    /// Item spots.
+    #[serde(default)]
+    pub items: Vec<ItemSpot>,
+    /// Point light hints.
+    #[serde(default)]
+    pub lights: Vec<Light>,
+}

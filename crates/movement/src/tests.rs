@@ -1,0 +1,293 @@
+//! Movement rules, one test per rule, on small worlds built for each.
+
+use crate::{MoveParams, PlayerState, step};
+use bevy::math::{Quat, Vec3};
+use sightline_map::{CollisionWorld, SKIN};
+use sightline_sim::{Buttons, InputCmd};
+
+const P: MoveParams = MoveParams {
+    run_speed: 7.0,
+    crouch_speed_scale: 0.45,
+    ground_accel: 10.0,
+    air_accel: 1.5,
+    friction: 6.0,
+    stop_speed: 2.5,
+    gravity: 20.0,
+    jump_speed: 6.5,
+    step_height: 0.45,
+    min_ground_normal_y: 0.7,
+    radius: 0.4,
+    stand_height: 1.8,
+    crouch_height: 1.2,
+    stand_eye: 1.6,
+    crouch_eye: 1.0,
+    max_fall_speed: 40.0,
+};
+
+#[test]
+fn test_params_match_the_defaults() {
+    assert_eq!(P, MoveParams::default());
+}
+
+fn floor() -> (Vec3, Vec3, Quat) {
+    (Vec3::new(0.0, -0.5, 0.0), Vec3::new(100.0, 0.5, 100.0), Quat::IDENTITY)
+}
+
+fn flat_world() -> CollisionWorld {
+    CollisionWorld::from_boxes([floor()])
+}
+
+/// Forward is -Z at yaw 0.
+fn run(forward: f32) -> InputCmd {
+    InputCmd {
+        forward,
+        ..Default::default()
+    }
+}
+
+fn settle(world: &CollisionWorld, pos: Vec3, hz: f32) -> PlayerState {
+    let mut s = PlayerState::at(pos, 0.0);
+    for _ in 0..(hz as usize) {
+        s = step(&s, &InputCmd::default(), world, &P, 1.0 / hz);
+    }
+    assert!(s.on_ground(), "did not land: {s:?}");
+    s
+}
+
+fn simulate(
+    world: &CollisionWorld,
+    mut s: PlayerState,
+    cmd: impl Fn(usize) -> InputCmd,
+    ticks: usize,
+    hz: f32,
+) -> Vec<PlayerState> {
+    let mut out = Vec::with_capacity(ticks);
+    for i in 0..ticks {
+        s = step(&s, &cmd(i), world, &P, 1.0 / hz);
+        out.push(s);
+    }
+    out
+}
+
+fn flat_speed(s: &PlayerState) -> f32 {
+    Vec3::new(s.vel.x, 0.0, s.vel.z).length()
+}
+
+#[test]
+fn standing_still_on_the_floor_stays_put() {
+    let w = flat_world();
+    let s = settle(&w, Vec3::new(0.0, 1.0, 0.0), 128.0);
+    let later = simulate(&w, s, |_| InputCmd::default(), 256, 128.0);
+    let last = later.last().unwrap();
+    assert_eq!(last.pos, s.pos);
+    assert!((s.pos.y - 2.0 * SKIN).abs() < 1e-4, "{}", s.pos.y);
+}
+
+#[test]
+fn ground_acceleration_reaches_but_never_exceeds_run_speed() {
+    let w = flat_world();
+    let s = settle(&w, Vec3::ZERO, 128.0);
+    let states = simulate(&w, s, |_| run(1.0), 256, 128.0);
+    let mut last = 0.0;
+    for st in &states {
+        let v = flat_speed(st);
+        assert!(v >= last - 1e-4, "speed fell while accelerating: {last} -> {v} {st:?}");
+        assert!(v <= P.run_speed * 1.0001, "speed {v} above the cap");
+        last = v;
+    }
+    // Top speed is reached within half a second.
+    assert!(flat_speed(&states[64]) > 0.99 * P.run_speed);
+    assert!(states.last().unwrap().pos.z < -10.0);
+}
+
+#[test]
+fn friction_stops_a_runner_quickly() {
+    let w = flat_world();
+    let mut s = settle(&w, Vec3::ZERO, 128.0);
+    s.vel = Vec3::new(0.0, 0.0, -P.run_speed);
+    let states = simulate(&w, s, |_| InputCmd::default(), 64, 128.0);
+    assert_eq!(flat_speed(states.last().unwrap()), 0.0);
+    let stop_distance = -states.last().unwrap().pos.z;
+    assert!(stop_distance > 0.3 && stop_distance < 1.5, "{stop_distance}");
+}
+
+fn jump_apex(hz: f32) -> f32 {
+    let w = flat_world();
+    let s = settle(&w, Vec3::ZERO, hz);
+    let base = s.pos.y;
+    let jump = |i: usize| InputCmd {
+        buttons: if i == 0 { Buttons::JUMP } else { Buttons::default() },
+        ..Default::default()
+    };
+    let states = simulate(&w, s, jump, hz as usize * 2, hz);
+    assert!(states.last().unwrap().on_ground(), "did not land again");
+    states.iter().map(|s| s.pos.y).fold(f32::MIN, f32::max) - base
+}
+
+fn run_speed_over_one_second(hz: f32) -> f32 {
+    let w = flat_world();
+    let s = settle(&w, Vec3::ZERO, hz);
+    let warm = simulate(&w, s, |_| run(1.0), hz as usize, hz);
+    let start = *warm.last().unwrap();
+    let timed = simulate(&w, start, |_| run(1.0), hz as usize, hz);
+    (timed.last().unwrap().pos - start.pos).length()
+}
+
+#[test]
+fn jump_height_and_run_speed_agree_across_tick_rates() {
+    let expected_apex = P.jump_speed * P.jump_speed / (2.0 * P.gravity);
+    for hz in [30.0, 64.0, 128.0] {
+        let apex = jump_apex(hz);
+        assert!(
+            (apex - expected_apex).abs() / expected_apex < 0.01,
+            "{hz} Hz: apex {apex} vs {expected_apex}"
+        );
+        let speed = run_speed_over_one_second(hz);
+        assert!(
+            (speed - P.run_speed).abs() / P.run_speed < 0.01,
+            "{hz} Hz: speed {speed}"
+        );
+    }
+}
+
+#[test]
+fn holding_jump_does_not_bunny_hop() {
+    let w = flat_world();
+    let s = settle(&w, Vec3::ZERO, 128.0);
+    let hold = |_| InputCmd {
+        buttons: Buttons::JUMP,
+        ..Default::default()
+    };
+    let states = simulate(&w, s, hold, 256, 128.0);
+    let takeoffs = states
+        .windows(2)
+        .filter(|p| p[0].on_ground() && !p[1].on_ground())
+        .count()
+        + usize::from(!states[0].on_ground());
+    assert_eq!(takeoffs, 1);
+}
+
+/// Stairs of `rise` m per step, 0.5 m deep, climbing toward -Z from z = -2.
+fn stairs(rise: f32) -> CollisionWorld {
+    let mut boxes = vec![floor()];
+    for i in 0..6 {
+        let top = rise * (i + 1) as f32;
+        let z0 = -2.0 - 0.5 * i as f32;
+        boxes.push((
+            Vec3::new(0.0, top * 0.5, z0 - 5.0),
+            Vec3::new(2.0, top * 0.5, 5.0),
+            Quat::IDENTITY,
+        ));
+        let _ = z0;
+    }
+    CollisionWorld::from_boxes(boxes)
+}
+
+#[test]
+fn walking_climbs_stairs_but_not_walls() {
+    let w = stairs(0.3);
+    let s = settle(&w, Vec3::ZERO, 128.0);
+    let states = simulate(&w, s, |_| run(1.0), 256, 128.0);
+    let last = states.last().unwrap();
+    assert!(last.pos.y > 1.79, "climbed only to {}", last.pos.y);
+    assert!(last.on_ground());
+
+    let wall = stairs(0.6);
+    let s = settle(&wall, Vec3::ZERO, 128.0);
+    let states = simulate(&wall, s, |_| run(1.0), 256, 128.0);
+
+    let last = states.last().unwrap();
+    assert!(last.pos.y < 0.1, "climbed a 0.6 m ledge: {}", last.pos.y);
+    assert!(last.pos.z > -2.0 + P.radius - 0.01);
+}
+
+fn ramp(deg: f32) -> CollisionWorld {
+    // A long slab tilted so it rises toward -Z, starting near z = -1.
+    let rot = Quat::from_rotation_x(deg.to_radians());
+    let half = Vec3::new(3.0, 0.5, 20.0);
+    let center = Vec3::new(0.0, 0.0, -1.0) + rot * Vec3::new(0.0, -0.5, -20.0);
+    CollisionWorld::from_boxes([floor(), (center, half, rot)])
+}
+
+#[test]
+fn walks_up_gentle_slopes_at_full_speed() {
+    let w = ramp(30.0);
+    let s = settle(&w, Vec3::new(0.0, 0.0, 1.0), 128.0);
+    let states = simulate(&w, s, |_| run(1.0), 256, 128.0);
+    let last = states.last().unwrap();
+    assert!(last.on_ground(), "{last:?}");
+    assert!(last.pos.y > 4.0, "only reached {}", last.pos.y);
+    let along = last.vel.length();
+    assert!((along - P.run_speed).abs() < 0.05, "speed on slope {along}");
+}
+
+#[test]
+fn slides_off_slopes_steeper_than_45_degrees() {
+    let w = ramp(60.0);
+    let s = settle(&w, Vec3::new(0.0, 0.0, 1.0), 128.0);
+    let states = simulate(&w, s, |_| run(1.0), 384, 128.0);
+    let top = states.iter().map(|s| s.pos.y).fold(f32::MIN, f32::max);
+    assert!(top < 1.0, "climbed a 60-degree slope to {top}");
+    // Dropped onto the steep face from above, the player slides down it.
+    let start = PlayerState::at(Vec3::new(0.0, 6.0, -2.5), 0.0);
+    let states = simulate(&w, start, |_| InputCmd::default(), 256, 128.0);
+    let last = states.last().unwrap();
+    assert!(last.pos.y < 1.0 && last.pos.z > -2.0, "stuck on slope: {last:?}");
+}
+
+#[test]
+fn running_into_a_wall_slides_along_it() {
+    let wall = (Vec3::new(0.0, 2.0, -3.0), Vec3::new(20.0, 2.0, 0.5), Quat::IDENTITY);
+    let w = CollisionWorld::from_boxes([floor(), wall]);
+    let s = settle(&w, Vec3::ZERO, 128.0);
+    // Yaw 30 degrees left of the wall's normal: run into it diagonally.
+    let cmd = |_| InputCmd {
+        forward: 1.0,
+        yaw: 0.5,
+        ..Default::default()
+    };
+    let states = simulate(&w, s, cmd, 256, 128.0);
+    let face = -2.5 + P.radius;
+    for st in &states {
+        assert!(st.pos.z >= face - 1e-3, "went through the wall: {}", st.pos.z);
+    }
+    let last = states.last().unwrap();
+    assert!(last.pos.z < face + 0.05, "not against the wall");
+    assert!(last.pos.x < -5.0, "did not slide along the wall: {}", last.pos.x);
+    assert!(last.vel.x < -1.0);
+}
+
+#[test]
+fn crouching_fits_under_low_ceilings_and_slows_down() {
+    // A 1.5 m high tunnel starting at z = -2.
+    let roof = (Vec3::new(0.0, 2.0, -12.0), Vec3::new(3.0, 0.5, 10.0), Quat::IDENTITY);
+    let w = CollisionWorld::from_boxes([floor(), roof]);
+    let s = settle(&w, Vec3::ZERO, 128.0);
+
+    let standing = simulate(&w, s, |_| run(1.0), 256, 128.0);
+    assert!(standing.last().unwrap().pos.z > -2.0 + P.radius - 0.01);
+
+    let crouch = |_| InputCmd {
+        forward: 1.0,
+        buttons: Buttons::CROUCH,
+        ..Default::default()
+    };
+    let crouched = simulate(&w, s, crouch, 256, 128.0);
+    let last = *crouched.last().unwrap();
+    assert!(last.crouched());
+    assert!(last.pos.z < -5.0, "did not enter the tunnel: {}", last.pos.z);
+    let speed = flat_speed(&last);
+    assert!((speed - P.run_speed * P.crouch_speed_scale).abs() < 0.01, "{speed}");
+
+    // Releasing crouch inside the tunnel keeps the player crouched.
+    let released = simulate(&w, last, |_| InputCmd::default(), 16, 128.0);
+    assert!(released.last().unwrap().crouched());
+}
+
+#[test]
+fn falling_is_capped_at_terminal_speed() {
+    let w = flat_world();
+    let s = PlayerState::at(Vec3::new(0.0, 500.0, 0.0), 0.0);
+    let states = simulate(&w, s, |_| InputCmd::default(), 128 * 4, 128.0);
+    assert!(states.iter().all(|s| s.vel.y >= -P.max_fall_speed));
+}

@@ -1,0 +1,252 @@
+//! The input command: everything a player may ask of the simulation in one tick, and the
+//! sanitizer every command passes through before the simulation sees it.
+
+use serde::{Deserialize, Serialize};
+use std::f32::consts::{PI, TAU};
+use std::fmt;
+
+/// Largest pitch a command may carry, in degrees; more would flip the view over the pole.
+pub const MAX_PITCH_DEG: f32 = 89.0;
+/// Number of selectable weapon slots (1..=WEAPON_SLOTS); 0 means "keep the current one".
+pub const WEAPON_SLOTS: u8 = 5;
+
+/// Buttons held during a command, as bits.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct Buttons(pub u8);
+
+impl Buttons {
+    /// Jump (edge-triggered by the movement code: hold does not bunny-hop).
+    pub const JUMP: Self = Self(1 << 0);
+    /// Crouch: smaller hull, slower movement.
+    pub const CROUCH: Self = Self(1 << 1);
+    /// Primary fire.
+    pub const FIRE: Self = Self(1 << 2);
+    /// Secondary fire.
+    pub const ALT_FIRE: Self = Self(1 << 3);
+    /// Reload the current weapon.
+    pub const RELOAD: Self = Self(1 << 4);
+    /// Every bit that means something; others are cleared by the sanitizer.
+    pub const ALL: Self = Self(0b1_1111);
+
+    /// Whether every bit of `other` is set.
+    pub const fn contains(self, other: Self) -> bool {
+        self.0 & other.0 == other.0
+    }
+
+    /// These buttons with `other`'s bits set too.
+    pub const fn with(self, other: Self) -> Self {
+        Self(self.0 | other.0)
+    }
+
+    /// These buttons with `other`'s bits cleared.
+    pub const fn without(self, other: Self) -> Self {
+        Self(self.0 & !other.0)
+    }
+}
+
+/// One tick of a player's input.
+///
+/// Directions are relative to the view: `forward` and `right` each lie in -1..=1 and the
+/// pair is at most unit length once sanitized. Angles are radians; yaw 0 looks down -Z
+/// and grows turning left, pitch grows looking up.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct InputCmd {
+    /// Client-assigned sequence number, one per tick, starting at 1.
+    pub seq: u32,
+    /// The client's tick when it sampled this command.
+    pub client_tick: u32,
+    /// Wish to move forward (+) or back (-).
+    pub forward: f32,
+    /// Wish to move right (+) or left (-).
+    pub right: f32,
+    /// View yaw in radians.
+    pub yaw: f32,
+    /// View pitch in radians.
+    pub pitch: f32,
+    /// Buttons held.
+    pub buttons: Buttons,
+    /// Weapon slot to switch to, 1..=[`WEAPON_SLOTS`], or 0 to keep the current one.
+    pub weapon_slot: u8,
+}
+
+/// Why a command was refused by [`InputCmd::sanitized`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SanitizeError {
+    /// A direction or angle was NaN or infinite.
+    NonFinite,
+}
+
+impl fmt::Display for SanitizeError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::NonFinite => f.write_str("input command holds a NaN or infinite number"),
+        }
+    }
+}
+
+impl std::error::Error for SanitizeError {}
+
+impl InputCmd {
+    /// The single gate through which commands enter the simulation, on server and client.
+    ///
+    /// Refuses non-finite numbers (they would poison the player state for good), clamps
+    /// pitch to +-[`MAX_PITCH_DEG`], wraps yaw into -pi..pi, limits the wish direction to
+    /// unit length (no faster diagonals), clears unknown buttons and ignores weapon slots
+    /// out of range.
+    pub fn sanitized(mut self) -> Result<Self, SanitizeError> {
+        let numbers = [self.forward, self.right, self.yaw, self.pitch];
+        if numbers.iter().any(|n| !n.is_finite()) {
+            return Err(SanitizeError::NonFinite);
+        }
+        let max_pitch = MAX_PITCH_DEG.to_radians();
+        self.pitch = self.pitch.clamp(-max_pitch, max_pitch);
+        self.yaw = wrap_angle(self.yaw);
+        let len_sq = self.forward * self.forward + self.right * self.right;
+        if len_sq > 1.0 {
+            let inv = 1.0 / len_sq.sqrt();
+            self.forward *= inv;
+            self.right *= inv;
+        }
+        self.buttons = Buttons(self.buttons.0 & Buttons::ALL.0);
+        if self.weapon_slot > WEAPON_SLOTS {
+            self.weapon_slot = 0;
+        }
+        Ok(self)
+    }
+
+    /// The command to repeat when a player's next command has not arrived: same movement
+    /// and view, with the one-shot buttons (jump, fire, alt-fire, reload, switch) released.
+    pub fn repeated(&self) -> Self {
+        Self {
+            buttons: self
+                .buttons
+                .without(Buttons::JUMP)
+                .without(Buttons::FIRE)
+                .without(Buttons::ALT_FIRE)
+                .without(Buttons::RELOAD),
+            weapon_slot: 0,
+            ..*self
+        }
+    }
+}
+
+/// Wraps an angle into -pi..pi. Uses only floor, so every platform gets the same bits.
+pub fn wrap_angle(a: f32) -> f32 {
+    if (-PI..PI).contains(&a) {
+        return a;
+    }
+    let wrapped = a - TAU * libm::floorf((a + PI) / TAU);
+    // Rounding can land exactly on +pi; fold it onto -pi to keep the range half-open.
+    if wrapped >= PI { wrapped - TAU } else { wrapped }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cmd() -> InputCmd {
+        InputCmd {
+            seq: 1,
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn non_finite_numbers_are_refused() {
+        for bad in [f32::NAN, f32::INFINITY, f32::NEG_INFINITY] {
+            assert_eq!(
+                InputCmd { forward: bad, ..cmd() }.sanitized(),
+                Err(SanitizeError::NonFinite)
+            );
+            assert_eq!(
+                InputCmd { right: bad, ..cmd() }.sanitized(),
+                Err(SanitizeError::NonFinite)
+            );
+            assert_eq!(
+                InputCmd { yaw: bad, ..cmd() }.sanitized(),
+                Err(SanitizeError::NonFinite)
+            );
+            assert_eq!(
+                InputCmd { pitch: bad, ..cmd() }.sanitized(),
+                Err(SanitizeError::NonFinite)
+            );
+        }
+    }
+
+    #[test]
+    fn pitch_is_clamped_to_89_degrees() {
+        let up = InputCmd { pitch: 3.0, ..cmd() }.sanitized().unwrap();
+        assert_eq!(up.pitch, 89f32.to_radians());
+        let down = InputCmd { pitch: -2.0, ..cmd() }.sanitized().unwrap();
+        assert_eq!(down.pitch, -89f32.to_radians());
+        let ok = InputCmd { pitch: 0.5, ..cmd() }.sanitized().unwrap();
+        assert_eq!(ok.pitch, 0.5);
+    }
+
+    #[test]
+    fn yaw_wraps_into_half_open_range() {
+        for raw in [-100.0f32, -PI, -1.0, 0.0, 1.0, PI, 7.0, 1.0e6] {
+            let y = InputCmd { yaw: raw, ..cmd() }.sanitized().unwrap().yaw;
+            assert!((-PI..PI).contains(&y), "{raw} -> {y}");
+            // Same direction as before wrapping.
+            assert!((libm::sinf(y) - libm::sinf(raw)).abs() < 1e-2, "{raw} -> {y}");
+        }
+        assert_eq!(wrap_angle(0.25), 0.25);
+    }
+
+    #[test]
+    fn wish_direction_is_limited_to_unit_length() {
+        let diag = InputCmd {
+            forward: 1.0,
+            right: 1.0,
+            ..cmd()
+        }
+        .sanitized()
+        .unwrap();
+        let len = (diag.forward * diag.forward + diag.right * diag.right).sqrt();
+        assert!((len - 1.0).abs() < 1e-6);
+        let huge = InputCmd {
+            forward: 1.0e30,
+            ..cmd()
+        }
+        .sanitized()
+        .unwrap();
+        assert!(huge.forward <= 1.0 && huge.forward > 0.99);
+        let half = InputCmd { forward: 0.5, ..cmd() }.sanitized().unwrap();
+        assert_eq!(half.forward, 0.5);
+    }
+
+    #[test]
+    fn weapon_slot_and_buttons_are_bounded() {
+        let c = InputCmd {
+            weapon_slot: 9,
+            buttons: Buttons(0xff),
+            ..cmd()
+        }
+        .sanitized()
+        .unwrap();
+        assert_eq!(c.weapon_slot, 0);
+        assert_eq!(c.buttons, Buttons::ALL);
+        let c = InputCmd {
+            weapon_slot: WEAPON_SLOTS,
+            ..cmd()
+        }
+        .sanitized()
+        .unwrap();
+        assert_eq!(c.weapon_slot, WEAPON_SLOTS);
+    }
+
+    #[test]
+    fn repeated_command_releases_one_shot_buttons() {
+        let c = InputCmd {
+            forward: 1.0,
+            buttons: Buttons::ALL,
+            weapon_slot: 3,
+            ..cmd()
+        };
+        let r = c.repeated();
+        assert_eq!(r.forward, 1.0);
+        assert_eq!(r.buttons, Buttons::CROUCH);
+        assert_eq!(r.weapon_slot, 0);
+    }
+}

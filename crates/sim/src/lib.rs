@@ -1,0 +1,69 @@
+//! Sightline's shared simulation: the fixed tick, the order of work inside a tick, the
+//! player components and the input command that drives a player.
+//!
+//! The same [`SimulationPlugin`] runs in the dedicated server and, for prediction, in the
+//! client. Other plugins (movement, combat, networking) add their systems to the
+//! [`SimSet`]s declared here, so every app runs one tick in the same order.
+
+mod input;
+mod player;
+mod tick;
+
+pub use input::{Buttons, InputCmd, SanitizeError, WEAPON_SLOTS, MAX_PITCH_DEG};
+pub use player::{BotControlled, CurrentCmd, Player, PlayerId, PlayerName};
+pub use tick::{Tick, TickConfig, TickConfigError, MAX_TICK_HZ, MIN_TICK_HZ};
+
+use bevy::prelude::*;
+
+/// Commonly used simulation types.
+pub mod prelude {
+    pub use crate::{
+        Buttons, CurrentCmd, InputCmd, Player, PlayerId, SimSet, SimulationPlugin, Tick,
+        TickConfig,
+    };
+}
+
+/// The stages of one simulation tick, run in this order inside [`FixedUpdate`].
+#[derive(SystemSet, Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum SimSet {
+    /// Advance the [`Tick`] counter.
+    BeginTick,
+    /// Decide each player's [`CurrentCmd`]: network buffers, bots, local input.
+    ReadInputs,
+    /// Run the movement step for every player.
+    Move,
+    /// Weapons, damage and deaths.
+    Combat,
+    /// Remember this tick's state (hitboxes for lag compensation, prediction history).
+    RecordHistory,
+    /// Build and queue snapshots or input packets for the network.
+    BuildSnapshots,
+}
+
+/// Sets up the fixed tick from a [`TickConfig`] and orders the [`SimSet`]s.
+///
+/// Insert a [`TickConfig`] before adding the plugin to choose the rate; the default is
+/// 128 Hz with a snapshot every second tick.
+#[derive(Default)]
+pub struct SimulationPlugin;
+
+impl Plugin for SimulationPlugin {
+    fn build(&self, app: &mut App) {
+        let config = *app.world_mut().get_resource_or_insert_with(TickConfig::default);
+        app.insert_resource(Time::<Fixed>::from_hz(config.tick_hz as f64))
+            .init_resource::<Tick>()
+            .configure_sets(
+                FixedUpdate,
+                (
+                    SimSet::BeginTick,
+                    SimSet::ReadInputs,
+                    SimSet::Move,
+                    SimSet::Combat,
+                    SimSet::RecordHistory,
+                    SimSet::BuildSnapshots,
+                )
+                    .chain(),
+            )
+            .add_systems(FixedUpdate, tick::advance_tick.in_set(SimSet::BeginTick));
+    }
+}
