@@ -9,7 +9,7 @@ mod input;
 mod player;
 mod tick;
 
-pub use input::{Buttons, InputCmd, SanitizeError, WEAPON_SLOTS, MAX_PITCH_DEG};
+pub use input::{Buttons, InputCmd, MAX_PITCH_DEG, SanitizeError, WEAPON_SLOTS, wrap_angle};
 pub use player::{BotControlled, CurrentCmd, Player, PlayerId, PlayerName};
 pub use tick::{Tick, TickConfig, TickConfigError, MAX_TICK_HZ, MIN_TICK_HZ};
 

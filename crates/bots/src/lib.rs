@@ -1,0 +1,186 @@
+//! Bots as a pure function: [`decide`] maps (own state, what the bot senses, its seed,
+//! the tick) to an input command, so bots drive the real movement code exactly as a
+//! player would, and the same bot replays identically anywhere. Randomness is a hash of
+//! (seed, tick window, purpose), never a stateful generator.
+
+use bevy::math::Vec3;
+use sightline_map::CollisionWorld;
+use sightline_movement::{MoveParams, PlayerState, view_vectors};
+use sightline_sim::{Buttons, InputCmd};
+use std::f32::consts::PI;
+
+/// How far a bot looks for walls, m.
+pub const SIGHT: f32 = 4.0;
+/// Turning speed, radians per second.
+pub const TURN_RATE: f32 = 4.0;
+/// Ticks are grouped into windows of this many seconds; each window gets fresh choices.
+pub const WINDOW_SECONDS: f32 = 1.5;
+
+/// What a bot perceives of the world around it: free distance along three directions.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct BotSense {
+    /// Free distance straight ahead, at knee and chest height (the smaller), up to [`SIGHT`].
+    pub ahead: f32,
+    /// Free distance 45 degrees to the left.
+    pub left: f32,
+    /// Free distance 45 degrees to the right.
+    pub right: f32,
+}
+
+/// Looks around a player with rays against the map.
+pub fn sense(world: &CollisionWorld, state: &PlayerState, params: &MoveParams) -> BotSense {
+    let look = |yaw_offset: f32| {
+        let (forward, _) = view_vectors(state.yaw + yaw_offset);
+        [0.5, 1.3]
+            .into_iter()
+            .map(|h| {
+                let origin = state.pos + Vec3::Y * h;
+                world
+                    .cast_ray(origin, forward, SIGHT)
+                    .map_or(SIGHT, |(d, _)| d)
+            })
+            .fold(SIGHT, f32::min)
+            - params.radius
+    };
+    BotSense {
+        ahead: look(0.0),
+        left: look(PI / 4.0),
+        right: look(-PI / 4.0),
+    }
+}
+
+/// A 64-bit mix of (seed, a, b): SplitMix64's finaliser.
+pub fn hash(seed: u64, a: u64, b: u64) -> u64 {
+    let mut z = seed ^ a.wrapping_mul(0x9e37_79b9_7f4a_7c15) ^ b.wrapping_mul(0xc2b2_ae3d_27d4_eb4f);
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^ (z >> 31)
+}
+
+/// A value in 0..1 from a hash.
+fn unit(h: u64) -> f32 {
+    (h >> 40) as f32 / (1u64 << 24) as f32
+}
+
+/// What to do this tick. `seq` and `client_tick` of the result are left at 0 for the
+/// caller to stamp.
+pub fn decide(state: &PlayerState, sense: &BotSense, seed: u64, tick: u32, tick_hz: u32) -> InputCmd {
+    let dt = 1.0 / tick_hz as f32;
+    let window_ticks = ((WINDOW_SECONDS * tick_hz as f32) as u32).max(1);
+    let window = (tick / window_ticks) as u64;
+    let first_tick_of_window = tick % window_ticks == 0;
+
+    // Steer: away from walls first, otherwise toward this window's wander heading.
+    let wander = (unit(hash(seed, window, 1)) - 0.5) * 1.5;
+    let desired_turn = if sense.ahead < 1.5 {
+        if sense.left >= sense.right { PI / 2.0 } else { -PI / 2.0 }
+    } else if sense.left < 0.8 {
+        -0.6
+    } else if sense.right < 0.8 {
+        0.6
+    } else {
+        wander
+    };
+    let max_turn = TURN_RATE * dt;
+    let yaw = sightline_sim::wrap_angle(state.yaw + desired_turn.clamp(-max_turn, max_turn));
+
+    // Mostly run forward, sometimes strafe or back-pedal a little, sometimes crouch.
+    let style = hash(seed, window, 2) % 8;
+    let (forward, right) = match style {
+        0 => (1.0, 1.0),
+        1 => (1.0, -1.0),
+        2 => (0.0, 1.0),
+        3 => (-0.5, 0.0),
+        _ => (1.0, 0.0),
+    };
+    let mut buttons = Buttons::default();
+    if first_tick_of_window && hash(seed, window, 3) % 3 == 0 {
+        buttons = buttons.with(Buttons::JUMP);
+    }
+    if hash(seed, window, 4) % 10 == 0 {
+        buttons = buttons.with(Buttons::CROUCH);
+    }
+    InputCmd {
+        seq: 0,
+        client_tick: 0,
+        forward,
+        right,
+        yaw,
+        pitch: 0.0,
+        buttons,
+        weapon_slot: 0,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use bevy::math::Quat;
+    use sightline_movement::step;
+
+    fn arena() -> CollisionWorld {
+        let wall = |c: Vec3, h: Vec3| (c, h, Quat::IDENTITY);
+        CollisionWorld::from_boxes([
+            wall(Vec3::new(0.0, -0.5, 0.0), Vec3::new(10.0, 0.5, 10.0)),
+            wall(Vec3::new(10.5, 2.0, 0.0), Vec3::new(0.5, 2.0, 10.0)),
+            wall(Vec3::new(-10.5, 2.0, 0.0), Vec3::new(0.5, 2.0, 10.0)),
+            wall(Vec3::new(0.0, 2.0, 10.5), Vec3::new(10.0, 2.0, 0.5)),
+            wall(Vec3::new(0.0, 2.0, -10.5), Vec3::new(10.0, 2.0, 0.5)),
+        ])
+    }
+
+    fn run_bot(seed: u64, ticks: u32) -> Vec<PlayerState> {
+        let world = arena();
+        let params = MoveParams::default();
+        let mut s = PlayerState::at(Vec3::ZERO, 0.0);
+        let mut out = vec![];
+        for tick in 0..ticks {
+            let seen = sense(&world, &s, &params);
+            let cmd = decide(&s, &seen, seed, tick, 64).sanitized().unwrap();
+            s = step(&s, &cmd, &world, &params, 1.0 / 64.0);
+            out.push(s);
+        }
+        out
+    }
+
+    #[test]
+    fn decide_is_a_pure_function() {
+        let s = PlayerState::at(Vec3::new(1.0, 0.0, 2.0), 0.4);
+        let seen = BotSense { ahead: 3.0, left: 2.0, right: 1.0 };
+        assert_eq!(decide(&s, &seen, 7, 100, 128), decide(&s, &seen, 7, 100, 128));
+        let a: Vec<_> = run_bot(3, 300).iter().map(|s| s.to_bits()).collect();
+        let b: Vec<_> = run_bot(3, 300).iter().map(|s| s.to_bits()).collect();
+        assert_eq!(a, b);
+    }
+
+    #[test]
+    fn bots_roam_jump_and_turn_without_leaving_the_arena() {
+        let states = run_bot(11, 64 * 30);
+        let spread = states
+            .iter()
+            .map(|s| s.pos.distance(Vec3::ZERO))
+            .fold(0.0, f32::max);
+        assert!(spread > 4.0, "bot stayed near its spawn ({spread} m)");
+        assert!(states.iter().all(|s| s.pos.x.abs() < 10.0 && s.pos.z.abs() < 10.0));
+        assert!(states.iter().any(|s| s.pos.y > 0.5), "never jumped");
+        let yaws: Vec<f32> = states.iter().map(|s| s.yaw).collect();
+        let turned = yaws.windows(2).filter(|w| (w[1] - w[0]).abs() > 1e-4).count();
+        assert!(turned > 100, "bot barely turned");
+    }
+
+    #[test]
+    fn different_seeds_take_different_paths() {
+        let a = run_bot(1, 640).last().unwrap().pos;
+        let b = run_bot(2, 640).last().unwrap().pos;
+        assert!(a.distance(b) > 0.5);
+    }
+
+    #[test]
+    fn a_wall_ahead_makes_the_bot_turn_toward_space() {
+        let s = PlayerState::at(Vec3::ZERO, 0.0);
+        let left_open = BotSense { ahead: 0.5, left: 3.0, right: 0.4 };
+        assert!(decide(&s, &left_open, 1, 5, 64).yaw > 0.0);
+        let right_open = BotSense { ahead: 0.5, left: 0.4, right: 3.0 };
+        assert!(decide(&s, &right_open, 1, 5, 64).yaw < 0.0);
+    }
+}

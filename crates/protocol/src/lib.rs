@@ -1,0 +1,24 @@
+//! Sightline's wire protocol: the messages client and server exchange, how they are
+//! encoded (serde + bincode 2, little-endian varints), the size cap and validation every
+//! decode goes through, and the renet channels they travel on.
+//!
+//! Decoding never trusts the sender: oversized, truncated, trailing-garbage, out-of-range
+//! and non-finite inputs all come back as a [`DecodeError`] for the caller to drop and
+//! count.
+
+mod channel;
+mod codec;
+mod messages;
+
+pub use channel::{Channel, connection_config};
+pub use codec::{DecodeError, Wire, peek_welcome_version};
+pub use messages::{
+    ClientMessage, InputPacket, MAX_CHAT_LEN, MAX_NAME_LEN, MAX_SERVER_NAME_LEN, MAX_SNAPSHOT_PLAYERS,
+    PlayerSnap, REDUNDANT_INPUTS, ServerMessage, Snapshot, Welcome, clean_text,
+};
+
+/// Version of this protocol; a client and server must agree on it exactly.
+pub const PROTOCOL_VERSION: u32 = 1;
+
+/// Identifies Sightline traffic to netcode (which drops packets of other protocols).
+pub const NETCODE_PROTOCOL_ID: u64 = 0x5347_4854_4c4e_0000 | PROTOCOL_VERSION as u64;

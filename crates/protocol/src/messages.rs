@@ -1,0 +1,301 @@
+//! The messages themselves.
+
+use crate::codec::{DecodeError, Wire};
+use bevy::math::Vec3;
+use serde::{Deserialize, Serialize};
+use sightline_movement::{MoveFlags, PlayerState};
+use sightline_sim::{InputCmd, PlayerId, WEAPON_SLOTS};
+
+/// Longest player name, in bytes.
+pub const MAX_NAME_LEN: usize = 32;
+/// Longest server name, in bytes.
+pub const MAX_SERVER_NAME_LEN: usize = 64;
+/// Longest chat line, in bytes.
+pub const MAX_CHAT_LEN: usize = 200;
+/// Most players a snapshot may describe.
+pub const MAX_SNAPSHOT_PLAYERS: usize = 64;
+/// Commands per input packet: the newest and the three before it, so a command survives
+/// the loss of three packets in a row.
+pub const REDUNDANT_INPUTS: usize = 4;
+
+fn invalid(what: impl Into<String>) -> DecodeError {
+    DecodeError::Invalid(what.into())
+}
+
+fn check_text(field: &str, text: &str, max: usize) -> Result<(), DecodeError> {
+    if text.len() > max {
+        return Err(invalid(format!("{field} longer than {max} bytes")));
+    }
+    if text.chars().any(char::is_control) {
+        return Err(invalid(format!("{field} holds control characters")));
+    }
+    Ok(())
+}
+
+/// Trims `text`, drops control characters and cuts it to at most `max` bytes on a
+/// character boundary. Used on names and chat before they are shown to anyone.
+pub fn clean_text(text: &str, max: usize) -> String {
+    let mut out = String::new();
+    for c in text.trim().chars().filter(|c| !c.is_control()) {
+        if out.len() + c.len_utf8() > max {
+            break;
+        }
+        out.push(c);
+    }
+    out.trim_end().to_string()
+}
+
+/// Reliable messages from a client.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub enum ClientMessage {
+    /// First message after connecting: who the player is and what it speaks.
+    Hello {
+        /// The client's [`crate::PROTOCOL_VERSION`].
+        protocol_version: u32,
+        /// Requested player name.
+        name: String,
+    },
+    /// A chat line.
+    Chat {
+        /// What was said.
+        text: String,
+    },
+}
+
+impl Wire for ClientMessage {
+    const MAX_BYTES: usize = 512;
+
+    fn validate(&self) -> Result<(), DecodeError> {
+        match self {
+            Self::Hello { name, .. } => check_text("name", name, MAX_NAME_LEN),
+            // Chat is cleaned by the server; only the size is bounded here.
+            Self::Chat { text } => {
+                if text.len() > MAX_CHAT_LEN {
+                    Err(invalid("chat line too long"))
+                } else {
+                    Ok(())
+                }
+            }
+        }
+    }
+}
+
+/// What the server says to a client once it has said Hello.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Welcome {
+    /// The server's [`crate::PROTOCOL_VERSION`]. Must stay the first field.
+    pub protocol_version: u32,
+    /// Simulation ticks per second.
+    pub tick_hz: u32,
+    /// Snapshots per second.
+    pub snapshot_hz: u32,
+    /// Server name.
+    pub server_name: String,
+    /// Map name.
+    pub map_name: String,
+    /// Content hash of the map file.
+    pub map_hash: u64,
+    /// The player this client controls.
+    pub your_id: PlayerId,
+}
+
+/// Reliable messages from the server.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub enum ServerMessage {
+    /// Handshake answer. Must stay variant 0.
+    Welcome(Welcome),
+    /// The server will not take this client, and why. It disconnects right after.
+    Refused {
+        /// Why, in words.
+        reason: String,
+    },
+    /// A player joined (also sent for everyone already present, after Welcome).
+    PlayerJoined {
+        /// Its id.
+        id: PlayerId,
+        /// Its name.
+        name: String,
+        /// Whether it is a bot.
+        bot: bool,
+    },
+    /// A player left.
+    PlayerLeft {
+        /// Its id.
+        id: PlayerId,
+        /// Why, in words.
+        reason: String,
+    },
+    /// A chat line from a player.
+    Chat {
+        /// Who said it.
+        from: PlayerId,
+        /// What was said (already cleaned by the server).
+        text: String,
+    },
+}
+
+impl Wire for ServerMessage {
+    const MAX_BYTES: usize = 512;
+
+    fn validate(&self) -> Result<(), DecodeError> {
+        match self {
+            Self::Welcome(w) => {
+                check_text("server name", &w.server_name, MAX_SERVER_NAME_LEN)?;
+                check_text("map name", &w.map_name, MAX_NAME_LEN)?;
+                if !(sightline_sim::MIN_TICK_HZ..=sightline_sim::MAX_TICK_HZ).contains(&w.tick_hz)
+                    || w.snapshot_hz == 0
+                    || w.snapshot_hz > w.tick_hz
+                    || w.tick_hz % w.snapshot_hz != 0
+                {
+                    return Err(invalid("tick or snapshot rate out of range"));
+                }
+                Ok(())
+            }
+            Self::Refused { reason } | Self::PlayerLeft { reason, .. } => {
+                check_text("reason", reason, MAX_CHAT_LEN)
+            }
+            Self::PlayerJoined { name, .. } => check_text("name", name, MAX_NAME_LEN),
+            Self::Chat { text, .. } => check_text("chat", text, MAX_CHAT_LEN),
+        }
+    }
+}
+
+/// Inputs from a client, sent once per tick on the unreliable channel.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct InputPacket {
+    /// Newest snapshot sequence the client has received (0 = none): the baseline a
+    /// delta-compressing server may encode against.
+    pub ack_snapshot: u32,
+    /// Newest command first, then up to [`REDUNDANT_INPUTS`] - 1 earlier ones.
+    pub cmds: Vec<InputCmd>,
+}
+
+impl Wire for InputPacket {
+    const MAX_BYTES: usize = 16 + REDUNDANT_INPUTS * 40;
+
+    fn validate(&self) -> Result<(), DecodeError> {
+        if self.cmds.is_empty() || self.cmds.len() > REDUNDANT_INPUTS {
+            return Err(invalid(format!(
+                "input packet carries {} commands (1 to {REDUNDANT_INPUTS} allowed)",
+                self.cmds.len()
+            )));
+        }
+        if self.cmds.windows(2).any(|w| w[1].seq >= w[0].seq) {
+            return Err(invalid("input commands not newest-first"));
+        }
+        for cmd in &self.cmds {
+            let numbers = [cmd.forward, cmd.right, cmd.yaw, cmd.pitch];
+            if numbers.iter().any(|n| !n.is_finite()) {
+                return Err(invalid("input command holds NaN or infinity"));
+            }
+            if cmd.weapon_slot > WEAPON_SLOTS {
+                return Err(invalid("weapon slot out of range"));
+            }
+            if cmd.seq == 0 {
+                return Err(invalid("input sequence 0 is reserved"));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// One player's state as the server sends it: exact floats, so a client can continue
+/// predicting from precisely where the server is.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct PlayerSnap {
+    /// Which player.
+    pub id: PlayerId,
+    /// Feet position.
+    pub pos: [f32; 3],
+    /// Velocity.
+    pub vel: [f32; 3],
+    /// View yaw.
+    pub yaw: f32,
+    /// View pitch.
+    pub pitch: f32,
+    /// [`MoveFlags`] bits.
+    pub flags: u8,
+}
+
+impl PlayerSnap {
+    /// Captures a player's state.
+    pub fn new(id: PlayerId, s: &PlayerState) -> Self {
+        Self {
+            id,
+            pos: s.pos.to_array(),
+            vel: s.vel.to_array(),
+            yaw: s.yaw,
+            pitch: s.pitch,
+            flags: s.flags.0,
+        }
+    }
+
+    /// The state it describes.
+    pub fn state(&self) -> PlayerState {
+        PlayerState {
+            pos: Vec3::from_array(self.pos),
+            vel: Vec3::from_array(self.vel),
+            yaw: self.yaw,
+            pitch: self.pitch,
+            flags: MoveFlags(self.flags),
+        }
+    }
+}
+
+/// The world as the server saw it after one tick, for one recipient.
+///
+/// Snapshots are numbered and clients acknowledge the newest they received in every
+/// [`InputPacket`], so a server can later encode a snapshot as changes from one the client
+/// is known to hold. `baseline` names that snapshot; 0 means this one is complete.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Snapshot {
+    /// Snapshot number, from 1, one per snapshot sent to this client.
+    pub seq: u32,
+    /// Snapshot this one is encoded against; 0 for a full snapshot.
+    pub baseline: u32,
+    /// Server tick after which this state holds.
+    pub server_tick: u32,
+    /// Server simulation time at that tick, microseconds.
+    pub server_time_us: u64,
+    /// Newest of the recipient's commands the server has *simulated* (not merely received).
+    pub ack_input_seq: u32,
+    /// Recipient's commands waiting in the server's buffer when the tick took one.
+    pub input_queue: u8,
+    /// Ticks since the last snapshot in which the server had to repeat the recipient's
+    /// previous command because the next had not arrived.
+    pub repeated_inputs: u8,
+    /// Every player's state, in id order.
+    pub players: Vec<PlayerSnap>,
+}
+
+impl Wire for Snapshot {
+    const MAX_BYTES: usize = 32 + MAX_SNAPSHOT_PLAYERS * 48;
+
+    fn validate(&self) -> Result<(), DecodeError> {
+        if self.seq == 0 {
+            return Err(invalid("snapshot sequence 0 is reserved"));
+        }
+        if self.baseline != 0 {
+            return Err(invalid("delta snapshots are not supported by this version"));
+        }
+        if self.players.len() > MAX_SNAPSHOT_PLAYERS {
+            return Err(invalid("too many players in snapshot"));
+        }
+        if self.players.windows(2).any(|w| w[1].id <= w[0].id) {
+            return Err(invalid("snapshot players not in strictly increasing id order"));
+        }
+        for p in &self.players {
+            let numbers = p.pos.iter().chain(&p.vel).chain([&p.yaw, &p.pitch]);
+            if numbers.into_iter().any(|n| !n.is_finite()) {
+                return Err(invalid("player state holds NaN or infinity"));
+            }
+            if p.flags & !MoveFlags::ALL != 0 {
+                return Err(invalid("unknown movement flags"));
+            }
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests;

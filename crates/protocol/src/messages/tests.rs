@@ -1,0 +1,257 @@
+//! Every decoder against malformed, truncated, oversized and non-finite input.
+
+use super::*;
+use crate::{PROTOCOL_VERSION, peek_welcome_version};
+use sightline_sim::Buttons;
+
+fn cmd(seq: u32) -> InputCmd {
+    InputCmd {
+        seq,
+        client_tick: seq + 10,
+        forward: 1.0,
+        right: -0.5,
+        yaw: 0.3,
+        pitch: -0.2,
+        buttons: Buttons::JUMP,
+        weapon_slot: 2,
+    }
+}
+
+fn welcome() -> ServerMessage {
+    ServerMessage::Welcome(Welcome {
+        protocol_version: PROTOCOL_VERSION,
+        tick_hz: 128,
+        snapshot_hz: 64,
+        server_name: "Test server".into(),
+        map_name: "duel".into(),
+        map_hash: 0xdead_beef_1234,
+        your_id: PlayerId(3),
+    })
+}
+
+fn snapshot(n: usize) -> Snapshot {
+    Snapshot {
+        seq: 7,
+        baseline: 0,
+        server_tick: 1234,
+        server_time_us: 9_640_625,
+        ack_input_seq: 99,
+        input_queue: 1,
+        repeated_inputs: 0,
+        players: (0..n)
+            .map(|i| PlayerSnap {
+                id: PlayerId(i as u8),
+                pos: [1.0, 2.0, 3.0],
+                vel: [-7.0, 0.0, 0.5],
+                yaw: 1.0,
+                pitch: 0.1,
+                flags: MoveFlags::ON_GROUND,
+            })
+            .collect(),
+    }
+}
+
+fn samples() -> (Vec<Vec<u8>>, Vec<fn(&[u8]) -> bool>) {
+    let encoded = vec![
+        ClientMessage::Hello {
+            protocol_version: PROTOCOL_VERSION,
+            name: "alice".into(),
+        }
+        .encode(),
+        welcome().encode(),
+        InputPacket {
+            ack_snapshot: 5,
+            cmds: vec![cmd(4), cmd(3), cmd(2), cmd(1)],
+        }
+        .encode(),
+        snapshot(MAX_SNAPSHOT_PLAYERS).encode(),
+    ];
+    let decoders: Vec<fn(&[u8]) -> bool> = vec![
+        |b| ClientMessage::decode(b).is_ok(),
+        |b| ServerMessage::decode(b).is_ok(),
+        |b| InputPacket::decode(b).is_ok(),
+        |b| Snapshot::decode(b).is_ok(),
+    ];
+    (encoded, decoders)
+}
+
+#[test]
+fn every_message_round_trips() {
+    let hello = ClientMessage::Hello {
+        protocol_version: PROTOCOL_VERSION,
+        name: "alice".into(),
+    };
+    assert_eq!(ClientMessage::decode(&hello.encode()), Ok(hello));
+    assert_eq!(ServerMessage::decode(&welcome().encode()), Ok(welcome()));
+    let packet = InputPacket {
+        ack_snapshot: 5,
+        cmds: vec![cmd(4), cmd(3)],
+    };
+    assert_eq!(InputPacket::decode(&packet.encode()), Ok(packet));
+    let full = snapshot(MAX_SNAPSHOT_PLAYERS);
+    assert_eq!(Snapshot::decode(&full.encode()), Ok(full));
+}
+
+#[test]
+fn encoded_sizes_stay_under_their_caps() {
+    let (encoded, _) = samples();
+    assert!(encoded[2].len() <= InputPacket::MAX_BYTES, "{}", encoded[2].len());
+    assert!(encoded[3].len() <= Snapshot::MAX_BYTES, "{}", encoded[3].len());
+    // A moving player costs about 35 bytes uncompressed.
+    let per_player = (snapshot(2).encode().len() - snapshot(1).encode().len()) as f32;
+    assert!(per_player <= 36.0, "{per_player} bytes per player");
+}
+
+#[test]
+fn truncated_messages_are_refused() {
+    let (encoded, decoders) = samples();
+    for (bytes, decode) in encoded.iter().zip(&decoders) {
+        assert!(decode(bytes));
+        for cut in 0..bytes.len() {
+            assert!(!decode(&bytes[..cut]), "accepted a message cut at {cut}");
+        }
+    }
+}
+
+#[test]
+fn trailing_bytes_and_oversized_input_are_refused() {
+    let (encoded, decoders) = samples();
+    for (bytes, decode) in encoded.iter().zip(&decoders) {
+        let mut longer = bytes.clone();
+        longer.push(0);
+        assert!(!decode(&longer));
+        assert!(!decode(&vec![0u8; 70_000]));
+    }
+    assert_eq!(
+        Snapshot::decode(&vec![1u8; Snapshot::MAX_BYTES + 1]),
+        Err(DecodeError::TooLarge {
+            len: Snapshot::MAX_BYTES + 1,
+            max: Snapshot::MAX_BYTES
+        })
+    );
+}
+
+#[test]
+fn garbage_never_panics() {
+    let (_, decoders) = samples();
+    // A deterministic byte soup: every decoder must answer, never panic.
+    let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
+    for len in 0..400 {
+        let bytes: Vec<u8> = (0..len)
+            .map(|_| {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                x as u8
+            })
+            .collect();
+        for decode in &decoders {
+            let _ = decode(&bytes);
+        }
+    }
+}
+
+#[test]
+fn non_finite_numbers_are_refused() {
+    for bad in [f32::NAN, f32::INFINITY, f32::NEG_INFINITY] {
+        let mut c = cmd(2);
+        c.pitch = bad;
+        let packet = InputPacket {
+            ack_snapshot: 0,
+            cmds: vec![c],
+        };
+        assert!(matches!(
+            InputPacket::decode(&packet.encode()),
+            Err(DecodeError::Invalid(_))
+        ));
+        let mut snap = snapshot(3);
+        snap.players[1].vel[2] = bad;
+        assert!(matches!(
+            Snapshot::decode(&snap.encode()),
+            Err(DecodeError::Invalid(_))
+        ));
+    }
+}
+
+#[test]
+fn out_of_range_values_are_refused() {
+    let too_many = InputPacket {
+        ack_snapshot: 0,
+        cmds: (1..=5).rev().map(cmd).collect(),
+    };
+    assert!(InputPacket::decode(&too_many.encode()).is_err());
+    let empty = InputPacket {
+        ack_snapshot: 0,
+        cmds: vec![],
+    };
+    assert!(InputPacket::decode(&empty.encode()).is_err());
+    let unordered = InputPacket {
+        ack_snapshot: 0,
+        cmds: vec![cmd(1), cmd(2)],
+    };
+    assert!(InputPacket::decode(&unordered.encode()).is_err());
+    let mut slot = cmd(1);
+    slot.weapon_slot = 9;
+    let bad_slot = InputPacket {
+        ack_snapshot: 0,
+        cmds: vec![slot],
+    };
+    assert!(InputPacket::decode(&bad_slot.encode()).is_err());
+
+    let mut snap = snapshot(2);
+    snap.players[1].flags = 0x80;
+    assert!(Snapshot::decode(&snap.encode()).is_err());
+    let mut snap = snapshot(2);
+    snap.players[1].id = PlayerId(0);
+    assert!(Snapshot::decode(&snap.encode()).is_err());
+    let mut snap = snapshot(1);
+    snap.seq = 0;
+    assert!(Snapshot::decode(&snap.encode()).is_err());
+
+    let long_name = ClientMessage::Hello {
+        protocol_version: 1,
+        name: "x".repeat(MAX_NAME_LEN + 1),
+    };
+    assert!(ClientMessage::decode(&long_name.encode()).is_err());
+    let control = ClientMessage::Hello {
+        protocol_version: 1,
+        name: "bad\u{7}name".into(),
+    };
+    assert!(ClientMessage::decode(&control.encode()).is_err());
+    let mut w = welcome();
+    if let ServerMessage::Welcome(w) = &mut w {
+        w.snapshot_hz = 60;
+    }
+    assert!(ServerMessage::decode(&w.encode()).is_err());
+    // An enum tag past the last variant.
+    assert!(ServerMessage::decode(&[9, 0, 0]).is_err());
+}
+
+#[test]
+fn welcome_version_can_be_read_from_any_version() {
+    assert_eq!(peek_welcome_version(&welcome().encode()), Some(PROTOCOL_VERSION));
+    let future = ServerMessage::Welcome(Welcome {
+        protocol_version: 77,
+        ..match welcome() {
+            ServerMessage::Welcome(w) => w,
+            _ => unreachable!(),
+        }
+    });
+    let mut bytes = future.encode();
+    // Later versions may append fields the current decoder does not know.
+    bytes.extend_from_slice(&[1, 2, 3]);
+    assert!(ServerMessage::decode(&bytes).is_err());
+    assert_eq!(peek_welcome_version(&bytes), Some(77));
+    let chat = ServerMessage::Chat {
+        from: PlayerId(1),
+        text: "hi".into(),
+    };
+    assert_eq!(peek_welcome_version(&chat.encode()), None);
+}
+
+#[test]
+fn clean_text_trims_strips_and_cuts() {
+    assert_eq!(clean_text("  hi\u{1b}[31m there \n", 100), "hi[31m there");
+    assert_eq!(clean_text("ééééé", 5), "éé");
+    assert_eq!(clean_text("\u{0}\u{1}", 10), "");
+}
