@@ -12,79 +12,104 @@ pub use renet::{ClientId, DisconnectReason, ServerEvent};
 pub use udp::{UdpSetupError, udp_client, udp_server};
 
 use bevy::prelude::*;
-use bevy_renet::netcode::{NetcodeClientPlugin, NetcodeServerPlugin};
+use bevy_renet::netcode::{
+    NetcodeClientPlugin, NetcodeClientTransport, NetcodeServerPlugin, NetcodeServerTransport,
+};
 use bevy_renet::{RenetClientPlugin, RenetServerPlugin};
 use std::net::SocketAddr;
+use std::sync::Mutex;
 
-/// How the server is reached.
-#[derive(Clone)]
-pub enum ServerTransport {
-    /// A UDP socket bound to this address.
-    Udp {
-        /// Address to bind.
-        bind: SocketAddr,
-        /// Address clients use, if different from `bind` (e.g. behind NAT).
-        public: Option<SocketAddr>,
-        /// Most simultaneous connections netcode accepts.
-        max_clients: usize,
-    },
-    /// An in-process network.
+/// Runs renet for a server: over UDP ([`Self::udp`]) or an in-memory network.
+pub struct ServerNetPlugin(ServerTransport);
+
+enum ServerTransport {
+    // Built eagerly so socket errors reach the caller; taken out once by `build`.
+    Udp(Mutex<Option<(RenetServer, NetcodeServerTransport)>>),
     Memory(MemoryNetwork),
 }
 
-/// How the client reaches its server.
-#[derive(Clone)]
-pub enum ClientTransport {
-    /// UDP to this address.
-    Udp(SocketAddr),
-    /// An in-process link, made by [`MemoryNetwork::connect`].
-    Memory(MemoryClientLink),
-}
+impl ServerNetPlugin {
+    /// Binds a UDP socket at `bind` for up to `max_clients` connections. `public` is the
+    /// address clients use when it differs from the bound one.
+    pub fn udp(
+        bind: SocketAddr,
+        public: Option<SocketAddr>,
+        max_clients: usize,
+    ) -> Result<(Self, SocketAddr), UdpSetupError> {
+        let (server, transport) =
+            udp_server(sightline_protocol::connection_config(), bind, public, max_clients)?;
+        let local = transport.addresses()[0];
+        Ok((
+            Self(ServerTransport::Udp(Mutex::new(Some((server, transport))))),
+            local,
+        ))
+    }
 
-/// Runs renet for a server on the chosen transport.
-pub struct ServerNetPlugin(pub ServerTransport);
+    /// Serves clients of an in-process network.
+    pub fn memory(network: MemoryNetwork) -> Self {
+        Self(ServerTransport::Memory(network))
+    }
+}
 
 impl Plugin for ServerNetPlugin {
     fn build(&self, app: &mut App) {
-        let config = sightline_protocol::connection_config();
         app.add_plugins(RenetServerPlugin);
         match &self.0 {
-            ServerTransport::Udp {
-                bind,
-                public,
-                max_clients,
-            } => {
-                let (server, transport) = udp_server(config, *bind, *public, *max_clients)
-                    .unwrap_or_else(|e| panic!("{e}"));
+            ServerTransport::Udp(ready) => {
+                let (server, transport) = ready
+                    .lock()
+                    .expect("poisoned")
+                    .take()
+                    .expect("ServerNetPlugin added twice");
                 app.add_plugins(NetcodeServerPlugin)
                     .insert_resource(server)
                     .insert_resource(transport);
             }
             ServerTransport::Memory(network) => {
-                app.insert_resource(RenetServer::new(config));
+                app.insert_resource(RenetServer::new(sightline_protocol::connection_config()));
                 memory::add_server_systems(app, network.clone());
             }
         }
     }
 }
 
-/// Runs renet for a client on the chosen transport.
-pub struct ClientNetPlugin(pub ClientTransport);
+/// Runs renet for a client: over UDP ([`Self::udp`]) or an in-memory link.
+pub struct ClientNetPlugin(ClientTransport);
+
+enum ClientTransport {
+    Udp(Mutex<Option<(RenetClient, NetcodeClientTransport)>>),
+    Memory(MemoryClientLink),
+}
+
+impl ClientNetPlugin {
+    /// Opens a UDP socket toward `server`.
+    pub fn udp(server: SocketAddr) -> Result<Self, UdpSetupError> {
+        let ready = udp_client(sightline_protocol::connection_config(), server)?;
+        Ok(Self(ClientTransport::Udp(Mutex::new(Some(ready)))))
+    }
+
+    /// Uses a link of an in-process network.
+    pub fn memory(link: MemoryClientLink) -> Self {
+        Self(ClientTransport::Memory(link))
+    }
+}
 
 impl Plugin for ClientNetPlugin {
     fn build(&self, app: &mut App) {
-        let config = sightline_protocol::connection_config();
         app.add_plugins(RenetClientPlugin);
         match &self.0 {
-            ClientTransport::Udp(addr) => {
-                let (client, transport) =
-                    udp_client(config, *addr).unwrap_or_else(|e| panic!("{e}"));
+            ClientTransport::Udp(ready) => {
+                let (client, transport) = ready
+                    .lock()
+                    .expect("poisoned")
+                    .take()
+                    .expect("ClientNetPlugin added twice");
                 app.add_plugins(NetcodeClientPlugin)
                     .insert_resource(client)
                     .insert_resource(transport);
             }
             ClientTransport::Memory(link) => {
-                let mut client = RenetClient::new(config);
+                let mut client = RenetClient::new(sightline_protocol::connection_config());
                 client.set_connected();
                 app.insert_resource(client);
                 memory::add_client_systems(app, link.clone());

@@ -37,12 +37,10 @@ impl MemoryNetwork {
     pub fn connect(&self) -> MemoryClientLink {
         let mut hub = self.0.lock().expect("memory network poisoned");
         hub.next_id += 1;
+        let id = hub.next_id;
         let link = Arc::new(Link::default());
-        hub.pending.push((hub.next_id, link.clone()));
-        MemoryClientLink {
-            id: hub.next_id,
-            link,
-        }
+        hub.pending.push((id, link.clone()));
+        MemoryClientLink { id, link }
     }
 }
 

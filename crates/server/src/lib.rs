@@ -1,0 +1,103 @@
+//! Sightline's authoritative server as a Bevy plugin. The `sightline-server` binary wraps
+//! it with a UDP transport and a run loop; tests and the client's offline mode embed it.
+//!
+//! Per tick, in [`SimSet`](sightline_sim::SimSet) order: each connected player's next
+//! buffered command is taken (or the last one repeated), bots decide, everyone moves, and
+//! on snapshot ticks every client gets the world with its own acknowledgements.
+
+mod bots;
+mod connections;
+mod inputs;
+mod shutdown;
+mod snapshots;
+mod spawn;
+mod stats;
+
+pub use connections::{ClientIndex, Connection, ConnectionStage, PlayerSlots};
+pub use inputs::{InputBuffer, InputTiming};
+pub use shutdown::{RunFor, ShutdownSignal};
+pub use snapshots::SnapshotCounter;
+pub use spawn::choose_spawn;
+pub use stats::{ServerStats, TickTimes};
+
+use bevy::prelude::*;
+use sightline_map::CurrentMap;
+use sightline_movement::MovementPlugin;
+use sightline_net::RenetReceive;
+use sightline_sim::{SimSet, SimulationPlugin, TickConfig};
+
+/// What a server is and runs.
+#[derive(Resource, Clone)]
+pub struct ServerConfig {
+    /// Name shown to players.
+    pub name: String,
+    /// Most players at once, bots included.
+    pub max_players: u8,
+    /// Bots to add at start.
+    pub bots: u8,
+    /// Tick and snapshot rates.
+    pub tick: TickConfig,
+}
+
+impl Default for ServerConfig {
+    fn default() -> Self {
+        Self {
+            name: "Sightline server".into(),
+            max_players: 16,
+            bots: 0,
+            tick: TickConfig::default(),
+        }
+    }
+}
+
+/// Work the server does outside the fixed tick, in `PreUpdate` after renet has received.
+#[derive(SystemSet, Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ServerSet {
+    /// Handshakes, chat, input packets.
+    Receive,
+}
+
+/// The authoritative game server. Needs a [`CurrentMap`] and a transport
+/// ([`sightline_net::ServerNetPlugin`]).
+pub struct ServerPlugin {
+    /// How the server is set up.
+    pub config: ServerConfig,
+    /// The map to play.
+    pub map: CurrentMap,
+}
+
+impl Plugin for ServerPlugin {
+    fn build(&self, app: &mut App) {
+        app.insert_resource(self.config.tick)
+            .insert_resource(self.config.clone())
+            .insert_resource(self.map.clone())
+            .add_plugins((SimulationPlugin, MovementPlugin))
+            .insert_resource(PlayerSlots::new(self.config.max_players))
+            .init_resource::<ClientIndex>()
+            .init_resource::<ServerStats>()
+            .init_resource::<TickTimes>()
+            .configure_sets(PreUpdate, ServerSet::Receive.after(RenetReceive))
+            .add_observer(connections::on_server_event)
+            .add_systems(Startup, bots::spawn_bots)
+            .add_systems(
+                PreUpdate,
+                (
+                    connections::handle_reliable_messages,
+                    inputs::receive_input_packets,
+                    connections::drop_refused,
+                )
+                    .chain()
+                    .in_set(ServerSet::Receive),
+            )
+            .add_systems(
+                FixedUpdate,
+                (
+                    stats::start_tick_timer.before(SimSet::BeginTick),
+                    (inputs::consume_inputs, bots::drive_bots).in_set(SimSet::ReadInputs),
+                    snapshots::send_snapshots.in_set(SimSet::BuildSnapshots),
+                    stats::end_tick_timer.after(SimSet::BuildSnapshots),
+                ),
+            )
+            .add_systems(Update, (stats::log_every_minute, shutdown::check_shutdown));
+    }
+}

@@ -1,0 +1,143 @@
+//! `sightline-server`: the dedicated server. Parses flags, loads the map, binds UDP, runs.
+
+use bevy::app::ScheduleRunnerPlugin;
+use bevy::log::LogPlugin;
+use bevy::prelude::*;
+use clap::{CommandFactory, Parser};
+use sightline_map::{CurrentMap, MapSource, find_map};
+use sightline_net::ServerNetPlugin;
+use sightline_server::{RunFor, ServerConfig, ServerPlugin, ShutdownSignal};
+use sightline_sim::TickConfig;
+use std::net::{IpAddr, SocketAddr};
+use std::process::ExitCode;
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+
+/// Sightline dedicated server.
+#[derive(Parser, Debug)]
+#[command(version, about)]
+struct Args {
+    /// UDP port to listen on.
+    #[arg(long, default_value_t = 27015)]
+    port: u16,
+    /// Address to bind.
+    #[arg(long, default_value = "0.0.0.0")]
+    bind: IpAddr,
+    /// Map name (looked up in maps/) or path to a .ron map file.
+    #[arg(long, default_value = "duel")]
+    map: String,
+    /// Most players at once, bots included.
+    #[arg(long, default_value_t = 16, value_parser = clap::value_parser!(u8).range(1..=64))]
+    max_players: u8,
+    /// Simulation ticks per second (20-128).
+    #[arg(long, default_value_t = 128, value_parser = clap::value_parser!(u32).range(20..=128))]
+    tickrate: u32,
+    /// Snapshots per second; must divide the tick rate [default: half the tick rate, or
+    /// the tick rate when that is odd].
+    #[arg(long)]
+    snapshot_rate: Option<u32>,
+    /// Server name shown to players.
+    #[arg(long, default_value = "Sightline server")]
+    name: String,
+    /// Bots to add.
+    #[arg(long, default_value_t = 0, value_parser = clap::value_parser!(u8).range(0..=64))]
+    bots: u8,
+    /// Stop cleanly after this many seconds (for tests and scripted runs).
+    #[arg(long)]
+    run_seconds: Option<f64>,
+}
+
+fn main() -> ExitCode {
+    let args = Args::parse();
+    let snapshot_hz = args.snapshot_rate.unwrap_or(if args.tickrate % 2 == 0 {
+        args.tickrate / 2
+    } else {
+        args.tickrate
+    });
+    let tick = match TickConfig::new(args.tickrate, snapshot_hz) {
+        Ok(t) => t,
+        Err(e) => Args::command()
+            .error(clap::error::ErrorKind::ValueValidation, e)
+            .exit(),
+    };
+    if let Some(s) = args.run_seconds
+        && !(s.is_finite() && s > 0.0)
+    {
+        Args::command()
+            .error(
+                clap::error::ErrorKind::ValueValidation,
+                "--run-seconds must be a positive number",
+            )
+            .exit();
+    }
+    if args.bots > args.max_players {
+        Args::command()
+            .error(
+                clap::error::ErrorKind::ValueValidation,
+                format!("--bots {} exceeds --max-players {}", args.bots, args.max_players),
+            )
+            .exit();
+    }
+    let name = sightline_protocol::clean_text(&args.name, sightline_protocol::MAX_SERVER_NAME_LEN);
+
+    let map = match MapSource::load(&find_map(&args.map)) {
+        Ok(m) => CurrentMap::new(m),
+        Err(e) => {
+            eprintln!("error: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let bind = SocketAddr::new(args.bind, args.port);
+    let (net, local) = match ServerNetPlugin::udp(bind, None, args.max_players as usize) {
+        Ok(n) => n,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+
+    let signal = ShutdownSignal::default();
+    let flag = signal.0.clone();
+    if let Err(e) = ctrlc::set_handler(move || flag.store(true, Ordering::Relaxed)) {
+        eprintln!("warning: cannot install the Ctrl-C/SIGTERM handler: {e}");
+    }
+
+    let config = ServerConfig {
+        name,
+        max_players: args.max_players,
+        bots: args.bots,
+        tick,
+    };
+    let mut app = App::new();
+    app.add_plugins((
+        MinimalPlugins.set(ScheduleRunnerPlugin::run_loop(Duration::from_secs_f64(
+            1.0 / tick.tick_hz as f64,
+        ))),
+        LogPlugin::default(),
+        net,
+        ServerPlugin {
+            config: config.clone(),
+            map: map.clone(),
+        },
+    ))
+    .insert_resource(signal);
+    if let Some(s) = args.run_seconds {
+        app.insert_resource(RunFor(Duration::from_secs_f64(s)));
+    }
+    info!(
+        "\"{}\" on {local}: map {} ({} brushes, hash {:016x}), {} Hz tick, {} Hz snapshots, \
+         {} bots, up to {} players",
+        config.name,
+        map.def.name,
+        map.world.len(),
+        map.hash,
+        tick.tick_hz,
+        tick.snapshot_hz(),
+        config.bots,
+        config.max_players
+    );
+    match app.run() {
+        AppExit::Success => ExitCode::SUCCESS,
+        AppExit::Error(_) => ExitCode::FAILURE,
+    }
+}

@@ -1,0 +1,48 @@
+//! Snapshots: every player's state, sent to each client with its own acknowledgements.
+
+use crate::{Connection, ConnectionStage, InputBuffer};
+use bevy::prelude::*;
+use sightline_movement::PlayerState;
+use sightline_net::RenetServer;
+use sightline_protocol::{Channel, PlayerSnap, Snapshot, Wire};
+use sightline_sim::{PlayerId, Tick, TickConfig};
+
+/// Number of the last snapshot sent to this client.
+#[derive(Component, Debug, Default, Clone, Copy)]
+pub struct SnapshotCounter(pub u32);
+
+/// On snapshot ticks, sends the world to every playing client.
+pub(crate) fn send_snapshots(
+    tick: Res<Tick>,
+    config: Res<TickConfig>,
+    mut server: ResMut<RenetServer>,
+    players: Query<(&PlayerId, &PlayerState)>,
+    mut clients: Query<(&Connection, &mut InputBuffer, &mut SnapshotCounter)>,
+) {
+    if !config.is_snapshot_tick(*tick) {
+        return;
+    }
+    let mut snapshot = Snapshot {
+        seq: 0,
+        baseline: 0,
+        server_tick: tick.0,
+        server_time_us: config.tick_time_us(*tick),
+        ack_input_seq: 0,
+        input_queue: 0,
+        repeated_inputs: 0,
+        players: players.iter().map(|(id, s)| PlayerSnap::new(*id, s)).collect(),
+    };
+    snapshot.players.sort_by_key(|p| p.id);
+    for (conn, mut buffer, mut counter) in &mut clients {
+        if conn.stage != ConnectionStage::Playing {
+            continue;
+        }
+        counter.0 += 1;
+        let timing = buffer.take_timing();
+        snapshot.seq = counter.0;
+        snapshot.ack_input_seq = buffer.last_simulated();
+        snapshot.input_queue = timing.queue_at_consume;
+        snapshot.repeated_inputs = timing.repeats_since_snapshot;
+        server.send_message(conn.client_id, Channel::Unreliable, snapshot.encode());
+    }
+}
