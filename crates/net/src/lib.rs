@@ -4,10 +4,12 @@
 //! clock, so the same server and client code runs in both.
 
 mod memory;
+mod shutdown;
 mod udp;
 
 pub use bevy_renet::{RenetClient, RenetReceive, RenetSend, RenetServer, RenetServerEvent};
 pub use memory::{MemoryClientLink, MemoryNetwork};
+pub use shutdown::{RunFor, ShutdownPlugin, ShutdownSignal};
 pub use renet::{ClientId, DisconnectReason, ServerEvent};
 pub use udp::{UdpSetupError, udp_client, udp_server};
 

@@ -8,14 +8,12 @@
 mod bots;
 mod connections;
 mod inputs;
-mod shutdown;
 mod snapshots;
 mod spawn;
 mod stats;
 
 pub use connections::{ClientIndex, Connection, ConnectionStage, PlayerSlots};
 pub use inputs::{InputBuffer, InputTiming};
-pub use shutdown::{RunFor, ShutdownSignal};
 pub use snapshots::SnapshotCounter;
 pub use spawn::choose_spawn;
 pub use stats::{ServerStats, TickTimes};
@@ -98,6 +96,6 @@ impl Plugin for ServerPlugin {
                     stats::end_tick_timer.after(SimSet::BuildSnapshots),
                 ),
             )
-            .add_systems(Update, (stats::log_every_minute, shutdown::check_shutdown));
+            .add_systems(Update, stats::log_every_minute);
     }
 }

@@ -5,8 +5,8 @@ use bevy::log::LogPlugin;
 use bevy::prelude::*;
 use clap::{CommandFactory, Parser};
 use sightline_map::{CurrentMap, MapSource, find_map};
-use sightline_net::ServerNetPlugin;
-use sightline_server::{RunFor, ServerConfig, ServerPlugin, ShutdownSignal};
+use sightline_net::{RunFor, ServerNetPlugin, ShutdownPlugin, ShutdownSignal};
+use sightline_server::{ServerConfig, ServerPlugin};
 use sightline_sim::TickConfig;
 use std::net::{IpAddr, SocketAddr};
 use std::process::ExitCode;
@@ -115,6 +115,7 @@ fn main() -> ExitCode {
         ))),
         LogPlugin::default(),
         net,
+        ShutdownPlugin,
         ServerPlugin {
             config: config.clone(),
             map: map.clone(),

@@ -1,4 +1,5 @@
-//! Stopping cleanly: on Ctrl-C or SIGTERM, or after a set time (for tests).
+//! Stopping an app cleanly, through Bevy's `AppExit` so transports can say goodbye: on a
+//! signal (Ctrl-C, SIGTERM) or after a set run time (scripted runs and tests).
 
 use bevy::prelude::*;
 use std::sync::Arc;
@@ -12,7 +13,16 @@ pub struct ShutdownSignal(pub Arc<AtomicBool>);
 #[derive(Resource, Clone, Copy)]
 pub struct RunFor(pub std::time::Duration);
 
-pub(crate) fn check_shutdown(
+/// Exits the app when the [`ShutdownSignal`] is raised or [`RunFor`] has elapsed.
+pub struct ShutdownPlugin;
+
+impl Plugin for ShutdownPlugin {
+    fn build(&self, app: &mut App) {
+        app.add_systems(Update, check_shutdown);
+    }
+}
+
+fn check_shutdown(
     signal: Option<Res<ShutdownSignal>>,
     run_for: Option<Res<RunFor>>,
     time: Res<Time<Real>>,

@@ -1,0 +1,193 @@
+//! Connecting: Hello, checking the Welcome, the roster of players, disconnection.
+
+use crate::{LocalPlayer, snapshots::ClientStats};
+use bevy::prelude::*;
+use sightline_map::{CurrentMap, MapSource, find_map};
+use sightline_movement::PlayerState;
+use sightline_net::RenetClient;
+use sightline_protocol::{
+    Channel, ClientMessage, PROTOCOL_VERSION, ServerMessage, Welcome, Wire, peek_welcome_version,
+};
+use sightline_sim::{Player, PlayerId, TickConfig};
+use std::collections::BTreeMap;
+
+/// The name this client asks for.
+#[derive(Resource)]
+pub(crate) struct PlayerName(pub String);
+
+/// What the server told us about itself.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ServerInfo {
+    /// The Welcome message as received.
+    pub welcome: Welcome,
+}
+
+/// Where the connection stands, for the HUD and for tests.
+#[derive(Resource, Debug, Clone, Default, PartialEq, Eq)]
+pub enum ConnectionStatus {
+    /// Transport connecting.
+    #[default]
+    Connecting,
+    /// Hello sent; waiting for Welcome.
+    AwaitingWelcome,
+    /// In the game.
+    Connected(ServerInfo),
+    /// Gone, and why.
+    Disconnected(String),
+}
+
+impl ConnectionStatus {
+    /// Whether the client is in the game.
+    pub fn is_connected(&self) -> bool {
+        matches!(self, Self::Connected(_))
+    }
+}
+
+/// A player as the server announced it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RosterEntry {
+    /// Display name.
+    pub name: String,
+    /// Whether a bot plays it.
+    pub bot: bool,
+}
+
+/// Everyone in the game, by id.
+#[derive(Resource, Debug, Default)]
+pub struct Roster(pub BTreeMap<PlayerId, RosterEntry>);
+
+pub(crate) fn in_game(status: Res<ConnectionStatus>, local: Query<(), With<LocalPlayer>>) -> bool {
+    status.is_connected() && !local.is_empty()
+}
+
+/// Says Hello once the transport is up.
+pub(crate) fn send_hello(
+    mut client: ResMut<RenetClient>,
+    mut status: ResMut<ConnectionStatus>,
+    name: Res<PlayerName>,
+) {
+    if *status == ConnectionStatus::Connecting && client.is_connected() {
+        let hello = ClientMessage::Hello {
+            protocol_version: PROTOCOL_VERSION,
+            name: name.0.clone(),
+        };
+        client.send_message(Channel::Reliable, hello.encode());
+        *status = ConnectionStatus::AwaitingWelcome;
+    }
+}
+
+/// Gives up on the server with a reason the player can read.
+fn leave(client: &mut RenetClient, status: &mut ConnectionStatus, reason: String) {
+    error!("{reason}");
+    client.disconnect();
+    *status = ConnectionStatus::Disconnected(reason);
+}
+
+/// Handles Welcome, Refused, joins, leaves and chat.
+pub(crate) fn receive_reliable(
+    mut commands: Commands,
+    mut client: ResMut<RenetClient>,
+    mut status: ResMut<ConnectionStatus>,
+    mut roster: ResMut<Roster>,
+    mut stats: ResMut<ClientStats>,
+    mut fixed: ResMut<Time<Fixed>>,
+) {
+    while let Some(bytes) = client.receive_message(Channel::Reliable) {
+        let msg = match ServerMessage::decode(&bytes) {
+            Ok(msg) => msg,
+            Err(e) => {
+                if let Some(v) = peek_welcome_version(&bytes)
+                    && v != PROTOCOL_VERSION
+                {
+                    let reason = version_mismatch(v);
+                    leave(&mut client, &mut status, reason);
+                    return;
+                }
+                stats.malformed += 1;
+                debug!("dropped a server message: {e}");
+                continue;
+            }
+        };
+        match msg {
+            ServerMessage::Welcome(welcome) => {
+                if *status != ConnectionStatus::AwaitingWelcome {
+                    stats.malformed += 1;
+                    continue;
+                }
+                match accept_welcome(&welcome) {
+                    Ok((map, tick)) => {
+                        info!(
+                            "joined \"{}\" as player {} on {} ({} Hz tick, {} Hz snapshots)",
+                            welcome.server_name, welcome.your_id.0, welcome.map_name,
+                            welcome.tick_hz, welcome.snapshot_hz
+                        );
+                        fixed.set_timestep_hz(tick.tick_hz as f64);
+                        commands.insert_resource(tick);
+                        commands.insert_resource(map);
+                        commands.spawn((Player, welcome.your_id, PlayerState::default(), LocalPlayer));
+                        *status = ConnectionStatus::Connected(ServerInfo { welcome });
+                    }
+                    Err(reason) => {
+                        leave(&mut client, &mut status, reason);
+                        return;
+                    }
+                }
+            }
+            ServerMessage::Refused { reason } => {
+                let reason = format!("server refused the connection: {reason}");
+                leave(&mut client, &mut status, reason);
+                return;
+            }
+            ServerMessage::PlayerJoined { id, name, bot } => {
+                info!("{name} joined");
+                roster.0.insert(id, RosterEntry { name, bot });
+            }
+            ServerMessage::PlayerLeft { id, reason } => {
+                if let Some(p) = roster.0.remove(&id) {
+                    info!("{} left ({reason})", p.name);
+                }
+            }
+            ServerMessage::Chat { from, text } => {
+                let name = roster.0.get(&from).map_or("?", |p| p.name.as_str());
+                info!("{name}: {text}");
+            }
+        }
+    }
+}
+
+fn version_mismatch(server: u32) -> String {
+    format!(
+        "cannot join: the server speaks protocol version {server}, this client speaks version \
+         {PROTOCOL_VERSION}; use a client and server of the same release"
+    )
+}
+
+/// Checks a Welcome against what this client has: same protocol, same map file.
+fn accept_welcome(w: &Welcome) -> Result<(CurrentMap, TickConfig), String> {
+    if w.protocol_version != PROTOCOL_VERSION {
+        return Err(version_mismatch(w.protocol_version));
+    }
+    let tick = TickConfig::new(w.tick_hz, w.snapshot_hz)
+        .map_err(|e| format!("server sent an unusable tick configuration: {e}"))?;
+    let map = MapSource::load(&find_map(&w.map_name))
+        .map_err(|e| format!("cannot load map \"{}\" the server plays: {e}", w.map_name))?;
+    if map.hash != w.map_hash {
+        return Err(format!(
+            "map \"{}\" differs from the server's copy (local hash {:016x}, server hash {:016x}); \
+             install the server's version of the map",
+            w.map_name, map.hash, w.map_hash
+        ));
+    }
+    Ok((CurrentMap::new(map), tick))
+}
+
+/// Notices the transport going away (timeout, server shutdown, kick).
+pub(crate) fn notice_disconnect(client: Res<RenetClient>, mut status: ResMut<ConnectionStatus>) {
+    if client.is_disconnected() && !matches!(*status, ConnectionStatus::Disconnected(_)) {
+        let reason = client
+            .disconnect_reason()
+            .map_or("connection lost".to_string(), |r| r.to_string());
+        warn!("disconnected: {reason}");
+        *status = ConnectionStatus::Disconnected(reason);
+    }
+}

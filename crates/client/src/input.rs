@@ -1,0 +1,113 @@
+//! Sampling one command per tick and sending it with its predecessors.
+
+use crate::{LatestSnapshot, LocalPlayer};
+use bevy::prelude::*;
+use sightline_bots::{decide, sense};
+use sightline_map::CurrentMap;
+use sightline_movement::{MoveParams, PlayerState};
+use sightline_net::RenetClient;
+use sightline_protocol::{Channel, InputPacket, REDUNDANT_INPUTS, Wire};
+use sightline_sim::{CurrentCmd, InputCmd, Tick, TickConfig};
+use std::collections::VecDeque;
+
+/// Where this client's commands come from.
+#[derive(Resource, Debug, Clone, PartialEq, Eq)]
+pub enum InputSource {
+    /// The bot brain plays for us (headless clients, soak tests).
+    Bot {
+        /// Makes this bot's choices its own.
+        seed: u64,
+    },
+}
+
+/// The most recent commands sent, newest last, and the next sequence number.
+#[derive(Resource, Debug, Default)]
+pub struct InputHistory {
+    recent: VecDeque<InputCmd>,
+    last_seq: u32,
+}
+
+impl InputHistory {
+    /// Stamps a command with the next sequence number and remembers it.
+    pub fn record(&mut self, mut cmd: InputCmd, client_tick: u32) -> InputCmd {
+        self.last_seq += 1;
+        cmd.seq = self.last_seq;
+        cmd.client_tick = client_tick;
+        self.recent.push_back(cmd);
+        if self.recent.len() > REDUNDANT_INPUTS {
+            self.recent.pop_front();
+        }
+        cmd
+    }
+
+    /// The packet to send: the newest command first, then up to three before it.
+    pub fn packet(&self, ack_snapshot: u32) -> Option<InputPacket> {
+        (!self.recent.is_empty()).then(|| InputPacket {
+            ack_snapshot,
+            cmds: self.recent.iter().rev().copied().collect(),
+        })
+    }
+
+    /// Sequence number of the newest command.
+    pub fn last_seq(&self) -> u32 {
+        self.last_seq
+    }
+}
+
+/// Chooses this tick's command, sanitises it and records it.
+pub(crate) fn sample_input(
+    source: Res<InputSource>,
+    map: Res<CurrentMap>,
+    params: Res<MoveParams>,
+    tick: Res<Tick>,
+    config: Res<TickConfig>,
+    mut history: ResMut<InputHistory>,
+    mut local: Query<(&PlayerState, &mut CurrentCmd), With<LocalPlayer>>,
+) {
+    let Ok((state, mut current)) = local.single_mut() else {
+        return;
+    };
+    let raw = match *source {
+        InputSource::Bot { seed } => {
+            let seen = sense(&map.world, state, &params);
+            decide(state, &seen, seed, tick.0, config.tick_hz)
+        }
+    };
+    // Same gate as the server's: a command the server would refuse is never sent.
+    let Ok(cmd) = raw.sanitized() else {
+        return;
+    };
+    current.0 = history.record(cmd, tick.0);
+}
+
+/// Sends the newest command with its predecessors, acknowledging the newest snapshot.
+pub(crate) fn send_inputs(
+    history: Res<InputHistory>,
+    latest: Res<LatestSnapshot>,
+    mut client: ResMut<RenetClient>,
+) {
+    let ack = latest.0.as_ref().map_or(0, |s| s.seq);
+    if let Some(packet) = history.packet(ack) {
+        client.send_message(Channel::Unreliable, packet.encode());
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn packets_carry_the_newest_command_and_three_before_it() {
+        let mut h = InputHistory::default();
+        assert!(h.packet(0).is_none());
+        for tick in 0..6 {
+            h.record(InputCmd::default(), tick);
+        }
+        let p = h.packet(9).unwrap();
+        assert_eq!(p.ack_snapshot, 9);
+        let seqs: Vec<u32> = p.cmds.iter().map(|c| c.seq).collect();
+        assert_eq!(seqs, [6, 5, 4, 3]);
+        assert_eq!(p.cmds[0].client_tick, 5);
+        assert!(InputPacket::decode(&p.encode()).is_ok());
+    }
+}
