@@ -6,7 +6,7 @@ use sightline_map::{CurrentMap, MapSource, find_map};
 use sightline_movement::PlayerState;
 use sightline_net::RenetClient;
 use sightline_protocol::{
-    Channel, ClientMessage, PROTOCOL_VERSION, ServerMessage, Welcome, Wire, peek_welcome_version,
+    Channel, ClientMessage, MAX_NAME_LEN, PROTOCOL_VERSION, ServerMessage, Welcome, Wire, clean_text, peek_welcome_version,
 };
 use sightline_sim::{Player, PlayerId, TickConfig};
 use std::collections::BTreeMap;
@@ -69,7 +69,8 @@ pub(crate) fn send_hello(
     if *status == ConnectionStatus::Connecting && client.is_connected() {
         let hello = ClientMessage::Hello {
             protocol_version: PROTOCOL_VERSION,
-            name: name.0.clone(),
+            // The server cleans names too; cleaning here keeps the Hello valid.
+            name: clean_text(&name.0, MAX_NAME_LEN),
         };
         client.send_message(Channel::Reliable, hello.encode());
         *status = ConnectionStatus::AwaitingWelcome;

@@ -41,7 +41,7 @@ fn usage_error(msg: impl std::fmt::Display) -> ! {
 }
 
 fn main() -> ExitCode {
-    let args = Args::parse();
+    let args: Args = sightline_net::parse_args();
     if !args.headless {
         usage_error("this build has no windowed mode yet; run with --headless --connect HOST:PORT");
     }

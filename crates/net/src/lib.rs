@@ -3,11 +3,13 @@
 //! renet_netcode or through an in-memory [`MemoryNetwork`] that tests drive on a manual
 //! clock, so the same server and client code runs in both.
 
+mod cli;
 mod memory;
 mod shutdown;
 mod udp;
 
 pub use bevy_renet::{RenetClient, RenetReceive, RenetSend, RenetServer, RenetServerEvent};
+pub use cli::parse_args;
 pub use memory::{MemoryClientLink, MemoryNetwork};
 pub use shutdown::{RunFor, ShutdownPlugin, ShutdownSignal};
 pub use renet::{ClientId, DisconnectReason, ServerEvent};

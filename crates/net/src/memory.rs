@@ -72,6 +72,13 @@ struct ServerLinks {
 #[derive(Resource)]
 struct ClientLink(MemoryClientLink);
 
+impl Drop for ClientLink {
+    // A client app that goes away closes its link, as a process exit closes a socket.
+    fn drop(&mut self) {
+        self.0.close();
+    }
+}
+
 pub(crate) fn add_server_systems(app: &mut App, network: MemoryNetwork) {
     app.insert_resource(ServerLinks {
         network,

@@ -48,7 +48,7 @@ struct Args {
 }
 
 fn main() -> ExitCode {
-    let args = Args::parse();
+    let args: Args = sightline_net::parse_args();
     let snapshot_hz = args.snapshot_rate.unwrap_or(if args.tickrate % 2 == 0 {
         args.tickrate / 2
     } else {

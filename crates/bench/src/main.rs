@@ -1,0 +1,109 @@
+//! `sightline-bench`: measures what the performance targets are stated in.
+//!
+//! `cargo run --release -p sightline-bench -- tick` runs the real server (plugins,
+//! schedule, bots, movement, snapshot building) on a manual clock and reports the wall
+//! time of each fixed tick; `-- movement` times one movement step.
+
+use clap::{Parser, Subcommand};
+use sightline_bots::{decide, sense};
+use sightline_movement::{MoveParams, PlayerState, step};
+use sightline_server::{ServerConfig, TickTimes};
+use sightline_sim::TickConfig;
+use sightline_tests::{Stepper, load_map};
+use std::hint::black_box;
+use std::time::Instant;
+
+/// Sightline measurements.
+#[derive(Parser)]
+#[command(about)]
+struct Args {
+    #[command(subcommand)]
+    what: What,
+}
+
+#[derive(Subcommand)]
+enum What {
+    /// Server tick time with bots: median, p99 and max.
+    Tick {
+        /// Bot counts to measure, comma-separated.
+        #[arg(long, value_delimiter = ',', default_values_t = [8u8, 32, 64])]
+        bots: Vec<u8>,
+        /// Simulated seconds measured per bot count (after one second of warm-up).
+        #[arg(long, default_value_t = 20.0)]
+        seconds: f64,
+        /// Tick rate.
+        #[arg(long, default_value_t = 128)]
+        tickrate: u32,
+        /// Map.
+        #[arg(long, default_value = "depot")]
+        map: String,
+    },
+    /// Cost of one movement step.
+    Movement {
+        /// Steps to time.
+        #[arg(long, default_value_t = 200_000)]
+        steps: u32,
+    },
+}
+
+fn main() {
+    match Args::parse().what {
+        What::Tick {
+            bots,
+            seconds,
+            tickrate,
+            map,
+        } => {
+            let tick = TickConfig::new(tickrate, tickrate / 2).unwrap_or_else(|e| panic!("{e}"));
+            println!("server tick, {tickrate} Hz, map {map}, {seconds} s per row");
+            println!("| bots | median ms | p99 ms | max ms |");
+            println!("|---:|---:|---:|---:|");
+            for n in bots {
+                let (p50, p99, max) = measure_tick(n, tick, &map, seconds);
+                println!("| {n} | {p50:.3} | {p99:.3} | {max:.3} |");
+            }
+        }
+        What::Movement { steps } => measure_movement(steps),
+    }
+}
+
+fn measure_tick(bots: u8, tick: TickConfig, map: &str, seconds: f64) -> (f32, f32, f32) {
+    let config = ServerConfig {
+        name: "bench".into(),
+        max_players: bots.max(1),
+        bots,
+        tick,
+    };
+    let mut s = Stepper::new(config, map);
+    s.run_for(1.0);
+    s.server.world_mut().resource_mut::<TickTimes>().samples_us.clear();
+    s.run_for(seconds);
+    s.server
+        .world()
+        .resource::<TickTimes>()
+        .summary_ms()
+        .expect("ticks ran")
+}
+
+fn measure_movement(steps: u32) {
+    let map = load_map("depot");
+    let params = MoveParams::default();
+    let dt = 1.0 / 128.0;
+    // A realistic mix of commands: a bot running, turning, jumping around the map.
+    let mut s = PlayerState::at(map.def.spawns[0].pos, map.def.spawns[0].yaw);
+    let cmds: Vec<_> = (0..steps)
+        .map(|t| {
+            let cmd = decide(&s, &sense(&map.world, &s, &params), 7, t, 128)
+                .sanitized()
+                .expect("bot commands are valid");
+            s = step(&s, &cmd, &map.world, &params, dt);
+            (s, cmd)
+        })
+        .collect();
+    let start = Instant::now();
+    for (state, cmd) in &cmds {
+        black_box(step(black_box(state), black_box(cmd), &map.world, &params, dt));
+    }
+    let per = start.elapsed().as_secs_f64() / steps as f64;
+    println!("movement step: {:.2} us mean over {steps} steps (bot on depot, 128 Hz)", per * 1e6);
+}

@@ -1,0 +1,136 @@
+//! The handshake: version and map checks on both sides, refusals with reasons.
+
+use crate::{Stepper, manual_app, raw};
+use sightline_client::{ClientPlugin, ConnectionStatus, InputSource, Roster};
+use sightline_net::{ClientNetPlugin, MemoryNetwork, RenetClient, RenetServer, ServerNetPlugin};
+use sightline_protocol::{Channel, PROTOCOL_VERSION, ServerMessage, Welcome, Wire};
+use sightline_server::ServerConfig;
+use sightline_sim::{PlayerId, TickConfig};
+use std::time::Duration;
+
+#[test]
+fn server_refuses_a_client_of_another_protocol_version_naming_both() {
+    let mut s = Stepper::new(ServerConfig::default(), "duel");
+    let c = s.add_raw_client();
+    s.step();
+    raw::hello(&mut s, c, PROTOCOL_VERSION + 98, "old");
+    s.steps(5);
+    let msgs = raw::reliable(&mut s, c);
+    let Some(ServerMessage::Refused { reason }) = msgs.first() else {
+        panic!("expected a refusal, got {msgs:?}");
+    };
+    assert!(reason.contains(&format!("version {PROTOCOL_VERSION}")), "{reason}");
+    assert!(reason.contains(&format!("version {}", PROTOCOL_VERSION + 98)), "{reason}");
+    // Dropped after a grace period to read the reason.
+    s.run_for(1.5);
+    assert!(s.clients[c].world().resource::<RenetClient>().is_disconnected());
+}
+
+/// A client with the real client plugin against a scripted fake server that answers
+/// Hello with `welcome` (as raw bytes).
+fn client_status_after_welcome(welcome: Vec<u8>) -> ConnectionStatus {
+    let dt = Duration::from_millis(10);
+    let network = MemoryNetwork::new();
+    let mut server = manual_app(dt);
+    server.add_plugins(ServerNetPlugin::memory(network.clone()));
+    let mut client = manual_app(dt);
+    client.add_plugins((
+        ClientNetPlugin::memory(network.connect()),
+        ClientPlugin {
+            name: "tester".into(),
+            input: InputSource::Bot { seed: 1 },
+        },
+    ));
+    let mut sent = false;
+    for _ in 0..30 {
+        server.update();
+        client.update();
+        let mut renet = server.world_mut().resource_mut::<RenetServer>();
+        for id in renet.clients_id() {
+            while renet.receive_message(id, Channel::Reliable).is_some() {
+                if !sent {
+                    renet.send_message(id, Channel::Reliable, welcome.clone());
+                    sent = true;
+                }
+            }
+        }
+    }
+    assert!(sent, "the client never said Hello");
+    client.world().resource::<ConnectionStatus>().clone()
+}
+
+fn welcome(version: u32, map: &str, hash: u64) -> Welcome {
+    Welcome {
+        protocol_version: version,
+        tick_hz: 64,
+        snapshot_hz: 32,
+        server_name: "fake".into(),
+        map_name: map.into(),
+        map_hash: hash,
+        your_id: PlayerId(0),
+    }
+}
+
+fn disconnect_reason(status: ConnectionStatus) -> String {
+    match status {
+        ConnectionStatus::Disconnected(reason) => reason,
+        other => panic!("expected the client to leave, it is {other:?}"),
+    }
+}
+
+#[test]
+fn client_refuses_a_server_of_another_protocol_version_naming_both() {
+    let future = PROTOCOL_VERSION + 1;
+    // Same layout, other version.
+    let bytes = ServerMessage::Welcome(welcome(future, "duel", 0)).encode();
+    let reason = disconnect_reason(client_status_after_welcome(bytes.clone()));
+    assert!(reason.contains(&format!("version {future}")), "{reason}");
+    assert!(reason.contains(&format!("version {PROTOCOL_VERSION}")), "{reason}");
+    // A later version whose Welcome this client cannot fully decode.
+    let mut longer = bytes;
+    longer.extend_from_slice(&[7, 7, 7]);
+    let reason = disconnect_reason(client_status_after_welcome(longer));
+    assert!(reason.contains(&format!("version {future}")), "{reason}");
+}
+
+#[test]
+fn client_refuses_a_server_whose_map_file_differs() {
+    let map = crate::load_map("duel");
+    let ok = ServerMessage::Welcome(welcome(PROTOCOL_VERSION, "duel", map.hash)).encode();
+    assert!(client_status_after_welcome(ok).is_connected());
+
+    let other = ServerMessage::Welcome(welcome(PROTOCOL_VERSION, "duel", map.hash ^ 1)).encode();
+    let reason = disconnect_reason(client_status_after_welcome(other));
+    assert!(reason.contains("differs from the server's copy"), "{reason}");
+
+    let missing = ServerMessage::Welcome(welcome(PROTOCOL_VERSION, "nowhere", 5)).encode();
+    let reason = disconnect_reason(client_status_after_welcome(missing));
+    assert!(reason.contains("cannot load map \"nowhere\""), "{reason}");
+}
+
+#[test]
+fn a_full_server_refuses_with_a_reason() {
+    let config = ServerConfig {
+        max_players: 2,
+        bots: 2,
+        tick: TickConfig::new(64, 32).unwrap(),
+        ..Default::default()
+    };
+    let mut s = Stepper::new(config, "duel");
+    s.add_client("late", 3);
+    s.run_for(0.5);
+    let reason = disconnect_reason(s.clients[0].world().resource::<ConnectionStatus>().clone());
+    assert!(reason.contains("server is full (2 players)"), "{reason}");
+}
+
+#[test]
+fn names_are_cleaned_and_made_unique() {
+    let mut s = Stepper::new(ServerConfig::default(), "duel");
+    s.add_client("  ann  ", 1);
+    s.add_client("ann", 2);
+    s.run_for(0.5);
+    let roster = s.clients[0].world().resource::<Roster>();
+    let mut names: Vec<&str> = roster.0.values().map(|p| p.name.as_str()).collect();
+    names.sort();
+    assert_eq!(names, ["ann", "ann (2)"]);
+}

@@ -1,0 +1,137 @@
+//! The server's input rules against clients that flood, starve or send garbage.
+
+use crate::{Stepper, raw};
+use sightline_movement::PlayerState;
+use sightline_protocol::{Channel, InputPacket, Wire};
+use sightline_server::{ServerConfig, ServerStats};
+use sightline_sim::{Buttons, InputCmd, PlayerId, TickConfig};
+
+fn stepper() -> Stepper {
+    let config = ServerConfig {
+        tick: TickConfig::new(64, 32).unwrap(),
+        ..Default::default()
+    };
+    Stepper::new(config, "duel")
+}
+
+fn server_state(s: &mut Stepper, id: PlayerId) -> PlayerState {
+    let w = s.server.world_mut();
+    w.query::<(&PlayerId, &PlayerState)>()
+        .iter(w)
+        .find(|(p, _)| **p == id)
+        .map(|(_, st)| *st)
+        .expect("player exists on the server")
+}
+
+fn run_cmd(seq: u32, yaw: f32) -> InputCmd {
+    InputCmd {
+        seq,
+        forward: 1.0,
+        yaw,
+        ..Default::default()
+    }
+}
+
+#[test]
+fn flooding_inputs_does_not_move_a_player_faster() {
+    let mut s = stepper();
+    let honest = s.add_raw_client();
+    let flood = s.add_raw_client();
+    let h_id = raw::join(&mut s, honest, "honest").your_id;
+    let f_id = raw::join(&mut s, flood, "flood").your_id;
+    let h_start = server_state(&mut s, h_id);
+    let f_start = server_state(&mut s, f_id);
+    let (mut h_seq, mut f_seq) = (0, 0);
+    for _ in 0..64 {
+        h_seq += 1;
+        raw::inputs(&mut s, honest, vec![run_cmd(h_seq, h_start.yaw)]);
+        // Eight fresh commands every tick, in two packets.
+        for _ in 0..2 {
+            let cmds = (0..4).map(|k| run_cmd(f_seq + 4 - k, f_start.yaw)).collect();
+            f_seq += 4;
+            raw::inputs(&mut s, flood, cmds);
+        }
+        s.step();
+    }
+    let h_dist = server_state(&mut s, h_id).pos.distance(h_start.pos);
+    let f_dist = server_state(&mut s, f_id).pos.distance(f_start.pos);
+    assert!(h_dist > 4.0, "honest player barely moved: {h_dist}");
+    assert!(f_dist <= h_dist + 0.01, "flooding moved {f_dist} m, honest {h_dist} m");
+}
+
+#[test]
+fn withholding_inputs_does_not_slow_a_fall() {
+    let mut s = stepper();
+    let honest = s.add_raw_client();
+    let starve = s.add_raw_client();
+    let h_id = raw::join(&mut s, honest, "honest").your_id;
+    let s_id = raw::join(&mut s, starve, "starve").your_id;
+    let jump = |seq| InputCmd {
+        seq,
+        buttons: Buttons::JUMP,
+        ..Default::default()
+    };
+    raw::inputs(&mut s, honest, vec![jump(1)]);
+    raw::inputs(&mut s, starve, vec![jump(1)]);
+    let (mut h_air, mut s_air) = (0, 0);
+    for seq in 2..64 {
+        // The honest client keeps sending idle commands; the other goes silent.
+        raw::inputs(&mut s, honest, vec![InputCmd { seq, ..Default::default() }]);
+        s.step();
+        h_air += usize::from(!server_state(&mut s, h_id).on_ground());
+        s_air += usize::from(!server_state(&mut s, s_id).on_ground());
+    }
+    assert!(h_air > 10, "the jump never happened");
+    assert_eq!(h_air, s_air, "time in the air differs");
+    assert!(server_state(&mut s, s_id).on_ground());
+}
+
+#[test]
+fn snapshots_acknowledge_the_last_simulated_input() {
+    let mut s = stepper();
+    let c = s.add_raw_client();
+    raw::join(&mut s, c, "burst");
+    raw::snapshots(&mut s, c);
+    // Twelve commands arrive at once; the server takes one per tick.
+    for first in [9, 5, 1] {
+        let newest_first = (0..4).map(|k| run_cmd(first + 3 - k, 0.0)).collect();
+        raw::inputs(&mut s, c, newest_first);
+    }
+    s.steps(4);
+    let snaps = raw::snapshots(&mut s, c);
+    let last = snaps.last().expect("a snapshot arrived");
+    assert!(
+        (2..=4).contains(&last.ack_input_seq),
+        "acknowledged {} after four ticks",
+        last.ack_input_seq
+    );
+    assert!(last.input_queue >= 8, "queue depth {}", last.input_queue);
+}
+
+#[test]
+fn malformed_packets_are_dropped_and_counted() {
+    let mut s = stepper();
+    let c = s.add_raw_client();
+    let id = raw::join(&mut s, c, "fuzzy").your_id;
+    let start = server_state(&mut s, id);
+    raw::send(&mut s, c, Channel::Reliable, vec![0xff; 40]);
+    raw::send(&mut s, c, Channel::Unreliable, vec![0xff; 40]);
+    let valid = InputPacket {
+        ack_snapshot: 0,
+        cmds: vec![run_cmd(1, start.yaw)],
+    }
+    .encode();
+    raw::send(&mut s, c, Channel::Unreliable, valid[..valid.len() - 1].to_vec());
+    let mut nan = run_cmd(1, start.yaw);
+    nan.yaw = f32::NAN;
+    raw::inputs(&mut s, c, vec![nan]);
+    // One step to send, one for the server to receive.
+    s.steps(2);
+    assert_eq!(s.server.world().resource::<ServerStats>().malformed_packets, 4);
+    // The connection still works.
+    for seq in 1..=32 {
+        raw::inputs(&mut s, c, vec![run_cmd(seq, start.yaw)]);
+        s.step();
+    }
+    assert!(server_state(&mut s, id).pos.distance(start.pos) > 1.0);
+}

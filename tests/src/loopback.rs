@@ -1,0 +1,133 @@
+//! The real binaries over UDP on loopback: a dedicated server with bots and two headless
+//! clients, started as a person would start them.
+
+use std::net::UdpSocket;
+use std::path::PathBuf;
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+/// Builds the binaries (a no-op when `cargo test` already built them) and returns the
+/// folder they are in.
+fn binaries() -> PathBuf {
+    let status = Command::new(env!("CARGO"))
+        .args(["build", "--quiet", "-p", "sightline-server", "-p", "sightline-client", "--bins"])
+        .status()
+        .expect("cargo runs");
+    assert!(status.success(), "building the binaries failed");
+    // This test runs from target/<profile>/deps/.
+    let exe = std::env::current_exe().expect("test binary path");
+    exe.parent().and_then(|p| p.parent()).expect("target dir").to_path_buf()
+}
+
+fn free_udp_port() -> u16 {
+    UdpSocket::bind("127.0.0.1:0")
+        .and_then(|s| s.local_addr())
+        .expect("a free port")
+        .port()
+}
+
+/// Waits for a child to exit, killing it past `limit`.
+fn wait(mut child: Child, limit: Duration, what: &str) -> Output {
+    let start = Instant::now();
+    while child.try_wait().expect("child status").is_none() {
+        if start.elapsed() > limit {
+            child.kill().ok();
+            panic!("{what} did not exit within {limit:?}");
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    child.wait_with_output().expect("child output")
+}
+
+fn field(summary: &str, key: &str) -> u64 {
+    summary
+        .split_whitespace()
+        .find_map(|kv| kv.strip_prefix(&format!("{key}=")))
+        .and_then(|v| v.parse().ok())
+        .unwrap_or_else(|| panic!("no {key} in {summary:?}"))
+}
+
+#[test]
+fn server_and_two_headless_clients_play_over_udp() {
+    let dir = binaries();
+    let port = free_udp_port().to_string();
+    let server = Command::new(dir.join("sightline-server"))
+        .args(["--bind", "127.0.0.1", "--port", &port, "--bots", "2", "--map", "duel"])
+        .args(["--run-seconds", "9", "--name", "loopback"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("server starts");
+    let clients: Vec<Child> = ["ann", "bob"]
+        .iter()
+        .map(|name| {
+            Command::new(dir.join("sightline"))
+                .args(["--headless", "--connect", &format!("127.0.0.1:{port}")])
+                .args(["--name", name, "--run-seconds", "5"])
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped())
+                .spawn()
+                .expect("client starts")
+        })
+        .collect();
+
+    for (client, name) in clients.into_iter().zip(["ann", "bob"]) {
+        let out = wait(client, Duration::from_secs(30), name);
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "{name} failed:\n{stdout}\n{stderr}");
+        let summary = stdout
+            .lines()
+            .find_map(|l| l.strip_prefix("summary: "))
+            .unwrap_or_else(|| panic!("{name} printed no summary:\n{stdout}\n{stderr}"));
+        assert_eq!(field(summary, "players_seen"), 4, "{name}: {summary}");
+        assert_eq!(field(summary, "players_moved"), 4, "{name}: {summary}");
+        assert_eq!(field(summary, "malformed"), 0, "{name}: {summary}");
+        assert!(field(summary, "snapshots") > 100, "{name}: {summary}");
+        assert!(!stderr.contains("panicked"), "{name}:\n{stderr}");
+    }
+    let out = wait(server, Duration::from_secs(30), "server");
+    let log = String::from_utf8_lossy(&out.stderr).to_string() + &String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "server failed:\n{log}");
+    assert!(!log.contains("panicked"), "{log}");
+    assert!(log.contains("ann joined") && log.contains("bob joined"), "{log}");
+    assert!(log.contains("ann left") && log.contains("bob left"), "{log}");
+    assert!(log.contains("shutting down"), "{log}");
+}
+
+#[test]
+fn bad_flags_print_usage_and_exit_2() {
+    let dir = binaries();
+    for (bin, args) in [
+        ("sightline-server", vec!["--tickrate", "500"]),
+        ("sightline-server", vec!["--tickrate", "128", "--snapshot-rate", "50"]),
+        ("sightline-server", vec!["--no-such-flag"]),
+        ("sightline", vec!["--headless"]),
+        ("sightline", vec!["--headless", "--connect", "not an address"]),
+    ] {
+        let out = Command::new(dir.join(bin)).args(&args).output().expect("runs");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{bin} {args:?}: {stderr}");
+        assert!(stderr.contains("Usage"), "{bin} {args:?}: {stderr}");
+    }
+}
+
+#[test]
+fn a_broken_map_is_reported_with_file_and_line() {
+    let dir = binaries();
+    let map = std::env::temp_dir().join(format!("sightline-broken-{}.ron", std::process::id()));
+    std::fs::write(
+        &map,
+        "(\n    name: \"broken\",\n    sky: (0.5, 0.5, 2.0),\n)\n",
+    )
+    .unwrap();
+    let out = Command::new(dir.join("sightline-server"))
+        .args(["--map", map.to_str().unwrap(), "--port", "0"])
+        .output()
+        .expect("runs");
+    std::fs::remove_file(&map).ok();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains(&format!("{}:3:", map.display())), "{stderr}");
+    assert!(stderr.contains("between 0 and 1"), "{stderr}");
+}

@@ -1,0 +1,64 @@
+//! Speaking the protocol by hand, for tests of what the server does with odd clients.
+
+use crate::Stepper;
+use sightline_net::RenetClient;
+use sightline_protocol::{
+    Channel, ClientMessage, InputPacket, PROTOCOL_VERSION, ServerMessage, Snapshot, Welcome, Wire,
+};
+use sightline_sim::InputCmd;
+
+/// Sends raw bytes from client `i` on a channel.
+pub fn send(s: &mut Stepper, i: usize, channel: Channel, bytes: Vec<u8>) {
+    s.clients[i]
+        .world_mut()
+        .resource_mut::<RenetClient>()
+        .send_message(channel, bytes);
+}
+
+/// Sends a Hello with the given protocol version.
+pub fn hello(s: &mut Stepper, i: usize, version: u32, name: &str) {
+    let msg = ClientMessage::Hello {
+        protocol_version: version,
+        name: name.into(),
+    };
+    send(s, i, Channel::Reliable, msg.encode());
+}
+
+/// Reliable messages client `i` has received since last asked.
+pub fn reliable(s: &mut Stepper, i: usize) -> Vec<ServerMessage> {
+    let mut client = s.clients[i].world_mut().resource_mut::<RenetClient>();
+    std::iter::from_fn(|| client.receive_message(Channel::Reliable))
+        .map(|b| ServerMessage::decode(&b).expect("server sent a valid message"))
+        .collect()
+}
+
+/// Snapshots client `i` has received since last asked.
+pub fn snapshots(s: &mut Stepper, i: usize) -> Vec<Snapshot> {
+    let mut client = s.clients[i].world_mut().resource_mut::<RenetClient>();
+    std::iter::from_fn(|| client.receive_message(Channel::Unreliable))
+        .map(|b| Snapshot::decode(&b).expect("server sent a valid snapshot"))
+        .collect()
+}
+
+/// Says Hello and steps until the Welcome arrives.
+pub fn join(s: &mut Stepper, i: usize, name: &str) -> Welcome {
+    hello(s, i, PROTOCOL_VERSION, name);
+    for _ in 0..50 {
+        s.step();
+        for msg in reliable(s, i) {
+            if let ServerMessage::Welcome(w) = msg {
+                return w;
+            }
+        }
+    }
+    panic!("no Welcome for {name}");
+}
+
+/// Sends input commands (newest first) in one packet.
+pub fn inputs(s: &mut Stepper, i: usize, cmds: Vec<InputCmd>) {
+    let packet = InputPacket {
+        ack_snapshot: 0,
+        cmds,
+    };
+    send(s, i, Channel::Unreliable, packet.encode());
+}

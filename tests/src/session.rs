@@ -1,0 +1,101 @@
+//! Ordinary play: joining, seeing others move, leaving, every tick rate, reproducibility.
+
+use crate::Stepper;
+use sightline_client::{ClientStats, ConnectionStatus, InputHistory, LatestSnapshot, Roster};
+use sightline_movement::PlayerState;
+use sightline_server::{PlayerSlots, ServerConfig, ServerStats};
+use sightline_sim::{PlayerId, TickConfig};
+
+fn config(bots: u8, tick_hz: u32, snapshot_hz: u32) -> ServerConfig {
+    ServerConfig {
+        name: "test".into(),
+        max_players: 16,
+        bots,
+        tick: TickConfig::new(tick_hz, snapshot_hz).unwrap(),
+    }
+}
+
+#[test]
+fn clients_join_and_see_every_player_move() {
+    let mut s = Stepper::new(config(2, 128, 64), "duel");
+    for i in 0..3 {
+        s.add_client(&format!("client {i}"), i);
+    }
+    s.run_for(6.0);
+    for c in &s.clients {
+        let w = c.world();
+        assert!(w.resource::<ConnectionStatus>().is_connected());
+        assert_eq!(w.resource::<Roster>().0.len(), 5);
+        let stats = w.resource::<ClientStats>();
+        assert_eq!(stats.seen.len(), 5, "{}", stats.summary());
+        assert_eq!(stats.players_moved(1.0), 5, "{}", stats.summary());
+        assert_eq!(stats.malformed, 0);
+        assert!(stats.snapshots as f64 > 0.95 * 64.0 * 6.0, "{}", stats.summary());
+        // The server simulated this client's commands, and says so.
+        let ack = w.resource::<LatestSnapshot>().0.as_ref().unwrap().ack_input_seq;
+        let sent = w.resource::<InputHistory>().last_seq();
+        assert!(ack > 0 && sent - ack <= 4, "sent {sent}, acknowledged {ack}");
+    }
+    assert_eq!(s.server.world().resource::<PlayerSlots>().len(), 5);
+    assert_eq!(s.server.world().resource::<ServerStats>().malformed_packets, 0);
+}
+
+#[test]
+fn every_supported_tick_rate_plays() {
+    for (tick, snap) in [(20, 20), (30, 15), (64, 32), (128, 128)] {
+        let mut s = Stepper::new(config(1, tick, snap), "depot");
+        s.add_client("solo", 9);
+        s.run_for(4.0);
+        let w = s.clients[0].world();
+        let stats = w.resource::<ClientStats>();
+        assert!(w.resource::<ConnectionStatus>().is_connected(), "{tick} Hz");
+        assert_eq!(stats.players_moved(1.0), 2, "{tick} Hz: {}", stats.summary());
+        let expected = snap as f64 * 4.0;
+        assert!(
+            (stats.snapshots as f64) > 0.9 * expected && (stats.snapshots as f64) <= expected + 1.0,
+            "{tick} Hz: {} snapshots, expected about {expected}",
+            stats.snapshots
+        );
+    }
+}
+
+#[test]
+fn leaving_is_announced_and_the_player_removed() {
+    let mut s = Stepper::new(config(0, 64, 32), "duel");
+    s.add_client("stays", 1);
+    s.add_client("leaves", 2);
+    s.run_for(1.0);
+    assert_eq!(s.clients[0].world().resource::<Roster>().0.len(), 2);
+    drop(s.clients.remove(1));
+    s.run_for(1.0);
+    assert_eq!(s.server.world().resource::<PlayerSlots>().len(), 1);
+    let w = s.clients[0].world_mut();
+    assert_eq!(w.resource::<Roster>().0.len(), 1);
+    let snapshot = w.resource::<LatestSnapshot>().0.clone().unwrap();
+    assert_eq!(snapshot.players.len(), 1);
+    let players = w.query::<&PlayerId>().iter(w).count();
+    assert_eq!(players, 1, "the departed player's entity is still there");
+}
+
+fn final_server_state(seed: u64) -> Vec<(PlayerId, [u32; 9])> {
+    let mut s = Stepper::new(config(2, 128, 64), "depot");
+    s.add_client("a", seed);
+    s.add_client("b", seed + 1);
+    s.run_for(4.0);
+    let w = s.server.world_mut();
+    let mut out: Vec<_> = w
+        .query::<(&PlayerId, &PlayerState)>()
+        .iter(w)
+        .map(|(id, st)| (*id, st.to_bits()))
+        .collect();
+    out.sort_by_key(|(id, _)| *id);
+    out
+}
+
+#[test]
+fn a_session_replays_bit_for_bit() {
+    let first = final_server_state(40);
+    assert_eq!(first.len(), 4);
+    assert_eq!(first, final_server_state(40));
+    assert_ne!(first, final_server_state(41));
+}
