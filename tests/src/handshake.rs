@@ -19,11 +19,22 @@ fn server_refuses_a_client_of_another_protocol_version_naming_both() {
     let Some(ServerMessage::Refused { reason }) = msgs.first() else {
         panic!("expected a refusal, got {msgs:?}");
     };
-    assert!(reason.contains(&format!("version {PROTOCOL_VERSION}")), "{reason}");
-    assert!(reason.contains(&format!("version {}", PROTOCOL_VERSION + 98)), "{reason}");
+    assert!(
+        reason.contains(&format!("version {PROTOCOL_VERSION}")),
+        "{reason}"
+    );
+    assert!(
+        reason.contains(&format!("version {}", PROTOCOL_VERSION + 98)),
+        "{reason}"
+    );
     // Dropped after a grace period to read the reason.
     s.run_for(1.5);
-    assert!(s.clients[c].world().resource::<RenetClient>().is_disconnected());
+    assert!(
+        s.clients[c]
+            .world()
+            .resource::<RenetClient>()
+            .is_disconnected()
+    );
 }
 
 /// A client with the real client plugin against a scripted fake server that answers
@@ -85,7 +96,10 @@ fn client_refuses_a_server_of_another_protocol_version_naming_both() {
     let bytes = ServerMessage::Welcome(welcome(future, "duel", 0)).encode();
     let reason = disconnect_reason(client_status_after_welcome(bytes.clone()));
     assert!(reason.contains(&format!("version {future}")), "{reason}");
-    assert!(reason.contains(&format!("version {PROTOCOL_VERSION}")), "{reason}");
+    assert!(
+        reason.contains(&format!("version {PROTOCOL_VERSION}")),
+        "{reason}"
+    );
     // A later version whose Welcome this client cannot fully decode.
     let mut longer = bytes;
     longer.extend_from_slice(&[7, 7, 7]);
@@ -101,7 +115,10 @@ fn client_refuses_a_server_whose_map_file_differs() {
 
     let other = ServerMessage::Welcome(welcome(PROTOCOL_VERSION, "duel", map.hash ^ 1)).encode();
     let reason = disconnect_reason(client_status_after_welcome(other));
-    assert!(reason.contains("differs from the server's copy"), "{reason}");
+    assert!(
+        reason.contains("differs from the server's copy"),
+        "{reason}"
+    );
 
     let missing = ServerMessage::Welcome(welcome(PROTOCOL_VERSION, "nowhere", 5)).encode();
     let reason = disconnect_reason(client_status_after_welcome(missing));

@@ -47,7 +47,9 @@ fn flooding_inputs_does_not_move_a_player_faster() {
         raw::inputs(&mut s, honest, vec![run_cmd(h_seq, h_start.yaw)]);
         // Eight fresh commands every tick, in two packets.
         for _ in 0..2 {
-            let cmds = (0..4).map(|k| run_cmd(f_seq + 4 - k, f_start.yaw)).collect();
+            let cmds = (0..4)
+                .map(|k| run_cmd(f_seq + 4 - k, f_start.yaw))
+                .collect();
             f_seq += 4;
             raw::inputs(&mut s, flood, cmds);
         }
@@ -56,7 +58,10 @@ fn flooding_inputs_does_not_move_a_player_faster() {
     let h_dist = server_state(&mut s, h_id).pos.distance(h_start.pos);
     let f_dist = server_state(&mut s, f_id).pos.distance(f_start.pos);
     assert!(h_dist > 4.0, "honest player barely moved: {h_dist}");
-    assert!(f_dist <= h_dist + 0.01, "flooding moved {f_dist} m, honest {h_dist} m");
+    assert!(
+        f_dist <= h_dist + 0.01,
+        "flooding moved {f_dist} m, honest {h_dist} m"
+    );
 }
 
 #[test]
@@ -76,7 +81,14 @@ fn withholding_inputs_does_not_slow_a_fall() {
     let (mut h_air, mut s_air) = (0, 0);
     for seq in 2..64 {
         // The honest client keeps sending idle commands; the other goes silent.
-        raw::inputs(&mut s, honest, vec![InputCmd { seq, ..Default::default() }]);
+        raw::inputs(
+            &mut s,
+            honest,
+            vec![InputCmd {
+                seq,
+                ..Default::default()
+            }],
+        );
         s.step();
         h_air += usize::from(!server_state(&mut s, h_id).on_ground());
         s_air += usize::from(!server_state(&mut s, s_id).on_ground());
@@ -121,13 +133,21 @@ fn malformed_packets_are_dropped_and_counted() {
         cmds: vec![run_cmd(1, start.yaw)],
     }
     .encode();
-    raw::send(&mut s, c, Channel::Unreliable, valid[..valid.len() - 1].to_vec());
+    raw::send(
+        &mut s,
+        c,
+        Channel::Unreliable,
+        valid[..valid.len() - 1].to_vec(),
+    );
     let mut nan = run_cmd(1, start.yaw);
     nan.yaw = f32::NAN;
     raw::inputs(&mut s, c, vec![nan]);
     // One step to send, one for the server to receive.
     s.steps(2);
-    assert_eq!(s.server.world().resource::<ServerStats>().malformed_packets, 4);
+    assert_eq!(
+        s.server.world().resource::<ServerStats>().malformed_packets,
+        4
+    );
     // The connection still works.
     for seq in 1..=32 {
         raw::inputs(&mut s, c, vec![run_cmd(seq, start.yaw)]);

@@ -10,13 +10,24 @@ use std::time::{Duration, Instant};
 /// folder they are in.
 fn binaries() -> PathBuf {
     let status = Command::new(env!("CARGO"))
-        .args(["build", "--quiet", "-p", "sightline-server", "-p", "sightline-client", "--bins"])
+        .args([
+            "build",
+            "--quiet",
+            "-p",
+            "sightline-server",
+            "-p",
+            "sightline-client",
+            "--bins",
+        ])
         .status()
         .expect("cargo runs");
     assert!(status.success(), "building the binaries failed");
     // This test runs from target/<profile>/deps/.
     let exe = std::env::current_exe().expect("test binary path");
-    exe.parent().and_then(|p| p.parent()).expect("target dir").to_path_buf()
+    exe.parent()
+        .and_then(|p| p.parent())
+        .expect("target dir")
+        .to_path_buf()
 }
 
 fn free_udp_port() -> u16 {
@@ -52,7 +63,16 @@ fn server_and_two_headless_clients_play_over_udp() {
     let dir = binaries();
     let port = free_udp_port().to_string();
     let server = Command::new(dir.join("sightline-server"))
-        .args(["--bind", "127.0.0.1", "--port", &port, "--bots", "2", "--map", "duel"])
+        .args([
+            "--bind",
+            "127.0.0.1",
+            "--port",
+            &port,
+            "--bots",
+            "2",
+            "--map",
+            "duel",
+        ])
         .args(["--run-seconds", "9", "--name", "loopback"])
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -87,11 +107,18 @@ fn server_and_two_headless_clients_play_over_udp() {
         assert!(!stderr.contains("panicked"), "{name}:\n{stderr}");
     }
     let out = wait(server, Duration::from_secs(30), "server");
-    let log = String::from_utf8_lossy(&out.stderr).to_string() + &String::from_utf8_lossy(&out.stdout);
+    let log =
+        String::from_utf8_lossy(&out.stderr).to_string() + &String::from_utf8_lossy(&out.stdout);
     assert!(out.status.success(), "server failed:\n{log}");
     assert!(!log.contains("panicked"), "{log}");
-    assert!(log.contains("ann joined") && log.contains("bob joined"), "{log}");
-    assert!(log.contains("ann left") && log.contains("bob left"), "{log}");
+    assert!(
+        log.contains("ann joined") && log.contains("bob joined"),
+        "{log}"
+    );
+    assert!(
+        log.contains("ann left") && log.contains("bob left"),
+        "{log}"
+    );
     assert!(log.contains("shutting down"), "{log}");
 }
 
@@ -100,12 +127,21 @@ fn bad_flags_print_usage_and_exit_2() {
     let dir = binaries();
     for (bin, args) in [
         ("sightline-server", vec!["--tickrate", "500"]),
-        ("sightline-server", vec!["--tickrate", "128", "--snapshot-rate", "50"]),
+        (
+            "sightline-server",
+            vec!["--tickrate", "128", "--snapshot-rate", "50"],
+        ),
         ("sightline-server", vec!["--no-such-flag"]),
         ("sightline", vec!["--headless"]),
-        ("sightline", vec!["--headless", "--connect", "not an address"]),
+        (
+            "sightline",
+            vec!["--headless", "--connect", "not an address"],
+        ),
     ] {
-        let out = Command::new(dir.join(bin)).args(&args).output().expect("runs");
+        let out = Command::new(dir.join(bin))
+            .args(&args)
+            .output()
+            .expect("runs");
         let stderr = String::from_utf8_lossy(&out.stderr);
         assert_eq!(out.status.code(), Some(2), "{bin} {args:?}: {stderr}");
         assert!(stderr.contains("Usage"), "{bin} {args:?}: {stderr}");
@@ -128,6 +164,9 @@ fn a_broken_map_is_reported_with_file_and_line() {
     std::fs::remove_file(&map).ok();
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(1), "{stderr}");
-    assert!(stderr.contains(&format!("{}:3:", map.display())), "{stderr}");
+    assert!(
+        stderr.contains(&format!("{}:3:", map.display())),
+        "{stderr}"
+    );
     assert!(stderr.contains("between 0 and 1"), "{stderr}");
 }

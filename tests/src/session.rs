@@ -30,14 +30,29 @@ fn clients_join_and_see_every_player_move() {
         assert_eq!(stats.seen.len(), 5, "{}", stats.summary());
         assert_eq!(stats.players_moved(1.0), 5, "{}", stats.summary());
         assert_eq!(stats.malformed, 0);
-        assert!(stats.snapshots as f64 > 0.95 * 64.0 * 6.0, "{}", stats.summary());
+        assert!(
+            stats.snapshots as f64 > 0.95 * 64.0 * 6.0,
+            "{}",
+            stats.summary()
+        );
         // The server simulated this client's commands, and says so.
-        let ack = w.resource::<LatestSnapshot>().0.as_ref().unwrap().ack_input_seq;
+        let ack = w
+            .resource::<LatestSnapshot>()
+            .0
+            .as_ref()
+            .unwrap()
+            .ack_input_seq;
         let sent = w.resource::<InputHistory>().last_seq();
-        assert!(ack > 0 && sent - ack <= 4, "sent {sent}, acknowledged {ack}");
+        assert!(
+            ack > 0 && sent - ack <= 4,
+            "sent {sent}, acknowledged {ack}"
+        );
     }
     assert_eq!(s.server.world().resource::<PlayerSlots>().len(), 5);
-    assert_eq!(s.server.world().resource::<ServerStats>().malformed_packets, 0);
+    assert_eq!(
+        s.server.world().resource::<ServerStats>().malformed_packets,
+        0
+    );
 }
 
 #[test]
@@ -49,7 +64,12 @@ fn every_supported_tick_rate_plays() {
         let w = s.clients[0].world();
         let stats = w.resource::<ClientStats>();
         assert!(w.resource::<ConnectionStatus>().is_connected(), "{tick} Hz");
-        assert_eq!(stats.players_moved(1.0), 2, "{tick} Hz: {}", stats.summary());
+        assert_eq!(
+            stats.players_moved(1.0),
+            2,
+            "{tick} Hz: {}",
+            stats.summary()
+        );
         let expected = snap as f64 * 4.0;
         assert!(
             (stats.snapshots as f64) > 0.9 * expected && (stats.snapshots as f64) <= expected + 1.0,

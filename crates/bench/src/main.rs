@@ -76,7 +76,11 @@ fn measure_tick(bots: u8, tick: TickConfig, map: &str, seconds: f64) -> (f32, f3
     };
     let mut s = Stepper::new(config, map);
     s.run_for(1.0);
-    s.server.world_mut().resource_mut::<TickTimes>().samples_us.clear();
+    s.server
+        .world_mut()
+        .resource_mut::<TickTimes>()
+        .samples_us
+        .clear();
     s.run_for(seconds);
     s.server
         .world()
@@ -102,8 +106,17 @@ fn measure_movement(steps: u32) {
         .collect();
     let start = Instant::now();
     for (state, cmd) in &cmds {
-        black_box(step(black_box(state), black_box(cmd), &map.world, &params, dt));
+        black_box(step(
+            black_box(state),
+            black_box(cmd),
+            &map.world,
+            &params,
+            dt,
+        ));
     }
     let per = start.elapsed().as_secs_f64() / steps as f64;
-    println!("movement step: {:.2} us mean over {steps} steps (bot on depot, 128 Hz)", per * 1e6);
+    println!(
+        "movement step: {:.2} us mean over {steps} steps (bot on depot, 128 Hz)",
+        per * 1e6
+    );
 }

@@ -51,7 +51,8 @@ pub fn sense(world: &CollisionWorld, state: &PlayerState, params: &MoveParams) -
 
 /// A 64-bit mix of (seed, a, b): SplitMix64's finaliser.
 pub fn hash(seed: u64, a: u64, b: u64) -> u64 {
-    let mut z = seed ^ a.wrapping_mul(0x9e37_79b9_7f4a_7c15) ^ b.wrapping_mul(0xc2b2_ae3d_27d4_eb4f);
+    let mut z =
+        seed ^ a.wrapping_mul(0x9e37_79b9_7f4a_7c15) ^ b.wrapping_mul(0xc2b2_ae3d_27d4_eb4f);
     z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
     z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
     z ^ (z >> 31)
@@ -64,16 +65,26 @@ fn unit(h: u64) -> f32 {
 
 /// What to do this tick. `seq` and `client_tick` of the result are left at 0 for the
 /// caller to stamp.
-pub fn decide(state: &PlayerState, sense: &BotSense, seed: u64, tick: u32, tick_hz: u32) -> InputCmd {
+pub fn decide(
+    state: &PlayerState,
+    sense: &BotSense,
+    seed: u64,
+    tick: u32,
+    tick_hz: u32,
+) -> InputCmd {
     let dt = 1.0 / tick_hz as f32;
     let window_ticks = ((WINDOW_SECONDS * tick_hz as f32) as u32).max(1);
     let window = (tick / window_ticks) as u64;
-    let first_tick_of_window = tick % window_ticks == 0;
+    let first_tick_of_window = tick.is_multiple_of(window_ticks);
 
     // Steer: away from walls first, otherwise toward this window's wander heading.
     let wander = (unit(hash(seed, window, 1)) - 0.5) * 1.5;
     let desired_turn = if sense.ahead < 1.5 {
-        if sense.left >= sense.right { PI / 2.0 } else { -PI / 2.0 }
+        if sense.left >= sense.right {
+            PI / 2.0
+        } else {
+            -PI / 2.0
+        }
     } else if sense.left < 0.8 {
         -0.6
     } else if sense.right < 0.8 {
@@ -94,10 +105,10 @@ pub fn decide(state: &PlayerState, sense: &BotSense, seed: u64, tick: u32, tick_
         _ => (1.0, 0.0),
     };
     let mut buttons = Buttons::default();
-    if first_tick_of_window && hash(seed, window, 3) % 3 == 0 {
+    if first_tick_of_window && hash(seed, window, 3).is_multiple_of(3) {
         buttons = buttons.with(Buttons::JUMP);
     }
-    if hash(seed, window, 4) % 10 == 0 {
+    if hash(seed, window, 4).is_multiple_of(10) {
         buttons = buttons.with(Buttons::CROUCH);
     }
     InputCmd {
@@ -146,8 +157,15 @@ mod tests {
     #[test]
     fn decide_is_a_pure_function() {
         let s = PlayerState::at(Vec3::new(1.0, 0.0, 2.0), 0.4);
-        let seen = BotSense { ahead: 3.0, left: 2.0, right: 1.0 };
-        assert_eq!(decide(&s, &seen, 7, 100, 128), decide(&s, &seen, 7, 100, 128));
+        let seen = BotSense {
+            ahead: 3.0,
+            left: 2.0,
+            right: 1.0,
+        };
+        assert_eq!(
+            decide(&s, &seen, 7, 100, 128),
+            decide(&s, &seen, 7, 100, 128)
+        );
         let a: Vec<_> = run_bot(3, 300).iter().map(|s| s.to_bits()).collect();
         let b: Vec<_> = run_bot(3, 300).iter().map(|s| s.to_bits()).collect();
         assert_eq!(a, b);
@@ -161,10 +179,17 @@ mod tests {
             .map(|s| s.pos.distance(Vec3::ZERO))
             .fold(0.0, f32::max);
         assert!(spread > 4.0, "bot stayed near its spawn ({spread} m)");
-        assert!(states.iter().all(|s| s.pos.x.abs() < 10.0 && s.pos.z.abs() < 10.0));
+        assert!(
+            states
+                .iter()
+                .all(|s| s.pos.x.abs() < 10.0 && s.pos.z.abs() < 10.0)
+        );
         assert!(states.iter().any(|s| s.pos.y > 0.5), "never jumped");
         let yaws: Vec<f32> = states.iter().map(|s| s.yaw).collect();
-        let turned = yaws.windows(2).filter(|w| (w[1] - w[0]).abs() > 1e-4).count();
+        let turned = yaws
+            .windows(2)
+            .filter(|w| (w[1] - w[0]).abs() > 1e-4)
+            .count();
         assert!(turned > 100, "bot barely turned");
     }
 
@@ -178,9 +203,17 @@ mod tests {
     #[test]
     fn a_wall_ahead_makes_the_bot_turn_toward_space() {
         let s = PlayerState::at(Vec3::ZERO, 0.0);
-        let left_open = BotSense { ahead: 0.5, left: 3.0, right: 0.4 };
+        let left_open = BotSense {
+            ahead: 0.5,
+            left: 3.0,
+            right: 0.4,
+        };
         assert!(decide(&s, &left_open, 1, 5, 64).yaw > 0.0);
-        let right_open = BotSense { ahead: 0.5, left: 0.4, right: 3.0 };
+        let right_open = BotSense {
+            ahead: 0.5,
+            left: 0.4,
+            right: 3.0,
+        };
         assert!(decide(&s, &right_open, 1, 5, 64).yaw < 0.0);
     }
 }

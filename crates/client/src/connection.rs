@@ -6,7 +6,8 @@ use sightline_map::{CurrentMap, MapSource, find_map};
 use sightline_movement::PlayerState;
 use sightline_net::RenetClient;
 use sightline_protocol::{
-    Channel, ClientMessage, MAX_NAME_LEN, PROTOCOL_VERSION, ServerMessage, Welcome, Wire, clean_text, peek_welcome_version,
+    Channel, ClientMessage, MAX_NAME_LEN, PROTOCOL_VERSION, ServerMessage, Welcome, Wire,
+    clean_text, peek_welcome_version,
 };
 use sightline_sim::{Player, PlayerId, TickConfig};
 use std::collections::BTreeMap;
@@ -119,13 +120,21 @@ pub(crate) fn receive_reliable(
                     Ok((map, tick)) => {
                         info!(
                             "joined \"{}\" as player {} on {} ({} Hz tick, {} Hz snapshots)",
-                            welcome.server_name, welcome.your_id.0, welcome.map_name,
-                            welcome.tick_hz, welcome.snapshot_hz
+                            welcome.server_name,
+                            welcome.your_id.0,
+                            welcome.map_name,
+                            welcome.tick_hz,
+                            welcome.snapshot_hz
                         );
                         fixed.set_timestep_hz(tick.tick_hz as f64);
                         commands.insert_resource(tick);
                         commands.insert_resource(map);
-                        commands.spawn((Player, welcome.your_id, PlayerState::default(), LocalPlayer));
+                        commands.spawn((
+                            Player,
+                            welcome.your_id,
+                            PlayerState::default(),
+                            LocalPlayer,
+                        ));
                         *status = ConnectionStatus::Connected(ServerInfo { welcome });
                     }
                     Err(reason) => {

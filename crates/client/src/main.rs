@@ -50,7 +50,9 @@ fn main() -> ExitCode {
     };
     let addr: SocketAddr = match target.to_socket_addrs().ok().and_then(|mut a| a.next()) {
         Some(a) => a,
-        None => usage_error(format!("cannot resolve --connect {target}: expected HOST:PORT")),
+        None => usage_error(format!(
+            "cannot resolve --connect {target}: expected HOST:PORT"
+        )),
     };
     if let Some(s) = args.run_seconds
         && !(s.is_finite() && s > 0.0)
@@ -64,9 +66,9 @@ fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    let seed = args
-        .seed
-        .unwrap_or_else(|| sightline_bots::hash(0x636c_6965, args.name.len() as u64, name_hash(&args.name)));
+    let seed = args.seed.unwrap_or_else(|| {
+        sightline_bots::hash(0x636c_6965, args.name.len() as u64, name_hash(&args.name))
+    });
 
     let signal = ShutdownSignal::default();
     let flag = signal.0.clone();
@@ -78,7 +80,9 @@ fn main() -> ExitCode {
     let mut app = App::new();
     app.add_plugins((
         // Poll at the fastest tick rate a server may use; the fixed tick adapts on Welcome.
-        MinimalPlugins.set(ScheduleRunnerPlugin::run_loop(Duration::from_secs_f64(1.0 / 128.0))),
+        MinimalPlugins.set(ScheduleRunnerPlugin::run_loop(Duration::from_secs_f64(
+            1.0 / 128.0,
+        ))),
         LogPlugin::default(),
         net,
         ShutdownPlugin,
@@ -135,8 +139,9 @@ fn report_on_exit(
 }
 
 fn name_hash(name: &str) -> u64 {
-    name.bytes()
-        .fold(0xcbf2_9ce4_8422_2325, |h, b| (h ^ b as u64).wrapping_mul(0x100_0000_01b3))
+    name.bytes().fold(0xcbf2_9ce4_8422_2325, |h, b| {
+        (h ^ b as u64).wrapping_mul(0x100_0000_01b3)
+    })
 }
 
 /// A headless client has nothing to show once the server is gone.

@@ -83,7 +83,13 @@ impl CollisionWorld {
     /// Sweeps an upright capsule standing at `feet` along `motion`; returns where it first
     /// comes within [`SKIN`] of a surface. Contacts the capsule is already leaving are
     /// ignored, so a player resting against a wall can walk away from it.
-    pub fn cast_capsule(&self, feet: Vec3, radius: f32, height: f32, motion: Vec3) -> Option<CastHit> {
+    pub fn cast_capsule(
+        &self,
+        feet: Vec3,
+        radius: f32,
+        height: f32,
+        motion: Vec3,
+    ) -> Option<CastHit> {
         let (pose, capsule) = capsule_at(feet, radius, height);
         let options = ShapeCastOptions {
             max_time_of_impact: 1.0,
@@ -103,12 +109,11 @@ impl CollisionWorld {
     /// Whether an upright capsule standing at `feet` would overlap any brush. Surfaces
     /// within [`SKIN`] do not count, so a player resting on the floor fits.
     pub fn capsule_overlaps(&self, feet: Vec3, radius: f32, height: f32) -> bool {
-        let (pose, capsule) = capsule_at(
-            feet + Vec3::Y * SKIN,
-            radius - SKIN,
-            height - 2.0 * SKIN,
-        );
-        self.queries().intersect_shape(pose, &capsule).next().is_some()
+        let (pose, capsule) = capsule_at(feet + Vec3::Y * SKIN, radius - SKIN, height - 2.0 * SKIN);
+        self.queries()
+            .intersect_shape(pose, &capsule)
+            .next()
+            .is_some()
     }
 
     /// Casts a ray; returns the distance to the first surface and its normal.
@@ -133,9 +138,17 @@ mod tests {
     fn floor_and_wall() -> CollisionWorld {
         CollisionWorld::from_boxes([
             // Floor: top at y = 0.
-            (Vec3::new(0.0, -0.5, 0.0), Vec3::new(10.0, 0.5, 10.0), Quat::IDENTITY),
+            (
+                Vec3::new(0.0, -0.5, 0.0),
+                Vec3::new(10.0, 0.5, 10.0),
+                Quat::IDENTITY,
+            ),
             // Wall: face at x = 2.
-            (Vec3::new(2.5, 1.0, 0.0), Vec3::new(0.5, 1.0, 10.0), Quat::IDENTITY),
+            (
+                Vec3::new(2.5, 1.0, 0.0),
+                Vec3::new(0.5, 1.0, 10.0),
+                Quat::IDENTITY,
+            ),
         ])
     }
 
@@ -143,7 +156,12 @@ mod tests {
     fn capsule_falls_onto_the_floor_and_keeps_the_skin() {
         let w = floor_and_wall();
         let hit = w
-            .cast_capsule(Vec3::new(0.0, 1.0, 0.0), 0.4, 1.8, Vec3::new(0.0, -2.0, 0.0))
+            .cast_capsule(
+                Vec3::new(0.0, 1.0, 0.0),
+                0.4,
+                1.8,
+                Vec3::new(0.0, -2.0, 0.0),
+            )
             .expect("floor hit");
         let stop = 1.0 - 2.0 * hit.fraction;
         assert!((stop - SKIN).abs() < 1e-3, "stopped at {stop}");
@@ -165,7 +183,10 @@ mod tests {
     fn moving_away_from_a_touching_wall_is_free() {
         let w = floor_and_wall();
         let feet = Vec3::new(2.0 - 0.4 - SKIN * 0.5, 0.1, 0.0);
-        assert!(w.cast_capsule(feet, 0.4, 1.8, Vec3::new(-1.0, 0.0, 0.0)).is_none());
+        assert!(
+            w.cast_capsule(feet, 0.4, 1.8, Vec3::new(-1.0, 0.0, 0.0))
+                .is_none()
+        );
     }
 
     #[test]
@@ -182,6 +203,9 @@ mod tests {
         let (d, n) = w.cast_ray(Vec3::new(0.0, 1.0, 0.0), Vec3::X, 10.0).unwrap();
         assert!((d - 2.0).abs() < 1e-4);
         assert!(n.x < -0.99);
-        assert!(w.cast_ray(Vec3::new(0.0, 1.0, 0.0), -Vec3::X, 5.0).is_none());
+        assert!(
+            w.cast_ray(Vec3::new(0.0, 1.0, 0.0), -Vec3::X, 5.0)
+                .is_none()
+        );
     }
 }

@@ -66,9 +66,11 @@ struct SunFile {
 impl<'de> Deserialize<'de> for Sun {
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         let f = SunFile::deserialize(d)?;
-        let direction = f.direction.0.try_normalize().ok_or_else(|| {
-            serde::de::Error::custom("sun direction must not be zero")
-        })?;
+        let direction = f
+            .direction
+            .0
+            .try_normalize()
+            .ok_or_else(|| serde::de::Error::custom("sun direction must not be zero"))?;
         if !(f.illuminance.is_finite() && f.illuminance >= 0.0) {
             return Err(serde::de::Error::custom(
                 "sun illuminance must be a finite number of lux, 0 or more",
@@ -220,7 +222,9 @@ fn rotation_from_degrees(ypr: Vec3) -> Quat {
         let s = libm::sinf(half);
         Quat::from_xyzw(x * s, y * s, z * s, libm::cosf(half))
     };
-    axis_angle(0.0, 1.0, 0.0, ypr.x) * axis_angle(1.0, 0.0, 0.0, ypr.y) * axis_angle(0.0, 0.0, 1.0, ypr.z)
+    axis_angle(0.0, 1.0, 0.0, ypr.x)
+        * axis_angle(1.0, 0.0, 0.0, ypr.y)
+        * axis_angle(0.0, 0.0, 1.0, ypr.z)
 }
 
 /// Where a player may spawn, and which way it faces.

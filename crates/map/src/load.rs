@@ -55,12 +55,14 @@ impl MapSource {
 
     /// Parses and checks map text; `file` names it in errors.
     pub fn parse(file: &Path, text: &str) -> Result<Self, MapError> {
-        let def: MapDef = ron::Options::default().from_str(text).map_err(|e| MapError {
-            file: file.to_path_buf(),
-            line: e.span.start.line,
-            column: e.span.start.col,
-            reason: e.code.to_string(),
-        })?;
+        let def: MapDef = ron::Options::default()
+            .from_str(text)
+            .map_err(|e| MapError {
+                file: file.to_path_buf(),
+                line: e.span.start.line,
+                column: e.span.start.col,
+                reason: e.code.to_string(),
+            })?;
         check_whole_map(&def).map_err(|(field, reason)| {
             let (line, column) = line_of_field(text, field);
             MapError {
@@ -99,7 +101,10 @@ fn check_whole_map(def: &MapDef) -> Result<(), (&'static str, String)> {
         ));
     }
     if def.brushes.is_empty() {
-        return Err(("brushes", "a map needs at least one brush to stand on".into()));
+        return Err((
+            "brushes",
+            "a map needs at least one brush to stand on".into(),
+        ));
     }
     if def.spawns.is_empty() {
         return Err(("spawns", "a map needs at least one spawn point".into()));
@@ -227,7 +232,10 @@ mod tests {
     fn hash_ignores_line_endings_but_not_edits() {
         let crlf = GOOD.replace('\n', "\r\n");
         assert_eq!(content_hash(GOOD), content_hash(&crlf));
-        assert_ne!(content_hash(GOOD), content_hash(&GOOD.replace("tiny", "tinY")));
+        assert_ne!(
+            content_hash(GOOD),
+            content_hash(&GOOD.replace("tiny", "tinY"))
+        );
     }
 
     #[test]

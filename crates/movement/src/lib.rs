@@ -49,4 +49,6 @@ fn move_players(
 }
 
 #[cfg(test)]
+mod replay;
+#[cfg(test)]
 mod tests;

@@ -136,7 +136,11 @@ fn wish(s: &PlayerState, cmd: &InputCmd, p: &MoveParams) -> (Vec3, f32) {
     if len < 1e-6 {
         return (Vec3::ZERO, 0.0);
     }
-    let scale = if s.crouched() { p.crouch_speed_scale } else { 1.0 };
+    let scale = if s.crouched() {
+        p.crouch_speed_scale
+    } else {
+        1.0
+    };
     (dir / len, len.min(1.0) * p.run_speed * scale)
 }
 
@@ -301,7 +305,9 @@ fn slide_move(
         if let Some(min_y) = walls
             && normal.y < min_y
         {
-            normal = Vec3::new(normal.x, 0.0, normal.z).try_normalize().unwrap_or(normal);
+            normal = Vec3::new(normal.x, 0.0, normal.z)
+                .try_normalize()
+                .unwrap_or(normal);
         }
         pos += motion * hit.fraction;
         time_left -= time_left * hit.fraction;
@@ -376,6 +382,10 @@ fn clip_against_planes(planes: &[Vec3], vel: Vec3, end_vel: Vec3) -> Option<(Vec
 /// [`OVERCLIP`]), leaving the part that slides along it.
 fn clip(v: Vec3, n: Vec3) -> Vec3 {
     let into = v.dot(n);
-    let backoff = if into < 0.0 { into * OVERCLIP } else { into / OVERCLIP };
+    let backoff = if into < 0.0 {
+        into * OVERCLIP
+    } else {
+        into / OVERCLIP
+    };
     v - n * backoff
 }

@@ -30,7 +30,11 @@ fn test_params_match_the_defaults() {
 }
 
 fn floor() -> (Vec3, Vec3, Quat) {
-    (Vec3::new(0.0, -0.5, 0.0), Vec3::new(100.0, 0.5, 100.0), Quat::IDENTITY)
+    (
+        Vec3::new(0.0, -0.5, 0.0),
+        Vec3::new(100.0, 0.5, 100.0),
+        Quat::IDENTITY,
+    )
 }
 
 fn flat_world() -> CollisionWorld {
@@ -91,7 +95,10 @@ fn ground_acceleration_reaches_but_never_exceeds_run_speed() {
     let mut last = 0.0;
     for st in &states {
         let v = flat_speed(st);
-        assert!(v >= last - 1e-4, "speed fell while accelerating: {last} -> {v} {st:?}");
+        assert!(
+            v >= last - 1e-4,
+            "speed fell while accelerating: {last} -> {v} {st:?}"
+        );
         assert!(v <= P.run_speed * 1.0001, "speed {v} above the cap");
         last = v;
     }
@@ -108,7 +115,10 @@ fn friction_stops_a_runner_quickly() {
     let states = simulate(&w, s, |_| InputCmd::default(), 64, 128.0);
     assert_eq!(flat_speed(states.last().unwrap()), 0.0);
     let stop_distance = -states.last().unwrap().pos.z;
-    assert!(stop_distance > 0.3 && stop_distance < 1.5, "{stop_distance}");
+    assert!(
+        stop_distance > 0.3 && stop_distance < 1.5,
+        "{stop_distance}"
+    );
 }
 
 fn jump_apex(hz: f32) -> f32 {
@@ -116,7 +126,11 @@ fn jump_apex(hz: f32) -> f32 {
     let s = settle(&w, Vec3::ZERO, hz);
     let base = s.pos.y;
     let jump = |i: usize| InputCmd {
-        buttons: if i == 0 { Buttons::JUMP } else { Buttons::default() },
+        buttons: if i == 0 {
+            Buttons::JUMP
+        } else {
+            Buttons::default()
+        },
         ..Default::default()
     };
     let states = simulate(&w, s, jump, hz as usize * 2, hz);
@@ -232,12 +246,19 @@ fn slides_off_slopes_steeper_than_45_degrees() {
     let start = PlayerState::at(Vec3::new(0.0, 6.0, -2.5), 0.0);
     let states = simulate(&w, start, |_| InputCmd::default(), 256, 128.0);
     let last = states.last().unwrap();
-    assert!(last.pos.y < 1.0 && last.pos.z > -2.0, "stuck on slope: {last:?}");
+    assert!(
+        last.pos.y < 1.0 && last.pos.z > -2.0,
+        "stuck on slope: {last:?}"
+    );
 }
 
 #[test]
 fn running_into_a_wall_slides_along_it() {
-    let wall = (Vec3::new(0.0, 2.0, -3.0), Vec3::new(20.0, 2.0, 0.5), Quat::IDENTITY);
+    let wall = (
+        Vec3::new(0.0, 2.0, -3.0),
+        Vec3::new(20.0, 2.0, 0.5),
+        Quat::IDENTITY,
+    );
     let w = CollisionWorld::from_boxes([floor(), wall]);
     let s = settle(&w, Vec3::ZERO, 128.0);
     // Yaw 30 degrees left of the wall's normal: run into it diagonally.
@@ -249,18 +270,30 @@ fn running_into_a_wall_slides_along_it() {
     let states = simulate(&w, s, cmd, 256, 128.0);
     let face = -2.5 + P.radius;
     for st in &states {
-        assert!(st.pos.z >= face - 1e-3, "went through the wall: {}", st.pos.z);
+        assert!(
+            st.pos.z >= face - 1e-3,
+            "went through the wall: {}",
+            st.pos.z
+        );
     }
     let last = states.last().unwrap();
     assert!(last.pos.z < face + 0.05, "not against the wall");
-    assert!(last.pos.x < -5.0, "did not slide along the wall: {}", last.pos.x);
+    assert!(
+        last.pos.x < -5.0,
+        "did not slide along the wall: {}",
+        last.pos.x
+    );
     assert!(last.vel.x < -1.0);
 }
 
 #[test]
 fn crouching_fits_under_low_ceilings_and_slows_down() {
     // A 1.5 m high tunnel starting at z = -2.
-    let roof = (Vec3::new(0.0, 2.0, -12.0), Vec3::new(3.0, 0.5, 10.0), Quat::IDENTITY);
+    let roof = (
+        Vec3::new(0.0, 2.0, -12.0),
+        Vec3::new(3.0, 0.5, 10.0),
+        Quat::IDENTITY,
+    );
     let w = CollisionWorld::from_boxes([floor(), roof]);
     let s = settle(&w, Vec3::ZERO, 128.0);
 
@@ -275,9 +308,16 @@ fn crouching_fits_under_low_ceilings_and_slows_down() {
     let crouched = simulate(&w, s, crouch, 256, 128.0);
     let last = *crouched.last().unwrap();
     assert!(last.crouched());
-    assert!(last.pos.z < -5.0, "did not enter the tunnel: {}", last.pos.z);
+    assert!(
+        last.pos.z < -5.0,
+        "did not enter the tunnel: {}",
+        last.pos.z
+    );
     let speed = flat_speed(&last);
-    assert!((speed - P.run_speed * P.crouch_speed_scale).abs() < 0.01, "{speed}");
+    assert!(
+        (speed - P.run_speed * P.crouch_speed_scale).abs() < 0.01,
+        "{speed}"
+    );
 
     // Releasing crouch inside the tunnel keeps the player crouched.
     let released = simulate(&w, last, |_| InputCmd::default(), 16, 128.0);

@@ -11,8 +11,8 @@ mod udp;
 pub use bevy_renet::{RenetClient, RenetReceive, RenetSend, RenetServer, RenetServerEvent};
 pub use cli::parse_args;
 pub use memory::{MemoryClientLink, MemoryNetwork};
-pub use shutdown::{RunFor, ShutdownPlugin, ShutdownSignal};
 pub use renet::{ClientId, DisconnectReason, ServerEvent};
+pub use shutdown::{RunFor, ShutdownPlugin, ShutdownSignal};
 pub use udp::{UdpSetupError, udp_client, udp_server};
 
 use bevy::prelude::*;
@@ -28,7 +28,7 @@ pub struct ServerNetPlugin(ServerTransport);
 
 enum ServerTransport {
     // Built eagerly so socket errors reach the caller; taken out once by `build`.
-    Udp(Mutex<Option<(RenetServer, NetcodeServerTransport)>>),
+    Udp(Mutex<Option<Box<(RenetServer, NetcodeServerTransport)>>>),
     Memory(MemoryNetwork),
 }
 
@@ -40,11 +40,17 @@ impl ServerNetPlugin {
         public: Option<SocketAddr>,
         max_clients: usize,
     ) -> Result<(Self, SocketAddr), UdpSetupError> {
-        let (server, transport) =
-            udp_server(sightline_protocol::connection_config(), bind, public, max_clients)?;
+        let (server, transport) = udp_server(
+            sightline_protocol::connection_config(),
+            bind,
+            public,
+            max_clients,
+        )?;
         let local = transport.addresses()[0];
         Ok((
-            Self(ServerTransport::Udp(Mutex::new(Some((server, transport))))),
+            Self(ServerTransport::Udp(Mutex::new(Some(Box::new((
+                server, transport,
+            )))))),
             local,
         ))
     }
@@ -60,7 +66,7 @@ impl Plugin for ServerNetPlugin {
         app.add_plugins(RenetServerPlugin);
         match &self.0 {
             ServerTransport::Udp(ready) => {
-                let (server, transport) = ready
+                let (server, transport) = *ready
                     .lock()
                     .expect("poisoned")
                     .take()
@@ -81,7 +87,7 @@ impl Plugin for ServerNetPlugin {
 pub struct ClientNetPlugin(ClientTransport);
 
 enum ClientTransport {
-    Udp(Mutex<Option<(RenetClient, NetcodeClientTransport)>>),
+    Udp(Mutex<Option<Box<(RenetClient, NetcodeClientTransport)>>>),
     Memory(MemoryClientLink),
 }
 
@@ -89,7 +95,9 @@ impl ClientNetPlugin {
     /// Opens a UDP socket toward `server`.
     pub fn udp(server: SocketAddr) -> Result<Self, UdpSetupError> {
         let ready = udp_client(sightline_protocol::connection_config(), server)?;
-        Ok(Self(ClientTransport::Udp(Mutex::new(Some(ready)))))
+        Ok(Self(ClientTransport::Udp(Mutex::new(Some(Box::new(
+            ready,
+        ))))))
     }
 
     /// Uses a link of an in-process network.
@@ -103,7 +111,7 @@ impl Plugin for ClientNetPlugin {
         app.add_plugins(RenetClientPlugin);
         match &self.0 {
             ClientTransport::Udp(ready) => {
-                let (client, transport) = ready
+                let (client, transport) = *ready
                     .lock()
                     .expect("poisoned")
                     .take()

@@ -3,7 +3,9 @@
 //! clock, so what crosses this network is exactly reproducible.
 
 use bevy::prelude::*;
-use bevy_renet::{RenetClient, RenetClientPlugin, RenetReceive, RenetSend, RenetServer, RenetServerPlugin};
+use bevy_renet::{
+    RenetClient, RenetClientPlugin, RenetReceive, RenetSend, RenetServer, RenetServerPlugin,
+};
 use renet::ClientId;
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -137,7 +139,9 @@ fn server_send(mut links: ResMut<ServerLinks>, mut server: ResMut<RenetServer>) 
         }
         server.remove_connection(id);
     }
-    links.links.retain(|(_, link)| !link.closed.load(Ordering::Relaxed));
+    links
+        .links
+        .retain(|(_, link)| !link.closed.load(Ordering::Relaxed));
     for (id, link) in &links.links {
         if let Ok(packets) = server.get_packets_to_send(*id) {
             link.to_client.lock().expect("poisoned").extend(packets);
@@ -163,5 +167,10 @@ fn client_send(link: Res<ClientLink>, mut client: ResMut<RenetClient>) {
         return;
     }
     let packets = client.get_packets_to_send();
-    link.0.link.to_server.lock().expect("poisoned").extend(packets);
+    link.0
+        .link
+        .to_server
+        .lock()
+        .expect("poisoned")
+        .extend(packets);
 }

@@ -37,7 +37,11 @@ fn check_shutdown(
     if signalled || timed_out {
         info!(
             "shutting down ({})",
-            if signalled { "signal" } else { "run time reached" }
+            if signalled {
+                "signal"
+            } else {
+                "run time reached"
+            }
         );
         *done = true;
         exit.write(AppExit::Success);

@@ -37,8 +37,8 @@ pub fn udp_server(
     public: Option<SocketAddr>,
     max_clients: usize,
 ) -> Result<(RenetServer, NetcodeServerTransport), UdpSetupError> {
-    let socket = UdpSocket::bind(bind)
-        .map_err(|e| UdpSetupError(format!("cannot bind UDP {bind}: {e}")))?;
+    let socket =
+        UdpSocket::bind(bind).map_err(|e| UdpSetupError(format!("cannot bind UDP {bind}: {e}")))?;
     let local = socket
         .local_addr()
         .map_err(|e| UdpSetupError(format!("cannot read the bound address: {e}")))?;

@@ -24,7 +24,9 @@ pub enum DecodeError {
 impl fmt::Display for DecodeError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Self::TooLarge { len, max } => write!(f, "message of {len} bytes exceeds the {max}-byte cap"),
+            Self::TooLarge { len, max } => {
+                write!(f, "message of {len} bytes exceeds the {max}-byte cap")
+            }
             Self::Malformed(e) => write!(f, "malformed message: {e}"),
             Self::TrailingBytes(n) => write!(f, "{n} unexpected bytes after the message"),
             Self::Invalid(e) => write!(f, "invalid message: {e}"),
@@ -48,9 +50,12 @@ pub trait Wire: Serialize + DeserializeOwned {
 
     /// Encodes the message.
     fn encode(&self) -> Vec<u8> {
-        let bytes = bincode::serde::encode_to_vec(self, config())
-            .expect("encoding into a Vec cannot fail");
-        debug_assert!(bytes.len() <= Self::MAX_BYTES, "encoded message above its cap");
+        let bytes =
+            bincode::serde::encode_to_vec(self, config()).expect("encoding into a Vec cannot fail");
+        debug_assert!(
+            bytes.len() <= Self::MAX_BYTES,
+            "encoded message above its cap"
+        );
         bytes
     }
 

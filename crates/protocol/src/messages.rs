@@ -282,7 +282,9 @@ impl Wire for Snapshot {
             return Err(invalid("too many players in snapshot"));
         }
         if self.players.windows(2).any(|w| w[1].id <= w[0].id) {
-            return Err(invalid("snapshot players not in strictly increasing id order"));
+            return Err(invalid(
+                "snapshot players not in strictly increasing id order",
+            ));
         }
         for p in &self.players {
             let numbers = p.pos.iter().chain(&p.vel).chain([&p.yaw, &p.pitch]);

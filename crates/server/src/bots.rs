@@ -17,7 +17,11 @@ pub(crate) fn spawn_bots(
     let mut occupied = Vec::new();
     for i in 0..config.bots {
         let Some(id) = slots.take() else {
-            warn!("no room for bot {}: the server holds {} players", i + 1, config.max_players);
+            warn!(
+                "no room for bot {}: the server holds {} players",
+                i + 1,
+                config.max_players
+            );
             break;
         };
         let spawn = choose_spawn(&map.def.spawns, &occupied);

@@ -9,8 +9,8 @@ use sightline_map::CurrentMap;
 use sightline_movement::PlayerState;
 use sightline_net::{ClientId, RenetServer, RenetServerEvent, ServerEvent};
 use sightline_protocol::{
-    Channel, ClientMessage, MAX_CHAT_LEN, MAX_NAME_LEN, PROTOCOL_VERSION, ServerMessage, Welcome, Wire,
-    clean_text,
+    Channel, ClientMessage, MAX_CHAT_LEN, MAX_NAME_LEN, PROTOCOL_VERSION, ServerMessage, Welcome,
+    Wire, clean_text,
 };
 use sightline_sim::{BotControlled, Player, PlayerId, PlayerName};
 use std::collections::BTreeSet;
@@ -244,7 +244,10 @@ pub(crate) fn handle_reliable_messages(
                     ));
                     conn.stage = ConnectionStage::Playing;
                     send_welcome(&mut server, conn.client_id, id, &config, &map, &players);
-                    info!("{name} joined as player {} from client {}", id.0, conn.client_id);
+                    info!(
+                        "{name} joined as player {} from client {}",
+                        id.0, conn.client_id
+                    );
                     joined.push((id, name, spawn.pos));
                 }
                 (ClientMessage::Chat { text }, ConnectionStage::Playing) => {
@@ -261,7 +264,10 @@ pub(crate) fn handle_reliable_messages(
                 (msg, stage) => {
                     conn.malformed += 1;
                     stats.malformed_packets += 1;
-                    debug!("ignored {msg:?} from client {} in stage {stage:?}", conn.client_id);
+                    debug!(
+                        "ignored {msg:?} from client {} in stage {stage:?}",
+                        conn.client_id
+                    );
                 }
             }
         }
@@ -270,7 +276,11 @@ pub(crate) fn handle_reliable_messages(
     // Announce joins to everyone in the game, the newcomers included.
     let conns: Vec<&Connection> = connections.iter().map(|(_, c)| c).collect();
     for (id, name, _) in joined {
-        let msg = ServerMessage::PlayerJoined { id, name, bot: false };
+        let msg = ServerMessage::PlayerJoined {
+            id,
+            name,
+            bot: false,
+        };
         send_to_playing(&mut server, conns.iter().copied(), &msg);
     }
     for msg in chat {
@@ -349,7 +359,12 @@ pub(crate) fn drop_refused(
                 server.disconnect(conn.client_id);
             }
             ConnectionStage::AwaitingHello { since } if now - since > HELLO_TIMEOUT => {
-                refuse(&mut server, &mut conn, "no Hello received in time".into(), now);
+                refuse(
+                    &mut server,
+                    &mut conn,
+                    "no Hello received in time".into(),
+                    now,
+                );
             }
             _ => {}
         }

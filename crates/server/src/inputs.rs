@@ -76,7 +76,7 @@ impl InputBuffer {
     }
 
     /// The command for this tick: the oldest waiting one, or a repeat of the last.
-    pub fn next(&mut self) -> InputCmd {
+    pub fn take_next(&mut self) -> InputCmd {
         self.timing.queue_at_consume = self.pending.len().min(u8::MAX as usize) as u8;
         if let Some(cmd) = self.pending.pop_front() {
             self.last_simulated = cmd.seq;
@@ -129,7 +129,10 @@ pub(crate) fn receive_input_packets(
                 Err(e) => {
                     conn.malformed += 1;
                     stats.malformed_packets += 1;
-                    debug!("dropped an input packet from client {}: {e}", conn.client_id);
+                    debug!(
+                        "dropped an input packet from client {}: {e}",
+                        conn.client_id
+                    );
                     continue;
                 }
             };
@@ -150,7 +153,7 @@ pub(crate) fn consume_inputs(
     mut stats: ResMut<ServerStats>,
 ) {
     for (mut buffer, mut current) in &mut players {
-        let cmd = buffer.next();
+        let cmd = buffer.take_next();
         match cmd.sanitized() {
             Ok(cmd) => current.0 = cmd,
             Err(_) => {
@@ -186,10 +189,10 @@ mod tests {
             b.push(cmd(seq));
         }
         assert_eq!(b.len(), 3);
-        assert_eq!(b.next().seq, 1);
-        assert_eq!(b.next().seq, 2);
+        assert_eq!(b.take_next().seq, 1);
+        assert_eq!(b.take_next().seq, 2);
         assert!(!b.push(cmd(2)), "an already simulated command came back");
-        assert_eq!(b.next().seq, 3);
+        assert_eq!(b.take_next().seq, 3);
         assert_eq!(b.last_simulated(), 3);
     }
 
@@ -197,17 +200,24 @@ mod tests {
     fn a_missing_command_repeats_the_last_then_releases_buttons() {
         let mut b = buffer();
         b.push(cmd(1));
-        b.next();
+        b.take_next();
         let grace = (REPEAT_GRACE_SECONDS * 128.0).ceil() as usize;
         for _ in 0..grace {
-            let r = b.next();
+            let r = b.take_next();
             assert_eq!(r.buttons, cmd(1).buttons);
             assert_eq!(r.forward, 1.0);
         }
-        let r = b.next();
+        let r = b.take_next();
         assert_eq!(r.buttons, Buttons::default());
-        assert_eq!(r.forward, 1.0, "movement keeps going: falling cannot be paused");
-        assert_eq!(b.last_simulated(), 1, "repeats do not acknowledge anything new");
+        assert_eq!(
+            r.forward, 1.0,
+            "movement keeps going: falling cannot be paused"
+        );
+        assert_eq!(
+            b.last_simulated(),
+            1,
+            "repeats do not acknowledge anything new"
+        );
         assert_eq!(b.take_timing().repeats_since_snapshot, grace as u8 + 1);
         assert_eq!(b.take_timing().repeats_since_snapshot, 0);
     }
@@ -219,9 +229,9 @@ mod tests {
             b.push(cmd(seq));
         }
         assert_eq!(b.len(), 32, "0.25 s at 128 Hz");
-        let first = b.next().seq;
+        let first = b.take_next().seq;
         assert_eq!(first, 1000 - 31);
-        assert_eq!(b.next().seq, first + 1);
+        assert_eq!(b.take_next().seq, first + 1);
     }
 
     #[test]
@@ -229,10 +239,10 @@ mod tests {
         let mut b = buffer();
         b.push(cmd(1));
         b.push(cmd(2));
-        b.next();
+        b.take_next();
         assert_eq!(b.take_timing().queue_at_consume, 2);
-        b.next();
-        b.next();
+        b.take_next();
+        b.take_next();
         assert_eq!(b.take_timing().queue_at_consume, 0);
     }
 }

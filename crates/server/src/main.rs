@@ -49,11 +49,13 @@ struct Args {
 
 fn main() -> ExitCode {
     let args: Args = sightline_net::parse_args();
-    let snapshot_hz = args.snapshot_rate.unwrap_or(if args.tickrate % 2 == 0 {
-        args.tickrate / 2
-    } else {
-        args.tickrate
-    });
+    let snapshot_hz = args
+        .snapshot_rate
+        .unwrap_or(if args.tickrate.is_multiple_of(2) {
+            args.tickrate / 2
+        } else {
+            args.tickrate
+        });
     let tick = match TickConfig::new(args.tickrate, snapshot_hz) {
         Ok(t) => t,
         Err(e) => Args::command()
@@ -74,7 +76,10 @@ fn main() -> ExitCode {
         Args::command()
             .error(
                 clap::error::ErrorKind::ValueValidation,
-                format!("--bots {} exceeds --max-players {}", args.bots, args.max_players),
+                format!(
+                    "--bots {} exceeds --max-players {}",
+                    args.bots, args.max_players
+                ),
             )
             .exit();
     }

@@ -30,7 +30,10 @@ pub(crate) fn send_snapshots(
         ack_input_seq: 0,
         input_queue: 0,
         repeated_inputs: 0,
-        players: players.iter().map(|(id, s)| PlayerSnap::new(*id, s)).collect(),
+        players: players
+            .iter()
+            .map(|(id, s)| PlayerSnap::new(*id, s))
+            .collect(),
     };
     snapshot.players.sort_by_key(|p| p.id);
     for (conn, mut buffer, mut counter) in &mut clients {

@@ -41,7 +41,9 @@ mod tests {
         assert_eq!(choose_spawn(&spawns, &[]).pos.x, 0.0);
         assert_eq!(choose_spawn(&spawns, &[Vec3::ZERO]).pos.x, 20.0);
         assert_eq!(
-            choose_spawn(&spawns, &[Vec3::ZERO, Vec3::new(19.0, 0.0, 0.0)]).pos.x,
+            choose_spawn(&spawns, &[Vec3::ZERO, Vec3::new(19.0, 0.0, 0.0)])
+                .pos
+                .x,
             10.0
         );
     }

@@ -137,7 +137,11 @@ pub fn wrap_angle(a: f32) -> f32 {
     }
     let wrapped = a - TAU * libm::floorf((a + PI) / TAU);
     // Rounding can land exactly on +pi; fold it onto -pi to keep the range half-open.
-    if wrapped >= PI { wrapped - TAU } else { wrapped }
+    if wrapped >= PI {
+        wrapped - TAU
+    } else {
+        wrapped
+    }
 }
 
 #[cfg(test)]
@@ -155,11 +159,19 @@ mod tests {
     fn non_finite_numbers_are_refused() {
         for bad in [f32::NAN, f32::INFINITY, f32::NEG_INFINITY] {
             assert_eq!(
-                InputCmd { forward: bad, ..cmd() }.sanitized(),
+                InputCmd {
+                    forward: bad,
+                    ..cmd()
+                }
+                .sanitized(),
                 Err(SanitizeError::NonFinite)
             );
             assert_eq!(
-                InputCmd { right: bad, ..cmd() }.sanitized(),
+                InputCmd {
+                    right: bad,
+                    ..cmd()
+                }
+                .sanitized(),
                 Err(SanitizeError::NonFinite)
             );
             assert_eq!(
@@ -167,7 +179,11 @@ mod tests {
                 Err(SanitizeError::NonFinite)
             );
             assert_eq!(
-                InputCmd { pitch: bad, ..cmd() }.sanitized(),
+                InputCmd {
+                    pitch: bad,
+                    ..cmd()
+                }
+                .sanitized(),
                 Err(SanitizeError::NonFinite)
             );
         }
@@ -175,11 +191,26 @@ mod tests {
 
     #[test]
     fn pitch_is_clamped_to_89_degrees() {
-        let up = InputCmd { pitch: 3.0, ..cmd() }.sanitized().unwrap();
+        let up = InputCmd {
+            pitch: 3.0,
+            ..cmd()
+        }
+        .sanitized()
+        .unwrap();
         assert_eq!(up.pitch, 89f32.to_radians());
-        let down = InputCmd { pitch: -2.0, ..cmd() }.sanitized().unwrap();
+        let down = InputCmd {
+            pitch: -2.0,
+            ..cmd()
+        }
+        .sanitized()
+        .unwrap();
         assert_eq!(down.pitch, -89f32.to_radians());
-        let ok = InputCmd { pitch: 0.5, ..cmd() }.sanitized().unwrap();
+        let ok = InputCmd {
+            pitch: 0.5,
+            ..cmd()
+        }
+        .sanitized()
+        .unwrap();
         assert_eq!(ok.pitch, 0.5);
     }
 
@@ -189,7 +220,10 @@ mod tests {
             let y = InputCmd { yaw: raw, ..cmd() }.sanitized().unwrap().yaw;
             assert!((-PI..PI).contains(&y), "{raw} -> {y}");
             // Same direction as before wrapping.
-            assert!((libm::sinf(y) - libm::sinf(raw)).abs() < 1e-2, "{raw} -> {y}");
+            assert!(
+                (libm::sinf(y) - libm::sinf(raw)).abs() < 1e-2,
+                "{raw} -> {y}"
+            );
         }
         assert_eq!(wrap_angle(0.25), 0.25);
     }
@@ -212,7 +246,12 @@ mod tests {
         .sanitized()
         .unwrap();
         assert!(huge.forward <= 1.0 && huge.forward > 0.99);
-        let half = InputCmd { forward: 0.5, ..cmd() }.sanitized().unwrap();
+        let half = InputCmd {
+            forward: 0.5,
+            ..cmd()
+        }
+        .sanitized()
+        .unwrap();
         assert_eq!(half.forward, 0.5);
     }
 

@@ -11,15 +11,14 @@ mod tick;
 
 pub use input::{Buttons, InputCmd, MAX_PITCH_DEG, SanitizeError, WEAPON_SLOTS, wrap_angle};
 pub use player::{BotControlled, CurrentCmd, Player, PlayerId, PlayerName};
-pub use tick::{Tick, TickConfig, TickConfigError, MAX_TICK_HZ, MIN_TICK_HZ};
+pub use tick::{MAX_TICK_HZ, MIN_TICK_HZ, Tick, TickConfig, TickConfigError};
 
 use bevy::prelude::*;
 
 /// Commonly used simulation types.
 pub mod prelude {
     pub use crate::{
-        Buttons, CurrentCmd, InputCmd, Player, PlayerId, SimSet, SimulationPlugin, Tick,
-        TickConfig,
+        Buttons, CurrentCmd, InputCmd, Player, PlayerId, SimSet, SimulationPlugin, Tick, TickConfig,
     };
 }
 
@@ -49,7 +48,9 @@ pub struct SimulationPlugin;
 
 impl Plugin for SimulationPlugin {
     fn build(&self, app: &mut App) {
-        let config = *app.world_mut().get_resource_or_insert_with(TickConfig::default);
+        let config = *app
+            .world_mut()
+            .get_resource_or_insert_with(TickConfig::default);
         app.insert_resource(Time::<Fixed>::from_hz(config.tick_hz as f64))
             .init_resource::<Tick>()
             .configure_sets(

@@ -68,7 +68,7 @@ impl TickConfig {
         if !(MIN_TICK_HZ..=MAX_TICK_HZ).contains(&tick_hz) {
             return Err(TickConfigError::TickRateOutOfRange(tick_hz));
         }
-        if snapshot_hz == 0 || snapshot_hz > tick_hz || tick_hz % snapshot_hz != 0 {
+        if snapshot_hz == 0 || snapshot_hz > tick_hz || !tick_hz.is_multiple_of(snapshot_hz) {
             return Err(TickConfigError::SnapshotRateDoesNotDivide {
                 tick_hz,
                 snapshot_hz,
@@ -92,7 +92,7 @@ impl TickConfig {
 
     /// Whether `tick` is one on which a snapshot is built.
     pub fn is_snapshot_tick(&self, tick: Tick) -> bool {
-        tick.0 % self.snapshot_every == 0
+        tick.0.is_multiple_of(self.snapshot_every)
     }
 
     /// Simulation time at the end of `tick`, in microseconds.

@@ -95,8 +95,16 @@ fn every_message_round_trips() {
 #[test]
 fn encoded_sizes_stay_under_their_caps() {
     let (encoded, _) = samples();
-    assert!(encoded[2].len() <= InputPacket::MAX_BYTES, "{}", encoded[2].len());
-    assert!(encoded[3].len() <= Snapshot::MAX_BYTES, "{}", encoded[3].len());
+    assert!(
+        encoded[2].len() <= InputPacket::MAX_BYTES,
+        "{}",
+        encoded[2].len()
+    );
+    assert!(
+        encoded[3].len() <= Snapshot::MAX_BYTES,
+        "{}",
+        encoded[3].len()
+    );
     // A moving player costs about 35 bytes uncompressed.
     let per_player = (snapshot(2).encode().len() - snapshot(1).encode().len()) as f32;
     assert!(per_player <= 36.0, "{per_player} bytes per player");
@@ -229,7 +237,10 @@ fn out_of_range_values_are_refused() {
 
 #[test]
 fn welcome_version_can_be_read_from_any_version() {
-    assert_eq!(peek_welcome_version(&welcome().encode()), Some(PROTOCOL_VERSION));
+    assert_eq!(
+        peek_welcome_version(&welcome().encode()),
+        Some(PROTOCOL_VERSION)
+    );
     let future = ServerMessage::Welcome(Welcome {
         protocol_version: 77,
         ..match welcome() {
