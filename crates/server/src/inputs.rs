@@ -5,7 +5,7 @@ use crate::{Connection, ServerStats};
 use bevy::prelude::*;
 use sightline_net::RenetServer;
 use sightline_protocol::{Channel, InputPacket, Wire};
-use sightline_sim::{BotControlled, CurrentCmd, InputCmd, TickConfig};
+use sightline_sim::{BotControlled, CurrentCmd, InputCmd, PlayerId, TickConfig};
 use std::collections::VecDeque;
 
 /// Most buffered input, in seconds of play; older commands beyond it are dropped.
@@ -147,12 +147,15 @@ pub(crate) fn receive_input_packets(
     }
 }
 
-/// Takes this tick's command for every connected player, through the sanitizer.
+/// Takes this tick's command for every connected player, through the sanitizer, in
+/// player-id order (as every per-player step of a tick is, so runs are reproducible).
 pub(crate) fn consume_inputs(
-    mut players: Query<(&mut InputBuffer, &mut CurrentCmd), Without<BotControlled>>,
+    mut players: Query<(&PlayerId, &mut InputBuffer, &mut CurrentCmd), Without<BotControlled>>,
     mut stats: ResMut<ServerStats>,
 ) {
-    for (mut buffer, mut current) in &mut players {
+    let mut order: Vec<_> = players.iter_mut().collect();
+    order.sort_by_key(|(id, ..)| **id);
+    for (_, mut buffer, mut current) in order {
         let cmd = buffer.take_next();
         match cmd.sanitized() {
             Ok(cmd) => current.0 = cmd,

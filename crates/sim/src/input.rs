@@ -101,6 +101,9 @@ impl InputCmd {
         let max_pitch = MAX_PITCH_DEG.to_radians();
         self.pitch = self.pitch.clamp(-max_pitch, max_pitch);
         self.yaw = wrap_angle(self.yaw);
+        // Clamp each axis first so huge values cannot overflow the length.
+        self.forward = self.forward.clamp(-1.0, 1.0);
+        self.right = self.right.clamp(-1.0, 1.0);
         let len_sq = self.forward * self.forward + self.right * self.right;
         if len_sq > 1.0 {
             let inv = 1.0 / len_sq.sqrt();
@@ -137,10 +140,11 @@ pub fn wrap_angle(a: f32) -> f32 {
     }
     let wrapped = a - TAU * libm::floorf((a + PI) / TAU);
     // Rounding can land exactly on +pi; fold it onto -pi to keep the range half-open.
-    if wrapped >= PI {
-        wrapped - TAU
-    } else {
-        wrapped
+    // For magnitudes so large that f32 cannot resolve a turn, any angle is as good as 0.
+    match wrapped {
+        w if (-PI..PI).contains(&w) => w,
+        w if w >= PI && w - TAU >= -PI => w - TAU,
+        _ => 0.0,
     }
 }
 
@@ -216,14 +220,23 @@ mod tests {
 
     #[test]
     fn yaw_wraps_into_half_open_range() {
-        for raw in [-100.0f32, -PI, -1.0, 0.0, 1.0, PI, 7.0, 1.0e6] {
+        for raw in [-100.0f32, -PI, -1.0, 0.0, 1.0, PI, 7.0, 1000.0] {
             let y = InputCmd { yaw: raw, ..cmd() }.sanitized().unwrap().yaw;
             assert!((-PI..PI).contains(&y), "{raw} -> {y}");
             // Same direction as before wrapping.
             assert!(
-                (libm::sinf(y) - libm::sinf(raw)).abs() < 1e-2,
+                (libm::sinf(y) - libm::sinf(raw)).abs() < 1e-3,
                 "{raw} -> {y}"
             );
+            assert!(
+                (libm::cosf(y) - libm::cosf(raw)).abs() < 1e-3,
+                "{raw} -> {y}"
+            );
+        }
+        // Far outside any real view angle the direction is meaningless, but the range holds.
+        for raw in [1.0e6f32, -3.0e38] {
+            let y = InputCmd { yaw: raw, ..cmd() }.sanitized().unwrap().yaw;
+            assert!((-PI..PI).contains(&y), "{raw} -> {y}");
         }
         assert_eq!(wrap_angle(0.25), 0.25);
     }
@@ -245,7 +258,16 @@ mod tests {
         }
         .sanitized()
         .unwrap();
-        assert!(huge.forward <= 1.0 && huge.forward > 0.99);
+        assert_eq!(huge.forward, 1.0);
+        let both = InputCmd {
+            forward: -3.0e38,
+            right: 3.0e38,
+            ..cmd()
+        }
+        .sanitized()
+        .unwrap();
+        assert!((both.forward + std::f32::consts::FRAC_1_SQRT_2).abs() < 1e-6);
+        assert!((both.right - std::f32::consts::FRAC_1_SQRT_2).abs() < 1e-6);
         let half = InputCmd {
             forward: 0.5,
             ..cmd()
