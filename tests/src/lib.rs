@@ -9,7 +9,9 @@ use bevy::prelude::*;
 use bevy::time::TimeUpdateStrategy;
 use sightline_client::{ClientPlugin, InputSource};
 use sightline_map::{CurrentMap, MapSource, find_map};
-use sightline_net::{ClientNetPlugin, MemoryNetwork, ServerNetPlugin};
+use sightline_net::{
+    ClientNetPlugin, ConditionerSettings, MemoryClientLink, MemoryNetwork, ServerNetPlugin,
+};
 use sightline_server::{ServerConfig, ServerPlugin};
 use std::time::Duration;
 
@@ -23,6 +25,8 @@ pub struct Stepper {
     pub network: MemoryNetwork,
     /// Time each step advances every app by: one server tick.
     pub dt: Duration,
+    /// Each client's link, in the order the clients were added.
+    pub links: Vec<MemoryClientLink>,
 }
 
 /// Loads one of the shipped maps.
@@ -58,14 +62,33 @@ impl Stepper {
             clients: Vec::new(),
             network,
             dt,
+            links: Vec::new(),
         }
     }
 
     /// Adds a client with the Sightline client plugin, a bot at its controls.
     pub fn add_client(&mut self, name: &str, seed: u64) -> usize {
+        let link = self.network.connect();
+        self.add_client_on(link, name, seed)
+    }
+
+    /// Adds a client whose link misbehaves as set (`up` is client to server).
+    pub fn add_conditioned_client(
+        &mut self,
+        name: &str,
+        seed: u64,
+        up: ConditionerSettings,
+        down: ConditionerSettings,
+    ) -> usize {
+        let link = self.network.connect_conditioned(up, down, seed);
+        self.add_client_on(link, name, seed)
+    }
+
+    fn add_client_on(&mut self, link: MemoryClientLink, name: &str, seed: u64) -> usize {
         let mut app = manual_app(self.dt);
+        self.links.push(link.clone());
         app.add_plugins((
-            ClientNetPlugin::memory(self.network.connect()),
+            ClientNetPlugin::memory(link),
             ClientPlugin {
                 name: name.to_string(),
                 input: InputSource::Bot { seed },
@@ -77,7 +100,9 @@ impl Stepper {
     /// Adds a bare client: transport only, for tests that speak the protocol by hand.
     pub fn add_raw_client(&mut self) -> usize {
         let mut app = manual_app(self.dt);
-        app.add_plugins(ClientNetPlugin::memory(self.network.connect()));
+        let link = self.network.connect();
+        self.links.push(link.clone());
+        app.add_plugins(ClientNetPlugin::memory(link));
         self.push_client(app)
     }
 
@@ -121,12 +146,16 @@ impl Stepper {
     }
 }
 
+pub mod measure;
+
 #[cfg(test)]
 mod handshake;
 #[cfg(test)]
 mod inputs;
 #[cfg(test)]
 mod loopback;
+#[cfg(test)]
+mod netcode;
 #[cfg(test)]
 mod raw;
 #[cfg(test)]

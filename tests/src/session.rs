@@ -87,6 +87,7 @@ fn leaving_is_announced_and_the_player_removed() {
     s.run_for(1.0);
     assert_eq!(s.clients[0].world().resource::<Roster>().0.len(), 2);
     drop(s.clients.remove(1));
+    s.links.remove(1);
     s.run_for(1.0);
     assert_eq!(s.server.world().resource::<PlayerSlots>().len(), 1);
     let w = s.clients[0].world_mut();

@@ -1,14 +1,20 @@
 //! Sampling one command per tick and sending it with its predecessors.
 
-use crate::{LatestSnapshot, LocalPlayer};
+use crate::LatestSnapshot;
+use crate::pacing::InputPacing;
 use bevy::prelude::*;
 use sightline_bots::{decide, sense};
 use sightline_map::CurrentMap;
 use sightline_movement::{MoveParams, PlayerState};
 use sightline_net::RenetClient;
-use sightline_protocol::{Channel, InputPacket, REDUNDANT_INPUTS, Wire};
+use sightline_prediction::Predicted;
+use sightline_protocol::{Channel, ClientDatagram, InputPacket, REDUNDANT_INPUTS, Wire};
 use sightline_sim::{CurrentCmd, InputCmd, Tick, TickConfig};
 use std::collections::VecDeque;
+
+/// Commands after which a client moves even if pacing never settles (a link so bad the
+/// server keeps starving): about four seconds at 128 Hz.
+const SETTLE_LIMIT: u32 = 512;
 
 /// Where this client's commands come from.
 #[derive(Resource, Debug, Clone, PartialEq, Eq)]
@@ -54,25 +60,35 @@ impl InputHistory {
     }
 }
 
-/// Chooses this tick's command, sanitises it and records it.
+/// Chooses this tick's command, sanitises it and records it. Until input pacing has
+/// settled the command only looks (no movement, no buttons): while the server may still
+/// run short of our commands, standing still keeps its repeats identical to ours.
 pub(crate) fn sample_input(
     source: Res<InputSource>,
     map: Res<CurrentMap>,
     params: Res<MoveParams>,
     tick: Res<Tick>,
     config: Res<TickConfig>,
+    pacing: Res<InputPacing>,
     mut history: ResMut<InputHistory>,
-    mut local: Query<(&PlayerState, &mut CurrentCmd), With<LocalPlayer>>,
+    mut local: Query<(&PlayerState, &mut CurrentCmd), With<Predicted>>,
 ) {
     let Ok((state, mut current)) = local.single_mut() else {
         return;
     };
-    let raw = match *source {
+    let mut raw = match *source {
         InputSource::Bot { seed } => {
             let seen = sense(&map.world, state, &params);
             decide(state, &seen, seed, tick.0, config.tick_hz)
         }
     };
+    if !pacing.settled() && history.last_seq() < SETTLE_LIMIT {
+        raw = InputCmd {
+            yaw: raw.yaw,
+            pitch: raw.pitch,
+            ..Default::default()
+        };
+    }
     // Same gate as the server's: a command the server would refuse is never sent.
     let Ok(cmd) = raw.sanitized() else {
         return;
@@ -88,7 +104,7 @@ pub(crate) fn send_inputs(
 ) {
     let ack = latest.0.as_ref().map_or(0, |s| s.seq);
     if let Some(packet) = history.packet(ack) {
-        client.send_message(Channel::Unreliable, packet.encode());
+        client.send_message(Channel::Unreliable, ClientDatagram::Input(packet).encode());
     }
 }
 

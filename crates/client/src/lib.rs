@@ -5,17 +5,22 @@
 //! The `sightline` binary runs it headless with a bot driving the inputs; the windowed
 //! client adds rendering, prediction and interpolation on top of the same plugin.
 
+mod clock;
 mod connection;
 mod input;
+mod pacing;
 mod snapshots;
 
 pub use connection::{ConnectionStatus, Roster, RosterEntry, ServerInfo};
 pub use input::{InputHistory, InputSource};
+pub use pacing::{InputPacing, MAX_DILATION, TARGET_MIN_QUEUE};
 pub use snapshots::{ClientStats, LatestSnapshot, PlayerSeen};
 
 use bevy::prelude::*;
-use sightline_net::RenetReceive;
-use sightline_sim::{SimSet, SimulationPlugin};
+use sightline_interpolation::InterpolationPlugin;
+use sightline_net::{ClockSync, RenetReceive, ServerClock};
+use sightline_prediction::{PredictionPlugin, PredictionSet};
+use sightline_sim::{SimSet, SimulationPlugin, TickConfig};
 
 /// Marks the player this client controls.
 #[derive(Component, Debug, Default, Clone, Copy)]
@@ -42,7 +47,7 @@ pub struct ClientPlugin {
 
 impl Plugin for ClientPlugin {
     fn build(&self, app: &mut App) {
-        app.add_plugins(SimulationPlugin)
+        app.add_plugins((SimulationPlugin, PredictionPlugin, InterpolationPlugin))
             .insert_resource(connection::PlayerName(self.name.clone()))
             .insert_resource(self.input.clone())
             .init_resource::<ConnectionStatus>()
@@ -51,18 +56,34 @@ impl Plugin for ClientPlugin {
             .init_resource::<ClientStats>()
             .init_resource::<InputHistory>()
             .init_resource::<sightline_movement::MoveParams>()
-            .configure_sets(PreUpdate, ClientSet::Receive.after(RenetReceive))
+            .init_resource::<ClockSync>()
+            .init_resource::<ServerClock>()
+            .init_resource::<InputPacing>()
+            .init_resource::<clock::PingSchedule>()
+            .configure_sets(
+                PreUpdate,
+                (ClientSet::Receive.after(RenetReceive), PredictionSet::Reconcile).chain(),
+            )
             .add_systems(
                 PreUpdate,
                 (
                     connection::send_hello,
                     connection::receive_reliable,
-                    snapshots::receive_snapshots,
+                    snapshots::receive_datagrams,
                     snapshots::apply_snapshot,
                     connection::notice_disconnect,
                 )
                     .chain()
                     .in_set(ClientSet::Receive),
+            )
+            .add_systems(
+                Update,
+                (
+                    clock::send_pings,
+                    clock::update_server_clock,
+                    pacing::pace_ticks,
+                )
+                    .run_if(connection::in_game),
             )
             .add_systems(
                 FixedUpdate,

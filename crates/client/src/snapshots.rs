@@ -1,10 +1,15 @@
-//! Receiving snapshots and applying the newest to the world.
+//! Receiving datagrams (snapshots, pongs) and handing the newest snapshot to prediction
+//! (our player) and interpolation (everyone else).
 
+use crate::clock::on_pong;
+use crate::pacing::InputPacing;
 use crate::{LocalPlayer, RemotePlayer};
 use bevy::prelude::*;
+use sightline_interpolation::{DelayEstimator, Interpolated, SnapshotBuffer};
 use sightline_movement::PlayerState;
-use sightline_net::RenetClient;
-use sightline_protocol::{Channel, Snapshot, Wire};
+use sightline_net::{ClockSync, RenetClient};
+use sightline_prediction::{Predicted, ServerUpdate};
+use sightline_protocol::{Channel, ServerDatagram, Snapshot, Wire};
 use sightline_sim::{Player, PlayerId};
 use std::collections::BTreeMap;
 
@@ -53,21 +58,43 @@ impl ClientStats {
     }
 }
 
-/// Keeps the newest valid snapshot; older, duplicate and malformed ones are dropped.
-pub(crate) fn receive_snapshots(
+/// Keeps the newest valid snapshot (older, duplicate and malformed ones are dropped)
+/// and feeds pongs to clock sync. Every snapshot, even a stale one, tells interpolation
+/// how snapshots arrive.
+pub(crate) fn receive_datagrams(
     mut client: ResMut<RenetClient>,
     mut latest: ResMut<LatestSnapshot>,
     mut stats: ResMut<ClientStats>,
+    mut sync: ResMut<ClockSync>,
+    mut delay: ResMut<DelayEstimator>,
+    mut remotes: Query<(&PlayerId, &mut SnapshotBuffer), With<RemotePlayer>>,
+    time: Res<Time<Real>>,
 ) {
+    let now = time.elapsed_secs_f64();
     while let Some(bytes) = client.receive_message(Channel::Unreliable) {
-        let snapshot = match Snapshot::decode(&bytes) {
-            Ok(s) => s,
+        let snapshot = match ServerDatagram::decode(&bytes) {
+            Ok(ServerDatagram::Snapshot(s)) => s,
+            Ok(ServerDatagram::Pong {
+                client_time_us,
+                server_time_us,
+            }) => {
+                on_pong(&mut sync, client_time_us, server_time_us, now);
+                continue;
+            }
             Err(e) => {
                 stats.malformed += 1;
-                debug!("dropped a snapshot: {e}");
+                debug!("dropped a datagram: {e}");
                 continue;
             }
         };
+        let server_time = snapshot.server_time_us as f64 / 1e6;
+        delay.record(server_time, now);
+        // Late snapshots still fill gaps in remote players' paths.
+        for (id, mut buffer) in &mut remotes {
+            if let Ok(i) = snapshot.players.binary_search_by_key(id, |p| p.id) {
+                buffer.push(server_time, snapshot.players[i].state());
+            }
+        }
         if latest.0.as_ref().is_some_and(|l| snapshot.seq <= l.seq) {
             stats.stale_snapshots += 1;
             continue;
@@ -77,13 +104,16 @@ pub(crate) fn receive_snapshots(
     }
 }
 
-/// Sets every player to its state in the newest snapshot; spawns newcomers and removes
-/// players the snapshot no longer holds.
+/// Applies the newest snapshot: our player's state goes to prediction (the first one is
+/// adopted outright, which starts prediction), remote players' states to their
+/// interpolation buffers; newcomers are spawned and players no longer present removed.
 pub(crate) fn apply_snapshot(
     mut commands: Commands,
     mut latest: ResMut<LatestSnapshot>,
     mut stats: ResMut<ClientStats>,
-    mut players: Query<(Entity, &PlayerId, &mut PlayerState, Has<LocalPlayer>)>,
+    mut update: ResMut<ServerUpdate>,
+    mut pacing: ResMut<InputPacing>,
+    mut players: Query<(Entity, &PlayerId, &mut PlayerState, Has<LocalPlayer>, Has<Predicted>)>,
 ) {
     let LatestSnapshot(Some(snapshot), applied) = &mut *latest else {
         return;
@@ -92,21 +122,33 @@ pub(crate) fn apply_snapshot(
         return;
     }
     *applied = true;
+    pacing.observe(snapshot.input_queue, snapshot.repeated_inputs);
+    let server_time = snapshot.server_time_us as f64 / 1e6;
     let mut present: BTreeMap<PlayerId, Entity> = BTreeMap::new();
-    for (entity, id, mut state, local) in &mut players {
-        match snapshot.players.binary_search_by_key(id, |p| p.id) {
-            Ok(i) => {
-                *state = snapshot.players[i].state();
-                present.insert(*id, entity);
+    for (entity, id, mut state, local, predicted) in &mut players {
+        let Ok(i) = snapshot.players.binary_search_by_key(id, |p| p.id) else {
+            if !local {
+                commands.entity(entity).despawn();
             }
-            Err(_) if !local => commands.entity(entity).despawn(),
-            Err(_) => {}
+            continue;
+        };
+        let server_state = snapshot.players[i].state();
+        present.insert(*id, entity);
+        match (local, predicted) {
+            (true, true) => update.0 = Some((snapshot.ack_input_seq, server_state)),
+            (true, false) => {
+                *state = server_state;
+                commands.entity(entity).insert(Predicted);
+            }
+            (false, _) => *state = server_state,
         }
     }
     for p in &snapshot.players {
         let state = p.state();
         if !present.contains_key(&p.id) {
-            commands.spawn((Player, p.id, state, RemotePlayer));
+            let mut buffer = SnapshotBuffer::default();
+            buffer.push(server_time, state);
+            commands.spawn((Player, p.id, state, RemotePlayer, Interpolated, buffer));
         }
         let seen = stats.seen.entry(p.id).or_insert(PlayerSeen {
             first: state.pos,

@@ -4,12 +4,16 @@
 //! clock, so the same server and client code runs in both.
 
 mod cli;
+mod clock;
+mod conditioner;
 mod memory;
 mod shutdown;
 mod udp;
 
 pub use bevy_renet::{RenetClient, RenetReceive, RenetSend, RenetServer, RenetServerEvent};
 pub use cli::parse_args;
+pub use clock::{CLOCK_WINDOW, ClockSync, SLEW_RATE, STEP_THRESHOLD, ServerClock};
+pub use conditioner::{ConditionerSettings, LinkConditioner};
 pub use memory::{MemoryClientLink, MemoryNetwork};
 pub use renet::{ClientId, DisconnectReason, ServerEvent};
 pub use shutdown::{RunFor, ShutdownPlugin, ShutdownSignal};

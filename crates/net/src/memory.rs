@@ -1,6 +1,8 @@
 //! An in-process network: queues of packets between one server and its clients, moved by
 //! the same schedule sets renet's UDP transport uses. Tests step every app on one manual
-//! clock, so what crosses this network is exactly reproducible.
+//! clock, so what crosses this network is exactly reproducible. Each direction of a link
+//! can be put through a [`LinkConditioner`]; the receiving side applies it on its own
+//! clock, so apps whose clocks started at different moments still see the set delays.
 
 use bevy::prelude::*;
 use bevy_renet::{
@@ -8,14 +10,47 @@ use bevy_renet::{
 };
 use renet::ClientId;
 use std::collections::VecDeque;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use crate::{ConditionerSettings, LinkConditioner};
 
-#[derive(Default)]
 struct Link {
     to_server: Mutex<VecDeque<Vec<u8>>>,
     to_client: Mutex<VecDeque<Vec<u8>>>,
+    up: Mutex<LinkConditioner<Vec<u8>>>,
+    down: Mutex<LinkConditioner<Vec<u8>>>,
     closed: AtomicBool,
+    bytes_up: AtomicU64,
+    bytes_down: AtomicU64,
+}
+
+impl Link {
+    fn new(up: ConditionerSettings, down: ConditionerSettings, seed: u64) -> Self {
+        Self {
+            to_server: Mutex::default(),
+            to_client: Mutex::default(),
+            up: Mutex::new(LinkConditioner::new(up, seed)),
+            down: Mutex::new(LinkConditioner::new(down, seed ^ 0x5a5a_5a5a_5a5a_5a5a)),
+            closed: AtomicBool::new(false),
+            bytes_up: AtomicU64::new(0),
+            bytes_down: AtomicU64::new(0),
+        }
+    }
+}
+
+/// Moves what was sent on `raw` through `conditioner` on the receiver's clock and returns
+/// what has arrived by `now`.
+fn arrive(
+    raw: &Mutex<VecDeque<Vec<u8>>>,
+    conditioner: &Mutex<LinkConditioner<Vec<u8>>>,
+    now: Duration,
+) -> Vec<Vec<u8>> {
+    let mut conditioner = conditioner.lock().expect("memory link poisoned");
+    for packet in drain(raw) {
+        conditioner.send(now, packet);
+    }
+    conditioner.ready(now)
 }
 
 #[derive(Default)]
@@ -35,12 +70,23 @@ impl MemoryNetwork {
         Self::default()
     }
 
-    /// Opens a link for one client; the server accepts it on its next update.
+    /// Opens a clean link for one client; the server accepts it on its next update.
     pub fn connect(&self) -> MemoryClientLink {
+        self.connect_conditioned(ConditionerSettings::default(), ConditionerSettings::default(), 0)
+    }
+
+    /// Opens a link whose client-to-server (`up`) and server-to-client (`down`) directions
+    /// misbehave as set, deterministically from `seed`.
+    pub fn connect_conditioned(
+        &self,
+        up: ConditionerSettings,
+        down: ConditionerSettings,
+        seed: u64,
+    ) -> MemoryClientLink {
         let mut hub = self.0.lock().expect("memory network poisoned");
         hub.next_id += 1;
         let id = hub.next_id;
-        let link = Arc::new(Link::default());
+        let link = Arc::new(Link::new(up, down, seed));
         hub.pending.push((id, link.clone()));
         MemoryClientLink { id, link }
     }
@@ -62,6 +108,20 @@ impl MemoryClientLink {
     /// Cuts the link, as if the client vanished.
     pub fn close(&self) {
         self.link.closed.store(true, Ordering::Relaxed);
+    }
+
+    /// Bytes sent so far (client to server, server to client), as renet's packets.
+    pub fn bytes_sent(&self) -> (u64, u64) {
+        (
+            self.link.bytes_up.load(Ordering::Relaxed),
+            self.link.bytes_down.load(Ordering::Relaxed),
+        )
+    }
+
+    /// Changes how the link misbehaves from now on.
+    pub fn set_conditions(&self, up: ConditionerSettings, down: ConditionerSettings) {
+        self.link.up.lock().expect("poisoned").settings = up;
+        self.link.down.lock().expect("poisoned").settings = down;
     }
 }
 
@@ -112,7 +172,12 @@ fn drain(queue: &Mutex<VecDeque<Vec<u8>>>) -> VecDeque<Vec<u8>> {
 }
 
 /// Accepts new links, drops closed ones and hands received packets to renet.
-fn server_receive(mut links: ResMut<ServerLinks>, mut server: ResMut<RenetServer>) {
+fn server_receive(
+    mut links: ResMut<ServerLinks>,
+    mut server: ResMut<RenetServer>,
+    time: Res<Time<Real>>,
+) {
+    let now = time.elapsed();
     let accepted = std::mem::take(&mut links.network.0.lock().expect("poisoned").pending);
     for (id, link) in accepted {
         server.add_connection(id);
@@ -123,7 +188,7 @@ fn server_receive(mut links: ResMut<ServerLinks>, mut server: ResMut<RenetServer
             server.remove_connection(*id);
             return false;
         }
-        for packet in drain(&link.to_server) {
+        for packet in arrive(&link.to_server, &link.up, now) {
             // A packet for a connection renet already dropped is simply discarded.
             let _ = server.process_packet_from(&packet, *id);
         }
@@ -144,19 +209,21 @@ fn server_send(mut links: ResMut<ServerLinks>, mut server: ResMut<RenetServer>) 
         .retain(|(_, link)| !link.closed.load(Ordering::Relaxed));
     for (id, link) in &links.links {
         if let Ok(packets) = server.get_packets_to_send(*id) {
+            let bytes: usize = packets.iter().map(Vec::len).sum();
+            link.bytes_down.fetch_add(bytes as u64, Ordering::Relaxed);
             link.to_client.lock().expect("poisoned").extend(packets);
         }
     }
 }
 
-fn client_receive(link: Res<ClientLink>, mut client: ResMut<RenetClient>) {
+fn client_receive(link: Res<ClientLink>, mut client: ResMut<RenetClient>, time: Res<Time<Real>>) {
     if link.0.link.closed.load(Ordering::Relaxed) {
         if !client.is_disconnected() {
             client.disconnect_due_to_transport();
         }
         return;
     }
-    for packet in drain(&link.0.link.to_client) {
+    for packet in arrive(&link.0.link.to_client, &link.0.link.down, time.elapsed()) {
         client.process_packet(&packet);
     }
 }
@@ -167,10 +234,7 @@ fn client_send(link: Res<ClientLink>, mut client: ResMut<RenetClient>) {
         return;
     }
     let packets = client.get_packets_to_send();
-    link.0
-        .link
-        .to_server
-        .lock()
-        .expect("poisoned")
-        .extend(packets);
+    let bytes: usize = packets.iter().map(Vec::len).sum();
+    link.0.link.bytes_up.fetch_add(bytes as u64, Ordering::Relaxed);
+    link.0.link.to_server.lock().expect("poisoned").extend(packets);
 }

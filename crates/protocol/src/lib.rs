@@ -2,6 +2,9 @@
 //! encoded (serde + bincode 2, little-endian varints), the size cap and validation every
 //! decode goes through, and the renet channels they travel on.
 //!
+//! Version history: 1, the first; 2, unreliable traffic wrapped in [`ClientDatagram`] and
+//! [`ServerDatagram`] to carry clock-sync pings beside inputs and snapshots.
+//!
 //! Decoding never trusts the sender: oversized, truncated, trailing-garbage, out-of-range
 //! and non-finite inputs all come back as a [`DecodeError`] for the caller to drop and
 //! count.
@@ -13,13 +16,13 @@ mod messages;
 pub use channel::{Channel, connection_config};
 pub use codec::{DecodeError, Wire, peek_welcome_version};
 pub use messages::{
-    ClientMessage, InputPacket, MAX_CHAT_LEN, MAX_NAME_LEN, MAX_SERVER_NAME_LEN,
+    ClientDatagram, ClientMessage, InputPacket, ServerDatagram, MAX_CHAT_LEN, MAX_NAME_LEN, MAX_SERVER_NAME_LEN,
     MAX_SNAPSHOT_PLAYERS, PlayerSnap, REDUNDANT_INPUTS, ServerMessage, Snapshot, Welcome,
     clean_text,
 };
 
 /// Version of this protocol; a client and server must agree on it exactly.
-pub const PROTOCOL_VERSION: u32 = 1;
+pub const PROTOCOL_VERSION: u32 = 2;
 
 /// Identifies Sightline traffic to netcode, which drops packets of other games. It does not
 /// change with [`PROTOCOL_VERSION`], so a mismatched client still reaches the handshake

@@ -259,7 +259,9 @@ pub struct Snapshot {
     pub server_time_us: u64,
     /// Newest of the recipient's commands the server has *simulated* (not merely received).
     pub ack_input_seq: u32,
-    /// Recipient's commands waiting in the server's buffer when the tick took one.
+    /// Fewest of the recipient's commands waiting in the server's buffer when a tick took
+    /// one, over the ticks since the previous snapshot (counting the one taken; 0 means
+    /// a tick found none and repeated the last).
     pub input_queue: u8,
     /// Ticks since the last snapshot in which the server had to repeat the recipient's
     /// previous command because the next had not arrived.
@@ -301,3 +303,65 @@ impl Wire for Snapshot {
 
 #[cfg(test)]
 mod tests;
+
+/// Unreliable messages from a client.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub enum ClientDatagram {
+    /// This tick's input, with redundancy.
+    Input(InputPacket),
+    /// A clock-sync probe; the server answers at once with [`ServerDatagram::Pong`].
+    Ping {
+        /// The client's clock when sent, microseconds.
+        client_time_us: u64,
+    },
+}
+
+impl Wire for ClientDatagram {
+    const MAX_BYTES: usize = InputPacket::MAX_BYTES + 4;
+
+    fn validate(&self) -> Result<(), DecodeError> {
+        match self {
+            Self::Input(p) => p.validate(),
+            Self::Ping { .. } => Ok(()),
+        }
+    }
+}
+
+/// Unreliable messages from the server.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub enum ServerDatagram {
+    /// The world after a tick.
+    Snapshot(Snapshot),
+    /// Answer to a ping.
+    Pong {
+        /// The client's time from the ping, echoed.
+        client_time_us: u64,
+        /// The server's clock when it answered, microseconds (the same clock snapshots'
+        /// `server_time_us` is measured on).
+        server_time_us: u64,
+    },
+}
+
+impl ServerDatagram {
+    /// Encodes a snapshot as a datagram without moving it into one.
+    pub fn encode_snapshot(snapshot: &Snapshot) -> Vec<u8> {
+        #[derive(Serialize)]
+        enum Borrowed<'a> {
+            Snapshot(&'a Snapshot),
+        }
+        // Same encoding as `ServerDatagram::Snapshot`: variant 0, then the snapshot.
+        bincode::serde::encode_to_vec(Borrowed::Snapshot(snapshot), bincode::config::standard())
+            .expect("encoding into a Vec cannot fail")
+    }
+}
+
+impl Wire for ServerDatagram {
+    const MAX_BYTES: usize = Snapshot::MAX_BYTES + 4;
+
+    fn validate(&self) -> Result<(), DecodeError> {
+        match self {
+            Self::Snapshot(s) => s.validate(),
+            Self::Pong { .. } => Ok(()),
+        }
+    }
+}

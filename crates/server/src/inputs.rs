@@ -4,7 +4,7 @@
 use crate::{Connection, ServerStats};
 use bevy::prelude::*;
 use sightline_net::RenetServer;
-use sightline_protocol::{Channel, InputPacket, Wire};
+use sightline_protocol::{Channel, ClientDatagram, ServerDatagram, Wire};
 use sightline_sim::{BotControlled, CurrentCmd, InputCmd, PlayerId, TickConfig};
 use std::collections::VecDeque;
 
@@ -14,14 +14,25 @@ pub const MAX_BUFFERED_SECONDS: f32 = 0.25;
 /// that the repeat releases jump, fire and the other one-shot buttons.
 pub const REPEAT_GRACE_SECONDS: f32 = 0.05;
 
-/// How the buffer looked to the last tick, reported to the client in snapshots so it can
-/// pace its sending.
-#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+/// How the buffer looked to the ticks since the last snapshot, reported to the client so
+/// it can pace its sending.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct InputTiming {
-    /// Commands waiting when the latest tick took one (0 if it had to repeat).
-    pub queue_at_consume: u8,
+    /// Fewest commands waiting when a tick took one (counting that one; 0 when a tick
+    /// had to repeat). The minimum, not the latest, because starvation happens at the
+    /// minimum.
+    pub min_queue: u8,
     /// Ticks since the last snapshot in which a command had to be repeated.
     pub repeats_since_snapshot: u8,
+}
+
+impl Default for InputTiming {
+    fn default() -> Self {
+        Self {
+            min_queue: u8::MAX,
+            repeats_since_snapshot: 0,
+        }
+    }
 }
 
 /// A connected player's commands waiting to be simulated, in sequence order.
@@ -76,8 +87,16 @@ impl InputBuffer {
     }
 
     /// The command for this tick: the oldest waiting one, or a repeat of the last.
+    ///
+    /// For a short gap (up to the repeat grace) the repeat stands in for the next
+    /// command: that command's sequence counts as simulated, and when it arrives late it
+    /// is dropped. The client's commands and the server's ticks so stay paired, and when
+    /// the late command equals the repeat (input rarely changes within a tick) the
+    /// client's prediction still matches exactly. After a longer gap the client is
+    /// treated as stalled and its commands are taken as they come.
     pub fn take_next(&mut self) -> InputCmd {
-        self.timing.queue_at_consume = self.pending.len().min(u8::MAX as usize) as u8;
+        let waiting = self.pending.len().min(u8::MAX as usize) as u8;
+        self.timing.min_queue = self.timing.min_queue.min(waiting);
         if let Some(cmd) = self.pending.pop_front() {
             self.last_simulated = cmd.seq;
             self.last_cmd = cmd;
@@ -87,6 +106,9 @@ impl InputBuffer {
         self.missing_streak += 1;
         self.timing.repeats_since_snapshot = self.timing.repeats_since_snapshot.saturating_add(1);
         if self.missing_streak <= self.grace_ticks {
+            if self.last_simulated > 0 {
+                self.last_simulated += 1;
+            }
             self.last_cmd
         } else {
             self.last_cmd.repeated()
@@ -108,31 +130,36 @@ impl InputBuffer {
         self.pending.is_empty()
     }
 
-    /// The timing report for a snapshot; starts counting repeats afresh.
+    /// The timing report for a snapshot; starts measuring afresh.
     pub fn take_timing(&mut self) -> InputTiming {
-        let timing = self.timing;
-        self.timing.repeats_since_snapshot = 0;
-        timing
+        std::mem::take(&mut self.timing)
     }
 }
 
-/// Reads input packets into each player's buffer.
-pub(crate) fn receive_input_packets(
+/// Reads input packets into each player's buffer and answers clock-sync pings at once.
+pub(crate) fn receive_datagrams(
     mut server: ResMut<RenetServer>,
     mut connections: Query<(&mut Connection, Option<&mut InputBuffer>)>,
     mut stats: ResMut<ServerStats>,
+    time: Res<Time<Virtual>>,
 ) {
     for (mut conn, mut buffer) in &mut connections {
         while let Some(bytes) = server.receive_message(conn.client_id, Channel::Unreliable) {
-            let packet = match InputPacket::decode(&bytes) {
-                Ok(p) => p,
+            let packet = match ClientDatagram::decode(&bytes) {
+                Ok(ClientDatagram::Input(p)) => p,
+                Ok(ClientDatagram::Ping { client_time_us }) => {
+                    // The simulation clock: snapshots are stamped on it too.
+                    let pong = ServerDatagram::Pong {
+                        client_time_us,
+                        server_time_us: time.elapsed().as_micros() as u64,
+                    };
+                    server.send_message(conn.client_id, Channel::Unreliable, pong.encode());
+                    continue;
+                }
                 Err(e) => {
                     conn.malformed += 1;
                     stats.malformed_packets += 1;
-                    debug!(
-                        "dropped an input packet from client {}: {e}",
-                        conn.client_id
-                    );
+                    debug!("dropped a datagram from client {}: {e}", conn.client_id);
                     continue;
                 }
             };
@@ -238,14 +265,17 @@ mod tests {
     }
 
     #[test]
-    fn timing_reports_the_queue_depth_at_consumption() {
+    fn timing_reports_the_fewest_commands_waiting_since_the_last_report() {
         let mut b = buffer();
-        b.push(cmd(1));
-        b.push(cmd(2));
+        for seq in 1..=3 {
+            b.push(cmd(seq));
+        }
         b.take_next();
-        assert_eq!(b.take_timing().queue_at_consume, 2);
+        b.take_next();
+        assert_eq!(b.take_timing().min_queue, 2);
         b.take_next();
         b.take_next();
-        assert_eq!(b.take_timing().queue_at_consume, 0);
+        let t = b.take_timing();
+        assert_eq!((t.min_queue, t.repeats_since_snapshot), (0, 1));
     }
 }

@@ -81,7 +81,7 @@ impl Plugin for ServerPlugin {
                 PreUpdate,
                 (
                     connections::handle_reliable_messages,
-                    inputs::receive_input_packets,
+                    inputs::receive_datagrams,
                     connections::drop_refused,
                 )
                     .chain()

@@ -4,7 +4,7 @@ use crate::{Connection, ConnectionStage, InputBuffer};
 use bevy::prelude::*;
 use sightline_movement::PlayerState;
 use sightline_net::RenetServer;
-use sightline_protocol::{Channel, PlayerSnap, Snapshot, Wire};
+use sightline_protocol::{Channel, PlayerSnap, ServerDatagram, Snapshot};
 use sightline_sim::{PlayerId, Tick, TickConfig};
 
 /// Number of the last snapshot sent to this client.
@@ -36,6 +36,7 @@ pub(crate) fn send_snapshots(
             .collect(),
     };
     snapshot.players.sort_by_key(|p| p.id);
+    // One snapshot, its per-client header rewritten for each recipient.
     for (conn, mut buffer, mut counter) in &mut clients {
         if conn.stage != ConnectionStage::Playing {
             continue;
@@ -44,8 +45,10 @@ pub(crate) fn send_snapshots(
         let timing = buffer.take_timing();
         snapshot.seq = counter.0;
         snapshot.ack_input_seq = buffer.last_simulated();
-        snapshot.input_queue = timing.queue_at_consume;
+        // No tick since the last snapshot (not possible at a steady rate): report 0.
+        snapshot.input_queue = if timing.min_queue == u8::MAX { 0 } else { timing.min_queue };
         snapshot.repeated_inputs = timing.repeats_since_snapshot;
-        server.send_message(conn.client_id, Channel::Unreliable, snapshot.encode());
+        let bytes = ServerDatagram::encode_snapshot(&snapshot);
+        server.send_message(conn.client_id, Channel::Unreliable, bytes);
     }
 }

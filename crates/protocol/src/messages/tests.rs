@@ -266,3 +266,38 @@ fn clean_text_trims_strips_and_cuts() {
     assert_eq!(clean_text("ééééé", 5), "éé");
     assert_eq!(clean_text("\u{0}\u{1}", 10), "");
 }
+
+#[test]
+fn datagrams_wrap_inputs_snapshots_and_pings() {
+    let ping = ClientDatagram::Ping {
+        client_time_us: 123_456,
+    };
+    assert_eq!(ClientDatagram::decode(&ping.encode()), Ok(ping));
+    let input = ClientDatagram::Input(InputPacket {
+        ack_snapshot: 1,
+        cmds: vec![cmd(2), cmd(1)],
+    });
+    assert_eq!(ClientDatagram::decode(&input.encode()), Ok(input));
+    let full = ServerDatagram::Snapshot(snapshot(MAX_SNAPSHOT_PLAYERS));
+    let bytes = full.encode();
+    assert!(bytes.len() <= ServerDatagram::MAX_BYTES);
+    assert_eq!(ServerDatagram::decode(&bytes), Ok(full));
+    let pong = ServerDatagram::Pong {
+        client_time_us: 1,
+        server_time_us: 2,
+    };
+    assert_eq!(ServerDatagram::decode(&pong.encode()), Ok(pong));
+    let snap = snapshot(3);
+    assert_eq!(
+        ServerDatagram::encode_snapshot(&snap),
+        ServerDatagram::Snapshot(snap).encode()
+    );
+    // Validation reaches inside the wrapper.
+    let mut bad = snapshot(2);
+    bad.players[0].pos[0] = f32::NAN;
+    assert!(ServerDatagram::decode(&ServerDatagram::Snapshot(bad).encode()).is_err());
+    for cut in 0..bytes.len() {
+        assert!(ServerDatagram::decode(&bytes[..cut]).is_err());
+    }
+    assert!(ClientDatagram::decode(&[7, 0]).is_err());
+}

@@ -1,0 +1,174 @@
+//! Input timing: run the client's tick a little faster or slower (time dilation) so that
+//! its commands reach the server just ahead of the tick that needs them.
+//!
+//! Each snapshot reports the fewest commands that were waiting when the server's ticks
+//! took one, and whether any tick found none. Too few and the server repeats stale input
+//! (a misprediction for us); too many and every input waits needlessly. The controller
+//! keeps the minimum over the last half second at [`TARGET_MIN_QUEUE`].
+
+use bevy::prelude::*;
+use sightline_sim::TickConfig;
+use std::collections::VecDeque;
+
+/// Fewest commands that should be waiting when the server takes one, at best: the one it
+/// takes and one spare. Each starvation raises the target by one (up to
+/// [`MAX_TARGET_QUEUE`]), and a quiet spell of [`RELAX_SECONDS`] lowers it again, so the
+/// spare grows with the link's jitter and shrinks when the link calms down.
+pub const TARGET_MIN_QUEUE: f64 = 2.0;
+/// Most spare commands the controller asks for.
+pub const MAX_TARGET_QUEUE: f64 = 8.0;
+/// Reports without starvation after which the target drops by one (about 15 s at 64 Hz).
+const RELAX_REPORTS: u32 = 960;
+/// Largest change of tick pace, as a fraction.
+pub const MAX_DILATION: f64 = 0.03;
+/// Snapshots the controller looks back over.
+const WINDOW: usize = 64;
+/// Reports needed before the pace is trusted.
+const SETTLE_REPORTS: usize = 16;
+
+/// The server's recent reports and the pace chosen from them.
+#[derive(Resource, Debug, Clone)]
+pub struct InputPacing {
+    reports: VecDeque<(u8, u8)>,
+    /// Current tick duration multiplier (above 1: slower).
+    pub factor: f64,
+    /// Reports received in all.
+    pub received: u64,
+    /// Ticks the server had to repeat our command, in all.
+    pub repeats: u64,
+    /// Sum of reported queue depths, for the mean.
+    queue_sum: u64,
+    /// Current target for the fewest commands waiting.
+    pub target: f64,
+    /// Lowest the target may relax to, from the link's measured jitter.
+    pub floor: f64,
+    quiet_reports: u32,
+}
+
+impl Default for InputPacing {
+    fn default() -> Self {
+        Self {
+            reports: VecDeque::new(),
+            factor: 1.0,
+            received: 0,
+            repeats: 0,
+            queue_sum: 0,
+            target: TARGET_MIN_QUEUE,
+            floor: TARGET_MIN_QUEUE,
+            quiet_reports: 0,
+        }
+    }
+}
+
+impl InputPacing {
+    /// Takes one snapshot's report.
+    pub fn observe(&mut self, min_queue: u8, repeated: u8) {
+        self.reports.push_back((min_queue, repeated));
+        if self.reports.len() > WINDOW {
+            self.reports.pop_front();
+        }
+        self.received += 1;
+        self.repeats += repeated as u64;
+        self.queue_sum += min_queue as u64;
+        // Raise the target on starvation once warmed up (the first reports are the
+        // pipeline filling, not jitter); relax it after a quiet spell.
+        if (min_queue == 0 || repeated > 0) && self.received > SETTLE_REPORTS as u64 {
+            self.target = (self.target + 1.0).min(MAX_TARGET_QUEUE);
+            self.quiet_reports = 0;
+        } else {
+            self.quiet_reports += 1;
+            if self.quiet_reports >= RELAX_REPORTS {
+                self.target = (self.target - 1.0).max(self.floor);
+                self.quiet_reports = 0;
+            }
+        }
+        self.factor = self.choose_factor();
+    }
+
+    /// Sets the target's floor from the link's one-way jitter (standard deviation,
+    /// seconds): one spare command plus one per tick of jitter, so a jittery link gets a
+    /// deeper buffer before it ever starves.
+    pub fn set_jitter(&mut self, one_way_jitter: f64, tick_hz: u32) {
+        let spare = (one_way_jitter * tick_hz as f64).ceil();
+        self.floor = (TARGET_MIN_QUEUE + spare).min(MAX_TARGET_QUEUE);
+        self.target = self.target.max(self.floor);
+    }
+
+    fn choose_factor(&self) -> f64 {
+        let starved = self.reports.iter().any(|&(q, r)| q == 0 || r > 0);
+        let min = self.reports.iter().map(|&(q, _)| q).min().unwrap_or(0) as f64;
+        // Positive error: commands wait too long, so tick a little slower.
+        let error = if starved { -self.target } else { min - self.target };
+        1.0 + (0.01 * error).clamp(-MAX_DILATION, MAX_DILATION)
+    }
+
+    /// Whether enough reports arrived and none in the window shows starvation: from then
+    /// on the server has a command ready at every tick.
+    pub fn settled(&self) -> bool {
+        self.reports.len() >= SETTLE_REPORTS && self.reports.iter().all(|&(q, r)| q > 0 && r == 0)
+    }
+
+    /// Mean of the reported minimum queue, commands.
+    pub fn mean_queue(&self) -> f64 {
+        if self.received == 0 {
+            0.0
+        } else {
+            self.queue_sum as f64 / self.received as f64
+        }
+    }
+
+    /// (reports received, sum of their reported queue depths), to average over a span.
+    pub fn queue_totals(&self) -> (u64, u64) {
+        (self.received, self.queue_sum)
+    }
+}
+
+/// Applies the chosen pace to the fixed timestep.
+pub(crate) fn pace_ticks(
+    pacing: Res<InputPacing>,
+    config: Res<TickConfig>,
+    mut fixed: ResMut<Time<Fixed>>,
+) {
+    if pacing.is_changed() {
+        fixed.set_timestep_seconds(pacing.factor / config.tick_hz as f64);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn starvation_speeds_up_and_a_long_queue_slows_down() {
+        let mut p = InputPacing::default();
+        p.observe(0, 1);
+        assert!(p.factor < 1.0);
+        assert!(!p.settled());
+        let mut p = InputPacing::default();
+        for _ in 0..WINDOW {
+            p.observe(6, 0);
+        }
+        assert!(p.factor > 1.0 && p.factor <= 1.0 + MAX_DILATION);
+        assert!(p.settled());
+        let mut p = InputPacing::default();
+        for _ in 0..WINDOW {
+            p.observe(2, 0);
+        }
+        assert_eq!(p.factor, 1.0);
+        assert_eq!(p.mean_queue(), 2.0);
+    }
+
+    #[test]
+    fn starvation_raises_the_target_and_quiet_lowers_it() {
+        let mut p = InputPacing::default();
+        for _ in 0..SETTLE_REPORTS + 1 {
+            p.observe(3, 0);
+        }
+        p.observe(0, 1);
+        assert_eq!(p.target, TARGET_MIN_QUEUE + 1.0);
+        for _ in 0..RELAX_REPORTS {
+            p.observe(3, 0);
+        }
+        assert_eq!(p.target, TARGET_MIN_QUEUE);
+    }
+}

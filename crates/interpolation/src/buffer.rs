@@ -1,0 +1,190 @@
+//! A remote player's recent states and how to sample them at any moment.
+
+use crate::Drawn;
+use bevy::prelude::*;
+use sightline_movement::PlayerState;
+use std::collections::VecDeque;
+use std::f32::consts::{PI, TAU};
+
+/// States older than this behind the newest are forgotten, seconds.
+const KEEP_SECONDS: f64 = 1.0;
+
+/// How a drawn position was found.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub enum DrawMode {
+    /// Between two snapshots.
+    #[default]
+    Interpolated,
+    /// Past the newest snapshot, along its velocity.
+    Extrapolated,
+    /// Held: past the extrapolation limit, or before the oldest snapshot.
+    Held,
+}
+
+/// A remote player's states keyed by server time (seconds), oldest first.
+#[derive(Component, Debug, Default, Clone)]
+pub struct SnapshotBuffer {
+    states: VecDeque<(f64, PlayerState)>,
+}
+
+impl SnapshotBuffer {
+    /// Adds the state at server time `time`; ignores a time already held.
+    pub fn push(&mut self, time: f64, state: PlayerState) {
+        let at = self.states.partition_point(|(t, _)| *t < time);
+        if self.states.get(at).is_some_and(|(t, _)| *t == time) {
+            return;
+        }
+        self.states.insert(at, (time, state));
+        let newest = self.states.back().map_or(time, |(t, _)| *t);
+        while self.states.len() > 2 && self.states[0].0 < newest - KEEP_SECONDS {
+            self.states.pop_front();
+        }
+    }
+
+    /// Server time of the newest state.
+    pub fn newest_time(&self) -> Option<f64> {
+        self.states.back().map(|(t, _)| *t)
+    }
+
+    /// States held.
+    pub fn len(&self) -> usize {
+        self.states.len()
+    }
+
+    /// Whether no state is held.
+    pub fn is_empty(&self) -> bool {
+        self.states.is_empty()
+    }
+}
+
+/// Interpolates angles the short way round.
+pub fn lerp_angle(a: f32, b: f32, t: f32) -> f32 {
+    let mut d = (b - a) % TAU;
+    if d > PI {
+        d -= TAU;
+    } else if d < -PI {
+        d += TAU;
+    }
+    sightline_sim::wrap_angle(a + d * t)
+}
+
+/// Where the player stood at server time `t`: interpolated between the states around it,
+/// extrapolated along the newest velocity (with gravity when airborne) for at most
+/// `max_extrapolation` seconds past the newest, then held.
+pub fn sample(buffer: &SnapshotBuffer, t: f64, max_extrapolation: f64, gravity: f32) -> Option<Drawn> {
+    let states = &buffer.states;
+    let next = states.partition_point(|(time, _)| *time <= t);
+    let drawn = |s: &PlayerState, pos: Vec3, mode: DrawMode| Drawn {
+        pos,
+        yaw: s.yaw,
+        pitch: s.pitch,
+        flags: s.flags,
+        mode,
+        time: t,
+    };
+    if next == 0 {
+        let (_, first) = states.front()?;
+        return Some(drawn(first, first.pos, DrawMode::Held));
+    }
+    let (t0, a) = &states[next - 1];
+    let Some((t1, b)) = states.get(next) else {
+        let ahead = t - t0;
+        let (dt, mode) = if ahead <= max_extrapolation {
+            (ahead as f32, if ahead > 0.0 { DrawMode::Extrapolated } else { DrawMode::Interpolated })
+        } else {
+            (max_extrapolation as f32, DrawMode::Held)
+        };
+        let fall = if a.on_ground() { 0.0 } else { 0.5 * gravity * dt * dt };
+        return Some(drawn(a, a.pos + a.vel * dt - Vec3::Y * fall, mode));
+    };
+    let f = ((t - t0) / (t1 - t0)) as f32;
+    let nearer = if f < 0.5 { a } else { b };
+    Some(Drawn {
+        pos: a.pos.lerp(b.pos, f),
+        yaw: lerp_angle(a.yaw, b.yaw, f),
+        pitch: a.pitch + (b.pitch - a.pitch) * f,
+        flags: nearer.flags,
+        mode: DrawMode::Interpolated,
+        time: t,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use sightline_movement::MoveFlags;
+
+    fn state(x: f32, vx: f32, yaw: f32) -> PlayerState {
+        PlayerState {
+            pos: Vec3::new(x, 0.0, 0.0),
+            vel: Vec3::new(vx, 0.0, 0.0),
+            yaw,
+            flags: MoveFlags(MoveFlags::ON_GROUND),
+            ..Default::default()
+        }
+    }
+
+    fn buffer() -> SnapshotBuffer {
+        let mut b = SnapshotBuffer::default();
+        b.push(1.0, state(0.0, 10.0, 0.0));
+        b.push(1.1, state(1.0, 10.0, 0.0));
+        b.push(1.2, state(2.0, 10.0, 0.0));
+        b
+    }
+
+    #[test]
+    fn samples_between_snapshots_linearly() {
+        let d = sample(&buffer(), 1.15, 0.1, 20.0).unwrap();
+        assert!((d.pos.x - 1.5).abs() < 1e-5);
+        assert_eq!(d.mode, DrawMode::Interpolated);
+        let exact = sample(&buffer(), 1.1, 0.1, 20.0).unwrap();
+        assert!((exact.pos.x - 1.0).abs() < 1e-6);
+    }
+
+    #[test]
+    fn extrapolates_for_a_while_then_holds() {
+        let b = buffer();
+        let d = sample(&b, 1.25, 0.1, 20.0).unwrap();
+        assert_eq!(d.mode, DrawMode::Extrapolated);
+        assert!((d.pos.x - 2.5).abs() < 1e-4);
+        let held = sample(&b, 2.0, 0.1, 20.0).unwrap();
+        assert_eq!(held.mode, DrawMode::Held);
+        assert!((held.pos.x - 3.0).abs() < 1e-4, "held at the extrapolation cap");
+        let early = sample(&b, 0.5, 0.1, 20.0).unwrap();
+        assert_eq!((early.mode, early.pos.x), (DrawMode::Held, 0.0));
+        assert!(sample(&SnapshotBuffer::default(), 1.0, 0.1, 20.0).is_none());
+    }
+
+    #[test]
+    fn airborne_extrapolation_follows_gravity() {
+        let mut b = SnapshotBuffer::default();
+        let mut s = state(0.0, 0.0, 0.0);
+        s.flags = MoveFlags(0);
+        b.push(1.0, s);
+        let d = sample(&b, 1.1, 0.1, 20.0).unwrap();
+        assert!((d.pos.y + 0.1).abs() < 1e-5, "{}", d.pos.y);
+    }
+
+    #[test]
+    fn angles_take_the_short_way_round() {
+        let a = 3.0;
+        let b = -3.0;
+        let mid = lerp_angle(a, b, 0.5);
+        assert!((mid.abs() - PI).abs() < 1e-5, "{mid}");
+        assert!((lerp_angle(0.1, 0.3, 0.5) - 0.2).abs() < 1e-6);
+        assert!((lerp_angle(-3.1, 3.1, 0.5).abs() - PI).abs() < 1e-3);
+    }
+
+    #[test]
+    fn out_of_order_and_duplicate_states_keep_the_buffer_sorted() {
+        let mut b = SnapshotBuffer::default();
+        b.push(1.2, state(2.0, 0.0, 0.0));
+        b.push(1.0, state(0.0, 0.0, 0.0));
+        b.push(1.1, state(1.0, 0.0, 0.0));
+        b.push(1.1, state(9.0, 0.0, 0.0));
+        assert_eq!(b.len(), 3);
+        assert!((sample(&b, 1.05, 0.1, 20.0).unwrap().pos.x - 0.5).abs() < 1e-5);
+        b.push(5.0, state(5.0, 0.0, 0.0));
+        assert_eq!(b.len(), 2, "states a second older than the newest are dropped");
+    }
+}

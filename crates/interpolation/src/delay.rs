@@ -1,0 +1,118 @@
+//! Choosing the interpolation delay from how snapshots actually arrive.
+
+use bevy::prelude::*;
+use std::collections::VecDeque;
+
+/// Smallest automatic delay, seconds.
+pub const MIN_DELAY: f64 = 0.010;
+/// Largest automatic delay, seconds.
+pub const MAX_DELAY: f64 = 0.150;
+/// Delay used until enough snapshots have arrived to measure, seconds: conservative.
+pub const STARTING_DELAY: f64 = 0.100;
+/// Snapshots needed before the delay is measured.
+const MIN_SAMPLES: usize = 16;
+/// Snapshots remembered.
+const WINDOW: usize = 64;
+/// Safety added to interval + jitter, seconds.
+const MARGIN: f64 = 0.002;
+
+/// Snapshot arrivals: (server time stamped on the snapshot, client time it arrived).
+#[derive(Resource, Debug, Default, Clone)]
+pub struct DelayEstimator {
+    arrivals: VecDeque<(f64, f64)>,
+}
+
+impl DelayEstimator {
+    /// Records a snapshot stamped `server_time` arriving at client time `arrival`.
+    pub fn record(&mut self, server_time: f64, arrival: f64) {
+        self.arrivals.push_back((server_time, arrival));
+        if self.arrivals.len() > WINDOW {
+            self.arrivals.pop_front();
+        }
+    }
+
+    /// Snapshots recorded (up to the window).
+    pub fn len(&self) -> usize {
+        self.arrivals.len()
+    }
+
+    /// Whether nothing has arrived.
+    pub fn is_empty(&self) -> bool {
+        self.arrivals.is_empty()
+    }
+
+    fn lateness(&self) -> impl Iterator<Item = f64> + '_ {
+        self.arrivals.iter().map(|(s, a)| a - s)
+    }
+
+    /// Mean of (arrival - server time): the client-clock delay of the snapshot stream.
+    pub fn mean_lateness(&self) -> Option<f64> {
+        (!self.is_empty()).then(|| self.lateness().sum::<f64>() / self.len() as f64)
+    }
+
+    /// Standard deviation of arrival lateness: the snapshot stream's jitter, seconds.
+    pub fn jitter(&self) -> Option<f64> {
+        let mean = self.mean_lateness()?;
+        let var = self.lateness().map(|l| (l - mean).powi(2)).sum::<f64>() / self.len() as f64;
+        Some(var.sqrt())
+    }
+
+    /// Mean server-time interval between snapshots received (loss lengthens it).
+    pub fn mean_interval(&self) -> Option<f64> {
+        // Snapshots can arrive out of order, so the span is newest minus oldest stamp.
+        let stamps = self.arrivals.iter().map(|(s, _)| *s);
+        let spread = stamps.clone().fold(f64::MIN, f64::max) - stamps.fold(f64::MAX, f64::min);
+        (self.len() > 1).then(|| spread / (self.len() - 1) as f64)
+    }
+
+    /// The automatic delay: mean interval + one standard deviation of jitter + a margin,
+    /// within [`MIN_DELAY`]..=[`MAX_DELAY`]; [`STARTING_DELAY`] until measured.
+    pub fn delay(&self) -> f64 {
+        if self.len() < MIN_SAMPLES {
+            return STARTING_DELAY;
+        }
+        let interval = self.mean_interval().unwrap_or(0.0);
+        let jitter = self.jitter().unwrap_or(0.0);
+        (interval + jitter + MARGIN).clamp(MIN_DELAY, MAX_DELAY)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn steady_64_hz_snapshots_need_little_delay() {
+        let mut e = DelayEstimator::default();
+        assert_eq!(e.delay(), STARTING_DELAY);
+        for i in 0..100 {
+            let s = i as f64 / 64.0;
+            e.record(s, s + 0.075);
+        }
+        let d = e.delay();
+        assert!((d - (1.0 / 64.0 + MARGIN)).abs() < 1e-9, "{d}");
+        assert!(d < 0.025);
+        assert!((e.mean_lateness().unwrap() - 0.075).abs() < 1e-9);
+    }
+
+    #[test]
+    fn jitter_and_loss_raise_the_delay_within_bounds() {
+        let mut e = DelayEstimator::default();
+        for i in 0..100u64 {
+            if i % 10 == 3 {
+                continue; // lost
+            }
+            let s = i as f64 / 64.0;
+            let jitter = if i % 2 == 0 { 0.015 } else { -0.015 };
+            e.record(s, s + 0.1 + jitter);
+        }
+        let d = e.delay();
+        assert!(d > 1.0 / 64.0 + 0.014, "{d}");
+        assert!(d <= MAX_DELAY);
+        let mut slow = DelayEstimator::default();
+        for i in 0..40 {
+            slow.record(i as f64, i as f64);
+        }
+        assert_eq!(slow.delay(), MAX_DELAY);
+    }
+}

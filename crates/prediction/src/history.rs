@@ -1,0 +1,94 @@
+//! The ring of commands predicted but not yet acknowledged.
+
+use bevy::prelude::*;
+use sightline_movement::PlayerState;
+use sightline_sim::InputCmd;
+use std::collections::VecDeque;
+
+/// One predicted command and the state it led to.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct PredictedStep {
+    /// The command, as sent.
+    pub cmd: InputCmd,
+    /// The predicted state after it.
+    pub after: PlayerState,
+}
+
+/// Predicted commands in sequence order, oldest first.
+#[derive(Resource, Debug, Default, Clone)]
+pub struct PredictionHistory {
+    steps: VecDeque<PredictedStep>,
+}
+
+impl PredictionHistory {
+    /// Remembers a predicted command.
+    pub fn push(&mut self, cmd: InputCmd, after: PlayerState) {
+        self.steps.push_back(PredictedStep { cmd, after });
+    }
+
+    /// Sequence of the newest command, if any.
+    pub fn newest_seq(&self) -> Option<u32> {
+        self.steps.back().map(|s| s.cmd.seq)
+    }
+
+    /// Commands held.
+    pub fn len(&self) -> usize {
+        self.steps.len()
+    }
+
+    /// Whether no command is held.
+    pub fn is_empty(&self) -> bool {
+        self.steps.is_empty()
+    }
+
+    /// Forgets commands older than `seq`; returns the step for `seq` itself, if held,
+    /// removing it too.
+    pub fn acknowledge(&mut self, seq: u32) -> Option<PredictedStep> {
+        while self.steps.front().is_some_and(|s| s.cmd.seq < seq) {
+            self.steps.pop_front();
+        }
+        if self.steps.front().is_some_and(|s| s.cmd.seq == seq) {
+            self.steps.pop_front()
+        } else {
+            None
+        }
+    }
+
+    /// The unacknowledged steps, oldest first, for replay.
+    pub fn steps_mut(&mut self) -> impl Iterator<Item = &mut PredictedStep> {
+        self.steps.iter_mut()
+    }
+
+    /// Forgets everything.
+    pub fn clear(&mut self) {
+        self.steps.clear();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cmd(seq: u32) -> InputCmd {
+        InputCmd {
+            seq,
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn acknowledging_drops_older_steps_and_returns_the_acked_one() {
+        let mut h = PredictionHistory::default();
+        for seq in 1..=5 {
+            h.push(cmd(seq), PlayerState::default());
+        }
+        assert_eq!(h.acknowledge(3).map(|s| s.cmd.seq), Some(3));
+        assert_eq!(h.len(), 2);
+        assert_eq!(h.newest_seq(), Some(5));
+        // Already gone: nothing returned, nothing newer dropped.
+        assert!(h.acknowledge(2).is_none());
+        assert_eq!(h.len(), 2);
+        assert!(h.acknowledge(9).is_none());
+        assert!(h.is_empty());
+    }
+}
