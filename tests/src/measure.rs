@@ -136,7 +136,7 @@ pub fn measure(
         .iter()
         .map(|c| c.world().resource::<PredictionStats>().corrections.len())
         .collect();
-    let start_repeats: Vec<u64> = s
+    let start_repeats: Vec<u32> = s
         .clients
         .iter()
         .map(|c| c.world().resource::<InputPacing>().repeats)

@@ -9,6 +9,7 @@ use sightline_bots::{decide, sense};
 use sightline_movement::{MoveParams, PlayerState, step};
 use sightline_server::{ServerConfig, TickTimes};
 use sightline_sim::TickConfig;
+use sightline_tests::measure::{Conditions, measure};
 use sightline_tests::{Stepper, load_map};
 use std::hint::black_box;
 use std::time::Instant;
@@ -38,6 +39,19 @@ enum What {
         #[arg(long, default_value = "depot")]
         map: String,
     },
+    /// Netcode quality under latency, jitter and loss: prediction corrections, remote
+    /// interpolation error, extrapolation, interpolation delay, input buffering, bandwidth.
+    Netcode {
+        /// Simulated seconds measured per condition (after 3 s of warm-up).
+        #[arg(long, default_value_t = 60.0)]
+        seconds: f64,
+        /// Clients (each sees the others as remote players).
+        #[arg(long, default_value_t = 2)]
+        clients: usize,
+        /// Map.
+        #[arg(long, default_value = "duel")]
+        map: String,
+    },
     /// Cost of one movement step.
     Movement {
         /// Steps to time.
@@ -64,6 +78,11 @@ fn main() {
             }
         }
         What::Movement { steps } => measure_movement(steps),
+        What::Netcode {
+            seconds,
+            clients,
+            map,
+        } => netcode_report(seconds, clients, &map),
     }
 }
 
@@ -119,4 +138,46 @@ fn measure_movement(steps: u32) {
         "movement step: {:.2} us mean over {steps} steps (bot on depot, 128 Hz)",
         per * 1e6
     );
+}
+
+fn netcode_report(seconds: f64, clients: usize, map: &str) {
+    println!(
+        "netcode quality: {clients} bot-driven clients on {map}, 128 Hz tick, 64 Hz snapshots, \
+         {seconds} s per row after 3 s warm-up; jitter and loss apply each way"
+    );
+    println!(
+        "| RTT ms | jitter ms | loss % | corrections /min | correction mean / p99 / max mm \
+         | interp error mean / p99 / max mm | extrapolated % | auto delay ms | input buffer ms \
+         | up B/s | down B/s |"
+    );
+    println!("|---:|---:|---:|---:|---|---|---:|---:|---:|---:|---:|");
+    for rtt in [0.0, 50.0, 150.0, 300.0] {
+        for jitter in [0.0, 20.0] {
+            for loss in [0.0, 5.0, 20.0] {
+                let c = Conditions {
+                    rtt_ms: rtt,
+                    jitter_ms: jitter,
+                    loss_pct: loss,
+                };
+                let r = measure(c, clients, map, 3.0, seconds, 1000 + rtt as u64);
+                let mm = |m: f64| m * 1000.0;
+                println!(
+                    "| {rtt} | {jitter} | {loss} | {:.1} | {:.1} / {:.1} / {:.1} | {:.2} / {:.1} / {:.1} \
+                     | {:.2} | {:.1} | {:.1} | {:.0} | {:.0} |",
+                    r.corrections_per_min,
+                    mm(r.correction_mean),
+                    mm(r.correction_p99),
+                    mm(r.correction_max),
+                    mm(r.interp_error_mean),
+                    mm(r.interp_error_p99),
+                    mm(r.interp_error_max),
+                    r.extrapolated_pct,
+                    r.interp_delay_ms,
+                    r.input_buffer_ms,
+                    r.up_bytes_per_s,
+                    r.down_bytes_per_s,
+                );
+            }
+        }
+    }
 }

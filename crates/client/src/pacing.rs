@@ -21,6 +21,8 @@ pub const MAX_TARGET_QUEUE: f64 = 8.0;
 const RELAX_REPORTS: u32 = 960;
 /// Largest change of tick pace, as a fraction.
 pub const MAX_DILATION: f64 = 0.03;
+/// Largest speed-up before the pace first settles, as a fraction.
+pub const CATCH_UP_DILATION: f64 = 0.10;
 /// Snapshots the controller looks back over.
 const WINDOW: usize = 64;
 /// Reports needed before the pace is trusted.
@@ -35,7 +37,7 @@ pub struct InputPacing {
     /// Reports received in all.
     pub received: u64,
     /// Ticks the server had to repeat our command, in all.
-    pub repeats: u64,
+    pub repeats: u32,
     /// Sum of reported queue depths, for the mean.
     queue_sum: u64,
     /// Current target for the fewest commands waiting.
@@ -43,6 +45,9 @@ pub struct InputPacing {
     /// Lowest the target may relax to, from the link's measured jitter.
     pub floor: f64,
     quiet_reports: u32,
+    /// Whether the pace has ever settled; before that, starvation is the pipeline
+    /// filling up and only calls for catching up.
+    ever_settled: bool,
 }
 
 impl Default for InputPacing {
@@ -56,24 +61,30 @@ impl Default for InputPacing {
             target: TARGET_MIN_QUEUE,
             floor: TARGET_MIN_QUEUE,
             quiet_reports: 0,
+            ever_settled: false,
         }
     }
 }
 
 impl InputPacing {
-    /// Takes one snapshot's report.
-    pub fn observe(&mut self, min_queue: u8, repeated: u8) {
+    /// Takes one snapshot's report: the fewest commands waiting since the previous one,
+    /// and the server's running total of repeated commands.
+    pub fn observe(&mut self, min_queue: u8, repeats_total: u32) {
+        let repeated = repeats_total.saturating_sub(self.repeats).min(u8::MAX as u32) as u8;
+        self.repeats = self.repeats.max(repeats_total);
         self.reports.push_back((min_queue, repeated));
         if self.reports.len() > WINDOW {
             self.reports.pop_front();
         }
         self.received += 1;
-        self.repeats += repeated as u64;
         self.queue_sum += min_queue as u64;
-        // Raise the target on starvation once warmed up (the first reports are the
-        // pipeline filling, not jitter); relax it after a quiet spell.
-        if (min_queue == 0 || repeated > 0) && self.received > SETTLE_REPORTS as u64 {
-            self.target = (self.target + 1.0).min(MAX_TARGET_QUEUE);
+        // Raise the target on starvation once settled, at most once a window (one dry
+        // spell shows in several reports); relax it after a quiet spell.
+        let starved = min_queue == 0 || repeated > 0;
+        if starved && self.ever_settled {
+            if self.quiet_reports >= WINDOW as u32 {
+                self.target = (self.target + 1.0).min(MAX_TARGET_QUEUE);
+            }
             self.quiet_reports = 0;
         } else {
             self.quiet_reports += 1;
@@ -82,14 +93,16 @@ impl InputPacing {
                 self.quiet_reports = 0;
             }
         }
+        self.ever_settled |= self.settled();
         self.factor = self.choose_factor();
     }
 
     /// Sets the target's floor from the link's one-way jitter (standard deviation,
-    /// seconds): one spare command plus one per tick of jitter, so a jittery link gets a
-    /// deeper buffer before it ever starves.
+    /// seconds): one spare command plus one per tick of two standard deviations, so a
+    /// jittery link gets a deeper buffer before it ever starves.
     pub fn set_jitter(&mut self, one_way_jitter: f64, tick_hz: u32) {
-        let spare = (one_way_jitter * tick_hz as f64).ceil();
+        // Two standard deviations cover nearly all of a leg's variation.
+        let spare = (2.0 * one_way_jitter * tick_hz as f64).ceil();
         self.floor = (TARGET_MIN_QUEUE + spare).min(MAX_TARGET_QUEUE);
         self.target = self.target.max(self.floor);
     }
@@ -99,7 +112,9 @@ impl InputPacing {
         let min = self.reports.iter().map(|&(q, _)| q).min().unwrap_or(0) as f64;
         // Positive error: commands wait too long, so tick a little slower.
         let error = if starved { -self.target } else { min - self.target };
-        1.0 + (0.01 * error).clamp(-MAX_DILATION, MAX_DILATION)
+        // Filling the pipeline at first may go faster than later corrections.
+        let fastest = if self.ever_settled { MAX_DILATION } else { CATCH_UP_DILATION };
+        1.0 + (0.01 * error).clamp(-fastest, MAX_DILATION)
     }
 
     /// Whether enough reports arrived and none in the window shows starvation: from then
@@ -143,6 +158,7 @@ mod tests {
         let mut p = InputPacing::default();
         p.observe(0, 1);
         assert!(p.factor < 1.0);
+        assert_eq!(p.repeats, 1);
         assert!(!p.settled());
         let mut p = InputPacing::default();
         for _ in 0..WINDOW {
@@ -161,13 +177,17 @@ mod tests {
     #[test]
     fn starvation_raises_the_target_and_quiet_lowers_it() {
         let mut p = InputPacing::default();
-        for _ in 0..SETTLE_REPORTS + 1 {
-            p.observe(3, 0);
+        // Starving while filling the pipeline does not raise the target.
+        p.observe(0, 3);
+        for _ in 0..WINDOW {
+            p.observe(3, 3);
         }
-        p.observe(0, 1);
-        assert_eq!(p.target, TARGET_MIN_QUEUE + 1.0);
+        assert_eq!(p.target, TARGET_MIN_QUEUE);
+        p.observe(0, 4);
+        p.observe(0, 5);
+        assert_eq!(p.target, TARGET_MIN_QUEUE + 1.0, "one dry spell, one step");
         for _ in 0..RELAX_REPORTS {
-            p.observe(3, 0);
+            p.observe(3, 5);
         }
         assert_eq!(p.target, TARGET_MIN_QUEUE);
     }

@@ -263,9 +263,10 @@ pub struct Snapshot {
     /// one, over the ticks since the previous snapshot (counting the one taken; 0 means
     /// a tick found none and repeated the last).
     pub input_queue: u8,
-    /// Ticks since the last snapshot in which the server had to repeat the recipient's
-    /// previous command because the next had not arrived.
-    pub repeated_inputs: u8,
+    /// Ticks, since the recipient joined, in which the server had to repeat its previous
+    /// command because the next had not arrived. A running total, so a lost snapshot
+    /// loses no count.
+    pub repeated_inputs: u32,
     /// Every player's state, in id order.
     pub players: Vec<PlayerSnap>,
 }

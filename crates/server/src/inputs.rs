@@ -22,15 +22,15 @@ pub struct InputTiming {
     /// had to repeat). The minimum, not the latest, because starvation happens at the
     /// minimum.
     pub min_queue: u8,
-    /// Ticks since the last snapshot in which a command had to be repeated.
-    pub repeats_since_snapshot: u8,
+    /// Ticks, in all, in which a command had to be repeated.
+    pub repeats: u32,
 }
 
 impl Default for InputTiming {
     fn default() -> Self {
         Self {
             min_queue: u8::MAX,
-            repeats_since_snapshot: 0,
+            repeats: 0,
         }
     }
 }
@@ -104,7 +104,7 @@ impl InputBuffer {
             return cmd;
         }
         self.missing_streak += 1;
-        self.timing.repeats_since_snapshot = self.timing.repeats_since_snapshot.saturating_add(1);
+        self.timing.repeats += 1;
         if self.missing_streak <= self.grace_ticks {
             if self.last_simulated > 0 {
                 self.last_simulated += 1;
@@ -130,9 +130,11 @@ impl InputBuffer {
         self.pending.is_empty()
     }
 
-    /// The timing report for a snapshot; starts measuring afresh.
+    /// The timing report for a snapshot; the minimum starts afresh, the total goes on.
     pub fn take_timing(&mut self) -> InputTiming {
-        std::mem::take(&mut self.timing)
+        let timing = self.timing;
+        self.timing.min_queue = u8::MAX;
+        timing
     }
 }
 
@@ -248,8 +250,8 @@ mod tests {
             1,
             "repeats do not acknowledge anything new"
         );
-        assert_eq!(b.take_timing().repeats_since_snapshot, grace as u8 + 1);
-        assert_eq!(b.take_timing().repeats_since_snapshot, 0);
+        assert_eq!(b.take_timing().repeats, grace as u32 + 1);
+        assert_eq!(b.take_timing().repeats, grace as u32 + 1, "a running total");
     }
 
     #[test]
@@ -276,6 +278,6 @@ mod tests {
         b.take_next();
         b.take_next();
         let t = b.take_timing();
-        assert_eq!((t.min_queue, t.repeats_since_snapshot), (0, 1));
+        assert_eq!((t.min_queue, t.repeats), (0, 1));
     }
 }
