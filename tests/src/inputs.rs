@@ -2,7 +2,7 @@
 
 use crate::{Stepper, raw};
 use sightline_movement::PlayerState;
-use sightline_protocol::{Channel, InputPacket, Wire};
+use sightline_protocol::{Channel, ClientDatagram, InputPacket, Wire};
 use sightline_server::{ServerConfig, ServerStats};
 use sightline_sim::{Buttons, InputCmd, PlayerId, TickConfig};
 
@@ -128,10 +128,10 @@ fn malformed_packets_are_dropped_and_counted() {
     let start = server_state(&mut s, id);
     raw::send(&mut s, c, Channel::Reliable, vec![0xff; 40]);
     raw::send(&mut s, c, Channel::Unreliable, vec![0xff; 40]);
-    let valid = InputPacket {
+    let valid = ClientDatagram::Input(InputPacket {
         ack_snapshot: 0,
         cmds: vec![run_cmd(1, start.yaw)],
-    }
+    })
     .encode();
     raw::send(
         &mut s,

@@ -182,14 +182,21 @@ pub fn measure(
     for (i, c) in s.clients.iter().enumerate() {
         let w = c.world();
         let stats = w.resource::<PredictionStats>();
-        corrections.extend(stats.corrections[start_corrections[i]..].iter().map(|&c| c as f64));
+        corrections.extend(
+            stats.corrections[start_corrections[i]..]
+                .iter()
+                .map(|&c| c as f64),
+        );
         repeats += w.resource::<InputPacing>().repeats - start_repeats[i];
         delay += w.resource::<RenderTime>().delay / n;
         let (reports, sum) = w.resource::<InputPacing>().queue_totals();
         let (reports, sum) = (reports - start_queue[i].0, sum - start_queue[i].1);
         let mean_queue = sum as f64 / reports.max(1) as f64;
         buffer_ms += mean_queue * 1000.0 / tick.tick_hz as f64 / n;
-        assert!(w.resource::<ClientStats>().snapshots > 0, "client {i} got no snapshots");
+        assert!(
+            w.resource::<ClientStats>().snapshots > 0,
+            "client {i} got no snapshots"
+        );
     }
     let (mut up, mut down) = (0.0, 0.0);
     for (i, l) in s.links.iter().enumerate() {
@@ -215,7 +222,11 @@ pub fn measure(
         },
         interp_error_p99: percentile(&errors, 0.99),
         interp_error_max: errors.last().copied().unwrap_or(0.0),
-        extrapolated_pct: if frames == 0 { 0.0 } else { 100.0 * late as f64 / frames as f64 },
+        extrapolated_pct: if frames == 0 {
+            0.0
+        } else {
+            100.0 * late as f64 / frames as f64
+        },
         interp_delay_ms: delay * 1000.0,
         input_buffer_ms: buffer_ms,
         repeats_per_min: repeats as f64 / minutes / n,

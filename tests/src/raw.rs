@@ -3,7 +3,8 @@
 use crate::Stepper;
 use sightline_net::RenetClient;
 use sightline_protocol::{
-    Channel, ClientMessage, InputPacket, PROTOCOL_VERSION, ServerMessage, Snapshot, Welcome, Wire,
+    Channel, ClientDatagram, ClientMessage, InputPacket, PROTOCOL_VERSION, ServerDatagram,
+    ServerMessage, Snapshot, Welcome, Wire,
 };
 use sightline_sim::InputCmd;
 
@@ -36,7 +37,11 @@ pub fn reliable(s: &mut Stepper, i: usize) -> Vec<ServerMessage> {
 pub fn snapshots(s: &mut Stepper, i: usize) -> Vec<Snapshot> {
     let mut client = s.clients[i].world_mut().resource_mut::<RenetClient>();
     std::iter::from_fn(|| client.receive_message(Channel::Unreliable))
-        .map(|b| Snapshot::decode(&b).expect("server sent a valid snapshot"))
+        .filter_map(|b| match ServerDatagram::decode(&b) {
+            Ok(ServerDatagram::Snapshot(snapshot)) => Some(snapshot),
+            Ok(ServerDatagram::Pong { .. }) => None,
+            Err(e) => panic!("server sent an invalid datagram: {e}"),
+        })
         .collect()
 }
 
@@ -60,5 +65,5 @@ pub fn inputs(s: &mut Stepper, i: usize, cmds: Vec<InputCmd>) {
         ack_snapshot: 0,
         cmds,
     };
-    send(s, i, Channel::Unreliable, packet.encode());
+    send(s, i, Channel::Unreliable, ClientDatagram::Input(packet).encode());
 }

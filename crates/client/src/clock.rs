@@ -4,8 +4,8 @@ use crate::InputPacing;
 use bevy::prelude::*;
 use sightline_net::{ClockSync, RenetClient, ServerClock};
 use sightline_prediction::RoundTrip;
-use sightline_sim::TickConfig;
 use sightline_protocol::{Channel, ClientDatagram, Wire};
+use sightline_sim::TickConfig;
 
 /// Pings sent back to back on joining, one per frame.
 const BURST: u32 = 5;
@@ -39,7 +39,11 @@ pub(crate) fn send_pings(
 
 /// Records a pong.
 pub(crate) fn on_pong(sync: &mut ClockSync, client_time_us: u64, server_time_us: u64, now: f64) {
-    sync.add_sample(client_time_us as f64 / 1e6, server_time_us as f64 / 1e6, now);
+    sync.add_sample(
+        client_time_us as f64 / 1e6,
+        server_time_us as f64 / 1e6,
+        now,
+    );
 }
 
 /// Moves the server-clock estimate toward the measured offset, and tells prediction how

@@ -20,7 +20,7 @@ use bevy::prelude::*;
 use sightline_interpolation::InterpolationPlugin;
 use sightline_net::{ClockSync, RenetReceive, ServerClock};
 use sightline_prediction::{PredictionPlugin, PredictionSet};
-use sightline_sim::{SimSet, SimulationPlugin, TickConfig};
+use sightline_sim::{SimSet, SimulationPlugin};
 
 /// Marks the player this client controls.
 #[derive(Component, Debug, Default, Clone, Copy)]
@@ -62,7 +62,11 @@ impl Plugin for ClientPlugin {
             .init_resource::<clock::PingSchedule>()
             .configure_sets(
                 PreUpdate,
-                (ClientSet::Receive.after(RenetReceive), PredictionSet::Reconcile).chain(),
+                (
+                    ClientSet::Receive.after(RenetReceive),
+                    PredictionSet::Reconcile,
+                )
+                    .chain(),
             )
             .add_systems(
                 PreUpdate,

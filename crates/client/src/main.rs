@@ -6,7 +6,9 @@ use bevy::log::LogPlugin;
 use bevy::prelude::*;
 use clap::{CommandFactory, Parser};
 use sightline_client::{ClientPlugin, ClientStats, ConnectionStatus, InputSource};
-use sightline_net::{ClientNetPlugin, RunFor, ShutdownPlugin, ShutdownSignal};
+use sightline_net::{
+    ClientNetPlugin, ConditionerSettings, LinkConditions, RunFor, ShutdownPlugin, ShutdownSignal,
+};
 use std::net::{SocketAddr, ToSocketAddrs};
 use std::process::ExitCode;
 use std::sync::atomic::Ordering;
@@ -29,6 +31,15 @@ struct Args {
     /// Seed for the headless bot's choices [default: derived from the name].
     #[arg(long)]
     seed: Option<u64>,
+    /// Fake one-way latency added to this side's traffic, both ways, milliseconds.
+    #[arg(long, default_value_t = 0.0, value_name = "MS")]
+    fake_latency: f32,
+    /// Fake jitter: each datagram's delay varies by up to this much, milliseconds.
+    #[arg(long, default_value_t = 0.0, value_name = "MS")]
+    fake_jitter: f32,
+    /// Fake loss, percent of datagrams dropped each way.
+    #[arg(long, default_value_t = 0.0, value_name = "PCT")]
+    fake_loss: f32,
     /// Quit after this many seconds.
     #[arg(long)]
     run_seconds: Option<f64>,
@@ -58,6 +69,15 @@ fn main() -> ExitCode {
         && !(s.is_finite() && s > 0.0)
     {
         usage_error("--run-seconds must be a positive number");
+    }
+    let conditions = ConditionerSettings {
+        latency_ms: args.fake_latency,
+        jitter_ms: args.fake_jitter,
+        loss_pct: args.fake_loss,
+        ..Default::default()
+    };
+    if let Err(e) = conditions.validate() {
+        usage_error(format!("--fake-*: {e}"));
     }
     let net = match ClientNetPlugin::udp(addr) {
         Ok(n) => n,
@@ -92,6 +112,7 @@ fn main() -> ExitCode {
         },
     ))
     .insert_resource(signal)
+    .insert_resource(LinkConditions(conditions))
     .insert_resource(outcome.clone())
     .add_systems(Update, quit_when_disconnected)
     .add_systems(Last, report_on_exit);

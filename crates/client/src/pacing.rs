@@ -70,7 +70,9 @@ impl InputPacing {
     /// Takes one snapshot's report: the fewest commands waiting since the previous one,
     /// and the server's running total of repeated commands.
     pub fn observe(&mut self, min_queue: u8, repeats_total: u32) {
-        let repeated = repeats_total.saturating_sub(self.repeats).min(u8::MAX as u32) as u8;
+        let repeated = repeats_total
+            .saturating_sub(self.repeats)
+            .min(u8::MAX as u32) as u8;
         self.repeats = self.repeats.max(repeats_total);
         self.reports.push_back((min_queue, repeated));
         if self.reports.len() > WINDOW {
@@ -111,16 +113,30 @@ impl InputPacing {
         let starved = self.reports.iter().any(|&(q, r)| q == 0 || r > 0);
         let min = self.reports.iter().map(|&(q, _)| q).min().unwrap_or(0) as f64;
         // Positive error: commands wait too long, so tick a little slower.
-        let error = if starved { -self.target } else { min - self.target };
+        let error = if starved {
+            -self.target
+        } else {
+            min - self.target
+        };
         // Filling the pipeline at first may go faster than later corrections.
-        let fastest = if self.ever_settled { MAX_DILATION } else { CATCH_UP_DILATION };
+        let fastest = if self.ever_settled {
+            MAX_DILATION
+        } else {
+            CATCH_UP_DILATION
+        };
         1.0 + (0.01 * error).clamp(-fastest, MAX_DILATION)
     }
 
-    /// Whether enough reports arrived and none in the window shows starvation: from then
-    /// on the server has a command ready at every tick.
+    /// Whether the latest reports show no starvation: the server has had a command ready
+    /// at every tick for a while.
     pub fn settled(&self) -> bool {
-        self.reports.len() >= SETTLE_REPORTS && self.reports.iter().all(|&(q, r)| q > 0 && r == 0)
+        self.reports.len() >= SETTLE_REPORTS
+            && self
+                .reports
+                .iter()
+                .rev()
+                .take(SETTLE_REPORTS)
+                .all(|&(q, r)| q > 0 && r == 0)
     }
 
     /// Mean of the reported minimum queue, commands.

@@ -113,7 +113,13 @@ pub(crate) fn apply_snapshot(
     mut stats: ResMut<ClientStats>,
     mut update: ResMut<ServerUpdate>,
     mut pacing: ResMut<InputPacing>,
-    mut players: Query<(Entity, &PlayerId, &mut PlayerState, Has<LocalPlayer>, Has<Predicted>)>,
+    mut players: Query<(
+        Entity,
+        &PlayerId,
+        &mut PlayerState,
+        Has<LocalPlayer>,
+        Has<Predicted>,
+    )>,
 ) {
     let LatestSnapshot(Some(snapshot), applied) = &mut *latest else {
         return;

@@ -71,7 +71,12 @@ pub fn lerp_angle(a: f32, b: f32, t: f32) -> f32 {
 /// Where the player stood at server time `t`: interpolated between the states around it,
 /// extrapolated along the newest velocity (with gravity when airborne) for at most
 /// `max_extrapolation` seconds past the newest, then held.
-pub fn sample(buffer: &SnapshotBuffer, t: f64, max_extrapolation: f64, gravity: f32) -> Option<Drawn> {
+pub fn sample(
+    buffer: &SnapshotBuffer,
+    t: f64,
+    max_extrapolation: f64,
+    gravity: f32,
+) -> Option<Drawn> {
     let states = &buffer.states;
     let next = states.partition_point(|(time, _)| *time <= t);
     let drawn = |s: &PlayerState, pos: Vec3, mode: DrawMode| Drawn {
@@ -90,11 +95,22 @@ pub fn sample(buffer: &SnapshotBuffer, t: f64, max_extrapolation: f64, gravity: 
     let Some((t1, b)) = states.get(next) else {
         let ahead = t - t0;
         let (dt, mode) = if ahead <= max_extrapolation {
-            (ahead as f32, if ahead > 0.0 { DrawMode::Extrapolated } else { DrawMode::Interpolated })
+            (
+                ahead as f32,
+                if ahead > 0.0 {
+                    DrawMode::Extrapolated
+                } else {
+                    DrawMode::Interpolated
+                },
+            )
         } else {
             (max_extrapolation as f32, DrawMode::Held)
         };
-        let fall = if a.on_ground() { 0.0 } else { 0.5 * gravity * dt * dt };
+        let fall = if a.on_ground() {
+            0.0
+        } else {
+            0.5 * gravity * dt * dt
+        };
         return Some(drawn(a, a.pos + a.vel * dt - Vec3::Y * fall, mode));
     };
     let f = ((t - t0) / (t1 - t0)) as f32;
@@ -149,7 +165,10 @@ mod tests {
         assert!((d.pos.x - 2.5).abs() < 1e-4);
         let held = sample(&b, 2.0, 0.1, 20.0).unwrap();
         assert_eq!(held.mode, DrawMode::Held);
-        assert!((held.pos.x - 3.0).abs() < 1e-4, "held at the extrapolation cap");
+        assert!(
+            (held.pos.x - 3.0).abs() < 1e-4,
+            "held at the extrapolation cap"
+        );
         let early = sample(&b, 0.5, 0.1, 20.0).unwrap();
         assert_eq!((early.mode, early.pos.x), (DrawMode::Held, 0.0));
         assert!(sample(&SnapshotBuffer::default(), 1.0, 0.1, 20.0).is_none());
@@ -185,6 +204,10 @@ mod tests {
         assert_eq!(b.len(), 3);
         assert!((sample(&b, 1.05, 0.1, 20.0).unwrap().pos.x - 0.5).abs() < 1e-5);
         b.push(5.0, state(5.0, 0.0, 0.0));
-        assert_eq!(b.len(), 2, "states a second older than the newest are dropped");
+        assert_eq!(
+            b.len(),
+            2,
+            "states a second older than the newest are dropped"
+        );
     }
 }

@@ -46,7 +46,9 @@ impl InterpolationSettings {
         if seconds == 0.0 || (seconds.is_finite() && (0.005..=0.5).contains(&seconds)) {
             Ok(seconds)
         } else {
-            Err(format!("cl_interp must be 0 (automatic) or 0.005 to 0.5 seconds, got {seconds}"))
+            Err(format!(
+                "cl_interp must be 0 (automatic) or 0.005 to 0.5 seconds, got {seconds}"
+            ))
         }
     }
 
@@ -55,7 +57,9 @@ impl InterpolationSettings {
         if ms.is_finite() && (-30.0..=30.0).contains(&ms) {
             Ok(ms)
         } else {
-            Err(format!("cl_timenudge must be between -30 and 30 ms, got {ms}"))
+            Err(format!(
+                "cl_timenudge must be between -30 and 30 ms, got {ms}"
+            ))
         }
     }
 }

@@ -180,7 +180,10 @@ mod tests {
             assert!(t - last >= 0.01 * (1.0 - SLEW_RATE) - 1e-12);
             last = t;
         }
-        assert!((clock.offset().unwrap() - 9.8).abs() < 1e-9, "did not converge");
+        assert!(
+            (clock.offset().unwrap() - 9.8).abs() < 1e-9,
+            "did not converge"
+        );
         // A large error in the forward direction is corrected at once.
         clock.update(4.01, 11.0);
         assert_eq!(clock.offset(), Some(11.0));

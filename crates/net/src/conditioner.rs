@@ -1,8 +1,8 @@
 //! A link conditioner: fake latency, jitter, loss, duplication and reordering applied to
 //! packets in the transport, deterministic from a seed so tests replay exactly.
 
-use std::collections::BinaryHeap;
 use std::cmp::Reverse;
+use std::collections::BinaryHeap;
 use std::time::Duration;
 
 /// How a link misbehaves, one way.
@@ -78,7 +78,8 @@ impl<P> Ord for Wrapped<P> {
 
 /// SplitMix64 finaliser: a well-mixed hash of the seed and a counter.
 fn mix(seed: u64, n: u64, purpose: u64) -> u64 {
-    let mut z = seed ^ n.wrapping_mul(0x9e37_79b9_7f4a_7c15) ^ purpose.wrapping_mul(0xd6e8_feb8_6659_fd93);
+    let mut z =
+        seed ^ n.wrapping_mul(0x9e37_79b9_7f4a_7c15) ^ purpose.wrapping_mul(0xd6e8_feb8_6659_fd93);
     z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
     z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
     z ^ (z >> 31)
@@ -108,7 +109,11 @@ impl<P: Clone> LinkConditioner<P> {
         if unit(mix(self.seed, n, 1)) * 100.0 < s.loss_pct {
             return;
         }
-        let copies = if unit(mix(self.seed, n, 2)) * 100.0 < s.duplicate_pct { 2 } else { 1 };
+        let copies = if unit(mix(self.seed, n, 2)) * 100.0 < s.duplicate_pct {
+            2
+        } else {
+            1
+        };
         for copy in 0..copies {
             let jitter = (unit(mix(self.seed, n, 3 + copy)) * 2.0 - 1.0) * s.jitter_ms;
             let mut delay_ms = (s.latency_ms + jitter).max(0.0);
@@ -116,7 +121,8 @@ impl<P: Clone> LinkConditioner<P> {
                 delay_ms += 20.0 + 20.0 * unit(mix(self.seed, n, 7 + copy));
             }
             let at = now + Duration::from_secs_f64(delay_ms as f64 / 1000.0);
-            self.queue.push(Reverse((at, n * 2 + copy, Wrapped(packet.clone()))));
+            self.queue
+                .push(Reverse((at, n * 2 + copy, Wrapped(packet.clone()))));
         }
     }
 
@@ -165,7 +171,11 @@ mod tests {
     fn a_clean_link_delivers_everything_in_order_at_once() {
         let out = run(ConditionerSettings::default(), 1, 100);
         assert_eq!(out.len(), 100);
-        assert!(out.iter().enumerate().all(|(i, (p, t))| *p == i as u32 && *t == ms(i as u64)));
+        assert!(
+            out.iter()
+                .enumerate()
+                .all(|(i, (p, t))| *p == i as u32 && *t == ms(i as u64))
+        );
     }
 
     #[test]
@@ -195,7 +205,10 @@ mod tests {
         assert!(delays.iter().all(|d| (30..=71).contains(d)), "{delays:?}");
         let spread = delays.iter().max().unwrap() - delays.iter().min().unwrap();
         assert!(spread >= 35, "jitter barely varied the delay: {spread}");
-        assert!(out.windows(2).any(|w| w[1].0 < w[0].0), "nothing was reordered");
+        assert!(
+            out.windows(2).any(|w| w[1].0 < w[0].0),
+            "nothing was reordered"
+        );
     }
 
     #[test]

@@ -1,7 +1,9 @@
 //! Sightline's transports. Game code talks only to renet's [`RenetServer`] and
-//! [`RenetClient`]; the plugins here move their packets, either over UDP with
-//! renet_netcode or through an in-memory [`MemoryNetwork`] that tests drive on a manual
-//! clock, so the same server and client code runs in both.
+//! [`RenetClient`]; the plugins here move their packets, either over UDP with netcode or
+//! through an in-memory [`MemoryNetwork`] that tests drive on a manual clock, so the same
+//! server and client code runs in both. Both paths can run through a
+//! [`LinkConditioner`] (fake latency, jitter, loss). Clock sync ([`ClockSync`]) lives
+//! here too, beside the transports whose timing it measures.
 
 mod cli;
 mod clock;
@@ -17,22 +19,28 @@ pub use conditioner::{ConditionerSettings, LinkConditioner};
 pub use memory::{MemoryClientLink, MemoryNetwork};
 pub use renet::{ClientId, DisconnectReason, ServerEvent};
 pub use shutdown::{RunFor, ShutdownPlugin, ShutdownSignal};
-pub use udp::{UdpSetupError, udp_client, udp_server};
+pub use udp::{
+    ConditionedSocket, UdpClientTransport, UdpServerTransport, UdpSetupError, udp_client,
+    udp_server,
+};
 
 use bevy::prelude::*;
-use bevy_renet::netcode::{
-    NetcodeClientPlugin, NetcodeClientTransport, NetcodeServerPlugin, NetcodeServerTransport,
-};
 use bevy_renet::{RenetClientPlugin, RenetServerPlugin};
 use std::net::SocketAddr;
 use std::sync::Mutex;
+
+/// How the link misbehaves on purpose, for testing netcode by hand: applies to a UDP
+/// transport's traffic both ways (`--fake-latency`, `--fake-jitter`, `--fake-loss`, and
+/// the `net_fake*` console variables). Change it at any time.
+#[derive(Resource, Debug, Default, Clone, Copy, PartialEq)]
+pub struct LinkConditions(pub ConditionerSettings);
 
 /// Runs renet for a server: over UDP ([`Self::udp`]) or an in-memory network.
 pub struct ServerNetPlugin(ServerTransport);
 
 enum ServerTransport {
     // Built eagerly so socket errors reach the caller; taken out once by `build`.
-    Udp(Mutex<Option<Box<(RenetServer, NetcodeServerTransport)>>>),
+    Udp(Mutex<Option<Box<UdpServerTransport>>>),
     Memory(MemoryNetwork),
 }
 
@@ -44,17 +52,13 @@ impl ServerNetPlugin {
         public: Option<SocketAddr>,
         max_clients: usize,
     ) -> Result<(Self, SocketAddr), UdpSetupError> {
-        let (server, transport) = udp_server(
-            sightline_protocol::connection_config(),
-            bind,
-            public,
-            max_clients,
-        )?;
-        let local = transport.addresses()[0];
+        let transport = udp_server(bind, public, max_clients)?;
+        let local = transport
+            .socket
+            .local_addr()
+            .map_err(|e| UdpSetupError::new(format!("cannot read the bound address: {e}")))?;
         Ok((
-            Self(ServerTransport::Udp(Mutex::new(Some(Box::new((
-                server, transport,
-            )))))),
+            Self(ServerTransport::Udp(Mutex::new(Some(Box::new(transport))))),
             local,
         ))
     }
@@ -67,22 +71,29 @@ impl ServerNetPlugin {
 
 impl Plugin for ServerNetPlugin {
     fn build(&self, app: &mut App) {
-        app.add_plugins(RenetServerPlugin);
+        app.add_plugins(RenetServerPlugin)
+            .insert_resource(RenetServer::new(sightline_protocol::connection_config()))
+            .init_resource::<LinkConditions>();
         match &self.0 {
             ServerTransport::Udp(ready) => {
-                let (server, transport) = *ready
+                let transport = ready
                     .lock()
                     .expect("poisoned")
                     .take()
                     .expect("ServerNetPlugin added twice");
-                app.add_plugins(NetcodeServerPlugin)
-                    .insert_resource(server)
-                    .insert_resource(transport);
+                app.insert_resource(*transport)
+                    .add_systems(
+                        PreUpdate,
+                        (udp::server_condition, udp::server_receive)
+                            .chain()
+                            .in_set(RenetReceive)
+                            .after(RenetServerPlugin::update_system)
+                            .before(RenetServerPlugin::emit_server_events_system),
+                    )
+                    .add_systems(PostUpdate, udp::server_send.in_set(RenetSend))
+                    .add_systems(Last, udp::server_disconnect_on_exit);
             }
-            ServerTransport::Memory(network) => {
-                app.insert_resource(RenetServer::new(sightline_protocol::connection_config()));
-                memory::add_server_systems(app, network.clone());
-            }
+            ServerTransport::Memory(network) => memory::add_server_systems(app, network.clone()),
         }
     }
 }
@@ -91,16 +102,16 @@ impl Plugin for ServerNetPlugin {
 pub struct ClientNetPlugin(ClientTransport);
 
 enum ClientTransport {
-    Udp(Mutex<Option<Box<(RenetClient, NetcodeClientTransport)>>>),
+    Udp(Mutex<Option<Box<UdpClientTransport>>>),
     Memory(MemoryClientLink),
 }
 
 impl ClientNetPlugin {
     /// Opens a UDP socket toward `server`.
     pub fn udp(server: SocketAddr) -> Result<Self, UdpSetupError> {
-        let ready = udp_client(sightline_protocol::connection_config(), server)?;
+        let transport = udp_client(server)?;
         Ok(Self(ClientTransport::Udp(Mutex::new(Some(Box::new(
-            ready,
+            transport,
         ))))))
     }
 
@@ -112,20 +123,30 @@ impl ClientNetPlugin {
 
 impl Plugin for ClientNetPlugin {
     fn build(&self, app: &mut App) {
-        app.add_plugins(RenetClientPlugin);
+        app.add_plugins(RenetClientPlugin)
+            .init_resource::<LinkConditions>();
+        let mut client = RenetClient::new(sightline_protocol::connection_config());
         match &self.0 {
             ClientTransport::Udp(ready) => {
-                let (client, transport) = *ready
+                let transport = ready
                     .lock()
                     .expect("poisoned")
                     .take()
                     .expect("ClientNetPlugin added twice");
-                app.add_plugins(NetcodeClientPlugin)
-                    .insert_resource(client)
-                    .insert_resource(transport);
+                client.set_connecting();
+                app.insert_resource(client)
+                    .insert_resource(*transport)
+                    .add_systems(
+                        PreUpdate,
+                        (udp::client_condition, udp::client_receive)
+                            .chain()
+                            .in_set(RenetReceive)
+                            .after(RenetClientPlugin::update_system),
+                    )
+                    .add_systems(PostUpdate, udp::client_send.in_set(RenetSend))
+                    .add_systems(Last, udp::client_disconnect_on_exit);
             }
             ClientTransport::Memory(link) => {
-                let mut client = RenetClient::new(sightline_protocol::connection_config());
                 client.set_connected();
                 app.insert_resource(client);
                 memory::add_client_systems(app, link.clone());

@@ -4,6 +4,7 @@
 //! can be put through a [`LinkConditioner`]; the receiving side applies it on its own
 //! clock, so apps whose clocks started at different moments still see the set delays.
 
+use crate::{ConditionerSettings, LinkConditioner};
 use bevy::prelude::*;
 use bevy_renet::{
     RenetClient, RenetClientPlugin, RenetReceive, RenetSend, RenetServer, RenetServerPlugin,
@@ -13,7 +14,6 @@ use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
-use crate::{ConditionerSettings, LinkConditioner};
 
 struct Link {
     to_server: Mutex<VecDeque<Vec<u8>>>,
@@ -72,7 +72,11 @@ impl MemoryNetwork {
 
     /// Opens a clean link for one client; the server accepts it on its next update.
     pub fn connect(&self) -> MemoryClientLink {
-        self.connect_conditioned(ConditionerSettings::default(), ConditionerSettings::default(), 0)
+        self.connect_conditioned(
+            ConditionerSettings::default(),
+            ConditionerSettings::default(),
+            0,
+        )
     }
 
     /// Opens a link whose client-to-server (`up`) and server-to-client (`down`) directions
@@ -235,6 +239,14 @@ fn client_send(link: Res<ClientLink>, mut client: ResMut<RenetClient>) {
     }
     let packets = client.get_packets_to_send();
     let bytes: usize = packets.iter().map(Vec::len).sum();
-    link.0.link.bytes_up.fetch_add(bytes as u64, Ordering::Relaxed);
-    link.0.link.to_server.lock().expect("poisoned").extend(packets);
+    link.0
+        .link
+        .bytes_up
+        .fetch_add(bytes as u64, Ordering::Relaxed);
+    link.0
+        .link
+        .to_server
+        .lock()
+        .expect("poisoned")
+        .extend(packets);
 }

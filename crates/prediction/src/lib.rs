@@ -171,7 +171,10 @@ fn apply_server_update(
     );
     match outcome {
         Reconciliation::Agreed => stats.agreed += 1,
-        Reconciliation::Replayed { state: new, replayed } => {
+        Reconciliation::Replayed {
+            state: new,
+            replayed,
+        } => {
             stats.reconciliations += 1;
             stats.replayed += replayed as u64;
             let jump = state.pos - new.pos;

@@ -131,14 +131,23 @@ mod tests {
             }
         );
         // The history now holds the corrected predictions: the next agreeing ack is quiet.
-        assert_eq!(reconcile(&mut h, 6, &at(6.5), at(10.5), 32, 1e-4, toy), Reconciliation::Agreed);
+        assert_eq!(
+            reconcile(&mut h, 6, &at(6.5), at(10.5), 32, 1e-4, toy),
+            Reconciliation::Agreed
+        );
     }
 
     #[test]
     fn before_any_ack_the_server_state_is_replayed_forward() {
         let (mut h, current) = predicted(3);
         let out = reconcile(&mut h, 0, &at(1.0), current, 32, 1e-4, toy);
-        assert_eq!(out, Reconciliation::Replayed { state: at(4.0), replayed: 3 });
+        assert_eq!(
+            out,
+            Reconciliation::Replayed {
+                state: at(4.0),
+                replayed: 3
+            }
+        );
     }
 
     #[test]

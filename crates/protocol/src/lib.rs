@@ -16,9 +16,9 @@ mod messages;
 pub use channel::{Channel, connection_config};
 pub use codec::{DecodeError, Wire, peek_welcome_version};
 pub use messages::{
-    ClientDatagram, ClientMessage, InputPacket, ServerDatagram, MAX_CHAT_LEN, MAX_NAME_LEN, MAX_SERVER_NAME_LEN,
-    MAX_SNAPSHOT_PLAYERS, PlayerSnap, REDUNDANT_INPUTS, ServerMessage, Snapshot, Welcome,
-    clean_text,
+    ClientDatagram, ClientMessage, InputPacket, MAX_CHAT_LEN, MAX_NAME_LEN, MAX_SERVER_NAME_LEN,
+    MAX_SNAPSHOT_PLAYERS, PlayerSnap, REDUNDANT_INPUTS, ServerDatagram, ServerMessage, Snapshot,
+    Welcome, clean_text,
 };
 
 /// Version of this protocol; a client and server must agree on it exactly.

@@ -5,7 +5,9 @@ use bevy::log::LogPlugin;
 use bevy::prelude::*;
 use clap::{CommandFactory, Parser};
 use sightline_map::{CurrentMap, MapSource, find_map};
-use sightline_net::{RunFor, ServerNetPlugin, ShutdownPlugin, ShutdownSignal};
+use sightline_net::{
+    ConditionerSettings, LinkConditions, RunFor, ServerNetPlugin, ShutdownPlugin, ShutdownSignal,
+};
 use sightline_server::{ServerConfig, ServerPlugin};
 use sightline_sim::TickConfig;
 use std::net::{IpAddr, SocketAddr};
@@ -42,6 +44,15 @@ struct Args {
     /// Bots to add.
     #[arg(long, default_value_t = 0, value_parser = clap::value_parser!(u8).range(0..=64))]
     bots: u8,
+    /// Fake one-way latency added to this side's traffic, both ways, milliseconds.
+    #[arg(long, default_value_t = 0.0, value_name = "MS")]
+    fake_latency: f32,
+    /// Fake jitter: each datagram's delay varies by up to this much, milliseconds.
+    #[arg(long, default_value_t = 0.0, value_name = "MS")]
+    fake_jitter: f32,
+    /// Fake loss, percent of datagrams dropped each way.
+    #[arg(long, default_value_t = 0.0, value_name = "PCT")]
+    fake_loss: f32,
     /// Stop cleanly after this many seconds (for tests and scripted runs).
     #[arg(long)]
     run_seconds: Option<f64>,
@@ -80,6 +91,20 @@ fn main() -> ExitCode {
                     "--bots {} exceeds --max-players {}",
                     args.bots, args.max_players
                 ),
+            )
+            .exit();
+    }
+    let conditions = ConditionerSettings {
+        latency_ms: args.fake_latency,
+        jitter_ms: args.fake_jitter,
+        loss_pct: args.fake_loss,
+        ..Default::default()
+    };
+    if let Err(e) = conditions.validate() {
+        Args::command()
+            .error(
+                clap::error::ErrorKind::ValueValidation,
+                format!("--fake-*: {e}"),
             )
             .exit();
     }
@@ -126,7 +151,8 @@ fn main() -> ExitCode {
             map: map.clone(),
         },
     ))
-    .insert_resource(signal);
+    .insert_resource(signal)
+    .insert_resource(LinkConditions(conditions));
     if let Some(s) = args.run_seconds {
         app.insert_resource(RunFor(Duration::from_secs_f64(s)));
     }

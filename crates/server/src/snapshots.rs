@@ -46,7 +46,11 @@ pub(crate) fn send_snapshots(
         snapshot.seq = counter.0;
         snapshot.ack_input_seq = buffer.last_simulated();
         // No tick since the last snapshot (not possible at a steady rate): report 0.
-        snapshot.input_queue = if timing.min_queue == u8::MAX { 0 } else { timing.min_queue };
+        snapshot.input_queue = if timing.min_queue == u8::MAX {
+            0
+        } else {
+            timing.min_queue
+        };
         snapshot.repeated_inputs = timing.repeats;
         let bytes = ServerDatagram::encode_snapshot(&snapshot);
         server.send_message(conn.client_id, Channel::Unreliable, bytes);
