@@ -78,12 +78,22 @@ fn server_and_two_headless_clients_play_over_udp() {
         .stderr(Stdio::piped())
         .spawn()
         .expect("server starts");
-    let clients: Vec<Child> = ["ann", "bob"]
+    // Bob plays through the link conditioner: 40 ms each way, 10 ms jitter, 5 % loss.
+    let clients: Vec<Child> = [("ann", "0"), ("bob", "40")]
         .iter()
-        .map(|name| {
+        .map(|(name, latency)| {
             Command::new(dir.join("sightline"))
                 .args(["--headless", "--connect", &format!("127.0.0.1:{port}")])
-                .args(["--name", name, "--run-seconds", "5"])
+                .args([
+                    "--name",
+                    name,
+                    "--run-seconds",
+                    "5",
+                    "--fake-latency",
+                    latency,
+                ])
+                .args(["--fake-jitter", if *latency == "0" { "0" } else { "10" }])
+                .args(["--fake-loss", if *latency == "0" { "0" } else { "5" }])
                 .stdout(Stdio::piped())
                 .stderr(Stdio::piped())
                 .spawn()

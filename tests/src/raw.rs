@@ -65,5 +65,10 @@ pub fn inputs(s: &mut Stepper, i: usize, cmds: Vec<InputCmd>) {
         ack_snapshot: 0,
         cmds,
     };
-    send(s, i, Channel::Unreliable, ClientDatagram::Input(packet).encode());
+    send(
+        s,
+        i,
+        Channel::Unreliable,
+        ClientDatagram::Input(packet).encode(),
+    );
 }

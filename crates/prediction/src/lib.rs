@@ -213,3 +213,39 @@ fn decay_visual_offset(
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use bevy::time::TimeUpdateStrategy;
+    use std::time::Duration;
+
+    #[test]
+    fn the_visual_offset_decays_smoothly_to_nothing() {
+        let mut app = App::new();
+        app.add_plugins(bevy::time::TimePlugin)
+            .insert_resource(TimeUpdateStrategy::ManualDuration(Duration::from_millis(5)))
+            .init_resource::<PredictionSettings>()
+            .add_systems(Update, decay_visual_offset);
+        let player = app.world_mut().spawn(VisualOffset(Vec3::X)).id();
+        app.update(); // the first frame has no elapsed time
+        let mut last = 1.0;
+        let mut frames = 0;
+        while app.world().get::<VisualOffset>(player).unwrap().0.x > 1.0 / std::f32::consts::E {
+            app.update();
+            frames += 1;
+            let x = app.world().get::<VisualOffset>(player).unwrap().0.x;
+            assert!(x < last, "the offset must shrink every frame");
+            last = x;
+        }
+        // One time constant (75 ms) of 5 ms frames, give or take a frame.
+        assert!((14..=16).contains(&frames), "{frames} frames");
+        for _ in 0..200 {
+            app.update();
+        }
+        assert_eq!(
+            app.world().get::<VisualOffset>(player).unwrap().0,
+            Vec3::ZERO
+        );
+    }
+}
