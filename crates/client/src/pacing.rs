@@ -99,13 +99,19 @@ impl InputPacing {
         self.factor = self.choose_factor();
     }
 
-    /// Sets the target's floor from the link's one-way jitter (standard deviation,
-    /// seconds): one spare command plus one per tick of two standard deviations, so a
-    /// jittery link gets a deeper buffer before it ever starves.
-    pub fn set_jitter(&mut self, one_way_jitter: f64, tick_hz: u32) {
-        // Two standard deviations cover nearly all of a leg's variation.
-        let spare = (2.0 * one_way_jitter * tick_hz as f64).ceil();
-        self.floor = (TARGET_MIN_QUEUE + spare).min(MAX_TARGET_QUEUE);
+    /// Sets the target's floor from the link: one-way jitter (standard deviation,
+    /// seconds) and loss (fraction of packets). Jitter needs a spare command per tick of
+    /// two standard deviations; loss needs one per packet of the longest run of losses
+    /// expected more often than once in 20 minutes (each lost input packet makes the next
+    /// command a tick late, until a later packet's redundant copy arrives).
+    pub fn set_link(&mut self, one_way_jitter: f64, loss: f64, tick_hz: u32) {
+        let jitter_spare = (2.0 * one_way_jitter * tick_hz as f64).ceil();
+        let packets_per_minute = tick_hz as f64 * 60.0;
+        let mut loss_run = 0.0;
+        while loss.powf(loss_run + 1.0) * packets_per_minute > 0.05 && loss_run < MAX_TARGET_QUEUE {
+            loss_run += 1.0;
+        }
+        self.floor = (1.0 + loss_run.max(1.0) + jitter_spare).min(MAX_TARGET_QUEUE);
         self.target = self.target.max(self.floor);
     }
 
@@ -188,6 +194,19 @@ mod tests {
         }
         assert_eq!(p.factor, 1.0);
         assert_eq!(p.mean_queue(), 2.0);
+    }
+
+    #[test]
+    fn jitter_and_loss_deepen_the_floor() {
+        let mut p = InputPacing::default();
+        p.set_link(0.0, 0.0, 128);
+        assert_eq!(p.floor, TARGET_MIN_QUEUE);
+        p.set_link(0.0115, 0.0, 128);
+        assert_eq!(p.floor, TARGET_MIN_QUEUE + 3.0);
+        p.set_link(0.0, 0.05, 128);
+        assert_eq!(p.floor, 4.0, "runs of three losses at 5 %");
+        p.set_link(0.1, 0.5, 128);
+        assert_eq!(p.floor, MAX_TARGET_QUEUE);
     }
 
     #[test]

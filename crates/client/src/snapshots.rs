@@ -11,7 +11,7 @@ use sightline_net::{ClockSync, RenetClient};
 use sightline_prediction::{Predicted, ServerUpdate};
 use sightline_protocol::{Channel, ServerDatagram, Snapshot, Wire};
 use sightline_sim::{Player, PlayerId};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, VecDeque};
 
 /// The newest snapshot received, and whether it has been applied.
 #[derive(Resource, Debug, Default)]
@@ -37,9 +37,32 @@ pub struct ClientStats {
     pub malformed: u64,
     /// Every player seen in snapshots.
     pub seen: BTreeMap<PlayerId, PlayerSeen>,
+    /// Sequence numbers of recent snapshots received, for the loss estimate.
+    recent: VecDeque<u32>,
 }
 
+/// Snapshots remembered for the loss estimate.
+const LOSS_WINDOW: usize = 256;
+
 impl ClientStats {
+    /// Notes a snapshot's sequence number.
+    fn note_snapshot(&mut self, seq: u32) {
+        self.recent.push_back(seq);
+        if self.recent.len() > LOSS_WINDOW {
+            self.recent.pop_front();
+        }
+    }
+
+    /// Fraction of recent snapshots that never arrived: the downstream loss, taken as an
+    /// estimate of the loss both ways.
+    pub fn snapshot_loss(&self) -> f64 {
+        let (Some(min), Some(max)) = (self.recent.iter().min(), self.recent.iter().max()) else {
+            return 0.0;
+        };
+        let expected = (max - min + 1) as f64;
+        (1.0 - self.recent.len() as f64 / expected).max(0.0)
+    }
+
     /// Players seen to move more than `metres` from where they were first seen.
     pub fn players_moved(&self, metres: f32) -> usize {
         self.seen.values().filter(|p| p.farthest > metres).count()
@@ -89,6 +112,7 @@ pub(crate) fn receive_datagrams(
         };
         let server_time = snapshot.server_time_us as f64 / 1e6;
         delay.record(server_time, now);
+        stats.note_snapshot(snapshot.seq);
         // Late snapshots still fill gaps in remote players' paths.
         for (id, mut buffer) in &mut remotes {
             if let Ok(i) = snapshot.players.binary_search_by_key(id, |p| p.id) {

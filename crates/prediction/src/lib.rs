@@ -32,8 +32,13 @@ pub struct VisualOffset(pub Vec3);
 /// Tuning for reconciliation and smoothing.
 #[derive(Resource, Debug, Clone, Copy, PartialEq)]
 pub struct PredictionSettings {
-    /// States closer than this (metres, m/s) count as agreeing.
+    /// States closer than this (metres, m/s) count as agreeing. Snapshots carry exact
+    /// floats, so the default is 0: agreement means the same bits, and any difference,
+    /// however small, is replayed away before movement can amplify it.
     pub epsilon: f32,
+    /// Corrections smaller than this (metres) are invisible: they are applied without a
+    /// visual offset and not counted as corrections.
+    pub visible: f32,
     /// Time constant of the visual offset's exponential decay, seconds.
     pub decay_seconds: f32,
     /// Corrections larger than this (metres) snap at once: a teleport or a respawn.
@@ -47,7 +52,8 @@ pub struct PredictionSettings {
 impl Default for PredictionSettings {
     fn default() -> Self {
         Self {
-            epsilon: 1e-4,
+            epsilon: 0.0,
+            visible: 1e-4,
             decay_seconds: 0.075,
             snap_distance: 2.0,
             max_unacked_seconds: 0.25,
@@ -73,7 +79,7 @@ pub struct PredictionStats {
     pub predicted: u64,
     /// Server states that matched the prediction (no replay).
     pub agreed: u64,
-    /// Server states that did not: reset and replay.
+    /// Server states that did not: reset and replay (most are invisibly small).
     pub reconciliations: u64,
     /// Size of each visible correction, metres.
     pub corrections: Vec<f32>,
@@ -179,7 +185,7 @@ fn apply_server_update(
             stats.replayed += replayed as u64;
             let jump = state.pos - new.pos;
             let size = jump.length();
-            if size > settings.epsilon {
+            if size > settings.visible {
                 stats.corrections.push(size);
                 stats.last_correction = size;
                 offset.0 = if size > settings.snap_distance {

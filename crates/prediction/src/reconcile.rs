@@ -53,6 +53,7 @@ pub fn reconcile(
     {
         return Reconciliation::Agreed;
     }
+
     let mut state = *server;
     let mut replayed = 0;
     for predicted in history.steps_mut() {

@@ -104,8 +104,11 @@ impl InputCmd {
         // Clamp each axis first so huge values cannot overflow the length.
         self.forward = self.forward.clamp(-1.0, 1.0);
         self.right = self.right.clamp(-1.0, 1.0);
+        // Rescaled vectors can come out a rounding error above 1; leaving those alone makes
+        // the sanitizer idempotent, so the client (which sanitizes before predicting) and
+        // the server (which sanitizes again) simulate exactly the same bits.
         let len_sq = self.forward * self.forward + self.right * self.right;
-        if len_sq > 1.0 {
+        if len_sq > 1.0 + 1e-6 {
             let inv = 1.0 / len_sq.sqrt();
             self.forward *= inv;
             self.right *= inv;
@@ -275,6 +278,36 @@ mod tests {
         .sanitized()
         .unwrap();
         assert_eq!(half.forward, 0.5);
+    }
+
+    #[test]
+    fn sanitizing_twice_changes_nothing() {
+        let mut x: u32 = 0x1234_5678;
+        let mut next = || {
+            x ^= x << 13;
+            x ^= x >> 17;
+            x ^= x << 5;
+            (x as f32 / u32::MAX as f32) * 6.0 - 3.0
+        };
+        for _ in 0..10_000 {
+            let raw = InputCmd {
+                forward: next(),
+                right: next(),
+                yaw: next() * 4.0,
+                pitch: next(),
+                ..cmd()
+            };
+            let once = raw.sanitized().unwrap();
+            assert_eq!(once.sanitized().unwrap(), once, "{raw:?}");
+        }
+        let diag = InputCmd {
+            forward: 1.0,
+            right: 1.0,
+            ..cmd()
+        }
+        .sanitized()
+        .unwrap();
+        assert_eq!(diag.sanitized().unwrap(), diag);
     }
 
     #[test]
