@@ -69,7 +69,7 @@ fn main() {
             map,
         } => {
             let tick = TickConfig::new(tickrate, tickrate / 2).unwrap_or_else(|e| panic!("{e}"));
-            println!("server tick, {tickrate} Hz, map {map}, {seconds} s per row");
+            println!("server tick, {tickrate} Hz, map {map}, {seconds} s per row\n");
             println!("| bots | median ms | p99 ms | max ms |");
             println!("|---:|---:|---:|---:|");
             for n in bots {
@@ -143,7 +143,7 @@ fn measure_movement(steps: u32) {
 fn netcode_report(seconds: f64, clients: usize, map: &str) {
     println!(
         "netcode quality: {clients} bot-driven clients on {map}, 128 Hz tick, 64 Hz snapshots, \
-         {seconds} s per row after 3 s warm-up; jitter and loss apply each way"
+         {seconds} s per row after 3 s warm-up; jitter and loss apply each way\n"
     );
     println!(
         "| RTT ms | jitter ms | loss % | corrections /min | correction mean / p99 / max mm \
