@@ -49,19 +49,8 @@ pub fn sense(world: &CollisionWorld, state: &PlayerState, params: &MoveParams) -
     }
 }
 
-/// A 64-bit mix of (seed, a, b): SplitMix64's finaliser.
-pub fn hash(seed: u64, a: u64, b: u64) -> u64 {
-    let mut z =
-        seed ^ a.wrapping_mul(0x9e37_79b9_7f4a_7c15) ^ b.wrapping_mul(0xc2b2_ae3d_27d4_eb4f);
-    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-    z ^ (z >> 31)
-}
-
-/// A value in 0..1 from a hash.
-fn unit(h: u64) -> f32 {
-    (h >> 40) as f32 / (1u64 << 24) as f32
-}
+pub use sightline_sim::hash::hash;
+use sightline_sim::hash::unit;
 
 /// What to do this tick. `seq` and `client_tick` of the result are left at 0 for the
 /// caller to stamp.

@@ -7,7 +7,7 @@ use bevy::prelude::*;
 use clap::{CommandFactory, Parser};
 use sightline_client::{ClientPlugin, ClientStats, ConnectionStatus, InputSource};
 use sightline_net::{
-    ClientNetPlugin, ConditionerSettings, LinkConditions, RunFor, ShutdownPlugin, ShutdownSignal,
+    ClientNetPlugin, FakeLinkArgs, LinkConditions, RunFor, ShutdownPlugin, ShutdownSignal,
 };
 use std::net::{SocketAddr, ToSocketAddrs};
 use std::process::ExitCode;
@@ -31,15 +31,8 @@ struct Args {
     /// Seed for the headless bot's choices [default: derived from the name].
     #[arg(long)]
     seed: Option<u64>,
-    /// Fake one-way latency added to this side's traffic, both ways, milliseconds.
-    #[arg(long, default_value_t = 0.0, value_name = "MS")]
-    fake_latency: f32,
-    /// Fake jitter: each datagram's delay varies by up to this much, milliseconds.
-    #[arg(long, default_value_t = 0.0, value_name = "MS")]
-    fake_jitter: f32,
-    /// Fake loss, percent of datagrams dropped each way.
-    #[arg(long, default_value_t = 0.0, value_name = "PCT")]
-    fake_loss: f32,
+    #[command(flatten)]
+    fake: FakeLinkArgs,
     /// Quit after this many seconds.
     #[arg(long)]
     run_seconds: Option<f64>,
@@ -70,15 +63,7 @@ fn main() -> ExitCode {
     {
         usage_error("--run-seconds must be a positive number");
     }
-    let conditions = ConditionerSettings {
-        latency_ms: args.fake_latency,
-        jitter_ms: args.fake_jitter,
-        loss_pct: args.fake_loss,
-        ..Default::default()
-    };
-    if let Err(e) = conditions.validate() {
-        usage_error(format!("--fake-*: {e}"));
-    }
+    let conditions = args.fake.settings().unwrap_or_else(|e| usage_error(e));
     let net = match ClientNetPlugin::udp(addr) {
         Ok(n) => n,
         Err(e) => {

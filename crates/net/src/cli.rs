@@ -1,5 +1,6 @@
 //! Command-line parsing shared by the binaries.
 
+use crate::ConditionerSettings;
 use clap::Parser;
 use clap::error::ErrorKind;
 
@@ -17,4 +18,35 @@ pub fn parse_args<A: Parser>() -> A {
         }
         std::process::exit(2);
     })
+}
+
+/// The `--fake-*` flags both binaries take: a bad connection on purpose, applied to this
+/// side's traffic both ways.
+#[derive(clap::Args, Debug, Clone, Copy, Default)]
+pub struct FakeLinkArgs {
+    /// Fake one-way latency added to this side's traffic, both ways, milliseconds.
+    #[arg(long, default_value_t = 0.0, value_name = "MS")]
+    pub fake_latency: f32,
+    /// Fake jitter: each datagram's delay varies by up to this much, milliseconds.
+    #[arg(long, default_value_t = 0.0, value_name = "MS")]
+    pub fake_jitter: f32,
+    /// Fake loss, percent of datagrams dropped each way.
+    #[arg(long, default_value_t = 0.0, value_name = "PCT")]
+    pub fake_loss: f32,
+}
+
+impl FakeLinkArgs {
+    /// The conditioner settings these flags ask for, checked.
+    pub fn settings(&self) -> Result<ConditionerSettings, String> {
+        let settings = ConditionerSettings {
+            latency_ms: self.fake_latency,
+            jitter_ms: self.fake_jitter,
+            loss_pct: self.fake_loss,
+            ..Default::default()
+        };
+        settings
+            .validate()
+            .map(|()| settings)
+            .map_err(|e| format!("--fake-*: {e}"))
+    }
 }

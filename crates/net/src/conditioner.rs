@@ -1,6 +1,7 @@
 //! A link conditioner: fake latency, jitter, loss, duplication and reordering applied to
 //! packets in the transport, deterministic from a seed so tests replay exactly.
 
+use sightline_sim::hash::{hash as mix, unit};
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 use std::time::Duration;
@@ -74,20 +75,6 @@ impl<P> Ord for Wrapped<P> {
     fn cmp(&self, _: &Self) -> std::cmp::Ordering {
         std::cmp::Ordering::Equal
     }
-}
-
-/// SplitMix64 finaliser: a well-mixed hash of the seed and a counter.
-fn mix(seed: u64, n: u64, purpose: u64) -> u64 {
-    let mut z =
-        seed ^ n.wrapping_mul(0x9e37_79b9_7f4a_7c15) ^ purpose.wrapping_mul(0xd6e8_feb8_6659_fd93);
-    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-    z ^ (z >> 31)
-}
-
-/// Uniform in 0..1.
-fn unit(h: u64) -> f32 {
-    (h >> 40) as f32 / (1u64 << 24) as f32
 }
 
 impl<P: Clone> LinkConditioner<P> {

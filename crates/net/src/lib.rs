@@ -13,7 +13,7 @@ mod shutdown;
 mod udp;
 
 pub use bevy_renet::{RenetClient, RenetReceive, RenetSend, RenetServer, RenetServerEvent};
-pub use cli::parse_args;
+pub use cli::{FakeLinkArgs, parse_args};
 pub use clock::{CLOCK_WINDOW, ClockSync, SLEW_RATE, STEP_THRESHOLD, ServerClock};
 pub use conditioner::{ConditionerSettings, LinkConditioner};
 pub use memory::{MemoryClientLink, MemoryNetwork};

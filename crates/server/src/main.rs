@@ -6,7 +6,7 @@ use bevy::prelude::*;
 use clap::{CommandFactory, Parser};
 use sightline_map::{CurrentMap, MapSource, find_map};
 use sightline_net::{
-    ConditionerSettings, LinkConditions, RunFor, ServerNetPlugin, ShutdownPlugin, ShutdownSignal,
+    FakeLinkArgs, LinkConditions, RunFor, ServerNetPlugin, ShutdownPlugin, ShutdownSignal,
 };
 use sightline_server::{ServerConfig, ServerPlugin};
 use sightline_sim::TickConfig;
@@ -44,15 +44,8 @@ struct Args {
     /// Bots to add.
     #[arg(long, default_value_t = 0, value_parser = clap::value_parser!(u8).range(0..=64))]
     bots: u8,
-    /// Fake one-way latency added to this side's traffic, both ways, milliseconds.
-    #[arg(long, default_value_t = 0.0, value_name = "MS")]
-    fake_latency: f32,
-    /// Fake jitter: each datagram's delay varies by up to this much, milliseconds.
-    #[arg(long, default_value_t = 0.0, value_name = "MS")]
-    fake_jitter: f32,
-    /// Fake loss, percent of datagrams dropped each way.
-    #[arg(long, default_value_t = 0.0, value_name = "PCT")]
-    fake_loss: f32,
+    #[command(flatten)]
+    fake: FakeLinkArgs,
     /// Stop cleanly after this many seconds (for tests and scripted runs).
     #[arg(long)]
     run_seconds: Option<f64>,
@@ -94,20 +87,12 @@ fn main() -> ExitCode {
             )
             .exit();
     }
-    let conditions = ConditionerSettings {
-        latency_ms: args.fake_latency,
-        jitter_ms: args.fake_jitter,
-        loss_pct: args.fake_loss,
-        ..Default::default()
+    let conditions = match args.fake.settings() {
+        Ok(c) => c,
+        Err(e) => Args::command()
+            .error(clap::error::ErrorKind::ValueValidation, e)
+            .exit(),
     };
-    if let Err(e) = conditions.validate() {
-        Args::command()
-            .error(
-                clap::error::ErrorKind::ValueValidation,
-                format!("--fake-*: {e}"),
-            )
-            .exit();
-    }
     let name = sightline_protocol::clean_text(&args.name, sightline_protocol::MAX_SERVER_NAME_LEN);
 
     let map = match MapSource::load(&find_map(&args.map)) {

@@ -5,6 +5,7 @@
 //! client. Other plugins (movement, combat, networking) add their systems to the
 //! [`SimSet`]s declared here, so every app runs one tick in the same order.
 
+pub mod hash;
 mod input;
 mod player;
 mod tick;
