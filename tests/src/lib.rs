@@ -160,3 +160,5 @@ mod netcode;
 mod raw;
 #[cfg(test)]
 mod session;
+#[cfg(test)]
+mod windowed;

@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 /// Builds the binaries (a no-op when `cargo test` already built them) and returns the
 /// folder they are in.
-fn binaries() -> PathBuf {
+pub(crate) fn binaries() -> PathBuf {
     let status = Command::new(env!("CARGO"))
         .args([
             "build",

@@ -52,6 +52,16 @@ enum What {
         #[arg(long, default_value = "duel")]
         map: String,
     },
+    /// Client CPU time per frame outside rendering (networking, prediction,
+    /// interpolation, snapshot handling) with bots as remote players.
+    Client {
+        /// Remote players (bots on the server).
+        #[arg(long, default_value_t = 16)]
+        remotes: u8,
+        /// Simulated seconds measured (after 3 s of warm-up).
+        #[arg(long, default_value_t = 20.0)]
+        seconds: f64,
+    },
     /// Cost of one movement step.
     Movement {
         /// Steps to time.
@@ -78,6 +88,7 @@ fn main() {
             }
         }
         What::Movement { steps } => measure_movement(steps),
+        What::Client { remotes, seconds } => measure_client(remotes, seconds),
         What::Netcode {
             seconds,
             clients,
@@ -180,4 +191,33 @@ fn netcode_report(seconds: f64, clients: usize, map: &str) {
             }
         }
     }
+}
+
+fn measure_client(remotes: u8, seconds: f64) {
+    let config = ServerConfig {
+        name: "bench".into(),
+        max_players: remotes + 1,
+        bots: remotes,
+        tick: TickConfig::default(),
+    };
+    let mut s = Stepper::new(config, "depot");
+    s.add_client("measured", 5);
+    s.run_for(3.0);
+    let steps = (seconds * 128.0) as usize;
+    let mut times = Vec::with_capacity(steps);
+    for _ in 0..steps {
+        s.server.update();
+        let start = Instant::now();
+        s.clients[0].update();
+        times.push(start.elapsed().as_secs_f64() * 1000.0);
+    }
+    times.sort_by(f64::total_cmp);
+    let at = |q: f64| times[((times.len() - 1) as f64 * q).round() as usize];
+    println!(
+        "client frame without rendering, {remotes} remote players, 128 Hz frames: \
+         median {:.3} ms, p99 {:.3} ms, max {:.3} ms",
+        at(0.5),
+        at(0.99),
+        at(1.0)
+    );
 }

@@ -12,9 +12,9 @@ use sightline_protocol::{
 use sightline_sim::{Player, PlayerId, TickConfig};
 use std::collections::BTreeMap;
 
-/// The name this client asks for.
-#[derive(Resource)]
-pub(crate) struct PlayerName(pub String);
+/// The name this client asks the server for (the server may adjust it).
+#[derive(Resource, Debug, Clone, Default, PartialEq, Eq)]
+pub struct DesiredName(pub String);
 
 /// What the server told us about itself.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -51,6 +51,8 @@ pub struct RosterEntry {
     pub name: String,
     /// Whether a bot plays it.
     pub bot: bool,
+    /// Round trip to the server, milliseconds, once reported.
+    pub ping_ms: Option<u16>,
 }
 
 /// Everyone in the game, by id.
@@ -65,7 +67,7 @@ pub(crate) fn in_game(status: Res<ConnectionStatus>, local: Query<(), With<Local
 pub(crate) fn send_hello(
     mut client: ResMut<RenetClient>,
     mut status: ResMut<ConnectionStatus>,
-    name: Res<PlayerName>,
+    name: Res<DesiredName>,
 ) {
     if *status == ConnectionStatus::Connecting && client.is_connected() {
         let hello = ClientMessage::Hello {
@@ -93,6 +95,7 @@ pub(crate) fn receive_reliable(
     mut roster: ResMut<Roster>,
     mut stats: ResMut<ClientStats>,
     mut fixed: ResMut<Time<Fixed>>,
+    mut chat: ResMut<crate::ChatLog>,
 ) {
     while let Some(bytes) = client.receive_message(Channel::Reliable) {
         let msg = match ServerMessage::decode(&bytes) {
@@ -150,16 +153,31 @@ pub(crate) fn receive_reliable(
             }
             ServerMessage::PlayerJoined { id, name, bot } => {
                 info!("{name} joined");
-                roster.0.insert(id, RosterEntry { name, bot });
+                roster.0.insert(
+                    id,
+                    RosterEntry {
+                        name,
+                        bot,
+                        ping_ms: None,
+                    },
+                );
             }
             ServerMessage::PlayerLeft { id, reason } => {
                 if let Some(p) = roster.0.remove(&id) {
                     info!("{} left ({reason})", p.name);
                 }
             }
+            ServerMessage::Pings(pings) => {
+                for (id, ping) in pings {
+                    if let Some(p) = roster.0.get_mut(&id) {
+                        p.ping_ms = Some(ping);
+                    }
+                }
+            }
             ServerMessage::Chat { from, text } => {
                 let name = roster.0.get(&from).map_or("?", |p| p.name.as_str());
                 info!("{name}: {text}");
+                chat.0.push((name.to_string(), text));
             }
         }
     }

@@ -19,11 +19,31 @@ const SETTLE_LIMIT: u32 = 512;
 /// Where this client's commands come from.
 #[derive(Resource, Debug, Clone, PartialEq, Eq)]
 pub enum InputSource {
-    /// The bot brain plays for us (headless clients, soak tests).
+    /// The bot brain plays for us (headless clients, soak tests, the automatic mode).
     Bot {
         /// Makes this bot's choices its own.
         seed: u64,
     },
+    /// A person: the windowed client keeps [`LocalInput`] up to date.
+    Local,
+}
+
+/// The player's input as last sampled from keyboard and mouse: what the next command
+/// carries.
+#[derive(Resource, Debug, Default, Clone, Copy, PartialEq)]
+pub struct LocalInput {
+    /// Forward (+) or back (-), -1..=1.
+    pub forward: f32,
+    /// Right (+) or left (-), -1..=1.
+    pub right: f32,
+    /// View yaw, radians.
+    pub yaw: f32,
+    /// View pitch, radians.
+    pub pitch: f32,
+    /// Buttons held.
+    pub buttons: sightline_sim::Buttons,
+    /// Weapon slot asked for (0 = keep).
+    pub weapon_slot: u8,
 }
 
 /// The most recent commands sent, newest last, and the next sequence number.
@@ -65,6 +85,7 @@ impl InputHistory {
 /// run short of our commands, standing still keeps its repeats identical to ours.
 pub(crate) fn sample_input(
     source: Res<InputSource>,
+    local_input: Res<LocalInput>,
     map: Res<CurrentMap>,
     params: Res<MoveParams>,
     tick: Res<Tick>,
@@ -81,6 +102,15 @@ pub(crate) fn sample_input(
             let seen = sense(&map.world, state, &params);
             decide(state, &seen, seed, tick.0, config.tick_hz)
         }
+        InputSource::Local => InputCmd {
+            forward: local_input.forward,
+            right: local_input.right,
+            yaw: local_input.yaw,
+            pitch: local_input.pitch,
+            buttons: local_input.buttons,
+            weapon_slot: local_input.weapon_slot,
+            ..Default::default()
+        },
     };
     if !pacing.settled() && history.last_seq() < SETTLE_LIMIT {
         raw = InputCmd {

@@ -11,16 +11,51 @@ mod input;
 mod pacing;
 mod snapshots;
 
-pub use connection::{ConnectionStatus, Roster, RosterEntry, ServerInfo};
-pub use input::{InputHistory, InputSource};
+pub use connection::{ConnectionStatus, DesiredName, Roster, RosterEntry, ServerInfo};
+pub use input::{InputHistory, InputSource, LocalInput};
 pub use pacing::{InputPacing, MAX_DILATION, TARGET_MIN_QUEUE};
 pub use snapshots::{ClientStats, LatestSnapshot, PlayerSeen};
 
 use bevy::prelude::*;
 use sightline_interpolation::InterpolationPlugin;
-use sightline_net::{ClockSync, RenetReceive, ServerClock};
+use sightline_net::{ClockSync, RenetClient, RenetReceive, ServerClock};
 use sightline_prediction::{PredictionPlugin, PredictionSet};
 use sightline_sim::{SimSet, SimulationPlugin};
+
+/// Forgets everything about the last server: players, map, statistics, prediction and
+/// interpolation state. Run before connecting somewhere new.
+pub fn reset_session(world: &mut World) {
+    let players: Vec<Entity> = world
+        .query_filtered::<Entity, With<sightline_sim::Player>>()
+        .iter(world)
+        .collect();
+    for entity in players {
+        world.despawn(entity);
+    }
+    world.remove_resource::<sightline_map::CurrentMap>();
+    world.insert_resource(ConnectionStatus::default());
+    world.insert_resource(Roster::default());
+    world.insert_resource(LatestSnapshot::default());
+    world.insert_resource(ClientStats::default());
+    world.insert_resource(InputHistory::default());
+    world.insert_resource(InputPacing::default());
+    world.insert_resource(ChatLog::default());
+    world.insert_resource(ClockSync::default());
+    world.insert_resource(ServerClock::default());
+    world.insert_resource(clock::PingSchedule::default());
+    world.insert_resource(sightline_prediction::PredictionHistory::default());
+    world.insert_resource(sightline_prediction::PredictionStats::default());
+    world.insert_resource(sightline_prediction::ServerUpdate::default());
+    world.insert_resource(sightline_interpolation::DelayEstimator::default());
+    world.insert_resource(sightline_interpolation::StreamClock::default());
+    world.insert_resource(sightline_interpolation::RenderTime::default());
+    world.insert_resource(sightline_interpolation::InterpolationStats::default());
+    world.insert_resource(sightline_sim::Tick::default());
+}
+
+/// Chat lines received, oldest first, with who said them.
+#[derive(Resource, Debug, Default)]
+pub struct ChatLog(pub Vec<(String, String)>);
 
 /// Marks the player this client controls.
 #[derive(Component, Debug, Default, Clone, Copy)]
@@ -48,13 +83,15 @@ pub struct ClientPlugin {
 impl Plugin for ClientPlugin {
     fn build(&self, app: &mut App) {
         app.add_plugins((SimulationPlugin, PredictionPlugin, InterpolationPlugin))
-            .insert_resource(connection::PlayerName(self.name.clone()))
+            .insert_resource(DesiredName(self.name.clone()))
             .insert_resource(self.input.clone())
             .init_resource::<ConnectionStatus>()
             .init_resource::<Roster>()
             .init_resource::<LatestSnapshot>()
             .init_resource::<ClientStats>()
             .init_resource::<InputHistory>()
+            .init_resource::<ChatLog>()
+            .init_resource::<LocalInput>()
             .init_resource::<sightline_movement::MoveParams>()
             .init_resource::<ClockSync>()
             .init_resource::<ServerClock>()
@@ -78,7 +115,10 @@ impl Plugin for ClientPlugin {
                     connection::notice_disconnect,
                 )
                     .chain()
-                    .in_set(ClientSet::Receive),
+                    .in_set(ClientSet::Receive)
+                    // Per system: a set's condition does not spare its systems' parameter
+                    // checks, and between sessions there is no RenetClient.
+                    .run_if(resource_exists::<RenetClient>),
             )
             .add_systems(
                 Update,
@@ -87,7 +127,7 @@ impl Plugin for ClientPlugin {
                     clock::update_server_clock,
                     pacing::pace_ticks,
                 )
-                    .run_if(connection::in_game),
+                    .run_if(connection::in_game.and_then(resource_exists::<RenetClient>)),
             )
             .add_systems(
                 FixedUpdate,
@@ -95,7 +135,7 @@ impl Plugin for ClientPlugin {
                     input::sample_input.in_set(SimSet::ReadInputs),
                     input::send_inputs.in_set(SimSet::BuildSnapshots),
                 )
-                    .run_if(connection::in_game),
+                    .run_if(connection::in_game.and_then(resource_exists::<RenetClient>)),
             );
     }
 }

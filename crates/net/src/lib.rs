@@ -98,15 +98,41 @@ impl Plugin for ServerNetPlugin {
     }
 }
 
-/// Runs renet for a client: over UDP ([`Self::udp`]) or an in-memory link.
+/// Runs renet for a client: over UDP ([`Self::udp`], or later with [`connect_udp`]) or an
+/// in-memory link.
 pub struct ClientNetPlugin(ClientTransport);
 
 enum ClientTransport {
     Udp(Mutex<Option<Box<UdpClientTransport>>>),
+    Deferred,
     Memory(MemoryClientLink),
 }
 
+/// Connects a client app to `server` over UDP now, replacing any connection it had.
+pub fn connect_udp(world: &mut World, server: SocketAddr) -> Result<(), UdpSetupError> {
+    disconnect_udp(world);
+    let transport = udp_client(server)?;
+    let mut client = RenetClient::new(sightline_protocol::connection_config());
+    client.set_connecting();
+    world.insert_resource(client);
+    world.insert_resource(transport);
+    Ok(())
+}
+
+/// Says goodbye to the server (if connected over UDP) and drops the connection.
+pub fn disconnect_udp(world: &mut World) {
+    if let Some(mut transport) = world.remove_resource::<UdpClientTransport>() {
+        transport.goodbye();
+    }
+    world.remove_resource::<RenetClient>();
+}
+
 impl ClientNetPlugin {
+    /// No connection yet: the game connects later with [`connect_udp`].
+    pub fn deferred() -> Self {
+        Self(ClientTransport::Deferred)
+    }
+
     /// Opens a UDP socket toward `server`.
     pub fn udp(server: SocketAddr) -> Result<Self, UdpSetupError> {
         let transport = udp_client(server)?;
@@ -126,6 +152,26 @@ impl Plugin for ClientNetPlugin {
         app.add_plugins(RenetClientPlugin)
             .init_resource::<LinkConditions>();
         let mut client = RenetClient::new(sightline_protocol::connection_config());
+        let udp_systems = |app: &mut App| {
+            let connected =
+                resource_exists::<UdpClientTransport>.and_then(resource_exists::<RenetClient>);
+            app.add_systems(
+                PreUpdate,
+                (udp::client_condition, udp::client_receive)
+                    .chain()
+                    .in_set(RenetReceive)
+                    .after(RenetClientPlugin::update_system)
+                    .run_if(connected.clone()),
+            )
+            .add_systems(
+                PostUpdate,
+                udp::client_send.in_set(RenetSend).run_if(connected),
+            )
+            .add_systems(
+                Last,
+                udp::client_disconnect_on_exit.run_if(resource_exists::<UdpClientTransport>),
+            );
+        };
         match &self.0 {
             ClientTransport::Udp(ready) => {
                 let transport = ready
@@ -134,18 +180,10 @@ impl Plugin for ClientNetPlugin {
                     .take()
                     .expect("ClientNetPlugin added twice");
                 client.set_connecting();
-                app.insert_resource(client)
-                    .insert_resource(*transport)
-                    .add_systems(
-                        PreUpdate,
-                        (udp::client_condition, udp::client_receive)
-                            .chain()
-                            .in_set(RenetReceive)
-                            .after(RenetClientPlugin::update_system),
-                    )
-                    .add_systems(PostUpdate, udp::client_send.in_set(RenetSend))
-                    .add_systems(Last, udp::client_disconnect_on_exit);
+                app.insert_resource(client).insert_resource(*transport);
+                udp_systems(app);
             }
+            ClientTransport::Deferred => udp_systems(app),
             ClientTransport::Memory(link) => {
                 client.set_connected();
                 app.insert_resource(client);

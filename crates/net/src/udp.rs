@@ -350,20 +350,25 @@ pub(crate) fn client_send(
     socket.flush();
 }
 
+impl UdpClientTransport {
+    /// Tells the server this client is leaving, at once.
+    pub fn goodbye(&mut self) {
+        self.socket.set_conditions(ConditionerSettings::default());
+        if let Ok((addr, packet)) = self.netcode.disconnect() {
+            self.socket.send_to(packet, addr);
+        }
+        self.socket.flush();
+    }
+}
+
 /// Tells the server goodbye when the app exits.
 pub(crate) fn client_disconnect_on_exit(
     exit: MessageReader<AppExit>,
     mut transport: ResMut<UdpClientTransport>,
 ) {
-    if exit.is_empty() {
-        return;
+    if !exit.is_empty() {
+        transport.goodbye();
     }
-    let UdpClientTransport { netcode, socket } = &mut *transport;
-    socket.set_conditions(ConditionerSettings::default());
-    if let Ok((addr, packet)) = netcode.disconnect() {
-        socket.send_to(packet, addr);
-    }
-    socket.flush();
 }
 
 /// Applies [`LinkConditions`] to the server's socket when they change.

@@ -132,6 +132,9 @@ pub enum ServerMessage {
         /// What was said (already cleaned by the server).
         text: String,
     },
+    /// Every connected player's round trip as the server measures it, milliseconds, for
+    /// the scoreboard; sent once a second.
+    Pings(Vec<(PlayerId, u16)>),
 }
 
 impl Wire for ServerMessage {
@@ -156,6 +159,10 @@ impl Wire for ServerMessage {
             }
             Self::PlayerJoined { name, .. } => check_text("name", name, MAX_NAME_LEN),
             Self::Chat { text, .. } => check_text("chat", text, MAX_CHAT_LEN),
+            Self::Pings(pings) if pings.len() > MAX_SNAPSHOT_PLAYERS => {
+                Err(invalid("too many pings"))
+            }
+            Self::Pings(_) => Ok(()),
         }
     }
 }
@@ -267,6 +274,8 @@ pub struct Snapshot {
     /// command because the next had not arrived. A running total, so a lost snapshot
     /// loses no count.
     pub repeated_inputs: u32,
+    /// How long the server's previous tick took, microseconds (for the netgraph).
+    pub server_tick_us: u32,
     /// Every player's state, in id order.
     pub players: Vec<PlayerSnap>,
 }

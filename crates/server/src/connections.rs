@@ -371,6 +371,34 @@ pub(crate) fn drop_refused(
     }
 }
 
+/// Sends every client the round trips of everyone connected, once a second.
+pub(crate) fn broadcast_pings(
+    time: Res<Time<Real>>,
+    mut last: Local<f64>,
+    mut server: ResMut<RenetServer>,
+    connections: Query<(&Connection, Option<&PlayerId>)>,
+) {
+    let now = time.elapsed_secs_f64();
+    if now - *last < 1.0 {
+        return;
+    }
+    *last = now;
+    let pings: Vec<(PlayerId, u16)> = connections
+        .iter()
+        .filter_map(|(c, id)| {
+            let ms = (server.rtt(c.client_id) * 1000.0)
+                .round()
+                .clamp(0.0, u16::MAX as f64);
+            id.map(|id| (*id, ms as u16))
+        })
+        .collect();
+    if pings.is_empty() {
+        return;
+    }
+    let msg = ServerMessage::Pings(pings);
+    send_to_playing(&mut server, connections.iter().map(|(c, _)| c), &msg);
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -96,6 +96,9 @@ impl Plugin for ServerPlugin {
                     stats::end_tick_timer.after(SimSet::BuildSnapshots),
                 ),
             )
-            .add_systems(Update, stats::log_every_minute);
+            .add_systems(
+                Update,
+                (stats::log_every_minute, connections::broadcast_pings),
+            );
     }
 }

@@ -1,6 +1,6 @@
 //! Snapshots: every player's state, sent to each client with its own acknowledgements.
 
-use crate::{Connection, ConnectionStage, InputBuffer};
+use crate::{Connection, ConnectionStage, InputBuffer, TickTimes};
 use bevy::prelude::*;
 use sightline_movement::PlayerState;
 use sightline_net::RenetServer;
@@ -18,6 +18,7 @@ pub(crate) fn send_snapshots(
     mut server: ResMut<RenetServer>,
     players: Query<(&PlayerId, &PlayerState)>,
     mut clients: Query<(&Connection, &mut InputBuffer, &mut SnapshotCounter)>,
+    times: Res<TickTimes>,
 ) {
     if !config.is_snapshot_tick(*tick) {
         return;
@@ -30,6 +31,7 @@ pub(crate) fn send_snapshots(
         ack_input_seq: 0,
         input_queue: 0,
         repeated_inputs: 0,
+        server_tick_us: times.last_us(),
         players: players
             .iter()
             .map(|(id, s)| PlayerSnap::new(*id, s))

@@ -25,6 +25,11 @@ pub struct TickTimes {
 }
 
 impl TickTimes {
+    /// The latest tick's duration, microseconds.
+    pub fn last_us(&self) -> u32 {
+        self.samples_us.last().map_or(0, |&us| us as u32)
+    }
+
     /// (median, 99th percentile, max) of the samples, in milliseconds.
     pub fn summary_ms(&self) -> Option<(f32, f32, f32)> {
         if self.samples_us.is_empty() {

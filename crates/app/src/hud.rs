@@ -1,0 +1,171 @@
+//! The heads-up display: crosshair, connection state, scoreboard, chat.
+
+use crate::input::{Action, Controls, MouseLook};
+use crate::session::{AppState, describe};
+use bevy::prelude::*;
+use bevy_egui::{EguiContexts, EguiPrimaryContextPass, egui};
+use leafwing_input_manager::prelude::ActionState;
+use sightline_client::{ChatLog, ConnectionStatus, InputPacing, Roster};
+use sightline_console::Console;
+use sightline_net::RenetClient;
+use sightline_protocol::{Channel, ClientMessage, MAX_CHAT_LEN, Wire};
+
+/// The chat line being typed, while the chat box is open.
+#[derive(Resource, Debug, Default)]
+pub struct ChatInput(pub Option<String>);
+
+/// Draws the HUD while playing.
+pub struct HudPlugin;
+
+impl Plugin for HudPlugin {
+    fn build(&self, app: &mut App) {
+        app.init_resource::<ChatInput>()
+            .add_systems(Update, open_chat.run_if(in_state(AppState::Playing)))
+            .add_systems(
+                EguiPrimaryContextPass,
+                (draw_hud, draw_chat).run_if(in_state(AppState::Playing)),
+            );
+    }
+}
+
+fn open_chat(
+    actions: Single<&ActionState<Action>, With<Controls>>,
+    console: Res<Console>,
+    mut chat: ResMut<ChatInput>,
+) {
+    if actions.just_pressed(&Action::Chat) && !console.open && chat.0.is_none() {
+        chat.0 = Some(String::new());
+    }
+}
+
+fn draw_hud(
+    mut contexts: EguiContexts,
+    status: Res<ConnectionStatus>,
+    pacing: Res<InputPacing>,
+    roster: Res<Roster>,
+    actions: Single<&ActionState<Action>, With<Controls>>,
+    look: Res<MouseLook>,
+    console: Res<Console>,
+) -> Result {
+    let ctx = contexts.ctx_mut()?;
+    let painter = ctx.layer_painter(egui::LayerId::new(
+        egui::Order::Foreground,
+        egui::Id::new("hud"),
+    ));
+    let center = ctx.content_rect().center();
+    // Crosshair: four short strokes around the centre with a gap, white on a dark outline.
+    for (color, width) in [
+        (egui::Color32::from_black_alpha(160), 4.0),
+        (egui::Color32::WHITE, 2.0),
+    ] {
+        for dir in [
+            egui::vec2(1.0, 0.0),
+            egui::vec2(-1.0, 0.0),
+            egui::vec2(0.0, 1.0),
+            egui::vec2(0.0, -1.0),
+        ] {
+            painter.line_segment(
+                [center + dir * 4.0, center + dir * 11.0],
+                egui::Stroke::new(width, color),
+            );
+        }
+    }
+    let banner = match &*status {
+        ConnectionStatus::Connected(_) if !pacing.settled() => {
+            Some("synchronizing with the server...".to_string())
+        }
+        ConnectionStatus::Connected(_) => None,
+        other => Some(describe(other)),
+    };
+    if let Some(text) = banner {
+        painter.text(
+            center + egui::vec2(0.0, -120.0),
+            egui::Align2::CENTER_CENTER,
+            text,
+            egui::FontId::proportional(22.0),
+            egui::Color32::from_rgb(255, 230, 160),
+        );
+    }
+    if !look.0 && !console.open && status.is_connected() {
+        painter.text(
+            center + egui::vec2(0.0, 60.0),
+            egui::Align2::CENTER_CENTER,
+            "click to play  ·  Esc frees the mouse  ·  ` opens the console",
+            egui::FontId::proportional(16.0),
+            egui::Color32::from_white_alpha(200),
+        );
+    }
+    if actions.pressed(&Action::Scores) {
+        egui::Window::new("Players")
+            .anchor(egui::Align2::CENTER_TOP, [0.0, 60.0])
+            .collapsible(false)
+            .resizable(false)
+            .show(ctx, |ui| {
+                egui::Grid::new("scores")
+                    .striped(true)
+                    .min_col_width(80.0)
+                    .show(ui, |ui| {
+                        ui.strong("name");
+                        ui.strong("ping");
+                        ui.end_row();
+                        for p in roster.0.values() {
+                            ui.label(&p.name);
+                            ui.label(match (p.bot, p.ping_ms) {
+                                (true, _) => "BOT".to_string(),
+                                (false, Some(ms)) => format!("{ms} ms"),
+                                (false, None) => "-".to_string(),
+                            });
+                            ui.end_row();
+                        }
+                    });
+            });
+    }
+    Ok(())
+}
+
+fn draw_chat(
+    mut contexts: EguiContexts,
+    mut chat: ResMut<ChatInput>,
+    log: Res<ChatLog>,
+    client: Option<ResMut<RenetClient>>,
+) -> Result {
+    let ctx = contexts.ctx_mut()?;
+    egui::Area::new(egui::Id::new("chat"))
+        .anchor(egui::Align2::LEFT_BOTTOM, [12.0, -12.0])
+        .show(ctx, |ui| {
+            for (name, text) in log.0.iter().rev().take(6).rev() {
+                ui.label(
+                    egui::RichText::new(format!("{name}: {text}"))
+                        .color(egui::Color32::WHITE)
+                        .background_color(egui::Color32::from_black_alpha(120)),
+                );
+            }
+            let Some(line) = chat.0.as_mut() else {
+                return;
+            };
+            let edit = ui.add(
+                egui::TextEdit::singleline(line)
+                    .char_limit(MAX_CHAT_LEN)
+                    .desired_width(360.0)
+                    .hint_text("say (Enter sends, Esc cancels)"),
+            );
+            edit.request_focus();
+            let (enter, escape) = ui.input(|i| {
+                (
+                    i.key_pressed(egui::Key::Enter),
+                    i.key_pressed(egui::Key::Escape),
+                )
+            });
+            if escape {
+                chat.0 = None;
+            } else if enter {
+                let text = chat.0.take().unwrap_or_default();
+                if let Some(mut client) = client
+                    && !text.trim().is_empty()
+                {
+                    client.send_message(Channel::Reliable, ClientMessage::Chat { text }.encode());
+                }
+            }
+        });
+    Ok(())
+}

@@ -1,0 +1,158 @@
+//! The main menu: play offline, connect, settings, quit.
+
+use crate::session::{AppState, Session, SessionRequest, Target};
+use bevy::prelude::*;
+use bevy_egui::{EguiContexts, EguiPrimaryContextPass, egui};
+use sightline_console::{Console, Cvars};
+use std::net::ToSocketAddrs;
+
+/// What the menu's fields hold.
+#[derive(Resource, Debug)]
+struct MenuForm {
+    address: String,
+    map: String,
+    maps: Vec<String>,
+    bots: u8,
+    error: Option<String>,
+}
+
+impl Default for MenuForm {
+    fn default() -> Self {
+        let mut maps: Vec<String> = std::fs::read_dir(sightline_map::maps_dir())
+            .map(|dir| {
+                dir.filter_map(|e| e.ok())
+                    .filter_map(|e| {
+                        let name = e.file_name().to_string_lossy().to_string();
+                        name.strip_suffix(".ron").map(str::to_string)
+                    })
+                    .collect()
+            })
+            .unwrap_or_default();
+        maps.sort();
+        Self {
+            address: "127.0.0.1:27015".into(),
+            map: maps.first().cloned().unwrap_or_else(|| "duel".into()),
+            maps,
+            bots: 4,
+            error: None,
+        }
+    }
+}
+
+/// Draws the menu in [`AppState::Menu`].
+pub struct MenuPlugin;
+
+impl Plugin for MenuPlugin {
+    fn build(&self, app: &mut App) {
+        app.init_resource::<MenuForm>().add_systems(
+            EguiPrimaryContextPass,
+            draw_menu.run_if(in_state(AppState::Menu)),
+        );
+    }
+}
+
+fn draw_menu(
+    mut contexts: EguiContexts,
+    mut form: ResMut<MenuForm>,
+    mut cvars: ResMut<Cvars>,
+    mut console: ResMut<Console>,
+    session: Res<Session>,
+    mut requests: MessageWriter<SessionRequest>,
+    mut exit: MessageWriter<AppExit>,
+) -> Result {
+    let ctx = contexts.ctx_mut()?;
+    egui::Window::new("SIGHTLINE")
+        .anchor(egui::Align2::CENTER_CENTER, [0.0, 0.0])
+        .collapsible(false)
+        .resizable(false)
+        .min_width(360.0)
+        .show(ctx, |ui| {
+            if let Some(reason) = &session.ended {
+                ui.colored_label(egui::Color32::from_rgb(255, 120, 100), reason);
+                ui.separator();
+            }
+            ui.heading("Play offline");
+            ui.horizontal(|ui| {
+                ui.label("Map");
+                egui::ComboBox::from_id_salt("map")
+                    .selected_text(form.map.clone())
+                    .show_ui(ui, |ui| {
+                        for m in form.maps.clone() {
+                            ui.selectable_value(&mut form.map, m.clone(), m);
+                        }
+                    });
+                ui.label("Bots");
+                ui.add(egui::Slider::new(&mut form.bots, 0..=15));
+            });
+            if ui.button("Play offline").clicked() {
+                requests.write(SessionRequest::Join(Target::Offline {
+                    map: form.map.clone(),
+                    bots: form.bots,
+                }));
+            }
+            ui.separator();
+            ui.heading("Connect");
+            let mut name = cvars.text("name").to_string();
+            ui.horizontal(|ui| {
+                ui.label("Name");
+                if ui.text_edit_singleline(&mut name).changed()
+                    && let Err(e) = cvars.set("name", &name)
+                {
+                    console.print(format!("error: {e}"));
+                }
+            });
+            ui.horizontal(|ui| {
+                ui.label("Server");
+                ui.text_edit_singleline(&mut form.address);
+            });
+            if ui.button("Connect").clicked() {
+                match form
+                    .address
+                    .to_socket_addrs()
+                    .ok()
+                    .and_then(|mut a| a.next())
+                {
+                    Some(addr) => {
+                        form.error = None;
+                        requests.write(SessionRequest::Join(Target::Remote(addr)));
+                    }
+                    None => {
+                        form.error = Some(format!(
+                            "cannot resolve \"{}\"; expected HOST:PORT",
+                            form.address
+                        ))
+                    }
+                }
+            }
+            if let Some(error) = &form.error {
+                ui.colored_label(egui::Color32::from_rgb(255, 120, 100), error);
+            }
+            ui.separator();
+            ui.collapsing("Settings", |ui| {
+                for (name, min, max) in [("sensitivity", 0.1, 20.0), ("fov", 60.0, 130.0)] {
+                    let mut value = cvars.number(name);
+                    ui.horizontal(|ui| {
+                        ui.label(name);
+                        if ui.add(egui::Slider::new(&mut value, min..=max)).changed() {
+                            let _ = cvars.set(name, &format!("{value:.2}"));
+                        }
+                    });
+                }
+                let mut graph = cvars.number("cl_netgraph") as i64;
+                ui.horizontal(|ui| {
+                    ui.label("cl_netgraph");
+                    for v in 0..=2 {
+                        if ui.radio_value(&mut graph, v, v.to_string()).changed() {
+                            let _ = cvars.set("cl_netgraph", &v.to_string());
+                        }
+                    }
+                });
+                ui.label("More in the console: press ` and type help.");
+            });
+            ui.separator();
+            if ui.button("Quit").clicked() {
+                exit.write(AppExit::Success);
+            }
+        });
+    Ok(())
+}

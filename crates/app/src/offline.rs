@@ -1,0 +1,75 @@
+//! Practice offline: the dedicated server's own code, run on a thread inside the client
+//! and joined over loopback UDP like any other server.
+
+use bevy::app::ScheduleRunnerPlugin;
+use bevy::prelude::*;
+use sightline_map::{CurrentMap, MapSource, find_map};
+use sightline_net::{ServerNetPlugin, ShutdownPlugin, ShutdownSignal};
+use sightline_server::{ServerConfig, ServerPlugin};
+use sightline_sim::TickConfig;
+use std::net::SocketAddr;
+use std::sync::atomic::Ordering;
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+/// A server running on a thread of this process. Dropping it stops the server.
+pub struct EmbeddedServer {
+    /// Where it listens (loopback, a free port).
+    pub addr: SocketAddr,
+    signal: ShutdownSignal,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl EmbeddedServer {
+    /// Loads `map`, binds a loopback port and starts serving with `bots` bots.
+    pub fn start(map: &str, bots: u8) -> Result<Self, String> {
+        let source = MapSource::load(&find_map(map)).map_err(|e| e.to_string())?;
+        let bind: SocketAddr = "127.0.0.1:0".parse().expect("valid address");
+        let config = ServerConfig {
+            name: "Practice".into(),
+            max_players: bots.saturating_add(1).max(2),
+            bots,
+            tick: TickConfig::default(),
+        };
+        let (net, addr) = ServerNetPlugin::udp(bind, None, config.max_players as usize)
+            .map_err(|e| e.to_string())?;
+        let signal = ShutdownSignal::default();
+        let stop = signal.clone();
+        let current = CurrentMap::new(source);
+        let thread = std::thread::Builder::new()
+            .name("sightline-server".into())
+            .spawn(move || {
+                let dt = Duration::from_secs_f64(1.0 / config.tick.tick_hz as f64);
+                App::new()
+                    .add_plugins((
+                        MinimalPlugins.set(ScheduleRunnerPlugin::run_loop(dt)),
+                        net,
+                        ShutdownPlugin,
+                        ServerPlugin {
+                            config,
+                            map: current,
+                        },
+                    ))
+                    .insert_resource(stop)
+                    .run();
+            })
+            .map_err(|e| format!("cannot start the server thread: {e}"))?;
+        info!("practice server for {map} on {addr} with {bots} bots");
+        Ok(Self {
+            addr,
+            signal,
+            thread: Some(thread),
+        })
+    }
+}
+
+impl Drop for EmbeddedServer {
+    fn drop(&mut self) {
+        self.signal.0.store(true, Ordering::Relaxed);
+        if let Some(thread) = self.thread.take()
+            && thread.join().is_err()
+        {
+            error!("the practice server thread panicked");
+        }
+    }
+}

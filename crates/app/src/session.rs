@@ -1,0 +1,269 @@
+//! Sessions: connecting, playing offline, disconnecting, reconnecting; the app's states.
+
+use crate::offline::EmbeddedServer;
+use bevy::prelude::*;
+use sightline_client::{ConnectionStatus, DesiredName, reset_session};
+use sightline_console::{Console, ConsoleCommands, Cvars, RunCommand};
+use sightline_net::{connect_udp, disconnect_udp};
+use std::net::{SocketAddr, ToSocketAddrs};
+
+/// Where the app is.
+#[derive(States, Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum AppState {
+    /// The main menu.
+    #[default]
+    Menu,
+    /// Connected or connecting to a server.
+    Playing,
+}
+
+/// What to join.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Target {
+    /// A server at this address.
+    Remote(SocketAddr),
+    /// A practice server on this map with this many bots.
+    Offline {
+        /// Map name.
+        map: String,
+        /// Bots.
+        bots: u8,
+    },
+}
+
+/// What to do at start-up, from the command line.
+#[derive(Resource, Debug, Clone, Default)]
+pub struct StartWith(pub Option<Target>);
+
+impl StartWith {
+    pub(crate) fn from_args(args: &crate::Args) -> Self {
+        if let Some(target) = args.connect.as_deref() {
+            return Self(Some(Target::Remote(crate::headless::resolve(target))));
+        }
+        Self(args.map.clone().map(|map| Target::Offline {
+            map,
+            bots: args.bots,
+        }))
+    }
+}
+
+/// The current (or last) session.
+#[derive(Resource, Default)]
+pub struct Session {
+    /// What was last joined, for `reconnect`.
+    pub last: Option<Target>,
+    /// The practice server, while playing offline.
+    pub server: Option<EmbeddedServer>,
+    /// Why the last session ended, for the menu.
+    pub ended: Option<String>,
+}
+
+/// A session change asked for by the menu or the console.
+#[derive(Message, Debug, Clone, PartialEq, Eq)]
+pub enum SessionRequest {
+    /// Join a target.
+    Join(Target),
+    /// Leave the server.
+    Leave,
+    /// Join the last target again.
+    Rejoin,
+}
+
+/// Handles sessions and the console commands about them.
+pub struct SessionPlugin;
+
+impl Plugin for SessionPlugin {
+    fn build(&self, app: &mut App) {
+        let mut commands = app
+            .world_mut()
+            .get_resource_or_insert_with(ConsoleCommands::default);
+        commands.register("connect", "connect HOST:PORT: join a server");
+        commands.register("disconnect", "leave the server");
+        commands.register("reconnect", "join the last server again");
+        commands.register("map", "map NAME [BOTS]: play offline on a map against bots");
+        commands.register("quit", "quit the game");
+        commands.register("status", "show the connection and the players");
+        app.init_state::<AppState>()
+            .init_resource::<Session>()
+            .add_message::<SessionRequest>()
+            .add_systems(Startup, start_from_command_line)
+            .add_systems(
+                Update,
+                (console_commands, apply_requests, leave_when_disconnected).chain(),
+            );
+    }
+}
+
+fn start_from_command_line(start: Res<StartWith>, mut requests: MessageWriter<SessionRequest>) {
+    if let Some(target) = start.0.clone() {
+        requests.write(SessionRequest::Join(target));
+    }
+}
+
+/// Turns console commands into session requests.
+fn console_commands(
+    mut run: MessageReader<RunCommand>,
+    mut requests: MessageWriter<SessionRequest>,
+    mut console: ResMut<Console>,
+    mut exit: MessageWriter<AppExit>,
+    status: Res<ConnectionStatus>,
+    roster: Res<sightline_client::Roster>,
+) {
+    for cmd in run.read() {
+        match (cmd.name.as_str(), cmd.args.as_slice()) {
+            ("connect", [target]) => match target.to_socket_addrs().ok().and_then(|mut a| a.next())
+            {
+                Some(addr) => {
+                    requests.write(SessionRequest::Join(Target::Remote(addr)));
+                }
+                None => console.print(format!(
+                    "error: cannot resolve \"{target}\"; expected HOST:PORT"
+                )),
+            },
+            ("connect", _) => console.print("usage: connect HOST:PORT"),
+            ("disconnect", _) => {
+                requests.write(SessionRequest::Leave);
+            }
+            ("reconnect", _) => {
+                requests.write(SessionRequest::Rejoin);
+            }
+            ("map", [map, rest @ ..]) => {
+                let bots = match rest.first().map(|b| b.parse::<u8>()) {
+                    None => 4,
+                    Some(Ok(b)) if b <= 15 => b,
+                    Some(_) => {
+                        console.print("error: bots must be a number from 0 to 15");
+                        continue;
+                    }
+                };
+                requests.write(SessionRequest::Join(Target::Offline {
+                    map: map.clone(),
+                    bots,
+                }));
+            }
+            ("map", _) => console.print("usage: map NAME [BOTS]"),
+            ("quit", _) => {
+                exit.write(AppExit::Success);
+            }
+            ("status", _) => {
+                console.print(format!("connection: {}", describe(&status)));
+                for (id, p) in &roster.0 {
+                    let ping = p.ping_ms.map_or("-".to_string(), |p| format!("{p} ms"));
+                    let bot = if p.bot { " (bot)" } else { "" };
+                    console.print(format!("  #{:<2} {:<24} {ping}{bot}", id.0, p.name));
+                }
+            }
+            _ => {}
+        }
+    }
+}
+
+/// A connection status in words.
+pub fn describe(status: &ConnectionStatus) -> String {
+    match status {
+        ConnectionStatus::Connecting => "connecting".into(),
+        ConnectionStatus::AwaitingWelcome => "waiting for the server's welcome".into(),
+        ConnectionStatus::Connected(info) => format!(
+            "connected to \"{}\" on {}",
+            info.welcome.server_name, info.welcome.map_name
+        ),
+        ConnectionStatus::Disconnected(reason) => format!("disconnected: {reason}"),
+    }
+}
+
+/// Carries out session requests: these touch the world directly (transports, resets).
+fn apply_requests(world: &mut World) {
+    let requests: Vec<SessionRequest> = world
+        .resource_mut::<Messages<SessionRequest>>()
+        .drain()
+        .collect();
+    for request in requests {
+        let target = match request {
+            SessionRequest::Leave => {
+                leave(world, None);
+                continue;
+            }
+            SessionRequest::Rejoin => match world.resource::<Session>().last.clone() {
+                Some(t) => t,
+                None => {
+                    world
+                        .resource_mut::<Console>()
+                        .print("reconnect: nothing to reconnect to");
+                    continue;
+                }
+            },
+            SessionRequest::Join(t) => t,
+        };
+        join(world, target);
+    }
+}
+
+fn join(world: &mut World, target: Target) {
+    leave(world, None);
+    let name = world.resource::<Cvars>().text("name").to_string();
+    world.insert_resource(DesiredName(if name.is_empty() {
+        "player".into()
+    } else {
+        name
+    }));
+    let addr = match &target {
+        Target::Remote(addr) => *addr,
+        Target::Offline { map, bots } => match EmbeddedServer::start(map, *bots) {
+            Ok(server) => {
+                let addr = server.addr;
+                world.resource_mut::<Session>().server = Some(server);
+                addr
+            }
+            Err(e) => {
+                let reason = format!("cannot start practice on {map}: {e}");
+                world
+                    .resource_mut::<Console>()
+                    .print(format!("error: {reason}"));
+                world.resource_mut::<Session>().ended = Some(reason);
+                return;
+            }
+        },
+    };
+    if let Err(e) = connect_udp(world, addr) {
+        let reason = format!("cannot connect to {addr}: {e}");
+        world
+            .resource_mut::<Console>()
+            .print(format!("error: {reason}"));
+        world.resource_mut::<Session>().ended = Some(reason);
+        return;
+    }
+    world
+        .resource_mut::<Console>()
+        .print(format!("connecting to {addr}"));
+    let mut session = world.resource_mut::<Session>();
+    session.last = Some(target);
+    session.ended = None;
+    world
+        .resource_mut::<NextState<AppState>>()
+        .set(AppState::Playing);
+}
+
+fn leave(world: &mut World, reason: Option<String>) {
+    disconnect_udp(world);
+    reset_session(world);
+    let mut session = world.resource_mut::<Session>();
+    session.server = None;
+    if reason.is_some() {
+        session.ended = reason;
+    }
+    world
+        .resource_mut::<NextState<AppState>>()
+        .set(AppState::Menu);
+}
+
+/// Back to the menu, with the reason, when the server goes away.
+fn leave_when_disconnected(world: &mut World) {
+    let reason = match world.resource::<ConnectionStatus>() {
+        ConnectionStatus::Disconnected(reason) => reason.clone(),
+        _ => return,
+    };
+    world
+        .resource_mut::<Console>()
+        .print(format!("disconnected: {reason}"));
+    leave(world, Some(reason));
+}

@@ -1,0 +1,462 @@
+//! Running console lines: builtins, cvars, bindings and declared commands.
+
+use crate::command::{parse_line, quote};
+use crate::{Bindings, ConfigFile, Console, ConsoleCommands, Cvars, RunCommand, save_config};
+use bevy::prelude::*;
+
+/// How deep `exec` may nest (a file that runs itself stops here).
+const MAX_EXEC_DEPTH: usize = 8;
+
+/// Builtin commands and their help.
+const BUILTINS: &[(&str, &str)] = &[
+    (
+        "bind",
+        "bind KEY \"COMMAND\": run COMMAND when KEY is pressed; bind KEY shows it",
+    ),
+    ("clear", "empty the console"),
+    (
+        "cvarlist",
+        "list every variable with its value, default and help",
+    ),
+    ("echo", "print the rest of the line"),
+    ("exec", "exec FILE: run each line of FILE"),
+    ("help", "help [NAME]: what a command or variable does"),
+    ("unbind", "unbind KEY: remove a binding"),
+    ("unbindall", "remove every binding"),
+];
+
+/// What running a line produced for the outside world.
+#[derive(Debug, Default, PartialEq)]
+pub struct Outcome {
+    /// Declared commands to hand to their plugins.
+    pub commands: Vec<RunCommand>,
+    /// Whether a saved cvar or a binding changed.
+    pub config_changed: bool,
+}
+
+/// Runs one console line, printing results and errors to `console`.
+pub fn execute_line(
+    line: &str,
+    cvars: &mut Cvars,
+    bindings: &mut Bindings,
+    declared: &ConsoleCommands,
+    console: &mut Console,
+) -> Outcome {
+    let mut outcome = Outcome::default();
+    run(line, cvars, bindings, declared, console, &mut outcome, 0);
+    outcome
+}
+
+fn run(
+    line: &str,
+    cvars: &mut Cvars,
+    bindings: &mut Bindings,
+    declared: &ConsoleCommands,
+    console: &mut Console,
+    out: &mut Outcome,
+    depth: usize,
+) {
+    for words in parse_line(line) {
+        let name = words[0].to_ascii_lowercase();
+        let args = &words[1..];
+        match name.as_str() {
+            "help" => help(args.first().map(String::as_str), cvars, declared, console),
+            "cvarlist" => {
+                for c in cvars.iter() {
+                    let mut flags = String::new();
+                    if c.def.flags.saved {
+                        flags.push_str(" [saved]");
+                    }
+                    if c.def.flags.read_only {
+                        flags.push_str(" [read-only]");
+                    }
+                    if c.def.flags.needs_restart {
+                        flags.push_str(" [restart]");
+                    }
+                    console.print(format!(
+                        "{} = {} (default {}){flags}: {}",
+                        c.def.name, c.value, c.def.default, c.def.help
+                    ));
+                }
+            }
+            "echo" => console.print(args.join(" ")),
+            "clear" => console.clear(),
+            "exec" => {
+                let Some(file) = args.first() else {
+                    console.print("usage: exec FILE");
+                    continue;
+                };
+                if depth >= MAX_EXEC_DEPTH {
+                    console.print(format!("exec {file}: files nest too deeply; stopped"));
+                    continue;
+                }
+                match std::fs::read_to_string(file) {
+                    Ok(text) => {
+                        for l in text.lines() {
+                            run(l, cvars, bindings, declared, console, out, depth + 1);
+                        }
+                    }
+                    Err(e) => console.print(format!("exec {file}: {e}")),
+                }
+            }
+            "bind" => match args {
+                [] => console.print("usage: bind KEY [\"COMMAND\"]"),
+                [key] => match bindings.get(key) {
+                    Some(cmd) => console.print(format!("{key} is bound to {}", quote(cmd))),
+                    None => console.print(format!("{key} is not bound")),
+                },
+                [key, rest @ ..] => {
+                    bindings.bind(key, &rest.join(" "));
+                    out.config_changed = true;
+                }
+            },
+            "unbind" => match args.first() {
+                Some(key) if bindings.unbind(key) => out.config_changed = true,
+                Some(key) => console.print(format!("{key} is not bound")),
+                None => console.print("usage: unbind KEY"),
+            },
+            "unbindall" => {
+                *bindings = Bindings::default();
+                out.config_changed = true;
+            }
+            _ if cvars.get(&name).is_some() => {
+                if args.is_empty() {
+                    let c = cvars.get(&name).expect("checked above");
+                    console.print(format!(
+                        "{} is {} (default {}): {}",
+                        c.def.name, c.value, c.def.default, c.def.help
+                    ));
+                    continue;
+                }
+                match cvars.set(&name, &args.join(" ")) {
+                    Ok(c) => {
+                        out.config_changed |= c.def.flags.saved;
+                        if c.def.flags.needs_restart {
+                            console.print(format!("{name} takes effect after a restart"));
+                        }
+                    }
+                    Err(e) => console.print(format!("error: {e}")),
+                }
+            }
+            _ if declared.contains(&name) => out.commands.push(RunCommand {
+                name,
+                args: args.to_vec(),
+            }),
+            _ => {
+                let hint = complete(&name, cvars, declared).1;
+                let hint = if hint.is_empty() {
+                    String::new()
+                } else {
+                    format!(" (did you mean {}?)", hint.join(", "))
+                };
+                console.print(format!(
+                    "error: unknown command or variable \"{name}\"{hint}"
+                ));
+            }
+        }
+    }
+}
+
+fn help(name: Option<&str>, cvars: &Cvars, declared: &ConsoleCommands, console: &mut Console) {
+    let Some(name) = name else {
+        console.print("commands:");
+        let mut all: Vec<(&str, &str)> = BUILTINS.to_vec();
+        all.extend(declared.iter());
+        all.sort();
+        for (n, h) in all {
+            console.print(format!("  {n}: {h}"));
+        }
+        console.print("variables: type cvarlist; NAME shows one, NAME VALUE sets it");
+        return;
+    };
+    if let Some(c) = cvars.get(name) {
+        console.print(format!(
+            "{}: {} (now {}, default {})",
+            c.def.name, c.def.help, c.value, c.def.default
+        ));
+    } else if let Some((n, h)) = BUILTINS
+        .iter()
+        .copied()
+        .chain(declared.iter())
+        .find(|(n, _)| *n == name)
+    {
+        console.print(format!("{n}: {h}"));
+    } else {
+        console.print(format!("error: unknown command or variable \"{name}\""));
+    }
+}
+
+/// Completes `prefix` among commands and cvars: returns the longest common completion and
+/// every candidate (sorted).
+pub fn complete(prefix: &str, cvars: &Cvars, declared: &ConsoleCommands) -> (String, Vec<String>) {
+    let prefix = prefix.to_ascii_lowercase();
+    let mut candidates: Vec<String> = BUILTINS
+        .iter()
+        .map(|(n, _)| *n)
+        .chain(declared.iter().map(|(n, _)| n))
+        .chain(cvars.iter().map(|c| c.def.name))
+        .filter(|n| n.starts_with(&prefix) && !prefix.is_empty())
+        .map(str::to_string)
+        .collect();
+    candidates.sort();
+    candidates.dedup();
+    let Some(first) = candidates.first() else {
+        return (prefix, candidates);
+    };
+    let mut common = first.clone();
+    for c in &candidates[1..] {
+        let shared = common
+            .chars()
+            .zip(c.chars())
+            .take_while(|(a, b)| a == b)
+            .count();
+        common.truncate(
+            common
+                .char_indices()
+                .nth(shared)
+                .map_or(common.len(), |(i, _)| i),
+        );
+    }
+    (common, candidates)
+}
+
+/// Runs the lines queued since the last update.
+pub(crate) fn run_pending(
+    mut console: ResMut<Console>,
+    mut cvars: ResMut<Cvars>,
+    mut bindings: ResMut<Bindings>,
+    declared: Res<ConsoleCommands>,
+    mut config: ResMut<ConfigFile>,
+    mut run: MessageWriter<RunCommand>,
+) {
+    while let Some(line) = console.take_pending() {
+        let outcome = execute_line(&line, &mut cvars, &mut bindings, &declared, &mut console);
+        config.dirty |= outcome.config_changed;
+        run.write_batch(outcome.commands);
+    }
+}
+
+/// Writes the config file after a saved cvar or a binding changed.
+pub(crate) fn write_config(
+    mut config: ResMut<ConfigFile>,
+    cvars: Res<Cvars>,
+    bindings: Res<Bindings>,
+    mut console: ResMut<Console>,
+) {
+    if !config.dirty {
+        return;
+    }
+    config.dirty = false;
+    let Some(path) = config.path.clone() else {
+        return;
+    };
+    if let Err(e) = save_config(&path, &cvars, &bindings) {
+        console.print(format!("error: cannot save {}: {e}", path.display()));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{CvarDef, CvarFlags, CvarKind, CvarValue};
+
+    fn setup() -> (Cvars, Bindings, ConsoleCommands, Console) {
+        let mut cvars = Cvars::default();
+        cvars.register(CvarDef {
+            name: "cl_netgraph",
+            kind: CvarKind::Int { min: 0, max: 2 },
+            default: CvarValue::Int(0),
+            help: "network graph: 0 off, 1 text, 2 graphs",
+            flags: CvarFlags::SAVED,
+        });
+        cvars.register(CvarDef {
+            name: "cl_interp",
+            kind: CvarKind::Float { min: 0.0, max: 0.5 },
+            default: CvarValue::Float(0.0),
+            help: "interpolation delay",
+            flags: CvarFlags::SAVED,
+        });
+        cvars.register(CvarDef {
+            name: "name",
+            kind: CvarKind::Text { max_len: 32 },
+            default: CvarValue::Text("player".into()),
+            help: "your name",
+            flags: CvarFlags::SAVED,
+        });
+        let mut declared = ConsoleCommands::default();
+        declared.register("connect", "connect HOST:PORT");
+        (cvars, Bindings::default(), declared, Console::default())
+    }
+
+    fn last(console: &Console) -> String {
+        console.lines().last().unwrap_or_default().to_string()
+    }
+
+    #[test]
+    fn cvars_are_set_shown_and_validated() {
+        let (mut cvars, mut binds, declared, mut console) = setup();
+        let out = execute_line(
+            "cl_netgraph 2; cl_interp 0.05",
+            &mut cvars,
+            &mut binds,
+            &declared,
+            &mut console,
+        );
+        assert!(out.config_changed);
+        assert_eq!(cvars.number("cl_netgraph"), 2.0);
+        assert_eq!(cvars.number("cl_interp"), 0.05);
+        execute_line(
+            "cl_netgraph",
+            &mut cvars,
+            &mut binds,
+            &declared,
+            &mut console,
+        );
+        assert!(
+            last(&console).starts_with("cl_netgraph is 2"),
+            "{}",
+            last(&console)
+        );
+        let out = execute_line(
+            "cl_netgraph 7",
+            &mut cvars,
+            &mut binds,
+            &declared,
+            &mut console,
+        );
+        assert!(!out.config_changed);
+        assert!(
+            last(&console).contains("expected a whole number from 0 to 2"),
+            "{}",
+            last(&console)
+        );
+        assert_eq!(
+            cvars.number("cl_netgraph"),
+            2.0,
+            "a bad value changes nothing"
+        );
+        execute_line(
+            "name \"Big Al\"",
+            &mut cvars,
+            &mut binds,
+            &declared,
+            &mut console,
+        );
+        assert_eq!(cvars.text("name"), "Big Al");
+    }
+
+    #[test]
+    fn unknown_names_are_errors_with_suggestions() {
+        let (mut cvars, mut binds, declared, mut console) = setup();
+        let out = execute_line("cl_net 1", &mut cvars, &mut binds, &declared, &mut console);
+        assert_eq!(out, Outcome::default());
+        assert!(last(&console).contains("unknown command or variable \"cl_net\""));
+        assert!(last(&console).contains("cl_netgraph"), "{}", last(&console));
+    }
+
+    #[test]
+    fn declared_commands_go_to_their_plugins() {
+        let (mut cvars, mut binds, declared, mut console) = setup();
+        let out = execute_line(
+            "connect 127.0.0.1:27015",
+            &mut cvars,
+            &mut binds,
+            &declared,
+            &mut console,
+        );
+        assert_eq!(
+            out.commands,
+            vec![RunCommand {
+                name: "connect".into(),
+                args: vec!["127.0.0.1:27015".into()]
+            }]
+        );
+    }
+
+    #[test]
+    fn bindings_and_saved_cvars_survive_a_config_round_trip() {
+        let (mut cvars, mut binds, declared, mut console) = setup();
+        execute_line(
+            "bind space +jump; bind t \"messagemode\"; bind f5 \"echo hi; cl_netgraph 1\"; cl_interp 0.03; name \"a b\"",
+            &mut cvars,
+            &mut binds,
+            &declared,
+            &mut console,
+        );
+        let dir = std::env::temp_dir().join(format!("sightline-console-{}", std::process::id()));
+        let path = dir.join("config.cfg");
+        crate::save_config(&path, &cvars, &binds).unwrap();
+
+        let (mut cvars2, mut binds2, declared2, mut console2) = setup();
+        binds2.bind("q", "stale");
+        let line = format!("exec {}", quote(&path.to_string_lossy()));
+        execute_line(&line, &mut cvars2, &mut binds2, &declared2, &mut console2);
+        std::fs::remove_dir_all(&dir).ok();
+        assert_eq!(binds2, binds);
+        assert_eq!(cvars2.number("cl_interp"), 0.03);
+        assert_eq!(cvars2.text("name"), "a b");
+        assert_eq!(binds2.get("F5"), Some("echo hi; cl_netgraph 1"));
+    }
+
+    #[test]
+    fn exec_reports_missing_files_and_stops_recursion() {
+        let (mut cvars, mut binds, declared, mut console) = setup();
+        execute_line(
+            "exec /no/such/file.cfg",
+            &mut cvars,
+            &mut binds,
+            &declared,
+            &mut console,
+        );
+        assert!(
+            last(&console).starts_with("exec /no/such/file.cfg:"),
+            "{}",
+            last(&console)
+        );
+        let path = std::env::temp_dir().join(format!("sightline-loop-{}.cfg", std::process::id()));
+        std::fs::write(&path, format!("echo again\nexec {}\n", path.display())).unwrap();
+        execute_line(
+            &format!("exec {}", path.display()),
+            &mut cvars,
+            &mut binds,
+            &declared,
+            &mut console,
+        );
+        std::fs::remove_file(&path).ok();
+        assert!(
+            last(&console).contains("nest too deeply"),
+            "{}",
+            last(&console)
+        );
+    }
+
+    #[test]
+    fn tab_completion_finds_the_common_prefix() {
+        let (cvars, _, declared, _) = setup();
+        let (common, all) = complete("cl_", &cvars, &declared);
+        assert_eq!(common, "cl_");
+        assert_eq!(all, vec!["cl_interp", "cl_netgraph"]);
+        assert_eq!(complete("cl_n", &cvars, &declared).0, "cl_netgraph");
+        assert_eq!(complete("con", &cvars, &declared).0, "connect");
+        assert!(complete("zzz", &cvars, &declared).1.is_empty());
+    }
+
+    #[test]
+    fn history_recalls_older_and_newer_lines() {
+        let mut c = Console::default();
+        for l in ["one", "two"] {
+            c.input = l.into();
+            c.submit();
+        }
+        c.recall(true);
+        assert_eq!(c.input, "two");
+        c.recall(true);
+        assert_eq!(c.input, "one");
+        c.recall(true);
+        assert_eq!(c.input, "one");
+        c.recall(false);
+        assert_eq!(c.input, "two");
+        c.recall(false);
+        assert_eq!(c.input, "");
+    }
+}
