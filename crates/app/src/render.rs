@@ -3,6 +3,7 @@
 //! display rate; the local view is blended between the last two predicted ticks.
 
 use bevy::core_pipeline::tonemapping::Tonemapping;
+use bevy::light::{CascadeShadowConfigBuilder, DirectionalLightShadowMap};
 use bevy::prelude::*;
 use sightline_client::{LocalInput, RemotePlayer};
 use sightline_console::Cvars;
@@ -15,6 +16,10 @@ use sightline_sim::PlayerId;
 /// The first-person camera.
 #[derive(Component)]
 pub struct MainCamera;
+
+/// The weapon held in view, shown only while playing.
+#[derive(Component)]
+struct ViewModel;
 
 /// Everything spawned for the current map, removed when it changes.
 #[derive(Component)]
@@ -39,6 +44,7 @@ impl Plugin for RenderPlugin {
     fn build(&self, app: &mut App) {
         app.init_resource::<EyeHeight>()
             .insert_resource(ClearColor(Color::srgb(0.05, 0.06, 0.09)))
+            .insert_resource(DirectionalLightShadowMap { size: 1024 })
             .add_systems(Startup, spawn_camera)
             .add_systems(FixedFirst, remember_previous_state)
             .add_systems(
@@ -50,6 +56,7 @@ impl Plugin for RenderPlugin {
                     place_remote_players.after(InterpolationSet::Sample),
                     place_camera,
                     apply_fov,
+                    show_view_model,
                 ),
             );
     }
@@ -83,17 +90,21 @@ fn spawn_camera(
                 perceptual_roughness: 0.4,
                 ..default()
             });
-            camera.spawn((
-                Mesh3d(meshes.add(Cuboid::new(0.045, 0.06, 0.26))),
-                MeshMaterial3d(metal.clone()),
-                Transform::from_xyz(0.16, -0.15, -0.4),
-            ));
-            camera.spawn((
-                Mesh3d(meshes.add(Cylinder::new(0.018, 0.3))),
-                MeshMaterial3d(metal),
-                Transform::from_xyz(0.2, -0.15, -0.68)
-                    .with_rotation(Quat::from_rotation_x(std::f32::consts::FRAC_PI_2)),
-            ));
+            camera
+                .spawn((ViewModel, Transform::default(), Visibility::Hidden))
+                .with_children(|gun| {
+                    gun.spawn((
+                        Mesh3d(meshes.add(Cuboid::new(0.045, 0.06, 0.26))),
+                        MeshMaterial3d(metal.clone()),
+                        Transform::from_xyz(0.16, -0.15, -0.4),
+                    ));
+                    gun.spawn((
+                        Mesh3d(meshes.add(Cylinder::new(0.012, 0.22))),
+                        MeshMaterial3d(metal),
+                        Transform::from_xyz(0.16, -0.13, -0.62)
+                            .with_rotation(Quat::from_rotation_x(std::f32::consts::FRAC_PI_2)),
+                    ));
+                });
         });
 }
 
@@ -130,6 +141,8 @@ fn build_map_visuals(
             MapVisual,
         ));
     }
+    // Two shadow cascades over 80 m are plenty for these arenas and keep software
+    // renderers (CI's lavapipe) at a usable frame rate.
     commands.spawn((
         DirectionalLight {
             color: color(def.sun.color),
@@ -137,6 +150,12 @@ fn build_map_visuals(
             shadow_maps_enabled: true,
             ..default()
         },
+        CascadeShadowConfigBuilder {
+            num_cascades: 2,
+            maximum_distance: 80.0,
+            ..default()
+        }
+        .build(),
         Transform::default().looking_to(def.sun.direction, Vec3::Y),
         MapVisual,
     ));
@@ -274,5 +293,20 @@ fn apply_fov(cvars: Res<Cvars>, mut cameras: Query<&mut Projection, With<MainCam
         if let Projection::Perspective(p) = &mut *projection {
             p.fov = (cvars.number("fov") as f32).to_radians();
         }
+    }
+}
+
+/// The view-model weapon shows once our player exists.
+fn show_view_model(
+    player: Query<(), With<Predicted>>,
+    mut view_model: Query<&mut Visibility, With<ViewModel>>,
+) {
+    let wanted = if player.is_empty() {
+        Visibility::Hidden
+    } else {
+        Visibility::Inherited
+    };
+    for mut v in &mut view_model {
+        v.set_if_neq(wanted);
     }
 }

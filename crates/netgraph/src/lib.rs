@@ -195,6 +195,7 @@ fn draw(mut contexts: EguiContexts, mode: Res<NetgraphMode>, graph: Res<Netgraph
                 .fill(egui::Color32::from_black_alpha(160))
                 .inner_margin(6.0)
                 .show(ui, |ui| {
+                    ui.set_min_width(GRAPH_LEN as f32 * 2.0);
                     if mode.0 >= 2 {
                         draw_graphs(ui, &graph);
                     }
