@@ -1,0 +1,25 @@
+//! Sightline's combat rules, shared by server and client. The server alone decides hits
+//! and damage; the client runs the same weapon state machine for its own feedback (muzzle
+//! flash, ammo counter) and never decides a hit.
+//!
+//! Everything here is a pure function of its inputs, in seconds and metres: the weapon
+//! state machine ([`step_arsenal`]), spread from a hash of (tick, shooter, pellet)
+//! ([`pellet_direction`]), ray tests against capsule-and-head hitboxes ([`ray_hit`]), the
+//! lag-compensation history and its clamped rewind ([`HitboxHistory`]), damage with armour
+//! ([`Vitals::damage`]) and splash with knockback ([`splash`]).
+
+mod arsenal;
+mod damage;
+mod hitbox;
+mod lagcomp;
+mod spread;
+mod weapons;
+
+pub use arsenal::{Ammo, Arsenal, Shot, step_arsenal};
+pub use damage::{
+    Damage, MAX_ARMOR, MAX_HEALTH, RESPAWN_DELAY, SPAWN_HEALTH, SPAWN_PROTECTION, Vitals, splash,
+};
+pub use hitbox::{HitZone, Hitbox, ray_capsule, ray_hit, ray_sphere};
+pub use lagcomp::{HitboxHistory, MAX_REWIND, clamp_view_time};
+pub use spread::pellet_direction;
+pub use weapons::{WEAPONS, WeaponDef, WeaponKind};
