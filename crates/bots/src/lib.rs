@@ -109,6 +109,7 @@ pub fn decide(
         pitch: 0.0,
         buttons,
         weapon_slot: 0,
+        ..Default::default()
     }
 }
 

@@ -53,6 +53,10 @@ pub struct RosterEntry {
     pub bot: bool,
     /// Round trip to the server, milliseconds, once reported.
     pub ping_ms: Option<u16>,
+    /// Kills less suicides.
+    pub frags: i32,
+    /// Deaths.
+    pub deaths: u32,
 }
 
 /// Everyone in the game, by id.
@@ -96,6 +100,8 @@ pub(crate) fn receive_reliable(
     mut stats: ResMut<ClientStats>,
     mut fixed: ResMut<Time<Fixed>>,
     mut chat: ResMut<crate::ChatLog>,
+    mut feed: ResMut<crate::KillFeed>,
+    mut combat: ResMut<crate::CombatFeed>,
 ) {
     while let Some(bytes) = client.receive_message(Channel::Reliable) {
         let msg = match ServerMessage::decode(&bytes) {
@@ -159,6 +165,8 @@ pub(crate) fn receive_reliable(
                         name,
                         bot,
                         ping_ms: None,
+                        frags: 0,
+                        deaths: 0,
                     },
                 );
             }
@@ -167,13 +175,36 @@ pub(crate) fn receive_reliable(
                     info!("{} left ({reason})", p.name);
                 }
             }
-            ServerMessage::Pings(pings) => {
-                for (id, ping) in pings {
-                    if let Some(p) = roster.0.get_mut(&id) {
-                        p.ping_ms = Some(ping);
+            ServerMessage::Scoreboard(lines) => {
+                for line in lines {
+                    if let Some(p) = roster.0.get_mut(&line.id) {
+                        p.ping_ms = line.ping_ms;
+                        p.frags = line.frags;
+                        p.deaths = line.deaths;
                     }
                 }
             }
+            ServerMessage::Killed {
+                victim,
+                killer,
+                weapon,
+            } => {
+                let name = |id| {
+                    roster
+                        .0
+                        .get(&id)
+                        .map_or("?".to_string(), |p: &RosterEntry| p.name.clone())
+                };
+                feed.0.push(crate::KillFeedEntry {
+                    killer: name(killer),
+                    victim: name(victim),
+                    weapon,
+                });
+            }
+            event @ (ServerMessage::HitConfirm { .. }
+            | ServerMessage::Damaged { .. }
+            | ServerMessage::Fired { .. }
+            | ServerMessage::Exploded { .. }) => combat.0.push(event),
             ServerMessage::Chat { from, text } => {
                 let name = roster.0.get(&from).map_or("?", |p| p.name.as_str());
                 info!("{name}: {text}");

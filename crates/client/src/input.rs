@@ -91,6 +91,7 @@ pub(crate) fn sample_input(
     tick: Res<Tick>,
     config: Res<TickConfig>,
     pacing: Res<InputPacing>,
+    render: Res<sightline_interpolation::RenderTime>,
     mut history: ResMut<InputHistory>,
     mut local: Query<(&PlayerState, &mut CurrentCmd), With<Predicted>>,
 ) {
@@ -112,10 +113,16 @@ pub(crate) fn sample_input(
             ..Default::default()
         },
     };
+    // Lag compensation judges this command's shots against the moment drawn on screen.
+    if let Some(t) = render.server_time {
+        raw.set_view_time(t * config.tick_hz as f64);
+    }
     if !pacing.settled() && history.last_seq() < SETTLE_LIMIT {
         raw = InputCmd {
             yaw: raw.yaw,
             pitch: raw.pitch,
+            view_tick: raw.view_tick,
+            view_frac: raw.view_frac,
             ..Default::default()
         };
     }

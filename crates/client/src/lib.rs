@@ -40,6 +40,8 @@ pub fn reset_session(world: &mut World) {
     world.insert_resource(InputHistory::default());
     world.insert_resource(InputPacing::default());
     world.insert_resource(ChatLog::default());
+    world.insert_resource(KillFeed::default());
+    world.insert_resource(CombatFeed::default());
     world.insert_resource(ClockSync::default());
     world.insert_resource(ServerClock::default());
     world.insert_resource(clock::PingSchedule::default());
@@ -52,6 +54,26 @@ pub fn reset_session(world: &mut World) {
     world.insert_resource(sightline_interpolation::InterpolationStats::default());
     world.insert_resource(sightline_sim::Tick::default());
 }
+
+/// One line of the kill feed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct KillFeedEntry {
+    /// Who killed.
+    pub killer: String,
+    /// Who died.
+    pub victim: String,
+    /// Weapon index.
+    pub weapon: u8,
+}
+
+/// Deaths announced by the server, oldest first.
+#[derive(Resource, Debug, Default)]
+pub struct KillFeed(pub Vec<KillFeedEntry>);
+
+/// Combat messages for presentation (hit markers, damage indicators, others' shots,
+/// explosions); the game takes them each frame.
+#[derive(Resource, Debug, Default)]
+pub struct CombatFeed(pub Vec<sightline_protocol::ServerMessage>);
 
 /// Chat lines received, oldest first, with who said them.
 #[derive(Resource, Debug, Default)]
@@ -91,6 +113,8 @@ impl Plugin for ClientPlugin {
             .init_resource::<ClientStats>()
             .init_resource::<InputHistory>()
             .init_resource::<ChatLog>()
+            .init_resource::<KillFeed>()
+            .init_resource::<CombatFeed>()
             .init_resource::<LocalInput>()
             .init_resource::<sightline_movement::MoveParams>()
             .init_resource::<ClockSync>()

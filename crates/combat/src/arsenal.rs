@@ -15,7 +15,7 @@ pub struct Ammo {
 }
 
 /// A player's weapons and what they are doing.
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(bevy::prelude::Component, Debug, Clone, Copy, PartialEq)]
 pub struct Arsenal {
     /// The weapon in hand (or being brought up).
     pub current: WeaponKind,

@@ -12,6 +12,7 @@ mod arsenal;
 mod damage;
 mod hitbox;
 mod lagcomp;
+mod plugin;
 mod spread;
 mod weapons;
 
@@ -21,5 +22,6 @@ pub use damage::{
 };
 pub use hitbox::{HitZone, Hitbox, ray_capsule, ray_hit, ray_sphere};
 pub use lagcomp::{HitboxHistory, MAX_REWIND, clamp_view_time};
+pub use plugin::{CombatEvent, CombatPlugin, CombatSystems, Rocket, Score, aim_direction};
 pub use spread::pellet_direction;
 pub use weapons::{WEAPONS, WeaponDef, WeaponKind};

@@ -56,6 +56,7 @@ fn scripted(tick: u32) -> InputCmd {
         pitch: 0.1,
         buttons,
         weapon_slot: 0,
+        ..Default::default()
     }
     .sanitized()
     .expect("scripted commands are valid")
@@ -98,6 +99,7 @@ fn recorded_input_stream_replays_bit_for_bit() {
             pitch: f(5),
             buttons: Buttons(words[6].parse().unwrap()),
             weapon_slot: words[7].parse().unwrap(),
+            ..Default::default()
         });
     }
     assert!(cmds.len() > 2000);

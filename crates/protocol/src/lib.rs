@@ -3,7 +3,9 @@
 //! decode goes through, and the renet channels they travel on.
 //!
 //! Version history: 1, the first; 2, unreliable traffic wrapped in [`ClientDatagram`] and
-//! [`ServerDatagram`] to carry clock-sync pings beside inputs and snapshots.
+//! [`ServerDatagram`] to carry clock-sync pings beside inputs and snapshots; 3, combat:
+//! health, weapons and rockets in snapshots, combat events, the scoreboard, and the view
+//! time in input commands for lag compensation.
 //!
 //! Decoding never trusts the sender: oversized, truncated, trailing-garbage, out-of-range
 //! and non-finite inputs all come back as a [`DecodeError`] for the caller to drop and
@@ -17,12 +19,12 @@ pub use channel::{Channel, connection_config};
 pub use codec::{DecodeError, Wire, peek_welcome_version};
 pub use messages::{
     ClientDatagram, ClientMessage, InputPacket, MAX_CHAT_LEN, MAX_NAME_LEN, MAX_SERVER_NAME_LEN,
-    MAX_SNAPSHOT_PLAYERS, PlayerSnap, REDUNDANT_INPUTS, ServerDatagram, ServerMessage, Snapshot,
-    Welcome, clean_text,
+    MAX_SNAPSHOT_PLAYERS, MAX_SNAPSHOT_PROJECTILES, PlayerSnap, ProjectileSnap, REDUNDANT_INPUTS,
+    ScoreLine, ServerDatagram, ServerMessage, Snapshot, WEAPON_COUNT, Welcome, clean_text,
 };
 
 /// Version of this protocol; a client and server must agree on it exactly.
-pub const PROTOCOL_VERSION: u32 = 2;
+pub const PROTOCOL_VERSION: u32 = 3;
 
 /// Identifies Sightline traffic to netcode, which drops packets of other games. It does not
 /// change with [`PROTOCOL_VERSION`], so a mismatched client still reaches the handshake

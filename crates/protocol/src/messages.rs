@@ -100,7 +100,7 @@ pub struct Welcome {
 }
 
 /// Reliable messages from the server.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub enum ServerMessage {
     /// Handshake answer. Must stay variant 0.
     Welcome(Welcome),
@@ -132,9 +132,76 @@ pub enum ServerMessage {
         /// What was said (already cleaned by the server).
         text: String,
     },
-    /// Every connected player's round trip as the server measures it, milliseconds, for
-    /// the scoreboard; sent once a second.
-    Pings(Vec<(PlayerId, u16)>),
+    /// The scoreboard, sent once a second: every player's frags and deaths, and for
+    /// connected players the round trip the server measures, milliseconds.
+    Scoreboard(Vec<ScoreLine>),
+    /// A weapon went off (for other players' muzzle flashes and tracers).
+    Fired {
+        /// Who fired.
+        shooter: PlayerId,
+        /// Weapon index (see the combat crate's WeaponKind).
+        weapon: u8,
+        /// From where.
+        origin: [f32; 3],
+        /// Which way (unit).
+        dir: [f32; 3],
+    },
+    /// Your shot struck someone: a hit marker and a damage number.
+    HitConfirm {
+        /// Who.
+        target: PlayerId,
+        /// Health and armour taken.
+        damage: u16,
+        /// A head hit.
+        head: bool,
+    },
+    /// You were hurt: a direction indicator.
+    Damaged {
+        /// By whom.
+        attacker: PlayerId,
+        /// Health and armour lost.
+        damage: u16,
+        /// Where the attacker was.
+        from: [f32; 3],
+    },
+    /// Someone died: the kill feed.
+    Killed {
+        /// Who died.
+        victim: PlayerId,
+        /// Who killed them.
+        killer: PlayerId,
+        /// Weapon index.
+        weapon: u8,
+    },
+    /// A rocket burst here.
+    Exploded {
+        /// Where.
+        at: [f32; 3],
+    },
+}
+
+/// One scoreboard row.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ScoreLine {
+    /// Which player.
+    pub id: PlayerId,
+    /// Round trip, milliseconds; `None` for bots.
+    pub ping_ms: Option<u16>,
+    /// Kills less suicides.
+    pub frags: i32,
+    /// Deaths.
+    pub deaths: u32,
+}
+
+/// Number of weapons a weapon index may name.
+pub const WEAPON_COUNT: u8 = 3;
+
+fn check_finite(field: &str, values: &[f32]) -> Result<(), DecodeError> {
+    if values.iter().all(|v| v.is_finite()) {
+        Ok(())
+    } else {
+        Err(invalid(format!("{field} holds NaN or infinity")))
+    }
 }
 
 impl Wire for ServerMessage {
@@ -159,10 +226,28 @@ impl Wire for ServerMessage {
             }
             Self::PlayerJoined { name, .. } => check_text("name", name, MAX_NAME_LEN),
             Self::Chat { text, .. } => check_text("chat", text, MAX_CHAT_LEN),
-            Self::Pings(pings) if pings.len() > MAX_SNAPSHOT_PLAYERS => {
-                Err(invalid("too many pings"))
+            Self::Scoreboard(lines) if lines.len() > MAX_SNAPSHOT_PLAYERS => {
+                Err(invalid("too many scoreboard lines"))
             }
-            Self::Pings(_) => Ok(()),
+            Self::Scoreboard(_) => Ok(()),
+            Self::Fired {
+                weapon,
+                origin,
+                dir,
+                ..
+            } => {
+                if *weapon >= WEAPON_COUNT {
+                    return Err(invalid("unknown weapon"));
+                }
+                check_finite("origin", origin)?;
+                check_finite("direction", dir)
+            }
+            Self::Killed { weapon, .. } if *weapon >= WEAPON_COUNT => {
+                Err(invalid("unknown weapon"))
+            }
+            Self::Killed { .. } | Self::HitConfirm { .. } => Ok(()),
+            Self::Damaged { from, .. } => check_finite("from", from),
+            Self::Exploded { at } => check_finite("at", at),
         }
     }
 }
@@ -178,7 +263,7 @@ pub struct InputPacket {
 }
 
 impl Wire for InputPacket {
-    const MAX_BYTES: usize = 16 + REDUNDANT_INPUTS * 40;
+    const MAX_BYTES: usize = 16 + REDUNDANT_INPUTS * 48;
 
     fn validate(&self) -> Result<(), DecodeError> {
         if self.cmds.is_empty() || self.cmds.len() > REDUNDANT_INPUTS {
@@ -222,6 +307,27 @@ pub struct PlayerSnap {
     pub pitch: f32,
     /// [`MoveFlags`] bits.
     pub flags: u8,
+    /// Health, 0 when dead.
+    pub health: u8,
+    /// Armour.
+    pub armor: u8,
+    /// Weapon in hand (index).
+    pub weapon: u8,
+    /// Rounds in the magazine of the weapon in hand.
+    pub ammo: u16,
+}
+
+/// A rocket in flight.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct ProjectileSnap {
+    /// Projectile number.
+    pub id: u16,
+    /// Who fired it.
+    pub owner: PlayerId,
+    /// Where it is.
+    pub pos: [f32; 3],
+    /// Its velocity.
+    pub vel: [f32; 3],
 }
 
 impl PlayerSnap {
@@ -234,6 +340,10 @@ impl PlayerSnap {
             yaw: s.yaw,
             pitch: s.pitch,
             flags: s.flags.0,
+            health: 100,
+            armor: 0,
+            weapon: 0,
+            ammo: 0,
         }
     }
 
@@ -278,10 +388,15 @@ pub struct Snapshot {
     pub server_tick_us: u32,
     /// Every player's state, in id order.
     pub players: Vec<PlayerSnap>,
+    /// Rockets in flight.
+    pub projectiles: Vec<ProjectileSnap>,
 }
 
+/// Most projectiles a snapshot may carry.
+pub const MAX_SNAPSHOT_PROJECTILES: usize = 64;
+
 impl Wire for Snapshot {
-    const MAX_BYTES: usize = 32 + MAX_SNAPSHOT_PLAYERS * 48;
+    const MAX_BYTES: usize = 48 + MAX_SNAPSHOT_PLAYERS * 56 + MAX_SNAPSHOT_PROJECTILES * 32;
 
     fn validate(&self) -> Result<(), DecodeError> {
         if self.seq == 0 {
@@ -306,6 +421,16 @@ impl Wire for Snapshot {
             if p.flags & !MoveFlags::ALL != 0 {
                 return Err(invalid("unknown movement flags"));
             }
+            if p.weapon >= WEAPON_COUNT {
+                return Err(invalid("unknown weapon"));
+            }
+        }
+        if self.projectiles.len() > MAX_SNAPSHOT_PROJECTILES {
+            return Err(invalid("too many projectiles"));
+        }
+        for p in &self.projectiles {
+            check_finite("projectile", &p.pos)?;
+            check_finite("projectile", &p.vel)?;
         }
         Ok(())
     }

@@ -3,6 +3,7 @@
 use crate::{PlayerSlots, ServerConfig, choose_spawn};
 use bevy::prelude::*;
 use sightline_bots::{decide, hash, sense};
+use sightline_combat::{Arsenal, Score, Vitals};
 use sightline_map::CurrentMap;
 use sightline_movement::{MoveParams, PlayerState};
 use sightline_sim::{BotControlled, CurrentCmd, Player, PlayerName, Tick, TickConfig};
@@ -34,6 +35,9 @@ pub(crate) fn spawn_bots(
             BotControlled {
                 seed: hash(0x5167_4854, i as u64, 0),
             },
+            Vitals::spawned(),
+            Arsenal::default(),
+            Score::default(),
         ));
     }
 }

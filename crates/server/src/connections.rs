@@ -5,12 +5,13 @@ use crate::snapshots::SnapshotCounter;
 use crate::{ServerConfig, ServerStats, choose_spawn};
 use bevy::platform::collections::HashMap;
 use bevy::prelude::*;
+use sightline_combat::{Arsenal, Score, Vitals};
 use sightline_map::CurrentMap;
 use sightline_movement::PlayerState;
 use sightline_net::{ClientId, RenetServer, RenetServerEvent, ServerEvent};
 use sightline_protocol::{
-    Channel, ClientMessage, MAX_CHAT_LEN, MAX_NAME_LEN, PROTOCOL_VERSION, ServerMessage, Welcome,
-    Wire, clean_text,
+    Channel, ClientMessage, MAX_CHAT_LEN, MAX_NAME_LEN, PROTOCOL_VERSION, ScoreLine, ServerMessage,
+    Welcome, Wire, clean_text,
 };
 use sightline_sim::{BotControlled, Player, PlayerId, PlayerName};
 use std::collections::BTreeSet;
@@ -241,6 +242,9 @@ pub(crate) fn handle_reliable_messages(
                         PlayerState::at(spawn.pos, spawn.yaw),
                         buffer,
                         SnapshotCounter::default(),
+                        Vitals::spawned(),
+                        Arsenal::default(),
+                        Score::default(),
                     ));
                     conn.stage = ConnectionStage::Playing;
                     send_welcome(&mut server, conn.client_id, id, &config, &map, &players);
@@ -371,32 +375,41 @@ pub(crate) fn drop_refused(
     }
 }
 
-/// Sends every client the round trips of everyone connected, once a second.
-pub(crate) fn broadcast_pings(
+/// Sends every client the scoreboard (frags, deaths, and round trips), once a second.
+pub(crate) fn broadcast_scoreboard(
     time: Res<Time<Real>>,
     mut last: Local<f64>,
     mut server: ResMut<RenetServer>,
-    connections: Query<(&Connection, Option<&PlayerId>)>,
+    connections: Query<&Connection>,
+    players: Query<(&PlayerId, &Score, Option<&Connection>)>,
 ) {
     let now = time.elapsed_secs_f64();
     if now - *last < 1.0 {
         return;
     }
     *last = now;
-    let pings: Vec<(PlayerId, u16)> = connections
+    let mut lines: Vec<ScoreLine> = players
         .iter()
-        .filter_map(|(c, id)| {
-            let ms = (server.rtt(c.client_id) * 1000.0)
-                .round()
-                .clamp(0.0, u16::MAX as f64);
-            id.map(|id| (*id, ms as u16))
+        .map(|(id, score, conn)| ScoreLine {
+            id: *id,
+            ping_ms: conn.map(|c| {
+                (server.rtt(c.client_id) * 1000.0)
+                    .round()
+                    .clamp(0.0, u16::MAX as f64) as u16
+            }),
+            frags: score.frags,
+            deaths: score.deaths,
         })
         .collect();
-    if pings.is_empty() {
+    if lines.is_empty() {
         return;
     }
-    let msg = ServerMessage::Pings(pings);
-    send_to_playing(&mut server, connections.iter().map(|(c, _)| c), &msg);
+    lines.sort_by_key(|l| l.id);
+    send_to_playing(
+        &mut server,
+        connections.iter(),
+        &ServerMessage::Scoreboard(lines),
+    );
 }
 
 #[cfg(test)]

@@ -6,6 +6,7 @@
 //! on snapshot ticks every client gets the world with its own acknowledgements.
 
 mod bots;
+mod combat;
 mod connections;
 mod inputs;
 mod snapshots;
@@ -19,6 +20,7 @@ pub use spawn::choose_spawn;
 pub use stats::{ServerStats, TickTimes};
 
 use bevy::prelude::*;
+use sightline_combat::{CombatPlugin, CombatSystems};
 use sightline_map::CurrentMap;
 use sightline_movement::MovementPlugin;
 use sightline_net::RenetReceive;
@@ -69,7 +71,7 @@ impl Plugin for ServerPlugin {
         app.insert_resource(self.config.tick)
             .insert_resource(self.config.clone())
             .insert_resource(self.map.clone())
-            .add_plugins((SimulationPlugin, MovementPlugin))
+            .add_plugins((SimulationPlugin, MovementPlugin, CombatPlugin))
             .insert_resource(PlayerSlots::new(self.config.max_players))
             .init_resource::<ClientIndex>()
             .init_resource::<ServerStats>()
@@ -92,13 +94,20 @@ impl Plugin for ServerPlugin {
                 (
                     stats::start_tick_timer.before(SimSet::BeginTick),
                     (inputs::consume_inputs, bots::drive_bots).in_set(SimSet::ReadInputs),
+                    combat::respawn_players
+                        .in_set(SimSet::Combat)
+                        .after(CombatSystems),
                     snapshots::send_snapshots.in_set(SimSet::BuildSnapshots),
                     stats::end_tick_timer.after(SimSet::BuildSnapshots),
                 ),
             )
             .add_systems(
                 Update,
-                (stats::log_every_minute, connections::broadcast_pings),
+                (
+                    stats::log_every_minute,
+                    connections::broadcast_scoreboard,
+                    combat::send_combat_events,
+                ),
             );
     }
 }

@@ -2,9 +2,12 @@
 
 use crate::{Connection, ConnectionStage, InputBuffer, TickTimes};
 use bevy::prelude::*;
+use sightline_combat::{Arsenal, Rocket, Vitals};
 use sightline_movement::PlayerState;
 use sightline_net::RenetServer;
-use sightline_protocol::{Channel, PlayerSnap, ServerDatagram, Snapshot};
+use sightline_protocol::{
+    Channel, MAX_SNAPSHOT_PROJECTILES, PlayerSnap, ProjectileSnap, ServerDatagram, Snapshot,
+};
 use sightline_sim::{PlayerId, Tick, TickConfig};
 
 /// Number of the last snapshot sent to this client.
@@ -16,7 +19,8 @@ pub(crate) fn send_snapshots(
     tick: Res<Tick>,
     config: Res<TickConfig>,
     mut server: ResMut<RenetServer>,
-    players: Query<(&PlayerId, &PlayerState)>,
+    players: Query<(&PlayerId, &PlayerState, &Vitals, &Arsenal)>,
+    rockets: Query<&Rocket>,
     mut clients: Query<(&Connection, &mut InputBuffer, &mut SnapshotCounter)>,
     times: Res<TickTimes>,
 ) {
@@ -34,7 +38,23 @@ pub(crate) fn send_snapshots(
         server_tick_us: times.last_us(),
         players: players
             .iter()
-            .map(|(id, s)| PlayerSnap::new(*id, s))
+            .map(|(id, s, vitals, arsenal)| PlayerSnap {
+                health: vitals.health.clamp(0.0, 255.0).ceil() as u8,
+                armor: vitals.armor.clamp(0.0, 255.0).ceil() as u8,
+                weapon: arsenal.current.index() as u8,
+                ammo: arsenal.ammo[arsenal.current.index()].magazine,
+                ..PlayerSnap::new(*id, s)
+            })
+            .collect(),
+        projectiles: rockets
+            .iter()
+            .take(MAX_SNAPSHOT_PROJECTILES)
+            .map(|r| ProjectileSnap {
+                id: r.id,
+                owner: r.owner,
+                pos: r.pos.to_array(),
+                vel: r.vel.to_array(),
+            })
             .collect(),
     };
     snapshot.players.sort_by_key(|p| p.id);

@@ -67,6 +67,11 @@ pub struct InputCmd {
     pub buttons: Buttons,
     /// Weapon slot to switch to, 1..=[`WEAPON_SLOTS`], or 0 to keep the current one.
     pub weapon_slot: u8,
+    /// The server tick the client was drawing other players at when it sampled this
+    /// command (whole part), for lag compensation.
+    pub view_tick: u32,
+    /// The fraction between `view_tick` and the next, in 1/65536ths.
+    pub view_frac: u16,
 }
 
 /// Why a command was refused by [`InputCmd::sanitized`].
@@ -118,6 +123,18 @@ impl InputCmd {
             self.weapon_slot = 0;
         }
         Ok(self)
+    }
+
+    /// The view time as fractional ticks.
+    pub fn view_time(&self) -> f64 {
+        self.view_tick as f64 + self.view_frac as f64 / 65536.0
+    }
+
+    /// Sets the view time from fractional ticks.
+    pub fn set_view_time(&mut self, ticks: f64) {
+        let ticks = ticks.max(0.0);
+        self.view_tick = ticks.floor() as u32;
+        self.view_frac = ((ticks - ticks.floor()) * 65536.0).min(65535.0) as u16;
     }
 
     /// The command to repeat when a player's next command has not arrived: same movement

@@ -1,0 +1,407 @@
+//! The server's combat systems: firing with lag compensation, rockets, the state of the
+//! living and the dead, and the hitbox history.
+
+use crate::{
+    Arsenal, HitZone, Hitbox, HitboxHistory, Vitals, WeaponKind, clamp_view_time, pellet_direction,
+    ray_hit, splash, step_arsenal,
+};
+use bevy::prelude::*;
+use sightline_map::CurrentMap;
+use sightline_movement::{MoveParams, PlayerState, view_vectors};
+use sightline_sim::{CurrentCmd, InputCmd, PlayerId, SimSet, Tick, TickConfig};
+
+/// Seconds a rocket flies before it bursts on its own.
+const ROCKET_LIFETIME: f32 = 5.0;
+/// Self-damage from your own rockets is scaled by this (rocket jumps hurt, a little).
+const SELF_SPLASH: f32 = 0.5;
+
+/// Something that happened in combat, for the network and the logs.
+#[derive(Message, Debug, Clone, PartialEq)]
+pub enum CombatEvent {
+    /// A weapon went off.
+    Fired {
+        /// Who fired.
+        shooter: PlayerId,
+        /// With what.
+        weapon: WeaponKind,
+        /// From where (the eye).
+        origin: Vec3,
+        /// Which way.
+        dir: Vec3,
+    },
+    /// A shot or splash struck a player.
+    Hit {
+        /// Who fired.
+        shooter: PlayerId,
+        /// Who was hit.
+        target: PlayerId,
+        /// Health and armour taken.
+        damage: f32,
+        /// Where.
+        zone: HitZone,
+    },
+    /// A player died.
+    Killed {
+        /// Who died.
+        victim: PlayerId,
+        /// Who killed them (themselves included).
+        killer: PlayerId,
+        /// With what.
+        weapon: WeaponKind,
+    },
+    /// A rocket burst.
+    Exploded {
+        /// Where.
+        at: Vec3,
+    },
+}
+
+/// Frags and deaths.
+#[derive(Component, Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct Score {
+    /// Kills of others, less suicides.
+    pub frags: i32,
+    /// Times died.
+    pub deaths: u32,
+}
+
+/// A rocket in flight (server-simulated).
+#[derive(Component, Debug, Clone, Copy, PartialEq)]
+pub struct Rocket {
+    /// Projectile number, for snapshots.
+    pub id: u16,
+    /// Who fired it.
+    pub owner: PlayerId,
+    /// Where it is.
+    pub pos: Vec3,
+    /// Its velocity.
+    pub vel: Vec3,
+    /// Seconds in flight.
+    pub age: f32,
+}
+
+/// The combat systems, for ordering against (they run in [`SimSet::Combat`]).
+#[derive(SystemSet, Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct CombatSystems;
+
+/// Server-side combat: firing, rockets, damage and deaths.
+pub struct CombatPlugin;
+
+impl Plugin for CombatPlugin {
+    fn build(&self, app: &mut App) {
+        let hz = app
+            .world()
+            .get_resource::<TickConfig>()
+            .map_or(128, |c| c.tick_hz);
+        app.insert_resource(HitboxHistory::new(hz, 1.0))
+            .init_resource::<NextRocketId>()
+            .add_message::<CombatEvent>()
+            .add_systems(
+                FixedUpdate,
+                silence_the_dead
+                    .after(SimSet::ReadInputs)
+                    .before(SimSet::Move),
+            )
+            .add_systems(
+                FixedUpdate,
+                (tick_vitals, fire_weapons, fly_rockets)
+                    .chain()
+                    .in_set(SimSet::Combat)
+                    .in_set(CombatSystems)
+                    .run_if(resource_exists::<CurrentMap>),
+            )
+            .add_systems(FixedUpdate, record_hitboxes.in_set(SimSet::RecordHistory));
+    }
+}
+
+#[derive(Resource, Default)]
+struct NextRocketId(u16);
+
+/// The dead do nothing but wait.
+fn silence_the_dead(mut players: Query<(&Vitals, &mut CurrentCmd)>) {
+    for (vitals, mut cmd) in &mut players {
+        if !vitals.alive() {
+            cmd.0 = InputCmd {
+                seq: cmd.0.seq,
+                yaw: cmd.0.yaw,
+                pitch: cmd.0.pitch,
+                ..default()
+            };
+        }
+    }
+}
+
+fn tick_vitals(config: Res<TickConfig>, mut players: Query<&mut Vitals>) {
+    let dt = config.dt();
+    for mut v in &mut players {
+        v.protection = (v.protection - dt).max(0.0);
+        if !v.alive() {
+            v.respawn_in = (v.respawn_in - dt).max(0.0);
+        }
+    }
+}
+
+/// The way a player looks: yaw and pitch to a unit vector.
+pub fn aim_direction(yaw: f32, pitch: f32) -> Vec3 {
+    let (forward, _) = view_vectors(yaw);
+    let (s, c) = (libm::sinf(pitch), libm::cosf(pitch));
+    (forward * c + Vec3::Y * s).normalize()
+}
+
+/// Everyone who can fight and be hurt.
+type Combatants<'w, 's> = Query<
+    'w,
+    's,
+    (
+        &'static PlayerId,
+        &'static mut PlayerState,
+        &'static CurrentCmd,
+        &'static mut Arsenal,
+        &'static mut Vitals,
+        &'static mut Score,
+    ),
+>;
+
+struct PendingShot {
+    shooter: PlayerId,
+    weapon: WeaponKind,
+    origin: Vec3,
+    dirs: Vec<Vec3>,
+    view: f64,
+}
+
+/// Runs every living player's weapon; hitscan shots are judged against the hitboxes as the
+/// shooter saw them (rewound, clamped) and stopped by walls; rockets are launched.
+fn fire_weapons(
+    mut commands: Commands,
+    tick: Res<Tick>,
+    config: Res<TickConfig>,
+    params: Res<MoveParams>,
+    map: Res<CurrentMap>,
+    history: Res<HitboxHistory>,
+    mut next_rocket: ResMut<NextRocketId>,
+    mut events: MessageWriter<CombatEvent>,
+    mut players: Combatants,
+) {
+    let dt = config.dt();
+    let mut shots = Vec::new();
+    let mut order: Vec<_> = players.iter_mut().collect();
+    order.sort_by_key(|(id, ..)| **id);
+    for (id, state, cmd, mut arsenal, vitals, _) in order {
+        if !vitals.alive() {
+            continue;
+        }
+        let Some(shot) = step_arsenal(&mut arsenal, &cmd.0, dt) else {
+            continue;
+        };
+        let def = shot.weapon.def();
+        let origin = state.pos + Vec3::Y * params.eye(state.crouched());
+        let forward = aim_direction(cmd.0.yaw, cmd.0.pitch);
+        events.write(CombatEvent::Fired {
+            shooter: *id,
+            weapon: shot.weapon,
+            origin,
+            dir: forward,
+        });
+        if def.projectile_speed > 0.0 {
+            next_rocket.0 = next_rocket.0.wrapping_add(1);
+            commands.spawn(Rocket {
+                id: next_rocket.0,
+                owner: *id,
+                pos: origin + forward * 0.5,
+                vel: forward * def.projectile_speed,
+                age: 0.0,
+            });
+            continue;
+        }
+        let spread = def.spread_deg.to_radians();
+        shots.push(PendingShot {
+            shooter: *id,
+            weapon: shot.weapon,
+            origin,
+            dirs: (0..def.pellets)
+                .map(|p| pellet_direction(forward, spread, tick.0, id.0, p))
+                .collect(),
+            view: clamp_view_time(tick.0, cmd.0.view_time(), config.tick_hz),
+        });
+    }
+    for shot in shots {
+        let def = shot.weapon.def();
+        let boxes = history.rewound(shot.view, config.snapshot_every);
+        // Damage per target over all pellets, and whether any struck the head.
+        let mut dealt: Vec<(PlayerId, f32, HitZone)> = Vec::new();
+        for dir in &shot.dirs {
+            let nearest = boxes
+                .iter()
+                .filter(|(id, _)| *id != shot.shooter)
+                .filter_map(|(id, hb)| {
+                    ray_hit(shot.origin, *dir, def.range, hb, &params).map(|(t, z)| (t, *id, z))
+                })
+                .min_by(|a, b| a.0.total_cmp(&b.0));
+            let Some((distance, target, zone)) = nearest else {
+                continue;
+            };
+            if map.world.cast_ray(shot.origin, *dir, distance).is_some() {
+                continue; // a wall stands in the way
+            }
+            let damage = def.damage
+                * if zone == HitZone::Head {
+                    def.head_multiplier
+                } else {
+                    1.0
+                };
+            match dealt.iter_mut().find(|(id, ..)| *id == target) {
+                Some(d) => {
+                    d.1 += damage;
+                    if zone == HitZone::Head {
+                        d.2 = HitZone::Head;
+                    }
+                }
+                None => dealt.push((target, damage, zone)),
+            }
+        }
+        for (target, damage, zone) in dealt {
+            apply_damage(
+                &mut players,
+                &mut events,
+                shot.shooter,
+                target,
+                damage,
+                zone,
+                shot.weapon,
+            );
+        }
+    }
+}
+
+/// Damages `target`, and on a kill updates both scores and says so.
+fn apply_damage(
+    players: &mut Combatants,
+    events: &mut MessageWriter<CombatEvent>,
+    shooter: PlayerId,
+    target: PlayerId,
+    amount: f32,
+    zone: HitZone,
+    weapon: WeaponKind,
+) {
+    let Some((_, _, _, _, mut vitals, mut score)) =
+        players.iter_mut().find(|(id, ..)| **id == target)
+    else {
+        return;
+    };
+    let done = vitals.damage(amount);
+    if done.health + done.armor <= 0.0 {
+        return;
+    }
+    events.write(CombatEvent::Hit {
+        shooter,
+        target,
+        damage: done.health + done.armor,
+        zone,
+    });
+    if !done.killed {
+        return;
+    }
+    score.deaths += 1;
+    if shooter == target {
+        score.frags -= 1;
+    } else if let Some((.., mut killer)) = players.iter_mut().find(|(id, ..)| **id == shooter) {
+        killer.frags += 1;
+    }
+    events.write(CombatEvent::Killed {
+        victim: target,
+        killer: shooter,
+        weapon,
+    });
+}
+
+/// Moves rockets; one bursts on touching a wall or a player, or at the end of its life,
+/// hurting and pushing everyone within its splash radius.
+fn fly_rockets(
+    mut commands: Commands,
+    config: Res<TickConfig>,
+    params: Res<MoveParams>,
+    map: Res<CurrentMap>,
+    mut events: MessageWriter<CombatEvent>,
+    mut rockets: Query<(Entity, &mut Rocket)>,
+    mut players: Combatants,
+) {
+    let dt = config.dt();
+    let def = WeaponKind::Rockets.def();
+    for (entity, mut rocket) in &mut rockets {
+        let step = rocket.vel * dt;
+        let length = step.length();
+        let dir = step / length.max(1e-6);
+        let wall = map.world.cast_ray(rocket.pos, dir, length).map(|(t, _)| t);
+        let body = players
+            .iter()
+            .filter(|(id, _, _, _, v, _)| **id != rocket.owner && v.alive())
+            .filter_map(|(_, s, ..)| {
+                ray_hit(rocket.pos, dir, length, &Hitbox::of(s), &params).map(|(t, _)| t)
+            })
+            .min_by(f32::total_cmp);
+        let impact = match (wall, body) {
+            (Some(w), Some(b)) => Some(w.min(b)),
+            (w, b) => w.or(b),
+        };
+        rocket.age += dt;
+        let at = match impact {
+            Some(t) => rocket.pos + dir * t,
+            None if rocket.age >= ROCKET_LIFETIME => rocket.pos,
+            None => {
+                rocket.pos += step;
+                continue;
+            }
+        };
+        commands.entity(entity).despawn();
+        events.write(CombatEvent::Exploded { at });
+        let owner = rocket.owner;
+        let mut hurt: Vec<(PlayerId, f32)> = Vec::new();
+        for (id, mut state, ..) in &mut players {
+            let center = Hitbox::of(&state).center(&params);
+            let Some((damage, push)) = splash(
+                at,
+                def.splash_radius,
+                def.splash_damage,
+                def.knockback,
+                center,
+            ) else {
+                continue;
+            };
+            state.vel += push;
+            hurt.push((
+                *id,
+                if *id == owner {
+                    damage * SELF_SPLASH
+                } else {
+                    damage
+                },
+            ));
+        }
+        for (target, damage) in hurt {
+            apply_damage(
+                &mut players,
+                &mut events,
+                owner,
+                target,
+                damage,
+                HitZone::Body,
+                WeaponKind::Rockets,
+            );
+        }
+    }
+}
+
+/// Remembers where every living player's hitbox is after this tick.
+fn record_hitboxes(
+    tick: Res<Tick>,
+    mut history: ResMut<HitboxHistory>,
+    players: Query<(&PlayerId, &PlayerState, &Vitals)>,
+) {
+    let boxes = players
+        .iter()
+        .filter(|(_, _, v)| v.alive())
+        .map(|(id, s, _)| (*id, Hitbox::of(s)))
+        .collect();
+    history.record(tick.0, boxes);
+}

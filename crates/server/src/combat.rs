@@ -1,0 +1,132 @@
+//! The server's side of combat: respawning the dead, and telling clients what happened.
+
+use crate::{Connection, ConnectionStage, choose_spawn};
+use bevy::prelude::*;
+use sightline_combat::{Arsenal, CombatEvent, HitZone, Vitals};
+use sightline_map::CurrentMap;
+use sightline_movement::PlayerState;
+use sightline_net::RenetServer;
+use sightline_protocol::{Channel, ServerMessage, Wire};
+use sightline_sim::PlayerId;
+
+/// Brings back the dead whose respawn time is up, at the spawn point farthest from the
+/// living, with fresh health, weapons and spawn protection.
+pub(crate) fn respawn_players(
+    map: Res<CurrentMap>,
+    mut players: Query<(&mut PlayerState, &mut Vitals, &mut Arsenal)>,
+) {
+    let living: Vec<Vec3> = players
+        .iter()
+        .filter(|(_, v, _)| v.alive())
+        .map(|(s, _, _)| s.pos)
+        .collect();
+    for (mut state, mut vitals, mut arsenal) in &mut players {
+        if vitals.alive() || vitals.respawn_in > 0.0 {
+            continue;
+        }
+        let spawn = choose_spawn(&map.def.spawns, &living);
+        *state = PlayerState::at(spawn.pos, spawn.yaw);
+        *vitals = Vitals::spawned();
+        *arsenal = Arsenal::default();
+    }
+}
+
+/// Turns combat events into reliable messages: fire and deaths for everyone, a hit
+/// confirmation for the shooter, a damage indicator for the victim.
+pub(crate) fn send_combat_events(
+    mut events: MessageReader<CombatEvent>,
+    mut server: ResMut<RenetServer>,
+    connections: Query<(&Connection, &PlayerId)>,
+    positions: Query<(&PlayerId, &PlayerState)>,
+) {
+    let client_of = |id: PlayerId| {
+        connections
+            .iter()
+            .find(|(c, p)| **p == id && c.stage == ConnectionStage::Playing)
+            .map(|(c, _)| c.client_id)
+    };
+    let everyone: Vec<_> = connections
+        .iter()
+        .filter(|(c, _)| c.stage == ConnectionStage::Playing)
+        .map(|(c, p)| (c.client_id, *p))
+        .collect();
+    for event in events.read() {
+        match *event {
+            CombatEvent::Fired {
+                shooter,
+                weapon,
+                origin,
+                dir,
+            } => {
+                let msg = ServerMessage::Fired {
+                    shooter,
+                    weapon: weapon.index() as u8,
+                    origin: origin.to_array(),
+                    dir: dir.to_array(),
+                }
+                .encode();
+                // The shooter predicts its own effects.
+                for (client, id) in &everyone {
+                    if *id != shooter {
+                        server.send_message(*client, Channel::Reliable, msg.clone());
+                    }
+                }
+            }
+            CombatEvent::Hit {
+                shooter,
+                target,
+                damage,
+                zone,
+            } => {
+                let amount = damage.round().clamp(0.0, u16::MAX as f32) as u16;
+                if let Some(client) = client_of(shooter) {
+                    let msg = ServerMessage::HitConfirm {
+                        target,
+                        damage: amount,
+                        head: zone == HitZone::Head,
+                    };
+                    server.send_message(client, Channel::Reliable, msg.encode());
+                }
+                if let Some(client) = client_of(target) {
+                    let from = positions
+                        .iter()
+                        .find(|(id, _)| **id == shooter)
+                        .map_or(Vec3::ZERO, |(_, s)| s.pos);
+                    let msg = ServerMessage::Damaged {
+                        attacker: shooter,
+                        damage: amount,
+                        from: from.to_array(),
+                    };
+                    server.send_message(client, Channel::Reliable, msg.encode());
+                }
+            }
+            CombatEvent::Killed {
+                victim,
+                killer,
+                weapon,
+            } => {
+                info!(
+                    "player {} killed player {} ({})",
+                    killer.0,
+                    victim.0,
+                    weapon.def().name
+                );
+                let msg = ServerMessage::Killed {
+                    victim,
+                    killer,
+                    weapon: weapon.index() as u8,
+                }
+                .encode();
+                for (client, _) in &everyone {
+                    server.send_message(*client, Channel::Reliable, msg.clone());
+                }
+            }
+            CombatEvent::Exploded { at } => {
+                let msg = ServerMessage::Exploded { at: at.to_array() }.encode();
+                for (client, _) in &everyone {
+                    server.send_message(*client, Channel::Reliable, msg.clone());
+                }
+            }
+        }
+    }
+}
