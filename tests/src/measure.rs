@@ -234,3 +234,150 @@ pub fn measure(
         down_bytes_per_s: down,
     }
 }
+
+/// How shots fared in a hit-registration measurement.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct HitReport {
+    /// Shots fired with the drawn target in clear view.
+    pub shots: u32,
+    /// Of those, shots the server counted as hits.
+    pub hits: u32,
+    /// Mean rewind the server needed (server tick minus view time), milliseconds.
+    pub rewind_ms_mean: f64,
+    /// Largest rewind asked for, milliseconds.
+    pub rewind_ms_max: f64,
+    /// Share of shots whose view time lay within the rewind window, percent.
+    pub within_window_pct: f64,
+}
+
+impl HitReport {
+    /// Hits as a share of shots, percent.
+    pub fn hit_pct(&self) -> f64 {
+        100.0 * self.hits as f64 / self.shots.max(1) as f64
+    }
+}
+
+/// Counts the server's combat events and keeps the target alive.
+#[derive(Resource, Default)]
+struct Tally {
+    hits: u32,
+    shots: u32,
+    rewinds_ms: Vec<f64>,
+}
+
+fn tally(
+    mut events: MessageReader<sightline_combat::CombatEvent>,
+    mut tally: ResMut<Tally>,
+    tick: Res<Tick>,
+    players: Query<(&PlayerId, &sightline_sim::CurrentCmd), Without<sightline_sim::BotControlled>>,
+) {
+    for e in events.read() {
+        match e {
+            sightline_combat::CombatEvent::Fired { shooter, .. } => {
+                tally.shots += 1;
+                if let Some((_, cmd)) = players.iter().find(|(id, _)| *id == shooter) {
+                    let rewind = (tick.0 as f64 - cmd.0.view_time()) / 128.0 * 1000.0;
+                    tally.rewinds_ms.push(rewind);
+                }
+            }
+            sightline_combat::CombatEvent::Hit { .. } => tally.hits += 1,
+            _ => {}
+        }
+    }
+}
+
+/// Nobody dies and nobody runs dry: the measurement is about hits, not rounds.
+fn immortal(mut players: Query<(&mut sightline_combat::Vitals, &mut sightline_combat::Arsenal)>) {
+    for (mut v, mut arsenal) in &mut players {
+        v.health = 10_000.0;
+        arsenal.ammo[0].reserve = 1000;
+    }
+}
+
+/// A shooter (a client whose aim the test sets) fires the rifle at a moving bot, aiming at
+/// the middle of the bot's body exactly where the shooter's screen draws it, or `beside`
+/// it (just clear of the body's edge), whenever the drawn target is in clear view.
+pub fn measure_hits(conditions: Conditions, beside: bool, seconds: f64, seed: u64) -> HitReport {
+    use sightline_client::{InputSource, LocalInput};
+    use sightline_combat::aim_direction;
+    use sightline_sim::Buttons;
+    let tick = TickConfig::new(128, 64).expect("valid rates");
+    let config = ServerConfig {
+        name: "measure".into(),
+        max_players: 4,
+        bots: 1,
+        tick,
+    };
+    let mut s = Stepper::new(config, "duel");
+    s.server
+        .init_resource::<Tally>()
+        .add_systems(bevy::app::FixedPostUpdate, tally)
+        .add_systems(bevy::app::FixedPreUpdate, immortal);
+    let link = conditions.one_way();
+    let shooter = s.add_conditioned_client("shooter", seed, link, link);
+    s.clients[shooter].insert_resource(InputSource::Local);
+    s.run_for(4.0);
+    s.server.world_mut().resource_mut::<Tally>().shots = 0;
+    s.server.world_mut().resource_mut::<Tally>().hits = 0;
+    s.server
+        .world_mut()
+        .resource_mut::<Tally>()
+        .rewinds_ms
+        .clear();
+
+    let params = sightline_movement::MoveParams::default();
+    let steps = (seconds * 128.0) as usize;
+    for step in 0..steps {
+        let w = s.clients[shooter].world_mut();
+        let me = w
+            .query_filtered::<&PlayerState, bevy::prelude::With<sightline_prediction::Predicted>>()
+            .iter(w)
+            .next()
+            .copied();
+        let target = w
+            .query_filtered::<&Drawn, bevy::prelude::With<sightline_client::RemotePlayer>>()
+            .iter(w)
+            .next()
+            .copied();
+        let mut input = LocalInput::default();
+        if let (Some(me), Some(target)) = (me, target)
+            && target.time > 0.0
+        {
+            let eye = me.pos + Vec3::Y * params.eye(me.crouched());
+            let mut aim = target.pos + Vec3::Y * 0.9;
+            if beside {
+                // Just clear of the body capsule's side (radius 0.36 m).
+                let side = (aim - eye).cross(Vec3::Y).normalize_or_zero();
+                aim += side * 0.5;
+            }
+            let dir = (aim - eye).normalize();
+            let yaw = f32::atan2(-dir.x, -dir.z);
+            let pitch = dir.y.asin();
+            input.yaw = yaw;
+            input.pitch = pitch;
+            let map = w.resource::<sightline_map::CurrentMap>().clone();
+            let clear = map
+                .world
+                .cast_ray(eye, aim_direction(yaw, pitch), (aim - eye).length())
+                .is_none();
+            // A shot every 13 ticks (just over the rifle's interval), when the target is
+            // in clear view as drawn.
+            if clear && step % 13 == 0 {
+                input.buttons = Buttons::FIRE;
+            }
+        }
+        *w.resource_mut::<LocalInput>() = input;
+        s.step();
+    }
+    let tally = s.server.world().resource::<Tally>();
+    let window = sightline_combat::MAX_REWIND as f64 * 1000.0;
+    let rewinds = &tally.rewinds_ms;
+    HitReport {
+        shots: tally.shots,
+        hits: tally.hits,
+        rewind_ms_mean: rewinds.iter().sum::<f64>() / rewinds.len().max(1) as f64,
+        rewind_ms_max: rewinds.iter().copied().fold(0.0, f64::max),
+        within_window_pct: 100.0 * rewinds.iter().filter(|&&r| r <= window + 1e-6).count() as f64
+            / rewinds.len().max(1) as f64,
+    }
+}

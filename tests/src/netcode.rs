@@ -14,3 +14,27 @@ fn prediction_and_interpolation_hold_up_at_150_ms_with_jitter_and_loss() {
     assert_eq!(r.correction_max, 0.0, "a correction happened: {r:#?}");
     assert!(r.interp_error_max < 0.10, "remote path error: {r:#?}");
 }
+
+#[test]
+fn shots_at_the_drawn_target_hit_at_150_ms_and_shots_beside_it_miss() {
+    use crate::measure::measure_hits;
+    let bad = Conditions {
+        rtt_ms: 150.0,
+        jitter_ms: 20.0,
+        loss_pct: 5.0,
+    };
+    let on = measure_hits(bad, false, 60.0, 5);
+    assert!(on.shots >= 150, "{on:?}");
+    assert!(on.within_window_pct >= 90.0, "{on:?}");
+    assert!(
+        on.hit_pct() >= 99.0,
+        "{:.1} % of aimed shots hit: {on:?}",
+        on.hit_pct()
+    );
+    let off = measure_hits(bad, true, 60.0, 5);
+    assert!(
+        off.hit_pct() <= 2.0,
+        "{:.1} % of shots beside the target hit: {off:?}",
+        off.hit_pct()
+    );
+}

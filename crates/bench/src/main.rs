@@ -9,7 +9,7 @@ use sightline_bots::{decide, sense};
 use sightline_movement::{MoveParams, PlayerState, step};
 use sightline_server::{ServerConfig, TickTimes};
 use sightline_sim::TickConfig;
-use sightline_tests::measure::{Conditions, measure};
+use sightline_tests::measure::{Conditions, measure, measure_hits};
 use sightline_tests::{Stepper, load_map};
 use std::hint::black_box;
 use std::time::Instant;
@@ -62,6 +62,13 @@ enum What {
         #[arg(long, default_value_t = 20.0)]
         seconds: f64,
     },
+    /// Hit registration: the share of rifle shots aimed exactly at a moving target as
+    /// drawn that the server counts as hits, and of shots aimed just beside it.
+    Hits {
+        /// Simulated seconds per condition (one shot every 20 ticks).
+        #[arg(long, default_value_t = 60.0)]
+        seconds: f64,
+    },
     /// Cost of one movement step.
     Movement {
         /// Steps to time.
@@ -89,6 +96,7 @@ fn main() {
         }
         What::Movement { steps } => measure_movement(steps),
         What::Client { remotes, seconds } => measure_client(remotes, seconds),
+        What::Hits { seconds } => hit_report(seconds),
         What::Netcode {
             seconds,
             clients,
@@ -220,4 +228,37 @@ fn measure_client(remotes: u8, seconds: f64) {
         at(0.99),
         at(1.0)
     );
+}
+
+fn hit_report(seconds: f64) {
+    println!(
+        "hit registration: a client fires the rifle at a moving bot, aiming exactly where its \
+         screen draws the bot (or 0.5 m beside its centre line); 20 ms jitter each way; \
+         {seconds} s per row, a shot every 13 ticks when the target is in view; rewind window {} ms\n",
+        sightline_combat::MAX_REWIND * 1000.0
+    );
+    println!(
+        "| RTT ms | loss % | shots | hits on target % | hits beside % | rewind mean / max ms | within window % |"
+    );
+    println!("|---:|---:|---:|---:|---:|---|---:|");
+    for rtt in [0.0, 50.0, 150.0, 300.0] {
+        for loss in [0.0, 5.0] {
+            let c = Conditions {
+                rtt_ms: rtt,
+                jitter_ms: 20.0,
+                loss_pct: loss,
+            };
+            let on = measure_hits(c, false, seconds, 7);
+            let off = measure_hits(c, true, seconds, 7);
+            println!(
+                "| {rtt} | {loss} | {} | {:.1} | {:.1} | {:.0} / {:.0} | {:.0} |",
+                on.shots,
+                on.hit_pct(),
+                off.hit_pct(),
+                on.rewind_ms_mean,
+                on.rewind_ms_max,
+                on.within_window_pct
+            );
+        }
+    }
 }

@@ -9,7 +9,11 @@ use std::collections::VecDeque;
 
 /// Furthest back a shot is judged, seconds. A claim further back (a lagging or lying
 /// client) is judged at this limit instead; a claim in the future is judged at the present.
-pub const MAX_REWIND: f32 = 0.2;
+///
+/// The rewind a shot needs is the round trip plus the interpolation delay plus the time its
+/// command waits in the server's input buffer: about 265 ms at 150 ms of round trip with
+/// 20 ms of jitter. 300 ms covers that (Source allows a full second).
+pub const MAX_REWIND: f32 = 0.3;
 
 /// Clamps a claimed view time (in ticks, fractional) to the rewind window ending at
 /// `now_tick`.
@@ -99,9 +103,9 @@ mod tests {
 
     #[test]
     fn view_times_are_clamped_to_the_window() {
-        // 128 Hz: the window is 25.6 ticks.
+        // 128 Hz: the window is 38.4 ticks.
         assert_eq!(clamp_view_time(1000, 990.5, 128), 990.5);
-        assert!((clamp_view_time(1000, 900.0, 128) - (1000.0 - 25.6)).abs() < 1e-4);
+        assert!((clamp_view_time(1000, 900.0, 128) - (1000.0 - 38.4)).abs() < 1e-4);
         assert_eq!(
             clamp_view_time(1000, 1010.0, 128),
             1000.0,
