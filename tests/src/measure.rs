@@ -118,6 +118,7 @@ pub fn measure(
         name: "measure".into(),
         max_players: 16,
         bots: 0,
+        bot_skill: sightline_bots::BotSkill::Normal,
         tick,
     };
     let mut s = Stepper::new(config, map);
@@ -271,23 +272,33 @@ fn tally(
     tick: Res<Tick>,
     players: Query<(&PlayerId, &sightline_sim::CurrentCmd), Without<sightline_sim::BotControlled>>,
 ) {
+    // Only the measured client's shots count; the bot shoots back, but that is not measured.
     for e in events.read() {
         match e {
             sightline_combat::CombatEvent::Fired { shooter, .. } => {
-                tally.shots += 1;
                 if let Some((_, cmd)) = players.iter().find(|(id, _)| *id == shooter) {
+                    tally.shots += 1;
                     let rewind = (tick.0 as f64 - cmd.0.view_time()) / 128.0 * 1000.0;
                     tally.rewinds_ms.push(rewind);
                 }
             }
-            sightline_combat::CombatEvent::Hit { .. } => tally.hits += 1,
+            sightline_combat::CombatEvent::Hit { shooter, .. }
+                if players.iter().any(|(id, _)| id == shooter) =>
+            {
+                tally.hits += 1
+            }
             _ => {}
         }
     }
 }
 
 /// Nobody dies and nobody runs dry: the measurement is about hits, not rounds.
-fn immortal(mut players: Query<(&mut sightline_combat::Vitals, &mut sightline_combat::Arsenal)>) {
+fn immortal(
+    mut players: Query<(
+        &mut sightline_combat::Vitals,
+        &mut sightline_combat::Arsenal,
+    )>,
+) {
     for (mut v, mut arsenal) in &mut players {
         v.health = 10_000.0;
         arsenal.ammo[0].reserve = 1000;
@@ -306,6 +317,7 @@ pub fn measure_hits(conditions: Conditions, beside: bool, seconds: f64, seed: u6
         name: "measure".into(),
         max_players: 4,
         bots: 1,
+        bot_skill: sightline_bots::BotSkill::Normal,
         tick,
     };
     let mut s = Stepper::new(config, "duel");

@@ -5,14 +5,29 @@ use crate::session::{AppState, describe};
 use bevy::prelude::*;
 use bevy_egui::{EguiContexts, EguiPrimaryContextPass, egui};
 use leafwing_input_manager::prelude::ActionState;
-use sightline_client::{ChatLog, ConnectionStatus, InputPacing, Roster};
+use sightline_client::{
+    ChatLog, CombatFeed, ConnectionStatus, InputPacing, KillFeed, LatestSnapshot, Roster,
+};
+use sightline_combat::WeaponKind;
 use sightline_console::Console;
+use sightline_movement::PlayerState;
 use sightline_net::RenetClient;
-use sightline_protocol::{Channel, ClientMessage, MAX_CHAT_LEN, Wire};
+use sightline_prediction::Predicted;
+use sightline_protocol::{Channel, ClientMessage, MAX_CHAT_LEN, ServerMessage, Wire};
+use sightline_sim::PlayerId;
 
 /// The chat line being typed, while the chat box is open.
 #[derive(Resource, Debug, Default)]
 pub struct ChatInput(pub Option<String>);
+
+/// Short-lived combat feedback: the hit marker and the damage indicator.
+#[derive(Resource, Debug, Default)]
+struct Feedback {
+    /// Until when (real seconds) the hit marker shows, and whether it was a head hit.
+    hit: Option<(f64, bool)>,
+    /// Until when the damage indicator shows, and where the attacker stood.
+    hurt: Option<(f64, Vec3)>,
+}
 
 /// Draws the HUD while playing.
 pub struct HudPlugin;
@@ -20,10 +35,14 @@ pub struct HudPlugin;
 impl Plugin for HudPlugin {
     fn build(&self, app: &mut App) {
         app.init_resource::<ChatInput>()
-            .add_systems(Update, open_chat.run_if(in_state(AppState::Playing)))
+            .init_resource::<Feedback>()
+            .add_systems(
+                Update,
+                (open_chat, take_combat_messages).run_if(in_state(AppState::Playing)),
+            )
             .add_systems(
                 EguiPrimaryContextPass,
-                (draw_hud, draw_chat).run_if(in_state(AppState::Playing)),
+                (draw_hud, draw_combat_hud, draw_chat).run_if(in_state(AppState::Playing)),
             );
     }
 }
@@ -167,5 +186,119 @@ fn draw_chat(
                 }
             }
         });
+    Ok(())
+}
+
+/// Turns the server's combat messages into hit markers and damage indicators.
+fn take_combat_messages(
+    time: Res<Time<Real>>,
+    mut feed: ResMut<CombatFeed>,
+    mut feedback: ResMut<Feedback>,
+) {
+    let now = time.elapsed_secs_f64();
+    for msg in feed.0.drain(..) {
+        match msg {
+            ServerMessage::HitConfirm { head, .. } => feedback.hit = Some((now + 0.25, head)),
+            ServerMessage::Damaged { from, .. } => {
+                feedback.hurt = Some((now + 0.8, Vec3::from_array(from)))
+            }
+            _ => {}
+        }
+    }
+}
+
+/// Health, armour, weapon and ammunition; the kill feed; hit marker and damage direction.
+fn draw_combat_hud(
+    mut contexts: EguiContexts,
+    time: Res<Time<Real>>,
+    latest: Res<LatestSnapshot>,
+    local: Query<(&PlayerId, &PlayerState), With<Predicted>>,
+    input: Res<sightline_client::LocalInput>,
+    kills: Res<KillFeed>,
+    feedback: Res<Feedback>,
+) -> Result {
+    let ctx = contexts.ctx_mut()?;
+    let screen = ctx.content_rect();
+    let painter = ctx.layer_painter(egui::LayerId::new(
+        egui::Order::Foreground,
+        egui::Id::new("combat"),
+    ));
+    let now = time.elapsed_secs_f64();
+    let Ok((id, state)) = local.single() else {
+        return Ok(());
+    };
+    if let Some(me) = latest
+        .0
+        .as_ref()
+        .and_then(|s| s.players.iter().find(|p| p.id == *id))
+    {
+        let weapon = WeaponKind::ALL
+            .get(me.weapon as usize)
+            .map_or("?", |w| w.def().name);
+        let (text, color) = if me.health == 0 {
+            (
+                "dead: respawning...".to_string(),
+                egui::Color32::from_rgb(255, 90, 80),
+            )
+        } else {
+            (
+                format!(
+                    "health {}   armour {}      {weapon} {}",
+                    me.health, me.armor, me.ammo
+                ),
+                egui::Color32::WHITE,
+            )
+        };
+        painter.text(
+            egui::pos2(screen.left() + 16.0, screen.bottom() - 16.0),
+            egui::Align2::LEFT_BOTTOM,
+            text,
+            egui::FontId::proportional(22.0),
+            color,
+        );
+    }
+    for (i, k) in kills.0.iter().rev().take(5).enumerate() {
+        let weapon = WeaponKind::ALL
+            .get(k.weapon as usize)
+            .map_or("?", |w| w.def().name);
+        painter.text(
+            egui::pos2(screen.right() - 12.0, screen.top() + 12.0 + i as f32 * 20.0),
+            egui::Align2::RIGHT_TOP,
+            format!("{} [{weapon}] {}", k.killer, k.victim),
+            egui::FontId::proportional(15.0),
+            egui::Color32::from_white_alpha(230),
+        );
+    }
+    let center = screen.center();
+    if let Some((until, head)) = feedback.hit
+        && now < until
+    {
+        let color = if head {
+            egui::Color32::from_rgb(255, 60, 60)
+        } else {
+            egui::Color32::WHITE
+        };
+        for (dx, dy) in [(1.0, 1.0), (-1.0, 1.0), (1.0, -1.0), (-1.0, -1.0)] {
+            let d = egui::vec2(dx, dy);
+            painter.line_segment(
+                [center + d * 6.0, center + d * 13.0],
+                egui::Stroke::new(2.0, color),
+            );
+        }
+    }
+    if let Some((until, from)) = feedback.hurt
+        && now < until
+    {
+        // Where the attacker stands relative to where we look: up is ahead.
+        let to = from - state.pos;
+        let angle = f32::atan2(-to.x, -to.z) - input.yaw;
+        let dir = egui::vec2(-angle.sin(), -angle.cos());
+        let at = center + dir * 120.0;
+        painter.circle_filled(
+            at,
+            10.0,
+            egui::Color32::from_rgba_unmultiplied(255, 40, 40, 180),
+        );
+    }
     Ok(())
 }

@@ -47,6 +47,9 @@ pub struct Args {
     /// Bots in offline play.
     #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(u8).range(0..=15))]
     bots: u8,
+    /// How well offline bots fight: easy, normal or hard.
+    #[arg(long, default_value = "normal", value_parser = ["easy", "normal", "hard"])]
+    bot_skill: String,
     /// Seed for the bot's choices in --headless and --auto [default: from the name].
     #[arg(long)]
     seed: Option<u64>,

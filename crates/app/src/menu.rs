@@ -13,6 +13,7 @@ struct MenuForm {
     map: String,
     maps: Vec<String>,
     bots: u8,
+    skill: sightline_bots::BotSkill,
     error: Option<String>,
 }
 
@@ -34,6 +35,7 @@ impl Default for MenuForm {
             map: maps.first().cloned().unwrap_or_else(|| "duel".into()),
             maps,
             bots: 4,
+            skill: sightline_bots::BotSkill::Normal,
             error: None,
         }
     }
@@ -84,10 +86,21 @@ fn draw_menu(
                 ui.label("Bots");
                 ui.add(egui::Slider::new(&mut form.bots, 0..=15));
             });
+            ui.horizontal(|ui| {
+                ui.label("Bot skill");
+                for (skill, name) in [
+                    (sightline_bots::BotSkill::Easy, "easy"),
+                    (sightline_bots::BotSkill::Normal, "normal"),
+                    (sightline_bots::BotSkill::Hard, "hard"),
+                ] {
+                    ui.radio_value(&mut form.skill, skill, name);
+                }
+            });
             if ui.button("Play offline").clicked() {
                 requests.write(SessionRequest::Join(Target::Offline {
                     map: form.map.clone(),
                     bots: form.bots,
+                    skill: form.skill,
                 }));
             }
             ui.separator();

@@ -21,14 +21,15 @@ pub struct EmbeddedServer {
 }
 
 impl EmbeddedServer {
-    /// Loads `map`, binds a loopback port and starts serving with `bots` bots.
-    pub fn start(map: &str, bots: u8) -> Result<Self, String> {
+    /// Loads `map`, binds a loopback port and starts serving with `bots` bots of `skill`.
+    pub fn start(map: &str, bots: u8, skill: sightline_bots::BotSkill) -> Result<Self, String> {
         let source = MapSource::load(&find_map(map)).map_err(|e| e.to_string())?;
         let bind: SocketAddr = "127.0.0.1:0".parse().expect("valid address");
         let config = ServerConfig {
             name: "Practice".into(),
             max_players: bots.saturating_add(1).max(2),
             bots,
+            bot_skill: skill,
             tick: TickConfig::default(),
         };
         let (net, addr) = ServerNetPlugin::udp(bind, None, config.max_players as usize)

@@ -28,6 +28,8 @@ pub enum Target {
         map: String,
         /// Bots.
         bots: u8,
+        /// How well they fight.
+        skill: sightline_bots::BotSkill,
     },
 }
 
@@ -43,6 +45,7 @@ impl StartWith {
         Self(args.map.clone().map(|map| Target::Offline {
             map,
             bots: args.bots,
+            skill: sightline_bots::BotSkill::parse(&args.bot_skill).unwrap_or_default(),
         }))
     }
 }
@@ -139,6 +142,7 @@ fn console_commands(
                 requests.write(SessionRequest::Join(Target::Offline {
                     map: map.clone(),
                     bots,
+                    skill: sightline_bots::BotSkill::Normal,
                 }));
             }
             ("map", _) => console.print("usage: map NAME [BOTS]"),
@@ -208,7 +212,7 @@ fn join(world: &mut World, target: Target) {
     }));
     let addr = match &target {
         Target::Remote(addr) => *addr,
-        Target::Offline { map, bots } => match EmbeddedServer::start(map, *bots) {
+        Target::Offline { map, bots, skill } => match EmbeddedServer::start(map, *bots, *skill) {
             Ok(server) => {
                 let addr = server.addr;
                 world.resource_mut::<Session>().server = Some(server);

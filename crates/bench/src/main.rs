@@ -110,6 +110,7 @@ fn measure_tick(bots: u8, tick: TickConfig, map: &str, seconds: f64) -> (f32, f3
         name: "bench".into(),
         max_players: bots.max(1),
         bots,
+        bot_skill: sightline_bots::BotSkill::Normal,
         tick,
     };
     let mut s = Stepper::new(config, map);
@@ -206,6 +207,7 @@ fn measure_client(remotes: u8, seconds: f64) {
         name: "bench".into(),
         max_players: remotes + 1,
         bots: remotes,
+        bot_skill: sightline_bots::BotSkill::Normal,
         tick: TickConfig::default(),
     };
     let mut s = Stepper::new(config, "depot");

@@ -16,7 +16,49 @@ pub const TURN_RATE: f32 = 4.0;
 /// Ticks are grouped into windows of this many seconds; each window gets fresh choices.
 pub const WINDOW_SECONDS: f32 = 1.5;
 
-/// What a bot perceives of the world around it: free distance along three directions.
+/// How well a bot fights.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum BotSkill {
+    /// Slow to turn, slow to react, wide of the mark.
+    Easy,
+    /// A fair opponent.
+    #[default]
+    Normal,
+    /// Quick and accurate.
+    Hard,
+}
+
+impl BotSkill {
+    /// Parses `easy`, `normal` or `hard`.
+    pub fn parse(text: &str) -> Option<Self> {
+        match text.to_ascii_lowercase().as_str() {
+            "easy" => Some(Self::Easy),
+            "normal" => Some(Self::Normal),
+            "hard" => Some(Self::Hard),
+            _ => None,
+        }
+    }
+
+    /// Seconds an enemy must have been in view before the bot reacts to it.
+    pub fn reaction(self) -> f32 {
+        match self {
+            Self::Easy => 0.5,
+            Self::Normal => 0.3,
+            Self::Hard => 0.15,
+        }
+    }
+
+    /// (turn rate rad/s, aim error degrees, firing cone degrees).
+    fn aim(self) -> (f32, f32, f32) {
+        match self {
+            Self::Easy => (3.0, 6.0, 8.0),
+            Self::Normal => (6.0, 3.0, 5.0),
+            Self::Hard => (10.0, 1.2, 3.0),
+        }
+    }
+}
+
+/// What a bot perceives of the world around it.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct BotSense {
     /// Free distance straight ahead, at knee and chest height (the smaller), up to [`SIGHT`].
@@ -25,6 +67,10 @@ pub struct BotSense {
     pub left: f32,
     /// Free distance 45 degrees to the right.
     pub right: f32,
+    /// From the bot's eye to the chest of the enemy it has in view and has reacted to.
+    pub enemy: Option<Vec3>,
+    /// How well it fights.
+    pub skill: BotSkill,
 }
 
 /// Looks around a player with rays against the map.
@@ -46,6 +92,8 @@ pub fn sense(world: &CollisionWorld, state: &PlayerState, params: &MoveParams) -
         ahead: look(0.0),
         left: look(PI / 4.0),
         right: look(-PI / 4.0),
+        enemy: None,
+        skill: BotSkill::Normal,
     }
 }
 
@@ -65,6 +113,9 @@ pub fn decide(
     let window_ticks = ((WINDOW_SECONDS * tick_hz as f32) as u32).max(1);
     let window = (tick / window_ticks) as u64;
     let first_tick_of_window = tick.is_multiple_of(window_ticks);
+    if let Some(to) = sense.enemy {
+        return fight(state, to, sense.skill, seed, tick, tick_hz, window);
+    }
 
     // Steer: away from walls first, otherwise toward this window's wander heading.
     let wander = (unit(hash(seed, window, 1)) - 0.5) * 1.5;
@@ -113,6 +164,61 @@ pub fn decide(
     }
 }
 
+/// Turns toward the enemy (with a skill-dependent, slowly wandering aim error), fires when
+/// on target, strafes, and keeps a middling distance; the shotgun up close.
+fn fight(
+    state: &PlayerState,
+    to: Vec3,
+    skill: BotSkill,
+    seed: u64,
+    tick: u32,
+    tick_hz: u32,
+    window: u64,
+) -> InputCmd {
+    let dt = 1.0 / tick_hz as f32;
+    let (turn_rate, error_deg, cone_deg) = skill.aim();
+    let distance = to.length();
+    let want_yaw = libm::atan2f(-to.x, -to.z);
+    let want_pitch = libm::asinf((to.y / distance.max(1e-3)).clamp(-1.0, 1.0));
+    // The error drifts every 0.3 s, so aim settles and then wanders, as a hand does.
+    let drift = (tick as f32 * dt / 0.3) as u64;
+    let err = error_deg.to_radians();
+    let err_yaw = (unit(hash(seed, drift, 5)) - 0.5) * 2.0 * err;
+    let err_pitch = (unit(hash(seed, drift, 6)) - 0.5) * err;
+    let max_turn = turn_rate * dt;
+    let dyaw = sightline_sim::wrap_angle(want_yaw + err_yaw - state.yaw);
+    let yaw = sightline_sim::wrap_angle(state.yaw + dyaw.clamp(-max_turn, max_turn));
+    let pitch = state.pitch + (want_pitch + err_pitch - state.pitch).clamp(-max_turn, max_turn);
+    let off = sightline_sim::wrap_angle(want_yaw - yaw)
+        .abs()
+        .max((want_pitch - pitch).abs());
+    let mut buttons = Buttons::default();
+    if off < cone_deg.to_radians() {
+        buttons = buttons.with(Buttons::FIRE);
+    }
+    let forward = if distance > 14.0 {
+        1.0
+    } else if distance < 5.0 {
+        -1.0
+    } else {
+        0.0
+    };
+    let right = if hash(seed, window, 7).is_multiple_of(2) {
+        1.0
+    } else {
+        -1.0
+    };
+    InputCmd {
+        forward,
+        right,
+        yaw,
+        pitch,
+        buttons,
+        weapon_slot: if distance < 7.0 { 2 } else { 1 },
+        ..Default::default()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -151,6 +257,8 @@ mod tests {
             ahead: 3.0,
             left: 2.0,
             right: 1.0,
+            enemy: None,
+            skill: BotSkill::Normal,
         };
         assert_eq!(
             decide(&s, &seen, 7, 100, 128),
@@ -197,13 +305,76 @@ mod tests {
             ahead: 0.5,
             left: 3.0,
             right: 0.4,
+            enemy: None,
+            skill: BotSkill::Normal,
         };
         assert!(decide(&s, &left_open, 1, 5, 64).yaw > 0.0);
         let right_open = BotSense {
             ahead: 0.5,
             left: 0.4,
             right: 3.0,
+            enemy: None,
+            skill: BotSkill::Normal,
         };
         assert!(decide(&s, &right_open, 1, 5, 64).yaw < 0.0);
+    }
+}
+
+#[cfg(test)]
+mod fighting {
+    use super::*;
+
+    fn sees(enemy: Vec3, skill: BotSkill) -> BotSense {
+        BotSense {
+            ahead: SIGHT,
+            left: SIGHT,
+            right: SIGHT,
+            enemy: Some(enemy),
+            skill,
+        }
+    }
+
+    /// Turns a bot toward an enemy to its right for a second; returns how many ticks it fired.
+    fn engage(skill: BotSkill) -> (PlayerState, usize) {
+        let mut s = PlayerState::at(Vec3::ZERO, 0.0);
+        let enemy = Vec3::new(10.0, 0.0, 0.0);
+        let mut fired = 0;
+        for tick in 0..128 {
+            let cmd = decide(&s, &sees(enemy - s.pos, skill), 9, tick, 128);
+            s.yaw = cmd.yaw;
+            s.pitch = cmd.pitch;
+            fired += usize::from(cmd.buttons.contains(Buttons::FIRE));
+        }
+        (s, fired)
+    }
+
+    #[test]
+    fn bots_turn_onto_a_visible_enemy_and_fire() {
+        for skill in [BotSkill::Easy, BotSkill::Normal, BotSkill::Hard] {
+            let (s, fired) = engage(skill);
+            let want = -std::f32::consts::FRAC_PI_2; // facing +X
+            let off = sightline_sim::wrap_angle(s.yaw - want).abs();
+            assert!(off < 0.15, "{skill:?} ended {off} rad off");
+            assert!(fired > 20, "{skill:?} fired only {fired} times");
+        }
+    }
+
+    #[test]
+    fn better_bots_get_on_target_sooner() {
+        let first_shot = |skill| {
+            let mut s = PlayerState::at(Vec3::ZERO, 0.0);
+            (0..256)
+                .position(|tick| {
+                    let cmd = decide(&s, &sees(Vec3::new(0.0, 0.0, 10.0), skill), 3, tick, 128);
+                    s.yaw = cmd.yaw;
+                    s.pitch = cmd.pitch;
+                    cmd.buttons.contains(Buttons::FIRE)
+                })
+                .unwrap_or(256)
+        };
+        assert!(first_shot(BotSkill::Hard) < first_shot(BotSkill::Normal));
+        assert!(first_shot(BotSkill::Normal) < first_shot(BotSkill::Easy));
+        assert_eq!(BotSkill::parse("HARD"), Some(BotSkill::Hard));
+        assert_eq!(BotSkill::parse("expert"), None);
     }
 }

@@ -6,7 +6,7 @@ use sightline_bots::{decide, hash, sense};
 use sightline_combat::{Arsenal, Score, Vitals};
 use sightline_map::CurrentMap;
 use sightline_movement::{MoveParams, PlayerState};
-use sightline_sim::{BotControlled, CurrentCmd, Player, PlayerName, Tick, TickConfig};
+use sightline_sim::{BotControlled, CurrentCmd, Player, PlayerId, PlayerName, Tick, TickConfig};
 
 /// Adds the configured number of bots at start-up.
 pub(crate) fn spawn_bots(
@@ -38,20 +38,78 @@ pub(crate) fn spawn_bots(
             Vitals::spawned(),
             Arsenal::default(),
             Score::default(),
+            BotMemory::default(),
         ));
     }
 }
 
-/// Each bot looks around and decides its command for this tick.
+/// What a bot remembers between ticks: which enemy it has in view, and since when.
+#[derive(Component, Debug, Default, Clone, Copy)]
+pub(crate) struct BotMemory {
+    target: Option<PlayerId>,
+    since: u32,
+}
+
+/// How far bots see enemies, m.
+const ENEMY_SIGHT: f32 = 50.0;
+
+/// Each bot looks around (walls, and the nearest enemy in clear view it has had time to
+/// react to) and decides its command for this tick.
 pub(crate) fn drive_bots(
     map: Res<CurrentMap>,
     params: Res<MoveParams>,
     tick: Res<Tick>,
     config: Res<TickConfig>,
-    mut bots: Query<(&PlayerState, &BotControlled, &mut CurrentCmd)>,
+    server: Res<ServerConfig>,
+    mut bots: Query<(
+        &PlayerId,
+        &PlayerState,
+        &BotControlled,
+        &Vitals,
+        &mut BotMemory,
+        &mut CurrentCmd,
+    )>,
+    everyone: Query<(&PlayerId, &PlayerState, &Vitals)>,
 ) {
-    for (state, bot, mut current) in &mut bots {
-        let seen = sense(&map.world, state, &params);
+    for (id, state, bot, vitals, mut memory, mut current) in &mut bots {
+        if !vitals.alive() {
+            continue;
+        }
+        let mut seen = sense(&map.world, state, &params);
+        seen.skill = server.bot_skill;
+        let eye = state.pos + Vec3::Y * params.eye(state.crouched());
+        // Nearest first, so usually one ray decides.
+        let mut candidates: Vec<(PlayerId, Vec3)> = everyone
+            .iter()
+            .filter(|(other, _, v)| *other != id && v.alive())
+            .map(|(other, s, _)| {
+                (
+                    *other,
+                    s.pos + Vec3::Y * params.eye(s.crouched()) * 0.6 - eye,
+                )
+            })
+            .filter(|(_, to)| to.length_squared() < ENEMY_SIGHT * ENEMY_SIGHT)
+            .collect();
+        candidates.sort_by(|a, b| a.1.length_squared().total_cmp(&b.1.length_squared()));
+        let nearest = candidates.into_iter().find(|(_, to)| {
+            let len = to.length();
+            map.world.cast_ray(eye, *to / len.max(1e-3), len).is_none()
+        });
+        match nearest {
+            Some((target, to)) => {
+                if memory.target != Some(target) {
+                    *memory = BotMemory {
+                        target: Some(target),
+                        since: tick.0,
+                    };
+                }
+                let in_view = tick.0.wrapping_sub(memory.since) as f32 * config.dt();
+                if in_view >= seen.skill.reaction() {
+                    seen.enemy = Some(to);
+                }
+            }
+            None => *memory = BotMemory::default(),
+        }
         let mut cmd = decide(state, &seen, bot.seed, tick.0, config.tick_hz);
         cmd.seq = tick.0;
         cmd.client_tick = tick.0;

@@ -35,6 +35,8 @@ pub struct ServerConfig {
     pub max_players: u8,
     /// Bots to add at start.
     pub bots: u8,
+    /// How well the bots fight.
+    pub bot_skill: sightline_bots::BotSkill,
     /// Tick and snapshot rates.
     pub tick: TickConfig,
 }
@@ -45,6 +47,7 @@ impl Default for ServerConfig {
             name: "Sightline server".into(),
             max_players: 16,
             bots: 0,
+            bot_skill: sightline_bots::BotSkill::Normal,
             tick: TickConfig::default(),
         }
     }

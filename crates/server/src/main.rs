@@ -44,6 +44,9 @@ struct Args {
     /// Bots to add.
     #[arg(long, default_value_t = 0, value_parser = clap::value_parser!(u8).range(0..=64))]
     bots: u8,
+    /// How well bots fight: easy, normal or hard.
+    #[arg(long, default_value = "normal", value_parser = ["easy", "normal", "hard"])]
+    bot_skill: String,
     #[command(flatten)]
     fake: FakeLinkArgs,
     /// Stop cleanly after this many seconds (for tests and scripted runs).
@@ -121,6 +124,7 @@ fn main() -> ExitCode {
         name,
         max_players: args.max_players,
         bots: args.bots,
+        bot_skill: sightline_bots::BotSkill::parse(&args.bot_skill).unwrap_or_default(),
         tick,
     };
     let mut app = App::new();
