@@ -20,6 +20,10 @@ use sightline_sim::PlayerId;
 #[derive(Resource, Debug, Default)]
 pub struct ChatInput(pub Option<String>);
 
+/// Effects the renderer should draw: explosions and other players' shots.
+#[derive(Resource, Debug, Default)]
+pub struct PendingEffects(pub Vec<ServerMessage>);
+
 /// Short-lived combat feedback: the hit marker and the damage indicator.
 #[derive(Resource, Debug, Default)]
 struct Feedback {
@@ -36,6 +40,7 @@ impl Plugin for HudPlugin {
     fn build(&self, app: &mut App) {
         app.init_resource::<ChatInput>()
             .init_resource::<Feedback>()
+            .init_resource::<PendingEffects>()
             .add_systems(
                 Update,
                 (open_chat, take_combat_messages).run_if(in_state(AppState::Playing)),

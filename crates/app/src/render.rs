@@ -5,17 +5,34 @@
 use bevy::core_pipeline::tonemapping::Tonemapping;
 use bevy::light::{CascadeShadowConfigBuilder, DirectionalLightShadowMap};
 use bevy::prelude::*;
+use sightline_client::LatestSnapshot;
 use sightline_client::{LocalInput, RemotePlayer};
 use sightline_console::Cvars;
 use sightline_interpolation::{Drawn, InterpolationSet};
-use sightline_map::{CurrentMap, Rgb};
+use sightline_map::{CurrentMap, ItemKind, Rgb};
 use sightline_movement::{MoveFlags, MoveParams, PlayerState};
 use sightline_prediction::{Predicted, VisualOffset};
+use sightline_protocol::ServerMessage;
 use sightline_sim::PlayerId;
 
 /// The first-person camera.
 #[derive(Component)]
 pub struct MainCamera;
+
+/// An item spot's item, shown while the server says it is there.
+#[derive(Component)]
+struct ItemVisual(u8);
+
+/// A rocket in flight, by projectile number.
+#[derive(Component)]
+struct RocketVisual(u16);
+
+/// A short-lived effect (explosion, tracer), removed when its time is up.
+#[derive(Component)]
+struct Effect {
+    until: f64,
+    grow: f32,
+}
 
 /// The weapon held in view, shown only while playing.
 #[derive(Component)]
@@ -57,6 +74,10 @@ impl Plugin for RenderPlugin {
                     place_camera,
                     apply_fov,
                     show_view_model,
+                    show_items,
+                    draw_rockets,
+                    spawn_effects,
+                    age_effects,
                 ),
             );
     }
@@ -168,6 +189,24 @@ fn build_map_visuals(
                 ..default()
             },
             Transform::from_translation(light.pos),
+            MapVisual,
+        ));
+    }
+    for (i, item) in def.items.iter().enumerate() {
+        let color = match item.kind {
+            ItemKind::Health => Color::srgb(0.2, 0.9, 0.3),
+            ItemKind::Armor => Color::srgb(0.95, 0.8, 0.2),
+            ItemKind::Ammo => Color::srgb(0.3, 0.5, 1.0),
+        };
+        commands.spawn((
+            Mesh3d(meshes.add(Cuboid::new(0.4, 0.4, 0.4))),
+            MeshMaterial3d(materials.add(StandardMaterial {
+                base_color: color,
+                emissive: LinearRgba::from(color) * 0.6,
+                ..default()
+            })),
+            Transform::from_translation(item.pos + Vec3::Y * 0.4),
+            ItemVisual(i as u8),
             MapVisual,
         ));
     }
@@ -308,5 +347,126 @@ fn show_view_model(
     };
     for mut v in &mut view_model {
         v.set_if_neq(wanted);
+    }
+}
+
+/// Items spin on their spots, and vanish while taken.
+fn show_items(
+    time: Res<Time>,
+    latest: Res<LatestSnapshot>,
+    mut items: Query<(&ItemVisual, &mut Visibility, &mut Transform)>,
+) {
+    let bits = latest.0.as_ref().map_or(0, |s| s.items);
+    for (item, mut visibility, mut transform) in &mut items {
+        let present = bits & (1u64 << item.0) != 0;
+        visibility.set_if_neq(if present {
+            Visibility::Inherited
+        } else {
+            Visibility::Hidden
+        });
+        transform.rotate_y(time.delta_secs() * 1.5);
+    }
+}
+
+/// Rockets from the newest snapshot, as small glowing spheres.
+fn draw_rockets(
+    mut commands: Commands,
+    latest: Res<LatestSnapshot>,
+    mut rockets: Query<(Entity, &RocketVisual, &mut Transform)>,
+    mut meshes: ResMut<Assets<Mesh>>,
+    mut materials: ResMut<Assets<StandardMaterial>>,
+) {
+    let flying = latest.0.as_ref().map_or(&[][..], |s| &s.projectiles[..]);
+    for (entity, rocket, mut transform) in &mut rockets {
+        match flying.iter().find(|p| p.id == rocket.0) {
+            Some(p) => transform.translation = Vec3::from_array(p.pos),
+            None => commands.entity(entity).despawn(),
+        }
+    }
+    for p in flying {
+        if rockets.iter().any(|(_, r, _)| r.0 == p.id) {
+            continue;
+        }
+        commands.spawn((
+            Mesh3d(meshes.add(Sphere::new(0.12))),
+            MeshMaterial3d(materials.add(StandardMaterial {
+                base_color: Color::srgb(1.0, 0.6, 0.2),
+                emissive: LinearRgba::rgb(8.0, 3.0, 0.5),
+                ..default()
+            })),
+            Transform::from_translation(Vec3::from_array(p.pos)),
+            RocketVisual(p.id),
+        ));
+    }
+}
+
+/// Explosions as a growing fireball; other players' shots as a brief tracer.
+fn spawn_effects(
+    mut commands: Commands,
+    time: Res<Time<Real>>,
+    mut pending: ResMut<crate::hud::PendingEffects>,
+    map: Option<Res<CurrentMap>>,
+    mut meshes: ResMut<Assets<Mesh>>,
+    mut materials: ResMut<Assets<StandardMaterial>>,
+) {
+    let now = time.elapsed_secs_f64();
+    for msg in pending.0.drain(..) {
+        match msg {
+            ServerMessage::Exploded { at } => {
+                commands.spawn((
+                    Mesh3d(meshes.add(Sphere::new(0.5))),
+                    MeshMaterial3d(materials.add(StandardMaterial {
+                        base_color: Color::srgba(1.0, 0.5, 0.1, 0.8),
+                        emissive: LinearRgba::rgb(20.0, 8.0, 1.0),
+                        alpha_mode: AlphaMode::Blend,
+                        ..default()
+                    })),
+                    Transform::from_translation(Vec3::from_array(at)),
+                    Effect {
+                        until: now + 0.35,
+                        grow: 12.0,
+                    },
+                ));
+            }
+            ServerMessage::Fired { origin, dir, .. } => {
+                let origin = Vec3::from_array(origin);
+                let dir = Vec3::from_array(dir).normalize_or_zero();
+                let reach = map
+                    .as_ref()
+                    .and_then(|m| m.world.cast_ray(origin, dir, 100.0))
+                    .map_or(100.0, |(t, _)| t);
+                commands.spawn((
+                    Mesh3d(meshes.add(Cuboid::new(0.02, 0.02, reach))),
+                    MeshMaterial3d(materials.add(StandardMaterial {
+                        base_color: Color::srgb(1.0, 0.9, 0.5),
+                        emissive: LinearRgba::rgb(6.0, 5.0, 2.0),
+                        unlit: true,
+                        ..default()
+                    })),
+                    Transform::from_translation(origin + dir * reach * 0.5)
+                        .looking_to(dir, Vec3::Y),
+                    Effect {
+                        until: now + 0.06,
+                        grow: 0.0,
+                    },
+                ));
+            }
+            _ => {}
+        }
+    }
+}
+
+fn age_effects(
+    mut commands: Commands,
+    time: Res<Time<Real>>,
+    mut effects: Query<(Entity, &Effect, &mut Transform)>,
+) {
+    let now = time.elapsed_secs_f64();
+    for (entity, effect, mut transform) in &mut effects {
+        if now >= effect.until {
+            commands.entity(entity).despawn();
+        } else if effect.grow > 0.0 {
+            transform.scale += Vec3::splat(effect.grow * time.delta_secs());
+        }
     }
 }

@@ -97,6 +97,10 @@ impl Plugin for CombatPlugin {
             .init_resource::<NextRocketId>()
             .add_message::<CombatEvent>()
             .add_systems(
+                Startup,
+                crate::items::spawn_items.run_if(resource_exists::<CurrentMap>),
+            )
+            .add_systems(
                 FixedUpdate,
                 silence_the_dead
                     .after(SimSet::ReadInputs)
@@ -104,7 +108,12 @@ impl Plugin for CombatPlugin {
             )
             .add_systems(
                 FixedUpdate,
-                (tick_vitals, fire_weapons, fly_rockets)
+                (
+                    tick_vitals,
+                    fire_weapons,
+                    fly_rockets,
+                    crate::items::take_items,
+                )
                     .chain()
                     .in_set(SimSet::Combat)
                     .in_set(CombatSystems)

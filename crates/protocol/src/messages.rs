@@ -390,6 +390,8 @@ pub struct Snapshot {
     pub players: Vec<PlayerSnap>,
     /// Rockets in flight.
     pub projectiles: Vec<ProjectileSnap>,
+    /// Which of the map's item spots hold their item, as bits by item index.
+    pub items: u64,
 }
 
 /// Most projectiles a snapshot may carry.

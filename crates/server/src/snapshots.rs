@@ -2,7 +2,7 @@
 
 use crate::{Connection, ConnectionStage, InputBuffer, TickTimes};
 use bevy::prelude::*;
-use sightline_combat::{Arsenal, Rocket, Vitals};
+use sightline_combat::{Arsenal, ItemSpot, Rocket, Vitals, items_present};
 use sightline_movement::PlayerState;
 use sightline_net::RenetServer;
 use sightline_protocol::{
@@ -21,6 +21,7 @@ pub(crate) fn send_snapshots(
     mut server: ResMut<RenetServer>,
     players: Query<(&PlayerId, &PlayerState, &Vitals, &Arsenal)>,
     rockets: Query<&Rocket>,
+    items: Query<&ItemSpot>,
     mut clients: Query<(&Connection, &mut InputBuffer, &mut SnapshotCounter)>,
     times: Res<TickTimes>,
 ) {
@@ -56,6 +57,7 @@ pub(crate) fn send_snapshots(
                 vel: r.vel.to_array(),
             })
             .collect(),
+        items: items_present(items.iter().copied()),
     };
     snapshot.players.sort_by_key(|p| p.id);
     // One snapshot, its per-client header rewritten for each recipient.

@@ -56,6 +56,7 @@ fn snapshot(n: usize) -> Snapshot {
             })
             .collect(),
         projectiles: vec![],
+        items: 0b1011,
     }
 }
 

@@ -1,0 +1,138 @@
+//! Items on the map's item spots: health, armour and ammunition, each back some seconds
+//! after it is taken.
+
+use crate::{Arsenal, MAX_ARMOR, SPAWN_HEALTH, Vitals, WeaponKind};
+use bevy::prelude::*;
+use sightline_map::{CurrentMap, ItemKind};
+use sightline_movement::PlayerState;
+use sightline_sim::TickConfig;
+
+/// How close (horizontally, m) a player must come to take an item.
+const REACH: f32 = 1.0;
+
+/// An item spot and whether its item is there.
+#[derive(Component, Debug, Clone, Copy, PartialEq)]
+pub struct ItemSpot {
+    /// Index in the map's item list (the bit in snapshots).
+    pub index: u8,
+    /// What it holds.
+    pub kind: ItemKind,
+    /// Where.
+    pub pos: Vec3,
+    /// Seconds until it is back; 0 when it is there.
+    pub respawn_in: f32,
+}
+
+/// Seconds an item takes to come back.
+pub fn respawn_time(kind: ItemKind) -> f32 {
+    match kind {
+        ItemKind::Health => 20.0,
+        ItemKind::Armor => 25.0,
+        ItemKind::Ammo => 15.0,
+    }
+}
+
+/// Gives a player what an item holds; returns false (and changes nothing) when the player
+/// has no use for it, so the item stays for someone who does.
+pub fn pick_up(kind: ItemKind, vitals: &mut Vitals, arsenal: &mut Arsenal) -> bool {
+    match kind {
+        ItemKind::Health if vitals.health < SPAWN_HEALTH => {
+            vitals.health = (vitals.health + 25.0).min(SPAWN_HEALTH);
+            true
+        }
+        ItemKind::Armor if vitals.armor < MAX_ARMOR => {
+            vitals.armor = (vitals.armor + 50.0).min(MAX_ARMOR);
+            true
+        }
+        ItemKind::Ammo => {
+            let mut used = false;
+            for w in WeaponKind::ALL {
+                let ammo = &mut arsenal.ammo[w.index()];
+                if ammo.reserve < w.def().reserve {
+                    ammo.reserve = w.def().reserve;
+                    used = true;
+                }
+            }
+            used
+        }
+        _ => false,
+    }
+}
+
+/// Puts the map's items on their spots.
+pub(crate) fn spawn_items(mut commands: Commands, map: Res<CurrentMap>) {
+    for (i, item) in map.def.items.iter().enumerate().take(64) {
+        commands.spawn(ItemSpot {
+            index: i as u8,
+            kind: item.kind,
+            pos: item.pos,
+            respawn_in: 0.0,
+        });
+    }
+}
+
+/// Counts down taken items and hands out the ones players walk into.
+pub(crate) fn take_items(
+    config: Res<TickConfig>,
+    mut spots: Query<&mut ItemSpot>,
+    mut players: Query<(&PlayerState, &mut Vitals, &mut Arsenal)>,
+) {
+    let dt = config.dt();
+    for mut spot in &mut spots {
+        if spot.respawn_in > 0.0 {
+            spot.respawn_in = (spot.respawn_in - dt).max(0.0);
+            continue;
+        }
+        for (state, mut vitals, mut arsenal) in &mut players {
+            let offset = state.pos - spot.pos;
+            let near = Vec2::new(offset.x, offset.z).length() < REACH && offset.y.abs() < 1.5;
+            if near && vitals.alive() && pick_up(spot.kind, &mut vitals, &mut arsenal) {
+                spot.respawn_in = respawn_time(spot.kind);
+                break;
+            }
+        }
+    }
+}
+
+/// Which items are on their spots, as bits by index.
+pub fn items_present(spots: impl IntoIterator<Item = ItemSpot>) -> u64 {
+    spots
+        .into_iter()
+        .filter(|s| s.respawn_in <= 0.0)
+        .fold(0, |bits, s| bits | (1u64 << s.index))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn items_are_only_taken_by_those_who_need_them() {
+        let mut v = Vitals::spawned();
+        let mut a = Arsenal::default();
+        assert!(!pick_up(ItemKind::Health, &mut v, &mut a), "full health");
+        v.health = 90.0;
+        assert!(pick_up(ItemKind::Health, &mut v, &mut a));
+        assert_eq!(v.health, 100.0, "capped at spawn health");
+        assert!(pick_up(ItemKind::Armor, &mut v, &mut a));
+        assert_eq!(v.armor, 50.0);
+        assert!(!pick_up(ItemKind::Ammo, &mut v, &mut a), "full ammunition");
+        a.ammo[0].reserve = 3;
+        assert!(pick_up(ItemKind::Ammo, &mut v, &mut a));
+        assert_eq!(a.ammo[0].reserve, WeaponKind::Rifle.def().reserve);
+    }
+
+    #[test]
+    fn presence_bits_follow_the_index() {
+        let spot = |index, respawn_in| ItemSpot {
+            index,
+            kind: ItemKind::Ammo,
+            pos: Vec3::ZERO,
+            respawn_in,
+        };
+        assert_eq!(
+            items_present([spot(0, 0.0), spot(1, 3.0), spot(5, 0.0)]),
+            0b100001
+        );
+    }
+}
