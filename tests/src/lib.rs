@@ -155,6 +155,8 @@ mod inputs;
 #[cfg(test)]
 mod loopback;
 #[cfg(test)]
+mod matches;
+#[cfg(test)]
 mod netcode;
 #[cfg(test)]
 mod raw;

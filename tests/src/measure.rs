@@ -119,6 +119,7 @@ pub fn measure(
         max_players: 16,
         bots: 0,
         bot_skill: sightline_bots::BotSkill::Normal,
+        rules: Default::default(),
         tick,
     };
     let mut s = Stepper::new(config, map);
@@ -318,6 +319,7 @@ pub fn measure_hits(conditions: Conditions, beside: bool, seconds: f64, seed: u6
         max_players: 4,
         bots: 1,
         bot_skill: sightline_bots::BotSkill::Normal,
+        rules: Default::default(),
         tick,
     };
     let mut s = Stepper::new(config, "duel");

@@ -12,6 +12,7 @@ fn config(bots: u8, tick_hz: u32, snapshot_hz: u32) -> ServerConfig {
         max_players: 16,
         bots,
         bot_skill: sightline_bots::BotSkill::Normal,
+        rules: Default::default(),
         tick: TickConfig::new(tick_hz, snapshot_hz).unwrap(),
     }
 }

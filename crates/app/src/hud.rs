@@ -6,7 +6,7 @@ use bevy::prelude::*;
 use bevy_egui::{EguiContexts, EguiPrimaryContextPass, egui};
 use leafwing_input_manager::prelude::ActionState;
 use sightline_client::{
-    ChatLog, CombatFeed, ConnectionStatus, InputPacing, KillFeed, LatestSnapshot, Roster,
+    ChatLog, CombatFeed, ConnectionStatus, InputPacing, KillFeed, LatestSnapshot, MatchInfo, Roster,
 };
 use sightline_combat::WeaponKind;
 use sightline_console::Console;
@@ -221,6 +221,7 @@ fn draw_combat_hud(
     input: Res<sightline_client::LocalInput>,
     kills: Res<KillFeed>,
     feedback: Res<Feedback>,
+    match_info: Res<MatchInfo>,
 ) -> Result {
     let ctx = contexts.ctx_mut()?;
     let screen = ctx.content_rect();
@@ -275,6 +276,39 @@ fn draw_combat_hud(
         );
     }
     let center = screen.center();
+    let mut status = String::new();
+    if match_info.team_game {
+        status.push_str("team deathmatch");
+    } else {
+        status.push_str("deathmatch");
+    }
+    if match_info.fraglimit > 0 {
+        status.push_str(&format!("  ·  to {} frags", match_info.fraglimit));
+    }
+    if match_info.time_left_s > 0 {
+        let t = match_info.time_left_s;
+        status.push_str(&format!("  ·  {}:{:02}", t / 60, t % 60));
+    }
+    painter.text(
+        egui::pos2(center.x, screen.top() + 10.0),
+        egui::Align2::CENTER_TOP,
+        status,
+        egui::FontId::proportional(16.0),
+        egui::Color32::from_white_alpha(220),
+    );
+    if match_info.intermission {
+        let text = match_info
+            .winner
+            .clone()
+            .unwrap_or_else(|| "match over".into());
+        painter.text(
+            center + egui::vec2(0.0, -60.0),
+            egui::Align2::CENTER_CENTER,
+            format!("{text}  —  next match shortly"),
+            egui::FontId::proportional(28.0),
+            egui::Color32::from_rgb(255, 220, 120),
+        );
+    }
     if let Some((until, head)) = feedback.hit
         && now < until
     {

@@ -30,6 +30,7 @@ impl EmbeddedServer {
             max_players: bots.saturating_add(1).max(2),
             bots,
             bot_skill: skill,
+            rules: Default::default(),
             tick: TickConfig::default(),
         };
         let (net, addr) = ServerNetPlugin::udp(bind, None, config.max_players as usize)

@@ -111,6 +111,7 @@ fn measure_tick(bots: u8, tick: TickConfig, map: &str, seconds: f64) -> (f32, f3
         max_players: bots.max(1),
         bots,
         bot_skill: sightline_bots::BotSkill::Normal,
+        rules: Default::default(),
         tick,
     };
     let mut s = Stepper::new(config, map);
@@ -208,6 +209,7 @@ fn measure_client(remotes: u8, seconds: f64) {
         max_players: remotes + 1,
         bots: remotes,
         bot_skill: sightline_bots::BotSkill::Normal,
+        rules: Default::default(),
         tick: TickConfig::default(),
     };
     let mut s = Stepper::new(config, "depot");

@@ -57,6 +57,8 @@ pub struct RosterEntry {
     pub frags: i32,
     /// Deaths.
     pub deaths: u32,
+    /// Team in team games (0 red, 1 blue).
+    pub team: Option<u8>,
 }
 
 /// Everyone in the game, by id.
@@ -102,6 +104,8 @@ pub(crate) fn receive_reliable(
     mut chat: ResMut<crate::ChatLog>,
     mut feed: ResMut<crate::KillFeed>,
     mut combat: ResMut<crate::CombatFeed>,
+    mut match_info: ResMut<crate::MatchInfo>,
+    buffers: Query<Entity, With<sightline_interpolation::SnapshotBuffer>>,
 ) {
     while let Some(bytes) = client.receive_message(Channel::Reliable) {
         let msg = match ServerMessage::decode(&bytes) {
@@ -167,6 +171,7 @@ pub(crate) fn receive_reliable(
                         ping_ms: None,
                         frags: 0,
                         deaths: 0,
+                        team: None,
                     },
                 );
             }
@@ -181,6 +186,7 @@ pub(crate) fn receive_reliable(
                         p.ping_ms = line.ping_ms;
                         p.frags = line.frags;
                         p.deaths = line.deaths;
+                        p.team = line.team;
                     }
                 }
             }
@@ -200,6 +206,47 @@ pub(crate) fn receive_reliable(
                     victim: name(victim),
                     weapon,
                 });
+            }
+            ServerMessage::Match {
+                mode,
+                fraglimit,
+                time_left_s,
+                intermission,
+            } => {
+                let winner = if intermission {
+                    match_info.winner.take()
+                } else {
+                    None
+                };
+                *match_info = crate::MatchInfo {
+                    team_game: mode == 1,
+                    fraglimit,
+                    time_left_s,
+                    intermission,
+                    winner,
+                };
+            }
+            ServerMessage::MatchEnded { winner } => {
+                info!("{winner}");
+                match_info.intermission = true;
+                match_info.winner = Some(winner);
+            }
+            ServerMessage::MapChange { map_name, map_hash } => {
+                match load_map(&map_name, map_hash) {
+                    Ok(map) => {
+                        info!("the server moves to {map_name}");
+                        commands.insert_resource(map);
+                        for entity in &buffers {
+                            commands
+                                .entity(entity)
+                                .insert(sightline_interpolation::SnapshotBuffer::default());
+                        }
+                    }
+                    Err(reason) => {
+                        leave(&mut client, &mut status, reason);
+                        return;
+                    }
+                }
             }
             event @ (ServerMessage::HitConfirm { .. }
             | ServerMessage::Damaged { .. }
@@ -228,16 +275,21 @@ fn accept_welcome(w: &Welcome) -> Result<(CurrentMap, TickConfig), String> {
     }
     let tick = TickConfig::new(w.tick_hz, w.snapshot_hz)
         .map_err(|e| format!("server sent an unusable tick configuration: {e}"))?;
-    let map = MapSource::load(&find_map(&w.map_name))
-        .map_err(|e| format!("cannot load map \"{}\" the server plays: {e}", w.map_name))?;
-    if map.hash != w.map_hash {
+    Ok((load_map(&w.map_name, w.map_hash)?, tick))
+}
+
+/// Loads the map the server plays and checks it is the same file.
+fn load_map(name: &str, hash: u64) -> Result<CurrentMap, String> {
+    let map = MapSource::load(&find_map(name))
+        .map_err(|e| format!("cannot load map \"{name}\" the server plays: {e}"))?;
+    if map.hash != hash {
         return Err(format!(
-            "map \"{}\" differs from the server's copy (local hash {:016x}, server hash {:016x}); \
+            "map \"{name}\" differs from the server's copy (local hash {:016x}, server hash {hash:016x}); \
              install the server's version of the map",
-            w.map_name, map.hash, w.map_hash
+            map.hash
         ));
     }
-    Ok((CurrentMap::new(map), tick))
+    Ok(CurrentMap::new(map))
 }
 
 /// Notices the transport going away (timeout, server shutdown, kick).

@@ -41,6 +41,7 @@ pub fn reset_session(world: &mut World) {
     world.insert_resource(InputPacing::default());
     world.insert_resource(ChatLog::default());
     world.insert_resource(KillFeed::default());
+    world.insert_resource(MatchInfo::default());
     world.insert_resource(CombatFeed::default());
     world.insert_resource(ClockSync::default());
     world.insert_resource(ServerClock::default());
@@ -64,6 +65,21 @@ pub struct KillFeedEntry {
     pub victim: String,
     /// Weapon index.
     pub weapon: u8,
+}
+
+/// The match as the server last described it.
+#[derive(Resource, Debug, Default, Clone, PartialEq, Eq)]
+pub struct MatchInfo {
+    /// Teams (red and blue) rather than everyone for themselves.
+    pub team_game: bool,
+    /// Frags that win; 0 for none.
+    pub fraglimit: u16,
+    /// Seconds left; 0 for no limit.
+    pub time_left_s: u16,
+    /// Whether the match is over and the next about to start.
+    pub intermission: bool,
+    /// Who won the match just ended.
+    pub winner: Option<String>,
 }
 
 /// Deaths announced by the server, oldest first.
@@ -114,6 +130,7 @@ impl Plugin for ClientPlugin {
             .init_resource::<InputHistory>()
             .init_resource::<ChatLog>()
             .init_resource::<KillFeed>()
+            .init_resource::<MatchInfo>()
             .init_resource::<CombatFeed>()
             .init_resource::<LocalInput>()
             .init_resource::<sightline_movement::MoveParams>()

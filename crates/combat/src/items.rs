@@ -61,6 +61,11 @@ pub fn pick_up(kind: ItemKind, vitals: &mut Vitals, arsenal: &mut Arsenal) -> bo
 
 /// Puts the map's items on their spots.
 pub(crate) fn spawn_items(mut commands: Commands, map: Res<CurrentMap>) {
+    spawn_items_for(&mut commands, &map);
+}
+
+/// Puts `map`'s items on their spots (after a map change, the old ones despawned first).
+pub fn spawn_items_for(commands: &mut Commands, map: &CurrentMap) {
     for (i, item) in map.def.items.iter().enumerate().take(64) {
         commands.spawn(ItemSpot {
             index: i as u8,

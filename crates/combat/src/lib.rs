@@ -22,8 +22,8 @@ pub use damage::{
     Damage, MAX_ARMOR, MAX_HEALTH, RESPAWN_DELAY, SPAWN_HEALTH, SPAWN_PROTECTION, Vitals, splash,
 };
 pub use hitbox::{HitZone, Hitbox, ray_capsule, ray_hit, ray_sphere};
-pub use items::{ItemSpot, items_present, pick_up, respawn_time};
+pub use items::{ItemSpot, items_present, pick_up, respawn_time, spawn_items_for};
 pub use lagcomp::{HitboxHistory, MAX_REWIND, clamp_view_time};
-pub use plugin::{CombatEvent, CombatPlugin, CombatSystems, Rocket, Score, aim_direction};
+pub use plugin::{CombatEvent, CombatPlugin, CombatSystems, Rocket, Score, Team, aim_direction};
 pub use spread::pellet_direction;
 pub use weapons::{WEAPONS, WeaponDef, WeaponKind};

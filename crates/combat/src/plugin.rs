@@ -56,6 +56,10 @@ pub enum CombatEvent {
     },
 }
 
+/// A player's team in team games (0 red, 1 blue); absent in free-for-all.
+#[derive(Component, Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Team(pub u8);
+
 /// Frags and deaths.
 #[derive(Component, Debug, Default, Clone, Copy, PartialEq, Eq)]
 pub struct Score {
@@ -168,6 +172,7 @@ type Combatants<'w, 's> = Query<
         &'static mut Arsenal,
         &'static mut Vitals,
         &'static mut Score,
+        Option<&'static Team>,
     ),
 >;
 
@@ -196,7 +201,7 @@ fn fire_weapons(
     let mut shots = Vec::new();
     let mut order: Vec<_> = players.iter_mut().collect();
     order.sort_by_key(|(id, ..)| **id);
-    for (id, state, cmd, mut arsenal, vitals, _) in order {
+    for (id, state, cmd, mut arsenal, vitals, ..) in order {
         if !vitals.alive() {
             continue;
         }
@@ -293,7 +298,20 @@ fn apply_damage(
     zone: HitZone,
     weapon: WeaponKind,
 ) {
-    let Some((_, _, _, _, mut vitals, mut score)) =
+    let team_of = |players: &Combatants, who: PlayerId| {
+        players
+            .iter()
+            .find(|(id, ..)| **id == who)
+            .and_then(|(.., team)| team.copied())
+    };
+    // Team mates do not hurt each other (but rockets still hurt their owner).
+    if shooter != target
+        && let Some(team) = team_of(players, shooter)
+        && team_of(players, target) == Some(team)
+    {
+        return;
+    }
+    let Some((_, _, _, _, mut vitals, mut score, _)) =
         players.iter_mut().find(|(id, ..)| **id == target)
     else {
         return;
@@ -314,7 +332,7 @@ fn apply_damage(
     score.deaths += 1;
     if shooter == target {
         score.frags -= 1;
-    } else if let Some((.., mut killer)) = players.iter_mut().find(|(id, ..)| **id == shooter) {
+    } else if let Some((.., mut killer, _)) = players.iter_mut().find(|(id, ..)| **id == shooter) {
         killer.frags += 1;
     }
     events.write(CombatEvent::Killed {
@@ -344,7 +362,7 @@ fn fly_rockets(
         let wall = map.world.cast_ray(rocket.pos, dir, length).map(|(t, _)| t);
         let body = players
             .iter()
-            .filter(|(id, _, _, _, v, _)| **id != rocket.owner && v.alive())
+            .filter(|(id, _, _, _, v, ..)| **id != rocket.owner && v.alive())
             .filter_map(|(_, s, ..)| {
                 ray_hit(rocket.pos, dir, length, &Hitbox::of(s), &params).map(|(t, _)| t)
             })

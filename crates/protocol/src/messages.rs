@@ -178,6 +178,29 @@ pub enum ServerMessage {
         /// Where.
         at: [f32; 3],
     },
+    /// The match: its rules and where it stands; sent once a second.
+    Match {
+        /// 0 deathmatch, 1 team deathmatch.
+        mode: u8,
+        /// Frags that win (0: none).
+        fraglimit: u16,
+        /// Seconds left (0: no time limit).
+        time_left_s: u16,
+        /// Whether the match is over and the next one about to start.
+        intermission: bool,
+    },
+    /// The match is over.
+    MatchEnded {
+        /// Who won, in words.
+        winner: String,
+    },
+    /// The server moves to another map: load it (and check its hash, as after Welcome).
+    MapChange {
+        /// Map name.
+        map_name: String,
+        /// Content hash of the map file.
+        map_hash: u64,
+    },
 }
 
 /// One scoreboard row.
@@ -191,6 +214,8 @@ pub struct ScoreLine {
     pub frags: i32,
     /// Deaths.
     pub deaths: u32,
+    /// Team in team games.
+    pub team: Option<u8>,
 }
 
 /// Number of weapons a weapon index may name.
@@ -248,6 +273,10 @@ impl Wire for ServerMessage {
             Self::Killed { .. } | Self::HitConfirm { .. } => Ok(()),
             Self::Damaged { from, .. } => check_finite("from", from),
             Self::Exploded { at } => check_finite("at", at),
+            Self::Match { mode, .. } if *mode > 1 => Err(invalid("unknown game mode")),
+            Self::Match { .. } => Ok(()),
+            Self::MatchEnded { winner } => check_text("winner", winner, MAX_CHAT_LEN),
+            Self::MapChange { map_name, .. } => check_text("map name", map_name, MAX_NAME_LEN),
         }
     }
 }

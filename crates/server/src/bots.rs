@@ -16,6 +16,7 @@ pub(crate) fn spawn_bots(
     mut slots: ResMut<PlayerSlots>,
 ) {
     let mut occupied = Vec::new();
+    let mut teams = Vec::new();
     for i in 0..config.bots {
         let Some(id) = slots.take() else {
             warn!(
@@ -27,7 +28,9 @@ pub(crate) fn spawn_bots(
         };
         let spawn = choose_spawn(&map.def.spawns, &occupied);
         occupied.push(spawn.pos);
-        commands.spawn((
+        let team = crate::rules::team_for_newcomer(&config, teams.iter().copied());
+        teams.extend(team);
+        let mut bot = commands.spawn((
             Player,
             id,
             PlayerName(format!("Bot {}", i + 1)),
@@ -40,6 +43,9 @@ pub(crate) fn spawn_bots(
             Score::default(),
             BotMemory::default(),
         ));
+        if let Some(team) = team {
+            bot.insert(team);
+        }
     }
 }
 

@@ -5,7 +5,7 @@ use crate::snapshots::SnapshotCounter;
 use crate::{ServerConfig, ServerStats, choose_spawn};
 use bevy::platform::collections::HashMap;
 use bevy::prelude::*;
-use sightline_combat::{Arsenal, Score, Vitals};
+use sightline_combat::{Arsenal, Score, Team, Vitals};
 use sightline_map::CurrentMap;
 use sightline_movement::PlayerState;
 use sightline_net::{ClientId, RenetServer, RenetServerEvent, ServerEvent};
@@ -179,7 +179,13 @@ pub(crate) fn handle_reliable_messages(
     mut commands: Commands,
     mut server: ResMut<RenetServer>,
     mut connections: Query<(Entity, &mut Connection)>,
-    players: Query<(&PlayerId, &PlayerName, &PlayerState, Has<BotControlled>)>,
+    players: Query<(
+        &PlayerId,
+        &PlayerName,
+        &PlayerState,
+        Has<BotControlled>,
+        Option<&Team>,
+    )>,
     mut slots: ResMut<PlayerSlots>,
     mut stats: ResMut<ServerStats>,
     config: Res<ServerConfig>,
@@ -188,6 +194,7 @@ pub(crate) fn handle_reliable_messages(
 ) {
     let now = time.elapsed_secs_f64();
     let mut joined: Vec<(PlayerId, String, Vec3)> = Vec::new();
+    let mut joined_teams: Vec<Team> = Vec::new();
     let mut chat: Vec<ServerMessage> = Vec::new();
 
     for (entity, mut conn) in &mut connections {
@@ -246,6 +253,14 @@ pub(crate) fn handle_reliable_messages(
                         Arsenal::default(),
                         Score::default(),
                     ));
+                    let teams = players
+                        .iter()
+                        .filter_map(|p| p.4.copied())
+                        .chain(joined_teams.iter().copied());
+                    if let Some(team) = crate::rules::team_for_newcomer(&config, teams) {
+                        commands.entity(entity).insert(team);
+                        joined_teams.push(team);
+                    }
                     conn.stage = ConnectionStage::Playing;
                     send_welcome(&mut server, conn.client_id, id, &config, &map, &players);
                     info!(
@@ -308,7 +323,13 @@ fn send_welcome(
     id: PlayerId,
     config: &ServerConfig,
     map: &CurrentMap,
-    players: &Query<(&PlayerId, &PlayerName, &PlayerState, Has<BotControlled>)>,
+    players: &Query<(
+        &PlayerId,
+        &PlayerName,
+        &PlayerState,
+        Has<BotControlled>,
+        Option<&Team>,
+    )>,
 ) {
     let welcome = ServerMessage::Welcome(Welcome {
         protocol_version: PROTOCOL_VERSION,
@@ -320,7 +341,7 @@ fn send_welcome(
         your_id: id,
     });
     server.send_message(client, Channel::Reliable, welcome.encode());
-    for (other, name, _, bot) in players {
+    for (other, name, _, bot, _) in players {
         let msg = ServerMessage::PlayerJoined {
             id: *other,
             name: name.0.clone(),
@@ -381,7 +402,7 @@ pub(crate) fn broadcast_scoreboard(
     mut last: Local<f64>,
     mut server: ResMut<RenetServer>,
     connections: Query<&Connection>,
-    players: Query<(&PlayerId, &Score, Option<&Connection>)>,
+    players: Query<(&PlayerId, &Score, Option<&Connection>, Option<&Team>)>,
 ) {
     let now = time.elapsed_secs_f64();
     if now - *last < 1.0 {
@@ -390,7 +411,7 @@ pub(crate) fn broadcast_scoreboard(
     *last = now;
     let mut lines: Vec<ScoreLine> = players
         .iter()
-        .map(|(id, score, conn)| ScoreLine {
+        .map(|(id, score, conn, team)| ScoreLine {
             id: *id,
             ping_ms: conn.map(|c| {
                 (server.rtt(c.client_id) * 1000.0)
@@ -399,6 +420,7 @@ pub(crate) fn broadcast_scoreboard(
             }),
             frags: score.frags,
             deaths: score.deaths,
+            team: team.map(|t| t.0),
         })
         .collect();
     if lines.is_empty() {

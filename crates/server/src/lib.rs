@@ -9,12 +9,14 @@ mod bots;
 mod combat;
 mod connections;
 mod inputs;
+mod rules;
 mod snapshots;
 mod spawn;
 mod stats;
 
 pub use connections::{ClientIndex, Connection, ConnectionStage, PlayerSlots};
 pub use inputs::{InputBuffer, InputTiming};
+pub use rules::{GameMode, INTERMISSION, MatchRules, MatchState, smaller_team};
 pub use snapshots::SnapshotCounter;
 pub use spawn::choose_spawn;
 pub use stats::{ServerStats, TickTimes};
@@ -37,6 +39,8 @@ pub struct ServerConfig {
     pub bots: u8,
     /// How well the bots fight.
     pub bot_skill: sightline_bots::BotSkill,
+    /// How matches are played.
+    pub rules: MatchRules,
     /// Tick and snapshot rates.
     pub tick: TickConfig,
 }
@@ -48,6 +52,7 @@ impl Default for ServerConfig {
             max_players: 16,
             bots: 0,
             bot_skill: sightline_bots::BotSkill::Normal,
+            rules: MatchRules::default(),
             tick: TickConfig::default(),
         }
     }
@@ -79,6 +84,7 @@ impl Plugin for ServerPlugin {
             .init_resource::<ClientIndex>()
             .init_resource::<ServerStats>()
             .init_resource::<TickTimes>()
+            .init_resource::<MatchState>()
             .configure_sets(PreUpdate, ServerSet::Receive.after(RenetReceive))
             .add_observer(connections::on_server_event)
             .add_systems(Startup, bots::spawn_bots)
@@ -97,9 +103,13 @@ impl Plugin for ServerPlugin {
                 (
                     stats::start_tick_timer.before(SimSet::BeginTick),
                     (inputs::consume_inputs, bots::drive_bots).in_set(SimSet::ReadInputs),
-                    combat::respawn_players
+                    (combat::respawn_players, rules::run_match)
+                        .chain()
                         .in_set(SimSet::Combat)
                         .after(CombatSystems),
+                    rules::freeze_during_intermission
+                        .after(SimSet::ReadInputs)
+                        .before(SimSet::Move),
                     snapshots::send_snapshots.in_set(SimSet::BuildSnapshots),
                     stats::end_tick_timer.after(SimSet::BuildSnapshots),
                 ),
@@ -109,6 +119,7 @@ impl Plugin for ServerPlugin {
                 (
                     stats::log_every_minute,
                     connections::broadcast_scoreboard,
+                    rules::broadcast_match,
                     combat::send_combat_events,
                 ),
             );

@@ -8,7 +8,7 @@ use sightline_map::{CurrentMap, MapSource, find_map};
 use sightline_net::{
     FakeLinkArgs, LinkConditions, RunFor, ServerNetPlugin, ShutdownPlugin, ShutdownSignal,
 };
-use sightline_server::{ServerConfig, ServerPlugin};
+use sightline_server::{GameMode, MatchRules, ServerConfig, ServerPlugin};
 use sightline_sim::TickConfig;
 use std::net::{IpAddr, SocketAddr};
 use std::process::ExitCode;
@@ -47,6 +47,18 @@ struct Args {
     /// How well bots fight: easy, normal or hard.
     #[arg(long, default_value = "normal", value_parser = ["easy", "normal", "hard"])]
     bot_skill: String,
+    /// Game mode: dm (everyone for themselves) or tdm (red against blue).
+    #[arg(long, default_value = "dm", value_parser = ["dm", "tdm"])]
+    mode: String,
+    /// Frags that win a match (a player's, or a team's); 0 for none.
+    #[arg(long, default_value_t = 20, value_parser = clap::value_parser!(u16).range(0..=1000))]
+    fraglimit: u16,
+    /// Minutes a match lasts at most; 0 for no limit.
+    #[arg(long, default_value_t = 10.0)]
+    timelimit: f32,
+    /// Maps to play in turn, one match each, comma-separated [default: --map only].
+    #[arg(long, value_delimiter = ',')]
+    maps: Vec<String>,
     #[command(flatten)]
     fake: FakeLinkArgs,
     /// Stop cleanly after this many seconds (for tests and scripted runs).
@@ -79,6 +91,21 @@ fn main() -> ExitCode {
             )
             .exit();
     }
+    if !(args.timelimit.is_finite() && (0.0..=1440.0).contains(&args.timelimit)) {
+        Args::command()
+            .error(
+                clap::error::ErrorKind::ValueValidation,
+                "--timelimit must be minutes from 0 (none) to 1440",
+            )
+            .exit();
+    }
+    // Every map of the rotation must load now, not when its turn comes.
+    for name in &args.maps {
+        if let Err(e) = MapSource::load(&find_map(name)) {
+            eprintln!("error: --maps: {e}");
+            return ExitCode::FAILURE;
+        }
+    }
     if args.bots > args.max_players {
         Args::command()
             .error(
@@ -98,7 +125,8 @@ fn main() -> ExitCode {
     };
     let name = sightline_protocol::clean_text(&args.name, sightline_protocol::MAX_SERVER_NAME_LEN);
 
-    let map = match MapSource::load(&find_map(&args.map)) {
+    let first_map = args.maps.first().unwrap_or(&args.map);
+    let map = match MapSource::load(&find_map(first_map)) {
         Ok(m) => CurrentMap::new(m),
         Err(e) => {
             eprintln!("error: {e}");
@@ -125,6 +153,16 @@ fn main() -> ExitCode {
         max_players: args.max_players,
         bots: args.bots,
         bot_skill: sightline_bots::BotSkill::parse(&args.bot_skill).unwrap_or_default(),
+        rules: MatchRules {
+            mode: if args.mode == "tdm" {
+                GameMode::TeamDeathmatch
+            } else {
+                GameMode::Deathmatch
+            },
+            fraglimit: args.fraglimit as i32,
+            timelimit: args.timelimit * 60.0,
+            rotation: args.maps.clone(),
+        },
         tick,
     };
     let mut app = App::new();

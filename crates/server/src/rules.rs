@@ -1,0 +1,275 @@
+//! Match rules: free-for-all or team deathmatch, frag and time limits, an intermission with
+//! the final scores, then the next map of the rotation with everything reset.
+
+use crate::{Connection, ConnectionStage, ServerConfig, choose_spawn};
+use bevy::prelude::*;
+use sightline_combat::{Arsenal, ItemSpot, Rocket, Score, Team, Vitals, spawn_items_for};
+use sightline_map::{CurrentMap, MapSource, find_map};
+use sightline_movement::PlayerState;
+use sightline_net::RenetServer;
+use sightline_protocol::{Channel, ServerMessage, Wire};
+use sightline_sim::{CurrentCmd, InputCmd, PlayerName, TickConfig};
+
+/// Seconds between the end of a match and the start of the next.
+pub const INTERMISSION: f32 = 8.0;
+
+/// Free-for-all or teams.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum GameMode {
+    /// Everyone for themselves.
+    #[default]
+    Deathmatch,
+    /// Red against blue; teams balanced on joining; no friendly fire.
+    TeamDeathmatch,
+}
+
+/// How matches are won and what is played next.
+#[derive(Debug, Clone, PartialEq)]
+pub struct MatchRules {
+    /// The mode.
+    pub mode: GameMode,
+    /// Frags (a player's, or a team's) that win; 0 for none.
+    pub fraglimit: i32,
+    /// Seconds a match lasts at most; 0 for no limit.
+    pub timelimit: f32,
+    /// Maps to cycle through after each match; empty keeps the current one.
+    pub rotation: Vec<String>,
+}
+
+impl Default for MatchRules {
+    fn default() -> Self {
+        Self {
+            mode: GameMode::Deathmatch,
+            fraglimit: 20,
+            timelimit: 600.0,
+            rotation: Vec::new(),
+        }
+    }
+}
+
+/// Where the match stands.
+#[derive(Resource, Debug, Clone, PartialEq, Default)]
+pub struct MatchState {
+    /// Seconds played in this match.
+    pub elapsed: f32,
+    /// While over: seconds until the next match, and who won.
+    pub intermission: Option<(f32, String)>,
+    /// Position in the rotation.
+    pub rotation_index: usize,
+    /// Matches finished since the server started.
+    pub finished: u32,
+}
+
+/// The team with fewer members (red on a tie).
+pub fn smaller_team(teams: impl IntoIterator<Item = Team>) -> Team {
+    let (red, blue) =
+        teams.into_iter().fold(
+            (0, 0),
+            |(r, b), t| if t.0 == 0 { (r + 1, b) } else { (r, b + 1) },
+        );
+    Team(u8::from(blue < red))
+}
+
+/// Who leads: (name, frags) of the best player, or of the best team.
+fn leader(mode: GameMode, players: &[(String, i32, Option<Team>)]) -> Option<(String, i32)> {
+    match mode {
+        GameMode::Deathmatch => players
+            .iter()
+            .max_by_key(|(_, frags, _)| *frags)
+            .map(|(name, frags, _)| (name.clone(), *frags)),
+        GameMode::TeamDeathmatch => {
+            let total = |t: u8| -> i32 {
+                players
+                    .iter()
+                    .filter(|(.., team)| *team == Some(Team(t)))
+                    .map(|(_, f, _)| f)
+                    .sum()
+            };
+            let (red, blue) = (total(0), total(1));
+            Some(if blue > red {
+                ("Blue team".into(), blue)
+            } else {
+                ("Red team".into(), red)
+            })
+        }
+    }
+}
+
+/// Ends the match when a limit is reached; starts the next after the intermission.
+pub(crate) fn run_match(
+    mut commands: Commands,
+    config: Res<ServerConfig>,
+    tick: Res<TickConfig>,
+    mut state: ResMut<MatchState>,
+    mut map: ResMut<CurrentMap>,
+    mut server: ResMut<RenetServer>,
+    connections: Query<&Connection>,
+    mut players: Query<(
+        &PlayerName,
+        &mut Score,
+        Option<&Team>,
+        &mut PlayerState,
+        &mut Vitals,
+        &mut Arsenal,
+    )>,
+    leftovers: Query<Entity, Or<(With<ItemSpot>, With<Rocket>)>>,
+) {
+    let rules = &config.rules;
+    let dt = tick.dt();
+    if let Some((left, _)) = state.intermission.as_mut() {
+        *left -= dt;
+        if *left > 0.0 {
+            return;
+        }
+        // The next match: perhaps another map; everyone back at a spawn, scores zeroed.
+        state.intermission = None;
+        state.elapsed = 0.0;
+        if !rules.rotation.is_empty() {
+            state.rotation_index = (state.rotation_index + 1) % rules.rotation.len();
+            let next = &rules.rotation[state.rotation_index];
+            match MapSource::load(&find_map(next)) {
+                Ok(source) if source.def.name != map.def.name || source.hash != map.hash => {
+                    *map = CurrentMap::new(source);
+                    info!("next map: {}", map.def.name);
+                    let msg = ServerMessage::MapChange {
+                        map_name: map.def.name.clone(),
+                        map_hash: map.hash,
+                    };
+                    broadcast(&mut server, &connections, &msg);
+                }
+                Ok(_) => {}
+                Err(e) => error!("cannot load the next map, staying: {e}"),
+            }
+        }
+        for e in &leftovers {
+            commands.entity(e).despawn();
+        }
+        spawn_items_for(&mut commands, &map);
+        let mut placed = Vec::new();
+        for (_, mut score, _, mut player, mut vitals, mut arsenal) in &mut players {
+            let spawn = choose_spawn(&map.def.spawns, &placed);
+            placed.push(spawn.pos);
+            *score = Score::default();
+            *player = PlayerState::at(spawn.pos, spawn.yaw);
+            *vitals = Vitals::spawned();
+            *arsenal = Arsenal::default();
+        }
+        return;
+    }
+    state.elapsed += dt;
+    let standings: Vec<(String, i32, Option<Team>)> = players
+        .iter()
+        .map(|(name, score, team, ..)| (name.0.clone(), score.frags, team.copied()))
+        .collect();
+    let Some((name, frags)) = leader(rules.mode, &standings) else {
+        return;
+    };
+    let by_frags = rules.fraglimit > 0 && frags >= rules.fraglimit;
+    let by_time = rules.timelimit > 0.0 && state.elapsed >= rules.timelimit;
+    if !(by_frags || by_time) {
+        return;
+    }
+    let winner = format!("{name} wins with {frags} frags");
+    info!("match over: {winner}");
+    state.intermission = Some((INTERMISSION, winner.clone()));
+    state.finished += 1;
+    broadcast(
+        &mut server,
+        &connections,
+        &ServerMessage::MatchEnded { winner },
+    );
+}
+
+/// During the intermission nobody moves or fires.
+pub(crate) fn freeze_during_intermission(
+    state: Res<MatchState>,
+    mut players: Query<&mut CurrentCmd>,
+) {
+    if state.intermission.is_none() {
+        return;
+    }
+    for mut cmd in &mut players {
+        cmd.0 = InputCmd {
+            seq: cmd.0.seq,
+            yaw: cmd.0.yaw,
+            pitch: cmd.0.pitch,
+            ..default()
+        };
+    }
+}
+
+/// Tells everyone the rules and the time left, once a second.
+pub(crate) fn broadcast_match(
+    time: Res<Time<Real>>,
+    mut last: Local<f64>,
+    config: Res<ServerConfig>,
+    state: Res<MatchState>,
+    mut server: ResMut<RenetServer>,
+    connections: Query<&Connection>,
+) {
+    let now = time.elapsed_secs_f64();
+    if now - *last < 1.0 {
+        return;
+    }
+    *last = now;
+    let rules = &config.rules;
+    let left = if rules.timelimit > 0.0 {
+        (rules.timelimit - state.elapsed).max(0.0)
+    } else {
+        0.0
+    };
+    let msg = ServerMessage::Match {
+        mode: u8::from(rules.mode == GameMode::TeamDeathmatch),
+        fraglimit: rules.fraglimit.clamp(0, u16::MAX as i32) as u16,
+        time_left_s: left.ceil().min(u16::MAX as f32) as u16,
+        intermission: state.intermission.is_some(),
+    };
+    broadcast(&mut server, &connections, &msg);
+}
+
+fn broadcast(server: &mut RenetServer, connections: &Query<&Connection>, msg: &ServerMessage) {
+    let bytes = msg.encode();
+    for c in connections {
+        if c.stage == ConnectionStage::Playing {
+            server.send_message(c.client_id, Channel::Reliable, bytes.clone());
+        }
+    }
+}
+
+/// The team a newcomer joins in team games, balancing the sides.
+pub(crate) fn team_for_newcomer(
+    config: &ServerConfig,
+    teams: impl IntoIterator<Item = Team>,
+) -> Option<Team> {
+    (config.rules.mode == GameMode::TeamDeathmatch).then(|| smaller_team(teams))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn newcomers_join_the_smaller_team() {
+        assert_eq!(smaller_team([]), Team(0));
+        assert_eq!(smaller_team([Team(0)]), Team(1));
+        assert_eq!(smaller_team([Team(0), Team(1)]), Team(0));
+        assert_eq!(smaller_team([Team(1), Team(1), Team(0)]), Team(0));
+    }
+
+    #[test]
+    fn the_leader_is_the_best_player_or_team() {
+        let players = vec![
+            ("a".to_string(), 5, Some(Team(0))),
+            ("b".to_string(), 7, Some(Team(1))),
+            ("c".to_string(), 4, Some(Team(0))),
+        ];
+        assert_eq!(
+            leader(GameMode::Deathmatch, &players),
+            Some(("b".into(), 7))
+        );
+        assert_eq!(
+            leader(GameMode::TeamDeathmatch, &players),
+            Some(("Red team".into(), 9))
+        );
+    }
+}
