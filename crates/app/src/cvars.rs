@@ -93,7 +93,7 @@ pub fn client_cvars() -> Vec<CvarDef> {
             "volume",
             Float { min: 0.0, max: 1.0 },
             V::Float(0.8),
-            "master volume, 0 to 1 (sounds arrive with combat)",
+            "master volume, 0 to 1",
             CvarFlags::SAVED,
         ),
         def(

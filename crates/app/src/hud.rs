@@ -199,13 +199,29 @@ fn take_combat_messages(
     time: Res<Time<Real>>,
     mut feed: ResMut<CombatFeed>,
     mut feedback: ResMut<Feedback>,
+    mut effects: ResMut<PendingEffects>,
+    mut sounds: ResMut<crate::sound::PendingSounds>,
 ) {
+    use crate::sound::Cue;
     let now = time.elapsed_secs_f64();
     for msg in feed.0.drain(..) {
         match msg {
-            ServerMessage::HitConfirm { head, .. } => feedback.hit = Some((now + 0.25, head)),
+            ServerMessage::HitConfirm { head, .. } => {
+                feedback.hit = Some((now + 0.25, head));
+                sounds.0.push(Cue::Hit);
+            }
             ServerMessage::Damaged { from, .. } => {
                 feedback.hurt = Some((now + 0.8, Vec3::from_array(from)))
+            }
+            ServerMessage::Fired { weapon, origin, .. } => {
+                if let Some(w) = WeaponKind::ALL.get(weapon as usize) {
+                    sounds.0.push(Cue::Shot(*w, Vec3::from_array(origin)));
+                }
+                effects.0.push(msg);
+            }
+            ServerMessage::Exploded { at } => {
+                sounds.0.push(Cue::Explosion(Vec3::from_array(at)));
+                effects.0.push(msg);
             }
             _ => {}
         }
@@ -255,11 +271,12 @@ fn draw_combat_hud(
                 egui::Color32::WHITE,
             )
         };
-        painter.text(
+        backed_text(
+            &painter,
             egui::pos2(screen.left() + 16.0, screen.bottom() - 16.0),
             egui::Align2::LEFT_BOTTOM,
             text,
-            egui::FontId::proportional(22.0),
+            22.0,
             color,
         );
     }
@@ -267,12 +284,13 @@ fn draw_combat_hud(
         let weapon = WeaponKind::ALL
             .get(k.weapon as usize)
             .map_or("?", |w| w.def().name);
-        painter.text(
-            egui::pos2(screen.right() - 12.0, screen.top() + 12.0 + i as f32 * 20.0),
+        backed_text(
+            &painter,
+            egui::pos2(screen.right() - 12.0, screen.top() + 12.0 + i as f32 * 24.0),
             egui::Align2::RIGHT_TOP,
             format!("{} [{weapon}] {}", k.killer, k.victim),
-            egui::FontId::proportional(15.0),
-            egui::Color32::from_white_alpha(230),
+            15.0,
+            egui::Color32::WHITE,
         );
     }
     let center = screen.center();
@@ -289,12 +307,13 @@ fn draw_combat_hud(
         let t = match_info.time_left_s;
         status.push_str(&format!("  ·  {}:{:02}", t / 60, t % 60));
     }
-    painter.text(
+    backed_text(
+        &painter,
         egui::pos2(center.x, screen.top() + 10.0),
         egui::Align2::CENTER_TOP,
         status,
-        egui::FontId::proportional(16.0),
-        egui::Color32::from_white_alpha(220),
+        16.0,
+        egui::Color32::WHITE,
     );
     if match_info.intermission {
         let text = match_info
@@ -340,4 +359,19 @@ fn draw_combat_hud(
         );
     }
     Ok(())
+}
+
+/// Text on a dark rounded backdrop, readable against any sky or wall.
+fn backed_text(
+    painter: &egui::Painter,
+    at: egui::Pos2,
+    align: egui::Align2,
+    text: String,
+    size: f32,
+    color: egui::Color32,
+) {
+    let galley = painter.layout_no_wrap(text, egui::FontId::proportional(size), color);
+    let rect = align.anchor_size(at, galley.size());
+    painter.rect_filled(rect.expand(4.0), 4.0, egui::Color32::from_black_alpha(140));
+    painter.galley(rect.min, galley, color);
 }

@@ -11,6 +11,7 @@ mod offline;
 mod render;
 mod session;
 mod smoke;
+mod sound;
 
 use bevy::prelude::*;
 use bevy::window::{PresentMode, WindowResolution};
@@ -185,6 +186,7 @@ fn main() -> ExitCode {
         render::RenderPlugin,
         hud::HudPlugin,
         smoke::SmokePlugin,
+        sound::SoundPlugin,
     ))
     .insert_resource(signal)
     .insert_resource(LinkConditions(conditions))

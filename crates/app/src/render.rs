@@ -34,6 +34,14 @@ struct Effect {
     grow: f32,
 }
 
+/// Until when (real seconds) our own muzzle flash shows.
+#[derive(Resource, Debug, Default)]
+struct MuzzleFlash(f64);
+
+/// The flash at the view-model's muzzle.
+#[derive(Component)]
+struct FlashVisual;
+
 /// The weapon held in view, shown only while playing.
 #[derive(Component)]
 struct ViewModel;
@@ -63,7 +71,12 @@ impl Plugin for RenderPlugin {
             .insert_resource(ClearColor(Color::srgb(0.05, 0.06, 0.09)))
             .insert_resource(DirectionalLightShadowMap { size: 1024 })
             .add_systems(Startup, spawn_camera)
+            .init_resource::<MuzzleFlash>()
             .add_systems(FixedFirst, remember_previous_state)
+            .add_systems(
+                FixedUpdate,
+                predict_own_shots.after(sightline_sim::SimSet::Move),
+            )
             .add_systems(
                 Update,
                 (
@@ -74,6 +87,7 @@ impl Plugin for RenderPlugin {
                     place_camera,
                     apply_fov,
                     show_view_model,
+                    show_muzzle_flash,
                     show_items,
                     draw_rockets,
                     spawn_effects,
@@ -118,6 +132,24 @@ fn spawn_camera(
                         Mesh3d(meshes.add(Cuboid::new(0.045, 0.06, 0.26))),
                         MeshMaterial3d(metal.clone()),
                         Transform::from_xyz(0.16, -0.15, -0.4),
+                    ));
+                    gun.spawn((
+                        Mesh3d(meshes.add(Sphere::new(0.035))),
+                        MeshMaterial3d(materials.add(StandardMaterial {
+                            base_color: Color::srgb(1.0, 0.8, 0.4),
+                            emissive: LinearRgba::rgb(30.0, 18.0, 6.0),
+                            unlit: true,
+                            ..default()
+                        })),
+                        PointLight {
+                            color: Color::srgb(1.0, 0.8, 0.5),
+                            intensity: 40_000.0,
+                            range: 6.0,
+                            ..default()
+                        },
+                        Transform::from_xyz(0.16, -0.13, -0.76),
+                        Visibility::Hidden,
+                        FlashVisual,
                     ));
                     gun.spawn((
                         Mesh3d(meshes.add(Cylinder::new(0.012, 0.22))),
@@ -371,6 +403,7 @@ fn show_items(
 /// Rockets from the newest snapshot, as small glowing spheres.
 fn draw_rockets(
     mut commands: Commands,
+    time: Res<Time<Real>>,
     latest: Res<LatestSnapshot>,
     mut rockets: Query<(Entity, &RocketVisual, &mut Transform)>,
     mut meshes: ResMut<Assets<Mesh>>,
@@ -379,7 +412,23 @@ fn draw_rockets(
     let flying = latest.0.as_ref().map_or(&[][..], |s| &s.projectiles[..]);
     for (entity, rocket, mut transform) in &mut rockets {
         match flying.iter().find(|p| p.id == rocket.0) {
-            Some(p) => transform.translation = Vec3::from_array(p.pos),
+            Some(p) => {
+                // A puff of smoke where the rocket was: the trail.
+                commands.spawn((
+                    Mesh3d(meshes.add(Sphere::new(0.08))),
+                    MeshMaterial3d(materials.add(StandardMaterial {
+                        base_color: Color::srgba(0.8, 0.8, 0.8, 0.5),
+                        alpha_mode: AlphaMode::Blend,
+                        ..default()
+                    })),
+                    Transform::from_translation(transform.translation),
+                    Effect {
+                        until: time.elapsed_secs_f64() + 0.5,
+                        grow: 0.6,
+                    },
+                ));
+                transform.translation = Vec3::from_array(p.pos);
+            }
             None => commands.entity(entity).despawn(),
         }
     }
@@ -468,5 +517,81 @@ fn age_effects(
         } else if effect.grow > 0.0 {
             transform.scale += Vec3::splat(effect.grow * time.delta_secs());
         }
+    }
+}
+
+/// Our own shots answer at once: the client runs the same weapon state machine as the
+/// server on its own commands, for the muzzle flash and tracer only (hits are the
+/// server's to decide).
+fn predict_own_shots(
+    mut commands: Commands,
+    time: Res<Time<Real>>,
+    config: Res<sightline_sim::TickConfig>,
+    params: Res<MoveParams>,
+    latest: Res<LatestSnapshot>,
+    mut flash: ResMut<MuzzleFlash>,
+    mut effects: ResMut<crate::hud::PendingEffects>,
+    mut sounds: ResMut<crate::sound::PendingSounds>,
+    mut player: Query<
+        (
+            Entity,
+            &PlayerId,
+            &PlayerState,
+            &sightline_sim::CurrentCmd,
+            Option<&mut sightline_combat::Arsenal>,
+        ),
+        With<Predicted>,
+    >,
+) {
+    let Ok((entity, id, state, cmd, arsenal)) = player.single_mut() else {
+        return;
+    };
+    let Some(mut arsenal) = arsenal else {
+        commands
+            .entity(entity)
+            .insert(sightline_combat::Arsenal::default());
+        return;
+    };
+    let alive = latest
+        .0
+        .as_ref()
+        .and_then(|s| s.players.iter().find(|p| p.id == *id))
+        .is_none_or(|p| p.health > 0);
+    if !alive {
+        // Back with fresh weapons after respawning, as on the server.
+        *arsenal = sightline_combat::Arsenal::default();
+        return;
+    }
+    let Some(shot) = sightline_combat::step_arsenal(&mut arsenal, &cmd.0, config.dt()) else {
+        return;
+    };
+    flash.0 = time.elapsed_secs_f64() + 0.05;
+    sounds
+        .0
+        .push(crate::sound::Cue::Shot(shot.weapon, state.pos));
+    if shot.weapon.def().projectile_speed == 0.0 {
+        let origin = state.pos + Vec3::Y * params.eye(state.crouched());
+        let dir = sightline_combat::aim_direction(cmd.0.yaw, cmd.0.pitch);
+        effects.0.push(ServerMessage::Fired {
+            shooter: *id,
+            weapon: shot.weapon.index() as u8,
+            origin: (origin + dir * 0.6 - Vec3::Y * 0.12).to_array(),
+            dir: dir.to_array(),
+        });
+    }
+}
+
+fn show_muzzle_flash(
+    time: Res<Time<Real>>,
+    flash: Res<MuzzleFlash>,
+    mut visuals: Query<&mut Visibility, With<FlashVisual>>,
+) {
+    let on = time.elapsed_secs_f64() < flash.0;
+    for mut v in &mut visuals {
+        v.set_if_neq(if on {
+            Visibility::Inherited
+        } else {
+            Visibility::Hidden
+        });
     }
 }
