@@ -27,8 +27,9 @@ pub struct PendingEffects(pub Vec<ServerMessage>);
 /// Short-lived combat feedback: the hit marker and the damage indicator.
 #[derive(Resource, Debug, Default)]
 struct Feedback {
-    /// Until when (real seconds) the hit marker shows, and whether it was a head hit.
-    hit: Option<(f64, bool)>,
+    /// Until when (real seconds) the hit marker shows, whether it was a head hit, and the
+    /// damage done.
+    hit: Option<(f64, bool, u16)>,
     /// Until when the damage indicator shows, and where the attacker stood.
     hurt: Option<(f64, Vec3)>,
 }
@@ -68,6 +69,7 @@ fn draw_hud(
     pacing: Res<InputPacing>,
     roster: Res<Roster>,
     actions: Single<&ActionState<Action>, With<Controls>>,
+    match_info: Res<MatchInfo>,
     look: Res<MouseLook>,
     console: Res<Console>,
 ) -> Result {
@@ -119,7 +121,8 @@ fn draw_hud(
             egui::Color32::from_white_alpha(200),
         );
     }
-    if actions.pressed(&Action::Scores) {
+    // The scoreboard on its key, and by itself between matches.
+    if actions.pressed(&Action::Scores) || match_info.intermission {
         egui::Window::new("Players")
             .anchor(egui::Align2::CENTER_TOP, [0.0, 60.0])
             .collapsible(false)
@@ -206,8 +209,8 @@ fn take_combat_messages(
     let now = time.elapsed_secs_f64();
     for msg in feed.0.drain(..) {
         match msg {
-            ServerMessage::HitConfirm { head, .. } => {
-                feedback.hit = Some((now + 0.25, head));
+            ServerMessage::HitConfirm { head, damage, .. } => {
+                feedback.hit = Some((now + 0.5, head, damage));
                 sounds.0.push(Cue::Hit);
             }
             ServerMessage::Damaged { from, .. } => {
@@ -328,9 +331,20 @@ fn draw_combat_hud(
             egui::Color32::from_rgb(255, 220, 120),
         );
     }
-    if let Some((until, head)) = feedback.hit
+    if let Some((until, head, damage)) = feedback.hit
         && now < until
     {
+        painter.text(
+            center + egui::vec2(18.0, -22.0),
+            egui::Align2::LEFT_BOTTOM,
+            damage.to_string(),
+            egui::FontId::proportional(18.0),
+            if head {
+                egui::Color32::from_rgb(255, 80, 80)
+            } else {
+                egui::Color32::from_rgb(255, 230, 120)
+            },
+        );
         let color = if head {
             egui::Color32::from_rgb(255, 60, 60)
         } else {

@@ -58,6 +58,10 @@ struct PreviousState(PlayerState);
 #[derive(Component)]
 struct Dressed;
 
+/// The material of a remote player's body, recoloured for its team in team games.
+#[derive(Component)]
+struct BodyMaterial(Handle<StandardMaterial>);
+
 /// Eye height as drawn: follows the crouch state smoothly.
 #[derive(Resource, Debug, Default)]
 struct EyeHeight(Option<f32>);
@@ -83,6 +87,7 @@ impl Plugin for RenderPlugin {
                     build_map_visuals.run_if(resource_exists_and_changed::<CurrentMap>),
                     clear_map_visuals.run_if(resource_removed::<CurrentMap>),
                     dress_remote_players,
+                    tint_by_team.run_if(resource_changed::<sightline_client::Roster>),
                     place_remote_players.after(InterpolationSet::Sample),
                     place_camera,
                     apply_fov,
@@ -273,7 +278,12 @@ fn dress_remote_players(
         let half_length = params.stand_height * 0.5 - params.radius;
         commands
             .entity(entity)
-            .insert((Transform::default(), Visibility::default(), Dressed))
+            .insert((
+                Transform::default(),
+                Visibility::default(),
+                Dressed,
+                BodyMaterial(body.clone()),
+            ))
             .with_children(|p| {
                 p.spawn((
                     Mesh3d(meshes.add(Capsule3d::new(params.radius, half_length * 2.0))),
@@ -593,5 +603,25 @@ fn show_muzzle_flash(
         } else {
             Visibility::Hidden
         });
+    }
+}
+
+/// In team games bodies wear their team's colour: red or blue.
+fn tint_by_team(
+    roster: Res<sightline_client::Roster>,
+    bodies: Query<(&PlayerId, &BodyMaterial)>,
+    mut materials: ResMut<Assets<StandardMaterial>>,
+) {
+    for (id, body) in &bodies {
+        let Some(team) = roster.0.get(id).and_then(|p| p.team) else {
+            continue;
+        };
+        if let Some(mut material) = materials.get_mut(&body.0) {
+            material.base_color = if team == 0 {
+                Color::srgb(0.85, 0.2, 0.15)
+            } else {
+                Color::srgb(0.15, 0.35, 0.9)
+            };
+        }
     }
 }
