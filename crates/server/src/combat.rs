@@ -1,5 +1,6 @@
 //! The server's side of combat: respawning the dead, and telling clients what happened.
 
+use crate::connections::send_to_playing;
 use crate::{Connection, ConnectionStage, choose_spawn};
 use bevy::prelude::*;
 use sightline_combat::{Arsenal, CombatEvent, HitZone, Vitals};
@@ -115,17 +116,12 @@ pub(crate) fn send_combat_events(
                     victim,
                     killer,
                     weapon: weapon.index() as u8,
-                }
-                .encode();
-                for (client, _) in &everyone {
-                    server.send_message(*client, Channel::Reliable, msg.clone());
-                }
+                };
+                send_to_playing(&mut server, connections.iter().map(|(c, _)| c), &msg);
             }
             CombatEvent::Exploded { at } => {
-                let msg = ServerMessage::Exploded { at: at.to_array() }.encode();
-                for (client, _) in &everyone {
-                    server.send_message(*client, Channel::Reliable, msg.clone());
-                }
+                let msg = ServerMessage::Exploded { at: at.to_array() };
+                send_to_playing(&mut server, connections.iter().map(|(c, _)| c), &msg);
             }
         }
     }

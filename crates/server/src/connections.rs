@@ -121,8 +121,21 @@ impl PlayerSlots {
     }
 }
 
+/// What the handshake needs to know of the players already in the game.
+type PresentPlayers<'w, 's> = Query<
+    'w,
+    's,
+    (
+        &'static PlayerId,
+        &'static PlayerName,
+        &'static PlayerState,
+        Has<BotControlled>,
+        Option<&'static Team>,
+    ),
+>;
+
 /// Sends a reliable message to every client that is in the game.
-fn send_to_playing<'a>(
+pub(crate) fn send_to_playing<'a>(
     server: &mut RenetServer,
     connections: impl IntoIterator<Item = &'a Connection>,
     msg: &ServerMessage,
@@ -179,13 +192,7 @@ pub(crate) fn handle_reliable_messages(
     mut commands: Commands,
     mut server: ResMut<RenetServer>,
     mut connections: Query<(Entity, &mut Connection)>,
-    players: Query<(
-        &PlayerId,
-        &PlayerName,
-        &PlayerState,
-        Has<BotControlled>,
-        Option<&Team>,
-    )>,
+    players: PresentPlayers,
     mut slots: ResMut<PlayerSlots>,
     mut stats: ResMut<ServerStats>,
     config: Res<ServerConfig>,
@@ -323,13 +330,7 @@ fn send_welcome(
     id: PlayerId,
     config: &ServerConfig,
     map: &CurrentMap,
-    players: &Query<(
-        &PlayerId,
-        &PlayerName,
-        &PlayerState,
-        Has<BotControlled>,
-        Option<&Team>,
-    )>,
+    players: &PresentPlayers,
 ) {
     let welcome = ServerMessage::Welcome(Welcome {
         protocol_version: PROTOCOL_VERSION,

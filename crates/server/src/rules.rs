@@ -1,13 +1,14 @@
 //! Match rules: free-for-all or team deathmatch, frag and time limits, an intermission with
 //! the final scores, then the next map of the rotation with everything reset.
 
-use crate::{Connection, ConnectionStage, ServerConfig, choose_spawn};
+use crate::connections::send_to_playing;
+use crate::{Connection, ServerConfig, choose_spawn};
 use bevy::prelude::*;
 use sightline_combat::{Arsenal, ItemSpot, Rocket, Score, Team, Vitals, spawn_items_for};
 use sightline_map::{CurrentMap, MapSource, find_map};
 use sightline_movement::PlayerState;
 use sightline_net::RenetServer;
-use sightline_protocol::{Channel, ServerMessage, Wire};
+use sightline_protocol::ServerMessage;
 use sightline_sim::{CurrentCmd, InputCmd, PlayerName, TickConfig};
 
 /// Seconds between the end of a match and the start of the next.
@@ -135,7 +136,7 @@ pub(crate) fn run_match(
                         map_name: map.def.name.clone(),
                         map_hash: map.hash,
                     };
-                    broadcast(&mut server, &connections, &msg);
+                    send_to_playing(&mut server, connections.iter(), &msg);
                 }
                 Ok(_) => {}
                 Err(e) => error!("cannot load the next map, staying: {e}"),
@@ -173,9 +174,9 @@ pub(crate) fn run_match(
     info!("match over: {winner}");
     state.intermission = Some((INTERMISSION, winner.clone()));
     state.finished += 1;
-    broadcast(
+    send_to_playing(
         &mut server,
-        &connections,
+        connections.iter(),
         &ServerMessage::MatchEnded { winner },
     );
 }
@@ -224,16 +225,7 @@ pub(crate) fn broadcast_match(
         time_left_s: left.ceil().min(u16::MAX as f32) as u16,
         intermission: state.intermission.is_some(),
     };
-    broadcast(&mut server, &connections, &msg);
-}
-
-fn broadcast(server: &mut RenetServer, connections: &Query<&Connection>, msg: &ServerMessage) {
-    let bytes = msg.encode();
-    for c in connections {
-        if c.stage == ConnectionStage::Playing {
-            server.send_message(c.client_id, Channel::Reliable, bytes.clone());
-        }
-    }
+    send_to_playing(&mut server, connections.iter(), &msg);
 }
 
 /// The team a newcomer joins in team games, balancing the sides.
