@@ -18,7 +18,14 @@ struct Xvfb {
 
 impl Xvfb {
     fn start() -> Xvfb {
-        let number = 90 + std::process::id() % 100;
+        // A display nobody holds (a crashed X server can leave its lock file behind).
+        let start_at = 90 + std::process::id() % 100;
+        let number = (start_at..start_at + 200)
+            .find(|n| {
+                !Path::new(&format!("/tmp/.X{n}-lock")).exists()
+                    && !Path::new(&format!("/tmp/.X11-unix/X{n}")).exists()
+            })
+            .expect("a free X display number");
         let child = Command::new("Xvfb")
             .arg(format!(":{number}"))
             .args([
