@@ -21,9 +21,11 @@ use sightline_net::ServerClock;
 /// Player-facing interpolation settings, set from the console.
 #[derive(Resource, Debug, Clone, Copy, PartialEq)]
 pub struct InterpolationSettings {
-    /// `cl_interp`: interpolation delay in seconds; 0 chooses it automatically.
+    /// `cl_interp`: interpolation delay in seconds; 0 chooses it automatically. (The
+    /// console's cvar bounds it to 0-0.5 s.)
     pub cl_interp: f32,
-    /// `cl_timenudge`: shift render time by this many milliseconds (-30..=30); negative
+    /// `cl_timenudge`: shift render time by this many milliseconds (the cvar bounds it to
+    /// -30..=30); negative
     /// draws remote players closer to the present, at the risk of extrapolating more.
     pub cl_timenudge_ms: f32,
     /// Longest extrapolation before holding still, seconds.
@@ -36,30 +38,6 @@ impl Default for InterpolationSettings {
             cl_interp: 0.0,
             cl_timenudge_ms: 0.0,
             max_extrapolation: 0.1,
-        }
-    }
-}
-
-impl InterpolationSettings {
-    /// Checks a `cl_interp` value: 0 (automatic) or 0.005-0.5 seconds.
-    pub fn check_interp(seconds: f32) -> Result<f32, String> {
-        if seconds == 0.0 || (seconds.is_finite() && (0.005..=0.5).contains(&seconds)) {
-            Ok(seconds)
-        } else {
-            Err(format!(
-                "cl_interp must be 0 (automatic) or 0.005 to 0.5 seconds, got {seconds}"
-            ))
-        }
-    }
-
-    /// Checks a `cl_timenudge` value: -30 to 30 milliseconds.
-    pub fn check_timenudge(ms: f32) -> Result<f32, String> {
-        if ms.is_finite() && (-30.0..=30.0).contains(&ms) {
-            Ok(ms)
-        } else {
-            Err(format!(
-                "cl_timenudge must be between -30 and 30 ms, got {ms}"
-            ))
         }
     }
 }
