@@ -93,11 +93,20 @@ pub(crate) fn sample_input(
     pacing: Res<InputPacing>,
     render: Res<sightline_interpolation::RenderTime>,
     mut history: ResMut<InputHistory>,
-    mut local: Query<(&PlayerState, &mut CurrentCmd), With<Predicted>>,
+    latest: Res<LatestSnapshot>,
+    match_info: Res<crate::MatchInfo>,
+    mut local: Query<(&sightline_sim::PlayerId, &PlayerState, &mut CurrentCmd), With<Predicted>>,
 ) {
-    let Ok((state, mut current)) = local.single_mut() else {
+    let Ok((id, state, mut current)) = local.single_mut() else {
         return;
     };
+    // The dead and everyone between matches only look around, as the server makes them:
+    // predicting movement the server will not simulate would only be corrected.
+    let dead = latest
+        .0
+        .as_ref()
+        .and_then(|s| s.players.iter().find(|p| p.id == *id))
+        .is_some_and(|p| p.health == 0);
     let mut raw = match *source {
         InputSource::Bot { seed } => {
             let seen = sense(&map.world, state, &params);
@@ -117,7 +126,7 @@ pub(crate) fn sample_input(
     if let Some(t) = render.server_time {
         raw.set_view_time(t * config.tick_hz as f64);
     }
-    if !pacing.settled() && history.last_seq() < SETTLE_LIMIT {
+    if dead || match_info.intermission || (!pacing.settled() && history.last_seq() < SETTLE_LIMIT) {
         raw = InputCmd {
             yaw: raw.yaw,
             pitch: raw.pitch,
