@@ -16,7 +16,7 @@ pub(crate) fn binaries() -> PathBuf {
             "-p",
             "sightline-server",
             "-p",
-            "sightline-client",
+            "sightline-app",
             "--bins",
         ])
         .status()
