@@ -120,6 +120,7 @@ fn the_game_renders_the_world_and_the_netgraph_under_xvfb() {
     assert!(out.status.success(), "the client failed:\n{log}");
     assert!(!log.contains("panicked"), "{log}");
 
+    assert!(shot.exists(), "no screenshot was saved:\n{log}");
     let (w, h, pixels) = read_png(&shot);
     assert_eq!((w, h), (WIDTH, HEIGHT), "screenshot size");
     // The world: many distinct colours, not one flat fill.

@@ -3,7 +3,9 @@
 
 use bevy::prelude::*;
 use bevy::render::view::screenshot::{Screenshot, save_to_disk};
+use sightline_net::RunFor;
 use std::path::PathBuf;
+use std::time::Duration;
 
 /// Save a screenshot of the window to `path` once `at` seconds have passed.
 #[derive(Resource, Debug, Clone)]
@@ -21,7 +23,9 @@ impl Plugin for SmokePlugin {
     fn build(&self, app: &mut App) {
         app.add_systems(
             Update,
-            take_screenshot.run_if(resource_exists::<ScreenshotAt>),
+            (take_screenshot, wait_for_screenshot)
+                .chain()
+                .run_if(resource_exists::<ScreenshotAt>),
         )
         .add_systems(Last, report_frame_rate);
     }
@@ -38,9 +42,35 @@ fn take_screenshot(
     }
     *taken = true;
     info!("taking a screenshot to {}", shot.path.display());
+    // An old file would look like this one already saved (see `wait_for_screenshot`).
+    let _ = std::fs::remove_file(&shot.path);
     commands
         .spawn(Screenshot::primary_window())
         .observe(save_to_disk(shot.path.clone()));
+}
+
+/// How long past its time a screenshot may take before the run ends without it.
+const SCREENSHOT_GRACE_SECS: f64 = 30.0;
+
+/// Holds off a `--run-seconds` exit until the screenshot is on disk: a busy machine may
+/// draw a frame a second, and the readback lands a few frames after the request. The
+/// exit stays two seconds ahead so that no single slow frame can skip past it.
+fn wait_for_screenshot(
+    time: Res<Time<Real>>,
+    shot: Res<ScreenshotAt>,
+    run_for: Option<ResMut<RunFor>>,
+) {
+    let Some(mut run_for) = run_for else {
+        return;
+    };
+    let now = time.elapsed_secs_f64();
+    if shot.path.exists() || now > shot.at + SCREENSHOT_GRACE_SECS {
+        return;
+    }
+    let later = Duration::from_secs_f64(now + 2.0);
+    if run_for.0 < later {
+        run_for.0 = later;
+    }
 }
 
 /// Logs how many frames were drawn, and how fast, when the game exits.
