@@ -57,7 +57,8 @@ pub struct Args {
     /// Let a bot walk and look around for you (for checks and demos).
     #[arg(long)]
     auto: bool,
-    /// Save a screenshot here shortly before --run-seconds ends.
+    /// Save a screenshot here a second before --run-seconds ends (the run waits for it
+    /// to be saved, up to 30 s longer).
     #[arg(long, value_name = "PATH", requires = "run_seconds")]
     screenshot: Option<PathBuf>,
     /// Quit after this many seconds.
