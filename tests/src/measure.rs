@@ -66,11 +66,20 @@ pub struct NetcodeReport {
     pub down_bytes_per_s: f64,
 }
 
-fn percentile(sorted: &[f64], q: f64) -> f64 {
+/// The nearest-rank `q` quantile (0 to 1) of sorted values, or 0 when there are none.
+pub fn percentile(sorted: &[f64], q: f64) -> f64 {
     if sorted.is_empty() {
         return 0.0;
     }
     sorted[((sorted.len() - 1) as f64 * q).round() as usize]
+}
+
+/// The mean of `values`, or 0 when there are none.
+fn mean(values: &[f64]) -> f64 {
+    if values.is_empty() {
+        return 0.0;
+    }
+    values.iter().sum::<f64>() / values.len() as f64
 }
 
 /// Where each player was after every server tick: (tick time, positions).
@@ -210,18 +219,10 @@ pub fn measure(
     errors.sort_by(f64::total_cmp);
     NetcodeReport {
         corrections_per_min: corrections.len() as f64 / minutes / n,
-        correction_mean: if corrections.is_empty() {
-            0.0
-        } else {
-            corrections.iter().sum::<f64>() / corrections.len() as f64
-        },
+        correction_mean: mean(&corrections),
         correction_p99: percentile(&corrections, 0.99),
         correction_max: corrections.last().copied().unwrap_or(0.0),
-        interp_error_mean: if errors.is_empty() {
-            0.0
-        } else {
-            errors.iter().sum::<f64>() / errors.len() as f64
-        },
+        interp_error_mean: mean(&errors),
         interp_error_p99: percentile(&errors, 0.99),
         interp_error_max: errors.last().copied().unwrap_or(0.0),
         extrapolated_pct: if frames == 0 {
@@ -389,7 +390,7 @@ pub fn measure_hits(conditions: Conditions, beside: bool, seconds: f64, seed: u6
     HitReport {
         shots: tally.shots,
         hits: tally.hits,
-        rewind_ms_mean: rewinds.iter().sum::<f64>() / rewinds.len().max(1) as f64,
+        rewind_ms_mean: mean(rewinds),
         rewind_ms_max: rewinds.iter().copied().fold(0.0, f64::max),
         within_window_pct: 100.0 * rewinds.iter().filter(|&&r| r <= window + 1e-6).count() as f64
             / rewinds.len().max(1) as f64,

@@ -9,7 +9,7 @@ use sightline_bots::{decide, sense};
 use sightline_movement::{MoveParams, PlayerState, step};
 use sightline_server::{ServerConfig, TickTimes};
 use sightline_sim::TickConfig;
-use sightline_tests::measure::{Conditions, measure, measure_hits};
+use sightline_tests::measure::{Conditions, measure, measure_hits, percentile};
 use sightline_tests::{Stepper, load_map};
 use std::hint::black_box;
 use std::time::Instant;
@@ -224,7 +224,7 @@ fn measure_client(remotes: u8, seconds: f64) {
         times.push(start.elapsed().as_secs_f64() * 1000.0);
     }
     times.sort_by(f64::total_cmp);
-    let at = |q: f64| times[((times.len() - 1) as f64 * q).round() as usize];
+    let at = |q: f64| percentile(&times, q);
     println!(
         "client frame without rendering, {remotes} remote players, 128 Hz frames: \
          median {:.3} ms, p99 {:.3} ms, max {:.3} ms",
