@@ -247,10 +247,11 @@ impl Cvars {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
-    fn registry() -> Cvars {
+    /// A few cvars of each kind, shared by this crate's tests.
+    pub(crate) fn registry() -> Cvars {
         let mut c = Cvars::default();
         c.register(CvarDef {
             name: "cl_netgraph",

@@ -261,21 +261,7 @@ mod tests {
     use crate::{CvarDef, CvarFlags, CvarKind, CvarValue};
 
     fn setup() -> (Cvars, Bindings, ConsoleCommands, Console) {
-        let mut cvars = Cvars::default();
-        cvars.register(CvarDef {
-            name: "cl_netgraph",
-            kind: CvarKind::Int { min: 0, max: 2 },
-            default: CvarValue::Int(0),
-            help: "network graph: 0 off, 1 text, 2 graphs",
-            flags: CvarFlags::SAVED,
-        });
-        cvars.register(CvarDef {
-            name: "cl_interp",
-            kind: CvarKind::Float { min: 0.0, max: 0.5 },
-            default: CvarValue::Float(0.0),
-            help: "interpolation delay",
-            flags: CvarFlags::SAVED,
-        });
+        let mut cvars = crate::cvar::tests::registry();
         cvars.register(CvarDef {
             name: "name",
             kind: CvarKind::Text { max_len: 32 },
