@@ -79,6 +79,7 @@ fn welcome(version: u32, map: &str, hash: u64) -> Welcome {
         map_name: map.into(),
         map_hash: hash,
         your_id: PlayerId(0),
+        resume: [7; 16],
     }
 }
 
@@ -93,7 +94,9 @@ fn disconnect_reason(status: ConnectionStatus) -> String {
 fn client_refuses_a_server_of_another_protocol_version_naming_both() {
     let future = PROTOCOL_VERSION + 1;
     // Same layout, other version.
-    let bytes = ServerMessage::Welcome(welcome(future, "duel", 0)).encode();
+    let bytes = ServerMessage::Welcome(welcome(future, "duel", 0))
+        .encode()
+        .unwrap();
     let reason = disconnect_reason(client_status_after_welcome(bytes.clone()));
     assert!(reason.contains(&format!("version {future}")), "{reason}");
     assert!(
@@ -110,17 +113,23 @@ fn client_refuses_a_server_of_another_protocol_version_naming_both() {
 #[test]
 fn client_refuses_a_server_whose_map_file_differs() {
     let map = crate::load_map("duel");
-    let ok = ServerMessage::Welcome(welcome(PROTOCOL_VERSION, "duel", map.hash)).encode();
+    let ok = ServerMessage::Welcome(welcome(PROTOCOL_VERSION, "duel", map.hash))
+        .encode()
+        .unwrap();
     assert!(client_status_after_welcome(ok).is_connected());
 
-    let other = ServerMessage::Welcome(welcome(PROTOCOL_VERSION, "duel", map.hash ^ 1)).encode();
+    let other = ServerMessage::Welcome(welcome(PROTOCOL_VERSION, "duel", map.hash ^ 1))
+        .encode()
+        .unwrap();
     let reason = disconnect_reason(client_status_after_welcome(other));
     assert!(
         reason.contains("differs from the server's copy"),
         "{reason}"
     );
 
-    let missing = ServerMessage::Welcome(welcome(PROTOCOL_VERSION, "nowhere", 5)).encode();
+    let missing = ServerMessage::Welcome(welcome(PROTOCOL_VERSION, "nowhere", 5))
+        .encode()
+        .unwrap();
     let reason = disconnect_reason(client_status_after_welcome(missing));
     assert!(reason.contains("cannot load map \"nowhere\""), "{reason}");
 }
@@ -150,4 +159,51 @@ fn names_are_cleaned_and_made_unique() {
     let mut names: Vec<&str> = roster.0.values().map(|p| p.name.as_str()).collect();
     names.sort();
     assert_eq!(names, ["ann", "ann (2)"]);
+}
+
+#[test]
+fn client_refuses_a_welcome_naming_a_path_without_opening_it() {
+    for name in ["../../etc/passwd", "/dev/zero", "duel/../duel", "C:\\x", ""] {
+        // A hostile server's encoder checks nothing; the client's decoder must.
+        let bytes = ServerMessage::Welcome(welcome(PROTOCOL_VERSION, name, 0))
+            .encode()
+            .unwrap();
+        let reason = disconnect_reason(client_status_after_welcome(bytes));
+        assert!(reason.contains("invalid Welcome"), "{name:?}: {reason}");
+        assert!(reason.contains("map name"), "{name:?}: {reason}");
+    }
+}
+
+#[test]
+fn look_alike_and_reserved_names_are_not_given_out() {
+    let mut s = Stepper::new(ServerConfig::default(), "duel");
+    let asked = [
+        "alice",
+        "ＡＬＩＣＥ",
+        "al\u{200B}ice",
+        "\u{430}lice",
+        "Server",
+    ];
+    for (seed, name) in asked.iter().enumerate() {
+        s.add_client(name, seed as u64 + 1);
+    }
+    s.run_for(0.5);
+    let roster = s.clients[0].world().resource::<Roster>();
+    let names: Vec<&str> = roster.0.values().map(|p| p.name.as_str()).collect();
+    assert_eq!(names.len(), asked.len(), "{names:?}");
+    let mut keys: Vec<String> = names
+        .iter()
+        .map(|n| sightline_protocol::name_key(n))
+        .collect();
+    keys.sort();
+    keys.dedup();
+    assert_eq!(keys.len(), names.len(), "two names look alike: {names:?}");
+    assert!(
+        !names
+            .iter()
+            .any(|n| sightline_protocol::is_reserved_name(n)),
+        "{names:?}"
+    );
+    assert!(names.contains(&"player"), "{names:?}");
+    assert!(!names.iter().any(|n| n.contains('\u{200B}')), "{names:?}");
 }

@@ -132,7 +132,8 @@ fn malformed_packets_are_dropped_and_counted() {
         ack_snapshot: 0,
         cmds: vec![run_cmd(1, start.yaw)],
     })
-    .encode();
+    .encode()
+    .unwrap();
     raw::send(
         &mut s,
         c,

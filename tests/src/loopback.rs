@@ -30,7 +30,7 @@ pub(crate) fn binaries() -> PathBuf {
         .to_path_buf()
 }
 
-fn free_udp_port() -> u16 {
+pub(crate) fn free_udp_port() -> u16 {
     UdpSocket::bind("127.0.0.1:0")
         .and_then(|s| s.local_addr())
         .expect("a free port")
@@ -38,7 +38,7 @@ fn free_udp_port() -> u16 {
 }
 
 /// Waits for a child to exit, killing it past `limit`.
-fn wait(mut child: Child, limit: Duration, what: &str) -> Output {
+pub(crate) fn wait(mut child: Child, limit: Duration, what: &str) -> Output {
     let start = Instant::now();
     while child.try_wait().expect("child status").is_none() {
         if start.elapsed() > limit {
@@ -50,7 +50,7 @@ fn wait(mut child: Child, limit: Duration, what: &str) -> Output {
     child.wait_with_output().expect("child output")
 }
 
-fn field(summary: &str, key: &str) -> u64 {
+pub(crate) fn field(summary: &str, key: &str) -> u64 {
     summary
         .split_whitespace()
         .find_map(|kv| kv.strip_prefix(&format!("{key}=")))

@@ -22,6 +22,7 @@ fn a_bot_match_ends_by_frag_limit_with_the_same_scores_everywhere_then_rotates()
             rotation: vec!["duel".into(), "depot".into()],
         },
         tick: TickConfig::new(64, 32).unwrap(),
+        ..Default::default()
     };
     let mut s = Stepper::new(config, "duel");
     s.add_client("watcher one", 1);

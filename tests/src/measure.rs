@@ -130,6 +130,7 @@ pub fn measure(
         bot_skill: sightline_bots::BotSkill::Normal,
         rules: Default::default(),
         tick,
+        ..Default::default()
     };
     let mut s = Stepper::new(config, map);
     let link = conditions.one_way();
@@ -322,6 +323,7 @@ pub fn measure_hits(conditions: Conditions, beside: bool, seconds: f64, seed: u6
         bot_skill: sightline_bots::BotSkill::Normal,
         rules: Default::default(),
         tick,
+        ..Default::default()
     };
     let mut s = Stepper::new(config, "duel");
     s.server

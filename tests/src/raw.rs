@@ -21,8 +21,9 @@ pub fn hello(s: &mut Stepper, i: usize, version: u32, name: &str) {
     let msg = ClientMessage::Hello {
         protocol_version: version,
         name: name.into(),
+        resume: None,
     };
-    send(s, i, Channel::Reliable, msg.encode());
+    send(s, i, Channel::Reliable, msg.encode().unwrap());
 }
 
 /// Reliable messages client `i` has received since last asked.
@@ -69,6 +70,6 @@ pub fn inputs(s: &mut Stepper, i: usize, cmds: Vec<InputCmd>) {
         s,
         i,
         Channel::Unreliable,
-        ClientDatagram::Input(packet).encode(),
+        ClientDatagram::Input(packet).encode().unwrap(),
     );
 }

@@ -3,7 +3,7 @@
 use crate::Stepper;
 use sightline_client::{ClientStats, ConnectionStatus, InputHistory, LatestSnapshot, Roster};
 use sightline_movement::PlayerState;
-use sightline_server::{PlayerSlots, ServerConfig, ServerStats};
+use sightline_server::{DepartedPlayers, PlayerSlots, RESUME_SECONDS, ServerConfig, ServerStats};
 use sightline_sim::{PlayerId, TickConfig};
 
 fn config(bots: u8, tick_hz: u32, snapshot_hz: u32) -> ServerConfig {
@@ -14,6 +14,7 @@ fn config(bots: u8, tick_hz: u32, snapshot_hz: u32) -> ServerConfig {
         bot_skill: sightline_bots::BotSkill::Normal,
         rules: Default::default(),
         tick: TickConfig::new(tick_hz, snapshot_hz).unwrap(),
+        ..Default::default()
     }
 }
 
@@ -91,12 +92,17 @@ fn leaving_is_announced_and_the_player_removed() {
     drop(s.clients.remove(1));
     s.links.remove(1);
     s.run_for(1.0);
-    assert_eq!(s.server.world().resource::<PlayerSlots>().len(), 1);
+    // The slot is held for the player to come back to, then freed.
+    assert_eq!(s.server.world().resource::<PlayerSlots>().len(), 2);
+    assert_eq!(s.server.world().resource::<DepartedPlayers>().0.len(), 1);
     let w = s.clients[0].world_mut();
     assert_eq!(w.resource::<Roster>().0.len(), 1);
     let snapshot = w.resource::<LatestSnapshot>().0.clone().unwrap();
     assert_eq!(snapshot.players.len(), 1);
     let players = w.query::<&PlayerId>().iter(w).count();
+    s.run_for(RESUME_SECONDS);
+    assert_eq!(s.server.world().resource::<PlayerSlots>().len(), 1);
+    assert!(s.server.world().resource::<DepartedPlayers>().0.is_empty());
     assert_eq!(players, 1, "the departed player's entity is still there");
 }
 

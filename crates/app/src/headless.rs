@@ -31,7 +31,7 @@ pub(crate) fn run(args: &Args, conditions: ConditionerSettings) -> ExitCode {
         crate::usage_error("--headless needs --connect HOST:PORT");
     };
     let addr = resolve(target);
-    let net = match ClientNetPlugin::udp(addr) {
+    let net = match ClientNetPlugin::udp(addr, &args.security()) {
         Ok(n) => n,
         Err(e) => {
             eprintln!("error: {e}");
@@ -52,7 +52,10 @@ pub(crate) fn run(args: &Args, conditions: ConditionerSettings) -> ExitCode {
         MinimalPlugins.set(ScheduleRunnerPlugin::run_loop(Duration::from_secs_f64(
             1.0 / 128.0,
         ))),
-        LogPlugin::default(),
+        LogPlugin {
+            filter: crate::LOG_FILTER.into(),
+            ..Default::default()
+        },
         net,
         ShutdownPlugin,
         ClientPlugin {

@@ -13,7 +13,7 @@ use sightline_console::Console;
 use sightline_movement::PlayerState;
 use sightline_net::RenetClient;
 use sightline_prediction::Predicted;
-use sightline_protocol::{Channel, ClientMessage, MAX_CHAT_LEN, ServerMessage, Wire};
+use sightline_protocol::{Channel, ClientMessage, MAX_CHAT_LEN, ServerMessage};
 use sightline_sim::PlayerId;
 
 /// The chat line being typed, while the chat box is open.
@@ -190,7 +190,14 @@ fn draw_chat(
                 if let Some(mut client) = client
                     && !text.trim().is_empty()
                 {
-                    client.send_message(Channel::Reliable, ClientMessage::Chat { text }.encode());
+                    // Long lines are cut here: the server refuses (and counts) oversized chat.
+                    let text =
+                        sightline_protocol::clean_text(&text, sightline_protocol::MAX_CHAT_LEN);
+                    sightline_client::send_to_server(
+                        &mut client,
+                        Channel::Reliable,
+                        &ClientMessage::Chat { text },
+                    );
                 }
             }
         });

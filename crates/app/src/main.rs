@@ -19,7 +19,8 @@ use clap::{CommandFactory, Parser};
 use sightline_client::{ClientPlugin, InputSource};
 use sightline_console::{ConsolePlugin, split_plus_commands};
 use sightline_net::{
-    ClientNetPlugin, FakeLinkArgs, LinkConditions, ShutdownPlugin, ShutdownSignal,
+    ClientNetPlugin, ClientSecurity, FakeLinkArgs, LinkConditions, ShutdownPlugin,
+    ShutdownSignal,
 };
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -70,9 +71,38 @@ pub struct Args {
     /// Use this config file instead of the platform's.
     #[arg(long, value_name = "PATH")]
     config: Option<PathBuf>,
+    /// The server's password, for a private server.
+    #[arg(long, default_value = "", hide_default_value = true)]
+    password: String,
+    /// Connect without a connect token, to a server run with --insecure (LAN tests
+    /// only: nothing is encrypted or authenticated).
+    #[arg(long)]
+    insecure: bool,
     #[command(flatten)]
     fake: FakeLinkArgs,
 }
+
+impl Args {
+    /// How to connect to a server named with --connect or in the menu.
+    pub(crate) fn security(&self) -> ClientSecurity {
+        if self.insecure {
+            ClientSecurity::Insecure
+        } else {
+            ClientSecurity::Secure {
+                password: self.password.clone(),
+            }
+        }
+    }
+}
+
+/// How this game connects to remote servers (offline play always uses a token from
+/// its own server).
+#[derive(Resource, Debug, Clone, Default)]
+pub(crate) struct RemoteSecurity(pub ClientSecurity);
+
+/// The log filter: renetcode logs an error for every undecodable datagram, which an
+/// attacker could turn into a flood of lines; its drops are counted instead.
+pub(crate) const LOG_FILTER: &str = "wgpu=error,naga=warn,bevy_render=warn,renetcode=off";
 
 pub(crate) fn usage_error(msg: impl std::fmt::Display) -> ! {
     Args::command()
@@ -155,7 +185,7 @@ fn main() -> ExitCode {
                 ..default()
             })
             .set(bevy::log::LogPlugin {
-                filter: "wgpu=error,naga=warn,bevy_render=warn".into(),
+                filter: LOG_FILTER.into(),
                 ..default()
             }),
     )
@@ -191,6 +221,7 @@ fn main() -> ExitCode {
     ))
     .insert_resource(signal)
     .insert_resource(LinkConditions(conditions))
+    .insert_resource(RemoteSecurity(args.security()))
     .insert_resource(session::StartWith::from_args(&args));
     if let Some(s) = args.run_seconds {
         app.insert_resource(sightline_net::RunFor(std::time::Duration::from_secs_f64(s)));

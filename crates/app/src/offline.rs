@@ -4,7 +4,9 @@
 use bevy::app::ScheduleRunnerPlugin;
 use bevy::prelude::*;
 use sightline_map::{CurrentMap, MapSource, find_map};
-use sightline_net::{ServerNetPlugin, ShutdownPlugin, ShutdownSignal};
+use sightline_net::{
+    AdmissionLimits, SecureConfig, Security, ServerNetPlugin, ShutdownPlugin, ShutdownSignal,
+};
 use sightline_server::{ServerConfig, ServerPlugin};
 use sightline_sim::TickConfig;
 use std::net::SocketAddr;
@@ -32,9 +34,17 @@ impl EmbeddedServer {
             bot_skill: skill,
             rules: Default::default(),
             tick: TickConfig::default(),
+            ..Default::default()
         };
-        let (net, addr) = ServerNetPlugin::udp(bind, None, config.max_players as usize)
-            .map_err(|e| e.to_string())?;
+        // Secure like any server: its token service listens on loopback only.
+        let (net, addr) = ServerNetPlugin::udp(
+            bind,
+            None,
+            config.max_players as usize,
+            Security::Secure(SecureConfig::random()),
+            AdmissionLimits::default(),
+        )
+        .map_err(|e| e.to_string())?;
         let signal = ShutdownSignal::default();
         let stop = signal.clone();
         let current = CurrentMap::new(source);

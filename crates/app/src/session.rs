@@ -4,7 +4,7 @@ use crate::offline::EmbeddedServer;
 use bevy::prelude::*;
 use sightline_client::{ConnectionStatus, DesiredName, reset_session};
 use sightline_console::{Console, ConsoleCommands, Cvars, RunCommand};
-use sightline_net::{connect_udp, disconnect_udp};
+use sightline_net::{ClientSecurity, connect_udp, disconnect_udp};
 use std::net::{SocketAddr, ToSocketAddrs};
 
 /// Where the app is.
@@ -171,6 +171,7 @@ pub fn describe(status: &ConnectionStatus) -> String {
             "connected to \"{}\" on {}",
             info.welcome.server_name, info.welcome.map_name
         ),
+        ConnectionStatus::Reconnecting(reason) => format!("connection lost ({reason}); reconnecting"),
         ConnectionStatus::Disconnected(reason) => format!("disconnected: {reason}"),
     }
 }
@@ -210,13 +211,19 @@ fn join(world: &mut World, target: Target) {
     } else {
         name
     }));
-    let addr = match &target {
-        Target::Remote(addr) => *addr,
+    let (addr, security) = match &target {
+        Target::Remote(addr) => (
+            *addr,
+            world
+                .get_resource::<crate::RemoteSecurity>()
+                .map(|s| s.0.clone())
+                .unwrap_or_default(),
+        ),
         Target::Offline { map, bots, skill } => match EmbeddedServer::start(map, *bots, *skill) {
             Ok(server) => {
                 let addr = server.addr;
                 world.resource_mut::<Session>().server = Some(server);
-                addr
+                (addr, ClientSecurity::default())
             }
             Err(e) => {
                 let reason = format!("cannot start practice on {map}: {e}");
@@ -228,7 +235,7 @@ fn join(world: &mut World, target: Target) {
             }
         },
     };
-    if let Err(e) = connect_udp(world, addr) {
+    if let Err(e) = connect_udp(world, addr, &security) {
         let reason = format!("cannot connect to {addr}: {e}");
         world
             .resource_mut::<Console>()

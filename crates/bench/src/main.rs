@@ -113,6 +113,7 @@ fn measure_tick(bots: u8, tick: TickConfig, map: &str, seconds: f64) -> (f32, f3
         bot_skill: sightline_bots::BotSkill::Normal,
         rules: Default::default(),
         tick,
+        ..Default::default()
     };
     let mut s = Stepper::new(config, map);
     s.run_for(1.0);
@@ -211,6 +212,7 @@ fn measure_client(remotes: u8, seconds: f64) {
         bot_skill: sightline_bots::BotSkill::Normal,
         rules: Default::default(),
         tick: TickConfig::default(),
+        ..Default::default()
     };
     let mut s = Stepper::new(config, "depot");
     s.add_client("measured", 5);

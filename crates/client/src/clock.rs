@@ -4,7 +4,7 @@ use crate::{ClientStats, InputPacing};
 use bevy::prelude::*;
 use sightline_net::{ClockSync, RenetClient, ServerClock};
 use sightline_prediction::RoundTrip;
-use sightline_protocol::{Channel, ClientDatagram, Wire};
+use sightline_protocol::{Channel, ClientDatagram};
 use sightline_sim::TickConfig;
 
 /// Pings sent back to back on joining, one per frame.
@@ -34,7 +34,7 @@ pub(crate) fn send_pings(
     let ping = ClientDatagram::Ping {
         client_time_us: (now * 1e6) as u64,
     };
-    client.send_message(Channel::Unreliable, ping.encode());
+    crate::send_to_server(&mut client, Channel::Unreliable, &ping);
 }
 
 /// Records a pong.

@@ -2,12 +2,12 @@
 
 use crate::{LocalPlayer, snapshots::ClientStats};
 use bevy::prelude::*;
-use sightline_map::{CurrentMap, MapSource, find_map};
+use sightline_map::{CurrentMap, MapSource, find_map_by_name};
 use sightline_movement::PlayerState;
 use sightline_net::RenetClient;
 use sightline_protocol::{
-    Channel, ClientMessage, MAX_NAME_LEN, PROTOCOL_VERSION, ServerMessage, Welcome, Wire,
-    clean_text, peek_welcome_version,
+    Channel, ClientMessage, DecodeError, MAX_NAME_LEN, MAX_SNAPSHOT_PLAYERS, PROTOCOL_VERSION,
+    ServerMessage, Welcome, Wire, clean_text, peek_welcome_version,
 };
 use sightline_sim::{Player, PlayerId, TickConfig};
 use std::collections::BTreeMap;
@@ -33,6 +33,8 @@ pub enum ConnectionStatus {
     AwaitingWelcome,
     /// In the game.
     Connected(ServerInfo),
+    /// The link dropped, and why; reconnecting by itself (see [`crate::Reconnect`]).
+    Reconnecting(String),
     /// Gone, and why.
     Disconnected(String),
 }
@@ -61,27 +63,42 @@ pub struct RosterEntry {
     pub team: Option<u8>,
 }
 
-/// Everyone in the game, by id.
+/// Everyone in the game, by id: at most [`MAX_SNAPSHOT_PLAYERS`], as many as a snapshot
+/// can describe.
 #[derive(Resource, Debug, Default)]
 pub struct Roster(pub BTreeMap<PlayerId, RosterEntry>);
+
+impl Roster {
+    /// Adds or replaces a player; refuses a newcomer when the roster is full, since a
+    /// server announcing more players than it can describe is not to be believed.
+    pub fn insert(&mut self, id: PlayerId, entry: RosterEntry) -> bool {
+        if self.0.len() >= MAX_SNAPSHOT_PLAYERS && !self.0.contains_key(&id) {
+            return false;
+        }
+        self.0.insert(id, entry);
+        true
+    }
+}
 
 pub(crate) fn in_game(status: Res<ConnectionStatus>, local: Query<(), With<LocalPlayer>>) -> bool {
     status.is_connected() && !local.is_empty()
 }
 
-/// Says Hello once the transport is up.
+/// Says Hello once the transport is up (with the resume secret when coming back).
 pub(crate) fn send_hello(
     mut client: ResMut<RenetClient>,
     mut status: ResMut<ConnectionStatus>,
     name: Res<DesiredName>,
+    reconnect: Res<crate::Reconnect>,
 ) {
     if *status == ConnectionStatus::Connecting && client.is_connected() {
         let hello = ClientMessage::Hello {
             protocol_version: PROTOCOL_VERSION,
             // The server cleans names too; cleaning here keeps the Hello valid.
             name: clean_text(&name.0, MAX_NAME_LEN),
+            resume: reconnect.secret.filter(|_| reconnect.resuming),
         };
-        client.send_message(Channel::Reliable, hello.encode());
+        crate::send_to_server(&mut client, Channel::Reliable, &hello);
         *status = ConnectionStatus::AwaitingWelcome;
     }
 }
@@ -105,16 +122,14 @@ pub(crate) fn receive_reliable(
     mut feed: ResMut<crate::KillFeed>,
     mut combat: ResMut<crate::CombatFeed>,
     mut match_info: ResMut<crate::MatchInfo>,
+    mut reconnect: ResMut<crate::Reconnect>,
     buffers: Query<Entity, With<sightline_interpolation::SnapshotBuffer>>,
 ) {
     while let Some(bytes) = client.receive_message(Channel::Reliable) {
         let msg = match ServerMessage::decode(&bytes) {
             Ok(msg) => msg,
             Err(e) => {
-                if let Some(v) = peek_welcome_version(&bytes)
-                    && v != PROTOCOL_VERSION
-                {
-                    let reason = version_mismatch(v);
+                if let Some(reason) = fatal_decode_error(&status, &bytes, &e) {
                     leave(&mut client, &mut status, reason);
                     return;
                 }
@@ -148,6 +163,7 @@ pub(crate) fn receive_reliable(
                             PlayerState::default(),
                             LocalPlayer,
                         ));
+                        reconnect.welcomed(welcome.resume);
                         *status = ConnectionStatus::Connected(ServerInfo { welcome });
                     }
                     Err(reason) => {
@@ -162,18 +178,21 @@ pub(crate) fn receive_reliable(
                 return;
             }
             ServerMessage::PlayerJoined { id, name, bot } => {
-                info!("{name} joined");
-                roster.0.insert(
-                    id,
-                    RosterEntry {
-                        name,
-                        bot,
-                        ping_ms: None,
-                        frags: 0,
-                        deaths: 0,
-                        team: None,
-                    },
-                );
+                let entry = RosterEntry {
+                    name,
+                    bot,
+                    ping_ms: None,
+                    frags: 0,
+                    deaths: 0,
+                    team: None,
+                };
+                let name = entry.name.clone();
+                if roster.insert(id, entry) {
+                    info!("{name} joined");
+                } else {
+                    stats.malformed += 1;
+                    debug!("dropped a join beyond {MAX_SNAPSHOT_PLAYERS} players");
+                }
             }
             ServerMessage::PlayerLeft { id, reason } => {
                 if let Some(p) = roster.0.remove(&id) {
@@ -201,7 +220,7 @@ pub(crate) fn receive_reliable(
                         .get(&id)
                         .map_or("?".to_string(), |p: &RosterEntry| p.name.clone())
                 };
-                feed.0.push(crate::KillFeedEntry {
+                feed.push(crate::KillFeedEntry {
                     killer: name(killer),
                     victim: name(victim),
                     weapon,
@@ -251,11 +270,11 @@ pub(crate) fn receive_reliable(
             event @ (ServerMessage::HitConfirm { .. }
             | ServerMessage::Damaged { .. }
             | ServerMessage::Fired { .. }
-            | ServerMessage::Exploded { .. }) => combat.0.push(event),
+            | ServerMessage::Exploded { .. }) => combat.push(event),
             ServerMessage::Chat { from, text } => {
                 let name = roster.0.get(&from).map_or("?", |p| p.name.as_str());
                 info!("{name}: {text}");
-                chat.0.push((name.to_string(), text));
+                chat.push(name.to_string(), text);
             }
         }
     }
@@ -268,6 +287,22 @@ fn version_mismatch(server: u32) -> String {
     )
 }
 
+/// Whether a server message that failed to decode ends the connection, and why: a
+/// Welcome of another protocol version, or, while waiting for one, a Welcome this client
+/// cannot take (such as one naming a map by a path). Anything else is dropped and counted.
+fn fatal_decode_error(
+    status: &ConnectionStatus,
+    bytes: &[u8],
+    error: &DecodeError,
+) -> Option<String> {
+    let version = peek_welcome_version(bytes)?;
+    if version != PROTOCOL_VERSION {
+        return Some(version_mismatch(version));
+    }
+    (*status == ConnectionStatus::AwaitingWelcome)
+        .then(|| format!("cannot join: the server sent an invalid Welcome ({error})"))
+}
+
 /// Checks a Welcome against what this client has: same protocol, same map file.
 fn accept_welcome(w: &Welcome) -> Result<(CurrentMap, TickConfig), String> {
     if w.protocol_version != PROTOCOL_VERSION {
@@ -278,10 +313,12 @@ fn accept_welcome(w: &Welcome) -> Result<(CurrentMap, TickConfig), String> {
     Ok((load_map(&w.map_name, w.map_hash)?, tick))
 }
 
-/// Loads the map the server plays and checks it is the same file.
+/// Loads the map the server plays and checks it is the same file. The name comes from
+/// the server, so it is only ever looked up as a name in the maps folder, never as a path.
 fn load_map(name: &str, hash: u64) -> Result<CurrentMap, String> {
-    let map = MapSource::load(&find_map(name))
-        .map_err(|e| format!("cannot load map \"{name}\" the server plays: {e}"))?;
+    let cannot =
+        |e: sightline_map::MapError| format!("cannot load map {name:?} the server plays: {e}");
+    let map = MapSource::load(&find_map_by_name(name).map_err(cannot)?).map_err(cannot)?;
     if map.hash != hash {
         return Err(format!(
             "map \"{name}\" differs from the server's copy (local hash {:016x}, server hash {hash:016x}); \
@@ -292,13 +329,164 @@ fn load_map(name: &str, hash: u64) -> Result<CurrentMap, String> {
     Ok(CurrentMap::new(map))
 }
 
-/// Notices the transport going away (timeout, server shutdown, kick).
-pub(crate) fn notice_disconnect(client: Res<RenetClient>, mut status: ResMut<ConnectionStatus>) {
-    if client.is_disconnected() && !matches!(*status, ConnectionStatus::Disconnected(_)) {
-        let reason = client
-            .disconnect_reason()
-            .map_or("connection lost".to_string(), |r| r.to_string());
-        warn!("disconnected: {reason}");
-        *status = ConnectionStatus::Disconnected(reason);
+/// Notices the transport going away (timeout, server shutdown, kick, a refused token),
+/// with the transport's own words when it has them.
+pub(crate) fn notice_disconnect(
+    client: Res<RenetClient>,
+    transport: Option<Res<sightline_net::UdpClientTransport>>,
+    mut status: ResMut<ConnectionStatus>,
+    mut reconnect: ResMut<crate::Reconnect>,
+    time: Res<Time<Real>>,
+) {
+    let settled = matches!(
+        *status,
+        ConnectionStatus::Disconnected(_) | ConnectionStatus::Reconnecting(_)
+    );
+    if client.is_disconnected() && !settled {
+        let timed_out = transport.as_ref().is_some_and(|t| t.timed_out());
+        let reason = transport
+            .and_then(|t| t.failure())
+            .or_else(|| client.disconnect_reason().map(|r| r.to_string()))
+            .unwrap_or_else(|| "connection lost".to_string());
+        // A link that went silent in the game, or a failed try to come back: try again
+        // while the server still keeps the place. A kick or a closed server is final.
+        let in_game = matches!(*status, ConnectionStatus::Connected(_));
+        let retry = (in_game && timed_out) || reconnect.active();
+        if retry && reconnect.lost(time.elapsed_secs_f64()) {
+            warn!("connection lost ({reason}); reconnecting");
+            *status = ConnectionStatus::Reconnecting(reason);
+        } else {
+            warn!("disconnected: {reason}");
+            *status = ConnectionStatus::Disconnected(reason);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Map names a hostile server might send to make a client open something else.
+    const HOSTILE_MAP_NAMES: [&str; 6] = [
+        "../../etc/passwd",
+        "/dev/zero",
+        "duel/../duel",
+        "C:\\x",
+        "",
+        "duel.ron",
+    ];
+
+    fn welcome(map_name: &str, map_hash: u64) -> Welcome {
+        Welcome {
+            protocol_version: PROTOCOL_VERSION,
+            tick_hz: 128,
+            snapshot_hz: 64,
+            server_name: "test".into(),
+            map_name: map_name.into(),
+            map_hash,
+            your_id: PlayerId(3),
+            resume: [9; 16],
+        }
+    }
+
+    /// A Welcome encoded by hand, as a hostile server could, bypassing the checks a
+    /// well-behaved encoder makes: variant 0, then the fields in order (numbers under
+    /// 251 take one byte, strings a length byte then their bytes, the resume secret its
+    /// 16 bytes).
+    fn raw_welcome(map_name: &str) -> Vec<u8> {
+        let mut bytes = vec![0, PROTOCOL_VERSION as u8, 128, 64];
+        for text in ["test", map_name] {
+            bytes.push(text.len() as u8);
+            bytes.extend_from_slice(text.as_bytes());
+        }
+        bytes.extend([7, 3]);
+        bytes.extend([9; 16]);
+        bytes
+    }
+
+    /// Why `accept_welcome` refuses `w` (the accepted map has no Debug to unwrap with).
+    fn refusal(w: &Welcome) -> String {
+        match accept_welcome(w) {
+            Ok(_) => panic!("{w:?} was accepted"),
+            Err(reason) => reason,
+        }
+    }
+
+    #[test]
+    fn a_welcome_for_a_shipped_map_is_accepted() {
+        let path = find_map_by_name("duel").unwrap_or_else(|e| panic!("{e}"));
+        let hash = MapSource::load(&path)
+            .unwrap_or_else(|e| panic!("{e}"))
+            .hash;
+        let (map, tick) = accept_welcome(&welcome("duel", hash)).unwrap();
+        assert_eq!((map.def.name.as_str(), tick.tick_hz), ("duel", 128));
+        let err = refusal(&welcome("duel", hash ^ 1));
+        assert!(err.contains("differs from the server's copy"), "{err}");
+    }
+
+    #[test]
+    fn a_welcome_naming_a_path_is_refused_before_anything_is_opened() {
+        for name in HOSTILE_MAP_NAMES {
+            let err = refusal(&welcome(name, 0));
+            // Refused by the name alone: the lookup fails before any file is touched.
+            assert!(err.contains("is not a map name"), "{name:?}: {err}");
+            assert!(err.starts_with("cannot load map"), "{name:?}: {err}");
+        }
+        let err = refusal(&welcome("no_such_map", 0));
+        assert!(err.contains("no map named"), "{err}");
+    }
+
+    #[test]
+    fn an_undecodable_welcome_ends_the_handshake_with_a_reason() {
+        let good = raw_welcome("duel");
+        assert_eq!(
+            ServerMessage::decode(&good),
+            Ok(ServerMessage::Welcome(welcome("duel", 7))),
+            "the hand encoding matches the real one"
+        );
+        for name in HOSTILE_MAP_NAMES {
+            let bytes = raw_welcome(name);
+            let err = ServerMessage::decode(&bytes).unwrap_err();
+            let reason = fatal_decode_error(&ConnectionStatus::AwaitingWelcome, &bytes, &err)
+                .unwrap_or_else(|| panic!("{name:?} did not end the handshake"));
+            assert!(reason.contains("invalid Welcome"), "{reason}");
+            assert!(reason.contains("map name"), "{reason}");
+        }
+        // Once in the game, a stray bad message is only dropped.
+        let bytes = raw_welcome("/dev/zero");
+        let err = ServerMessage::decode(&bytes).unwrap_err();
+        let playing = ConnectionStatus::Connected(ServerInfo {
+            welcome: welcome("duel", 7),
+        });
+        assert_eq!(fatal_decode_error(&playing, &bytes, &err), None);
+        // Another protocol version is named, whatever the stage.
+        let mut other = good.clone();
+        other[1] = PROTOCOL_VERSION as u8 + 1;
+        let err = ServerMessage::decode(&[1]).unwrap_err();
+        let reason = fatal_decode_error(&playing, &other, &err).unwrap();
+        assert!(reason.contains("protocol version"), "{reason}");
+    }
+
+    #[test]
+    fn the_roster_holds_no_more_players_than_a_snapshot_can_name() {
+        let entry = |name: &str| RosterEntry {
+            name: name.into(),
+            bot: false,
+            ping_ms: None,
+            frags: 0,
+            deaths: 0,
+            team: None,
+        };
+        let mut roster = Roster::default();
+        for id in 0..=u8::MAX {
+            let fits = usize::from(id) < MAX_SNAPSHOT_PLAYERS;
+            assert_eq!(roster.insert(PlayerId(id), entry("p")), fits, "{id}");
+        }
+        assert_eq!(roster.0.len(), MAX_SNAPSHOT_PLAYERS);
+        // A player already present can still be renamed when the roster is full.
+        assert!(roster.insert(PlayerId(0), entry("renamed")));
+        assert_eq!(roster.0[&PlayerId(0)].name, "renamed");
+        roster.0.remove(&PlayerId(1));
+        assert!(roster.insert(PlayerId(200), entry("late")));
     }
 }

@@ -8,7 +8,7 @@ use sightline_map::CurrentMap;
 use sightline_movement::{MoveParams, PlayerState};
 use sightline_net::RenetClient;
 use sightline_prediction::Predicted;
-use sightline_protocol::{Channel, ClientDatagram, InputPacket, REDUNDANT_INPUTS, Wire};
+use sightline_protocol::{Channel, ClientDatagram, InputPacket, REDUNDANT_INPUTS};
 use sightline_sim::{CurrentCmd, InputCmd, Tick, TickConfig};
 use std::collections::VecDeque;
 
@@ -150,13 +150,18 @@ pub(crate) fn send_inputs(
 ) {
     let ack = latest.0.as_ref().map_or(0, |s| s.seq);
     if let Some(packet) = history.packet(ack) {
-        client.send_message(Channel::Unreliable, ClientDatagram::Input(packet).encode());
+        crate::send_to_server(
+            &mut client,
+            Channel::Unreliable,
+            &ClientDatagram::Input(packet),
+        );
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use sightline_protocol::Wire;
 
     #[test]
     fn packets_carry_the_newest_command_and_three_before_it() {
@@ -170,6 +175,6 @@ mod tests {
         let seqs: Vec<u32> = p.cmds.iter().map(|c| c.seq).collect();
         assert_eq!(seqs, [6, 5, 4, 3]);
         assert_eq!(p.cmds[0].client_tick, 5);
-        assert!(InputPacket::decode(&p.encode()).is_ok());
+        assert!(InputPacket::decode(&p.encode().unwrap()).is_ok());
     }
 }

@@ -9,11 +9,13 @@ mod clock;
 mod connection;
 mod input;
 mod pacing;
+mod reconnect;
 mod snapshots;
 
 pub use connection::{ConnectionStatus, DesiredName, Roster, RosterEntry, ServerInfo};
 pub use input::{InputHistory, InputSource, LocalInput};
 pub use pacing::{InputPacing, MAX_DILATION, TARGET_MIN_QUEUE};
+pub use reconnect::{RESUME_WINDOW_SECONDS, Reconnect, backoff_seconds};
 pub use snapshots::{ClientStats, LatestSnapshot, PlayerSeen};
 
 use bevy::prelude::*;
@@ -21,6 +23,21 @@ use sightline_interpolation::InterpolationPlugin;
 use sightline_net::{ClockSync, RenetClient, RenetReceive, ServerClock};
 use sightline_prediction::{PredictionPlugin, PredictionSet};
 use sightline_sim::{SimSet, SimulationPlugin};
+use std::collections::VecDeque;
+
+/// Sends a message to the server. One above its cap (a bug here, since everything the
+/// client sends is bounded where it is made) is dropped with a warning: the server would
+/// refuse it and count it against this client.
+pub fn send_to_server(
+    client: &mut RenetClient,
+    channel: sightline_protocol::Channel,
+    msg: &impl sightline_protocol::Wire,
+) {
+    match msg.encode() {
+        Ok(bytes) => client.send_message(channel, bytes),
+        Err(e) => warn!("a message was not sent: {e}"),
+    }
+}
 
 /// Forgets everything about the last server: players, map, statistics, prediction and
 /// interpolation state. Run before connecting somewhere new.
@@ -54,6 +71,7 @@ pub fn reset_session(world: &mut World) {
     world.insert_resource(sightline_interpolation::RenderTime::default());
     world.insert_resource(sightline_interpolation::InterpolationStats::default());
     world.insert_resource(sightline_sim::Tick::default());
+    world.insert_resource(Reconnect::default());
 }
 
 /// One line of the kill feed.
@@ -82,18 +100,57 @@ pub struct MatchInfo {
     pub winner: Option<String>,
 }
 
-/// Deaths announced by the server, oldest first.
+/// Kill feed lines kept; the HUD shows the newest few.
+pub const MAX_KILL_FEED: usize = 32;
+/// Combat messages kept until the game takes them; a headless client never does, and a
+/// server may send them as fast as it likes.
+pub const MAX_COMBAT_FEED: usize = 256;
+/// Chat lines kept; the HUD shows the newest few.
+pub const MAX_CHAT_LOG: usize = 64;
+
+/// Appends to a queue of at most `cap` items, dropping the oldest to make room: every
+/// queue the server fills must stay bounded, whatever it sends.
+fn push_bounded<T>(queue: &mut VecDeque<T>, cap: usize, item: T) {
+    while queue.len() >= cap {
+        queue.pop_front();
+    }
+    queue.push_back(item);
+}
+
+/// Deaths announced by the server, oldest first, at most [`MAX_KILL_FEED`].
 #[derive(Resource, Debug, Default)]
-pub struct KillFeed(pub Vec<KillFeedEntry>);
+pub struct KillFeed(pub VecDeque<KillFeedEntry>);
+
+impl KillFeed {
+    /// Adds a line, forgetting the oldest beyond [`MAX_KILL_FEED`].
+    pub fn push(&mut self, entry: KillFeedEntry) {
+        push_bounded(&mut self.0, MAX_KILL_FEED, entry);
+    }
+}
 
 /// Combat messages for presentation (hit markers, damage indicators, others' shots,
-/// explosions); the game takes them each frame.
+/// explosions); the game takes them each frame. At most [`MAX_COMBAT_FEED`], oldest
+/// dropped first.
 #[derive(Resource, Debug, Default)]
-pub struct CombatFeed(pub Vec<sightline_protocol::ServerMessage>);
+pub struct CombatFeed(pub VecDeque<sightline_protocol::ServerMessage>);
 
-/// Chat lines received, oldest first, with who said them.
+impl CombatFeed {
+    /// Adds a message, forgetting the oldest beyond [`MAX_COMBAT_FEED`].
+    pub fn push(&mut self, msg: sightline_protocol::ServerMessage) {
+        push_bounded(&mut self.0, MAX_COMBAT_FEED, msg);
+    }
+}
+
+/// Chat lines received, oldest first, with who said them; at most [`MAX_CHAT_LOG`].
 #[derive(Resource, Debug, Default)]
-pub struct ChatLog(pub Vec<(String, String)>);
+pub struct ChatLog(pub VecDeque<(String, String)>);
+
+impl ChatLog {
+    /// Adds a line, forgetting the oldest beyond [`MAX_CHAT_LOG`].
+    pub fn push(&mut self, name: String, text: String) {
+        push_bounded(&mut self.0, MAX_CHAT_LOG, (name, text));
+    }
+}
 
 /// Marks the player this client controls.
 #[derive(Component, Debug, Default, Clone, Copy)]
@@ -138,6 +195,8 @@ impl Plugin for ClientPlugin {
             .init_resource::<ServerClock>()
             .init_resource::<InputPacing>()
             .init_resource::<clock::PingSchedule>()
+            .init_resource::<Reconnect>()
+            .add_systems(PreUpdate, reconnect::retry_connection.before(RenetReceive))
             .configure_sets(
                 PreUpdate,
                 (
@@ -178,5 +237,41 @@ impl Plugin for ClientPlugin {
                 )
                     .run_if(connection::in_game.and_then(resource_exists::<RenetClient>)),
             );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use sightline_protocol::ServerMessage;
+
+    #[test]
+    fn feeds_keep_only_their_newest_entries() {
+        let mut chat = ChatLog::default();
+        let mut kills = KillFeed::default();
+        let mut combat = CombatFeed::default();
+        for i in 0..10_000u32 {
+            chat.push("p".into(), i.to_string());
+            kills.push(KillFeedEntry {
+                killer: i.to_string(),
+                victim: "v".into(),
+                weapon: 0,
+            });
+            combat.push(ServerMessage::Exploded {
+                at: [i as f32, 0.0, 0.0],
+            });
+        }
+        assert_eq!(chat.0.len(), MAX_CHAT_LOG);
+        assert_eq!(kills.0.len(), MAX_KILL_FEED);
+        assert_eq!(combat.0.len(), MAX_COMBAT_FEED);
+        assert_eq!(chat.0.back().map(|l| l.1.as_str()), Some("9999"));
+        let oldest_kept = 10_000 - MAX_KILL_FEED;
+        assert_eq!(kills.0[0].killer, oldest_kept.to_string());
+        assert_eq!(
+            combat.0.front(),
+            Some(&ServerMessage::Exploded {
+                at: [(10_000 - MAX_COMBAT_FEED) as f32, 0.0, 0.0]
+            })
+        );
     }
 }

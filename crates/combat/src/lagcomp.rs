@@ -7,13 +7,92 @@ use bevy::prelude::*;
 use sightline_sim::PlayerId;
 use std::collections::VecDeque;
 
-/// Furthest back a shot is judged, seconds. A claim further back (a lagging or lying
-/// client) is judged at this limit instead; a claim in the future is judged at the present.
+/// Furthest back a shot is judged, seconds: the one rewind limit, chosen from measured
+/// latency.
 ///
-/// The rewind a shot needs is the round trip plus the interpolation delay plus the time its
-/// command waits in the server's input buffer: about 265 ms at 150 ms of round trip with
-/// 20 ms of jitter. 300 ms covers that (Source allows a full second).
-pub const MAX_REWIND: f32 = 0.3;
+/// The rewind a shot needs is the round trip plus the interpolation delay plus the time
+/// its command waits in the server's input buffer. `sightline-bench hits` measured 265 ms
+/// on average (280 ms max) at 150 ms of round trip with 20 ms of jitter, and 280 ms on
+/// average (308 ms max) with 5 % loss added. 350 ms covers those with a margin; a player
+/// further away than about 200 ms of round trip has shots refused rather than judged
+/// against a world older than this (Source allows a full second, at the cost of victims
+/// shot long after they reached cover).
+pub const MAX_REWIND: f32 = 0.35;
+/// Furthest a client may claim to see behind the newest snapshot it acknowledged,
+/// seconds: the largest interpolation delay honoured (`cl_interp` up to 0.25 s) plus a
+/// margin for the stream clock's slewing.
+pub const MAX_VIEW_LAG: f32 = 0.3;
+/// Furthest a client may claim to see ahead of the newest snapshot it acknowledged,
+/// seconds: extrapolation past the newest snapshot (at most 0.1 s) plus the stream clock
+/// running on between snapshots.
+pub const MAX_VIEW_LEAD: f32 = 0.15;
+/// How far one command's view time may fall behind the previous command's, seconds: the
+/// automatic interpolation delay grows when jitter does, which steps the view back.
+pub const MAX_VIEW_STEP_BACK: f32 = 0.05;
+
+/// The view times a human player's current command may claim, in fractional ticks,
+/// bounded by what the server knows rather than by what the client says: the snapshot the
+/// command's packet acknowledged, the rewind limit, and the previous command's view time
+/// (view time moves forward with the commands).
+///
+/// A claim outside it is refused, not judged at its edge: a client with a 10 ms ping can
+/// no longer choose any moment of the last few hundred milliseconds to shoot at.
+#[derive(Component, Debug, Clone, Copy, PartialEq)]
+pub struct ViewWindow {
+    /// Oldest view time allowed.
+    pub oldest: f64,
+    /// Newest view time allowed.
+    pub newest: f64,
+}
+
+impl ViewWindow {
+    /// The window for a command taken at `now_tick`, whose packet acknowledged the
+    /// snapshot of `ack_tick` (`None`: none the server can vouch for, so no rewind is
+    /// allowed at all), following a command that claimed `previous_view`.
+    pub fn new(
+        now_tick: u32,
+        ack_tick: Option<u32>,
+        previous_view: Option<f64>,
+        tick_hz: u32,
+    ) -> Self {
+        let hz = tick_hz as f64;
+        let now = now_tick as f64;
+        let Some(ack) = ack_tick else {
+            return Self::CLOSED;
+        };
+        let ack = ack as f64;
+        let mut oldest = (ack - MAX_VIEW_LAG as f64 * hz).max(now - MAX_REWIND as f64 * hz);
+        if let Some(previous) = previous_view {
+            oldest = oldest.max(previous - MAX_VIEW_STEP_BACK as f64 * hz);
+        }
+        let newest = (ack + MAX_VIEW_LEAD as f64 * hz).min(now);
+        Self {
+            oldest: oldest.max(0.0),
+            newest,
+        }
+    }
+
+    /// A window no view time lies in.
+    pub const CLOSED: Self = Self {
+        oldest: f64::INFINITY,
+        newest: f64::NEG_INFINITY,
+    };
+
+    /// Whether a claimed view time may be judged.
+    pub fn contains(&self, view: f64) -> bool {
+        view.is_finite() && self.oldest <= view && view <= self.newest
+    }
+}
+
+/// Hitscan shots judged with lag compensation, and shots refused for a view time outside
+/// their [`ViewWindow`].
+#[derive(Resource, Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct LagCompStats {
+    /// Shots judged against the rewound world.
+    pub judged: u64,
+    /// Shots refused.
+    pub refused: u64,
+}
 
 /// Clamps a claimed view time (in ticks, fractional) to the rewind window ending at
 /// `now_tick`.
@@ -103,15 +182,40 @@ mod tests {
 
     #[test]
     fn view_times_are_clamped_to_the_window() {
-        // 128 Hz: the window is 38.4 ticks.
+        // 128 Hz: the window is 44.8 ticks.
         assert_eq!(clamp_view_time(1000, 990.5, 128), 990.5);
-        assert!((clamp_view_time(1000, 900.0, 128) - (1000.0 - 38.4)).abs() < 1e-4);
+        assert!((clamp_view_time(1000, 900.0, 128) - (1000.0 - 44.8)).abs() < 1e-4);
         assert_eq!(
             clamp_view_time(1000, 1010.0, 128),
             1000.0,
             "the future is not trusted"
         );
         assert_eq!(clamp_view_time(10, 0.0, 128), 0.0);
+    }
+
+    #[test]
+    fn a_view_window_follows_the_acknowledged_snapshot() {
+        // 128 Hz, tick 1000, the command's packet acknowledged the snapshot of tick 980.
+        let w = ViewWindow::new(1000, Some(980), None, 128);
+        assert!(w.contains(980.0 - 12.8), "100 ms of interpolation delay");
+        assert!(w.contains(980.0 + 5.0), "a little extrapolation");
+        assert!(
+            !w.contains(980.0 - 40.0),
+            "backtracking beyond the delay honoured"
+        );
+        assert!(!w.contains(1001.0), "the future");
+        assert!(!w.contains(f64::NAN));
+        // The rewind limit bounds it too: a stale acknowledgement leaves nothing.
+        let stale = ViewWindow::new(1000, Some(900), None, 128);
+        assert!(!stale.contains(900.0));
+        assert!(!ViewWindow::new(1000, None, None, 128).contains(1000.0));
+    }
+
+    #[test]
+    fn view_time_may_not_jump_back_from_the_previous_command() {
+        let w = ViewWindow::new(1000, Some(980), Some(975.0), 128);
+        assert!(w.contains(975.0 - 6.0), "within 50 ms of the previous");
+        assert!(!w.contains(975.0 - 7.0));
     }
 
     #[test]

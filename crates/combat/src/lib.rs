@@ -23,7 +23,10 @@ pub use damage::{
 };
 pub use hitbox::{HitZone, Hitbox, ray_capsule, ray_hit, ray_sphere};
 pub use items::{ItemSpot, items_present, pick_up, respawn_time, spawn_items_for};
-pub use lagcomp::{HitboxHistory, MAX_REWIND, clamp_view_time};
+pub use lagcomp::{
+    HitboxHistory, LagCompStats, MAX_REWIND, MAX_VIEW_LAG, MAX_VIEW_LEAD, MAX_VIEW_STEP_BACK,
+    ViewWindow, clamp_view_time,
+};
 pub use plugin::{CombatEvent, CombatPlugin, CombatSystems, Rocket, Score, Team, aim_direction};
 pub use spread::pellet_direction;
 pub use weapons::{WEAPONS, WeaponDef, WeaponKind};

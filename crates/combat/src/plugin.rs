@@ -2,8 +2,8 @@
 //! living and the dead, and the hitbox history.
 
 use crate::{
-    Arsenal, HitZone, Hitbox, HitboxHistory, Vitals, WeaponKind, clamp_view_time, pellet_direction,
-    ray_hit, splash, step_arsenal,
+    Arsenal, HitZone, Hitbox, HitboxHistory, LagCompStats, ViewWindow, Vitals, WeaponKind,
+    clamp_view_time, pellet_direction, ray_hit, splash, step_arsenal,
 };
 use bevy::prelude::*;
 use sightline_map::CurrentMap;
@@ -99,6 +99,7 @@ impl Plugin for CombatPlugin {
             .map_or(128, |c| c.tick_hz);
         app.insert_resource(HitboxHistory::new(hz, 1.0))
             .init_resource::<NextRocketId>()
+            .init_resource::<LagCompStats>()
             .add_message::<CombatEvent>()
             .add_systems(
                 Startup,
@@ -185,7 +186,9 @@ struct PendingShot {
 }
 
 /// Runs every living player's weapon; hitscan shots are judged against the hitboxes as the
-/// shooter saw them (rewound, clamped) and stopped by walls; rockets are launched.
+/// shooter saw them and stopped by walls; rockets are launched. A human's claimed view
+/// time must lie in its [`ViewWindow`] or the shot is refused; a bot's (which has none)
+/// is clamped to the rewind limit.
 fn fire_weapons(
     mut commands: Commands,
     tick: Res<Tick>,
@@ -194,9 +197,12 @@ fn fire_weapons(
     map: Res<CurrentMap>,
     history: Res<HitboxHistory>,
     mut next_rocket: ResMut<NextRocketId>,
+    mut lagcomp: ResMut<LagCompStats>,
     mut events: MessageWriter<CombatEvent>,
+    windows: Query<(&PlayerId, &ViewWindow)>,
     mut players: Combatants,
 ) {
+    let window_of = |id: PlayerId| windows.iter().find(|(p, _)| **p == id).map(|(_, w)| *w);
     let dt = config.dt();
     let mut shots = Vec::new();
     let mut order: Vec<_> = players.iter_mut().collect();
@@ -228,6 +234,16 @@ fn fire_weapons(
             });
             continue;
         }
+        let claimed = cmd.0.view_time();
+        let view = match window_of(*id) {
+            Some(window) if window.contains(claimed) => claimed,
+            Some(_) => {
+                lagcomp.refused = lagcomp.refused.saturating_add(1);
+                continue;
+            }
+            None => clamp_view_time(tick.0, claimed, config.tick_hz),
+        };
+        lagcomp.judged = lagcomp.judged.saturating_add(1);
         let spread = def.spread_deg.to_radians();
         shots.push(PendingShot {
             shooter: *id,
@@ -236,7 +252,7 @@ fn fire_weapons(
             dirs: (0..def.pellets)
                 .map(|p| pellet_direction(forward, spread, tick.0, id.0, p))
                 .collect(),
-            view: clamp_view_time(tick.0, cmd.0.view_time(), config.tick_hz),
+            view,
         });
     }
     for shot in shots {

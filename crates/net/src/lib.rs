@@ -5,6 +5,7 @@
 //! [`LinkConditioner`] (fake latency, jitter, loss). Clock sync ([`ClockSync`]) lives
 //! here too, beside the transports whose timing it measures.
 
+mod auth;
 mod cli;
 mod clock;
 mod conditioner;
@@ -13,15 +14,20 @@ mod shutdown;
 mod udp;
 
 pub use bevy_renet::{RenetClient, RenetReceive, RenetSend, RenetServer, RenetServerEvent};
+pub use auth::{
+    AdmissionLimits, CONNECTION_TIMEOUT_SECONDS, SecureConfig, Security, TOKEN_EXPIRE_SECONDS,
+    TokenService, fetch_token, load_key_file, parse_key, request_token,
+};
 pub use cli::{FakeLinkArgs, parse_args};
+pub use renetcode::ConnectToken;
 pub use clock::{CLOCK_WINDOW, ClockSync, SLEW_RATE, STEP_THRESHOLD, ServerClock};
 pub use conditioner::{ConditionerSettings, LinkConditioner};
 pub use memory::{MemoryClientLink, MemoryNetwork};
-pub use renet::{ClientId, DisconnectReason, ServerEvent};
+pub use renet::{Bytes, ClientId, DisconnectReason, ServerEvent};
 pub use shutdown::{RunFor, ShutdownPlugin, ShutdownSignal};
 pub use udp::{
-    ConditionedSocket, UdpClientTransport, UdpServerTransport, UdpSetupError, udp_client,
-    udp_server,
+    ClientSecurity, ConditionedSocket, UdpClientTransport, UdpServerTransport, UdpSetupError,
+    udp_client, udp_client_with_token, udp_server,
 };
 
 use bevy::prelude::*;
@@ -35,6 +41,32 @@ use std::sync::Mutex;
 #[derive(Resource, Debug, Default, Clone, Copy, PartialEq)]
 pub struct LinkConditions(pub ConditionerSettings);
 
+/// Sixteen unguessable bytes from the operating system's generator (through netcode's
+/// crypto), for secrets such as a player's resume secret.
+pub fn random_secret() -> [u8; 16] {
+    renetcode::generate_random_bytes()
+}
+
+/// What a server's transport turned away before the game saw it, over its life.
+#[derive(Resource, Debug, Default, Clone, PartialEq, Eq)]
+pub struct NetStats {
+    /// Datagrams from unknown addresses that were not connection requests.
+    pub junk_datagrams: u64,
+    /// Connection requests over an address's rate.
+    pub handshakes_refused: u64,
+    /// Connections netcode accepted that the server turned away: a token used from
+    /// another address, or too many connections from one address.
+    pub connections_refused: u64,
+    /// Connect tokens handed out.
+    pub tokens_issued: u64,
+    /// Token requests answered with a refusal (wrong password, rate, limits).
+    pub tokens_refused: u64,
+    /// Token requests dropped without an answer (malformed, too slow, too many at once).
+    pub token_requests_dropped: u64,
+    /// Socket receive errors.
+    pub receive_errors: u64,
+}
+
 /// Runs renet for a server: over UDP ([`Self::udp`]) or an in-memory network.
 pub struct ServerNetPlugin(ServerTransport);
 
@@ -45,14 +77,17 @@ enum ServerTransport {
 }
 
 impl ServerNetPlugin {
-    /// Binds a UDP socket at `bind` for up to `max_clients` connections. `public` is the
-    /// address clients use when it differs from the bound one.
+    /// Binds a UDP socket at `bind` for up to `max_clients` connections, admitted as
+    /// `security` and `limits` say. `public` is the address clients use when it differs
+    /// from the bound one.
     pub fn udp(
         bind: SocketAddr,
         public: Option<SocketAddr>,
         max_clients: usize,
+        security: Security,
+        limits: AdmissionLimits,
     ) -> Result<(Self, SocketAddr), UdpSetupError> {
-        let transport = udp_server(bind, public, max_clients)?;
+        let transport = udp_server(bind, public, max_clients, security, limits)?;
         let local = transport
             .socket
             .local_addr()
@@ -73,7 +108,8 @@ impl Plugin for ServerNetPlugin {
     fn build(&self, app: &mut App) {
         app.add_plugins(RenetServerPlugin)
             .insert_resource(RenetServer::new(sightline_protocol::connection_config()))
-            .init_resource::<LinkConditions>();
+            .init_resource::<LinkConditions>()
+            .init_resource::<NetStats>();
         match &self.0 {
             ServerTransport::Udp(ready) => {
                 let transport = ready
@@ -109,9 +145,13 @@ enum ClientTransport {
 }
 
 /// Connects a client app to `server` over UDP now, replacing any connection it had.
-pub fn connect_udp(world: &mut World, server: SocketAddr) -> Result<(), UdpSetupError> {
+pub fn connect_udp(
+    world: &mut World,
+    server: SocketAddr,
+    security: &ClientSecurity,
+) -> Result<(), UdpSetupError> {
     disconnect_udp(world);
-    let transport = udp_client(server)?;
+    let transport = udp_client(server, security)?;
     let mut client = RenetClient::new(sightline_protocol::connection_config());
     client.set_connecting();
     world.insert_resource(client);
@@ -134,8 +174,8 @@ impl ClientNetPlugin {
     }
 
     /// Opens a UDP socket toward `server`.
-    pub fn udp(server: SocketAddr) -> Result<Self, UdpSetupError> {
-        let transport = udp_client(server)?;
+    pub fn udp(server: SocketAddr, security: &ClientSecurity) -> Result<Self, UdpSetupError> {
+        let transport = udp_client(server, security)?;
         Ok(Self(ClientTransport::Udp(Mutex::new(Some(Box::new(
             transport,
         ))))))

@@ -6,18 +6,28 @@
 //! and reorder datagrams both ways for `--fake-latency` and friends. With the conditioner
 //! idle, datagrams pass straight through.
 
-use crate::{ConditionerSettings, LinkConditioner, LinkConditions};
+use crate::auth::{
+    self, AdmissionLimits, CONNECTION_REQUEST_BYTES, RateLimiter, Security, SecureConfig,
+    TokenService,
+};
+use crate::{ConditionerSettings, LinkConditioner, LinkConditions, NetStats};
 use bevy::prelude::*;
 use bevy_renet::{RenetClient, RenetServer};
 use renetcode::{
-    ClientAuthentication, NETCODE_MAX_PACKET_BYTES, NetcodeClient, NetcodeServer,
+    ClientAuthentication, ConnectToken, NETCODE_MAX_PACKET_BYTES, NetcodeClient, NetcodeServer,
     ServerAuthentication, ServerConfig, ServerResult,
 };
 use sightline_protocol::NETCODE_PROTOCOL_ID;
+use std::collections::HashMap;
 use std::fmt;
 use std::io;
-use std::net::{SocketAddr, UdpSocket};
+use std::net::{IpAddr, SocketAddr, UdpSocket};
+use std::sync::{Mutex, mpsc};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+/// Addresses in the middle of a handshake remembered at once; a flood of well-formed
+/// requests from many addresses forgets the oldest.
+const MAX_HANDSHAKING: usize = 4096;
 
 /// A socket could not be set up.
 #[derive(Debug)]
@@ -120,48 +130,121 @@ impl ConditionedSocket {
     }
 }
 
-/// The server's netcode endpoint.
+/// The server's netcode endpoint, with its gatekeeping: the token service, the
+/// screening of datagrams from unknown addresses, and the per-address limits.
 #[derive(Resource)]
 pub struct UdpServerTransport {
     netcode: NetcodeServer,
     /// The socket, for conditions and statistics.
     pub socket: ConditionedSocket,
+    secure: Option<SecureConfig>,
+    tokens: Option<TokenService>,
+    limits: AdmissionLimits,
+    public: SocketAddr,
+    /// Addresses that sent a well-formed connection request lately, and when.
+    handshaking: HashMap<SocketAddr, Instant>,
+    handshake_limiter: RateLimiter,
+}
+
+/// Where a client's connection stands before netcode takes over.
+enum ClientPhase {
+    /// Waiting for the token service's answer.
+    /// (In a mutex only because resources must be `Sync`.)
+    AwaitingToken(Mutex<mpsc::Receiver<Result<ConnectToken, String>>>),
+    /// Speaking netcode.
+    Netcode(Box<NetcodeClient>),
+    /// No connection could be made, and why.
+    Failed(String),
 }
 
 /// The client's netcode endpoint.
 #[derive(Resource)]
 pub struct UdpClientTransport {
-    netcode: NetcodeClient,
+    phase: ClientPhase,
+    server: SocketAddr,
+    security: ClientSecurity,
     /// The socket, for conditions and statistics.
     pub socket: ConditionedSocket,
 }
 
-/// Binds a server socket. Connections are unauthenticated (no connect tokens), as for a
-/// community dedicated server.
+/// How a client connects.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ClientSecurity {
+    /// Ask the server's token service for a connect token, giving this password (empty
+    /// for a public server).
+    Secure {
+        /// The server's password.
+        password: String,
+    },
+    /// Connect without a token, to a server started with `--insecure`.
+    Insecure,
+}
+
+impl Default for ClientSecurity {
+    fn default() -> Self {
+        Self::Secure {
+            password: String::new(),
+        }
+    }
+}
+
+/// Binds a server socket (and, in secure mode, the token service's TCP listener on the
+/// same port number). `public` is the address clients dial when it differs from `bind`.
 pub fn udp_server(
     bind: SocketAddr,
     public: Option<SocketAddr>,
     max_clients: usize,
+    security: Security,
+    limits: AdmissionLimits,
 ) -> Result<UdpServerTransport, UdpSetupError> {
     let socket =
         UdpSocket::bind(bind).map_err(|e| UdpSetupError(format!("cannot bind UDP {bind}: {e}")))?;
     let local = socket
         .local_addr()
         .map_err(|e| UdpSetupError(format!("cannot read the bound address: {e}")))?;
+    let public = public.unwrap_or(local);
+    let (authentication, secure) = match security {
+        Security::Secure(config) => (
+            ServerAuthentication::Secure {
+                private_key: config.key,
+            },
+            Some(config),
+        ),
+        Security::Insecure => (ServerAuthentication::Unsecure, None),
+    };
+    let tokens = match &secure {
+        Some(config) if config.issue_tokens => Some(TokenService::bind(local).map_err(|e| {
+            UdpSetupError(format!("cannot listen for token requests on TCP {local}: {e}"))
+        })?),
+        _ => None,
+    };
     let netcode = NetcodeServer::new(ServerConfig {
         current_time: unix_now(),
         max_clients,
         protocol_id: NETCODE_PROTOCOL_ID,
-        public_addresses: vec![public.unwrap_or(local)],
-        authentication: ServerAuthentication::Unsecure,
+        public_addresses: vec![public],
+        authentication,
     });
     let socket = ConditionedSocket::new(socket)
         .map_err(|e| UdpSetupError(format!("cannot configure the socket: {e}")))?;
-    Ok(UdpServerTransport { netcode, socket })
+    Ok(UdpServerTransport {
+        netcode,
+        socket,
+        secure,
+        tokens,
+        limits,
+        public,
+        handshaking: HashMap::new(),
+        handshake_limiter: RateLimiter::new(auth::HANDSHAKE_BURST, auth::HANDSHAKES_PER_SECOND),
+    })
 }
 
-/// Opens a client socket toward `server`.
-pub fn udp_client(server: SocketAddr) -> Result<UdpClientTransport, UdpSetupError> {
+/// Opens a client socket toward `server`; in secure mode the token request starts at
+/// once on a background thread.
+pub fn udp_client(
+    server: SocketAddr,
+    security: &ClientSecurity,
+) -> Result<UdpClientTransport, UdpSetupError> {
     let bind: SocketAddr = if server.is_ipv4() {
         "0.0.0.0:0".parse().expect("valid address")
     } else {
@@ -169,27 +252,73 @@ pub fn udp_client(server: SocketAddr) -> Result<UdpClientTransport, UdpSetupErro
     };
     let socket = UdpSocket::bind(bind)
         .map_err(|e| UdpSetupError(format!("cannot open a UDP socket: {e}")))?;
-    let now = unix_now();
-    // Unique enough among the clients of one server: time in nanoseconds mixed with pid.
-    let client_id = now.as_nanos() as u64 ^ ((std::process::id() as u64) << 40);
-    let netcode = NetcodeClient::new(
-        now,
-        ClientAuthentication::Unsecure {
-            protocol_id: NETCODE_PROTOCOL_ID,
-            client_id,
-            server_addr: server,
-            user_data: None,
-        },
-    )
-    .map_err(|e| UdpSetupError(format!("cannot start netcode toward {server}: {e}")))?;
+    let phase = match security {
+        ClientSecurity::Secure { password } => {
+            ClientPhase::AwaitingToken(Mutex::new(auth::request_token(server, password.clone())))
+        }
+        ClientSecurity::Insecure => {
+            let now = unix_now();
+            // Unique enough among the clients of one server: time in nanoseconds mixed
+            // with pid.
+            let client_id = now.as_nanos() as u64 ^ ((std::process::id() as u64) << 40);
+            let netcode = NetcodeClient::new(
+                now,
+                ClientAuthentication::Unsecure {
+                    protocol_id: NETCODE_PROTOCOL_ID,
+                    client_id,
+                    server_addr: server,
+                    user_data: None,
+                },
+            )
+            .map_err(|e| UdpSetupError(format!("cannot start netcode toward {server}: {e}")))?;
+            ClientPhase::Netcode(Box::new(netcode))
+        }
+    };
     let socket = ConditionedSocket::new(socket)
         .map_err(|e| UdpSetupError(format!("cannot configure the socket: {e}")))?;
-    Ok(UdpClientTransport { netcode, socket })
+    Ok(UdpClientTransport {
+        phase,
+        server,
+        security: security.clone(),
+        socket,
+    })
+}
+
+/// Opens a client socket toward `server` with a connect token issued elsewhere (by a
+/// matchmaker holding the server's key). The token's first address is replaced by
+/// `server`, the address actually dialled.
+pub fn udp_client_with_token(
+    server: SocketAddr,
+    mut token: ConnectToken,
+) -> Result<UdpClientTransport, UdpSetupError> {
+    token.server_addresses = [None; 32];
+    token.server_addresses[0] = Some(server);
+    let mut transport = udp_client(server, &ClientSecurity::Insecure)?;
+    let netcode = NetcodeClient::new(unix_now(), ClientAuthentication::Secure { connect_token: token })
+        .map_err(|e| UdpSetupError(format!("cannot start netcode toward {server}: {e}")))?;
+    transport.phase = ClientPhase::Netcode(Box::new(netcode));
+    Ok(transport)
+}
+
+/// What [`handle`] needs to vet a new connection.
+struct Admission<'a> {
+    secure: bool,
+    limits: AdmissionLimits,
+    /// Connections per IP address, kept up to date as clients come and go.
+    per_ip: &'a mut HashMap<IpAddr, usize>,
+    /// Connections netcode accepted that the server turns away.
+    rejected: &'a mut Vec<u64>,
+    stats: &'a mut NetStats,
 }
 
 /// Does what a netcode server result asks: send a reply, deliver a payload to renet,
 /// add or drop a connection.
-fn handle(result: ServerResult, socket: &mut ConditionedSocket, server: &mut RenetServer) {
+fn handle(
+    result: ServerResult,
+    socket: &mut ConditionedSocket,
+    server: &mut RenetServer,
+    admission: &mut Admission,
+) {
     match result {
         ServerResult::None => {}
         ServerResult::PacketToSend { addr, payload } => socket.send_to(payload, addr),
@@ -201,8 +330,18 @@ fn handle(result: ServerResult, socket: &mut ConditionedSocket, server: &mut Ren
             client_id,
             addr,
             payload,
-            ..
+            user_data,
         } => {
+            let ip = addr.ip();
+            let here = admission.per_ip.entry(ip).or_default();
+            // A token only works from the address that asked for it.
+            let wrong_address = admission.secure && !auth::user_data_matches(&user_data, ip);
+            if wrong_address || *here >= admission.limits.max_per_address {
+                admission.stats.connections_refused += 1;
+                admission.rejected.push(client_id);
+                return;
+            }
+            *here += 1;
             server.add_connection(client_id);
             socket.send_to(payload, addr);
         }
@@ -211,6 +350,9 @@ fn handle(result: ServerResult, socket: &mut ConditionedSocket, server: &mut Ren
             addr,
             payload,
         } => {
+            if let Some(n) = admission.per_ip.get_mut(&addr.ip()) {
+                *n = n.saturating_sub(1);
+            }
             server.remove_connection(client_id);
             if let Some(payload) = payload {
                 socket.send_to(payload, addr);
@@ -219,30 +361,116 @@ fn handle(result: ServerResult, socket: &mut ConditionedSocket, server: &mut Ren
     }
 }
 
-/// Receives datagrams into renet and keeps netcode's connections alive.
+impl UdpServerTransport {
+    /// Whether a datagram may go to netcode. From a connected or handshaking address,
+    /// anything may (netcode authenticates it); from anyone else, only a connection
+    /// request of the right size within the address's rate. Everything else is junk,
+    /// counted and dropped before it costs a decryption or a log line.
+    fn screen(&mut self, addr: SocketAddr, bytes: &[u8], connected: &[SocketAddr], now: Instant, stats: &mut NetStats) -> bool {
+        if connected.contains(&addr) {
+            return true;
+        }
+        let request = bytes.len() == CONNECTION_REQUEST_BYTES && bytes[0] == 0;
+        if let Some(since) = self.handshaking.get(&addr)
+            && now.duration_since(*since) < Duration::from_secs(auth::TOKEN_EXPIRE_SECONDS)
+            && !request
+        {
+            return true;
+        }
+        if !request {
+            stats.junk_datagrams += 1;
+            return false;
+        }
+        if !self.handshake_limiter.allow(addr.ip(), now) {
+            stats.handshakes_refused += 1;
+            return false;
+        }
+        if self.handshaking.len() >= MAX_HANDSHAKING && !self.handshaking.contains_key(&addr) {
+            let horizon = Duration::from_secs(auth::TOKEN_EXPIRE_SECONDS);
+            self.handshaking.retain(|_, since| now.duration_since(*since) < horizon);
+            if self.handshaking.len() >= MAX_HANDSHAKING {
+                self.handshaking.clear();
+            }
+        }
+        self.handshaking.insert(addr, now);
+        true
+    }
+}
+
+/// Serves token requests, receives datagrams into renet (screened first) and keeps
+/// netcode's connections alive.
 pub(crate) fn server_receive(
     mut transport: ResMut<UdpServerTransport>,
     mut server: ResMut<RenetServer>,
+    mut stats: ResMut<NetStats>,
     time: Res<Time<Real>>,
 ) {
-    let UdpServerTransport { netcode, socket } = &mut *transport;
-    netcode.update(time.delta());
-    match socket.receive() {
-        Ok(datagrams) => {
-            for (addr, mut bytes) in datagrams {
-                let result = netcode.process_packet(addr, &mut bytes);
-                handle(result, socket, &mut server);
-            }
-        }
-        Err(e) => error!("UDP receive failed: {e}"),
+    let transport = &mut *transport;
+    transport.netcode.update(time.delta());
+    if let (Some(tokens), Some(config)) = (&mut transport.tokens, &transport.secure) {
+        tokens.poll(&transport.netcode, config, transport.limits, transport.public, &mut stats);
     }
+    let connected: Vec<SocketAddr> = transport
+        .netcode
+        .clients_id_iter()
+        .filter_map(|id| transport.netcode.client_addr(id))
+        .collect();
+    let mut per_ip: HashMap<IpAddr, usize> = HashMap::new();
+    for addr in &connected {
+        *per_ip.entry(addr.ip()).or_default() += 1;
+    }
+    let mut rejected = Vec::new();
+    let now = Instant::now();
+    let datagrams = match transport.socket.receive() {
+        Ok(datagrams) => datagrams,
+        Err(e) => {
+            stats.receive_errors += 1;
+            debug!("UDP receive failed: {e}");
+            Vec::new()
+        }
+    };
+    let (secure, limits) = (transport.secure.is_some(), transport.limits);
+    for (addr, mut bytes) in datagrams {
+        if !transport.screen(addr, &bytes, &connected, now, &mut stats) {
+            continue;
+        }
+        let UdpServerTransport { netcode, socket, .. } = &mut *transport;
+        let result = netcode.process_packet(addr, &mut bytes);
+        let mut admission = Admission {
+            secure,
+            limits,
+            per_ip: &mut per_ip,
+            rejected: &mut rejected,
+            stats: &mut stats,
+        };
+        handle(result, socket, &mut server, &mut admission);
+    }
+    let UdpServerTransport { netcode, socket, secure, limits, .. } = &mut *transport;
+    let mut admission = Admission {
+        secure: secure.is_some(),
+        limits: *limits,
+        per_ip: &mut per_ip,
+        rejected: &mut rejected,
+        stats: &mut stats,
+    };
     for client_id in netcode.clients_id() {
         let result = netcode.update_client(client_id);
-        handle(result, socket, &mut server);
+        handle(result, socket, &mut server, &mut admission);
     }
     for client_id in server.disconnections_id() {
         let result = netcode.disconnect(client_id);
-        handle(result, socket, &mut server);
+        handle(result, socket, &mut server, &mut admission);
+    }
+    // Turned away: netcode's goodbye, and renet never hears of them.
+    for client_id in rejected {
+        if let ServerResult::ClientDisconnected {
+            addr,
+            payload: Some(payload),
+            ..
+        } = netcode.disconnect(client_id)
+        {
+            socket.send_to(payload, addr);
+        }
     }
 }
 
@@ -251,7 +479,7 @@ pub(crate) fn server_send(
     mut transport: ResMut<UdpServerTransport>,
     mut server: ResMut<RenetServer>,
 ) {
-    let UdpServerTransport { netcode, socket } = &mut *transport;
+    let UdpServerTransport { netcode, socket, .. } = &mut *transport;
     for client_id in server.clients_id() {
         let Ok(packets) = server.get_packets_to_send(client_id) else {
             continue;
@@ -278,23 +506,58 @@ pub(crate) fn server_disconnect_on_exit(
     if exit.is_empty() {
         return;
     }
-    let UdpServerTransport { netcode, socket } = &mut *transport;
+    let UdpServerTransport { netcode, socket, .. } = &mut *transport;
     for client_id in netcode.clients_id() {
-        let result = netcode.disconnect(client_id);
-        handle(result, socket, &mut server);
+        if let ServerResult::ClientDisconnected { addr, payload, .. } = netcode.disconnect(client_id) {
+            server.remove_connection(client_id);
+            if let Some(payload) = payload {
+                socket.send_to(payload, addr);
+            }
+        }
     }
     // Goodbyes go out now, whatever the conditioner would say.
     socket.set_conditions(ConditionerSettings::default());
     socket.flush();
 }
 
-/// Receives datagrams into renet and keeps the connection alive.
+/// Waits for the connect token, then receives datagrams into renet and keeps the
+/// connection alive.
 pub(crate) fn client_receive(
     mut transport: ResMut<UdpClientTransport>,
     mut client: ResMut<RenetClient>,
     time: Res<Time<Real>>,
 ) {
-    let UdpClientTransport { netcode, socket } = &mut *transport;
+    let transport = &mut *transport;
+    if let ClientPhase::AwaitingToken(answer) = &transport.phase {
+        let answer = answer.lock().map(|a| a.try_recv());
+        let next = match answer.unwrap_or(Err(mpsc::TryRecvError::Disconnected)) {
+            Err(mpsc::TryRecvError::Empty) => {
+                client.set_connecting();
+                return;
+            }
+            Err(mpsc::TryRecvError::Disconnected) => {
+                ClientPhase::Failed("the token request ended without an answer".into())
+            }
+            Ok(Err(reason)) => ClientPhase::Failed(reason),
+            Ok(Ok(token)) => match NetcodeClient::new(
+                unix_now(),
+                ClientAuthentication::Secure {
+                    connect_token: token,
+                },
+            ) {
+                Ok(netcode) => ClientPhase::Netcode(Box::new(netcode)),
+                Err(e) => ClientPhase::Failed(format!("cannot use the connect token: {e}")),
+            },
+        };
+        transport.phase = next;
+    }
+    let ClientPhase::Netcode(netcode) = &mut transport.phase else {
+        if !client.is_disconnected() {
+            client.disconnect_due_to_transport();
+        }
+        return;
+    };
+    let socket = &mut transport.socket;
     if netcode.disconnect_reason().is_some() {
         if !client.is_disconnected() {
             client.disconnect_due_to_transport();
@@ -323,7 +586,7 @@ pub(crate) fn client_receive(
                 }
             }
         }
-        Err(e) => error!("UDP receive failed: {e}"),
+        Err(e) => debug!("UDP receive failed: {e}"),
     }
     if let Some((packet, addr)) = netcode.update(time.delta()) {
         socket.send_to(packet, addr);
@@ -335,11 +598,13 @@ pub(crate) fn client_send(
     mut transport: ResMut<UdpClientTransport>,
     mut client: ResMut<RenetClient>,
 ) {
-    let UdpClientTransport { netcode, socket } = &mut *transport;
-    if netcode.is_connected() {
+    let transport = &mut *transport;
+    if let ClientPhase::Netcode(netcode) = &mut transport.phase
+        && netcode.is_connected()
+    {
         for packet in client.get_packets_to_send() {
             match netcode.generate_payload_packet(&packet) {
-                Ok((addr, payload)) => socket.send_to(payload, addr),
+                Ok((addr, payload)) => transport.socket.send_to(payload, addr),
                 Err(e) => {
                     error!("cannot wrap a packet for the server: {e}");
                     break;
@@ -347,17 +612,55 @@ pub(crate) fn client_send(
             }
         }
     }
-    socket.flush();
+    transport.socket.flush();
 }
 
 impl UdpClientTransport {
     /// Tells the server this client is leaving, at once.
     pub fn goodbye(&mut self) {
         self.socket.set_conditions(ConditionerSettings::default());
-        if let Ok((addr, packet)) = self.netcode.disconnect() {
+        if let ClientPhase::Netcode(netcode) = &mut self.phase
+            && let Ok((addr, packet)) = netcode.disconnect()
+        {
             self.socket.send_to(packet, addr);
         }
         self.socket.flush();
+    }
+
+    /// Why the transport gave up, in words a player can act on: the token service's
+    /// refusal, or netcode's reason (timed out, denied...). `None` while it is fine.
+    pub fn failure(&self) -> Option<String> {
+        match &self.phase {
+            ClientPhase::AwaitingToken(_) => None,
+            ClientPhase::Failed(reason) => Some(reason.clone()),
+            ClientPhase::Netcode(netcode) => netcode.disconnect_reason().map(|r| match r {
+                renetcode::DisconnectReason::ConnectionDenied => {
+                    "the server denied the connection (full, or too many from your address)"
+                        .to_string()
+                }
+                other => format!("{} ({other})", self.server),
+            }),
+        }
+    }
+
+    /// The server's address.
+    pub fn server(&self) -> SocketAddr {
+        self.server
+    }
+
+    /// Whether an established connection went silent (as opposed to being closed by the
+    /// server, refused or never made): the case worth reconnecting for.
+    pub fn timed_out(&self) -> bool {
+        matches!(
+            &self.phase,
+            ClientPhase::Netcode(n)
+                if n.disconnect_reason() == Some(renetcode::DisconnectReason::ConnectionTimedOut)
+        )
+    }
+
+    /// How this transport connects (to connect again the same way).
+    pub fn security(&self) -> &ClientSecurity {
+        &self.security
     }
 }
 

@@ -36,6 +36,30 @@ impl fmt::Display for DecodeError {
 
 impl std::error::Error for DecodeError {}
 
+/// Why a message could not be encoded.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum EncodeError {
+    /// Larger than this message type may ever be, so no peer would accept it.
+    TooLarge {
+        /// Bytes it would take.
+        len: usize,
+        /// The cap for this message type.
+        max: usize,
+    },
+}
+
+impl fmt::Display for EncodeError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::TooLarge { len, max } => {
+                write!(f, "message of {len} bytes exceeds the {max}-byte cap")
+            }
+        }
+    }
+}
+
+impl std::error::Error for EncodeError {}
+
 fn config() -> impl bincode::config::Config {
     bincode::config::standard()
 }
@@ -48,15 +72,18 @@ pub trait Wire: Serialize + DeserializeOwned {
     /// Checks ranges, lengths and finiteness after decoding.
     fn validate(&self) -> Result<(), DecodeError>;
 
-    /// Encodes the message.
-    fn encode(&self) -> Vec<u8> {
+    /// Encodes the message, refusing one above [`Self::MAX_BYTES`]: the receiver would
+    /// drop it, so the sender must know (in every build profile).
+    fn encode(&self) -> Result<Vec<u8>, EncodeError> {
         let bytes =
             bincode::serde::encode_to_vec(self, config()).expect("encoding into a Vec cannot fail");
-        debug_assert!(
-            bytes.len() <= Self::MAX_BYTES,
-            "encoded message above its cap"
-        );
-        bytes
+        if bytes.len() > Self::MAX_BYTES {
+            return Err(EncodeError::TooLarge {
+                len: bytes.len(),
+                max: Self::MAX_BYTES,
+            });
+        }
+        Ok(bytes)
     }
 
     /// Decodes and validates untrusted bytes.

@@ -5,7 +5,9 @@
 //! Version history: 1, the first; 2, unreliable traffic wrapped in [`ClientDatagram`] and
 //! [`ServerDatagram`] to carry clock-sync pings beside inputs and snapshots; 3, combat:
 //! health, weapons and rockets in snapshots, combat events, the scoreboard, and the view
-//! time in input commands for lag compensation.
+//! time in input commands for lag compensation; 4, connect tokens over TCP
+//! ([`TokenRequest`], [`TokenReply`]), a resume secret in [`Welcome`] and Hello for
+//! players coming back after a dropped connection, full scoreboards of 64 players.
 //!
 //! Decoding never trusts the sender: oversized, truncated, trailing-garbage, out-of-range
 //! and non-finite inputs all come back as a [`DecodeError`] for the caller to drop and
@@ -14,17 +16,23 @@
 mod channel;
 mod codec;
 mod messages;
+mod text;
+mod token;
 
 pub use channel::{Channel, connection_config};
-pub use codec::{DecodeError, Wire, peek_welcome_version};
+pub use codec::{DecodeError, EncodeError, Wire, peek_welcome_version};
 pub use messages::{
     ClientDatagram, ClientMessage, InputPacket, MAX_CHAT_LEN, MAX_NAME_LEN, MAX_SERVER_NAME_LEN,
     MAX_SNAPSHOT_PLAYERS, MAX_SNAPSHOT_PROJECTILES, PlayerSnap, ProjectileSnap, REDUNDANT_INPUTS,
-    ScoreLine, ServerDatagram, ServerMessage, Snapshot, WEAPON_COUNT, Welcome, clean_text,
+    ResumeSecret, ScoreLine, ServerDatagram, ServerMessage, Snapshot, WEAPON_COUNT, Welcome,
+};
+pub use text::{RESERVED_NAMES, clean_text, is_reserved_name, name_key};
+pub use token::{
+    Framed, MAX_PASSWORD_LEN, MAX_TOKEN_BYTES, TokenReply, TokenRequest, frame, framed,
 };
 
 /// Version of this protocol; a client and server must agree on it exactly.
-pub const PROTOCOL_VERSION: u32 = 3;
+pub const PROTOCOL_VERSION: u32 = 4;
 
 /// Identifies Sightline traffic to netcode, which drops packets of other games. It does not
 /// change with [`PROTOCOL_VERSION`], so a mismatched client still reaches the handshake

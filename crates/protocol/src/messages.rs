@@ -26,23 +26,25 @@ fn check_text(field: &str, text: &str, max: usize) -> Result<(), DecodeError> {
     if text.len() > max {
         return Err(invalid(format!("{field} longer than {max} bytes")));
     }
-    if text.chars().any(char::is_control) {
-        return Err(invalid(format!("{field} holds control characters")));
+    // What clean_text drops never needs sending: a peer sending it is up to something.
+    if text.chars().any(crate::text::is_hidden) {
+        return Err(invalid(format!(
+            "{field} holds control, format or invisible characters"
+        )));
     }
     Ok(())
 }
 
-/// Trims `text`, drops control characters and cuts it to at most `max` bytes on a
-/// character boundary. Used on names and chat before they are shown to anyone.
-pub fn clean_text(text: &str, max: usize) -> String {
-    let mut out = String::new();
-    for c in text.trim().chars().filter(|c| !c.is_control()) {
-        if out.len() + c.len_utf8() > max {
-            break;
-        }
-        out.push(c);
+/// Refuses a map name that is not a plain identifier: the client looks the name up on
+/// disk, so it must never be a path.
+fn check_map_name(name: &str) -> Result<(), DecodeError> {
+    if sightline_map::is_map_identifier(name) {
+        Ok(())
+    } else {
+        Err(invalid(
+            "map name is not 1 to 32 ASCII letters, digits, '_' or '-' (not starting with '-')",
+        ))
     }
-    out.trim_end().to_string()
 }
 
 /// Reliable messages from a client.
@@ -54,6 +56,9 @@ pub enum ClientMessage {
         protocol_version: u32,
         /// Requested player name.
         name: String,
+        /// The secret from the [`Welcome`] of a connection that dropped: the server gives
+        /// a player who comes back within a minute their slot, team, score and place.
+        resume: Option<ResumeSecret>,
     },
     /// A chat line.
     Chat {
@@ -97,7 +102,13 @@ pub struct Welcome {
     pub map_hash: u64,
     /// The player this client controls.
     pub your_id: PlayerId,
+    /// Proof of identity for coming back after a dropped connection (see Hello). Secret:
+    /// it travels only inside netcode's encrypted packets.
+    pub resume: ResumeSecret,
 }
+
+/// A random secret the server gives each player, to prove who they are on reconnecting.
+pub type ResumeSecret = [u8; 16];
 
 /// Reliable messages from the server.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -229,14 +240,18 @@ fn check_finite(field: &str, values: &[f32]) -> Result<(), DecodeError> {
     }
 }
 
+/// Largest encoding of one [`ScoreLine`]: id 1, ping 1 + 3, frags 5, deaths 5, team 2.
+const SCORE_LINE_MAX_BYTES: usize = 17;
+
 impl Wire for ServerMessage {
-    const MAX_BYTES: usize = 512;
+    /// Room for the largest message: a full scoreboard (variant tag, length, 64 lines).
+    const MAX_BYTES: usize = 2 + MAX_SNAPSHOT_PLAYERS * SCORE_LINE_MAX_BYTES;
 
     fn validate(&self) -> Result<(), DecodeError> {
         match self {
             Self::Welcome(w) => {
                 check_text("server name", &w.server_name, MAX_SERVER_NAME_LEN)?;
-                check_text("map name", &w.map_name, MAX_NAME_LEN)?;
+                check_map_name(&w.map_name)?;
                 if !(sightline_sim::MIN_TICK_HZ..=sightline_sim::MAX_TICK_HZ).contains(&w.tick_hz)
                     || w.snapshot_hz == 0
                     || w.snapshot_hz > w.tick_hz
@@ -251,10 +266,18 @@ impl Wire for ServerMessage {
             }
             Self::PlayerJoined { name, .. } => check_text("name", name, MAX_NAME_LEN),
             Self::Chat { text, .. } => check_text("chat", text, MAX_CHAT_LEN),
-            Self::Scoreboard(lines) if lines.len() > MAX_SNAPSHOT_PLAYERS => {
-                Err(invalid("too many scoreboard lines"))
+            Self::Scoreboard(lines) => {
+                if lines.len() > MAX_SNAPSHOT_PLAYERS {
+                    return Err(invalid("too many scoreboard lines"));
+                }
+                if lines.windows(2).any(|w| w[1].id <= w[0].id) {
+                    return Err(invalid("scoreboard not in strictly increasing id order"));
+                }
+                if lines.iter().any(|l| l.team.is_some_and(|t| t > 1)) {
+                    return Err(invalid("unknown team"));
+                }
+                Ok(())
             }
-            Self::Scoreboard(_) => Ok(()),
             Self::Fired {
                 weapon,
                 origin,
@@ -276,7 +299,7 @@ impl Wire for ServerMessage {
             Self::Match { mode, .. } if *mode > 1 => Err(invalid("unknown game mode")),
             Self::Match { .. } => Ok(()),
             Self::MatchEnded { winner } => check_text("winner", winner, MAX_CHAT_LEN),
-            Self::MapChange { map_name, .. } => check_text("map name", map_name, MAX_NAME_LEN),
+            Self::MapChange { map_name, .. } => check_map_name(map_name),
         }
     }
 }
@@ -509,15 +532,26 @@ pub enum ServerDatagram {
 }
 
 impl ServerDatagram {
-    /// Encodes a snapshot as a datagram without moving it into one.
-    pub fn encode_snapshot(snapshot: &Snapshot) -> Vec<u8> {
+    /// Encodes a snapshot as a datagram without moving it into one, refusing one above
+    /// the datagram cap as [`Wire::encode`] does.
+    pub fn encode_snapshot(snapshot: &Snapshot) -> Result<Vec<u8>, crate::EncodeError> {
         #[derive(Serialize)]
         enum Borrowed<'a> {
             Snapshot(&'a Snapshot),
         }
         // Same encoding as `ServerDatagram::Snapshot`: variant 0, then the snapshot.
-        bincode::serde::encode_to_vec(Borrowed::Snapshot(snapshot), bincode::config::standard())
-            .expect("encoding into a Vec cannot fail")
+        let bytes = bincode::serde::encode_to_vec(
+            Borrowed::Snapshot(snapshot),
+            bincode::config::standard(),
+        )
+        .expect("encoding into a Vec cannot fail");
+        if bytes.len() > Self::MAX_BYTES {
+            return Err(crate::EncodeError::TooLarge {
+                len: bytes.len(),
+                max: Self::MAX_BYTES,
+            });
+        }
+        Ok(bytes)
     }
 }
 

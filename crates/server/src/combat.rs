@@ -7,7 +7,7 @@ use sightline_combat::{Arsenal, CombatEvent, HitZone, Vitals};
 use sightline_map::CurrentMap;
 use sightline_movement::PlayerState;
 use sightline_net::RenetServer;
-use sightline_protocol::{Channel, ServerMessage, Wire};
+use sightline_protocol::{Channel, ServerMessage};
 use sightline_sim::PlayerId;
 
 /// Brings back the dead whose respawn time is up, at the spawn point farthest from the
@@ -64,8 +64,10 @@ pub(crate) fn send_combat_events(
                     weapon: weapon.index() as u8,
                     origin: origin.to_array(),
                     dir: dir.to_array(),
-                }
-                .encode();
+                };
+                let Some(msg) = crate::connections::encoded(&msg) else {
+                    continue;
+                };
                 // The shooter predicts its own effects.
                 for (client, id) in &everyone {
                     if *id != shooter {
@@ -86,7 +88,7 @@ pub(crate) fn send_combat_events(
                         damage: amount,
                         head: zone == HitZone::Head,
                     };
-                    server.send_message(client, Channel::Reliable, msg.encode());
+                    crate::connections::send_reliable(&mut server, client, &msg);
                 }
                 if let Some(client) = client_of(target) {
                     let from = positions
@@ -98,7 +100,7 @@ pub(crate) fn send_combat_events(
                         damage: amount,
                         from: from.to_array(),
                     };
-                    server.send_message(client, Channel::Reliable, msg.encode());
+                    crate::connections::send_reliable(&mut server, client, &msg);
                 }
             }
             CombatEvent::Killed {

@@ -1,14 +1,16 @@
 //! Connections: the handshake, joining and leaving, and chat.
 
+use crate::conduct::{self, Conduct, Offence};
 use crate::inputs::InputBuffer;
 use crate::snapshots::SnapshotCounter;
 use crate::{ServerConfig, ServerStats, choose_spawn};
 use bevy::platform::collections::HashMap;
 use bevy::prelude::*;
-use sightline_combat::{Arsenal, Score, Team, Vitals};
+use sightline_combat::{Arsenal, Score, Team, ViewWindow, Vitals};
 use sightline_map::CurrentMap;
 use sightline_movement::PlayerState;
-use sightline_net::{ClientId, RenetServer, RenetServerEvent, ServerEvent};
+use crate::resume::{Departed, DepartedPlayers, Resumable};
+use sightline_net::{ClientId, DisconnectReason, RenetServer, RenetServerEvent, ServerEvent};
 use sightline_protocol::{
     Channel, ClientMessage, MAX_CHAT_LEN, MAX_NAME_LEN, PROTOCOL_VERSION, ScoreLine, ServerMessage,
     Welcome, Wire, clean_text,
@@ -48,8 +50,10 @@ pub struct Connection {
     pub client_id: ClientId,
     /// Where it is in its life.
     pub stage: ConnectionStage,
-    /// Messages from it that failed to decode.
+    /// Messages from it that failed to decode (saturating).
     pub malformed: u32,
+    /// Its strikes and budgets.
+    pub conduct: Conduct,
     chat_tokens: f32,
     chat_updated: f64,
 }
@@ -60,6 +64,7 @@ impl Connection {
             client_id,
             stage: ConnectionStage::AwaitingHello { since: now },
             malformed: 0,
+            conduct: Conduct::new(now),
             chat_tokens: CHAT_BURST,
             chat_updated: now,
         }
@@ -134,13 +139,34 @@ type PresentPlayers<'w, 's> = Query<
     ),
 >;
 
+/// Encodes a message to send. One above its cap would be refused by every peer; it can
+/// only come from a server bug, so it is dropped with a warning instead of sent.
+pub(crate) fn encoded(msg: &impl Wire) -> Option<Vec<u8>> {
+    match msg.encode() {
+        Ok(bytes) => Some(bytes),
+        Err(e) => {
+            warn!("a message was not sent: {e}");
+            None
+        }
+    }
+}
+
+/// Sends a reliable message to one client.
+pub(crate) fn send_reliable(server: &mut RenetServer, client: ClientId, msg: &ServerMessage) {
+    if let Some(bytes) = encoded(msg) {
+        server.send_message(client, Channel::Reliable, bytes);
+    }
+}
+
 /// Sends a reliable message to every client that is in the game.
 pub(crate) fn send_to_playing<'a>(
     server: &mut RenetServer,
     connections: impl IntoIterator<Item = &'a Connection>,
     msg: &ServerMessage,
 ) {
-    let bytes = msg.encode();
+    let Some(bytes) = encoded(msg) else {
+        return;
+    };
     for c in connections {
         if c.stage == ConnectionStage::Playing {
             server.send_message(c.client_id, Channel::Reliable, bytes.clone());
@@ -148,16 +174,34 @@ pub(crate) fn send_to_playing<'a>(
     }
 }
 
-/// Reacts to renet's connect and disconnect events.
+/// A player as the disconnect handler keeps them for coming back.
+type Leaving<'w, 's> = Query<
+    'w,
+    's,
+    (
+        &'static PlayerId,
+        &'static PlayerName,
+        &'static Score,
+        Option<&'static Team>,
+        &'static PlayerState,
+        &'static Vitals,
+        &'static Arsenal,
+        Option<&'static Resumable>,
+    ),
+>;
+
+/// Reacts to renet's connect and disconnect events. A player whose connection dropped
+/// (anything but a kick) keeps their slot for a while, to come back to.
 pub(crate) fn on_server_event(
     event: On<RenetServerEvent>,
     mut commands: Commands,
     mut index: ResMut<ClientIndex>,
     mut slots: ResMut<PlayerSlots>,
+    mut departed: ResMut<DepartedPlayers>,
     mut server: ResMut<RenetServer>,
     time: Res<Time<Real>>,
     connections: Query<&Connection>,
-    players: Query<(&PlayerId, &PlayerName)>,
+    players: Leaving,
 ) {
     match &event.0 {
         ServerEvent::ClientConnected { client_id } => {
@@ -170,8 +214,24 @@ pub(crate) fn on_server_event(
             let Some(entity) = index.0.remove(client_id) else {
                 return;
             };
-            if let Ok((id, name)) = players.get(entity) {
-                slots.release(*id);
+            if let Ok((id, name, score, team, state, vitals, arsenal, secret)) =
+                players.get(entity)
+            {
+                let kicked = matches!(reason, DisconnectReason::DisconnectedByServer);
+                match secret {
+                    Some(secret) if !kicked => departed.0.push(Departed {
+                        secret: secret.0,
+                        id: *id,
+                        name: name.0.clone(),
+                        team: team.copied(),
+                        score: *score,
+                        state: *state,
+                        vitals: *vitals,
+                        arsenal: *arsenal,
+                        at: time.elapsed_secs_f64(),
+                    }),
+                    _ => slots.release(*id),
+                }
                 info!("{} left ({reason})", name.0);
                 let left = ServerMessage::PlayerLeft {
                     id: *id,
@@ -194,6 +254,7 @@ pub(crate) fn handle_reliable_messages(
     mut connections: Query<(Entity, &mut Connection)>,
     players: PresentPlayers,
     mut slots: ResMut<PlayerSlots>,
+    mut departed: ResMut<DepartedPlayers>,
     mut stats: ResMut<ServerStats>,
     config: Res<ServerConfig>,
     map: Res<CurrentMap>,
@@ -205,13 +266,36 @@ pub(crate) fn handle_reliable_messages(
     let mut chat: Vec<ServerMessage> = Vec::new();
 
     for (entity, mut conn) in &mut connections {
-        while let Some(bytes) = server.receive_message(conn.client_id, Channel::Reliable) {
+        if matches!(conn.stage, ConnectionStage::Refused { .. }) {
+            continue; // its traffic is discarded unread (see `receive_datagrams`)
+        }
+        let mut bytes_left = conduct::FRAME_BYTES;
+        let batch = conduct::take_budgeted(
+            &mut server,
+            conn.client_id,
+            Channel::Reliable,
+            conduct::FRAME_RELIABLE,
+            &mut bytes_left,
+        );
+        if batch.dropped > 0 {
+            stats.over_budget = stats.over_budget.saturating_add(batch.dropped as u64);
+            offend(&mut server, &mut conn, Offence::Flood, now, &mut stats);
+        }
+        for bytes in batch.messages {
+            if matches!(conn.stage, ConnectionStage::Refused { .. }) {
+                break;
+            }
             let msg = match ClientMessage::decode(&bytes) {
                 Ok(msg) => msg,
-                Err(e) => {
-                    conn.malformed += 1;
-                    stats.malformed_packets += 1;
-                    debug!("dropped a message from client {}: {e}", conn.client_id);
+                Err(_) => {
+                    conn.malformed = conn.malformed.saturating_add(1);
+                    stats.malformed_packets = stats.malformed_packets.saturating_add(1);
+                    let offence = if bytes.is_empty() {
+                        Offence::Empty
+                    } else {
+                        Offence::Malformed
+                    };
+                    offend(&mut server, &mut conn, offence, now, &mut stats);
                     continue;
                 }
             };
@@ -220,6 +304,7 @@ pub(crate) fn handle_reliable_messages(
                     ClientMessage::Hello {
                         protocol_version,
                         name,
+                        resume,
                     },
                     ConnectionStage::AwaitingHello { .. },
                 ) => {
@@ -231,7 +316,18 @@ pub(crate) fn handle_reliable_messages(
                         refuse(&mut server, &mut conn, reason, now);
                         continue;
                     }
-                    let Some(id) = slots.take() else {
+                    // A player coming back within the minute, proven by their secret.
+                    let back = resume.and_then(|secret| departed.take(&secret, now));
+                    let id = match &back {
+                        Some(record) => Some(record.id),
+                        // A full server lets the longest-gone player's place go first.
+                        None => slots.take().or_else(|| {
+                            let gone = departed.evict_oldest()?;
+                            slots.release(gone.id);
+                            slots.take()
+                        }),
+                    };
+                    let Some(id) = id else {
                         let reason = format!("server is full ({} players)", config.max_players);
                         refuse(&mut server, &mut conn, reason, now);
                         continue;
@@ -241,40 +337,61 @@ pub(crate) fn handle_reliable_messages(
                         .map(|p| p.1.0.as_str())
                         .chain(joined.iter().map(|j| j.1.as_str()))
                         .collect();
-                    let name = unique_name(&clean_text(&name, MAX_NAME_LEN), &taken);
+                    let wanted = back.as_ref().map_or(name.as_str(), |b| b.name.as_str());
+                    let name = unique_name(&clean_text(wanted, MAX_NAME_LEN), &taken);
                     let occupied: Vec<Vec3> = players
                         .iter()
                         .map(|p| p.2.pos)
                         .chain(joined.iter().map(|j| j.2))
                         .collect();
-                    let spawn = choose_spawn(&map.def.spawns, &occupied);
-                    let buffer = InputBuffer::new(config.tick);
+                    let (state, vitals, arsenal, score) = match &back {
+                        Some(b) => (b.state, b.vitals, b.arsenal, b.score),
+                        None => {
+                            let spawn = choose_spawn(&map.def.spawns, &occupied);
+                            (
+                                PlayerState::at(spawn.pos, spawn.yaw),
+                                Vitals::spawned(),
+                                Arsenal::default(),
+                                Score::default(),
+                            )
+                        }
+                    };
+                    let secret = Resumable::random();
                     commands.entity(entity).insert((
                         Player,
                         id,
                         PlayerName(name.clone()),
-                        PlayerState::at(spawn.pos, spawn.yaw),
-                        buffer,
+                        state,
+                        InputBuffer::new(config.tick),
                         SnapshotCounter::default(),
-                        Vitals::spawned(),
-                        Arsenal::default(),
-                        Score::default(),
+                        ViewWindow::CLOSED,
+                        vitals,
+                        arsenal,
+                        score,
+                        secret,
                     ));
                     let teams = players
                         .iter()
                         .filter_map(|p| p.4.copied())
                         .chain(joined_teams.iter().copied());
-                    if let Some(team) = crate::rules::team_for_newcomer(&config, teams) {
+                    let team = match &back {
+                        Some(b) => b.team,
+                        None => crate::rules::team_for_newcomer(&config, teams),
+                    };
+                    if let Some(team) = team {
                         commands.entity(entity).insert(team);
                         joined_teams.push(team);
                     }
                     conn.stage = ConnectionStage::Playing;
-                    send_welcome(&mut server, conn.client_id, id, &config, &map, &players);
+                    conn.conduct.last_command_at = now;
+                    send_welcome(&mut server, conn.client_id, id, secret, &config, &map, &players);
                     info!(
-                        "{name} joined as player {} from client {}",
-                        id.0, conn.client_id
+                        "{name} {} as player {} from client {}",
+                        if back.is_some() { "came back" } else { "joined" },
+                        id.0,
+                        conn.client_id
                     );
-                    joined.push((id, name, spawn.pos));
+                    joined.push((id, name, state.pos));
                 }
                 (ClientMessage::Chat { text }, ConnectionStage::Playing) => {
                     let Ok((from, name, ..)) = players.get(entity) else {
@@ -288,12 +405,11 @@ pub(crate) fn handle_reliable_messages(
                     chat.push(ServerMessage::Chat { from: *from, text });
                 }
                 (msg, stage) => {
-                    conn.malformed += 1;
-                    stats.malformed_packets += 1;
                     debug!(
                         "ignored {msg:?} from client {} in stage {stage:?}",
                         conn.client_id
                     );
+                    offend(&mut server, &mut conn, Offence::Unexpected, now, &mut stats);
                 }
             }
         }
@@ -314,13 +430,24 @@ pub(crate) fn handle_reliable_messages(
     }
 }
 
-fn refuse(server: &mut RenetServer, conn: &mut Connection, reason: String, now: f64) {
+/// Records an offence; past the threshold the connection is told why and kicked.
+pub(crate) fn offend(
+    server: &mut RenetServer,
+    conn: &mut Connection,
+    offence: Offence,
+    now: f64,
+    stats: &mut ServerStats,
+) {
+    stats.strikes = stats.strikes.saturating_add(u64::from(offence.weight()));
+    if let Some(reason) = conn.conduct.strike(offence, now) {
+        stats.kicks = stats.kicks.saturating_add(1);
+        refuse(server, conn, reason, now);
+    }
+}
+
+pub(crate) fn refuse(server: &mut RenetServer, conn: &mut Connection, reason: String, now: f64) {
     info!("refused client {}: {reason}", conn.client_id);
-    server.send_message(
-        conn.client_id,
-        Channel::Reliable,
-        ServerMessage::Refused { reason }.encode(),
-    );
+    send_reliable(server, conn.client_id, &ServerMessage::Refused { reason });
     conn.stage = ConnectionStage::Refused { at: now };
 }
 
@@ -328,6 +455,7 @@ fn send_welcome(
     server: &mut RenetServer,
     client: ClientId,
     id: PlayerId,
+    secret: Resumable,
     config: &ServerConfig,
     map: &CurrentMap,
     players: &PresentPlayers,
@@ -340,22 +468,37 @@ fn send_welcome(
         map_name: map.def.name.clone(),
         map_hash: map.hash,
         your_id: id,
+        resume: secret.0,
     });
-    server.send_message(client, Channel::Reliable, welcome.encode());
+    send_reliable(server, client, &welcome);
     for (other, name, _, bot, _) in players {
         let msg = ServerMessage::PlayerJoined {
             id: *other,
             name: name.0.clone(),
             bot,
         };
-        server.send_message(client, Channel::Reliable, msg.encode());
+        send_reliable(server, client, &msg);
     }
 }
 
-/// `wanted`, or `wanted (2)`, `wanted (3)`... whichever is free; "player" if empty.
+/// `wanted`, or `wanted (2)`, `wanted (3)`... whichever is free, where a name is taken
+/// when one in use looks like it (the same [`sightline_protocol::name_key`]: "ALICE" or a
+/// Cyrillic "аlice" is not free beside "alice"). "player" if empty or reserved
+/// ([`sightline_protocol::is_reserved_name`]): a host expects nobody to speak as "Server",
+/// and "Server (2)" would still read as the server.
 fn unique_name(wanted: &str, taken: &[&str]) -> String {
-    let base = if wanted.is_empty() { "player" } else { wanted };
-    if !taken.contains(&base) {
+    let reserved = sightline_protocol::is_reserved_name(wanted);
+    let base = if wanted.is_empty() || reserved {
+        "player"
+    } else {
+        wanted
+    };
+    let taken: Vec<String> = taken
+        .iter()
+        .map(|t| sightline_protocol::name_key(t))
+        .collect();
+    let free = |name: &str| !taken.contains(&sightline_protocol::name_key(name));
+    if free(base) {
         return base.to_string();
     }
     (2..)
@@ -365,24 +508,38 @@ fn unique_name(wanted: &str, taken: &[&str]) -> String {
             while !base.is_char_boundary(cut) {
                 cut -= 1;
             }
-            format!("{}{suffix}", &base[..cut])
+            format!("{}{suffix}", base[..cut].trim_end())
         })
-        .find(|candidate| !taken.contains(&candidate.as_str()))
+        // Suffixes differ in their digits, which keys keep apart, so one of the first
+        // `taken.len() + 1` is free.
+        .find(|candidate| free(candidate))
         .expect("some suffix is free")
 }
 
-/// Disconnects refused clients after they had time to read why, and clients that never
-/// said Hello.
+/// Disconnects refused clients after they had time to read why, clients that never
+/// said Hello, and players from whom no command has come for too long.
 pub(crate) fn drop_refused(
     mut server: ResMut<RenetServer>,
     mut connections: Query<&mut Connection>,
+    mut stats: ResMut<ServerStats>,
+    config: Res<ServerConfig>,
     time: Res<Time<Real>>,
 ) {
     let now = time.elapsed_secs_f64();
     for mut conn in &mut connections {
         match conn.stage {
-            ConnectionStage::Refused { at } if now - at > REFUSAL_GRACE => {
-                server.disconnect(conn.client_id);
+            ConnectionStage::Refused { at } => {
+                // What it sends now is discarded unread.
+                let dropped = conduct::discard_all(&mut server, conn.client_id);
+                stats.over_budget = stats.over_budget.saturating_add(dropped as u64);
+                if now - at > REFUSAL_GRACE {
+                    server.disconnect(conn.client_id);
+                }
+            }
+            ConnectionStage::Playing if conn.conduct.idle(now, config.idle_kick_seconds) => {
+                stats.kicks = stats.kicks.saturating_add(1);
+                let reason = format!("kicked: no input for {} seconds", config.idle_kick_seconds);
+                refuse(&mut server, &mut conn, reason, now);
             }
             ConnectionStage::AwaitingHello { since } if now - since > HELLO_TIMEOUT => {
                 refuse(
@@ -459,6 +616,52 @@ mod tests {
         let long = "x".repeat(MAX_NAME_LEN);
         let made = unique_name(&long, &[long.as_str()]);
         assert!(made.len() <= MAX_NAME_LEN && made.ends_with(" (2)"));
+        // A cut that ends on a space leaves no double space before the suffix.
+        let spaced = format!("{} yyyy", "x".repeat(MAX_NAME_LEN - 5));
+        assert_eq!(
+            unique_name(&spaced, &[spaced.as_str()]),
+            format!("{} (2)", "x".repeat(MAX_NAME_LEN - 5))
+        );
+    }
+
+    #[test]
+    fn names_that_look_alike_are_taken() {
+        let taken = ["alice"];
+        for alike in [
+            "alice",
+            "ALICE",
+            "Alice",
+            "\u{430}lice",
+            "\u{FF41}\u{FF4C}\u{FF49}\u{FF43}\u{FF45}",
+        ] {
+            assert_eq!(
+                unique_name(alike, &taken),
+                format!("{alike} (2)"),
+                "{alike:?}"
+            );
+        }
+        // The suffixed names are compared by key as well.
+        assert_eq!(unique_name("BOB", &["bob", "Bob (2)"]), "BOB (3)");
+        assert_eq!(unique_name("B0b", &["bob"]), "B0b (2)");
+        assert_eq!(unique_name("Bot 1", &["B0t l"]), "Bot 1 (2)");
+        assert_eq!(unique_name("alicia", &taken), "alicia");
+    }
+
+    #[test]
+    fn reserved_names_fall_back_to_the_default() {
+        for reserved in [
+            "Server",
+            "server",
+            "ADMIN",
+            "Console",
+            "System",
+            "Sightline",
+            "Adm1n",
+        ] {
+            assert_eq!(unique_name(reserved, &[]), "player", "{reserved:?}");
+        }
+        assert_eq!(unique_name("Server", &["player"]), "player (2)");
+        assert_eq!(unique_name("Servers", &[]), "Servers");
     }
 
     #[test]

@@ -1,11 +1,15 @@
 //! Per-player input buffers: commands arrive in redundant, possibly reordered packets and
 //! leave at exactly one per tick.
 
-use crate::{Connection, ServerStats};
+use crate::conduct::{self, Offence};
+use crate::connections::{encoded, offend};
+use crate::snapshots::SnapshotCounter;
+use crate::{Connection, ConnectionStage, ServerStats};
 use bevy::prelude::*;
+use sightline_combat::ViewWindow;
 use sightline_net::RenetServer;
 use sightline_protocol::{Channel, ClientDatagram, ServerDatagram, Wire};
-use sightline_sim::{BotControlled, CurrentCmd, InputCmd, PlayerId, TickConfig};
+use sightline_sim::{BotControlled, CurrentCmd, InputCmd, PlayerId, Tick, TickConfig};
 use std::collections::VecDeque;
 
 /// Most buffered input, in seconds of play; older commands beyond it are dropped.
@@ -13,6 +17,30 @@ pub const MAX_BUFFERED_SECONDS: f32 = 0.25;
 /// For how long a missing command is covered by repeating the last one unchanged; after
 /// that the repeat releases jump, fire and the other one-shot buttons.
 pub const REPEAT_GRACE_SECONDS: f32 = 0.05;
+/// Furthest a command's sequence number may run ahead of the last one simulated, in
+/// seconds of ticks. An honest client is at most its input buffer (well under a second)
+/// ahead; a jump further is refused, so a forged sequence cannot skip the buffer ahead or
+/// run the counter into its limit.
+pub const MAX_SEQ_AHEAD_SECONDS: f32 = 1.0;
+
+/// What became of a received command.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Push {
+    /// Waiting to be simulated.
+    Queued,
+    /// Already simulated or already waiting: one of the redundant copies every packet
+    /// carries.
+    Duplicate,
+    /// Refused: its sequence number is further ahead than any honest client's can be.
+    TooFarAhead,
+}
+
+/// A command waiting, with the tick of the snapshot its packet acknowledged.
+#[derive(Debug, Clone, Copy)]
+struct Waiting {
+    cmd: InputCmd,
+    ack_tick: Option<u32>,
+}
 
 /// How the buffer looked to the ticks since the last snapshot, reported to the client so
 /// it can pace its sending.
@@ -42,11 +70,13 @@ impl Default for InputTiming {
 /// buffer is capped, so it cannot grow without bound.
 #[derive(Component, Debug)]
 pub struct InputBuffer {
-    pending: VecDeque<InputCmd>,
+    pending: VecDeque<Waiting>,
     cap: usize,
     grace_ticks: u32,
+    max_ahead: u32,
     last_simulated: u32,
     last_cmd: InputCmd,
+    last_ack_tick: Option<u32>,
     missing_streak: u32,
     /// Newest snapshot the client acknowledged.
     pub ack_snapshot: u32,
@@ -61,29 +91,36 @@ impl InputBuffer {
             pending: VecDeque::new(),
             cap: ((MAX_BUFFERED_SECONDS * hz).ceil() as usize).max(4),
             grace_ticks: (REPEAT_GRACE_SECONDS * hz).ceil() as u32,
+            max_ahead: (MAX_SEQ_AHEAD_SECONDS * hz).ceil() as u32,
             last_simulated: 0,
             last_cmd: InputCmd::default(),
+            last_ack_tick: None,
             missing_streak: 0,
             ack_snapshot: 0,
             timing: InputTiming::default(),
         }
     }
 
-    /// Adds a received command. Returns false for one already simulated or already
-    /// waiting (the redundant copies every packet carries).
-    pub fn push(&mut self, cmd: InputCmd) -> bool {
+    /// Adds a received command, sent in a packet that acknowledged the snapshot of
+    /// `ack_tick` (`None`: no snapshot, or one the server cannot vouch for). A full
+    /// buffer drops its oldest command.
+    pub fn push(&mut self, cmd: InputCmd, ack_tick: Option<u32>) -> Push {
         if cmd.seq <= self.last_simulated {
-            return false;
+            return Push::Duplicate;
         }
-        let at = match self.pending.binary_search_by_key(&cmd.seq, |c| c.seq) {
-            Ok(_) => return false,
+        // No underflow: seq > last_simulated here.
+        if cmd.seq - self.last_simulated > self.max_ahead {
+            return Push::TooFarAhead;
+        }
+        let at = match self.pending.binary_search_by_key(&cmd.seq, |w| w.cmd.seq) {
+            Ok(_) => return Push::Duplicate,
             Err(at) => at,
         };
-        self.pending.insert(at, cmd);
+        self.pending.insert(at, Waiting { cmd, ack_tick });
         if self.pending.len() > self.cap {
             self.pending.pop_front();
         }
-        true
+        Push::Queued
     }
 
     /// The command for this tick: the oldest waiting one, or a repeat of the last.
@@ -97,22 +134,32 @@ impl InputBuffer {
     pub fn take_next(&mut self) -> InputCmd {
         let waiting = self.pending.len().min(u8::MAX as usize) as u8;
         self.timing.min_queue = self.timing.min_queue.min(waiting);
-        if let Some(cmd) = self.pending.pop_front() {
-            self.last_simulated = cmd.seq;
-            self.last_cmd = cmd;
+        if let Some(w) = self.pending.pop_front() {
+            self.last_simulated = w.cmd.seq;
+            self.last_cmd = w.cmd;
+            self.last_ack_tick = w.ack_tick;
             self.missing_streak = 0;
-            return cmd;
+            return w.cmd;
         }
-        self.missing_streak += 1;
-        self.timing.repeats += 1;
+        self.missing_streak = self.missing_streak.saturating_add(1);
+        // A running total on the wire; the client takes differences with wrapping_sub.
+        self.timing.repeats = self.timing.repeats.wrapping_add(1);
         if self.missing_streak <= self.grace_ticks {
+            // Saturates rather than overflows: a sequence near the limit then simply
+            // stops advancing (it takes 388 days of 128 Hz play to get there honestly).
             if self.last_simulated > 0 {
-                self.last_simulated += 1;
+                self.last_simulated = self.last_simulated.saturating_add(1);
             }
             self.last_cmd
         } else {
             self.last_cmd.repeated()
         }
+    }
+
+    /// The tick of the snapshot acknowledged by the packet that brought the command last
+    /// taken: what lag compensation bounds that command's view time by.
+    pub fn last_ack_tick(&self) -> Option<u32> {
+        self.last_ack_tick
     }
 
     /// Sequence of the newest command simulated: what snapshots acknowledge.
@@ -138,15 +185,44 @@ impl InputBuffer {
     }
 }
 
-/// Reads input packets into each player's buffer and answers clock-sync pings at once.
+/// Reads input packets into each player's buffer and answers clock-sync pings at once,
+/// within each connection's per-frame budget; junk, floods and impossible commands earn
+/// strikes.
 pub(crate) fn receive_datagrams(
     mut server: ResMut<RenetServer>,
-    mut connections: Query<(&mut Connection, Option<&mut InputBuffer>)>,
+    mut connections: Query<(
+        &mut Connection,
+        Option<&mut InputBuffer>,
+        Option<&SnapshotCounter>,
+    )>,
     mut stats: ResMut<ServerStats>,
+    config: Res<TickConfig>,
     time: Res<Time<Virtual>>,
+    real: Res<Time<Real>>,
 ) {
-    for (mut conn, mut buffer) in &mut connections {
-        while let Some(bytes) = server.receive_message(conn.client_id, Channel::Unreliable) {
+    let now = real.elapsed_secs_f64();
+    for (mut conn, mut buffer, counter) in &mut connections {
+        if matches!(conn.stage, ConnectionStage::Refused { .. }) {
+            continue; // discarded unread by `drop_refused`
+        }
+        let mut bytes_left = conduct::FRAME_BYTES;
+        let batch = conduct::take_budgeted(
+            &mut server,
+            conn.client_id,
+            Channel::Unreliable,
+            conduct::FRAME_DATAGRAMS,
+            &mut bytes_left,
+        );
+        // Over the frame's budget is dropped unread; only the rate is an offence.
+        stats.over_budget = stats.over_budget.saturating_add(batch.dropped as u64);
+        let arrived = batch.messages.len() + batch.dropped;
+        if conn.conduct.count_datagrams(arrived, now, config.tick_hz) {
+            offend(&mut server, &mut conn, Offence::Flood, now, &mut stats);
+        }
+        for bytes in batch.messages {
+            if matches!(conn.stage, ConnectionStage::Refused { .. }) {
+                break;
+            }
             let packet = match ClientDatagram::decode(&bytes) {
                 Ok(ClientDatagram::Input(p)) => p,
                 Ok(ClientDatagram::Ping { client_time_us }) => {
@@ -155,44 +231,97 @@ pub(crate) fn receive_datagrams(
                         client_time_us,
                         server_time_us: time.elapsed().as_micros() as u64,
                     };
-                    server.send_message(conn.client_id, Channel::Unreliable, pong.encode());
+                    if let Some(bytes) = encoded(&pong) {
+                        server.send_message(conn.client_id, Channel::Unreliable, bytes);
+                    }
                     continue;
                 }
-                Err(e) => {
-                    conn.malformed += 1;
-                    stats.malformed_packets += 1;
-                    debug!("dropped a datagram from client {}: {e}", conn.client_id);
+                Err(_) => {
+                    conn.malformed = conn.malformed.saturating_add(1);
+                    stats.malformed_packets = stats.malformed_packets.saturating_add(1);
+                    let offence = if bytes.is_empty() {
+                        Offence::Empty
+                    } else {
+                        Offence::Malformed
+                    };
+                    offend(&mut server, &mut conn, offence, now, &mut stats);
                     continue;
                 }
             };
-            let Some(buffer) = buffer.as_deref_mut() else {
+            let (Some(buffer), Some(counter)) = (buffer.as_deref_mut(), counter) else {
+                continue; // not in the game yet: inputs mean nothing
+            };
+            // An acknowledgement must name a snapshot sent to this client recently; 0
+            // (none yet) is allowed, a number never sent is not.
+            let ack_tick = counter.tick_of(packet.ack_snapshot);
+            if packet.ack_snapshot != 0
+                && ack_tick.is_none()
+                && packet.ack_snapshot > counter.last()
+            {
+                stats.refused_commands = stats.refused_commands.saturating_add(1);
+                offend(
+                    &mut server,
+                    &mut conn,
+                    Offence::ImpossibleInput,
+                    now,
+                    &mut stats,
+                );
                 continue;
-            };
+            }
+            conn.conduct.last_command_at = now;
             buffer.ack_snapshot = buffer.ack_snapshot.max(packet.ack_snapshot);
             for cmd in packet.cmds.iter().rev() {
-                buffer.push(*cmd);
+                if buffer.push(*cmd, ack_tick) == Push::TooFarAhead {
+                    stats.refused_commands = stats.refused_commands.saturating_add(1);
+                    offend(
+                        &mut server,
+                        &mut conn,
+                        Offence::ImpossibleInput,
+                        now,
+                        &mut stats,
+                    );
+                    break;
+                }
             }
         }
     }
 }
 
 /// Takes this tick's command for every connected player, through the sanitizer, in
-/// player-id order (as every per-player step of a tick is, so runs are reproducible).
+/// player-id order (as every per-player step of a tick is, so runs are reproducible), and
+/// bounds the view time its shots may claim.
 pub(crate) fn consume_inputs(
-    mut players: Query<(&PlayerId, &mut InputBuffer, &mut CurrentCmd), Without<BotControlled>>,
+    mut players: Query<
+        (
+            &PlayerId,
+            &mut InputBuffer,
+            &mut CurrentCmd,
+            &mut ViewWindow,
+        ),
+        Without<BotControlled>,
+    >,
     mut stats: ResMut<ServerStats>,
+    tick: Res<Tick>,
+    config: Res<TickConfig>,
 ) {
     let mut order: Vec<_> = players.iter_mut().collect();
     order.sort_by_key(|(id, ..)| **id);
-    for (_, mut buffer, mut current) in order {
+    for (_, mut buffer, mut current, mut window) in order {
+        let previous_view = (buffer.last_simulated() > 0).then(|| current.0.view_time());
         let cmd = buffer.take_next();
         match cmd.sanitized() {
             Ok(cmd) => current.0 = cmd,
             Err(_) => {
-                stats.malformed_packets += 1;
+                stats.malformed_packets = stats.malformed_packets.saturating_add(1);
                 current.0 = current.0.repeated();
             }
         }
+        *window = ViewWindow::new(
+            tick.0,
+            buffer.last_ack_tick(),
+            previous_view,
+            config.tick_hz,
+        );
     }
 }
 
@@ -218,12 +347,16 @@ mod tests {
     fn commands_leave_in_sequence_order_once_each() {
         let mut b = buffer();
         for seq in [3, 1, 2, 3, 2] {
-            b.push(cmd(seq));
+            b.push(cmd(seq), None);
         }
         assert_eq!(b.len(), 3);
         assert_eq!(b.take_next().seq, 1);
         assert_eq!(b.take_next().seq, 2);
-        assert!(!b.push(cmd(2)), "an already simulated command came back");
+        assert_eq!(
+            b.push(cmd(2), None),
+            Push::Duplicate,
+            "an already simulated command"
+        );
         assert_eq!(b.take_next().seq, 3);
         assert_eq!(b.last_simulated(), 3);
     }
@@ -231,7 +364,7 @@ mod tests {
     #[test]
     fn a_missing_command_repeats_the_last_then_releases_buttons() {
         let mut b = buffer();
-        b.push(cmd(1));
+        b.push(cmd(1), None);
         b.take_next();
         let grace = (REPEAT_GRACE_SECONDS * 128.0).ceil() as usize;
         for _ in 0..grace {
@@ -248,8 +381,8 @@ mod tests {
         // Within the grace each repeat stood in for the next command...
         assert_eq!(b.last_simulated(), 1 + grace as u32);
         // ...which is dropped when it arrives late; later ones are taken.
-        assert!(!b.push(cmd(2)));
-        assert!(b.push(cmd(2 + grace as u32)));
+        assert_eq!(b.push(cmd(2), None), Push::Duplicate);
+        assert_eq!(b.push(cmd(2 + grace as u32), None), Push::Queued);
         assert_eq!(b.take_timing().repeats, grace as u32 + 1);
         assert_eq!(b.take_timing().repeats, grace as u32 + 1, "a running total");
     }
@@ -258,11 +391,12 @@ mod tests {
     fn flooding_fills_the_buffer_but_still_yields_one_command_per_tick() {
         let mut b = buffer();
         for seq in 1..=1000 {
-            b.push(cmd(seq));
+            b.push(cmd(seq), None);
         }
         assert_eq!(b.len(), 32, "0.25 s at 128 Hz");
         let first = b.take_next().seq;
-        assert_eq!(first, 1000 - 31);
+        // Only the first second of sequence numbers was taken; the buffer kept the newest.
+        assert_eq!(first, 128 - 31);
         assert_eq!(b.take_next().seq, first + 1);
     }
 
@@ -270,7 +404,7 @@ mod tests {
     fn timing_reports_the_fewest_commands_waiting_since_the_last_report() {
         let mut b = buffer();
         for seq in 1..=3 {
-            b.push(cmd(seq));
+            b.push(cmd(seq), None);
         }
         b.take_next();
         b.take_next();
@@ -279,5 +413,29 @@ mod tests {
         b.take_next();
         let t = b.take_timing();
         assert_eq!((t.min_queue, t.repeats), (0, 1));
+    }
+
+    #[test]
+    fn a_sequence_far_ahead_is_refused_and_the_maximum_cannot_overflow() {
+        let mut b = buffer();
+        assert_eq!(b.push(cmd(u32::MAX), None), Push::TooFarAhead);
+        assert_eq!(b.push(cmd(1), None), Push::Queued);
+        b.take_next();
+        assert_eq!(
+            b.push(cmd(1 + 129), None),
+            Push::TooFarAhead,
+            "one second at 128 Hz"
+        );
+        assert_eq!(b.push(cmd(1 + 128), None), Push::Queued);
+        // A client that reached the end of the sequence honestly: repeats saturate.
+        let mut end = buffer();
+        end.last_simulated = u32::MAX - 1;
+        assert_eq!(end.push(cmd(u32::MAX), Some(7)), Push::Queued);
+        assert_eq!(end.take_next().seq, u32::MAX);
+        assert_eq!(end.last_ack_tick(), Some(7));
+        for _ in 0..100 {
+            end.take_next();
+        }
+        assert_eq!(end.last_simulated(), u32::MAX);
     }
 }

@@ -7,15 +7,19 @@
 
 mod bots;
 mod combat;
+mod conduct;
 mod connections;
 mod inputs;
+mod resume;
 mod rules;
 mod snapshots;
 mod spawn;
 mod stats;
 
+pub use conduct::{Conduct, KICK_STRIKES, Offence};
 pub use connections::{ClientIndex, Connection, ConnectionStage, PlayerSlots};
-pub use inputs::{InputBuffer, InputTiming};
+pub use inputs::{InputBuffer, InputTiming, MAX_SEQ_AHEAD_SECONDS, Push};
+pub use resume::{Departed, DepartedPlayers, RESUME_SECONDS, Resumable};
 pub use rules::{GameMode, INTERMISSION, MatchRules, MatchState, smaller_team};
 pub use snapshots::SnapshotCounter;
 pub use spawn::choose_spawn;
@@ -27,6 +31,9 @@ use sightline_map::CurrentMap;
 use sightline_movement::MovementPlugin;
 use sightline_net::RenetReceive;
 use sightline_sim::{SimSet, SimulationPlugin, TickConfig};
+
+/// Default for [`ServerConfig::idle_kick_seconds`].
+pub const DEFAULT_IDLE_KICK_SECONDS: f32 = 30.0;
 
 /// What a server is and runs.
 #[derive(Resource, Clone)]
@@ -43,6 +50,10 @@ pub struct ServerConfig {
     pub rules: MatchRules,
     /// Tick and snapshot rates.
     pub tick: TickConfig,
+    /// Seconds without a command after which a player is kicked; 0 never kicks. A
+    /// playing client sends a command every tick, even standing still, so silence means
+    /// a broken or hostile client holding a slot.
+    pub idle_kick_seconds: f32,
 }
 
 impl Default for ServerConfig {
@@ -54,6 +65,7 @@ impl Default for ServerConfig {
             bot_skill: sightline_bots::BotSkill::Normal,
             rules: MatchRules::default(),
             tick: TickConfig::default(),
+            idle_kick_seconds: DEFAULT_IDLE_KICK_SECONDS,
         }
     }
 }
@@ -85,6 +97,7 @@ impl Plugin for ServerPlugin {
             .init_resource::<ServerStats>()
             .init_resource::<TickTimes>()
             .init_resource::<MatchState>()
+            .init_resource::<DepartedPlayers>()
             .configure_sets(PreUpdate, ServerSet::Receive.after(RenetReceive))
             .add_observer(connections::on_server_event)
             .add_systems(Startup, bots::spawn_bots)
@@ -94,6 +107,7 @@ impl Plugin for ServerPlugin {
                     connections::handle_reliable_messages,
                     inputs::receive_datagrams,
                     connections::drop_refused,
+                    resume::expire_departed,
                 )
                     .chain()
                     .in_set(ServerSet::Receive),
@@ -122,6 +136,7 @@ impl Plugin for ServerPlugin {
                     rules::broadcast_match,
                     combat::send_combat_events,
                 ),
-            );
+            )
+            .add_systems(Last, stats::log_on_exit);
     }
 }

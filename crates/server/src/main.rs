@@ -6,8 +6,10 @@ use bevy::prelude::*;
 use clap::{CommandFactory, Parser};
 use sightline_map::{CurrentMap, MapSource, find_map};
 use sightline_net::{
-    FakeLinkArgs, LinkConditions, RunFor, ServerNetPlugin, ShutdownPlugin, ShutdownSignal,
+    AdmissionLimits, FakeLinkArgs, LinkConditions, RunFor, SecureConfig, Security,
+    ServerNetPlugin, ShutdownPlugin, ShutdownSignal, load_key_file,
 };
+use std::path::PathBuf;
 use sightline_server::{GameMode, MatchRules, ServerConfig, ServerPlugin};
 use sightline_sim::TickConfig;
 use std::net::{IpAddr, SocketAddr};
@@ -59,6 +61,31 @@ struct Args {
     /// Maps to play in turn, one match each, comma-separated [default: --map only].
     #[arg(long, value_delimiter = ',')]
     maps: Vec<String>,
+    /// Password players must give to join; empty for a public server.
+    #[arg(long, default_value = "", hide_default_value = true)]
+    password: String,
+    /// File holding the key connect tokens are sealed with (64 hexadecimal digits), to
+    /// share with a matchmaker that issues tokens for this server [default: a fresh
+    /// random key each start, tokens from this server only].
+    #[arg(long, value_name = "PATH")]
+    key_file: Option<PathBuf>,
+    /// Hand out no tokens over TCP: only a matchmaker holding --key-file's key does.
+    #[arg(long, requires = "key_file")]
+    no_token_service: bool,
+    /// The address tokens name as this server's (what a matchmaker seals into its
+    /// tokens) [default: --bind and --port].
+    #[arg(long, value_name = "IP:PORT")]
+    public_address: Option<SocketAddr>,
+    /// Accept connections without connect tokens or encryption: for tests on a LAN
+    /// only, since anyone can then occupy slots from forged addresses.
+    #[arg(long, conflicts_with_all = ["password", "key_file", "no_token_service"])]
+    insecure: bool,
+    /// Most connections from one IP address.
+    #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(u8).range(1..=64))]
+    max_per_address: u8,
+    /// Seconds without any input after which a player is kicked; 0 never kicks.
+    #[arg(long, default_value_t = sightline_server::DEFAULT_IDLE_KICK_SECONDS)]
+    idle_kick: f32,
     #[command(flatten)]
     fake: FakeLinkArgs,
     /// Stop cleanly after this many seconds (for tests and scripted runs).
@@ -133,8 +160,57 @@ fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
+    if !(args.idle_kick.is_finite() && (0.0..=86_400.0).contains(&args.idle_kick)) {
+        Args::command()
+            .error(
+                clap::error::ErrorKind::ValueValidation,
+                "--idle-kick must be seconds from 0 (never) to 86400",
+            )
+            .exit();
+    }
+    if args.password.len() > sightline_protocol::MAX_PASSWORD_LEN {
+        Args::command()
+            .error(
+                clap::error::ErrorKind::ValueValidation,
+                format!(
+                    "--password is at most {} bytes",
+                    sightline_protocol::MAX_PASSWORD_LEN
+                ),
+            )
+            .exit();
+    }
+    let security = if args.insecure {
+        warn!("--insecure: connections are neither authenticated nor encrypted");
+        Security::Insecure
+    } else {
+        let key = match &args.key_file {
+            Some(path) => match load_key_file(path) {
+                Ok(key) => key,
+                Err(e) => {
+                    eprintln!("error: --key-file {e}");
+                    return ExitCode::FAILURE;
+                }
+            },
+            None => SecureConfig::random().key,
+        };
+        Security::Secure(SecureConfig {
+            key,
+            password: (!args.password.is_empty()).then(|| args.password.clone()),
+            issue_tokens: !args.no_token_service,
+        })
+    };
+    let limits = AdmissionLimits {
+        max_per_address: args.max_per_address as usize,
+    };
     let bind = SocketAddr::new(args.bind, args.port);
-    let (net, local) = match ServerNetPlugin::udp(bind, None, args.max_players as usize) {
+    let net = ServerNetPlugin::udp(
+        bind,
+        args.public_address,
+        args.max_players as usize,
+        security,
+        limits,
+    );
+    let (net, local) = match net {
         Ok(n) => n,
         Err(e) => {
             eprintln!("error: {e}");
@@ -164,13 +240,18 @@ fn main() -> ExitCode {
             rotation: args.maps.clone(),
         },
         tick,
+        idle_kick_seconds: args.idle_kick,
     };
     let mut app = App::new();
     app.add_plugins((
         MinimalPlugins.set(ScheduleRunnerPlugin::run_loop(Duration::from_secs_f64(
             1.0 / tick.tick_hz as f64,
         ))),
-        LogPlugin::default(),
+        // renetcode logs an error per undecodable datagram: junk is counted instead.
+        LogPlugin {
+            filter: format!("{},renetcode=off", bevy::log::DEFAULT_FILTER),
+            ..Default::default()
+        },
         net,
         ShutdownPlugin,
         ServerPlugin {
@@ -183,9 +264,23 @@ fn main() -> ExitCode {
     if let Some(s) = args.run_seconds {
         app.insert_resource(RunFor(Duration::from_secs_f64(s)));
     }
+    let admission = if args.insecure {
+        "INSECURE (no tokens, no encryption)".to_string()
+    } else if args.no_token_service {
+        "tokens from the matchmaker only".to_string()
+    } else {
+        format!(
+            "connect tokens over TCP {local}{}",
+            if args.password.is_empty() {
+                ""
+            } else {
+                ", password required"
+            }
+        )
+    };
     info!(
         "\"{}\" on {local}: map {} ({} brushes, hash {:016x}), {} Hz tick, {} Hz snapshots, \
-         {} bots, up to {} players",
+         {} bots, up to {} players, {admission}",
         config.name,
         map.def.name,
         map.world.len(),

@@ -10,9 +10,44 @@ use sightline_protocol::{
 };
 use sightline_sim::{PlayerId, Tick, TickConfig};
 
-/// Number of the last snapshot sent to this client.
-#[derive(Component, Debug, Default, Clone, Copy)]
-pub struct SnapshotCounter(pub u32);
+/// Snapshots remembered per client, to check acknowledgements: 0.5 s at 128 Hz, 1 s at
+/// 64 Hz. An acknowledgement older than that names a world the client has long left.
+pub const ACKABLE_SNAPSHOTS: usize = 64;
+
+/// The snapshots recently sent to one client: their numbers and the ticks they describe.
+#[derive(Component, Debug, Default, Clone)]
+pub struct SnapshotCounter {
+    last: u32,
+    recent: std::collections::VecDeque<(u32, u32)>,
+}
+
+impl SnapshotCounter {
+    /// Numbers the next snapshot, taken after `tick`. Numbers wrap past `u32::MAX`
+    /// (years of play) and skip 0, which means "none".
+    pub fn next(&mut self, tick: u32) -> u32 {
+        self.last = self.last.wrapping_add(1).max(1);
+        self.recent.push_back((self.last, tick));
+        if self.recent.len() > ACKABLE_SNAPSHOTS {
+            self.recent.pop_front();
+        }
+        self.last
+    }
+
+    /// Number of the last snapshot sent (0: none yet).
+    pub fn last(&self) -> u32 {
+        self.last
+    }
+
+    /// The tick of a snapshot this client says it holds, if it is one of the recent
+    /// snapshots sent to it; `None` for a number never sent or long gone.
+    pub fn tick_of(&self, seq: u32) -> Option<u32> {
+        self.recent
+            .iter()
+            .rev()
+            .find(|(s, _)| *s == seq)
+            .map(|(_, tick)| *tick)
+    }
+}
 
 /// On snapshot ticks, sends the world to every playing client.
 pub(crate) fn send_snapshots(
@@ -65,9 +100,8 @@ pub(crate) fn send_snapshots(
         if conn.stage != ConnectionStage::Playing {
             continue;
         }
-        counter.0 += 1;
         let timing = buffer.take_timing();
-        snapshot.seq = counter.0;
+        snapshot.seq = counter.next(tick.0);
         snapshot.ack_input_seq = buffer.last_simulated();
         // No tick since the last snapshot (not possible at a steady rate): report 0.
         snapshot.input_queue = if timing.min_queue == u8::MAX {
@@ -76,7 +110,38 @@ pub(crate) fn send_snapshots(
             timing.min_queue
         };
         snapshot.repeated_inputs = timing.repeats;
-        let bytes = ServerDatagram::encode_snapshot(&snapshot);
-        server.send_message(conn.client_id, Channel::Unreliable, bytes);
+        match ServerDatagram::encode_snapshot(&snapshot) {
+            Ok(bytes) => server.send_message(conn.client_id, Channel::Unreliable, bytes),
+            Err(e) => warn!("a snapshot was not sent: {e}"),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_recent_snapshots_can_be_acknowledged() {
+        let mut c = SnapshotCounter::default();
+        assert_eq!(c.tick_of(0), None);
+        for tick in 0..100u32 {
+            assert_eq!(c.next(tick * 2), tick + 1);
+        }
+        assert_eq!(c.tick_of(100), Some(198));
+        assert_eq!(c.tick_of(100 - ACKABLE_SNAPSHOTS as u32 + 1), Some(2 * 36));
+        assert_eq!(c.tick_of(100 - ACKABLE_SNAPSHOTS as u32), None, "too old");
+        assert_eq!(c.tick_of(101), None, "never sent");
+    }
+
+    #[test]
+    fn numbers_wrap_past_the_maximum_and_skip_zero() {
+        let mut c = SnapshotCounter {
+            last: u32::MAX - 1,
+            ..Default::default()
+        };
+        assert_eq!(c.next(1), u32::MAX);
+        assert_eq!(c.next(2), 1);
+        assert_eq!(c.tick_of(u32::MAX), Some(1));
     }
 }

@@ -28,6 +28,7 @@ fn welcome() -> ServerMessage {
         map_name: "duel".into(),
         map_hash: 0xdead_beef_1234,
         your_id: PlayerId(3),
+        resume: [7; 16],
     })
 }
 
@@ -65,15 +66,18 @@ fn samples() -> (Vec<Vec<u8>>, Vec<fn(&[u8]) -> bool>) {
         ClientMessage::Hello {
             protocol_version: PROTOCOL_VERSION,
             name: "alice".into(),
+            resume: None,
         }
-        .encode(),
-        welcome().encode(),
+        .encode()
+        .unwrap(),
+        welcome().encode().unwrap(),
         InputPacket {
             ack_snapshot: 5,
             cmds: vec![cmd(4), cmd(3), cmd(2), cmd(1)],
         }
-        .encode(),
-        snapshot(MAX_SNAPSHOT_PLAYERS).encode(),
+        .encode()
+        .unwrap(),
+        snapshot(MAX_SNAPSHOT_PLAYERS).encode().unwrap(),
     ];
     let decoders: Vec<fn(&[u8]) -> bool> = vec![
         |b| ClientMessage::decode(b).is_ok(),
@@ -89,16 +93,20 @@ fn every_message_round_trips() {
     let hello = ClientMessage::Hello {
         protocol_version: PROTOCOL_VERSION,
         name: "alice".into(),
+        resume: None,
     };
-    assert_eq!(ClientMessage::decode(&hello.encode()), Ok(hello));
-    assert_eq!(ServerMessage::decode(&welcome().encode()), Ok(welcome()));
+    assert_eq!(ClientMessage::decode(&hello.encode().unwrap()), Ok(hello));
+    assert_eq!(
+        ServerMessage::decode(&welcome().encode().unwrap()),
+        Ok(welcome())
+    );
     let packet = InputPacket {
         ack_snapshot: 5,
         cmds: vec![cmd(4), cmd(3)],
     };
-    assert_eq!(InputPacket::decode(&packet.encode()), Ok(packet));
+    assert_eq!(InputPacket::decode(&packet.encode().unwrap()), Ok(packet));
     let full = snapshot(MAX_SNAPSHOT_PLAYERS);
-    assert_eq!(Snapshot::decode(&full.encode()), Ok(full));
+    assert_eq!(Snapshot::decode(&full.encode().unwrap()), Ok(full));
 }
 
 #[test]
@@ -115,7 +123,8 @@ fn encoded_sizes_stay_under_their_caps() {
         encoded[3].len()
     );
     // A moving player costs about 40 bytes uncompressed.
-    let per_player = (snapshot(2).encode().len() - snapshot(1).encode().len()) as f32;
+    let per_player =
+        (snapshot(2).encode().unwrap().len() - snapshot(1).encode().unwrap().len()) as f32;
     assert!(per_player <= 41.0, "{per_player} bytes per player");
 }
 
@@ -178,13 +187,13 @@ fn non_finite_numbers_are_refused() {
             cmds: vec![c],
         };
         assert!(matches!(
-            InputPacket::decode(&packet.encode()),
+            InputPacket::decode(&packet.encode().unwrap()),
             Err(DecodeError::Invalid(_))
         ));
         let mut snap = snapshot(3);
         snap.players[1].vel[2] = bad;
         assert!(matches!(
-            Snapshot::decode(&snap.encode()),
+            Snapshot::decode(&snap.encode().unwrap()),
             Err(DecodeError::Invalid(_))
         ));
     }
@@ -196,50 +205,52 @@ fn out_of_range_values_are_refused() {
         ack_snapshot: 0,
         cmds: (1..=5).rev().map(cmd).collect(),
     };
-    assert!(InputPacket::decode(&too_many.encode()).is_err());
+    assert!(InputPacket::decode(&too_many.encode().unwrap()).is_err());
     let empty = InputPacket {
         ack_snapshot: 0,
         cmds: vec![],
     };
-    assert!(InputPacket::decode(&empty.encode()).is_err());
+    assert!(InputPacket::decode(&empty.encode().unwrap()).is_err());
     let unordered = InputPacket {
         ack_snapshot: 0,
         cmds: vec![cmd(1), cmd(2)],
     };
-    assert!(InputPacket::decode(&unordered.encode()).is_err());
+    assert!(InputPacket::decode(&unordered.encode().unwrap()).is_err());
     let mut slot = cmd(1);
     slot.weapon_slot = 9;
     let bad_slot = InputPacket {
         ack_snapshot: 0,
         cmds: vec![slot],
     };
-    assert!(InputPacket::decode(&bad_slot.encode()).is_err());
+    assert!(InputPacket::decode(&bad_slot.encode().unwrap()).is_err());
 
     let mut snap = snapshot(2);
     snap.players[1].flags = 0x80;
-    assert!(Snapshot::decode(&snap.encode()).is_err());
+    assert!(Snapshot::decode(&snap.encode().unwrap()).is_err());
     let mut snap = snapshot(2);
     snap.players[1].id = PlayerId(0);
-    assert!(Snapshot::decode(&snap.encode()).is_err());
+    assert!(Snapshot::decode(&snap.encode().unwrap()).is_err());
     let mut snap = snapshot(1);
     snap.seq = 0;
-    assert!(Snapshot::decode(&snap.encode()).is_err());
+    assert!(Snapshot::decode(&snap.encode().unwrap()).is_err());
 
     let long_name = ClientMessage::Hello {
         protocol_version: 1,
         name: "x".repeat(MAX_NAME_LEN + 1),
+        resume: None,
     };
-    assert!(ClientMessage::decode(&long_name.encode()).is_err());
+    assert!(ClientMessage::decode(&long_name.encode().unwrap()).is_err());
     let control = ClientMessage::Hello {
         protocol_version: 1,
         name: "bad\u{7}name".into(),
+        resume: None,
     };
-    assert!(ClientMessage::decode(&control.encode()).is_err());
+    assert!(ClientMessage::decode(&control.encode().unwrap()).is_err());
     let mut w = welcome();
     if let ServerMessage::Welcome(w) = &mut w {
         w.snapshot_hz = 60;
     }
-    assert!(ServerMessage::decode(&w.encode()).is_err());
+    assert!(ServerMessage::decode(&w.encode().unwrap()).is_err());
     // An enum tag past the last variant.
     assert!(ServerMessage::decode(&[9, 0, 0]).is_err());
 }
@@ -247,7 +258,7 @@ fn out_of_range_values_are_refused() {
 #[test]
 fn welcome_version_can_be_read_from_any_version() {
     assert_eq!(
-        peek_welcome_version(&welcome().encode()),
+        peek_welcome_version(&welcome().encode().unwrap()),
         Some(PROTOCOL_VERSION)
     );
     let future = ServerMessage::Welcome(Welcome {
@@ -257,7 +268,7 @@ fn welcome_version_can_be_read_from_any_version() {
             _ => unreachable!(),
         }
     });
-    let mut bytes = future.encode();
+    let mut bytes = future.encode().unwrap();
     // Later versions may append fields the current decoder does not know.
     bytes.extend_from_slice(&[1, 2, 3]);
     assert!(ServerMessage::decode(&bytes).is_err());
@@ -266,14 +277,7 @@ fn welcome_version_can_be_read_from_any_version() {
         from: PlayerId(1),
         text: "hi".into(),
     };
-    assert_eq!(peek_welcome_version(&chat.encode()), None);
-}
-
-#[test]
-fn clean_text_trims_strips_and_cuts() {
-    assert_eq!(clean_text("  hi\u{1b}[31m there \n", 100), "hi[31m there");
-    assert_eq!(clean_text("ééééé", 5), "éé");
-    assert_eq!(clean_text("\u{0}\u{1}", 10), "");
+    assert_eq!(peek_welcome_version(&chat.encode().unwrap()), None);
 }
 
 #[test]
@@ -281,32 +285,144 @@ fn datagrams_wrap_inputs_snapshots_and_pings() {
     let ping = ClientDatagram::Ping {
         client_time_us: 123_456,
     };
-    assert_eq!(ClientDatagram::decode(&ping.encode()), Ok(ping));
+    assert_eq!(ClientDatagram::decode(&ping.encode().unwrap()), Ok(ping));
     let input = ClientDatagram::Input(InputPacket {
         ack_snapshot: 1,
         cmds: vec![cmd(2), cmd(1)],
     });
-    assert_eq!(ClientDatagram::decode(&input.encode()), Ok(input));
+    assert_eq!(ClientDatagram::decode(&input.encode().unwrap()), Ok(input));
     let full = ServerDatagram::Snapshot(snapshot(MAX_SNAPSHOT_PLAYERS));
-    let bytes = full.encode();
+    let bytes = full.encode().unwrap();
     assert!(bytes.len() <= ServerDatagram::MAX_BYTES);
     assert_eq!(ServerDatagram::decode(&bytes), Ok(full));
     let pong = ServerDatagram::Pong {
         client_time_us: 1,
         server_time_us: 2,
     };
-    assert_eq!(ServerDatagram::decode(&pong.encode()), Ok(pong));
+    assert_eq!(ServerDatagram::decode(&pong.encode().unwrap()), Ok(pong));
     let snap = snapshot(3);
     assert_eq!(
-        ServerDatagram::encode_snapshot(&snap),
-        ServerDatagram::Snapshot(snap).encode()
+        ServerDatagram::encode_snapshot(&snap).unwrap(),
+        ServerDatagram::Snapshot(snap).encode().unwrap()
     );
     // Validation reaches inside the wrapper.
     let mut bad = snapshot(2);
     bad.players[0].pos[0] = f32::NAN;
-    assert!(ServerDatagram::decode(&ServerDatagram::Snapshot(bad).encode()).is_err());
+    assert!(ServerDatagram::decode(&ServerDatagram::Snapshot(bad).encode().unwrap()).is_err());
     for cut in 0..bytes.len() {
         assert!(ServerDatagram::decode(&bytes[..cut]).is_err());
     }
     assert!(ClientDatagram::decode(&[7, 0]).is_err());
+}
+
+#[test]
+fn a_full_scoreboard_of_extreme_scores_fits_its_cap() {
+    let lines: Vec<ScoreLine> = (0..MAX_SNAPSHOT_PLAYERS as u8)
+        .map(|id| ScoreLine {
+            id: PlayerId(id),
+            ping_ms: Some(u16::MAX),
+            frags: i32::MIN,
+            deaths: u32::MAX,
+            team: Some(1),
+        })
+        .collect();
+    let msg = ServerMessage::Scoreboard(lines);
+    let bytes = msg.encode().expect("the largest scoreboard fits");
+    assert_eq!(ServerMessage::decode(&bytes), Ok(msg));
+}
+
+#[test]
+fn encoding_refuses_a_message_above_its_cap() {
+    let long = ServerMessage::Chat {
+        from: PlayerId(0),
+        text: "x".repeat(ServerMessage::MAX_BYTES),
+    };
+    assert!(matches!(
+        long.encode(),
+        Err(crate::EncodeError::TooLarge { .. })
+    ));
+}
+
+#[test]
+fn scoreboards_out_of_order_or_with_unknown_teams_are_refused() {
+    let line = |id, team| ScoreLine {
+        id: PlayerId(id),
+        ping_ms: None,
+        frags: 0,
+        deaths: 0,
+        team,
+    };
+    for lines in [
+        vec![line(1, None), line(1, None)],
+        vec![line(2, None), line(1, None)],
+        vec![line(0, Some(2))],
+    ] {
+        let bytes = bincode::serde::encode_to_vec(
+            ServerMessage::Scoreboard(lines),
+            bincode::config::standard(),
+        )
+        .unwrap();
+        assert!(ServerMessage::decode(&bytes).is_err());
+    }
+}
+
+#[test]
+fn map_names_that_are_paths_are_refused() {
+    let with_map = |name: &str| {
+        let mut w = welcome();
+        if let ServerMessage::Welcome(w) = &mut w {
+            w.map_name = name.into();
+        }
+        w
+    };
+    assert!(with_map("duel").validate().is_ok());
+    assert!(with_map("depot_2-b").validate().is_ok());
+    for bad in [
+        "../../etc/passwd",
+        "/dev/zero",
+        "duel/../duel",
+        "C:\\x",
+        "",
+        "duel.ron",
+        "-x",
+        "\u{430}",
+    ] {
+        let err = with_map(bad).validate().unwrap_err();
+        assert!(err.to_string().contains("map name"), "{bad:?}: {err}");
+        let change = ServerMessage::MapChange {
+            map_name: bad.into(),
+            map_hash: 1,
+        };
+        assert!(change.validate().is_err(), "{bad:?}");
+    }
+}
+
+#[test]
+fn shown_text_holding_invisible_characters_is_refused() {
+    for bad in ["al\u{200B}ice", "bob\u{202E}txt", "\u{3164}", "x\u{1b}"] {
+        let joined = ServerMessage::PlayerJoined {
+            id: PlayerId(1),
+            name: bad.into(),
+            bot: false,
+        };
+        assert!(joined.validate().is_err(), "{bad:?}");
+        let chat = ServerMessage::Chat {
+            from: PlayerId(1),
+            text: bad.into(),
+        };
+        assert!(chat.validate().is_err(), "{bad:?}");
+        let hello = ClientMessage::Hello {
+            protocol_version: PROTOCOL_VERSION,
+            name: bad.into(),
+            resume: None,
+        };
+        assert!(hello.validate().is_err(), "{bad:?}");
+    }
+    // Whatever clean_text makes of a name is valid to send.
+    let hello = ClientMessage::Hello {
+        protocol_version: PROTOCOL_VERSION,
+        name: crate::clean_text("al\u{200B}ice\u{202E} ", MAX_NAME_LEN),
+        resume: None,
+    };
+    assert!(hello.validate().is_ok());
 }

@@ -1,0 +1,246 @@
+//! How a connection behaves: budgets on what is handled per frame, strikes for junk and
+//! impossible input, and a kick past a threshold or when no command arrives for too long.
+//!
+//! An honest client never sends a malformed message, never floods and never forges a
+//! sequence number, so strikes add up only for broken or hostile clients; they decay so
+//! that a rare glitch is forgiven.
+
+use sightline_net::{ClientId, RenetServer};
+use sightline_protocol::Channel;
+
+/// Unreliable messages (inputs, pings) handled per connection per frame; more are
+/// dropped unread, whatever the sender, so no connection can starve the tick. An honest
+/// client sends one per tick, but one drawing 2 frames a second sends its commands in
+/// bursts of 64 (half a second at 128 Hz): bursts are no offence, only the rate is.
+pub const FRAME_DATAGRAMS: usize = 64;
+/// Reliable messages (Hello, chat) handled per connection per frame; an honest client
+/// sends a handful a minute, so more in one frame is a flood.
+pub const FRAME_RELIABLE: usize = 8;
+/// Bytes of messages handled per connection per frame, on each channel.
+pub const FRAME_BYTES: usize = 16 * 1024;
+/// Strikes at which a connection is kicked.
+pub const KICK_STRIKES: u32 = 30;
+/// Seconds for one strike to be forgiven.
+pub const STRIKE_DECAY_SECONDS: f64 = 2.0;
+/// Datagrams per second allowed beyond one per tick before a client counts as flooding:
+/// pings, and the burst of a client catching up after a stall.
+pub const SPARE_DATAGRAMS_PER_SECOND: u32 = 64;
+
+/// Something a connection did that an honest client does not.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Offence {
+    /// A message that failed to decode or validate.
+    Malformed,
+    /// A message of zero bytes.
+    Empty,
+    /// A valid message the connection may not send now (Hello twice, chat before Hello).
+    Unexpected,
+    /// More messages or bytes than the per-frame budget, or datagrams above the rate.
+    Flood,
+    /// A command no client could send: a sequence far ahead, an acknowledgement of a
+    /// snapshot never sent.
+    ImpossibleInput,
+}
+
+impl Offence {
+    /// Strikes it costs: floods and forgeries cost more than a single bad message.
+    pub fn weight(self) -> u32 {
+        match self {
+            Self::Malformed | Self::Empty | Self::Unexpected => 1,
+            Self::ImpossibleInput => 2,
+            Self::Flood => 5,
+        }
+    }
+
+    /// In words, for the kick message and the log.
+    pub fn describe(self) -> &'static str {
+        match self {
+            Self::Malformed => "malformed messages",
+            Self::Empty => "empty messages",
+            Self::Unexpected => "messages out of turn",
+            Self::Flood => "flooding",
+            Self::ImpossibleInput => "impossible input",
+        }
+    }
+}
+
+/// One connection's record.
+#[derive(Debug, Clone)]
+pub struct Conduct {
+    strikes: u32,
+    decayed_at: f64,
+    worst: Option<Offence>,
+    /// When a command last arrived (or the connection joined), real seconds.
+    pub last_command_at: f64,
+    window_start: f64,
+    window_datagrams: u32,
+    flood_struck: bool,
+}
+
+impl Conduct {
+    /// A clean record starting at `now`.
+    pub fn new(now: f64) -> Self {
+        Self {
+            strikes: 0,
+            decayed_at: now,
+            worst: None,
+            last_command_at: now,
+            window_start: now,
+            window_datagrams: 0,
+            flood_struck: false,
+        }
+    }
+
+    /// Current strikes.
+    pub fn strikes(&self) -> u32 {
+        self.strikes
+    }
+
+    /// Records an offence; returns the kick reason once the strikes reach
+    /// [`KICK_STRIKES`].
+    pub fn strike(&mut self, offence: Offence, now: f64) -> Option<String> {
+        self.decay(now);
+        self.strikes = self.strikes.saturating_add(offence.weight());
+        if self.worst.is_none_or(|w| offence.weight() >= w.weight()) {
+            self.worst = Some(offence);
+        }
+        (self.strikes >= KICK_STRIKES)
+            .then(|| format!("kicked for {}", self.worst.unwrap_or(offence).describe()))
+    }
+
+    fn decay(&mut self, now: f64) {
+        let forgiven = ((now - self.decayed_at) / STRIKE_DECAY_SECONDS).floor();
+        if forgiven >= 1.0 {
+            self.strikes = self
+                .strikes
+                .saturating_sub(forgiven.min(u32::MAX as f64) as u32);
+            self.decayed_at += forgiven * STRIKE_DECAY_SECONDS;
+        }
+    }
+
+    /// Counts `n` datagrams (handled or dropped) against the rate of `tick_hz` +
+    /// [`SPARE_DATAGRAMS_PER_SECOND`] a second; returns true the first time in a second
+    /// that the rate is exceeded (one strike a second while a flood lasts).
+    pub fn count_datagrams(&mut self, n: usize, now: f64, tick_hz: u32) -> bool {
+        if now - self.window_start >= 1.0 {
+            self.window_start = now;
+            self.window_datagrams = 0;
+            self.flood_struck = false;
+        }
+        self.window_datagrams = self
+            .window_datagrams
+            .saturating_add(u32::try_from(n).unwrap_or(u32::MAX));
+        let allowed = tick_hz.saturating_add(SPARE_DATAGRAMS_PER_SECOND);
+        if self.window_datagrams > allowed && !self.flood_struck {
+            self.flood_struck = true;
+            return true;
+        }
+        false
+    }
+
+    /// Whether no command has arrived for longer than `limit` seconds (0: never idle).
+    pub fn idle(&self, now: f64, limit: f32) -> bool {
+        limit > 0.0 && now - self.last_command_at > limit as f64
+    }
+}
+
+/// What a frame's budget let through on one channel of one connection.
+pub(crate) struct Budgeted {
+    /// Messages to handle, in order.
+    pub messages: Vec<sightline_net::Bytes>,
+    /// Messages dropped unread for being over budget.
+    pub dropped: usize,
+}
+
+/// Takes a connection's waiting messages on `channel`: up to `max_messages` and the
+/// byte budget left in `bytes_left`; the rest are drained and dropped, so a flood costs
+/// a counter per message and never the decoder's time.
+pub(crate) fn take_budgeted(
+    server: &mut RenetServer,
+    client: ClientId,
+    channel: Channel,
+    max_messages: usize,
+    bytes_left: &mut usize,
+) -> Budgeted {
+    let mut messages = Vec::new();
+    let mut dropped = 0;
+    while let Some(bytes) = server.receive_message(client, channel) {
+        if messages.len() < max_messages && bytes.len() <= *bytes_left {
+            *bytes_left -= bytes.len();
+            messages.push(bytes);
+        } else {
+            dropped += 1;
+        }
+    }
+    Budgeted { messages, dropped }
+}
+
+/// Drops everything a connection has sent on both channels (a refused or kicked
+/// connection's traffic is not read).
+pub(crate) fn discard_all(server: &mut RenetServer, client: ClientId) -> usize {
+    let mut dropped = 0;
+    for channel in [Channel::Reliable, Channel::Unreliable] {
+        while server.receive_message(client, channel).is_some() {
+            dropped += 1;
+        }
+    }
+    dropped
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn strikes_add_up_to_a_kick_with_the_worst_offence_named() {
+        let mut c = Conduct::new(0.0);
+        for _ in 0..KICK_STRIKES - 6 {
+            assert_eq!(c.strike(Offence::Malformed, 0.0), None);
+        }
+        assert_eq!(c.strike(Offence::Flood, 0.0), None);
+        let kick = c.strike(Offence::Empty, 0.0).expect("kicked");
+        assert_eq!(kick, "kicked for flooding");
+    }
+
+    #[test]
+    fn strikes_are_forgiven_over_time() {
+        let mut c = Conduct::new(0.0);
+        for _ in 0..10 {
+            c.strike(Offence::Malformed, 0.0);
+        }
+        assert_eq!(c.strikes(), 10);
+        c.strike(Offence::Malformed, 10.0);
+        assert_eq!(c.strikes(), 10 - 5 + 1);
+        // A client with a glitch every few seconds is never kicked.
+        let mut honest = Conduct::new(0.0);
+        for i in 0..1000 {
+            assert_eq!(honest.strike(Offence::Malformed, i as f64 * 3.0), None);
+        }
+    }
+
+    #[test]
+    fn flooding_strikes_once_a_second_while_it_lasts() {
+        let mut c = Conduct::new(0.0);
+        let allowed = 128 + SPARE_DATAGRAMS_PER_SECOND;
+        let floods = (0..allowed * 3)
+            .filter(|_| c.count_datagrams(1, 0.5, 128))
+            .count();
+        assert_eq!(floods, 1);
+        assert!(!c.count_datagrams(1, 1.6, 128), "a new second starts afresh");
+        // An honest client at the tick rate never floods, even in bursts of 64.
+        let mut honest = Conduct::new(0.0);
+        for frame in 0..20 {
+            assert!(!honest.count_datagrams(64, frame as f64 * 0.5, 128));
+        }
+    }
+
+    #[test]
+    fn idle_means_no_command_for_longer_than_the_limit() {
+        let mut c = Conduct::new(0.0);
+        assert!(!c.idle(29.0, 30.0));
+        assert!(c.idle(31.0, 30.0));
+        assert!(!c.idle(1e9, 0.0), "0 never kicks");
+        c.last_command_at = 30.5;
+        assert!(!c.idle(31.0, 30.0));
+    }
+}
