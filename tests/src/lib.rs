@@ -151,6 +151,8 @@ pub mod measure;
 #[cfg(test)]
 mod handshake;
 #[cfg(test)]
+mod hostile;
+#[cfg(test)]
 mod inputs;
 #[cfg(test)]
 mod loopback;

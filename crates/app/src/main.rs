@@ -19,8 +19,7 @@ use clap::{CommandFactory, Parser};
 use sightline_client::{ClientPlugin, InputSource};
 use sightline_console::{ConsolePlugin, split_plus_commands};
 use sightline_net::{
-    ClientNetPlugin, ClientSecurity, FakeLinkArgs, LinkConditions, ShutdownPlugin,
-    ShutdownSignal,
+    ClientNetPlugin, ClientSecurity, FakeLinkArgs, LinkConditions, ShutdownPlugin, ShutdownSignal,
 };
 use std::path::PathBuf;
 use std::process::ExitCode;

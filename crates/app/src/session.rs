@@ -171,7 +171,9 @@ pub fn describe(status: &ConnectionStatus) -> String {
             "connected to \"{}\" on {}",
             info.welcome.server_name, info.welcome.map_name
         ),
-        ConnectionStatus::Reconnecting(reason) => format!("connection lost ({reason}); reconnecting"),
+        ConnectionStatus::Reconnecting(reason) => {
+            format!("connection lost ({reason}); reconnecting")
+        }
         ConnectionStatus::Disconnected(reason) => format!("disconnected: {reason}"),
     }
 }

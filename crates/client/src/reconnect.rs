@@ -68,7 +68,12 @@ pub(crate) fn retry_connection(world: &mut World) {
         let r = world.resource::<Reconnect>();
         r.active() && now >= r.next_try
     };
-    if !due || !matches!(*world.resource::<ConnectionStatus>(), ConnectionStatus::Reconnecting { .. }) {
+    if !due
+        || !matches!(
+            *world.resource::<ConnectionStatus>(),
+            ConnectionStatus::Reconnecting { .. }
+        )
+    {
         return;
     }
     let Some((server, security)) = world

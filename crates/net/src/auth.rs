@@ -177,7 +177,8 @@ impl RateLimiter {
             }
         }
         let (tokens, at) = self.buckets.entry(ip).or_insert((self.burst, now));
-        *tokens = (*tokens + now.duration_since(*at).as_secs_f32() * self.per_second).min(self.burst);
+        *tokens =
+            (*tokens + now.duration_since(*at).as_secs_f32() * self.per_second).min(self.burst);
         *at = now;
         if *tokens >= 1.0 {
             *tokens -= 1.0;
@@ -305,7 +306,6 @@ impl TokenService {
             self.pending.swap_remove(i);
         }
     }
-
 }
 
 /// What answering a request changes: the rate limiter and the client id counter.
@@ -524,7 +524,10 @@ mod tests {
         assert!(user_data_matches(&data, ip));
         let mapped = IpAddr::V6(Ipv4Addr::new(10, 1, 2, 3).to_ipv6_mapped());
         assert!(user_data_matches(&data, mapped));
-        assert!(!user_data_matches(&data, IpAddr::V4(Ipv4Addr::new(10, 1, 2, 4))));
+        assert!(!user_data_matches(
+            &data,
+            IpAddr::V4(Ipv4Addr::new(10, 1, 2, 4))
+        ));
         assert!(!user_data_matches(&data, IpAddr::V6(Ipv6Addr::LOCALHOST)));
     }
 

@@ -13,17 +13,17 @@ mod memory;
 mod shutdown;
 mod udp;
 
-pub use bevy_renet::{RenetClient, RenetReceive, RenetSend, RenetServer, RenetServerEvent};
 pub use auth::{
     AdmissionLimits, CONNECTION_TIMEOUT_SECONDS, SecureConfig, Security, TOKEN_EXPIRE_SECONDS,
     TokenService, fetch_token, load_key_file, parse_key, request_token,
 };
+pub use bevy_renet::{RenetClient, RenetReceive, RenetSend, RenetServer, RenetServerEvent};
 pub use cli::{FakeLinkArgs, parse_args};
-pub use renetcode::ConnectToken;
 pub use clock::{CLOCK_WINDOW, ClockSync, SLEW_RATE, STEP_THRESHOLD, ServerClock};
 pub use conditioner::{ConditionerSettings, LinkConditioner};
 pub use memory::{MemoryClientLink, MemoryNetwork};
 pub use renet::{Bytes, ClientId, DisconnectReason, ServerEvent};
+pub use renetcode::ConnectToken;
 pub use shutdown::{RunFor, ShutdownPlugin, ShutdownSignal};
 pub use udp::{
     ClientSecurity, ConditionedSocket, UdpClientTransport, UdpServerTransport, UdpSetupError,

@@ -7,7 +7,7 @@
 //! idle, datagrams pass straight through.
 
 use crate::auth::{
-    self, AdmissionLimits, CONNECTION_REQUEST_BYTES, RateLimiter, Security, SecureConfig,
+    self, AdmissionLimits, CONNECTION_REQUEST_BYTES, RateLimiter, SecureConfig, Security,
     TokenService,
 };
 use crate::{ConditionerSettings, LinkConditioner, LinkConditions, NetStats};
@@ -214,7 +214,9 @@ pub fn udp_server(
     };
     let tokens = match &secure {
         Some(config) if config.issue_tokens => Some(TokenService::bind(local).map_err(|e| {
-            UdpSetupError(format!("cannot listen for token requests on TCP {local}: {e}"))
+            UdpSetupError(format!(
+                "cannot listen for token requests on TCP {local}: {e}"
+            ))
         })?),
         _ => None,
     };
@@ -294,8 +296,13 @@ pub fn udp_client_with_token(
     token.server_addresses = [None; 32];
     token.server_addresses[0] = Some(server);
     let mut transport = udp_client(server, &ClientSecurity::Insecure)?;
-    let netcode = NetcodeClient::new(unix_now(), ClientAuthentication::Secure { connect_token: token })
-        .map_err(|e| UdpSetupError(format!("cannot start netcode toward {server}: {e}")))?;
+    let netcode = NetcodeClient::new(
+        unix_now(),
+        ClientAuthentication::Secure {
+            connect_token: token,
+        },
+    )
+    .map_err(|e| UdpSetupError(format!("cannot start netcode toward {server}: {e}")))?;
     transport.phase = ClientPhase::Netcode(Box::new(netcode));
     Ok(transport)
 }
@@ -366,7 +373,14 @@ impl UdpServerTransport {
     /// anything may (netcode authenticates it); from anyone else, only a connection
     /// request of the right size within the address's rate. Everything else is junk,
     /// counted and dropped before it costs a decryption or a log line.
-    fn screen(&mut self, addr: SocketAddr, bytes: &[u8], connected: &[SocketAddr], now: Instant, stats: &mut NetStats) -> bool {
+    fn screen(
+        &mut self,
+        addr: SocketAddr,
+        bytes: &[u8],
+        connected: &[SocketAddr],
+        now: Instant,
+        stats: &mut NetStats,
+    ) -> bool {
         if connected.contains(&addr) {
             return true;
         }
@@ -387,7 +401,8 @@ impl UdpServerTransport {
         }
         if self.handshaking.len() >= MAX_HANDSHAKING && !self.handshaking.contains_key(&addr) {
             let horizon = Duration::from_secs(auth::TOKEN_EXPIRE_SECONDS);
-            self.handshaking.retain(|_, since| now.duration_since(*since) < horizon);
+            self.handshaking
+                .retain(|_, since| now.duration_since(*since) < horizon);
             if self.handshaking.len() >= MAX_HANDSHAKING {
                 self.handshaking.clear();
             }
@@ -408,7 +423,13 @@ pub(crate) fn server_receive(
     let transport = &mut *transport;
     transport.netcode.update(time.delta());
     if let (Some(tokens), Some(config)) = (&mut transport.tokens, &transport.secure) {
-        tokens.poll(&transport.netcode, config, transport.limits, transport.public, &mut stats);
+        tokens.poll(
+            &transport.netcode,
+            config,
+            transport.limits,
+            transport.public,
+            &mut stats,
+        );
     }
     let connected: Vec<SocketAddr> = transport
         .netcode
@@ -434,7 +455,9 @@ pub(crate) fn server_receive(
         if !transport.screen(addr, &bytes, &connected, now, &mut stats) {
             continue;
         }
-        let UdpServerTransport { netcode, socket, .. } = &mut *transport;
+        let UdpServerTransport {
+            netcode, socket, ..
+        } = &mut *transport;
         let result = netcode.process_packet(addr, &mut bytes);
         let mut admission = Admission {
             secure,
@@ -445,7 +468,13 @@ pub(crate) fn server_receive(
         };
         handle(result, socket, &mut server, &mut admission);
     }
-    let UdpServerTransport { netcode, socket, secure, limits, .. } = &mut *transport;
+    let UdpServerTransport {
+        netcode,
+        socket,
+        secure,
+        limits,
+        ..
+    } = &mut *transport;
     let mut admission = Admission {
         secure: secure.is_some(),
         limits: *limits,
@@ -479,7 +508,9 @@ pub(crate) fn server_send(
     mut transport: ResMut<UdpServerTransport>,
     mut server: ResMut<RenetServer>,
 ) {
-    let UdpServerTransport { netcode, socket, .. } = &mut *transport;
+    let UdpServerTransport {
+        netcode, socket, ..
+    } = &mut *transport;
     for client_id in server.clients_id() {
         let Ok(packets) = server.get_packets_to_send(client_id) else {
             continue;
@@ -506,9 +537,13 @@ pub(crate) fn server_disconnect_on_exit(
     if exit.is_empty() {
         return;
     }
-    let UdpServerTransport { netcode, socket, .. } = &mut *transport;
+    let UdpServerTransport {
+        netcode, socket, ..
+    } = &mut *transport;
     for client_id in netcode.clients_id() {
-        if let ServerResult::ClientDisconnected { addr, payload, .. } = netcode.disconnect(client_id) {
+        if let ServerResult::ClientDisconnected { addr, payload, .. } =
+            netcode.disconnect(client_id)
+        {
             server.remove_connection(client_id);
             if let Some(payload) = payload {
                 socket.send_to(payload, addr);

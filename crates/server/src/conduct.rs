@@ -48,7 +48,7 @@ impl Offence {
         match self {
             Self::Malformed | Self::Empty | Self::Unexpected => 1,
             Self::ImpossibleInput => 2,
-            Self::Flood => 5,
+            Self::Flood => 10,
         }
     }
 
@@ -194,7 +194,7 @@ mod tests {
     #[test]
     fn strikes_add_up_to_a_kick_with_the_worst_offence_named() {
         let mut c = Conduct::new(0.0);
-        for _ in 0..KICK_STRIKES - 6 {
+        for _ in 0..KICK_STRIKES - 11 {
             assert_eq!(c.strike(Offence::Malformed, 0.0), None);
         }
         assert_eq!(c.strike(Offence::Flood, 0.0), None);
@@ -226,7 +226,10 @@ mod tests {
             .filter(|_| c.count_datagrams(1, 0.5, 128))
             .count();
         assert_eq!(floods, 1);
-        assert!(!c.count_datagrams(1, 1.6, 128), "a new second starts afresh");
+        assert!(
+            !c.count_datagrams(1, 1.6, 128),
+            "a new second starts afresh"
+        );
         // An honest client at the tick rate never floods, even in bursts of 64.
         let mut honest = Conduct::new(0.0);
         for frame in 0..20 {

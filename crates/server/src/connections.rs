@@ -2,6 +2,7 @@
 
 use crate::conduct::{self, Conduct, Offence};
 use crate::inputs::InputBuffer;
+use crate::resume::{Departed, DepartedPlayers, Resumable};
 use crate::snapshots::SnapshotCounter;
 use crate::{ServerConfig, ServerStats, choose_spawn};
 use bevy::platform::collections::HashMap;
@@ -9,7 +10,6 @@ use bevy::prelude::*;
 use sightline_combat::{Arsenal, Score, Team, ViewWindow, Vitals};
 use sightline_map::CurrentMap;
 use sightline_movement::PlayerState;
-use crate::resume::{Departed, DepartedPlayers, Resumable};
 use sightline_net::{ClientId, DisconnectReason, RenetServer, RenetServerEvent, ServerEvent};
 use sightline_protocol::{
     Channel, ClientMessage, MAX_CHAT_LEN, MAX_NAME_LEN, PROTOCOL_VERSION, ScoreLine, ServerMessage,
@@ -214,8 +214,7 @@ pub(crate) fn on_server_event(
             let Some(entity) = index.0.remove(client_id) else {
                 return;
             };
-            if let Ok((id, name, score, team, state, vitals, arsenal, secret)) =
-                players.get(entity)
+            if let Ok((id, name, score, team, state, vitals, arsenal, secret)) = players.get(entity)
             {
                 let kicked = matches!(reason, DisconnectReason::DisconnectedByServer);
                 match secret {
@@ -255,6 +254,9 @@ pub(crate) fn handle_reliable_messages(
     players: PresentPlayers,
     mut slots: ResMut<PlayerSlots>,
     mut departed: ResMut<DepartedPlayers>,
+    holders: Query<(Entity, &Resumable)>,
+    leaving: Leaving,
+    index: Res<ClientIndex>,
     mut stats: ResMut<ServerStats>,
     config: Res<ServerConfig>,
     map: Res<CurrentMap>,
@@ -316,8 +318,15 @@ pub(crate) fn handle_reliable_messages(
                         refuse(&mut server, &mut conn, reason, now);
                         continue;
                     }
-                    // A player coming back within the minute, proven by their secret.
-                    let back = resume.and_then(|secret| departed.take(&secret, now));
+                    // A player coming back within the minute, proven by their secret: from
+                    // the departed, or from a connection the server has not yet noticed
+                    // is dead (the client timed out first).
+                    let back = resume.and_then(|secret| {
+                        departed.take(&secret, now).or_else(|| {
+                            let holder = holders.iter().find(|(_, r)| r.0 == secret)?.0;
+                            take_over(holder, &leaving, &index, &mut server, &mut commands, now)
+                        })
+                    });
                     let id = match &back {
                         Some(record) => Some(record.id),
                         // A full server lets the longest-gone player's place go first.
@@ -384,10 +393,22 @@ pub(crate) fn handle_reliable_messages(
                     }
                     conn.stage = ConnectionStage::Playing;
                     conn.conduct.last_command_at = now;
-                    send_welcome(&mut server, conn.client_id, id, secret, &config, &map, &players);
+                    send_welcome(
+                        &mut server,
+                        conn.client_id,
+                        id,
+                        secret,
+                        &config,
+                        &map,
+                        &players,
+                    );
                     info!(
                         "{name} {} as player {} from client {}",
-                        if back.is_some() { "came back" } else { "joined" },
+                        if back.is_some() {
+                            "came back"
+                        } else {
+                            "joined"
+                        },
                         id.0,
                         conn.client_id
                     );
@@ -443,6 +464,46 @@ pub(crate) fn offend(
         stats.kicks = stats.kicks.saturating_add(1);
         refuse(server, conn, reason, now);
     }
+}
+
+/// Moves a player still held by an older connection to the one that proved their secret:
+/// the old connection is dropped without leaving a record, and its player returned as
+/// departed for the new one to take.
+fn take_over(
+    entity: Entity,
+    leaving: &Leaving,
+    index: &ClientIndex,
+    server: &mut RenetServer,
+    commands: &mut Commands,
+    now: f64,
+) -> Option<Departed> {
+    let (id, name, score, team, state, vitals, arsenal, secret) = leaving.get(entity).ok()?;
+    let secret = secret?.0;
+    if let Some((client, _)) = index.0.iter().find(|(_, e)| **e == entity) {
+        server.disconnect(*client);
+    }
+    // Without a player, its disconnection leaves no record and frees no slot.
+    commands.entity(entity).remove::<(
+        Player,
+        PlayerId,
+        PlayerName,
+        Resumable,
+        InputBuffer,
+        SnapshotCounter,
+        ViewWindow,
+        Team,
+    )>();
+    Some(Departed {
+        secret,
+        id: *id,
+        name: name.0.clone(),
+        team: team.copied(),
+        score: *score,
+        state: *state,
+        vitals: *vitals,
+        arsenal: *arsenal,
+        at: now,
+    })
 }
 
 pub(crate) fn refuse(server: &mut RenetServer, conn: &mut Connection, reason: String, now: f64) {

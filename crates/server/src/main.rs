@@ -6,13 +6,13 @@ use bevy::prelude::*;
 use clap::{CommandFactory, Parser};
 use sightline_map::{CurrentMap, MapSource, find_map};
 use sightline_net::{
-    AdmissionLimits, FakeLinkArgs, LinkConditions, RunFor, SecureConfig, Security,
-    ServerNetPlugin, ShutdownPlugin, ShutdownSignal, load_key_file,
+    AdmissionLimits, FakeLinkArgs, LinkConditions, RunFor, SecureConfig, Security, ServerNetPlugin,
+    ShutdownPlugin, ShutdownSignal, load_key_file,
 };
-use std::path::PathBuf;
 use sightline_server::{GameMode, MatchRules, ServerConfig, ServerPlugin};
 use sightline_sim::TickConfig;
 use std::net::{IpAddr, SocketAddr};
+use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::atomic::Ordering;
 use std::time::Duration;

@@ -1,0 +1,412 @@
+//! Hostile clients against the real server binary over real UDP: crafted sequence
+//! numbers, floods, backtracking view times, junk and handshake floods, silent clients,
+//! tokens refused. Attackers speak the protocol by hand from this process; an honest
+//! headless client plays beside them and must notice nothing.
+
+use crate::loopback::{binaries, field, free_udp_port, wait};
+use bevy::prelude::*;
+use sightline_net::{
+    ClientNetPlugin, ClientSecurity, RenetClient, UdpClientTransport, fetch_token,
+};
+use sightline_protocol::{
+    Channel, ClientDatagram, ClientMessage, InputPacket, PROTOCOL_VERSION, ServerDatagram,
+    ServerMessage, Snapshot, Wire,
+};
+use sightline_sim::{Buttons, InputCmd};
+use std::io::Write;
+use std::net::{SocketAddr, TcpStream, UdpSocket};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// A dedicated server started for one test.
+struct Server {
+    child: Child,
+    addr: SocketAddr,
+}
+
+impl Server {
+    /// Starts `sightline-server` on a free loopback port for `seconds`, with `extra` flags.
+    fn start(seconds: u32, extra: &[&str]) -> Self {
+        let port = free_udp_port();
+        let child = Command::new(binaries().join("sightline-server"))
+            .args(["--bind", "127.0.0.1", "--port", &port.to_string()])
+            .args(["--tickrate", "64", "--map", "duel", "--bots", "1"])
+            .args(["--run-seconds", &seconds.to_string()])
+            .args(extra)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("server starts");
+        let addr: SocketAddr = format!("127.0.0.1:{port}").parse().unwrap();
+        // The token service answers once the server is up.
+        let start = Instant::now();
+        while TcpStream::connect(addr).is_err() && start.elapsed() < Duration::from_secs(20) {
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        Self { child, addr }
+    }
+
+    /// Waits for the server to stop by itself; returns its log and its final status
+    /// line.
+    fn finish(self) -> (String, String) {
+        let out = wait(self.child, Duration::from_secs(60), "server");
+        let log = String::from_utf8_lossy(&out.stderr).to_string()
+            + &String::from_utf8_lossy(&out.stdout);
+        assert!(out.status.success(), "server failed:\n{log}");
+        assert!(!log.contains("panicked"), "{log}");
+        let status = log
+            .lines()
+            .rev()
+            .find_map(|l| l.split_once("status: ").map(|(_, s)| s.to_string()))
+            .unwrap_or_else(|| panic!("no status line:\n{log}"));
+        (log, status)
+    }
+}
+
+/// An honest headless client playing for `seconds`.
+fn honest(server: SocketAddr, seconds: u32) -> Child {
+    Command::new(binaries().join("sightline"))
+        .args(["--headless", "--connect", &server.to_string()])
+        .args(["--name", "honest", "--run-seconds", &seconds.to_string()])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("client starts")
+}
+
+/// Waits for an honest client and checks it played undisturbed: it saw every player
+/// and received snapshots at the rate it should, none of them malformed.
+fn check_honest(child: Child, seconds: u32) -> String {
+    let out = wait(child, Duration::from_secs(60), "honest client");
+    let stdout = String::from_utf8_lossy(&out.stdout).to_string();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        out.status.success(),
+        "honest client failed:\n{stdout}\n{stderr}"
+    );
+    let summary = stdout
+        .lines()
+        .find_map(|l| l.strip_prefix("summary: "))
+        .unwrap_or_else(|| panic!("no summary:\n{stdout}\n{stderr}"))
+        .to_string();
+    assert_eq!(field(&summary, "malformed"), 0, "{summary}");
+    // 32 snapshots a second at a 64 Hz tick, less the time taken to join.
+    let expected = 32 * (seconds as u64 - 2);
+    assert!(field(&summary, "snapshots") >= expected, "{summary}");
+    summary
+}
+
+/// A client of this process that speaks the protocol by hand over real UDP.
+struct Attacker {
+    app: App,
+}
+
+impl Attacker {
+    fn connect(server: SocketAddr, security: &ClientSecurity) -> Self {
+        let mut app = App::new();
+        app.add_plugins((
+            TaskPoolPlugin::default(),
+            bevy::time::TimePlugin,
+            ClientNetPlugin::udp(server, security).expect("socket opens"),
+        ));
+        app.finish();
+        app.cleanup();
+        Self { app }
+    }
+
+    /// Runs the app for a while, about 250 frames a second.
+    fn pump(&mut self, seconds: f64) {
+        let end = Instant::now() + Duration::from_secs_f64(seconds);
+        while Instant::now() < end {
+            self.app.update();
+            std::thread::sleep(Duration::from_millis(4));
+        }
+    }
+
+    /// Pumps until connected; false if the transport gave up or time ran out.
+    fn connected(&mut self, limit: f64) -> bool {
+        let end = Instant::now() + Duration::from_secs_f64(limit);
+        while Instant::now() < end {
+            self.pump(0.02);
+            let client = self.app.world().resource::<RenetClient>();
+            if client.is_connected() {
+                return true;
+            }
+            if client.is_disconnected() {
+                return false;
+            }
+        }
+        false
+    }
+
+    fn client(&mut self) -> Mut<'_, RenetClient> {
+        self.app.world_mut().resource_mut::<RenetClient>()
+    }
+
+    fn send(&mut self, channel: Channel, bytes: Vec<u8>) {
+        self.client().send_message(channel, bytes);
+    }
+
+    fn hello(&mut self, name: &str) {
+        let hello = ClientMessage::Hello {
+            protocol_version: PROTOCOL_VERSION,
+            name: name.into(),
+            resume: None,
+        };
+        self.send(Channel::Reliable, hello.encode().unwrap());
+    }
+
+    /// Reliable messages received since last asked (junk from a server would panic).
+    fn reliable(&mut self) -> Vec<ServerMessage> {
+        let mut client = self.client();
+        std::iter::from_fn(|| client.receive_message(Channel::Reliable))
+            .map(|b| ServerMessage::decode(&b).expect("the server sends valid messages"))
+            .collect()
+    }
+
+    fn snapshots(&mut self) -> Vec<Snapshot> {
+        let mut client = self.client();
+        std::iter::from_fn(|| client.receive_message(Channel::Unreliable))
+            .filter_map(|b| match ServerDatagram::decode(&b) {
+                Ok(ServerDatagram::Snapshot(s)) => Some(s),
+                _ => None,
+            })
+            .collect()
+    }
+
+    /// Says Hello and pumps until the Welcome.
+    fn join(&mut self, name: &str) {
+        assert!(self.connected(10.0), "{name} could not connect");
+        self.hello(name);
+        for _ in 0..500 {
+            self.pump(0.01);
+            if self
+                .reliable()
+                .iter()
+                .any(|m| matches!(m, ServerMessage::Welcome(_)))
+            {
+                return;
+            }
+        }
+        panic!("no Welcome for {name}");
+    }
+
+    /// Pumps until the server refuses it, returning why; `None` if it never does.
+    fn refusal(&mut self, limit: f64) -> Option<String> {
+        let end = Instant::now() + Duration::from_secs_f64(limit);
+        while Instant::now() < end {
+            self.pump(0.02);
+            let refused = self.reliable().into_iter().find_map(|m| match m {
+                ServerMessage::Refused { reason } => Some(reason),
+                _ => None,
+            });
+            if refused.is_some() {
+                return refused;
+            }
+        }
+        None
+    }
+
+    fn input(&mut self, ack: u32, cmds: Vec<InputCmd>) {
+        let packet = InputPacket {
+            ack_snapshot: ack,
+            cmds,
+        };
+        let bytes = ClientDatagram::Input(packet).encode().unwrap();
+        self.send(Channel::Unreliable, bytes);
+    }
+}
+
+fn cmd(seq: u32) -> InputCmd {
+    InputCmd {
+        seq,
+        forward: 1.0,
+        ..Default::default()
+    }
+}
+
+#[test]
+fn crafted_inputs_and_floods_get_their_senders_kicked_while_an_honest_client_plays_on() {
+    let server = Server::start(12, &["--max-per-address", "8"]);
+    let player = honest(server.addr, 8);
+    let security = ClientSecurity::default();
+
+    // The largest sequence number, then jumps: refused, never an overflow.
+    let mut forger = Attacker::connect(server.addr, &security);
+    forger.join("forger");
+    forger.input(0, vec![cmd(u32::MAX)]);
+    forger.input(0, vec![cmd(1)]);
+    for jump in 0..40u32 {
+        forger.input(0, vec![cmd(10_000 + jump * 1000)]);
+        forger.pump(0.01);
+    }
+    let reason = forger.refusal(5.0).expect("the forger is kicked");
+    assert!(reason.contains("impossible input"), "{reason}");
+
+    // Zero-length messages by the ten thousand.
+    let mut flooder = Attacker::connect(server.addr, &security);
+    flooder.join("flooder");
+    for _ in 0..20 {
+        for _ in 0..500 {
+            flooder.send(Channel::Unreliable, Vec::new());
+        }
+        flooder.pump(0.01);
+    }
+    let reason = flooder.refusal(5.0).expect("the flooder is kicked");
+    assert!(reason.contains("kicked"), "{reason}");
+
+    // Ten times the command rate, every command valid.
+    let mut rusher = Attacker::connect(server.addr, &security);
+    rusher.join("rusher");
+    let mut seq = 1;
+    let start = Instant::now();
+    let mut reason = None;
+    while reason.is_none() && start.elapsed() < Duration::from_secs(8) {
+        // The same packet ten times: no forgery, only the rate is wrong.
+        for _ in 0..10 {
+            rusher.input(0, vec![cmd(seq)]);
+        }
+        seq += 1;
+        reason = rusher.refusal(1.0 / 64.0);
+    }
+    let reason = reason.expect("the rusher is kicked");
+    assert!(reason.contains("flooding"), "{reason}");
+
+    let summary = check_honest(player, 8);
+    let (log, status) = server.finish();
+    assert!(field(&status, "kicks") >= 3, "{status}");
+    assert!(field(&status, "refused_commands") > 0, "{status}");
+    // Junk is counted, not logged line by line.
+    assert!(
+        log.lines().count() < 200,
+        "{} log lines",
+        log.lines().count()
+    );
+    assert!(log.contains("honest joined"), "{log}\n{summary}");
+}
+
+#[test]
+fn shots_claiming_a_moment_the_client_never_saw_are_refused() {
+    let server = Server::start(8, &[]);
+    let mut cheat = Attacker::connect(server.addr, &ClientSecurity::default());
+    cheat.join("backtracker");
+    let mut seq = 1;
+    let start = Instant::now();
+    while start.elapsed() < Duration::from_secs(3) {
+        cheat.pump(1.0 / 64.0);
+        let Some(newest) = cheat.snapshots().into_iter().max_by_key(|s| s.seq) else {
+            continue;
+        };
+        // Acknowledges what it has, but claims to see half a second before it.
+        let mut c = InputCmd {
+            seq,
+            buttons: Buttons::FIRE,
+            ..Default::default()
+        };
+        c.set_view_time(newest.server_tick.saturating_sub(32) as f64);
+        cheat.input(newest.seq, vec![c]);
+        seq += 1;
+    }
+    drop(cheat);
+    let (_, status) = server.finish();
+    assert!(field(&status, "refused_shots") > 0, "{status}");
+}
+
+#[test]
+fn junk_and_forged_handshakes_occupy_nothing() {
+    let server = Server::start(10, &["--max-players", "2"]);
+    // Junk and forged requests from different ports: an address that sent a well-formed
+    // request is mid-handshake, and what it sends next goes to netcode to judge.
+    let udp = UdpSocket::bind("127.0.0.1:0").unwrap();
+    let forger = UdpSocket::bind("127.0.0.1:0").unwrap();
+    let mut state = 0x9e37_79b9_7f4a_7c15u64;
+    let mut next = || {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        state
+    };
+    let start = Instant::now();
+    for i in 0..20_000u32 {
+        let len = (next() % 200) as usize;
+        let junk: Vec<u8> = (0..len).map(|_| next() as u8).collect();
+        let _ = udp.send_to(&junk, server.addr);
+        if i % 10 == 0 {
+            // Shaped like a connection request, sealed with no key the server holds.
+            let mut request: Vec<u8> = (0..1078).map(|_| next() as u8).collect();
+            request[0] = 0;
+            let _ = forger.send_to(&request, server.addr);
+            // Paced so the kernel's receive buffer, not the server, is no bottleneck.
+            std::thread::sleep(Duration::from_millis(1));
+        }
+    }
+    let sent_in = start.elapsed();
+    // Junk over TCP: a web request, and a connection that never says anything.
+    let mut web = TcpStream::connect(server.addr).unwrap();
+    let _ = web.write_all(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n");
+    let _silent = TcpStream::connect(server.addr).unwrap();
+    // The one real slot left (a bot holds the other) goes to an honest client.
+    let player = honest(server.addr, 6);
+    check_honest(player, 6);
+    let (log, status) = server.finish();
+    assert!(
+        field(&status, "junk_datagrams") > 10_000,
+        "{status} (sent in {sent_in:?})"
+    );
+    assert!(field(&status, "handshakes_refused") > 0, "{status}");
+    assert!(
+        log.lines().count() < 100,
+        "{} log lines:\n{log}",
+        log.lines().count()
+    );
+}
+
+#[test]
+fn silent_players_are_kicked_and_silent_connections_dropped() {
+    let server = Server::start(16, &["--idle-kick", "2", "--max-per-address", "8"]);
+    let security = ClientSecurity::default();
+    // Says Hello, then never sends a command.
+    let mut idler = Attacker::connect(server.addr, &security);
+    idler.join("idler");
+    let reason = idler.refusal(6.0).expect("the idler is kicked");
+    assert!(reason.contains("no input"), "{reason}");
+    // Connects, then stops entirely (never reads, never sends): netcode's timeout,
+    // chosen by the server, drops it and frees the slot.
+    let mut ghost = Attacker::connect(server.addr, &security);
+    ghost.join("ghost");
+    let frozen_at = Instant::now();
+    std::thread::sleep(Duration::from_secs(12));
+    drop(ghost);
+    assert!(frozen_at.elapsed() >= Duration::from_secs(12));
+    let (log, status) = server.finish();
+    assert!(field(&status, "kicks") >= 1, "{status}");
+    assert!(log.contains("ghost left"), "{log}");
+}
+
+#[test]
+fn tokens_are_refused_without_the_password_or_beyond_the_address_limit() {
+    let server = Server::start(10, &["--password", "hunter2", "--max-per-address", "1"]);
+    let refused = fetch_token(server.addr, "wrong").expect_err("wrong password");
+    assert!(refused.contains("wrong password"), "{refused}");
+    // Without a token nothing connects: an insecure client gets no answer.
+    let mut insecure = Attacker::connect(server.addr, &ClientSecurity::Insecure);
+    assert!(!insecure.connected(3.0), "an insecure client got in");
+    // With it, one connection; a second from the same address is refused.
+    let security = ClientSecurity::Secure {
+        password: "hunter2".into(),
+    };
+    let mut first = Attacker::connect(server.addr, &security);
+    first.join("first");
+    let mut second = Attacker::connect(server.addr, &security);
+    assert!(!second.connected(5.0));
+    let why = second
+        .app
+        .world()
+        .resource::<UdpClientTransport>()
+        .failure()
+        .expect("a reason");
+    assert!(why.contains("too many connections"), "{why}");
+    drop((first, second, insecure));
+    let (_, status) = server.finish();
+    assert!(field(&status, "tokens_refused") >= 2, "{status}");
+}
