@@ -8,6 +8,10 @@ use std::f32::consts::{PI, TAU};
 
 /// States older than this behind the newest are forgotten, seconds.
 const KEEP_SECONDS: f64 = 1.0;
+/// Most states held, whatever their times: a second of snapshots at the highest tick rate
+/// with room to spare. Times come from the server, which could otherwise pack a second
+/// with millions of distinct stamps.
+pub const MAX_STATES: usize = 2 * sightline_sim::MAX_TICK_HZ as usize;
 
 /// How a drawn position was found.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
@@ -28,8 +32,13 @@ pub struct SnapshotBuffer {
 }
 
 impl SnapshotBuffer {
-    /// Adds the state at server time `time`; ignores a time already held.
+    /// Adds the state at server time `time`; ignores a time already held, and a time that
+    /// is not finite (it would break the order everything here relies on). Holds at most
+    /// [`MAX_STATES`], the oldest going first.
     pub fn push(&mut self, time: f64, state: PlayerState) {
+        if !time.is_finite() {
+            return;
+        }
         let at = self.states.partition_point(|(t, _)| *t < time);
         if self.states.get(at).is_some_and(|(t, _)| *t == time) {
             return;
@@ -37,6 +46,9 @@ impl SnapshotBuffer {
         self.states.insert(at, (time, state));
         let newest = self.states.back().map_or(time, |(t, _)| *t);
         while self.states.len() > 2 && self.states[0].0 < newest - KEEP_SECONDS {
+            self.states.pop_front();
+        }
+        while self.states.len() > MAX_STATES {
             self.states.pop_front();
         }
     }
@@ -209,5 +221,56 @@ mod tests {
             2,
             "states a second older than the newest are dropped"
         );
+    }
+
+    fn is_sorted(b: &SnapshotBuffer) -> bool {
+        b.states
+            .iter()
+            .zip(b.states.iter().skip(1))
+            .all(|(a, b)| a.0 < b.0)
+    }
+
+    #[test]
+    fn a_second_packed_with_stamps_stays_bounded() {
+        let mut b = SnapshotBuffer::default();
+        // A microsecond apart, as a hostile server's stamps could be.
+        for i in 0..100_000 {
+            b.push(1.0 + i as f64 * 1e-6, state(i as f32, 0.0, 0.0));
+        }
+        assert_eq!(b.len(), MAX_STATES);
+        assert!(is_sorted(&b));
+        assert_eq!(b.newest_time(), Some(1.0 + 99_999.0 * 1e-6));
+    }
+
+    #[test]
+    fn odd_times_neither_panic_nor_grow_the_buffer() {
+        let mut b = SnapshotBuffer::default();
+        let odd = [
+            f64::NAN,
+            f64::INFINITY,
+            f64::NEG_INFINITY,
+            -0.0,
+            0.0,
+            -1e300,
+            1e300,
+            f64::MAX,
+            f64::MIN_POSITIVE,
+            3.0,
+            3.0,
+            2.0,
+            1e18,
+            1.0,
+        ];
+        for (i, t) in odd.iter().cycle().take(10_000).enumerate() {
+            // Backwards runs and duplicates around the odd values.
+            b.push(*t - (i % 7) as f64, state(i as f32, 0.0, 0.0));
+            assert!(b.len() <= MAX_STATES);
+            assert!(is_sorted(&b), "after {t}");
+        }
+        assert!(b.states.iter().all(|(t, _)| t.is_finite()));
+        for t in [f64::NAN, -1e300, 0.0, 1e300, f64::INFINITY] {
+            // Sampling anywhere in or around such a buffer still answers.
+            assert!(sample(&b, t, 0.1, 20.0).is_some());
+        }
     }
 }

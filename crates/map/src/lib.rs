@@ -8,7 +8,10 @@ mod load;
 
 pub use collision::{CastHit, CollisionWorld, SKIN};
 pub use format::{Ambient, Brush, ItemKind, ItemSpot, Light, MapDef, Rgb, SpawnPoint, Sun};
-pub use load::{MapError, MapSource, content_hash, find_map, maps_dir};
+pub use load::{
+    MAX_MAP_BYTES, MAX_MAP_NAME, MapError, MapSource, content_hash, find_map, find_map_by_name,
+    is_map_identifier, maps_dir,
+};
 
 use bevy::prelude::*;
 use std::sync::Arc;

@@ -2,10 +2,27 @@
 
 use crate::MapDef;
 use std::fmt;
+use std::io::Read;
 use std::path::{Path, PathBuf};
 
 /// Longest map name, in bytes; it travels in the Welcome message.
 pub const MAX_MAP_NAME: usize = 32;
+
+/// Largest map file read, in bytes. The shipped maps are a few kilobytes; the cap keeps a
+/// huge or endless file (a device, a runaway generator) from exhausting memory.
+pub const MAX_MAP_BYTES: usize = 1024 * 1024;
+
+/// Whether `name` is a map identifier: 1 to [`MAX_MAP_NAME`] ASCII letters, digits, '_'
+/// and '-', not starting with '-'. Map names travel between server and client, so the
+/// rule leaves no room for paths (no slash, backslash, dot or colon), option-like names
+/// or anything outside ASCII.
+pub fn is_map_identifier(name: &str) -> bool {
+    (1..=MAX_MAP_NAME).contains(&name.len())
+        && !name.starts_with('-')
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
+}
 
 /// A map that could not be used, with the place in the file that is wrong.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -42,14 +59,37 @@ pub struct MapSource {
 }
 
 impl MapSource {
-    /// Reads and checks a map file.
+    /// Reads and checks a map file: a regular file of at most [`MAX_MAP_BYTES`] of UTF-8.
     pub fn load(path: &Path) -> Result<Self, MapError> {
-        let text = std::fs::read_to_string(path).map_err(|e| MapError {
+        let fail = |reason: String| MapError {
             file: path.to_path_buf(),
             line: 0,
             column: 0,
-            reason: format!("cannot read map file: {e}"),
-        })?;
+            reason,
+        };
+        let unreadable = |e: std::io::Error| fail(format!("cannot read map file: {e}"));
+        // Checked before opening: opening a FIFO would block until a writer comes, and
+        // a device such as /dev/zero never ends.
+        if !std::fs::metadata(path).map_err(unreadable)?.is_file() {
+            return Err(fail("not a regular file".into()));
+        }
+        let file = std::fs::File::open(path).map_err(unreadable)?;
+        // Again on the handle, in case the path was swapped between the two looks.
+        if !file.metadata().map_err(unreadable)?.is_file() {
+            return Err(fail("not a regular file".into()));
+        }
+        let mut bytes = Vec::new();
+        // One byte past the cap tells "exactly at the cap" from "over it".
+        file.take(MAX_MAP_BYTES as u64 + 1)
+            .read_to_end(&mut bytes)
+            .map_err(unreadable)?;
+        if bytes.len() > MAX_MAP_BYTES {
+            return Err(fail(format!(
+                "map file is larger than {MAX_MAP_BYTES} bytes"
+            )));
+        }
+        let text =
+            String::from_utf8(bytes).map_err(|_| fail("map file is not UTF-8 text".into()))?;
         Self::parse(path, &text)
     }
 
@@ -87,15 +127,13 @@ fn check_whole_map(def: &MapDef) -> Result<(), (&'static str, String)> {
             format!("map name must be 1 to {MAX_MAP_NAME} bytes long"),
         ));
     }
-    if !def
-        .name
-        .chars()
-        .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
-    {
+    // The server sends this name to clients, which accept nothing else.
+    if !is_map_identifier(&def.name) {
         return Err((
             "name",
             format!(
-                "map name {:?} may hold only letters, digits, '_' and '-'",
+                "map name {:?} may hold only letters, digits, '_' and '-', and may not \
+                 start with '-'",
                 def.name
             ),
         ));
@@ -150,7 +188,8 @@ pub fn maps_dir() -> PathBuf {
 }
 
 /// Resolves `--map` values: a path to a `.ron` file, or a map name looked up in
-/// [`maps_dir`].
+/// [`maps_dir`]. Only for the host's own choices; a name from the network goes through
+/// [`find_map_by_name`].
 pub fn find_map(name_or_path: &str) -> PathBuf {
     let as_path = Path::new(name_or_path);
     if name_or_path.ends_with(".ron") || as_path.components().count() > 1 {
@@ -158,6 +197,33 @@ pub fn find_map(name_or_path: &str) -> PathBuf {
     } else {
         maps_dir().join(format!("{name_or_path}.ron"))
     }
+}
+
+/// Resolves a map name that came from elsewhere (a server's Welcome or MapChange): only a
+/// [`is_map_identifier`] name, only as `<name>.ron` in [`maps_dir`], never a path.
+pub fn find_map_by_name(name: &str) -> Result<PathBuf, MapError> {
+    map_in(&maps_dir(), name)
+}
+
+/// [`find_map_by_name`] in the folder `dir`.
+fn map_in(dir: &Path, name: &str) -> Result<PathBuf, MapError> {
+    let fail = |reason: String| MapError {
+        file: dir.to_path_buf(),
+        line: 0,
+        column: 0,
+        reason,
+    };
+    if !is_map_identifier(name) {
+        return Err(fail(format!(
+            "{name:?} is not a map name (1 to {MAX_MAP_NAME} ASCII letters, digits, '_' or \
+             '-', not starting with '-')"
+        )));
+    }
+    let path = dir.join(format!("{name}.ron"));
+    if !path.is_file() {
+        return Err(fail(format!("no map named {name:?} in this folder")));
+    }
+    Ok(path)
 }
 
 #[cfg(test)]
@@ -260,5 +326,116 @@ mod tests {
     fn map_names_resolve_into_the_maps_folder() {
         assert!(find_map("duel").ends_with("duel.ron"));
         assert_eq!(find_map("other/x.ron"), PathBuf::from("other/x.ron"));
+    }
+
+    /// A fresh folder of its own for one test, under the system's temporary folder.
+    fn scratch(test: &str) -> PathBuf {
+        let dir = std::env::temp_dir().join(format!("sightline-map-{test}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        dir
+    }
+
+    #[test]
+    fn map_identifiers_are_plain_ascii_words() {
+        for good in ["duel", "depot_2", "a", "Map-1", &"x".repeat(MAX_MAP_NAME)] {
+            assert!(is_map_identifier(good), "{good:?}");
+        }
+        let too_long = "x".repeat(MAX_MAP_NAME + 1);
+        for bad in [
+            "",
+            &too_long,
+            "-rf",
+            ".hidden",
+            "duel.ron",
+            "../../etc/passwd",
+            "/dev/zero",
+            "duel/../duel",
+            "C:\\x",
+            "C:x",
+            "du el",
+            "duel\0",
+            "dü",
+            "\u{430}",
+        ] {
+            assert!(!is_map_identifier(bad), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn names_from_the_network_resolve_only_inside_the_maps_folder() {
+        let found = find_map_by_name("duel").unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(found.file_name(), Some("duel.ron".as_ref()));
+        assert_eq!(found.parent(), Some(maps_dir().as_path()));
+        for bad in [
+            "../../etc/passwd",
+            "/dev/zero",
+            "duel/../duel",
+            "C:\\x",
+            "",
+            "duel.ron",
+        ] {
+            let err = find_map_by_name(bad).unwrap_err();
+            assert!(err.reason.contains("is not a map name"), "{bad:?}: {err}");
+        }
+        let err = find_map_by_name("no_such_map").unwrap_err();
+        assert!(err.reason.contains("no map named"), "{err}");
+    }
+
+    #[test]
+    fn a_name_is_looked_up_only_as_a_ron_file_in_its_folder() {
+        let dir = scratch("lookup");
+        std::fs::write(dir.join("tiny.ron"), GOOD).unwrap();
+        std::fs::write(dir.join("tiny"), GOOD).unwrap();
+        assert_eq!(map_in(&dir, "tiny").unwrap(), dir.join("tiny.ron"));
+        std::fs::create_dir(dir.join("folder.ron")).unwrap();
+        assert!(map_in(&dir, "folder").is_err(), "a folder is not a map");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn oversized_and_non_utf8_map_files_are_refused() {
+        let dir = scratch("size");
+        let at_cap = dir.join("at_cap.ron");
+        // A valid map padded with a comment to exactly the cap still loads.
+        let padding = MAX_MAP_BYTES - GOOD.len() - 3;
+        std::fs::write(&at_cap, format!("{GOOD}\n//{}", "x".repeat(padding))).unwrap();
+        assert_eq!(
+            std::fs::metadata(&at_cap).unwrap().len(),
+            MAX_MAP_BYTES as u64
+        );
+        MapSource::load(&at_cap).unwrap_or_else(|e| panic!("{e}"));
+        let over = dir.join("over.ron");
+        std::fs::write(&over, format!("{GOOD}\n//{}", "x".repeat(padding + 1))).unwrap();
+        let err = MapSource::load(&over).unwrap_err();
+        assert!(err.reason.contains("larger than"), "{err}");
+        let binary = dir.join("binary.ron");
+        std::fs::write(&binary, [0xff, 0xfe, 0x00]).unwrap();
+        let err = MapSource::load(&binary).unwrap_err();
+        assert!(err.reason.contains("not UTF-8"), "{err}");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn folders_are_not_map_files() {
+        let dir = scratch("folder");
+        let err = MapSource::load(&dir).unwrap_err();
+        assert!(err.reason.contains("not a regular file"), "{err}");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn devices_and_fifos_are_refused_without_reading() {
+        let err = MapSource::load(Path::new("/dev/zero")).unwrap_err();
+        assert!(err.reason.contains("not a regular file"), "{err}");
+        // Opening a FIFO with no writer would block forever; it must not be opened.
+        let dir = scratch("fifo");
+        let fifo = dir.join("pipe.ron");
+        let made = std::process::Command::new("mkfifo").arg(&fifo).status();
+        assert!(made.is_ok_and(|s| s.success()), "mkfifo failed");
+        let err = MapSource::load(&fifo).unwrap_err();
+        assert!(err.reason.contains("not a regular file"), "{err}");
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 }
