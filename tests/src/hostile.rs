@@ -27,10 +27,21 @@ struct Server {
 impl Server {
     /// Starts `sightline-server` on a free loopback port for `seconds`, with `extra` flags.
     fn start(seconds: u32, extra: &[&str]) -> Self {
+        Self::start_with_bots(seconds, 1, extra)
+    }
+
+    fn start_with_bots(seconds: u32, bots: u8, extra: &[&str]) -> Self {
         let port = free_udp_port();
         let child = Command::new(binaries().join("sightline-server"))
             .args(["--bind", "127.0.0.1", "--port", &port.to_string()])
-            .args(["--tickrate", "64", "--map", "duel", "--bots", "1"])
+            .args([
+                "--tickrate",
+                "64",
+                "--map",
+                "duel",
+                "--bots",
+                &bots.to_string(),
+            ])
             .args(["--run-seconds", &seconds.to_string()])
             .args(extra)
             .stdout(Stdio::piped())
@@ -38,12 +49,33 @@ impl Server {
             .spawn()
             .expect("server starts");
         let addr: SocketAddr = format!("127.0.0.1:{port}").parse().unwrap();
+        let mut server = Self { child, addr };
         // The token service answers once the server is up.
         let start = Instant::now();
-        while TcpStream::connect(addr).is_err() && start.elapsed() < Duration::from_secs(20) {
+        while TcpStream::connect(addr).is_err() {
+            if let Ok(Some(_)) = server.child.try_wait() {
+                let out = server.child.wait_with_output().expect("output");
+                panic!(
+                    "the server exited:\n{}",
+                    String::from_utf8_lossy(&out.stderr)
+                );
+            }
+            assert!(
+                start.elapsed() < Duration::from_secs(30),
+                "the server never listened"
+            );
             std::thread::sleep(Duration::from_millis(50));
         }
-        Self { child, addr }
+        server
+    }
+
+    /// Asks the server to stop now (SIGTERM, as a host's service manager would) and
+    /// returns what [`Self::finish`] does.
+    fn stop(self) -> (String, String) {
+        let _ = Command::new("kill")
+            .args(["-TERM", &self.child.id().to_string()])
+            .status();
+        self.finish()
     }
 
     /// Waits for the server to stop by itself; returns its log and its final status
@@ -227,7 +259,7 @@ fn cmd(seq: u32) -> InputCmd {
 
 #[test]
 fn crafted_inputs_and_floods_get_their_senders_kicked_while_an_honest_client_plays_on() {
-    let server = Server::start(12, &["--max-per-address", "8"]);
+    let server = Server::start(60, &["--max-per-address", "8"]);
     let player = honest(server.addr, 8);
     let security = ClientSecurity::default();
 
@@ -273,7 +305,7 @@ fn crafted_inputs_and_floods_get_their_senders_kicked_while_an_honest_client_pla
     assert!(reason.contains("flooding"), "{reason}");
 
     let summary = check_honest(player, 8);
-    let (log, status) = server.finish();
+    let (log, status) = server.stop();
     assert!(field(&status, "kicks") >= 3, "{status}");
     assert!(field(&status, "refused_commands") > 0, "{status}");
     // Junk is counted, not logged line by line.
@@ -287,7 +319,7 @@ fn crafted_inputs_and_floods_get_their_senders_kicked_while_an_honest_client_pla
 
 #[test]
 fn shots_claiming_a_moment_the_client_never_saw_are_refused() {
-    let server = Server::start(8, &[]);
+    let server = Server::start(60, &[]);
     let mut cheat = Attacker::connect(server.addr, &ClientSecurity::default());
     cheat.join("backtracker");
     let mut seq = 1;
@@ -308,13 +340,13 @@ fn shots_claiming_a_moment_the_client_never_saw_are_refused() {
         seq += 1;
     }
     drop(cheat);
-    let (_, status) = server.finish();
+    let (_, status) = server.stop();
     assert!(field(&status, "refused_shots") > 0, "{status}");
 }
 
 #[test]
 fn junk_and_forged_handshakes_occupy_nothing() {
-    let server = Server::start(10, &["--max-players", "2"]);
+    let server = Server::start(60, &["--max-players", "2"]);
     // Junk and forged requests from different ports: an address that sent a well-formed
     // request is mid-handshake, and what it sends next goes to netcode to judge.
     let udp = UdpSocket::bind("127.0.0.1:0").unwrap();
@@ -348,7 +380,7 @@ fn junk_and_forged_handshakes_occupy_nothing() {
     // The one real slot left (a bot holds the other) goes to an honest client.
     let player = honest(server.addr, 6);
     check_honest(player, 6);
-    let (log, status) = server.finish();
+    let (log, status) = server.stop();
     assert!(
         field(&status, "junk_datagrams") > 10_000,
         "{status} (sent in {sent_in:?})"
@@ -363,7 +395,7 @@ fn junk_and_forged_handshakes_occupy_nothing() {
 
 #[test]
 fn silent_players_are_kicked_and_silent_connections_dropped() {
-    let server = Server::start(16, &["--idle-kick", "2", "--max-per-address", "8"]);
+    let server = Server::start(60, &["--idle-kick", "2", "--max-per-address", "8"]);
     let security = ClientSecurity::default();
     // Says Hello, then never sends a command.
     let mut idler = Attacker::connect(server.addr, &security);
@@ -378,14 +410,14 @@ fn silent_players_are_kicked_and_silent_connections_dropped() {
     std::thread::sleep(Duration::from_secs(12));
     drop(ghost);
     assert!(frozen_at.elapsed() >= Duration::from_secs(12));
-    let (log, status) = server.finish();
+    let (log, status) = server.stop();
     assert!(field(&status, "kicks") >= 1, "{status}");
     assert!(log.contains("ghost left"), "{log}");
 }
 
 #[test]
 fn tokens_are_refused_without_the_password_or_beyond_the_address_limit() {
-    let server = Server::start(10, &["--password", "hunter2", "--max-per-address", "1"]);
+    let server = Server::start(60, &["--password", "hunter2", "--max-per-address", "1"]);
     let refused = fetch_token(server.addr, "wrong").expect_err("wrong password");
     assert!(refused.contains("wrong password"), "{refused}");
     // Without a token nothing connects: an insecure client gets no answer.
@@ -407,6 +439,95 @@ fn tokens_are_refused_without_the_password_or_beyond_the_address_limit() {
         .expect("a reason");
     assert!(why.contains("too many connections"), "{why}");
     drop((first, second, insecure));
-    let (_, status) = server.finish();
+    let (_, status) = server.stop();
     assert!(field(&status, "tokens_refused") >= 2, "{status}");
+}
+
+/// Runs a real-time client app until `done` or `limit` seconds pass.
+fn run_until(app: &mut App, limit: f64, mut done: impl FnMut(&mut App) -> bool) -> bool {
+    let end = Instant::now() + Duration::from_secs_f64(limit);
+    while Instant::now() < end {
+        app.update();
+        if done(app) {
+            return true;
+        }
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    false
+}
+
+#[test]
+fn a_dropped_player_reconnects_by_itself_to_the_same_slot_team_and_place() {
+    use sightline_client::{ClientPlugin, ConnectionStatus, InputSource, Reconnect};
+    use sightline_net::{ConditionerSettings, LinkConditions};
+    let server = Server::start_with_bots(120, 3, &["--mode", "tdm", "--max-per-address", "8"]);
+    let mut app = App::new();
+    app.add_plugins((
+        TaskPoolPlugin::default(),
+        bevy::time::TimePlugin,
+        ClientNetPlugin::udp(server.addr, &ClientSecurity::default()).unwrap(),
+        ClientPlugin {
+            name: "traveller".into(),
+            input: InputSource::Bot { seed: 7 },
+        },
+    ));
+    app.finish();
+    app.cleanup();
+    let joined = |app: &mut App| match app.world().resource::<ConnectionStatus>() {
+        ConnectionStatus::Connected(info) => Some(info.welcome.your_id),
+        _ => None,
+    };
+    assert!(
+        run_until(&mut app, 10.0, |a| joined(a).is_some()),
+        "never joined: {:?}",
+        app.world().resource::<ConnectionStatus>()
+    );
+    run_until(&mut app, 2.0, |_| false);
+    let id = joined(&mut app).unwrap();
+    let team = |app: &mut App, id| {
+        app.world()
+            .resource::<sightline_client::Roster>()
+            .0
+            .get(&id)
+            .and_then(|e| e.team)
+    };
+    assert!(
+        run_until(&mut app, 3.0, |a| team(a, id).is_some()),
+        "no team on the scoreboard"
+    );
+    let before = team(&mut app, id);
+    // The link goes dead both ways, longer than the connection timeout.
+    app.world_mut().resource_mut::<LinkConditions>().0 = ConditionerSettings {
+        loss_pct: 100.0,
+        ..Default::default()
+    };
+    let lost = run_until(&mut app, 15.0, |a| {
+        matches!(
+            a.world().resource::<ConnectionStatus>(),
+            ConnectionStatus::Reconnecting(_)
+        )
+    });
+    assert!(lost, "the drop was not noticed");
+    assert!(
+        !matches!(
+            app.world().resource::<ConnectionStatus>(),
+            ConnectionStatus::Disconnected(_)
+        ),
+        "gave up at once"
+    );
+    // Connectivity returns; the client comes back by itself.
+    app.world_mut().resource_mut::<LinkConditions>().0 = ConditionerSettings::default();
+    run_until(&mut app, 0.5, |_| false);
+    assert!(app.world().resource::<Reconnect>().active());
+    assert!(
+        run_until(&mut app, 20.0, |a| joined(a).is_some()),
+        "did not come back: {:?}",
+        app.world().resource::<ConnectionStatus>()
+    );
+    assert_eq!(joined(&mut app), Some(id), "a different slot");
+    assert!(run_until(&mut app, 3.0, |a| team(a, id).is_some()));
+    assert_eq!(team(&mut app, id), before, "a different team");
+    drop(app);
+    let (log, _) = server.stop();
+    assert!(log.contains("traveller came back"), "{log}");
 }

@@ -147,6 +147,7 @@ impl Stepper {
 }
 
 pub mod measure;
+pub mod soak;
 
 #[cfg(test)]
 mod handshake;

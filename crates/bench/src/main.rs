@@ -10,6 +10,7 @@ use sightline_movement::{MoveParams, PlayerState, step};
 use sightline_server::{ServerConfig, TickTimes};
 use sightline_sim::TickConfig;
 use sightline_tests::measure::{Conditions, measure, measure_hits, percentile};
+use sightline_tests::soak::{SoakConfig, soak};
 use sightline_tests::{Stepper, load_map};
 use std::hint::black_box;
 use std::time::Instant;
@@ -69,6 +70,22 @@ enum What {
         #[arg(long, default_value_t = 60.0)]
         seconds: f64,
     },
+    /// The chaos soak: a real server over UDP with bots, and clients through a bad link
+    /// joining and leaving every few seconds, in real time. Exits 1 if a check fails.
+    Soak {
+        /// Seconds to run.
+        #[arg(long, default_value_t = 600.0)]
+        seconds: f64,
+        /// Seconds before resident memory is taken as the baseline.
+        #[arg(long, default_value_t = 60.0)]
+        warmup: f64,
+        /// Bots on the server.
+        #[arg(long, default_value_t = 16)]
+        bots: u8,
+        /// Clients joining and leaving.
+        #[arg(long, default_value_t = 4)]
+        clients: usize,
+    },
     /// Cost of one movement step.
     Movement {
         /// Steps to time.
@@ -95,6 +112,35 @@ fn main() {
             }
         }
         What::Movement { steps } => measure_movement(steps),
+        What::Soak {
+            seconds,
+            warmup,
+            bots,
+            clients,
+        } => {
+            let config = SoakConfig {
+                seconds,
+                warmup,
+                bots,
+                clients,
+                ..Default::default()
+            };
+            let link = config.link;
+            println!(
+                "chaos soak: {bots} bots, {clients} clients joining and leaving, each through \
+                 {} ms each way, {} ms jitter, {} % loss, {} % duplicated, {} % reordered\n",
+                link.latency_ms,
+                link.jitter_ms,
+                link.loss_pct,
+                link.duplicate_pct,
+                link.reorder_pct
+            );
+            let report = soak(&config);
+            println!("{report}");
+            if !report.passed() {
+                std::process::exit(1);
+            }
+        }
         What::Client { remotes, seconds } => measure_client(remotes, seconds),
         What::Hits { seconds } => hit_report(seconds),
         What::Netcode {

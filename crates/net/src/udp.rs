@@ -724,7 +724,8 @@ pub(crate) fn client_condition(
     conditions: Res<LinkConditions>,
     mut transport: ResMut<UdpClientTransport>,
 ) {
-    if conditions.is_changed() {
+    // A new transport (a reconnection) gets the conditions too.
+    if conditions.is_changed() || transport.is_added() {
         transport.socket.set_conditions(conditions.0);
     }
 }

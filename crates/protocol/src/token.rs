@@ -133,12 +133,14 @@ mod tests {
     #[test]
     fn oversized_frames_and_fields_are_refused() {
         // "GE" of an HTTP request reads as a length of 18245.
-        assert_eq!(framed(b"GET / HTTP/1.1", TokenRequest::MAX_BYTES), Framed::TooLarge);
+        assert_eq!(
+            framed(b"GET / HTTP/1.1", TokenRequest::MAX_BYTES),
+            Framed::TooLarge
+        );
         let long = TokenRequest {
             protocol_version: 4,
             password: "x".repeat(MAX_PASSWORD_LEN + 1),
         };
-        assert!(long.encode().is_err());
         let bytes = bincode::serde::encode_to_vec(&long, bincode::config::standard()).unwrap();
         assert!(TokenRequest::decode(&bytes).is_err());
         let bad = TokenReply::Refused {

@@ -1,0 +1,393 @@
+//! The chaos soak: a real server over real UDP with bots, and clients through a bad link
+//! (latency, jitter, loss, duplication, reordering) joining and leaving every few
+//! seconds, all in real time. It checks what a host cares about over a long run: no
+//! panic, no desync, flat memory, every join completed.
+//!
+//! `cargo run --release -p sightline-bench -- soak` runs it for ten minutes; the test
+//! suite runs a short version.
+
+use bevy::app::ScheduleRunnerPlugin;
+use bevy::prelude::*;
+use sightline_client::{ClientPlugin, ConnectionStatus, InputSource, LatestSnapshot, Roster};
+use sightline_net::{
+    AdmissionLimits, ClientNetPlugin, ClientSecurity, ConditionerSettings, LinkConditions,
+    SecureConfig, Security, ServerNetPlugin, ShutdownPlugin, ShutdownSignal,
+};
+use sightline_server::{ServerConfig, ServerPlugin, TickTimes};
+use sightline_sim::{Tick, TickConfig};
+use std::fmt;
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+/// How a soak runs.
+#[derive(Debug, Clone)]
+pub struct SoakConfig {
+    /// Seconds in all.
+    pub seconds: f64,
+    /// Seconds after which resident memory is the baseline for growth.
+    pub warmup: f64,
+    /// Bots on the server.
+    pub bots: u8,
+    /// Clients joining and leaving at once.
+    pub clients: usize,
+    /// Each client's link, both ways (the client's socket only, so the round trip is
+    /// twice the latency).
+    pub link: ConditionerSettings,
+    /// Map.
+    pub map: String,
+}
+
+impl Default for SoakConfig {
+    /// The soak: 10 minutes, 16 bots, 4 clients at 300 ms of round trip, 50 ms
+    /// of jitter, 20 % loss with duplication and reordering.
+    fn default() -> Self {
+        Self {
+            seconds: 600.0,
+            warmup: 60.0,
+            bots: 16,
+            clients: 4,
+            link: ConditionerSettings {
+                latency_ms: 150.0,
+                jitter_ms: 50.0,
+                loss_pct: 20.0,
+                duplicate_pct: 2.0,
+                reorder_pct: 5.0,
+            },
+            map: "depot".into(),
+        }
+    }
+}
+
+/// What a soak found.
+#[derive(Debug, Clone, Default)]
+pub struct SoakReport {
+    /// Seconds run.
+    pub seconds: f64,
+    /// Sessions started, and those that reached the game within [`JOIN_LIMIT`].
+    pub joins_started: u32,
+    /// Sessions that joined.
+    pub joins_completed: u32,
+    /// Slowest join, seconds.
+    pub slowest_join: f64,
+    /// Sessions whose view of the world disagreed with the server's when they left.
+    pub desyncs: u32,
+    /// Whether the server thread panicked.
+    pub server_panicked: bool,
+    /// Resident memory after the warm-up and at the end, kB.
+    pub rss_kb: (u64, u64),
+    /// Server tick times, ms: median, 99th percentile, max.
+    pub tick_ms: (f32, f32, f32),
+}
+
+impl SoakReport {
+    /// Resident memory growth after the warm-up, percent.
+    pub fn rss_growth_pct(&self) -> f64 {
+        let (base, end) = self.rss_kb;
+        if base == 0 {
+            return 0.0;
+        }
+        (end as f64 / base as f64 - 1.0) * 100.0
+    }
+
+    /// Whether every check held.
+    pub fn passed(&self) -> bool {
+        !self.server_panicked
+            && self.desyncs == 0
+            && self.joins_started > 0
+            && self.joins_completed == self.joins_started
+            && self.rss_growth_pct() < 5.0
+    }
+}
+
+impl fmt::Display for SoakReport {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        writeln!(f, "| check | result |")?;
+        writeln!(f, "|---|---|")?;
+        writeln!(f, "| run | {:.0} s |", self.seconds)?;
+        writeln!(
+            f,
+            "| joins completed | {} of {} (slowest {:.1} s) |",
+            self.joins_completed, self.joins_started, self.slowest_join
+        )?;
+        writeln!(
+            f,
+            "| sessions out of step with the server | {} |",
+            self.desyncs
+        )?;
+        writeln!(
+            f,
+            "| server panicked | {} |",
+            if self.server_panicked { "yes" } else { "no" }
+        )?;
+        writeln!(
+            f,
+            "| resident memory after warm-up / at the end | {} / {} kB ({:+.1} %) |",
+            self.rss_kb.0,
+            self.rss_kb.1,
+            self.rss_growth_pct()
+        )?;
+        write!(
+            f,
+            "| server tick p50 / p99 / max | {:.3} / {:.3} / {:.3} ms |",
+            self.tick_ms.0, self.tick_ms.1, self.tick_ms.2
+        )
+    }
+}
+
+/// Longest a join may take before it counts as failed, seconds.
+pub const JOIN_LIMIT: f64 = 20.0;
+
+/// This process's resident memory, kB (Linux; 0 elsewhere).
+pub fn resident_kb() -> u64 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find_map(|l| l.strip_prefix("VmRSS:"))
+                .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        })
+        .unwrap_or(0)
+}
+
+/// What the server thread shares with the soak.
+#[derive(Resource, Clone, Default)]
+struct Shared {
+    tick: Arc<AtomicU32>,
+    tick_us: Arc<Mutex<Vec<f32>>>,
+}
+
+fn share(tick: Res<Tick>, mut times: ResMut<TickTimes>, shared: Res<Shared>) {
+    shared.tick.store(tick.0, Ordering::Relaxed);
+    if !times.samples_us.is_empty() {
+        shared
+            .tick_us
+            .lock()
+            .expect("poisoned")
+            .append(&mut times.samples_us);
+    }
+}
+
+/// One client slot's life: joining, playing, away.
+enum Slot {
+    Joining {
+        app: Box<App>,
+        since: Instant,
+    },
+    Playing {
+        app: Box<App>,
+        until: Instant,
+    },
+    /// About to leave: waiting (a second at most) for its view to agree with the server.
+    Leaving {
+        app: Box<App>,
+        until: Instant,
+    },
+    Away {
+        until: Instant,
+    },
+}
+
+fn client_app(server: SocketAddr, link: ConditionerSettings, seed: u64) -> App {
+    let mut app = App::new();
+    app.add_plugins((
+        TaskPoolPlugin::default(),
+        bevy::time::TimePlugin,
+        ClientNetPlugin::udp(server, &ClientSecurity::default()).expect("socket opens"),
+        ClientPlugin {
+            name: format!("soak{}", seed % 100),
+            input: InputSource::Bot { seed },
+        },
+    ))
+    .insert_resource(LinkConditions(link));
+    app.finish();
+    app.cleanup();
+    app
+}
+
+/// A pseudo-random number from `n` (the soak is repeatable in its choices).
+fn hash(n: u64) -> u64 {
+    let mut x = n.wrapping_mul(0x9e37_79b9_7f4a_7c15);
+    x ^= x >> 31;
+    x.wrapping_mul(0xbf58_476d_1ce4_e5b9) ^ (x >> 29)
+}
+
+/// Whether a client leaving now agrees with the server: it still receives the world
+/// (its newest snapshot is under a second old), and the players its reliable roster
+/// lists are the ones its snapshots show.
+fn in_step(app: &App, server_tick: u32, tick_hz: u32) -> bool {
+    let Some(snapshot) = &app.world().resource::<LatestSnapshot>().0 else {
+        return false;
+    };
+    let fresh = server_tick.saturating_sub(snapshot.server_tick) <= tick_hz;
+    let roster: Vec<_> = app.world().resource::<Roster>().0.keys().copied().collect();
+    let shown: Vec<_> = snapshot.players.iter().map(|p| p.id).collect();
+    fresh && roster == shown
+}
+
+/// Runs a soak.
+pub fn soak(config: &SoakConfig) -> SoakReport {
+    let tick = TickConfig::default();
+    let map = crate::load_map(&config.map);
+    let server_config = ServerConfig {
+        name: "soak".into(),
+        max_players: config.bots.saturating_add(config.clients as u8),
+        bots: config.bots,
+        tick,
+        ..Default::default()
+    };
+    let (net, addr) = ServerNetPlugin::udp(
+        "127.0.0.1:0".parse().expect("valid address"),
+        None,
+        server_config.max_players as usize,
+        Security::Secure(SecureConfig::random()),
+        AdmissionLimits {
+            max_per_address: config.clients * 2,
+        },
+    )
+    .expect("the server binds");
+    let signal = ShutdownSignal::default();
+    let shared = Shared::default();
+    let server = {
+        let (signal, shared) = (signal.clone(), shared.clone());
+        std::thread::spawn(move || {
+            let dt = Duration::from_secs_f64(1.0 / tick.tick_hz as f64);
+            App::new()
+                .add_plugins((
+                    MinimalPlugins.set(ScheduleRunnerPlugin::run_loop(dt)),
+                    net,
+                    ShutdownPlugin,
+                    ServerPlugin {
+                        config: server_config,
+                        map,
+                    },
+                ))
+                .insert_resource(signal)
+                .insert_resource(shared)
+                .add_systems(Last, share)
+                .run();
+        })
+    };
+
+    let start = Instant::now();
+    let mut report = SoakReport::default();
+    let mut slots: Vec<Slot> = (0..config.clients)
+        .map(|i| Slot::Away {
+            until: start + Duration::from_millis(200 * i as u64),
+        })
+        .collect();
+    let mut sessions = 0u64;
+    let mut next_sample = start;
+    let mut baseline = None;
+    let mut last_rss = resident_kb();
+    while start.elapsed().as_secs_f64() < config.seconds && !server.is_finished() {
+        let now = Instant::now();
+        for slot in &mut slots {
+            let next = match slot {
+                Slot::Away { until } if now >= *until => {
+                    sessions += 1;
+                    report.joins_started += 1;
+                    let app = client_app(addr, config.link, hash(sessions));
+                    Some(Slot::Joining {
+                        app: Box::new(app),
+                        since: now,
+                    })
+                }
+                Slot::Away { .. } => None,
+                Slot::Joining { app, since } => {
+                    app.update();
+                    let waited = now.duration_since(*since).as_secs_f64();
+                    if app.world().resource::<ConnectionStatus>().is_connected() {
+                        report.joins_completed += 1;
+                        report.slowest_join = report.slowest_join.max(waited);
+                        let stay = 3_000 + hash(sessions ^ 0xaa) % 5_000;
+                        Some(Slot::Playing {
+                            app: std::mem::replace(app, Box::new(App::empty())),
+                            until: now + Duration::from_millis(stay),
+                        })
+                    } else if waited > JOIN_LIMIT {
+                        warn!("soak: a join did not complete in {JOIN_LIMIT} s");
+                        Some(Slot::Away {
+                            until: now + Duration::from_secs(1),
+                        })
+                    } else {
+                        None
+                    }
+                }
+                Slot::Playing { app, until } => {
+                    app.update();
+                    (now >= *until).then(|| Slot::Leaving {
+                        app: std::mem::replace(app, Box::new(App::empty())),
+                        until: now + Duration::from_secs(1),
+                    })
+                }
+                Slot::Leaving { app, until } => {
+                    app.update();
+                    let agreed = in_step(app, shared.tick.load(Ordering::Relaxed), tick.tick_hz);
+                    if !agreed && now >= *until {
+                        report.desyncs += 1;
+                        warn!("soak: a session left out of step with the server");
+                    }
+                    (agreed || now >= *until).then(|| Slot::Away {
+                        until: now + Duration::from_millis(500 + hash(sessions ^ 0x55) % 1_500),
+                    })
+                }
+            };
+            if let Some(next) = next {
+                // Dropping a client app says goodbye to the server.
+                *slot = next;
+            }
+        }
+        if now >= next_sample {
+            next_sample = now + Duration::from_secs(5);
+            last_rss = resident_kb();
+            if start.elapsed().as_secs_f64() >= config.warmup {
+                let base = *baseline.get_or_insert(last_rss);
+                report.rss_kb = (base, last_rss);
+            }
+        }
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    // Joins still under way when time ran out are not counted against the run.
+    for slot in &slots {
+        if matches!(slot, Slot::Joining { .. }) {
+            report.joins_started -= 1;
+        }
+    }
+    drop(slots);
+    if baseline.is_none() {
+        report.rss_kb = (last_rss, last_rss);
+    }
+    signal.0.store(true, Ordering::Relaxed);
+    report.server_panicked = server.join().is_err();
+    report.seconds = start.elapsed().as_secs_f64();
+    let mut times = std::mem::take(&mut *shared.tick_us.lock().expect("poisoned"));
+    times.sort_by(f32::total_cmp);
+    if !times.is_empty() {
+        let at = |q: f64| times[((times.len() - 1) as f64 * q).round() as usize] / 1000.0;
+        report.tick_ms = (at(0.5), at(0.99), at(1.0));
+    }
+    report
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_short_chaos_soak_joins_every_client_and_stays_in_step() {
+        let report = soak(&SoakConfig {
+            seconds: 25.0,
+            warmup: 10.0,
+            bots: 6,
+            clients: 3,
+            ..Default::default()
+        });
+        println!("{report}");
+        assert!(!report.server_panicked, "{report}");
+        assert!(report.joins_completed >= 3, "{report}");
+        assert_eq!(report.joins_completed, report.joins_started, "{report}");
+        assert_eq!(report.desyncs, 0, "{report}");
+    }
+}
