@@ -252,6 +252,9 @@ pub struct HitReport {
     pub rewind_ms_max: f64,
     /// Share of shots whose view time lay within the rewind window, percent.
     pub within_window_pct: f64,
+    /// Share of shots the server refused to judge, their view time outside what the
+    /// client could have seen or beyond the rewind window, percent.
+    pub refused_pct: f64,
 }
 
 impl HitReport {
@@ -341,6 +344,9 @@ pub fn measure_hits(conditions: Conditions, beside: bool, seconds: f64, seed: u6
         .resource_mut::<Tally>()
         .rewinds_ms
         .clear();
+    *s.server
+        .world_mut()
+        .resource_mut::<sightline_combat::LagCompStats>() = Default::default();
 
     let params = sightline_movement::MoveParams::default();
     let steps = (seconds * 128.0) as usize;
@@ -386,6 +392,12 @@ pub fn measure_hits(conditions: Conditions, beside: bool, seconds: f64, seed: u6
         *w.resource_mut::<LocalInput>() = input;
         s.step();
     }
+    // Only the shooter's shots can be refused: the bot has no view window.
+    let refused = s
+        .server
+        .world()
+        .resource::<sightline_combat::LagCompStats>()
+        .refused;
     let tally = s.server.world().resource::<Tally>();
     let window = sightline_combat::MAX_REWIND as f64 * 1000.0;
     let rewinds = &tally.rewinds_ms;
@@ -396,5 +408,6 @@ pub fn measure_hits(conditions: Conditions, beside: bool, seconds: f64, seed: u6
         rewind_ms_max: rewinds.iter().copied().fold(0.0, f64::max),
         within_window_pct: 100.0 * rewinds.iter().filter(|&&r| r <= window + 1e-6).count() as f64
             / rewinds.len().max(1) as f64,
+        refused_pct: 100.0 * refused as f64 / tally.shots.max(1) as f64,
     }
 }

@@ -47,9 +47,10 @@ pub fn client_cvars() -> Vec<CvarDef> {
         ),
         def(
             "cl_interp",
-            Float { min: 0.0, max: 0.5 },
+            // Lag compensation honours up to 0.25 s (sightline_combat::MAX_VIEW_LAG).
+            Float { min: 0.0, max: 0.25 },
             V::Float(0.0),
-            "interpolation delay in seconds; 0 chooses it from how snapshots arrive",
+            "interpolation delay in seconds (at most 0.25, what lag compensation honours); 0 chooses it from how snapshots arrive",
             CvarFlags::SAVED,
         ),
         def(

@@ -290,9 +290,9 @@ fn hit_report(seconds: f64) {
         sightline_combat::MAX_REWIND * 1000.0
     );
     println!(
-        "| RTT ms | loss % | shots | hits on target % | hits beside % | rewind mean / max ms | within window % |"
+        "| RTT ms | loss % | shots | hits on target % | hits beside % | rewind mean / max ms | within window % | refused % |"
     );
-    println!("|---:|---:|---:|---:|---:|---|---:|");
+    println!("|---:|---:|---:|---:|---:|---|---:|---:|");
     for rtt in [0.0, 50.0, 150.0, 300.0] {
         for loss in [0.0, 5.0] {
             let c = Conditions {
@@ -303,13 +303,14 @@ fn hit_report(seconds: f64) {
             let on = measure_hits(c, false, seconds, 7);
             let off = measure_hits(c, true, seconds, 7);
             println!(
-                "| {rtt} | {loss} | {} | {:.1} | {:.1} | {:.0} / {:.0} | {:.0} |",
+                "| {rtt} | {loss} | {} | {:.1} | {:.1} | {:.0} / {:.0} | {:.0} | {:.1} |",
                 on.shots,
                 on.hit_pct(),
                 off.hit_pct(),
                 on.rewind_ms_mean,
                 on.rewind_ms_max,
-                on.within_window_pct
+                on.within_window_pct,
+                on.refused_pct
             );
         }
     }

@@ -22,7 +22,7 @@ use sightline_net::ServerClock;
 #[derive(Resource, Debug, Clone, Copy, PartialEq)]
 pub struct InterpolationSettings {
     /// `cl_interp`: interpolation delay in seconds; 0 chooses it automatically. (The
-    /// console's cvar bounds it to 0-0.5 s.)
+    /// console's cvar bounds it to 0-0.25 s, what lag compensation honours.)
     pub cl_interp: f32,
     /// `cl_timenudge`: shift render time by this many milliseconds (the cvar bounds it to
     /// -30..=30); negative
