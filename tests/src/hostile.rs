@@ -13,26 +13,30 @@ use sightline_protocol::{
     ServerMessage, Snapshot, Wire,
 };
 use sightline_sim::{Buttons, InputCmd};
-use std::io::Write;
+use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{SocketAddr, TcpStream, UdpSocket};
 use std::process::{Child, Command, Stdio};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-/// A dedicated server started for one test.
+/// A dedicated server started for one test, its output collected as it runs.
 struct Server {
     child: Child,
     addr: SocketAddr,
+    log: Arc<Mutex<String>>,
+    readers: Vec<std::thread::JoinHandle<()>>,
 }
 
 impl Server {
-    /// Starts `sightline-server` on a free loopback port for `seconds`, with `extra` flags.
+    /// Starts `sightline-server` on a free loopback port for at most `seconds`, with
+    /// `extra` flags, and waits until it says it is serving.
     fn start(seconds: u32, extra: &[&str]) -> Self {
         Self::start_with_bots(seconds, 1, extra)
     }
 
     fn start_with_bots(seconds: u32, bots: u8, extra: &[&str]) -> Self {
         let port = free_udp_port();
-        let child = Command::new(binaries().join("sightline-server"))
+        let mut child = Command::new(binaries().join("sightline-server"))
             .args(["--bind", "127.0.0.1", "--port", &port.to_string()])
             .args([
                 "--tickrate",
@@ -48,25 +52,45 @@ impl Server {
             .stderr(Stdio::piped())
             .spawn()
             .expect("server starts");
+        let log = Arc::new(Mutex::new(String::new()));
+        let collect = |stream: Box<dyn Read + Send>| {
+            let log = log.clone();
+            std::thread::spawn(move || {
+                for line in BufReader::new(stream).lines().map_while(Result::ok) {
+                    let mut log = log.lock().expect("poisoned");
+                    log.push_str(&line);
+                    log.push('\n');
+                }
+            })
+        };
+        let readers = vec![
+            collect(Box::new(child.stdout.take().expect("piped"))),
+            collect(Box::new(child.stderr.take().expect("piped"))),
+        ];
         let addr: SocketAddr = format!("127.0.0.1:{port}").parse().unwrap();
-        let mut server = Self { child, addr };
-        // The token service answers once the server is up.
+        let mut server = Self {
+            child,
+            addr,
+            log,
+            readers,
+        };
+        // The start-up line names how it admits players; only then is it serving.
         let start = Instant::now();
-        while TcpStream::connect(addr).is_err() {
+        while !server.said(" up to ") {
             if let Ok(Some(_)) = server.child.try_wait() {
-                let out = server.child.wait_with_output().expect("output");
-                panic!(
-                    "the server exited:\n{}",
-                    String::from_utf8_lossy(&out.stderr)
-                );
+                panic!("the server exited:\n{}", server.log.lock().unwrap());
             }
             assert!(
                 start.elapsed() < Duration::from_secs(30),
-                "the server never listened"
+                "the server never started"
             );
-            std::thread::sleep(Duration::from_millis(50));
+            std::thread::sleep(Duration::from_millis(20));
         }
         server
+    }
+
+    fn said(&self, text: &str) -> bool {
+        self.log.lock().expect("poisoned").contains(text)
     }
 
     /// Asks the server to stop now (SIGTERM, as a host's service manager would) and
@@ -82,8 +106,10 @@ impl Server {
     /// line.
     fn finish(self) -> (String, String) {
         let out = wait(self.child, Duration::from_secs(60), "server");
-        let log = String::from_utf8_lossy(&out.stderr).to_string()
-            + &String::from_utf8_lossy(&out.stdout);
+        for reader in self.readers {
+            reader.join().expect("the log reader finished");
+        }
+        let log = self.log.lock().expect("poisoned").clone();
         assert!(out.status.success(), "server failed:\n{log}");
         assert!(!log.contains("panicked"), "{log}");
         let status = log
@@ -94,6 +120,19 @@ impl Server {
         (log, status)
     }
 }
+
+/// A decimal `key=value` field of a status line.
+fn decimal(status: &str, key: &str) -> f64 {
+    status
+        .split_whitespace()
+        .find_map(|kv| kv.strip_prefix(&format!("{key}=")))
+        .and_then(|v| v.parse().ok())
+        .unwrap_or_else(|| panic!("no {key} in {status:?}"))
+}
+
+/// The tick budget at the 64 Hz these servers run: the 99th percentile tick must fit in
+/// it whatever the attackers do.
+const TICK_BUDGET_MS: f64 = 1000.0 / 64.0;
 
 /// An honest headless client playing for `seconds`.
 fn honest(server: SocketAddr, seconds: u32) -> Child {
@@ -135,12 +174,16 @@ struct Attacker {
 
 impl Attacker {
     fn connect(server: SocketAddr, security: &ClientSecurity) -> Self {
+        Self::with(ClientNetPlugin::udp(server, security).expect("socket opens"))
+    }
+
+    fn with_transport(transport: UdpClientTransport) -> Self {
+        Self::with(ClientNetPlugin::from_transport(transport))
+    }
+
+    fn with(net: ClientNetPlugin) -> Self {
         let mut app = App::new();
-        app.add_plugins((
-            TaskPoolPlugin::default(),
-            bevy::time::TimePlugin,
-            ClientNetPlugin::udp(server, security).expect("socket opens"),
-        ));
+        app.add_plugins((TaskPoolPlugin::default(), bevy::time::TimePlugin, net));
         app.finish();
         app.cleanup();
         Self { app }
@@ -307,6 +350,7 @@ fn crafted_inputs_and_floods_get_their_senders_kicked_while_an_honest_client_pla
     let summary = check_honest(player, 8);
     let (log, status) = server.stop();
     assert!(field(&status, "kicks") >= 3, "{status}");
+    assert!(decimal(&status, "tick_p99_ms") < TICK_BUDGET_MS, "{status}");
     assert!(field(&status, "refused_commands") > 0, "{status}");
     // Junk is counted, not logged line by line.
     assert!(
@@ -386,6 +430,7 @@ fn junk_and_forged_handshakes_occupy_nothing() {
         "{status} (sent in {sent_in:?})"
     );
     assert!(field(&status, "handshakes_refused") > 0, "{status}");
+    assert!(decimal(&status, "tick_p99_ms") < TICK_BUDGET_MS, "{status}");
     assert!(
         log.lines().count() < 100,
         "{} log lines:\n{log}",
@@ -530,4 +575,38 @@ fn a_dropped_player_reconnects_by_itself_to_the_same_slot_team_and_place() {
     drop(app);
     let (log, _) = server.stop();
     assert!(log.contains("traveller came back"), "{log}");
+}
+
+#[test]
+fn a_matchmaker_holding_the_key_issues_tokens_the_server_accepts() {
+    use sightline_net::{issue_token, parse_key, udp_client_with_token};
+    let hex = "6d61746368206d616b6572207465737420206b6579206f662033322062797465";
+    let path = std::env::temp_dir().join(format!("sightline-key-{}", std::process::id()));
+    std::fs::write(&path, format!("{hex}\n")).unwrap();
+    let key = parse_key(hex).unwrap();
+    let public = "127.0.0.1:1".parse().unwrap();
+    let server = Server::start(
+        60,
+        &[
+            "--key-file",
+            path.to_str().unwrap(),
+            "--no-token-service",
+            "--public-address",
+            "127.0.0.1:1",
+        ],
+    );
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap();
+    // A token sealed with another key is refused; one with the server's key is accepted.
+    let wrong = issue_token(&[9; 32], 41, "127.0.0.1".parse().unwrap(), public, now).unwrap();
+    let right = issue_token(&key, 42, "127.0.0.1".parse().unwrap(), public, now).unwrap();
+    let mut player = Attacker::with_transport(udp_client_with_token(server.addr, right).unwrap());
+    player.join("matched");
+    let mut stranger = Attacker::with_transport(udp_client_with_token(server.addr, wrong).unwrap());
+    assert!(!stranger.connected(3.0), "a token of another key got in");
+    drop((player, stranger));
+    std::fs::remove_file(&path).ok();
+    let (log, _) = server.stop();
+    assert!(log.contains("matched joined"), "{log}");
 }

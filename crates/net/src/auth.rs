@@ -122,6 +122,34 @@ pub fn parse_key(hex: &str) -> Option<[u8; NETCODE_KEY_BYTES]> {
     Some(key)
 }
 
+/// Makes a connect token for `client_ip` to join the server whose tokens name `server`,
+/// sealed with `key`: what the token service hands out, and what a matchmaker holding the
+/// server's key (`--key-file`) issues. `now` is the Unix time.
+///
+/// The token is netcode.io 1.02's, for protocol id [`NETCODE_PROTOCOL_ID`], expiring in
+/// [`TOKEN_EXPIRE_SECONDS`] with a [`CONNECTION_TIMEOUT_SECONDS`] timeout; its user data
+/// holds the client's address (byte 0 is 4 or 6, then the address's bytes), which the
+/// server checks against where the handshake comes from.
+pub fn issue_token(
+    key: &[u8; NETCODE_KEY_BYTES],
+    client_id: u64,
+    client_ip: IpAddr,
+    server: SocketAddr,
+    now: Duration,
+) -> Result<ConnectToken, String> {
+    ConnectToken::generate(
+        now,
+        NETCODE_PROTOCOL_ID,
+        TOKEN_EXPIRE_SECONDS,
+        client_id,
+        CONNECTION_TIMEOUT_SECONDS,
+        vec![server],
+        Some(&address_user_data(canonical_ip(client_ip))),
+        key,
+    )
+    .map_err(|e| format!("cannot make a connect token: {e}"))
+}
+
 /// The asker's address, sealed into its token's user data.
 pub(crate) fn address_user_data(ip: IpAddr) -> [u8; NETCODE_USER_DATA_BYTES] {
     let mut data = [0; NETCODE_USER_DATA_BYTES];
@@ -363,15 +391,12 @@ impl Issuer<'_> {
             );
         }
         *self.next_client_id = self.next_client_id.wrapping_add(1);
-        let token = ConnectToken::generate(
-            netcode.current_time(),
-            NETCODE_PROTOCOL_ID,
-            TOKEN_EXPIRE_SECONDS,
-            *self.next_client_id,
-            CONNECTION_TIMEOUT_SECONDS,
-            vec![public],
-            Some(&address_user_data(canonical_ip(p.peer))),
+        let token = issue_token(
             &config.key,
+            *self.next_client_id,
+            p.peer,
+            public,
+            netcode.current_time(),
         );
         let mut bytes = Vec::new();
         match token.map(|t| t.write(&mut bytes)) {

@@ -15,7 +15,7 @@ mod udp;
 
 pub use auth::{
     AdmissionLimits, CONNECTION_TIMEOUT_SECONDS, SecureConfig, Security, TOKEN_EXPIRE_SECONDS,
-    TokenService, fetch_token, load_key_file, parse_key, request_token,
+    TokenService, fetch_token, issue_token, load_key_file, parse_key, request_token,
 };
 pub use bevy_renet::{RenetClient, RenetReceive, RenetSend, RenetServer, RenetServerEvent};
 pub use cli::{FakeLinkArgs, parse_args};
@@ -175,10 +175,13 @@ impl ClientNetPlugin {
 
     /// Opens a UDP socket toward `server`.
     pub fn udp(server: SocketAddr, security: &ClientSecurity) -> Result<Self, UdpSetupError> {
-        let transport = udp_client(server, security)?;
-        Ok(Self(ClientTransport::Udp(Mutex::new(Some(Box::new(
-            transport,
-        ))))))
+        Ok(Self::from_transport(udp_client(server, security)?))
+    }
+
+    /// Uses a UDP transport made elsewhere (for example with a matchmaker's token,
+    /// [`udp_client_with_token`]).
+    pub fn from_transport(transport: UdpClientTransport) -> Self {
+        Self(ClientTransport::Udp(Mutex::new(Some(Box::new(transport)))))
     }
 
     /// Uses a link of an in-process network.

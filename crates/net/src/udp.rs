@@ -247,13 +247,7 @@ pub fn udp_client(
     server: SocketAddr,
     security: &ClientSecurity,
 ) -> Result<UdpClientTransport, UdpSetupError> {
-    let bind: SocketAddr = if server.is_ipv4() {
-        "0.0.0.0:0".parse().expect("valid address")
-    } else {
-        "[::]:0".parse().expect("valid address")
-    };
-    let socket = UdpSocket::bind(bind)
-        .map_err(|e| UdpSetupError(format!("cannot open a UDP socket: {e}")))?;
+    let socket = client_socket(server)?;
     let phase = match security {
         ClientSecurity::Secure { password } => {
             ClientPhase::AwaitingToken(Mutex::new(auth::request_token(server, password.clone())))
@@ -276,8 +270,6 @@ pub fn udp_client(
             ClientPhase::Netcode(Box::new(netcode))
         }
     };
-    let socket = ConditionedSocket::new(socket)
-        .map_err(|e| UdpSetupError(format!("cannot configure the socket: {e}")))?;
     Ok(UdpClientTransport {
         phase,
         server,
@@ -288,14 +280,14 @@ pub fn udp_client(
 
 /// Opens a client socket toward `server` with a connect token issued elsewhere (by a
 /// matchmaker holding the server's key). The token's first address is replaced by
-/// `server`, the address actually dialled.
+/// `server`, the address actually dialled. Reconnecting after a drop asks the server's
+/// own token service, as a matchmaker's token is good for one connection.
 pub fn udp_client_with_token(
     server: SocketAddr,
     mut token: ConnectToken,
 ) -> Result<UdpClientTransport, UdpSetupError> {
     token.server_addresses = [None; 32];
     token.server_addresses[0] = Some(server);
-    let mut transport = udp_client(server, &ClientSecurity::Insecure)?;
     let netcode = NetcodeClient::new(
         unix_now(),
         ClientAuthentication::Secure {
@@ -303,8 +295,25 @@ pub fn udp_client_with_token(
         },
     )
     .map_err(|e| UdpSetupError(format!("cannot start netcode toward {server}: {e}")))?;
-    transport.phase = ClientPhase::Netcode(Box::new(netcode));
-    Ok(transport)
+    Ok(UdpClientTransport {
+        phase: ClientPhase::Netcode(Box::new(netcode)),
+        server,
+        security: ClientSecurity::default(),
+        socket: client_socket(server)?,
+    })
+}
+
+/// A client's socket, of the server's address family.
+fn client_socket(server: SocketAddr) -> Result<ConditionedSocket, UdpSetupError> {
+    let bind: SocketAddr = if server.is_ipv4() {
+        "0.0.0.0:0".parse().expect("valid address")
+    } else {
+        "[::]:0".parse().expect("valid address")
+    };
+    let socket = UdpSocket::bind(bind)
+        .map_err(|e| UdpSetupError(format!("cannot open a UDP socket: {e}")))?;
+    ConditionedSocket::new(socket)
+        .map_err(|e| UdpSetupError(format!("cannot configure the socket: {e}")))
 }
 
 /// What [`handle`] needs to vet a new connection.

@@ -112,7 +112,8 @@ fn gather(
         // Snapshots numbered since the last bar but never received (several may arrive in
         // one frame; only those that never came count).
         let numbered = snapshot.seq.saturating_sub(g.last_seq) as u64;
-        let received = stats.snapshots + stats.stale_snapshots - g.last_received;
+        // Saturating: the client's counters start again at zero in a new session.
+        let received = (stats.snapshots + stats.stale_snapshots).saturating_sub(g.last_received);
         let lost = numbered.saturating_sub(received) as u32;
         g.last_received = stats.snapshots + stats.stale_snapshots;
         let extrapolated = interp.frames_extrapolating > g.last_extrapolating;
