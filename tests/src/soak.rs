@@ -71,6 +71,8 @@ pub struct SoakReport {
     pub joins_completed: u32,
     /// Slowest join, seconds.
     pub slowest_join: f64,
+    /// Why joins failed, and how often.
+    pub join_failures: std::collections::BTreeMap<String, u32>,
     /// Sessions whose view of the world disagreed with the server's when they left.
     pub desyncs: u32,
     /// Whether the server thread panicked.
@@ -111,6 +113,9 @@ impl fmt::Display for SoakReport {
             "| joins completed | {} of {} (slowest {:.1} s) |",
             self.joins_completed, self.joins_started, self.slowest_join
         )?;
+        for (reason, n) in &self.join_failures {
+            writeln!(f, "| joins failed: {reason} | {n} |")?;
+        }
         writeln!(
             f,
             "| sessions out of step with the server | {} |",
@@ -306,13 +311,20 @@ pub fn soak(config: &SoakConfig) -> SoakReport {
                             app: std::mem::replace(app, Box::new(App::empty())),
                             until: now + Duration::from_millis(stay),
                         })
-                    } else if waited > JOIN_LIMIT {
-                        warn!("soak: a join did not complete in {JOIN_LIMIT} s");
-                        Some(Slot::Away {
-                            until: now + Duration::from_secs(1),
-                        })
                     } else {
-                        None
+                        let failure = match app.world().resource::<ConnectionStatus>() {
+                            ConnectionStatus::Disconnected(reason) => Some(reason.clone()),
+                            _ if waited > JOIN_LIMIT => {
+                                Some(format!("not in the game after {JOIN_LIMIT} s"))
+                            }
+                            _ => None,
+                        };
+                        failure.map(|reason| {
+                            *report.join_failures.entry(reason).or_default() += 1;
+                            Slot::Away {
+                                until: now + Duration::from_secs(1),
+                            }
+                        })
                     }
                 }
                 Slot::Playing { app, until } => {
@@ -329,8 +341,13 @@ pub fn soak(config: &SoakConfig) -> SoakReport {
                         report.desyncs += 1;
                         warn!("soak: a session left out of step with the server");
                     }
-                    (agreed || now >= *until).then(|| Slot::Away {
-                        until: now + Duration::from_millis(500 + hash(sessions ^ 0x55) % 1_500),
+                    (agreed || now >= *until).then(|| {
+                        // Leaving as the game does, with a goodbye, so the server frees
+                        // the connection at once rather than after its timeout.
+                        sightline_net::disconnect_udp(app.world_mut());
+                        Slot::Away {
+                            until: now + Duration::from_millis(500 + hash(sessions ^ 0x55) % 1_500),
+                        }
                     })
                 }
             };
@@ -389,5 +406,6 @@ mod tests {
         assert!(report.joins_completed >= 3, "{report}");
         assert_eq!(report.joins_completed, report.joins_started, "{report}");
         assert_eq!(report.desyncs, 0, "{report}");
+        assert!(report.join_failures.is_empty(), "{report}");
     }
 }

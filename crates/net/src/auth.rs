@@ -37,8 +37,8 @@ const MAX_TCP_PER_ADDRESS: usize = 4;
 /// TCP connections accepted per frame, so a connection flood cannot stall the tick.
 const ACCEPTS_PER_FRAME: usize = 16;
 /// Token requests one address may make in a burst, and regains per second.
-const TOKEN_BURST: f32 = 5.0;
-const TOKENS_PER_SECOND: f32 = 0.5;
+const TOKEN_BURST: f32 = 8.0;
+const TOKENS_PER_SECOND: f32 = 1.0;
 /// Handshake packets one address may send in a burst and per second (a netcode client
 /// sends ten a second while connecting).
 pub(crate) const HANDSHAKE_BURST: f32 = 20.0;
