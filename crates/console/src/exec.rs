@@ -7,6 +7,11 @@ use bevy::prelude::*;
 /// How deep `exec` may nest (a file that runs itself stops here).
 const MAX_EXEC_DEPTH: usize = 8;
 
+/// How many files `exec` may run for one line, nested ones included: without a cap, a
+/// file that runs itself twice per level would run 2^8 times, one that does so ten
+/// times 10^8 times.
+const MAX_EXEC_FILES: usize = 64;
+
 /// Builtin commands and their help.
 const BUILTINS: &[(&str, &str)] = &[
     (
@@ -42,9 +47,74 @@ pub fn execute_line(
     declared: &ConsoleCommands,
     console: &mut Console,
 ) -> Outcome {
+    execute_line_with(
+        line,
+        cvars,
+        bindings,
+        declared,
+        console,
+        &mut read_exec_file,
+    )
+}
+
+/// How `exec` gets a file's text from its name.
+pub type ReadFile<'a> = dyn FnMut(&str) -> std::io::Result<String> + 'a;
+
+/// [`execute_line`] with `exec` reading files through `read`, so a config file can be run
+/// (by tests and fuzzing) without touching the disk.
+pub fn execute_line_with(
+    line: &str,
+    cvars: &mut Cvars,
+    bindings: &mut Bindings,
+    declared: &ConsoleCommands,
+    console: &mut Console,
+    read: &mut ReadFile<'_>,
+) -> Outcome {
     let mut outcome = Outcome::default();
-    run(line, cvars, bindings, declared, console, &mut outcome, 0);
+    let mut files_left = MAX_EXEC_FILES;
+    let mut counted = |path: &str| {
+        if files_left == 0 {
+            return Err(std::io::Error::other(format!(
+                "more than {MAX_EXEC_FILES} files run by one line; stopped"
+            )));
+        }
+        files_left -= 1;
+        read(path)
+    };
+    run(
+        line,
+        cvars,
+        bindings,
+        declared,
+        console,
+        &mut outcome,
+        &mut counted,
+        0,
+    );
     outcome
+}
+
+/// Largest file `exec` reads, in bytes.
+const MAX_EXEC_BYTES: u64 = 1 << 20;
+
+/// Reads a file for `exec`: only a regular file (opening a FIFO would block until a
+/// writer came, and a device such as /dev/zero never ends) of at most [`MAX_EXEC_BYTES`].
+fn read_exec_file(path: &str) -> std::io::Result<String> {
+    use std::io::Read;
+    if !std::fs::metadata(path)?.is_file() {
+        return Err(std::io::Error::other("not a regular file"));
+    }
+    let mut bytes = Vec::new();
+    std::fs::File::open(path)?
+        .take(MAX_EXEC_BYTES + 1)
+        .read_to_end(&mut bytes)?;
+    if bytes.len() as u64 > MAX_EXEC_BYTES {
+        return Err(std::io::Error::other(format!(
+            "larger than {} KiB",
+            MAX_EXEC_BYTES / 1024
+        )));
+    }
+    String::from_utf8(bytes).map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidData, e))
 }
 
 fn run(
@@ -54,6 +124,7 @@ fn run(
     declared: &ConsoleCommands,
     console: &mut Console,
     out: &mut Outcome,
+    read: &mut ReadFile<'_>,
     depth: usize,
 ) {
     for words in parse_line(line) {
@@ -90,10 +161,10 @@ fn run(
                     console.print(format!("exec {file}: files nest too deeply; stopped"));
                     continue;
                 }
-                match std::fs::read_to_string(file) {
+                match read(file) {
                     Ok(text) => {
                         for l in text.lines() {
-                            run(l, cvars, bindings, declared, console, out, depth + 1);
+                            run(l, cvars, bindings, declared, console, out, read, depth + 1);
                         }
                     }
                     Err(e) => console.print(format!("exec {file}: {e}")),
@@ -106,7 +177,14 @@ fn run(
                     None => console.print(format!("{key} is not bound")),
                 },
                 [key, rest @ ..] => {
-                    bindings.bind(key, &rest.join(" "));
+                    let command = rest.join(" ");
+                    // The config file holds one binding per line: a line break would
+                    // split it there and run the rest as a command of its own.
+                    if key.chars().chain(command.chars()).any(char::is_control) {
+                        console.print("error: a binding may not hold control characters");
+                        continue;
+                    }
+                    bindings.bind(key, &command);
                     out.config_changed = true;
                 }
             },
@@ -414,6 +492,86 @@ mod tests {
             "{}",
             last(&console)
         );
+    }
+
+    #[test]
+    fn bindings_with_line_breaks_are_refused() {
+        // Found by fuzzing: the config file would have split this binding and run
+        // `unbindall` at the next start.
+        let (mut cvars, mut binds, declared, mut console) = setup();
+        let out = execute_line(
+            "bind f5 \"echo hi\nunbindall\"; bind \"a\tb\" x",
+            &mut cvars,
+            &mut binds,
+            &declared,
+            &mut console,
+        );
+        assert_eq!(out, Outcome::default());
+        assert_eq!(binds, Bindings::default());
+        assert!(
+            last(&console).contains("control characters"),
+            "{}",
+            last(&console)
+        );
+    }
+
+    #[test]
+    fn files_that_run_themselves_many_times_stop_after_a_few() {
+        // Found by fuzzing: four `exec` lines of the file itself ran it 4^8 times.
+        let (mut cvars, mut binds, declared, mut console) = setup();
+        let mut reads = 0;
+        let mut read = |_: &str| {
+            reads += 1;
+            Ok("echo x\nexec self.cfg\nexec self.cfg\nexec self.cfg\nexec self.cfg".into())
+        };
+        execute_line_with(
+            "exec self.cfg",
+            &mut cvars,
+            &mut binds,
+            &declared,
+            &mut console,
+            &mut read,
+        );
+        assert_eq!(reads, MAX_EXEC_FILES);
+        assert!(
+            last(&console).contains("files run by one line; stopped"),
+            "{}",
+            last(&console)
+        );
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn exec_refuses_devices_without_reading_them() {
+        let (mut cvars, mut binds, declared, mut console) = setup();
+        execute_line(
+            "exec /dev/zero",
+            &mut cvars,
+            &mut binds,
+            &declared,
+            &mut console,
+        );
+        assert_eq!(last(&console), "exec /dev/zero: not a regular file");
+    }
+
+    #[test]
+    fn exec_reads_through_the_given_reader() {
+        let (mut cvars, mut binds, declared, mut console) = setup();
+        let mut read = |path: &str| match path {
+            "virtual.cfg" => Ok("cl_netgraph 1\nbind k \"echo hi\"".to_string()),
+            _ => Err(std::io::Error::from(std::io::ErrorKind::NotFound)),
+        };
+        let out = execute_line_with(
+            "exec virtual.cfg",
+            &mut cvars,
+            &mut binds,
+            &declared,
+            &mut console,
+            &mut read,
+        );
+        assert!(out.config_changed);
+        assert_eq!(cvars.number("cl_netgraph"), 1.0);
+        assert_eq!(binds.get("k"), Some("echo hi"));
     }
 
     #[test]
