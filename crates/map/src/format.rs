@@ -66,10 +66,14 @@ struct SunFile {
 impl<'de> Deserialize<'de> for Sun {
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         let f = SunFile::deserialize(d)?;
+        // Normalised in f64: in f32 the squared length of a tiny vector such as
+        // (1e-22, 0, 0) is subnormal, and the result is far from unit length.
         let direction = f
             .direction
             .0
+            .as_dvec3()
             .try_normalize()
+            .map(|d| d.as_vec3())
             .ok_or_else(|| serde::de::Error::custom("sun direction must not be zero"))?;
         if !(f.illuminance.is_finite() && f.illuminance >= 0.0) {
             return Err(serde::de::Error::custom(
@@ -86,12 +90,32 @@ impl<'de> Deserialize<'de> for Sun {
 
 /// Light that reaches everywhere.
 #[derive(Debug, Clone, Copy, PartialEq, Deserialize)]
-#[serde(deny_unknown_fields)]
+#[serde(try_from = "AmbientFile")]
 pub struct Ambient {
     /// Light colour.
     pub color: Rgb,
     /// Brightness in Bevy's ambient units.
     pub brightness: f32,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct AmbientFile {
+    color: Rgb,
+    brightness: f32,
+}
+
+impl TryFrom<AmbientFile> for Ambient {
+    type Error = String;
+    fn try_from(f: AmbientFile) -> Result<Self, String> {
+        if !(f.brightness.is_finite() && f.brightness >= 0.0) {
+            return Err("ambient brightness must be a finite number, 0 or more".into());
+        }
+        Ok(Self {
+            color: f.color,
+            brightness: f.brightness,
+        })
+    }
 }
 
 /// A solid piece of level geometry.
@@ -358,4 +382,39 @@ pub struct MapDef {
     /// Point light hints.
     #[serde(default)]
     pub lights: Vec<Light>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ambient_brightness_must_be_a_finite_amount() {
+        // Found by fuzzing: 1e391 reads as infinity, and NaN and negatives were taken too.
+        for bad in ["1e391", "NaN", "inf", "-1.0"] {
+            let text = format!("(color: (1.0, 1.0, 1.0), brightness: {bad})");
+            let err = ron::from_str::<Ambient>(&text).unwrap_err();
+            assert!(
+                err.to_string().contains("ambient brightness"),
+                "{bad}: {err}"
+            );
+        }
+        let ok = ron::from_str::<Ambient>("(color: (1.0, 1.0, 1.0), brightness: 0.0)").unwrap();
+        assert_eq!(ok.brightness, 0.0);
+    }
+
+    #[test]
+    fn tiny_sun_directions_normalise_to_unit_length() {
+        for dir in [
+            "(1e-22, 0.0, 0.0)",
+            "(1e-20, 1e-21, 0.0)",
+            "(0.0, -1000.0, 1e-30)",
+        ] {
+            let text = format!("(direction: {dir}, color: (1.0, 1.0, 1.0), illuminance: 1.0)");
+            let sun = ron::from_str::<Sun>(&text).unwrap_or_else(|e| panic!("{dir}: {e}"));
+            assert!(sun.direction.is_normalized(), "{dir}: {}", sun.direction);
+        }
+        let zero = "(direction: (0.0, 0.0, 0.0), color: (1.0, 1.0, 1.0), illuminance: 1.0)";
+        assert!(ron::from_str::<Sun>(zero).is_err());
+    }
 }
