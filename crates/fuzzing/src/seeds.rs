@@ -1,0 +1,311 @@
+//! Seed inputs for every target: valid examples, so the fuzzer starts inside the formats
+//! instead of having to discover them. Checked in as `fuzz/corpus/<target>/seed-<n>`;
+//! the corpus test fails when those files drift from these (for example after a protocol
+//! change) and rewrites them when run with `SIGHTLINE_WRITE_SEEDS=1`.
+
+use crate::console::{CONFIG, Shell};
+use sightline_console::render_config;
+use sightline_movement::MoveFlags;
+use sightline_protocol::{
+    ClientDatagram, ClientMessage, InputPacket, PROTOCOL_VERSION, PlayerSnap, ProjectileSnap,
+    ScoreLine, ServerDatagram, ServerMessage, Snapshot, Welcome, Wire,
+};
+use sightline_sim::{Buttons, InputCmd, PlayerId};
+
+fn encoded<T: Wire>(messages: &[T]) -> Vec<Vec<u8>> {
+    messages
+        .iter()
+        .map(|m| m.encode().expect("seed messages fit their caps"))
+        .collect()
+}
+
+fn cmd(seq: u32) -> InputCmd {
+    InputCmd {
+        seq,
+        client_tick: seq + 10,
+        forward: 1.0,
+        right: -0.5,
+        yaw: 0.3,
+        pitch: -0.2,
+        buttons: Buttons::JUMP.with(Buttons::FIRE),
+        weapon_slot: 2,
+        view_tick: 1200,
+        view_frac: 40_000,
+    }
+}
+
+fn welcome(protocol_version: u32) -> ServerMessage {
+    ServerMessage::Welcome(Welcome {
+        protocol_version,
+        tick_hz: 128,
+        snapshot_hz: 64,
+        server_name: "Sightline server".into(),
+        map_name: "duel".into(),
+        map_hash: 0xdead_beef_1234,
+        your_id: PlayerId(3),
+        resume: [7; 16],
+    })
+}
+
+fn snapshot(players: u8) -> Snapshot {
+    Snapshot {
+        seq: 7,
+        baseline: 0,
+        server_tick: 1234,
+        server_time_us: 9_640_625,
+        ack_input_seq: 99,
+        input_queue: 1,
+        repeated_inputs: 2,
+        server_tick_us: 312,
+        players: (0..players)
+            .map(|i| PlayerSnap {
+                id: PlayerId(i * 2),
+                pos: [1.0, 2.0, 3.0],
+                vel: [-7.0, 0.0, 0.5],
+                yaw: 1.0,
+                pitch: 0.1,
+                flags: MoveFlags::ON_GROUND,
+                health: 100,
+                armor: 50,
+                weapon: i % 3,
+                ammo: 30,
+            })
+            .collect(),
+        projectiles: (0..players.min(2) as u16)
+            .map(|id| ProjectileSnap {
+                id,
+                owner: PlayerId(0),
+                pos: [0.0, 1.5, -4.0],
+                vel: [0.0, 0.0, -25.0],
+            })
+            .collect(),
+        items: 0b1011,
+    }
+}
+
+/// Seeds for [`crate::wire::client_message`].
+pub fn client_message() -> Vec<Vec<u8>> {
+    encoded(&[
+        ClientMessage::Hello {
+            protocol_version: PROTOCOL_VERSION,
+            name: "alice".into(),
+            resume: None,
+        },
+        ClientMessage::Hello {
+            protocol_version: PROTOCOL_VERSION,
+            name: "Zoë «the quick»".into(),
+            resume: None,
+        },
+        ClientMessage::Chat {
+            text: "gg, well played".into(),
+        },
+    ])
+}
+
+/// Seeds for [`crate::wire::server_message`]: one of each variant.
+pub fn server_message() -> Vec<Vec<u8>> {
+    let at = [1.0, -2.5, 300.0];
+    encoded(&[
+        welcome(PROTOCOL_VERSION),
+        ServerMessage::Refused {
+            reason: "server is full (16 players)".into(),
+        },
+        ServerMessage::PlayerJoined {
+            id: PlayerId(4),
+            name: "bot Ada".into(),
+            bot: true,
+        },
+        ServerMessage::PlayerLeft {
+            id: PlayerId(4),
+            reason: "timed out".into(),
+        },
+        ServerMessage::Chat {
+            from: PlayerId(1),
+            text: "hello".into(),
+        },
+        ServerMessage::Scoreboard(vec![
+            ScoreLine {
+                id: PlayerId(0),
+                ping_ms: Some(35),
+                frags: 12,
+                deaths: 3,
+                team: Some(0),
+            },
+            ScoreLine {
+                id: PlayerId(5),
+                ping_ms: None,
+                frags: -1,
+                deaths: 300,
+                team: Some(1),
+            },
+        ]),
+        ServerMessage::Fired {
+            shooter: PlayerId(2),
+            weapon: 1,
+            origin: at,
+            dir: [0.0, 0.0, -1.0],
+        },
+        ServerMessage::HitConfirm {
+            target: PlayerId(3),
+            damage: 27,
+            head: true,
+        },
+        ServerMessage::Damaged {
+            attacker: PlayerId(2),
+            damage: 300,
+            from: at,
+        },
+        ServerMessage::Killed {
+            victim: PlayerId(3),
+            killer: PlayerId(2),
+            weapon: 2,
+        },
+        ServerMessage::Exploded { at },
+        ServerMessage::Match {
+            mode: 1,
+            fraglimit: 30,
+            time_left_s: 600,
+            intermission: false,
+        },
+        ServerMessage::MatchEnded {
+            winner: "Red team".into(),
+        },
+        ServerMessage::MapChange {
+            map_name: "depot".into(),
+            map_hash: 42,
+        },
+    ])
+}
+
+/// Seeds for [`crate::wire::client_datagram`].
+pub fn client_datagram() -> Vec<Vec<u8>> {
+    encoded(&[
+        ClientDatagram::Input(InputPacket {
+            ack_snapshot: 5,
+            cmds: vec![cmd(300), cmd(299), cmd(298), cmd(297)],
+        }),
+        ClientDatagram::Input(InputPacket {
+            ack_snapshot: 0,
+            cmds: vec![cmd(1)],
+        }),
+        ClientDatagram::Ping {
+            client_time_us: 123_456_789,
+        },
+    ])
+}
+
+/// Seeds for [`crate::wire::server_datagram`].
+pub fn server_datagram() -> Vec<Vec<u8>> {
+    encoded(&[
+        ServerDatagram::Snapshot(snapshot(3)),
+        ServerDatagram::Snapshot(snapshot(0)),
+        ServerDatagram::Pong {
+            client_time_us: 1,
+            server_time_us: 2_000_000,
+        },
+    ])
+}
+
+/// Seeds for [`crate::wire::welcome_version`]: this version's Welcome, a later one's with
+/// fields this version does not know, and a message that is not a Welcome.
+pub fn welcome_version() -> Vec<Vec<u8>> {
+    let mut future = welcome(PROTOCOL_VERSION + 1)
+        .encode()
+        .expect("a Welcome fits");
+    future.extend_from_slice(&[3, b'n', b'e', b'w']);
+    vec![
+        welcome(PROTOCOL_VERSION).encode().expect("a Welcome fits"),
+        future,
+        ServerMessage::Chat {
+            from: PlayerId(1),
+            text: "hi".into(),
+        }
+        .encode()
+        .expect("a chat line fits"),
+    ]
+}
+
+/// Seeds for [`crate::map::map_file`]: a map using every part of the format, and the
+/// least a map can be.
+pub fn map_file() -> Vec<Vec<u8>> {
+    let full = r#"(
+    name: "tiny",
+    sky: (0.5, 0.6, 0.9),
+    sun: (direction: (0.3, -1.0, 0.2), color: (1.0, 0.95, 0.9), illuminance: 10000.0),
+    ambient: (color: (1.0, 1.0, 1.0), brightness: 200.0),
+    brushes: [
+        Box(min: (-5.0, -1.0, -5.0), max: (5.0, 0.0, 5.0), color: (0.5, 0.5, 0.5)),
+        Rotated(center: (0.0, 1.0, 3.0), half_extents: (1.0, 0.1, 2.0), pitch: 20.0, color: (0.3, 0.3, 0.3)),
+        Rotated(center: (3.0, 1.0, 0.0), half_extents: (0.5, 1.0, 0.5), yaw: -45.0, pitch: 10.0, roll: 5.0, color: (0.2, 0.4, 0.2)),
+    ],
+    spawns: [(pos: (0.0, 0.0, 0.0), yaw: 90.0), (pos: (2.0, 0.0, -2.0))],
+    items: [(kind: Health, pos: (1.0, 0.0, 1.0)), (kind: Armor, pos: (-1.0, 0.0, 1.0)), (kind: Ammo, pos: (0.0, 0.0, -3.0))],
+    lights: [(pos: (0.0, 4.0, 0.0), color: (1.0, 0.9, 0.8), intensity: 1000.0, range: 10.0)],
+)
+"#;
+    let least = "(name:\"m\",sky:(0,0,0),sun:(direction:(0,-1,0),color:(1,1,1),illuminance:1),\
+                 ambient:(color:(1,1,1),brightness:1),brushes:[Box(min:(0,0,0),max:(1,1,1),\
+                 color:(1,1,1))],spawns:[(pos:(0,1,0))])";
+    vec![full.as_bytes().to_vec(), least.as_bytes().to_vec()]
+}
+
+const LINES: &[&str] = &[
+    "cl_netgraph 2; cl_interp 0.05 // tuned",
+    "name \"Big Al\"; echo \"hello; world\"",
+    "bind space +jump; bind f5 \"echo hi; cl_netgraph 1\"; unbind q",
+    "r_vsync off; r_msaa 8; version 2; connect 127.0.0.1:27015",
+    "help cl_interp; cvarlist; cl_time 1; exec missing.cfg",
+];
+
+/// Seeds for [`crate::console::console_line`].
+pub fn console_line() -> Vec<Vec<u8>> {
+    LINES.iter().map(|l| l.as_bytes().to_vec()).collect()
+}
+
+/// Seeds for [`crate::console::console_exec`].
+pub fn console_exec() -> Vec<Vec<u8>> {
+    console_line()
+}
+
+/// Seeds for [`crate::console::plus_commands`]: program arguments separated by NUL bytes.
+pub fn plus_commands() -> Vec<Vec<u8>> {
+    let args: &[&[&str]] = &[
+        &[
+            "--name",
+            "ann",
+            "+cl_netgraph",
+            "2",
+            "+connect",
+            "host:1",
+            "--map",
+            "duel",
+        ],
+        &[
+            "+bind",
+            "f5",
+            "echo hi; cl_netgraph 1",
+            "+name",
+            "two words",
+            "x",
+        ],
+        &["+", "+exec", "my config.cfg", "-v", "--", "+quit"],
+    ];
+    args.iter().map(|a| a.join("\0").into_bytes()).collect()
+}
+
+/// Seeds for [`crate::console::config_file`]: a config as the game writes it, and one
+/// edited by hand.
+pub fn config_file() -> Vec<Vec<u8>> {
+    let mut shell = Shell::new();
+    shell.run(
+        "cl_netgraph 1; cl_interp 0.03; name \"a b\"; r_vsync 0; bind space +jump; \
+         bind f5 \"echo hi; cl_netgraph 2\"; bind mouse1 +attack",
+        &[],
+    );
+    let written = render_config(&shell.cvars, &shell.bindings);
+    let by_hand = format!(
+        "// my settings\r\nname \"Zoë\"\r\n\r\n  cl_timenudge -5 ; fov 90\r\nexec {CONFIG}.local\r\n\
+         bind \"kp enter\" \"say gg\"\r\n"
+    );
+    vec![written.into_bytes(), by_hand.into_bytes()]
+}
