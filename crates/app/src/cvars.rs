@@ -48,7 +48,10 @@ pub fn client_cvars() -> Vec<CvarDef> {
         def(
             "cl_interp",
             // Lag compensation honours up to 0.25 s (sightline_combat::MAX_VIEW_LAG).
-            Float { min: 0.0, max: 0.25 },
+            Float {
+                min: 0.0,
+                max: 0.25,
+            },
             V::Float(0.0),
             "interpolation delay in seconds (at most 0.25, what lag compensation honours); 0 chooses it from how snapshots arrive",
             CvarFlags::SAVED,
