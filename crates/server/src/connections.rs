@@ -190,6 +190,18 @@ type Leaving<'w, 's> = Query<
     ),
 >;
 
+/// One row of [`Leaving`].
+type LeavingItem<'a> = (
+    &'a PlayerId,
+    &'a PlayerName,
+    &'a Score,
+    Option<&'a Team>,
+    &'a PlayerState,
+    &'a Vitals,
+    &'a Arsenal,
+    Option<&'a Resumable>,
+);
+
 /// Reacts to renet's connect and disconnect events. A player whose connection dropped
 /// (anything but a kick) keeps their slot for a while, to come back to.
 pub(crate) fn on_server_event(
@@ -214,26 +226,16 @@ pub(crate) fn on_server_event(
             let Some(entity) = index.0.remove(client_id) else {
                 return;
             };
-            if let Ok((id, name, score, team, state, vitals, arsenal, secret)) = players.get(entity)
-            {
+            if let Ok(player) = players.get(entity) {
+                let (id, name) = (*player.0, player.1.0.clone());
                 let kicked = matches!(reason, DisconnectReason::DisconnectedByServer);
-                match secret {
-                    Some(secret) if !kicked => departed.0.push(Departed {
-                        secret: secret.0,
-                        id: *id,
-                        name: name.0.clone(),
-                        team: team.copied(),
-                        score: *score,
-                        state: *state,
-                        vitals: *vitals,
-                        arsenal: *arsenal,
-                        at: time.elapsed_secs_f64(),
-                    }),
-                    _ => slots.release(*id),
+                match record_of(player, time.elapsed_secs_f64()) {
+                    Some(record) if !kicked => departed.0.push(record),
+                    _ => slots.release(id),
                 }
-                info!("{} left ({reason})", name.0);
+                info!("{name} left ({reason})");
                 let left = ServerMessage::PlayerLeft {
-                    id: *id,
+                    id,
                     reason: reason.to_string(),
                 };
                 let others = connections.iter().filter(|c| c.client_id != *client_id);
@@ -290,14 +292,7 @@ pub(crate) fn handle_reliable_messages(
             let msg = match ClientMessage::decode(&bytes) {
                 Ok(msg) => msg,
                 Err(_) => {
-                    conn.malformed = conn.malformed.saturating_add(1);
-                    stats.malformed_packets = stats.malformed_packets.saturating_add(1);
-                    let offence = if bytes.is_empty() {
-                        Offence::Empty
-                    } else {
-                        Offence::Malformed
-                    };
-                    offend(&mut server, &mut conn, offence, now, &mut stats);
+                    offend_malformed(&mut server, &mut conn, bytes.is_empty(), now, &mut stats);
                     continue;
                 }
             };
@@ -477,8 +472,7 @@ fn take_over(
     commands: &mut Commands,
     now: f64,
 ) -> Option<Departed> {
-    let (id, name, score, team, state, vitals, arsenal, secret) = leaving.get(entity).ok()?;
-    let secret = secret?.0;
+    let record = record_of(leaving.get(entity).ok()?, now)?;
     if let Some((client, _)) = index.0.iter().find(|(_, e)| **e == entity) {
         server.disconnect(*client);
     }
@@ -493,8 +487,15 @@ fn take_over(
         ViewWindow,
         Team,
     )>();
+    Some(record)
+}
+
+/// What a human player leaves behind to come back to (`None` for a bot, which has no
+/// secret).
+fn record_of(player: LeavingItem, at: f64) -> Option<Departed> {
+    let (id, name, score, team, state, vitals, arsenal, secret) = player;
     Some(Departed {
-        secret,
+        secret: secret?.0,
         id: *id,
         name: name.0.clone(),
         team: team.copied(),
@@ -502,8 +503,37 @@ fn take_over(
         state: *state,
         vitals: *vitals,
         arsenal: *arsenal,
-        at: now,
+        at,
     })
+}
+
+/// Counts a message that failed to decode, and strikes its sender.
+pub(crate) fn offend_malformed(
+    server: &mut RenetServer,
+    conn: &mut Connection,
+    empty: bool,
+    now: f64,
+    stats: &mut ServerStats,
+) {
+    conn.malformed = conn.malformed.saturating_add(1);
+    stats.malformed_packets = stats.malformed_packets.saturating_add(1);
+    let offence = if empty {
+        Offence::Empty
+    } else {
+        Offence::Malformed
+    };
+    offend(server, conn, offence, now, stats);
+}
+
+/// Counts a command no honest client could send, and strikes its sender.
+pub(crate) fn refuse_command(
+    server: &mut RenetServer,
+    conn: &mut Connection,
+    now: f64,
+    stats: &mut ServerStats,
+) {
+    stats.refused_commands = stats.refused_commands.saturating_add(1);
+    offend(server, conn, Offence::ImpossibleInput, now, stats);
 }
 
 pub(crate) fn refuse(server: &mut RenetServer, conn: &mut Connection, reason: String, now: f64) {

@@ -2,7 +2,7 @@
 //! leave at exactly one per tick.
 
 use crate::conduct::{self, Offence};
-use crate::connections::{encoded, offend};
+use crate::connections::{encoded, offend, offend_malformed, refuse_command};
 use crate::snapshots::SnapshotCounter;
 use crate::{Connection, ConnectionStage, ServerStats};
 use bevy::prelude::*;
@@ -237,14 +237,7 @@ pub(crate) fn receive_datagrams(
                     continue;
                 }
                 Err(_) => {
-                    conn.malformed = conn.malformed.saturating_add(1);
-                    stats.malformed_packets = stats.malformed_packets.saturating_add(1);
-                    let offence = if bytes.is_empty() {
-                        Offence::Empty
-                    } else {
-                        Offence::Malformed
-                    };
-                    offend(&mut server, &mut conn, offence, now, &mut stats);
+                    offend_malformed(&mut server, &mut conn, bytes.is_empty(), now, &mut stats);
                     continue;
                 }
             };
@@ -258,28 +251,14 @@ pub(crate) fn receive_datagrams(
                 && ack_tick.is_none()
                 && packet.ack_snapshot > counter.last()
             {
-                stats.refused_commands = stats.refused_commands.saturating_add(1);
-                offend(
-                    &mut server,
-                    &mut conn,
-                    Offence::ImpossibleInput,
-                    now,
-                    &mut stats,
-                );
+                refuse_command(&mut server, &mut conn, now, &mut stats);
                 continue;
             }
             conn.conduct.last_command_at = now;
             buffer.ack_snapshot = buffer.ack_snapshot.max(packet.ack_snapshot);
             for cmd in packet.cmds.iter().rev() {
                 if buffer.push(*cmd, ack_tick) == Push::TooFarAhead {
-                    stats.refused_commands = stats.refused_commands.saturating_add(1);
-                    offend(
-                        &mut server,
-                        &mut conn,
-                        Offence::ImpossibleInput,
-                        now,
-                        &mut stats,
-                    );
+                    refuse_command(&mut server, &mut conn, now, &mut stats);
                     break;
                 }
             }
