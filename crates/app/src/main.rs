@@ -123,7 +123,9 @@ pub(crate) fn seed_for(name: &str) -> u64 {
 }
 
 fn main() -> ExitCode {
-    let (flags, mut startup) = split_plus_commands(std::env::args());
+    // args_os: std::env::args panics on an argument that is not UTF-8.
+    let args = std::env::args_os().map(|a| a.to_string_lossy().into_owned());
+    let (flags, mut startup) = split_plus_commands(args);
     let args = match Args::try_parse_from(&flags) {
         Ok(a) => a,
         Err(e) => {
