@@ -30,11 +30,18 @@ pub(crate) fn binaries() -> PathBuf {
         .to_path_buf()
 }
 
+/// A port free for both UDP (the game) and TCP (the token service on the same number).
 pub(crate) fn free_udp_port() -> u16 {
-    UdpSocket::bind("127.0.0.1:0")
-        .and_then(|s| s.local_addr())
-        .expect("a free port")
-        .port()
+    for _ in 0..100 {
+        let port = UdpSocket::bind("127.0.0.1:0")
+            .and_then(|s| s.local_addr())
+            .expect("a free port")
+            .port();
+        if std::net::TcpListener::bind(("127.0.0.1", port)).is_ok() {
+            return port;
+        }
+    }
+    panic!("no port free for both UDP and TCP");
 }
 
 /// Waits for a child to exit, killing it past `limit`.

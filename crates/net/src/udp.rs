@@ -197,12 +197,6 @@ pub fn udp_server(
     security: Security,
     limits: AdmissionLimits,
 ) -> Result<UdpServerTransport, UdpSetupError> {
-    let socket =
-        UdpSocket::bind(bind).map_err(|e| UdpSetupError(format!("cannot bind UDP {bind}: {e}")))?;
-    let local = socket
-        .local_addr()
-        .map_err(|e| UdpSetupError(format!("cannot read the bound address: {e}")))?;
-    let public = public.unwrap_or(local);
     let (authentication, secure) = match security {
         Security::Secure(config) => (
             ServerAuthentication::Secure {
@@ -212,14 +206,18 @@ pub fn udp_server(
         ),
         Security::Insecure => (ServerAuthentication::Unsecure, None),
     };
-    let tokens = match &secure {
-        Some(config) if config.issue_tokens => Some(TokenService::bind(local).map_err(|e| {
-            UdpSetupError(format!(
-                "cannot listen for token requests on TCP {local}: {e}"
-            ))
-        })?),
-        _ => None,
-    };
+    let issue_tokens = secure.as_ref().is_some_and(|c| c.issue_tokens);
+    // Port 0 asks for any free port: try again until TCP has the same number free too.
+    let attempts = if bind.port() == 0 { 16 } else { 1 };
+    let mut bound = Err(UdpSetupError(format!("cannot bind {bind}")));
+    for _ in 0..attempts {
+        bound = bind_game_port(bind, issue_tokens);
+        if bound.is_ok() {
+            break;
+        }
+    }
+    let (socket, local, tokens) = bound?;
+    let public = public.unwrap_or(local);
     let netcode = NetcodeServer::new(ServerConfig {
         current_time: unix_now(),
         max_clients,
@@ -239,6 +237,29 @@ pub fn udp_server(
         handshaking: HashMap::new(),
         handshake_limiter: RateLimiter::new(auth::HANDSHAKE_BURST, auth::HANDSHAKES_PER_SECOND),
     })
+}
+
+/// Binds the game's UDP socket and, when it issues tokens, the TCP listener on the same
+/// port number.
+fn bind_game_port(
+    bind: SocketAddr,
+    issue_tokens: bool,
+) -> Result<(UdpSocket, SocketAddr, Option<TokenService>), UdpSetupError> {
+    let socket =
+        UdpSocket::bind(bind).map_err(|e| UdpSetupError(format!("cannot bind UDP {bind}: {e}")))?;
+    let local = socket
+        .local_addr()
+        .map_err(|e| UdpSetupError(format!("cannot read the bound address: {e}")))?;
+    let tokens = if issue_tokens {
+        Some(TokenService::bind(local).map_err(|e| {
+            UdpSetupError(format!(
+                "cannot listen for token requests on TCP {local}: {e}"
+            ))
+        })?)
+    } else {
+        None
+    };
+    Ok((socket, local, tokens))
 }
 
 /// Opens a client socket toward `server`; in secure mode the token request starts at
