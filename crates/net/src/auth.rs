@@ -31,6 +31,9 @@ pub const TOKEN_EXPIRE_SECONDS: u64 = 10;
 pub const CONNECTION_TIMEOUT_SECONDS: i32 = 10;
 /// How long a TCP token request may take, start to finish.
 pub const TOKEN_REQUEST_DEADLINE: Duration = Duration::from_secs(3);
+/// How long a client keeps trying a token service that refuses connections (a server
+/// still starting).
+pub const TOKEN_CONNECT_PATIENCE: Duration = Duration::from_secs(5);
 /// Token requests being served at once, and from one address.
 const MAX_TCP_PENDING: usize = 64;
 const MAX_TCP_PER_ADDRESS: usize = 4;
@@ -476,12 +479,26 @@ pub fn fetch_token(server: SocketAddr, password: &str) -> Result<ConnectToken, S
     if password.len() > MAX_PASSWORD_LEN {
         return Err(format!("passwords are at most {MAX_PASSWORD_LEN} bytes"));
     }
-    let mut stream = TcpStream::connect_timeout(&server, TOKEN_REQUEST_DEADLINE).map_err(|e| {
-        format!(
-            "cannot reach {server}'s token service over TCP ({e}); if it runs with \
-             --insecure, connect with --insecure too"
-        )
-    })?;
+    // A server that is starting refuses connections for a moment: keep knocking for a
+    // few seconds, as netcode keeps sending its connection request.
+    let started = Instant::now();
+    let mut stream = loop {
+        match TcpStream::connect_timeout(&server, TOKEN_REQUEST_DEADLINE) {
+            Ok(stream) => break stream,
+            Err(e)
+                if e.kind() == io::ErrorKind::ConnectionRefused
+                    && started.elapsed() < TOKEN_CONNECT_PATIENCE =>
+            {
+                std::thread::sleep(Duration::from_millis(200));
+            }
+            Err(e) => {
+                return Err(format!(
+                    "cannot reach {server}'s token service over TCP ({e}); if it runs with \
+                     --insecure, connect with --insecure too"
+                ));
+            }
+        }
+    };
     let timeouts = stream
         .set_read_timeout(Some(TOKEN_REQUEST_DEADLINE))
         .and_then(|()| stream.set_write_timeout(Some(TOKEN_REQUEST_DEADLINE)));
