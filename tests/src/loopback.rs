@@ -58,6 +58,11 @@ pub(crate) fn wait(mut child: Child, limit: Duration, what: &str) -> Output {
 }
 
 pub(crate) fn field(summary: &str, key: &str) -> u64 {
+    value(summary, key)
+}
+
+/// The `key=value` field `key` of a summary or status line, parsed.
+pub(crate) fn value<T: std::str::FromStr>(summary: &str, key: &str) -> T {
     summary
         .split_whitespace()
         .find_map(|kv| kv.strip_prefix(&format!("{key}=")))

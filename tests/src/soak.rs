@@ -6,14 +6,13 @@
 //! `cargo run --release -p sightline-bench -- soak` runs it for ten minutes; the test
 //! suite runs a short version.
 
-use bevy::app::ScheduleRunnerPlugin;
 use bevy::prelude::*;
 use sightline_client::{ClientPlugin, ConnectionStatus, InputSource, LatestSnapshot, Roster};
 use sightline_net::{
     AdmissionLimits, ClientNetPlugin, ClientSecurity, ConditionerSettings, LinkConditions,
-    SecureConfig, Security, ServerNetPlugin, ShutdownPlugin, ShutdownSignal,
+    SecureConfig, Security, ServerNetPlugin, ShutdownSignal,
 };
-use sightline_server::{ServerConfig, ServerPlugin, TickTimes};
+use sightline_server::{ServerConfig, TickTimes, real_time_app};
 use sightline_sim::{Tick, TickConfig};
 use std::fmt;
 use std::net::SocketAddr;
@@ -257,18 +256,7 @@ pub fn soak(config: &SoakConfig) -> SoakReport {
     let server = {
         let (signal, shared) = (signal.clone(), shared.clone());
         std::thread::spawn(move || {
-            let dt = Duration::from_secs_f64(1.0 / tick.tick_hz as f64);
-            App::new()
-                .add_plugins((
-                    MinimalPlugins.set(ScheduleRunnerPlugin::run_loop(dt)),
-                    net,
-                    ShutdownPlugin,
-                    ServerPlugin {
-                        config: server_config,
-                        map,
-                    },
-                ))
-                .insert_resource(signal)
+            real_time_app(server_config, map, net, signal)
                 .insert_resource(shared)
                 .add_systems(Last, share)
                 .run();
@@ -379,12 +367,10 @@ pub fn soak(config: &SoakConfig) -> SoakReport {
     signal.0.store(true, Ordering::Relaxed);
     report.server_panicked = server.join().is_err();
     report.seconds = start.elapsed().as_secs_f64();
-    let mut times = std::mem::take(&mut *shared.tick_us.lock().expect("poisoned"));
-    times.sort_by(f32::total_cmp);
-    if !times.is_empty() {
-        let at = |q: f64| times[((times.len() - 1) as f64 * q).round() as usize] / 1000.0;
-        report.tick_ms = (at(0.5), at(0.99), at(1.0));
-    }
+    // The server's own summary over every tick of the run.
+    let mut times = TickTimes::default();
+    times.samples_us = std::mem::take(&mut *shared.tick_us.lock().expect("poisoned"));
+    report.tick_ms = times.summary_ms().unwrap_or_default();
     report
 }
 

@@ -1,18 +1,14 @@
 //! Practice offline: the dedicated server's own code, run on a thread inside the client
 //! and joined over loopback UDP like any other server.
 
-use bevy::app::ScheduleRunnerPlugin;
 use bevy::prelude::*;
 use sightline_map::{CurrentMap, MapSource, find_map};
-use sightline_net::{
-    AdmissionLimits, SecureConfig, Security, ServerNetPlugin, ShutdownPlugin, ShutdownSignal,
-};
-use sightline_server::{ServerConfig, ServerPlugin};
+use sightline_net::{AdmissionLimits, SecureConfig, Security, ServerNetPlugin, ShutdownSignal};
+use sightline_server::ServerConfig;
 use sightline_sim::TickConfig;
 use std::net::SocketAddr;
 use std::sync::atomic::Ordering;
 use std::thread::JoinHandle;
-use std::time::Duration;
 
 /// A server running on a thread of this process. Dropping it stops the server.
 pub struct EmbeddedServer {
@@ -51,19 +47,7 @@ impl EmbeddedServer {
         let thread = std::thread::Builder::new()
             .name("sightline-server".into())
             .spawn(move || {
-                let dt = Duration::from_secs_f64(1.0 / config.tick.tick_hz as f64);
-                App::new()
-                    .add_plugins((
-                        MinimalPlugins.set(ScheduleRunnerPlugin::run_loop(dt)),
-                        net,
-                        ShutdownPlugin,
-                        ServerPlugin {
-                            config,
-                            map: current,
-                        },
-                    ))
-                    .insert_resource(stop)
-                    .run();
+                sightline_server::real_time_app(config, current, net, stop).run();
             })
             .map_err(|e| format!("cannot start the server thread: {e}"))?;
         info!("practice server for {map} on {addr} with {bots} bots");

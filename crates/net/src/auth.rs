@@ -171,11 +171,7 @@ pub(crate) fn address_user_data(ip: IpAddr) -> [u8; NETCODE_USER_DATA_BYTES] {
 
 /// Whether a token's user data names `ip` (IPv4 and its IPv6-mapped form are one).
 pub(crate) fn user_data_matches(data: &[u8; NETCODE_USER_DATA_BYTES], ip: IpAddr) -> bool {
-    let canonical = |ip: IpAddr| match ip {
-        IpAddr::V6(v6) => v6.to_ipv4_mapped().map_or(IpAddr::V6(v6), IpAddr::V4),
-        v4 => v4,
-    };
-    address_user_data(canonical(ip)) == *data
+    address_user_data(canonical_ip(ip)) == *data
 }
 
 /// A token bucket per address: `burst` at once, `per_second` regained.
@@ -439,6 +435,7 @@ fn read_request(p: &mut Pending) -> Result<Option<TokenRequest>, ()> {
     }
 }
 
+/// The IPv4 address behind an IPv4-mapped IPv6 one, so both forms count as one host.
 fn canonical_ip(ip: IpAddr) -> IpAddr {
     match ip {
         IpAddr::V6(v6) => v6.to_ipv4_mapped().map_or(IpAddr::V6(v6), IpAddr::V4),

@@ -5,6 +5,7 @@ use crate::inputs::InputBuffer;
 use crate::resume::{Departed, DepartedPlayers, Resumable};
 use crate::snapshots::SnapshotCounter;
 use crate::{ServerConfig, ServerStats, choose_spawn};
+use bevy::ecs::query::QueryData;
 use bevy::platform::collections::HashMap;
 use bevy::prelude::*;
 use sightline_combat::{Arsenal, Score, Team, ViewWindow, Vitals};
@@ -174,33 +175,21 @@ pub(crate) fn send_to_playing<'a>(
     }
 }
 
-/// A player as the disconnect handler keeps them for coming back.
-type Leaving<'w, 's> = Query<
-    'w,
-    's,
-    (
-        &'static PlayerId,
-        &'static PlayerName,
-        &'static Score,
-        Option<&'static Team>,
-        &'static PlayerState,
-        &'static Vitals,
-        &'static Arsenal,
-        Option<&'static Resumable>,
-    ),
->;
+/// What a player leaves behind on disconnecting, to come back to.
+#[derive(QueryData)]
+pub(crate) struct LeavingPlayer {
+    id: &'static PlayerId,
+    name: &'static PlayerName,
+    score: &'static Score,
+    team: Option<&'static Team>,
+    state: &'static PlayerState,
+    vitals: &'static Vitals,
+    arsenal: &'static Arsenal,
+    secret: Option<&'static Resumable>,
+}
 
-/// One row of [`Leaving`].
-type LeavingItem<'a> = (
-    &'a PlayerId,
-    &'a PlayerName,
-    &'a Score,
-    Option<&'a Team>,
-    &'a PlayerState,
-    &'a Vitals,
-    &'a Arsenal,
-    Option<&'a Resumable>,
-);
+/// Players as the disconnect handler and the take-over read them.
+type Leaving<'w, 's> = Query<'w, 's, LeavingPlayer>;
 
 /// Reacts to renet's connect and disconnect events. A player whose connection dropped
 /// (anything but a kick) keeps their slot for a while, to come back to.
@@ -227,7 +216,7 @@ pub(crate) fn on_server_event(
                 return;
             };
             if let Ok(player) = players.get(entity) {
-                let (id, name) = (*player.0, player.1.0.clone());
+                let (id, name) = (*player.id, player.name.0.clone());
                 let kicked = matches!(reason, DisconnectReason::DisconnectedByServer);
                 match record_of(player, time.elapsed_secs_f64()) {
                     Some(record) if !kicked => departed.0.push(record),
@@ -492,17 +481,16 @@ fn take_over(
 
 /// What a human player leaves behind to come back to (`None` for a bot, which has no
 /// secret).
-fn record_of(player: LeavingItem, at: f64) -> Option<Departed> {
-    let (id, name, score, team, state, vitals, arsenal, secret) = player;
+fn record_of(player: LeavingPlayerItem, at: f64) -> Option<Departed> {
     Some(Departed {
-        secret: secret?.0,
-        id: *id,
-        name: name.0.clone(),
-        team: team.copied(),
-        score: *score,
-        state: *state,
-        vitals: *vitals,
-        arsenal: *arsenal,
+        secret: player.secret?.0,
+        id: *player.id,
+        name: player.name.0.clone(),
+        team: player.team.copied(),
+        score: *player.score,
+        state: *player.state,
+        vitals: *player.vitals,
+        arsenal: *player.arsenal,
         at,
     })
 }

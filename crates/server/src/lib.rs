@@ -29,7 +29,7 @@ use bevy::prelude::*;
 use sightline_combat::{CombatPlugin, CombatSystems};
 use sightline_map::CurrentMap;
 use sightline_movement::MovementPlugin;
-use sightline_net::RenetReceive;
+use sightline_net::{RenetReceive, ServerNetPlugin, ShutdownPlugin, ShutdownSignal};
 use sightline_sim::{SimSet, SimulationPlugin, TickConfig};
 
 /// Default for [`ServerConfig::idle_kick_seconds`].
@@ -68,6 +68,27 @@ impl Default for ServerConfig {
             idle_kick_seconds: DEFAULT_IDLE_KICK_SECONDS,
         }
     }
+}
+
+/// A server app running in real time: its loop paced at the tick rate, `net` for the
+/// transport, stopping on `signal` (or Ctrl-C, or a [`sightline_net::RunFor`]). The
+/// dedicated server, offline play and the chaos soak all run this; call `run` on it.
+pub fn real_time_app(
+    config: ServerConfig,
+    map: CurrentMap,
+    net: ServerNetPlugin,
+    signal: ShutdownSignal,
+) -> App {
+    let dt = std::time::Duration::from_secs_f64(1.0 / config.tick.tick_hz as f64);
+    let mut app = App::new();
+    app.add_plugins((
+        MinimalPlugins.set(bevy::app::ScheduleRunnerPlugin::run_loop(dt)),
+        net,
+        ShutdownPlugin,
+        ServerPlugin { config, map },
+    ))
+    .insert_resource(signal);
+    app
 }
 
 /// Work the server does outside the fixed tick, in `PreUpdate` after renet has received.

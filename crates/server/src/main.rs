@@ -1,15 +1,14 @@
 //! `sightline-server`: the dedicated server. Parses flags, loads the map, binds UDP, runs.
 
-use bevy::app::ScheduleRunnerPlugin;
 use bevy::log::LogPlugin;
 use bevy::prelude::*;
 use clap::{CommandFactory, Parser};
 use sightline_map::{CurrentMap, MapSource, find_map};
 use sightline_net::{
     AdmissionLimits, FakeLinkArgs, LinkConditions, RunFor, SecureConfig, Security, ServerNetPlugin,
-    ShutdownPlugin, ShutdownSignal, load_key_file,
+    ShutdownSignal, load_key_file,
 };
-use sightline_server::{GameMode, MatchRules, ServerConfig, ServerPlugin};
+use sightline_server::{GameMode, MatchRules, ServerConfig, real_time_app};
 use sightline_sim::TickConfig;
 use std::net::{IpAddr, SocketAddr};
 use std::path::PathBuf;
@@ -242,24 +241,12 @@ fn main() -> ExitCode {
         tick,
         idle_kick_seconds: args.idle_kick,
     };
-    let mut app = App::new();
-    app.add_plugins((
-        MinimalPlugins.set(ScheduleRunnerPlugin::run_loop(Duration::from_secs_f64(
-            1.0 / tick.tick_hz as f64,
-        ))),
-        // renetcode logs an error per undecodable datagram: junk is counted instead.
-        LogPlugin {
-            filter: format!("{},renetcode=off", bevy::log::DEFAULT_FILTER),
-            ..Default::default()
-        },
-        net,
-        ShutdownPlugin,
-        ServerPlugin {
-            config: config.clone(),
-            map: map.clone(),
-        },
-    ))
-    .insert_resource(signal)
+    let mut app = real_time_app(config.clone(), map.clone(), net, signal);
+    // renetcode logs an error per undecodable datagram: junk is counted instead.
+    app.add_plugins(LogPlugin {
+        filter: format!("{},renetcode=off", bevy::log::DEFAULT_FILTER),
+        ..Default::default()
+    })
     .insert_resource(LinkConditions(conditions));
     if let Some(s) = args.run_seconds {
         app.insert_resource(RunFor(Duration::from_secs_f64(s)));
