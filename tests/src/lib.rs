@@ -12,7 +12,7 @@ use sightline_map::{CurrentMap, MapSource, find_map};
 use sightline_net::{
     ClientNetPlugin, ConditionerSettings, MemoryClientLink, MemoryNetwork, ServerNetPlugin,
 };
-use sightline_server::{ServerConfig, ServerPlugin};
+use sightline_server::{Pacing, ServerConfig, server_app};
 use std::time::Duration;
 
 /// A server and its clients on one manual clock.
@@ -47,14 +47,12 @@ impl Stepper {
     pub fn new(config: ServerConfig, map: &str) -> Self {
         let dt = Duration::from_nanos(1_000_000_000 / config.tick.tick_hz as u64);
         let network = MemoryNetwork::new();
-        let mut server = manual_app(dt);
-        server.add_plugins((
+        let mut server = server_app(
+            config,
+            load_map(map),
             ServerNetPlugin::memory(network.clone()),
-            ServerPlugin {
-                config,
-                map: load_map(map),
-            },
-        ));
+            Pacing::Manual,
+        );
         server.finish();
         server.cleanup();
         Self {

@@ -12,7 +12,7 @@ use sightline_net::{
     AdmissionLimits, ClientNetPlugin, ClientSecurity, ConditionerSettings, LinkConditions,
     SecureConfig, Security, ServerNetPlugin, ShutdownSignal,
 };
-use sightline_server::{ServerConfig, TickTimes, real_time_app};
+use sightline_server::{Pacing, ServerConfig, TickTimes, server_app};
 use sightline_sim::{Tick, TickConfig};
 use std::fmt;
 use std::net::SocketAddr;
@@ -256,7 +256,7 @@ pub fn soak(config: &SoakConfig) -> SoakReport {
     let server = {
         let (signal, shared) = (signal.clone(), shared.clone());
         std::thread::spawn(move || {
-            real_time_app(server_config, map, net, signal)
+            server_app(server_config, map, net, Pacing::RealTime(signal))
                 .insert_resource(shared)
                 .add_systems(Last, share)
                 .run();

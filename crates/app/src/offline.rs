@@ -47,7 +47,13 @@ impl EmbeddedServer {
         let thread = std::thread::Builder::new()
             .name("sightline-server".into())
             .spawn(move || {
-                sightline_server::real_time_app(config, current, net, stop).run();
+                sightline_server::server_app(
+                    config,
+                    current,
+                    net,
+                    sightline_server::Pacing::RealTime(stop),
+                )
+                .run();
             })
             .map_err(|e| format!("cannot start the server thread: {e}"))?;
         info!("practice server for {map} on {addr} with {bots} bots");

@@ -70,24 +70,41 @@ impl Default for ServerConfig {
     }
 }
 
-/// A server app running in real time: its loop paced at the tick rate, `net` for the
-/// transport, stopping on `signal` (or Ctrl-C, or a [`sightline_net::RunFor`]). The
-/// dedicated server, offline play and the chaos soak all run this; call `run` on it.
-pub fn real_time_app(
+/// How a server app's clock advances.
+pub enum Pacing {
+    /// In real time: the loop paced at the tick rate, stopping on the signal (or
+    /// Ctrl-C, or a [`sightline_net::RunFor`]). Call `run` on the app.
+    RealTime(ShutdownSignal),
+    /// By hand: each `update` advances the clock by exactly one tick, so a test or a
+    /// measurement is reproducible.
+    Manual,
+}
+
+/// The one place a server app is assembled: the dedicated server, offline play, the
+/// chaos soak (all [`Pacing::RealTime`]) and the in-process stepper ([`Pacing::Manual`])
+/// differ only in their clock and their transport, `net`.
+pub fn server_app(
     config: ServerConfig,
     map: CurrentMap,
     net: ServerNetPlugin,
-    signal: ShutdownSignal,
+    pacing: Pacing,
 ) -> App {
-    let dt = std::time::Duration::from_secs_f64(1.0 / config.tick.tick_hz as f64);
+    let dt = std::time::Duration::from_nanos(1_000_000_000 / config.tick.tick_hz.max(1) as u64);
     let mut app = App::new();
-    app.add_plugins((
-        MinimalPlugins.set(bevy::app::ScheduleRunnerPlugin::run_loop(dt)),
-        net,
-        ShutdownPlugin,
-        ServerPlugin { config, map },
-    ))
-    .insert_resource(signal);
+    match pacing {
+        Pacing::RealTime(signal) => {
+            app.add_plugins((
+                MinimalPlugins.set(bevy::app::ScheduleRunnerPlugin::run_loop(dt)),
+                ShutdownPlugin,
+            ))
+            .insert_resource(signal);
+        }
+        Pacing::Manual => {
+            app.add_plugins((TaskPoolPlugin::default(), bevy::time::TimePlugin))
+                .insert_resource(bevy::time::TimeUpdateStrategy::ManualDuration(dt));
+        }
+    }
+    app.add_plugins((net, ServerPlugin { config, map }));
     app
 }
 

@@ -8,7 +8,7 @@ use sightline_net::{
     AdmissionLimits, FakeLinkArgs, LinkConditions, RunFor, SecureConfig, Security, ServerNetPlugin,
     ShutdownSignal, load_key_file,
 };
-use sightline_server::{GameMode, MatchRules, ServerConfig, real_time_app};
+use sightline_server::{GameMode, MatchRules, Pacing, ServerConfig, server_app};
 use sightline_sim::TickConfig;
 use std::net::{IpAddr, SocketAddr};
 use std::path::PathBuf;
@@ -241,7 +241,7 @@ fn main() -> ExitCode {
         tick,
         idle_kick_seconds: args.idle_kick,
     };
-    let mut app = real_time_app(config.clone(), map.clone(), net, signal);
+    let mut app = server_app(config.clone(), map.clone(), net, Pacing::RealTime(signal));
     // renetcode logs an error per undecodable datagram: junk is counted instead.
     app.add_plugins(LogPlugin {
         filter: format!("{},renetcode=off", bevy::log::DEFAULT_FILTER),
