@@ -1,7 +1,8 @@
 //! The handshake: version and map checks on both sides, refusals with reasons.
 
-use crate::{Stepper, manual_app, raw};
+use crate::raw;
 use sightline_client::{ClientPlugin, ConnectionStatus, InputSource, Roster};
+use sightline_harness::{Stepper, manual_app};
 use sightline_net::{ClientNetPlugin, MemoryNetwork, RenetClient, RenetServer, ServerNetPlugin};
 use sightline_protocol::{Channel, PROTOCOL_VERSION, ServerMessage, Welcome, Wire};
 use sightline_server::ServerConfig;
@@ -112,7 +113,7 @@ fn client_refuses_a_server_of_another_protocol_version_naming_both() {
 
 #[test]
 fn client_refuses_a_server_whose_map_file_differs() {
-    let map = crate::load_map("duel");
+    let map = sightline_harness::load_map("duel");
     let ok = ServerMessage::Welcome(welcome(PROTOCOL_VERSION, "duel", map.hash))
         .encode()
         .unwrap();

@@ -1,6 +1,7 @@
 //! The server's input rules against clients that flood, starve or send garbage.
 
-use crate::{Stepper, raw};
+use crate::raw;
+use sightline_harness::Stepper;
 use sightline_movement::PlayerState;
 use sightline_protocol::{Channel, ClientDatagram, InputPacket, Wire};
 use sightline_server::{ServerConfig, ServerStats};

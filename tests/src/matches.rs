@@ -1,9 +1,9 @@
 //! Matches end by their limits, with the same scores on every client, and move on.
 
-use crate::Stepper;
 use sightline_bots::BotSkill;
 use sightline_client::{MatchInfo, Roster};
 use sightline_combat::Score;
+use sightline_harness::Stepper;
 use sightline_map::CurrentMap;
 use sightline_server::{GameMode, MatchRules, MatchState, ServerConfig};
 use sightline_sim::{PlayerId, TickConfig};

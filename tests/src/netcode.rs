@@ -1,6 +1,6 @@
 //! Prediction and interpolation end to end, behind a conditioned link.
 
-use crate::measure::{Conditions, measure};
+use sightline_harness::measure::{Conditions, measure};
 
 #[test]
 fn prediction_and_interpolation_hold_up_at_150_ms_with_jitter_and_loss() {
@@ -17,7 +17,7 @@ fn prediction_and_interpolation_hold_up_at_150_ms_with_jitter_and_loss() {
 
 #[test]
 fn shots_at_the_drawn_target_hit_at_150_ms_and_shots_beside_it_miss() {
-    use crate::measure::measure_hits;
+    use sightline_harness::measure::measure_hits;
     let bad = Conditions {
         rtt_ms: 150.0,
         jitter_ms: 20.0,

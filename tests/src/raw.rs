@@ -1,6 +1,6 @@
 //! Speaking the protocol by hand, for tests of what the server does with odd clients.
 
-use crate::Stepper;
+use sightline_harness::Stepper;
 use sightline_net::RenetClient;
 use sightline_protocol::{
     Channel, ClientDatagram, ClientMessage, InputPacket, PROTOCOL_VERSION, ServerDatagram,

@@ -1,7 +1,7 @@
 //! Ordinary play: joining, seeing others move, leaving, every tick rate, reproducibility.
 
-use crate::Stepper;
 use sightline_client::{ClientStats, ConnectionStatus, InputHistory, LatestSnapshot, Roster};
+use sightline_harness::Stepper;
 use sightline_movement::PlayerState;
 use sightline_server::{DepartedPlayers, PlayerSlots, RESUME_SECONDS, ServerConfig, ServerStats};
 use sightline_sim::{PlayerId, TickConfig};

@@ -6,12 +6,12 @@
 
 use clap::{Parser, Subcommand};
 use sightline_bots::{decide, sense};
+use sightline_harness::measure::{Conditions, measure, measure_hits, percentile};
+use sightline_harness::soak::{SoakConfig, soak};
+use sightline_harness::{Stepper, load_map};
 use sightline_movement::{MoveParams, PlayerState, step};
 use sightline_server::{ServerConfig, TickTimes};
 use sightline_sim::TickConfig;
-use sightline_tests::measure::{Conditions, measure, measure_hits, percentile};
-use sightline_tests::soak::{SoakConfig, soak};
-use sightline_tests::{Stepper, load_map};
 use std::hint::black_box;
 use std::time::Instant;
 
