@@ -1,6 +1,6 @@
 //! `--headless`: the client without a window, a bot at the controls, printing a summary.
 
-use crate::Args;
+use crate::args::{Args, LOG_FILTER, resolve, seed_for, usage_error};
 use bevy::app::ScheduleRunnerPlugin;
 use bevy::log::LogPlugin;
 use bevy::prelude::*;
@@ -8,7 +8,6 @@ use sightline_client::{ClientPlugin, ClientStats, ConnectionStatus, InputSource}
 use sightline_net::{
     ClientNetPlugin, ConditionerSettings, LinkConditions, RunFor, ShutdownPlugin, ShutdownSignal,
 };
-use std::net::{SocketAddr, ToSocketAddrs};
 use std::process::ExitCode;
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
@@ -18,17 +17,10 @@ use std::time::Duration;
 #[derive(Resource, Clone, Default)]
 struct Outcome(Arc<Mutex<Option<(String, Option<String>)>>>);
 
-/// Resolves `HOST:PORT` or exits with usage.
-pub(crate) fn resolve(target: &str) -> SocketAddr {
-    match target.to_socket_addrs().ok().and_then(|mut a| a.next()) {
-        Some(a) => a,
-        None => crate::usage_error(format!("cannot resolve {target}: expected HOST:PORT")),
-    }
-}
-
-pub(crate) fn run(args: &Args, conditions: ConditionerSettings) -> ExitCode {
+/// Runs the game without a window, a bot playing, until told to stop; prints a summary.
+pub fn run(args: &Args, conditions: ConditionerSettings) -> ExitCode {
     let Some(target) = args.connect.as_deref() else {
-        crate::usage_error("--headless needs --connect HOST:PORT");
+        usage_error("--headless needs --connect HOST:PORT");
     };
     let addr = resolve(target);
     let net = match ClientNetPlugin::udp(addr, &args.security()) {
@@ -39,7 +31,7 @@ pub(crate) fn run(args: &Args, conditions: ConditionerSettings) -> ExitCode {
         }
     };
     let name = args.name.clone().unwrap_or_else(|| "player".into());
-    let seed = args.seed.unwrap_or_else(|| crate::seed_for(&name));
+    let seed = args.seed.unwrap_or_else(|| seed_for(&name));
     let signal = ShutdownSignal::default();
     let flag = signal.0.clone();
     if let Err(e) = ctrlc::set_handler(move || flag.store(true, Ordering::Relaxed)) {
@@ -53,7 +45,7 @@ pub(crate) fn run(args: &Args, conditions: ConditionerSettings) -> ExitCode {
             1.0 / 128.0,
         ))),
         LogPlugin {
-            filter: crate::LOG_FILTER.into(),
+            filter: LOG_FILTER.into(),
             ..Default::default()
         },
         net,

@@ -1,4 +1,5 @@
-//! The heads-up display: crosshair, connection state, scoreboard, chat.
+//! The heads-up display: crosshair, connection state, scoreboard, health and weapon,
+//! kill feed, match state, hit marker and damage direction.
 
 use crate::input::{Action, Controls, MouseLook};
 use crate::session::{AppState, describe};
@@ -6,23 +7,13 @@ use bevy::prelude::*;
 use bevy_egui::{EguiContexts, EguiPrimaryContextPass, egui};
 use leafwing_input_manager::prelude::ActionState;
 use sightline_client::{
-    ChatLog, CombatFeed, ConnectionStatus, InputPacing, KillFeed, LatestSnapshot, MatchInfo, Roster,
+    CombatCue, ConnectionStatus, InputPacing, KillFeed, LatestSnapshot, MatchInfo, Roster,
 };
 use sightline_combat::WeaponKind;
 use sightline_console::Console;
 use sightline_movement::PlayerState;
-use sightline_net::RenetClient;
 use sightline_prediction::Predicted;
-use sightline_protocol::{Channel, ClientMessage, MAX_CHAT_LEN, ServerMessage};
-use sightline_sim::PlayerId;
-
-/// The chat line being typed, while the chat box is open.
-#[derive(Resource, Debug, Default)]
-pub struct ChatInput(pub Option<String>);
-
-/// Effects the renderer should draw: explosions and other players' shots.
-#[derive(Resource, Debug, Default)]
-pub struct PendingEffects(pub Vec<ServerMessage>);
+use sightline_sim::{PlayerId, SessionAppExt};
 
 /// Short-lived combat feedback: the hit marker and the damage indicator.
 #[derive(Resource, Debug, Default)]
@@ -39,27 +30,13 @@ pub struct HudPlugin;
 
 impl Plugin for HudPlugin {
     fn build(&self, app: &mut App) {
-        app.init_resource::<ChatInput>()
-            .init_resource::<Feedback>()
-            .init_resource::<PendingEffects>()
-            .add_systems(
-                Update,
-                (open_chat, take_combat_messages).run_if(in_state(AppState::Playing)),
-            )
+        app.init_resource::<Feedback>()
+            .reset_on_session_end::<Feedback>()
+            .add_systems(Update, take_feedback)
             .add_systems(
                 EguiPrimaryContextPass,
-                (draw_hud, draw_combat_hud, draw_chat).run_if(in_state(AppState::Playing)),
+                (draw_hud, draw_combat_hud).run_if(in_state(AppState::Playing)),
             );
-    }
-}
-
-fn open_chat(
-    actions: Single<&ActionState<Action>, With<Controls>>,
-    console: Res<Console>,
-    mut chat: ResMut<ChatInput>,
-) {
-    if actions.just_pressed(&Action::Chat) && !console.open && chat.0.is_none() {
-        chat.0 = Some(String::new());
     }
 }
 
@@ -150,89 +127,19 @@ fn draw_hud(
     Ok(())
 }
 
-fn draw_chat(
-    mut contexts: EguiContexts,
-    mut chat: ResMut<ChatInput>,
-    log: Res<ChatLog>,
-    client: Option<ResMut<RenetClient>>,
-) -> Result {
-    let ctx = contexts.ctx_mut()?;
-    egui::Area::new(egui::Id::new("chat"))
-        .anchor(egui::Align2::LEFT_BOTTOM, [12.0, -12.0])
-        .show(ctx, |ui| {
-            for (name, text) in log.0.iter().rev().take(6).rev() {
-                ui.label(
-                    egui::RichText::new(format!("{name}: {text}"))
-                        .color(egui::Color32::WHITE)
-                        .background_color(egui::Color32::from_black_alpha(120)),
-                );
-            }
-            let Some(line) = chat.0.as_mut() else {
-                return;
-            };
-            let edit = ui.add(
-                egui::TextEdit::singleline(line)
-                    .char_limit(MAX_CHAT_LEN)
-                    .desired_width(360.0)
-                    .hint_text("say (Enter sends, Esc cancels)"),
-            );
-            edit.request_focus();
-            let (enter, escape) = ui.input(|i| {
-                (
-                    i.key_pressed(egui::Key::Enter),
-                    i.key_pressed(egui::Key::Escape),
-                )
-            });
-            if escape {
-                chat.0 = None;
-            } else if enter {
-                let text = chat.0.take().unwrap_or_default();
-                if let Some(mut client) = client
-                    && !text.trim().is_empty()
-                {
-                    // Long lines are cut here: the server refuses (and counts) oversized chat.
-                    let text =
-                        sightline_protocol::clean_text(&text, sightline_protocol::MAX_CHAT_LEN);
-                    sightline_client::send_to_server(
-                        &mut client,
-                        Channel::Reliable,
-                        &ClientMessage::Chat { text },
-                    );
-                }
-            }
-        });
-    Ok(())
-}
-
-/// Turns the server's combat messages into hit markers and damage indicators.
-fn take_combat_messages(
+/// Turns combat cues into the hit marker and the damage indicator.
+fn take_feedback(
     time: Res<Time<Real>>,
-    mut feed: ResMut<CombatFeed>,
+    mut cues: MessageReader<CombatCue>,
     mut feedback: ResMut<Feedback>,
-    mut effects: ResMut<PendingEffects>,
-    mut sounds: ResMut<crate::sound::PendingSounds>,
 ) {
-    use crate::sound::Cue;
     let now = time.elapsed_secs_f64();
-    for msg in feed.0.drain(..) {
-        match msg {
-            ServerMessage::HitConfirm { head, damage, .. } => {
+    for cue in cues.read() {
+        match *cue {
+            CombatCue::HitConfirmed { head, damage } => {
                 feedback.hit = Some((now + 0.5, head, damage));
-                sounds.0.push(Cue::Hit);
             }
-            ServerMessage::Damaged { from, .. } => {
-                feedback.hurt = Some((now + 0.8, Vec3::from_array(from)))
-            }
-            ServerMessage::Fired { weapon, origin, .. } => {
-                if let Some(w) = WeaponKind::ALL.get(weapon as usize) {
-                    sounds.0.push(Cue::Shot(*w, Vec3::from_array(origin)));
-                }
-                effects.0.push(msg);
-            }
-            ServerMessage::Exploded { at } => {
-                sounds.0.push(Cue::Explosion(Vec3::from_array(at)));
-                effects.0.push(msg);
-            }
+            CombatCue::Hurt { from } => feedback.hurt = Some((now + 0.8, from)),
             _ => {}
         }
     }

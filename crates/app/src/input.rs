@@ -1,7 +1,6 @@
 //! Keyboard and mouse to input commands, through leafwing-input-manager and the console's
 //! key bindings. Sampled just before each fixed tick, so commands carry the newest input.
 
-use crate::hud::ChatInput;
 use crate::session::AppState;
 use bevy::app::RunFixedMainLoopSystems;
 use bevy::input::mouse::AccumulatedMouseMotion;
@@ -205,6 +204,11 @@ pub struct Controls;
 #[derive(Resource, Debug, Default, Clone, Copy, PartialEq, Eq)]
 pub struct MouseLook(pub bool);
 
+/// Whether a text box in the game (chat) has the keyboard: the mouse is freed and keys
+/// do not move the player. The console has its own flag.
+#[derive(Resource, Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct TextFocus(pub bool);
+
 /// Turns keys and mouse into [`LocalInput`].
 pub struct InputPlugin;
 
@@ -218,6 +222,7 @@ impl Plugin for InputPlugin {
         }
         app.add_plugins(InputManagerPlugin::<Action>::default())
             .init_resource::<MouseLook>()
+            .init_resource::<TextFocus>()
             .add_systems(Startup, spawn_controls)
             .add_systems(
                 Update,
@@ -265,13 +270,13 @@ fn face_spawn_direction(
 fn grab_cursor(
     state: Res<State<AppState>>,
     console: Res<Console>,
-    chat: Res<ChatInput>,
+    focus: Res<TextFocus>,
     keys: Res<ButtonInput<KeyCode>>,
     mouse: Res<ButtonInput<MouseButton>>,
     mut look: ResMut<MouseLook>,
     mut cursor: Query<&mut CursorOptions, With<PrimaryWindow>>,
 ) {
-    let playing = *state.get() == AppState::Playing && !console.open && chat.0.is_none();
+    let playing = *state.get() == AppState::Playing && !console.open && !focus.0;
     let wanted = if !playing || keys.just_pressed(KeyCode::Escape) {
         false
     } else if mouse.just_pressed(MouseButton::Left) {

@@ -2,7 +2,7 @@
 
 use crate::offline::EmbeddedServer;
 use bevy::prelude::*;
-use sightline_client::{ConnectionStatus, DesiredName, reset_session};
+use sightline_client::{ConnectionStatus, DesiredName};
 use sightline_console::{Console, ConsoleCommands, Cvars, RunCommand};
 use sightline_net::{ClientSecurity, connect_udp, disconnect_udp};
 use std::net::{SocketAddr, ToSocketAddrs};
@@ -38,9 +38,10 @@ pub enum Target {
 pub struct StartWith(pub Option<Target>);
 
 impl StartWith {
-    pub(crate) fn from_args(args: &crate::Args) -> Self {
+    /// What the command line asks to join.
+    pub fn from_args(args: &crate::args::Args) -> Self {
         if let Some(target) = args.connect.as_deref() {
-            return Self(Some(Target::Remote(crate::headless::resolve(target))));
+            return Self(Some(Target::Remote(crate::args::resolve(target))));
         }
         Self(args.map.clone().map(|map| Target::Offline {
             map,
@@ -217,7 +218,7 @@ fn join(world: &mut World, target: Target) {
         Target::Remote(addr) => (
             *addr,
             world
-                .get_resource::<crate::RemoteSecurity>()
+                .get_resource::<crate::args::RemoteSecurity>()
                 .map(|s| s.0.clone())
                 .unwrap_or_default(),
         ),
@@ -258,7 +259,8 @@ fn join(world: &mut World, target: Target) {
 
 fn leave(world: &mut World, reason: Option<String>) {
     disconnect_udp(world);
-    reset_session(world);
+    // Every plugin forgets its part of the session (see sightline_sim::EndSession).
+    sightline_sim::end_session(world);
     let mut session = world.resource_mut::<Session>();
     session.server = None;
     if reason.is_some() {

@@ -4,27 +4,13 @@
 
 use bevy::audio::{AudioPlayer, AudioSource, GlobalVolume, PlaybackSettings, Volume};
 use bevy::prelude::*;
+use sightline_client::CombatCue;
 use sightline_combat::WeaponKind;
 use sightline_console::Cvars;
 use sightline_sim::hash::{hash, unit};
 
 /// Samples per second of the generated sounds.
 const RATE: u32 = 22_050;
-
-/// Something to be heard.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub enum Cue {
-    /// A weapon fired at a place.
-    Shot(WeaponKind, Vec3),
-    /// A rocket burst at a place.
-    Explosion(Vec3),
-    /// Our shot struck someone.
-    Hit,
-}
-
-/// Sounds waiting to be played this frame.
-#[derive(Resource, Debug, Default)]
-pub struct PendingSounds(pub Vec<Cue>);
 
 #[derive(Resource)]
 struct Sounds {
@@ -40,8 +26,7 @@ pub struct SoundPlugin;
 
 impl Plugin for SoundPlugin {
     fn build(&self, app: &mut App) {
-        app.init_resource::<PendingSounds>()
-            .add_systems(Startup, make_sounds)
+        app.add_systems(Startup, make_sounds)
             .add_systems(Update, (play_sounds, apply_volume));
     }
 }
@@ -119,24 +104,37 @@ fn make_sounds(mut commands: Commands, mut sources: ResMut<Assets<AudioSource>>)
     });
 }
 
-/// Plays what was asked for, quieter the farther it is from the camera.
+/// Plays what combat sounds like, quieter the farther it is from the camera.
 fn play_sounds(
     mut commands: Commands,
     sounds: Option<Res<Sounds>>,
-    mut pending: ResMut<PendingSounds>,
-    camera: Query<&GlobalTransform, With<crate::render::MainCamera>>,
+    mut cues: MessageReader<CombatCue>,
+    camera: Query<&GlobalTransform, With<crate::camera::MainCamera>>,
 ) {
     let Some(sounds) = sounds else {
         return;
     };
     let ear = camera.single().map_or(Vec3::ZERO, |t| t.translation());
-    for cue in pending.0.drain(..) {
-        let (handle, at) = match cue {
-            Cue::Shot(WeaponKind::Rifle, at) => (&sounds.rifle, Some(at)),
-            Cue::Shot(WeaponKind::Shotgun, at) => (&sounds.shotgun, Some(at)),
-            Cue::Shot(WeaponKind::Rockets, at) => (&sounds.rocket, Some(at)),
-            Cue::Explosion(at) => (&sounds.explosion, Some(at)),
-            Cue::Hit => (&sounds.hit, None),
+    for cue in cues.read() {
+        let (handle, at) = match *cue {
+            CombatCue::Fired {
+                weapon: WeaponKind::Rifle,
+                origin,
+                ..
+            } => (&sounds.rifle, Some(origin)),
+            CombatCue::Fired {
+                weapon: WeaponKind::Shotgun,
+                origin,
+                ..
+            } => (&sounds.shotgun, Some(origin)),
+            CombatCue::Fired {
+                weapon: WeaponKind::Rockets,
+                origin,
+                ..
+            } => (&sounds.rocket, Some(origin)),
+            CombatCue::Exploded { at } => (&sounds.explosion, Some(at)),
+            CombatCue::HitConfirmed { .. } => (&sounds.hit, None),
+            CombatCue::Hurt { .. } => continue,
         };
         let loudness = at.map_or(0.8, |at| 1.0 / (1.0 + at.distance(ear) / 8.0));
         commands.spawn((

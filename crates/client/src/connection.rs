@@ -9,7 +9,7 @@ use sightline_protocol::{
     Channel, ClientMessage, DecodeError, MAX_NAME_LEN, MAX_SNAPSHOT_PLAYERS, PROTOCOL_VERSION,
     ServerMessage, Welcome, Wire, clean_text, peek_welcome_version,
 };
-use sightline_sim::{Player, PlayerId, TickConfig};
+use sightline_sim::{PlayerId, TickConfig};
 use std::collections::BTreeMap;
 
 /// The name this client asks the server for (the server may adjust it).
@@ -120,7 +120,7 @@ pub(crate) fn receive_reliable(
     mut fixed: ResMut<Time<Fixed>>,
     mut chat: ResMut<crate::ChatLog>,
     mut feed: ResMut<crate::KillFeed>,
-    mut combat: ResMut<crate::CombatFeed>,
+    mut cues: MessageWriter<crate::CombatCue>,
     mut match_info: ResMut<crate::MatchInfo>,
     mut reconnect: ResMut<crate::Reconnect>,
     buffers: Query<Entity, With<sightline_interpolation::SnapshotBuffer>>,
@@ -158,9 +158,10 @@ pub(crate) fn receive_reliable(
                         commands.insert_resource(tick);
                         commands.insert_resource(map);
                         commands.spawn((
-                            Player,
-                            welcome.your_id,
-                            PlayerState::default(),
+                            crate::snapshots::player_bundle(
+                                welcome.your_id,
+                                PlayerState::default(),
+                            ),
                             LocalPlayer,
                         ));
                         reconnect.welcomed(welcome.resume);
@@ -270,7 +271,11 @@ pub(crate) fn receive_reliable(
             event @ (ServerMessage::HitConfirm { .. }
             | ServerMessage::Damaged { .. }
             | ServerMessage::Fired { .. }
-            | ServerMessage::Exploded { .. }) => combat.push(event),
+            | ServerMessage::Exploded { .. }) => {
+                if let Some(cue) = crate::CombatCue::from_server(&event) {
+                    cues.write(cue);
+                }
+            }
             ServerMessage::Chat { from, text } => {
                 let name = roster.0.get(&from).map_or("?", |p| p.name.as_str());
                 info!("{name}: {text}");
@@ -489,4 +494,9 @@ mod tests {
         roster.0.remove(&PlayerId(1));
         assert!(roster.insert(PlayerId(200), entry("late")));
     }
+}
+
+/// A new session may be on another map: the old one is not kept.
+pub(crate) fn forget_map(mut commands: Commands) {
+    commands.remove_resource::<sightline_map::CurrentMap>();
 }

@@ -102,11 +102,7 @@ pub(crate) fn sample_input(
     };
     // The dead and everyone between matches only look around, as the server makes them:
     // predicting movement the server will not simulate would only be corrected.
-    let dead = latest
-        .0
-        .as_ref()
-        .and_then(|s| s.players.iter().find(|p| p.id == *id))
-        .is_some_and(|p| p.health == 0);
+    let dead = crate::dead_in(&latest, *id);
     let mut raw = match *source {
         InputSource::Bot { seed } => {
             let seen = sense(&map.world, state, &params);

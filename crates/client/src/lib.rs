@@ -6,12 +6,14 @@
 //! client adds rendering, prediction and interpolation on top of the same plugin.
 
 mod clock;
+mod combat;
 mod connection;
 mod input;
 mod pacing;
 mod reconnect;
 mod snapshots;
 
+pub use combat::{CombatCue, dead_in};
 pub use connection::{ConnectionStatus, DesiredName, Roster, RosterEntry, ServerInfo};
 pub use input::{InputHistory, InputSource, LocalInput};
 pub use pacing::{InputPacing, MAX_DILATION, TARGET_MIN_QUEUE};
@@ -22,7 +24,7 @@ use bevy::prelude::*;
 use sightline_interpolation::InterpolationPlugin;
 use sightline_net::{ClockSync, RenetClient, RenetReceive, ServerClock};
 use sightline_prediction::{PredictionPlugin, PredictionSet};
-use sightline_sim::{SimSet, SimulationPlugin};
+use sightline_sim::{EndSession, SessionAppExt, SimSet, SimulationPlugin};
 use std::collections::VecDeque;
 
 /// Sends a message to the server. One above its cap (a bug here, since everything the
@@ -37,41 +39,6 @@ pub fn send_to_server(
         Ok(bytes) => client.send_message(channel, bytes),
         Err(e) => warn!("a message was not sent: {e}"),
     }
-}
-
-/// Forgets everything about the last server: players, map, statistics, prediction and
-/// interpolation state. Run before connecting somewhere new.
-pub fn reset_session(world: &mut World) {
-    let players: Vec<Entity> = world
-        .query_filtered::<Entity, With<sightline_sim::Player>>()
-        .iter(world)
-        .collect();
-    for entity in players {
-        world.despawn(entity);
-    }
-    world.remove_resource::<sightline_map::CurrentMap>();
-    world.insert_resource(ConnectionStatus::default());
-    world.insert_resource(Roster::default());
-    world.insert_resource(LatestSnapshot::default());
-    world.insert_resource(ClientStats::default());
-    world.insert_resource(InputHistory::default());
-    world.insert_resource(InputPacing::default());
-    world.insert_resource(ChatLog::default());
-    world.insert_resource(KillFeed::default());
-    world.insert_resource(MatchInfo::default());
-    world.insert_resource(CombatFeed::default());
-    world.insert_resource(ClockSync::default());
-    world.insert_resource(ServerClock::default());
-    world.insert_resource(clock::PingSchedule::default());
-    world.insert_resource(sightline_prediction::PredictionHistory::default());
-    world.insert_resource(sightline_prediction::PredictionStats::default());
-    world.insert_resource(sightline_prediction::ServerUpdate::default());
-    world.insert_resource(sightline_interpolation::DelayEstimator::default());
-    world.insert_resource(sightline_interpolation::StreamClock::default());
-    world.insert_resource(sightline_interpolation::RenderTime::default());
-    world.insert_resource(sightline_interpolation::InterpolationStats::default());
-    world.insert_resource(sightline_sim::Tick::default());
-    world.insert_resource(Reconnect::default());
 }
 
 /// One line of the kill feed.
@@ -102,9 +69,6 @@ pub struct MatchInfo {
 
 /// Kill feed lines kept; the HUD shows the newest few.
 pub const MAX_KILL_FEED: usize = 32;
-/// Combat messages kept until the game takes them; a headless client never does, and a
-/// server may send them as fast as it likes.
-pub const MAX_COMBAT_FEED: usize = 256;
 /// Chat lines kept; the HUD shows the newest few.
 pub const MAX_CHAT_LOG: usize = 64;
 
@@ -125,19 +89,6 @@ impl KillFeed {
     /// Adds a line, forgetting the oldest beyond [`MAX_KILL_FEED`].
     pub fn push(&mut self, entry: KillFeedEntry) {
         push_bounded(&mut self.0, MAX_KILL_FEED, entry);
-    }
-}
-
-/// Combat messages for presentation (hit markers, damage indicators, others' shots,
-/// explosions); the game takes them each frame. At most [`MAX_COMBAT_FEED`], oldest
-/// dropped first.
-#[derive(Resource, Debug, Default)]
-pub struct CombatFeed(pub VecDeque<sightline_protocol::ServerMessage>);
-
-impl CombatFeed {
-    /// Adds a message, forgetting the oldest beyond [`MAX_COMBAT_FEED`].
-    pub fn push(&mut self, msg: sightline_protocol::ServerMessage) {
-        push_bounded(&mut self.0, MAX_COMBAT_FEED, msg);
     }
 }
 
@@ -188,7 +139,6 @@ impl Plugin for ClientPlugin {
             .init_resource::<ChatLog>()
             .init_resource::<KillFeed>()
             .init_resource::<MatchInfo>()
-            .init_resource::<CombatFeed>()
             .init_resource::<LocalInput>()
             .init_resource::<sightline_movement::MoveParams>()
             .init_resource::<ClockSync>()
@@ -196,6 +146,21 @@ impl Plugin for ClientPlugin {
             .init_resource::<InputPacing>()
             .init_resource::<clock::PingSchedule>()
             .init_resource::<Reconnect>()
+            .add_message::<CombatCue>()
+            .reset_on_session_end::<ConnectionStatus>()
+            .reset_on_session_end::<Roster>()
+            .reset_on_session_end::<LatestSnapshot>()
+            .reset_on_session_end::<ClientStats>()
+            .reset_on_session_end::<InputHistory>()
+            .reset_on_session_end::<ChatLog>()
+            .reset_on_session_end::<KillFeed>()
+            .reset_on_session_end::<MatchInfo>()
+            .reset_on_session_end::<ClockSync>()
+            .reset_on_session_end::<ServerClock>()
+            .reset_on_session_end::<InputPacing>()
+            .reset_on_session_end::<clock::PingSchedule>()
+            .reset_on_session_end::<Reconnect>()
+            .add_systems(EndSession, connection::forget_map)
             .add_systems(PreUpdate, reconnect::retry_connection.before(RenetReceive))
             .configure_sets(
                 PreUpdate,
@@ -233,6 +198,7 @@ impl Plugin for ClientPlugin {
                 FixedUpdate,
                 (
                     input::sample_input.in_set(SimSet::ReadInputs),
+                    combat::predict_own_shots.after(SimSet::Move),
                     input::send_inputs.in_set(SimSet::BuildSnapshots),
                 )
                     .run_if(connection::in_game.and_then(resource_exists::<RenetClient>)),
@@ -243,13 +209,11 @@ impl Plugin for ClientPlugin {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use sightline_protocol::ServerMessage;
 
     #[test]
     fn feeds_keep_only_their_newest_entries() {
         let mut chat = ChatLog::default();
         let mut kills = KillFeed::default();
-        let mut combat = CombatFeed::default();
         for i in 0..10_000u32 {
             chat.push("p".into(), i.to_string());
             kills.push(KillFeedEntry {
@@ -257,21 +221,11 @@ mod tests {
                 victim: "v".into(),
                 weapon: 0,
             });
-            combat.push(ServerMessage::Exploded {
-                at: [i as f32, 0.0, 0.0],
-            });
         }
         assert_eq!(chat.0.len(), MAX_CHAT_LOG);
         assert_eq!(kills.0.len(), MAX_KILL_FEED);
-        assert_eq!(combat.0.len(), MAX_COMBAT_FEED);
         assert_eq!(chat.0.back().map(|l| l.1.as_str()), Some("9999"));
         let oldest_kept = 10_000 - MAX_KILL_FEED;
         assert_eq!(kills.0[0].killer, oldest_kept.to_string());
-        assert_eq!(
-            combat.0.front(),
-            Some(&ServerMessage::Exploded {
-                at: [(10_000 - MAX_COMBAT_FEED) as f32, 0.0, 0.0]
-            })
-        );
     }
 }

@@ -87,7 +87,7 @@ pub(crate) fn retry_connection(world: &mut World) {
     reconnect.next_try = now + backoff_seconds(reconnect.attempts + 1);
     reconnect.resuming = true;
     // A new session: the old one's players, snapshots and predictions mean nothing now.
-    crate::reset_session(world);
+    sightline_sim::end_session(world);
     info!("reconnecting to {server} (try {})", reconnect.attempts);
     match sightline_net::connect_udp(world, server, &security) {
         Ok(()) => {}

@@ -178,7 +178,12 @@ pub(crate) fn apply_snapshot(
         if !present.contains_key(&p.id) {
             let mut buffer = SnapshotBuffer::default();
             buffer.push(server_time, state);
-            commands.spawn((Player, p.id, state, RemotePlayer, Interpolated, buffer));
+            commands.spawn((
+                player_bundle(p.id, state),
+                RemotePlayer,
+                Interpolated,
+                buffer,
+            ));
         }
         let seen = stats.seen.entry(p.id).or_insert(PlayerSeen {
             first: state.pos,
@@ -186,4 +191,9 @@ pub(crate) fn apply_snapshot(
         });
         seen.farthest = seen.farthest.max(seen.first.distance(state.pos));
     }
+}
+
+/// What every player entity on the client has, ours or another's.
+pub(crate) fn player_bundle(id: PlayerId, state: PlayerState) -> impl Bundle {
+    (Player, id, state)
 }

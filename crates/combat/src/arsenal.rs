@@ -32,6 +32,15 @@ pub struct Arsenal {
 
 impl Default for Arsenal {
     fn default() -> Self {
+        Self::spawned()
+    }
+}
+
+impl Arsenal {
+    /// What a player (re)spawns with: the rifle in hand, every magazine and reserve full.
+    /// The server's respawn and the client's prediction of its own weapons both start
+    /// here.
+    pub fn spawned() -> Self {
         Self {
             current: WeaponKind::Rifle,
             switching: 0.0,

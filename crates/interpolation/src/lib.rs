@@ -17,6 +17,7 @@ pub use delay::{DelayEstimator, MAX_DELAY, MIN_DELAY, STARTING_DELAY};
 use bevy::prelude::*;
 use sightline_movement::{MoveFlags, MoveParams};
 use sightline_net::ServerClock;
+use sightline_sim::SessionAppExt;
 
 /// Player-facing interpolation settings, set from the console.
 #[derive(Resource, Debug, Clone, Copy, PartialEq)]
@@ -108,6 +109,10 @@ impl Plugin for InterpolationPlugin {
             .init_resource::<InterpolationStats>()
             .init_resource::<StreamClock>()
             .init_resource::<MoveParams>()
+            .reset_on_session_end::<DelayEstimator>()
+            .reset_on_session_end::<RenderTime>()
+            .reset_on_session_end::<InterpolationStats>()
+            .reset_on_session_end::<StreamClock>()
             .add_systems(
                 Update,
                 (choose_render_time, sample_remote_players)

@@ -14,6 +14,7 @@ use sightline_client::{ClientStats, InputHistory, InputPacing, LatestSnapshot};
 use sightline_interpolation::{InterpolationStats, RenderTime};
 use sightline_net::{ClockSync, RenetClient, ServerClock};
 use sightline_prediction::PredictionStats;
+use sightline_sim::SessionAppExt;
 
 /// Graph samples kept.
 const GRAPH_LEN: usize = 180;
@@ -73,6 +74,8 @@ impl Plugin for NetgraphPlugin {
     fn build(&self, app: &mut App) {
         app.init_resource::<NetgraphMode>()
             .init_resource::<Netgraph>()
+            // Its counters are differences against the client's, which start again at zero.
+            .reset_on_session_end::<Netgraph>()
             .add_systems(Update, gather)
             .add_systems(EguiPrimaryContextPass, draw);
     }

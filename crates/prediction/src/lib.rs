@@ -17,7 +17,7 @@ pub use reconcile::{Reconciliation, reconcile};
 use bevy::prelude::*;
 use sightline_map::CurrentMap;
 use sightline_movement::{MoveParams, PlayerState, step};
-use sightline_sim::{CurrentCmd, SimSet, TickConfig};
+use sightline_sim::{CurrentCmd, SessionAppExt, SimSet, TickConfig};
 
 /// Marks the entity whose movement this client predicts (its own player).
 #[derive(Component, Debug, Default, Clone, Copy)]
@@ -109,6 +109,10 @@ impl Plugin for PredictionPlugin {
             .init_resource::<ServerUpdate>()
             .init_resource::<RoundTrip>()
             .init_resource::<MoveParams>()
+            .reset_on_session_end::<PredictionHistory>()
+            .reset_on_session_end::<PredictionStats>()
+            .reset_on_session_end::<ServerUpdate>()
+            .reset_on_session_end::<RoundTrip>()
             .add_systems(
                 FixedUpdate,
                 predict_local_player

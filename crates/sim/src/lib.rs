@@ -8,10 +8,12 @@
 pub mod hash;
 mod input;
 mod player;
+mod session;
 mod tick;
 
 pub use input::{Buttons, InputCmd, MAX_PITCH_DEG, SanitizeError, WEAPON_SLOTS, wrap_angle};
 pub use player::{BotControlled, CurrentCmd, Player, PlayerId, PlayerName};
+pub use session::{EndSession, SessionAppExt, despawn_all, end_session};
 pub use tick::{MAX_TICK_HZ, MIN_TICK_HZ, Tick, TickConfig, TickConfigError};
 
 use bevy::prelude::*;
@@ -66,6 +68,9 @@ impl Plugin for SimulationPlugin {
                 )
                     .chain(),
             )
-            .add_systems(FixedUpdate, tick::advance_tick.in_set(SimSet::BeginTick));
+            .add_systems(FixedUpdate, tick::advance_tick.in_set(SimSet::BeginTick))
+            // A client's next session starts with no players and its own tick count.
+            .reset_on_session_end::<Tick>()
+            .add_systems(EndSession, despawn_all::<Player>);
     }
 }

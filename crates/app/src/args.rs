@@ -1,0 +1,115 @@
+//! The game's command line, and what follows from it before any app exists.
+
+use bevy::prelude::*;
+use clap::{CommandFactory, Parser};
+use sightline_net::{ClientSecurity, FakeLinkArgs};
+use std::net::{SocketAddr, ToSocketAddrs};
+use std::path::PathBuf;
+
+/// Sightline: a multiplayer first-person shooter.
+#[derive(Parser, Debug, Clone)]
+#[command(
+    version,
+    about,
+    after_help = "Console commands may follow as +name args, e.g. +cl_netgraph 2 +connect host:27015"
+)]
+pub struct Args {
+    /// Run without a window, a bot playing (needs --connect).
+    #[arg(long)]
+    pub headless: bool,
+    /// Join this server at once, HOST:PORT.
+    #[arg(long, value_name = "HOST:PORT")]
+    pub connect: Option<String>,
+    /// Player name.
+    #[arg(long)]
+    pub name: Option<String>,
+    /// Play offline on this map at once, against bots.
+    #[arg(long)]
+    pub map: Option<String>,
+    /// Bots in offline play.
+    #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(u8).range(0..=15))]
+    pub bots: u8,
+    /// How well offline bots fight: easy, normal or hard.
+    #[arg(long, default_value = "normal", value_parser = ["easy", "normal", "hard"])]
+    pub bot_skill: String,
+    /// Seed for the bot's choices in --headless and --auto [default: from the name].
+    #[arg(long)]
+    pub seed: Option<u64>,
+    /// Let a bot walk and look around for you (for checks and demos).
+    #[arg(long)]
+    pub auto: bool,
+    /// Save a screenshot here a second before --run-seconds ends (the run waits for it
+    /// to be saved, up to 30 s longer).
+    #[arg(long, value_name = "PATH", requires = "run_seconds")]
+    pub screenshot: Option<PathBuf>,
+    /// Quit after this many seconds.
+    #[arg(long)]
+    pub run_seconds: Option<f64>,
+    /// Window size, WIDTHxHEIGHT.
+    #[arg(long, default_value = "1280x720")]
+    pub window: String,
+    /// Use this config file instead of the platform's.
+    #[arg(long, value_name = "PATH")]
+    pub config: Option<PathBuf>,
+    /// The server's password, for a private server.
+    #[arg(long, default_value = "", hide_default_value = true)]
+    pub password: String,
+    /// Connect without a connect token, to a server run with --insecure (LAN tests
+    /// only: nothing is encrypted or authenticated).
+    #[arg(long)]
+    pub insecure: bool,
+    /// A fake bad link (`--fake-lag` and friends).
+    #[command(flatten)]
+    pub fake: FakeLinkArgs,
+}
+
+impl Args {
+    /// How to connect to a server named with --connect or in the menu.
+    pub fn security(&self) -> ClientSecurity {
+        if self.insecure {
+            ClientSecurity::Insecure
+        } else {
+            ClientSecurity::Secure {
+                password: self.password.clone(),
+            }
+        }
+    }
+}
+
+/// How this game connects to remote servers (offline play always uses a token from
+/// its own server).
+#[derive(Resource, Debug, Clone, Default)]
+pub struct RemoteSecurity(pub ClientSecurity);
+
+/// The log filter: renetcode logs an error for every undecodable datagram, which an
+/// attacker could turn into a flood of lines; its drops are counted instead.
+pub const LOG_FILTER: &str = "wgpu=error,naga=warn,bevy_render=warn,renetcode=off";
+
+/// Prints `msg` with the usage and exits with status 2.
+pub fn usage_error(msg: impl std::fmt::Display) -> ! {
+    Args::command()
+        .error(clap::error::ErrorKind::ValueValidation, msg)
+        .exit()
+}
+
+/// `WIDTHxHEIGHT` within sensible bounds.
+pub fn parse_window(text: &str) -> Option<(u32, u32)> {
+    let (w, h) = text.split_once('x')?;
+    let (w, h) = (w.parse().ok()?, h.parse().ok()?);
+    ((320..=7680).contains(&w) && (240..=4320).contains(&h)).then_some((w, h))
+}
+
+/// A seed for a bot from a name, so the same name walks the same way.
+pub fn seed_for(name: &str) -> u64 {
+    name.bytes().fold(0xcbf2_9ce4_8422_2325, |h, b| {
+        (h ^ b as u64).wrapping_mul(0x100_0000_01b3)
+    })
+}
+
+/// Resolves `HOST:PORT` or exits with usage.
+pub fn resolve(target: &str) -> SocketAddr {
+    match target.to_socket_addrs().ok().and_then(|mut a| a.next()) {
+        Some(a) => a,
+        None => usage_error(format!("cannot resolve {target}: expected HOST:PORT")),
+    }
+}

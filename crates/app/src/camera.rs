@@ -1,0 +1,217 @@
+//! The first-person view: the camera at the predicted eye (blended between the last two
+//! ticks, plus the fading correction), the field of view, and the weapon held in view with
+//! its muzzle flash.
+
+use bevy::core_pipeline::tonemapping::Tonemapping;
+use bevy::prelude::*;
+use sightline_client::{CombatCue, InputSource, LocalInput};
+use sightline_console::Cvars;
+use sightline_movement::{MoveParams, PlayerState};
+use sightline_prediction::{Predicted, VisualOffset};
+use sightline_sim::SessionAppExt;
+
+/// The first-person camera.
+#[derive(Component)]
+pub struct MainCamera;
+
+/// The weapon held in view, shown only while playing.
+#[derive(Component)]
+struct ViewModel;
+
+/// The flash at the view-model's muzzle.
+#[derive(Component)]
+struct FlashVisual;
+
+/// Until when (real seconds) our own muzzle flash shows.
+#[derive(Resource, Debug, Default)]
+struct MuzzleFlash(f64);
+
+/// Eye height as drawn: follows the crouch state smoothly.
+#[derive(Resource, Debug, Default)]
+struct EyeHeight(Option<f32>);
+
+/// The predicted state before the latest tick, for blending between ticks.
+#[derive(Component, Debug, Default, Clone, Copy)]
+struct PreviousState(PlayerState);
+
+/// The camera and the view model.
+pub struct CameraPlugin;
+
+impl Plugin for CameraPlugin {
+    fn build(&self, app: &mut App) {
+        app.init_resource::<EyeHeight>()
+            .init_resource::<MuzzleFlash>()
+            .reset_on_session_end::<EyeHeight>()
+            .reset_on_session_end::<MuzzleFlash>()
+            .add_systems(Startup, spawn_camera)
+            .add_systems(FixedFirst, remember_previous_state)
+            .add_systems(
+                Update,
+                (
+                    place_camera,
+                    apply_fov,
+                    show_view_model,
+                    flash_on_own_shots,
+                    show_muzzle_flash,
+                ),
+            );
+    }
+}
+
+fn spawn_camera(
+    mut commands: Commands,
+    mut meshes: ResMut<Assets<Mesh>>,
+    mut materials: ResMut<Assets<StandardMaterial>>,
+) {
+    commands
+        .spawn((
+            Camera3d::default(),
+            Tonemapping::AcesFitted,
+            Projection::Perspective(PerspectiveProjection {
+                fov: 90f32.to_radians(),
+                ..default()
+            }),
+            Transform::from_xyz(0.0, 2.0, 0.0),
+            MainCamera,
+        ))
+        .with_children(|camera| {
+            // The view-model weapon: a receiver and a barrel, low and to the right.
+            let metal = materials.add(StandardMaterial {
+                base_color: Color::srgb(0.18, 0.19, 0.22),
+                metallic: 0.6,
+                perceptual_roughness: 0.4,
+                ..default()
+            });
+            camera
+                .spawn((ViewModel, Transform::default(), Visibility::Hidden))
+                .with_children(|gun| {
+                    gun.spawn((
+                        Mesh3d(meshes.add(Cuboid::new(0.045, 0.06, 0.26))),
+                        MeshMaterial3d(metal.clone()),
+                        Transform::from_xyz(0.16, -0.15, -0.4),
+                    ));
+                    gun.spawn((
+                        Mesh3d(meshes.add(Sphere::new(0.035))),
+                        MeshMaterial3d(materials.add(StandardMaterial {
+                            base_color: Color::srgb(1.0, 0.8, 0.4),
+                            emissive: LinearRgba::rgb(30.0, 18.0, 6.0),
+                            unlit: true,
+                            ..default()
+                        })),
+                        PointLight {
+                            color: Color::srgb(1.0, 0.8, 0.5),
+                            intensity: 40_000.0,
+                            range: 6.0,
+                            ..default()
+                        },
+                        Transform::from_xyz(0.16, -0.13, -0.76),
+                        Visibility::Hidden,
+                        FlashVisual,
+                    ));
+                    gun.spawn((
+                        Mesh3d(meshes.add(Cylinder::new(0.012, 0.22))),
+                        MeshMaterial3d(metal),
+                        Transform::from_xyz(0.16, -0.13, -0.62)
+                            .with_rotation(Quat::from_rotation_x(std::f32::consts::FRAC_PI_2)),
+                    ));
+                });
+        });
+}
+
+fn remember_previous_state(
+    mut commands: Commands,
+    mut players: Query<(Entity, &PlayerState, Option<&mut PreviousState>), With<Predicted>>,
+) {
+    for (entity, state, previous) in &mut players {
+        match previous {
+            Some(mut p) => p.0 = *state,
+            None => {
+                commands.entity(entity).insert(PreviousState(*state));
+            }
+        }
+    }
+}
+
+/// The camera sits at the predicted eye, blended between the last two ticks, plus the
+/// fading correction offset; it looks where the mouse last pointed.
+fn place_camera(
+    time: Res<Time>,
+    fixed: Res<Time<Fixed>>,
+    params: Res<MoveParams>,
+    input: Res<LocalInput>,
+    source: Res<InputSource>,
+    mut eye: ResMut<EyeHeight>,
+    player: Query<(&PlayerState, Option<&PreviousState>, &VisualOffset), With<Predicted>>,
+    mut camera: Query<&mut Transform, With<MainCamera>>,
+) {
+    let (Ok((state, previous, offset)), Ok(mut transform)) = (player.single(), camera.single_mut())
+    else {
+        return;
+    };
+    let from = previous.map_or(state.pos, |p| p.0.pos);
+    let pos = from.lerp(state.pos, fixed.overstep_fraction()) + offset.0;
+    // Lower and raise the eye over about a tenth of a second.
+    let target = params.eye(state.crouched());
+    let current = eye.0.get_or_insert(target);
+    *current += (target - *current) * (1.0 - (-time.delta_secs() / 0.05).exp());
+    let (yaw, pitch) = match *source {
+        InputSource::Local => (input.yaw, input.pitch),
+        InputSource::Bot { .. } => (state.yaw, state.pitch),
+    };
+    transform.translation = pos + Vec3::Y * *current;
+    transform.rotation = Quat::from_euler(EulerRot::YXZ, yaw, pitch, 0.0);
+}
+
+fn apply_fov(cvars: Res<Cvars>, mut cameras: Query<&mut Projection, With<MainCamera>>) {
+    if !cvars.is_changed() {
+        return;
+    }
+    for mut projection in &mut cameras {
+        if let Projection::Perspective(p) = &mut *projection {
+            p.fov = (cvars.number("fov") as f32).to_radians();
+        }
+    }
+}
+
+/// The view-model weapon shows once our player exists.
+fn show_view_model(
+    player: Query<(), With<Predicted>>,
+    mut view_model: Query<&mut Visibility, With<ViewModel>>,
+) {
+    let wanted = if player.is_empty() {
+        Visibility::Hidden
+    } else {
+        Visibility::Inherited
+    };
+    for mut v in &mut view_model {
+        v.set_if_neq(wanted);
+    }
+}
+
+/// Our own (predicted) shots light the muzzle for a twentieth of a second.
+fn flash_on_own_shots(
+    time: Res<Time<Real>>,
+    mut cues: MessageReader<CombatCue>,
+    mut flash: ResMut<MuzzleFlash>,
+) {
+    for cue in cues.read() {
+        if let CombatCue::Fired { own: true, .. } = cue {
+            flash.0 = time.elapsed_secs_f64() + 0.05;
+        }
+    }
+}
+
+fn show_muzzle_flash(
+    time: Res<Time<Real>>,
+    flash: Res<MuzzleFlash>,
+    mut visuals: Query<&mut Visibility, With<FlashVisual>>,
+) {
+    let on = time.elapsed_secs_f64() < flash.0;
+    for mut v in &mut visuals {
+        v.set_if_neq(if on {
+            Visibility::Inherited
+        } else {
+            Visibility::Hidden
+        });
+    }
+}

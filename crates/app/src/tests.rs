@@ -1,0 +1,148 @@
+//! Whole sessions in the game's own plugins, without a window: offline play with the
+//! netgraph on, then `disconnect`, `reconnect` and a `map` change in the console, checking
+//! after each that every plugin forgot the last session and that the next one plays.
+
+use crate::{AppState, GamePlugins, StartWith, Target, windowless_app};
+use bevy::prelude::*;
+use sightline_client::{ClientStats, ConnectionStatus, InputSource, LatestSnapshot};
+use sightline_console::Console;
+use sightline_interpolation::InterpolationStats;
+use sightline_map::CurrentMap;
+use sightline_netgraph::Netgraph;
+use sightline_prediction::{Predicted, PredictionStats};
+use sightline_sim::{Player, Tick};
+use std::time::{Duration, Instant};
+
+/// Frames are paced near 120 Hz so the practice server's thread gets the other core.
+const FRAME: Duration = Duration::from_millis(8);
+
+fn game(config: &std::path::Path) -> App {
+    let mut app = windowless_app(GamePlugins {
+        name: "tester".into(),
+        input: InputSource::Bot { seed: 7 },
+        startup: vec!["cl_netgraph 1".into()],
+        config: Some(config.to_path_buf()),
+        security: Default::default(),
+        link: Default::default(),
+        start: StartWith(Some(Target::Offline {
+            map: "duel".into(),
+            bots: 1,
+            skill: sightline_bots::BotSkill::Easy,
+        })),
+    });
+    app.finish();
+    app.cleanup();
+    app
+}
+
+/// Updates frame by frame until `done` holds; fails with `what` after `limit`.
+fn play_until(
+    app: &mut App,
+    limit: Duration,
+    what: &str,
+    mut done: impl FnMut(&mut World) -> bool,
+) {
+    let start = Instant::now();
+    loop {
+        app.update();
+        if done(app.world_mut()) {
+            return;
+        }
+        assert!(start.elapsed() < limit, "timed out waiting for {what}");
+        std::thread::sleep(FRAME);
+    }
+}
+
+/// Connected, our player predicted, and the netgraph has drawn `bars` snapshot bars.
+fn playing(world: &mut World, map: &str, bars: usize) -> bool {
+    world.resource::<ConnectionStatus>().is_connected()
+        && world
+            .get_resource::<CurrentMap>()
+            .is_some_and(|m| m.def.name == map)
+        && world
+            .query_filtered::<(), With<Predicted>>()
+            .iter(world)
+            .count()
+            == 1
+        && world.resource::<Netgraph>().bars.len() >= bars
+}
+
+/// Nothing of a session is left.
+fn assert_forgotten(world: &mut World) {
+    assert_eq!(
+        *world.resource::<State<AppState>>().get(),
+        AppState::Menu,
+        "back in the menu"
+    );
+    assert_eq!(
+        world.query::<&Player>().iter(world).count(),
+        0,
+        "no players"
+    );
+    assert!(world.get_resource::<CurrentMap>().is_none(), "no map");
+    assert!(world.resource::<LatestSnapshot>().0.is_none());
+    assert_eq!(world.resource::<ClientStats>().snapshots, 0);
+    assert_eq!(world.resource::<PredictionStats>().reconciliations, 0);
+    assert_eq!(
+        world.resource::<InterpolationStats>().frames_extrapolating,
+        0
+    );
+    assert_eq!(*world.resource::<Tick>(), Tick::default());
+    assert!(
+        world.resource::<Netgraph>().bars.is_empty(),
+        "netgraph cleared"
+    );
+}
+
+fn console(app: &mut App, line: &str) {
+    app.world_mut().resource_mut::<Console>().queue(line);
+}
+
+#[test]
+fn sessions_follow_one_another_cleanly() {
+    let dir = std::env::temp_dir().join(format!("sightline-sessions-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("a temporary directory");
+    let mut app = game(&dir.join("config.cfg"));
+    let limit = Duration::from_secs(40);
+
+    play_until(&mut app, limit, "the first session", |w| {
+        playing(w, "duel", 30)
+    });
+
+    console(&mut app, "disconnect");
+    play_until(&mut app, limit, "the menu", |w| {
+        *w.resource::<State<AppState>>().get() == AppState::Menu
+    });
+    app.update();
+    assert_forgotten(app.world_mut());
+
+    // The netgraph used to subtract the last session's counts from this one's and panic.
+    console(&mut app, "reconnect");
+    play_until(&mut app, limit, "the second session", |w| {
+        playing(w, "duel", 30)
+    });
+
+    console(&mut app, "map depot 2");
+    play_until(&mut app, limit, "the map change", |w| {
+        w.resource::<ConnectionStatus>().is_connected()
+            && w.get_resource::<CurrentMap>()
+                .is_some_and(|m| m.def.name == "depot")
+    });
+    // The old session's players went with it: only depot's are here, ours once.
+    play_until(&mut app, limit, "the third session", |w| {
+        playing(w, "depot", 30)
+    });
+    let players = app.world_mut().query::<&Player>().iter(app.world()).count();
+    assert!(
+        (1..=3).contains(&players),
+        "ourselves and at most two bots on depot, not {players}"
+    );
+
+    console(&mut app, "disconnect");
+    play_until(&mut app, limit, "the menu again", |w| {
+        *w.resource::<State<AppState>>().get() == AppState::Menu
+    });
+    app.update();
+    assert_forgotten(app.world_mut());
+    let _ = std::fs::remove_dir_all(&dir);
+}
