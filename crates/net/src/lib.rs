@@ -15,7 +15,8 @@ mod udp;
 
 pub use auth::{
     AdmissionLimits, CONNECTION_TIMEOUT_SECONDS, SecureConfig, Security, TOKEN_EXPIRE_SECONDS,
-    TokenService, fetch_token, issue_token, load_key_file, parse_key, request_token,
+    TOKEN_REQUEST_DEADLINE, TokenService, fetch_token, issue_token, load_key_file, parse_key,
+    request_token,
 };
 pub use bevy_renet::{RenetClient, RenetReceive, RenetSend, RenetServer, RenetServerEvent};
 pub use cli::{FakeLinkArgs, parse_args};
