@@ -8,6 +8,12 @@ use std::time::{Duration, Instant};
 
 /// Builds the binaries (a no-op when `cargo test` already built them) and returns the
 /// folder they are in.
+///
+/// Built in one cargo command, as `cargo test --workspace` builds them, the server has the
+/// game's Bevy features unified in, so it links rendering and audio it never uses. That
+/// does not change what it does, which is what these tests check; the server as shipped,
+/// built on its own, is checked by `scripts/check-server-deps`. Building it alone here
+/// would relink the binary other tests may be starting at that moment.
 pub(crate) fn binaries() -> PathBuf {
     let status = Command::new(env!("CARGO"))
         .args([
