@@ -1,6 +1,9 @@
 //! Bots play as ordinary players whose commands come from the bot brain.
 
-use crate::{PlayerSlots, ServerConfig, choose_spawn};
+use crate::ServerConfig;
+use crate::connection::PlayerSlots;
+use crate::spawn::choose_spawn;
+use crate::teams::team_for_newcomer;
 use bevy::prelude::*;
 use sightline_bots::{decide, hash, sense};
 use sightline_combat::{Arsenal, Score, Vitals};
@@ -28,7 +31,7 @@ pub(crate) fn spawn_bots(
         };
         let spawn = choose_spawn(&map.def.spawns, &occupied);
         occupied.push(spawn.pos);
-        let team = crate::rules::team_for_newcomer(&config, teams.iter().copied());
+        let team = team_for_newcomer(&config.rules, teams.iter().copied());
         teams.extend(team);
         let mut bot = commands.spawn((
             Player,

@@ -1,13 +1,13 @@
 //! The server's side of combat: respawning the dead, and telling clients what happened.
 
-use crate::connections::send_to_playing;
-use crate::{Connection, ConnectionStage, choose_spawn};
+use crate::connection::{Connection, ConnectionStage};
+use crate::outbox::Outgoing;
+use crate::spawn::choose_spawn;
 use bevy::prelude::*;
 use sightline_combat::{Arsenal, CombatEvent, HitZone, Vitals};
 use sightline_map::CurrentMap;
 use sightline_movement::PlayerState;
-use sightline_net::RenetServer;
-use sightline_protocol::{Channel, ServerMessage};
+use sightline_protocol::ServerMessage;
 use sightline_sim::PlayerId;
 
 /// Brings back the dead whose respawn time is up, at the spawn point farthest from the
@@ -36,7 +36,7 @@ pub(crate) fn respawn_players(
 /// confirmation for the shooter, a damage indicator for the victim.
 pub(crate) fn send_combat_events(
     mut events: MessageReader<CombatEvent>,
-    mut server: ResMut<RenetServer>,
+    mut outbox: MessageWriter<Outgoing>,
     connections: Query<(&Connection, &PlayerId)>,
     positions: Query<(&PlayerId, &PlayerState)>,
 ) {
@@ -46,13 +46,8 @@ pub(crate) fn send_combat_events(
             .find(|(c, p)| **p == id && c.stage == ConnectionStage::Playing)
             .map(|(c, _)| c.client_id)
     };
-    let everyone: Vec<_> = connections
-        .iter()
-        .filter(|(c, _)| c.stage == ConnectionStage::Playing)
-        .map(|(c, p)| (c.client_id, *p))
-        .collect();
     for event in events.read() {
-        match *event {
+        let out = match *event {
             CombatEvent::Fired {
                 shooter,
                 weapon,
@@ -65,14 +60,10 @@ pub(crate) fn send_combat_events(
                     origin: origin.to_array(),
                     dir: dir.to_array(),
                 };
-                let Some(msg) = crate::connections::encoded(&msg) else {
-                    continue;
-                };
                 // The shooter predicts its own effects.
-                for (client, id) in &everyone {
-                    if *id != shooter {
-                        server.send_message(*client, Channel::Reliable, msg.clone());
-                    }
+                match client_of(shooter) {
+                    Some(client) => Outgoing::ToPlayingExcept(client, msg),
+                    None => Outgoing::ToPlaying(msg),
                 }
             }
             CombatEvent::Hit {
@@ -88,20 +79,21 @@ pub(crate) fn send_combat_events(
                         damage: amount,
                         head: zone == HitZone::Head,
                     };
-                    crate::connections::send_reliable(&mut server, client, &msg);
+                    outbox.write(Outgoing::To(client, msg));
                 }
-                if let Some(client) = client_of(target) {
-                    let from = positions
-                        .iter()
-                        .find(|(id, _)| **id == shooter)
-                        .map_or(Vec3::ZERO, |(_, s)| s.pos);
-                    let msg = ServerMessage::Damaged {
-                        attacker: shooter,
-                        damage: amount,
-                        from: from.to_array(),
-                    };
-                    crate::connections::send_reliable(&mut server, client, &msg);
-                }
+                let Some(client) = client_of(target) else {
+                    continue;
+                };
+                let from = positions
+                    .iter()
+                    .find(|(id, _)| **id == shooter)
+                    .map_or(Vec3::ZERO, |(_, s)| s.pos);
+                let msg = ServerMessage::Damaged {
+                    attacker: shooter,
+                    damage: amount,
+                    from: from.to_array(),
+                };
+                Outgoing::To(client, msg)
             }
             CombatEvent::Killed {
                 victim,
@@ -114,17 +106,16 @@ pub(crate) fn send_combat_events(
                     victim.0,
                     weapon.def().name
                 );
-                let msg = ServerMessage::Killed {
+                Outgoing::ToPlaying(ServerMessage::Killed {
                     victim,
                     killer,
                     weapon: weapon.index() as u8,
-                };
-                send_to_playing(&mut server, connections.iter().map(|(c, _)| c), &msg);
+                })
             }
             CombatEvent::Exploded { at } => {
-                let msg = ServerMessage::Exploded { at: at.to_array() };
-                send_to_playing(&mut server, connections.iter().map(|(c, _)| c), &msg);
+                Outgoing::ToPlaying(ServerMessage::Exploded { at: at.to_array() })
             }
-        }
+        };
+        outbox.write(out);
     }
 }

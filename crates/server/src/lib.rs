@@ -5,31 +5,50 @@
 //! buffered command is taken (or the last one repeated), bots decide, everyone moves, and
 //! on snapshot ticks every client gets the world with its own acknowledgements.
 
-mod bots;
-mod combat;
+// Modules, bottom up: each uses only those listed before it (and the config below);
+// `scripts/module-cycles` checks that none import each other in a circle.
+
+// Shared by many, using no other: strikes and budgets, where players appear, the
+// counters, encoding and sending at once.
 mod conduct;
-mod connections;
-mod inputs;
-mod resume;
-mod rules;
-mod snapshots;
 mod spawn;
 mod stats;
+mod wire;
+// One connection (its stage, conduct and slot), and the outbox that sends game messages
+// to every connection in the game.
+mod connection;
+mod outbox;
+// Each player's commands, and the snapshots that acknowledge them.
+mod inputs;
+mod snapshots;
+// Match rules, and sides in team games.
+mod rules;
+mod teams;
+// What clients send: datagrams (inputs, pings), and the sessions' reliable messages (the
+// handshake, chat), which may bring back a player kept by resume.
+mod datagrams;
+mod resume;
+mod sessions;
+// The rest: combat told to clients, bots, the status line.
+mod bots;
+mod combat;
+mod status;
 
 pub use conduct::{Conduct, KICK_STRIKES, Offence};
-pub use connections::{ClientIndex, Connection, ConnectionStage, PlayerSlots};
+pub use connection::{ClientIndex, Connection, ConnectionStage, PlayerSlots};
 pub use inputs::{InputBuffer, InputTiming, MAX_SEQ_AHEAD_SECONDS, Push};
 pub use resume::{Departed, DepartedPlayers, RESUME_SECONDS, Resumable};
-pub use rules::{GameMode, INTERMISSION, MatchRules, MatchState, smaller_team};
+pub use rules::{GameMode, INTERMISSION, MatchRules, MatchState};
 pub use snapshots::SnapshotCounter;
 pub use spawn::choose_spawn;
 pub use stats::{ServerStats, TickTimes};
+pub use teams::smaller_team;
 
 use bevy::prelude::*;
 use sightline_combat::{CombatPlugin, CombatSystems};
 use sightline_map::CurrentMap;
 use sightline_movement::MovementPlugin;
-use sightline_net::{RenetReceive, ServerNetPlugin, ShutdownPlugin, ShutdownSignal};
+use sightline_net::{RenetReceive, RenetSend, ServerNetPlugin, ShutdownPlugin, ShutdownSignal};
 use sightline_sim::{SimSet, SimulationPlugin, TickConfig};
 
 /// Default for [`ServerConfig::idle_kick_seconds`].
@@ -108,11 +127,13 @@ pub fn server_app(
     app
 }
 
-/// Work the server does outside the fixed tick, in `PreUpdate` after renet has received.
+/// Work the server does outside the fixed tick, around renet's receiving and sending.
 #[derive(SystemSet, Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum ServerSet {
-    /// Handshakes, chat, input packets.
+    /// Handshakes, chat, input packets: in `PreUpdate`, after renet has received.
     Receive,
+    /// The reliable messages of the frame: in `PostUpdate`, before renet sends.
+    Send,
 }
 
 /// The authoritative game server. Needs a [`CurrentMap`] and a transport
@@ -136,15 +157,17 @@ impl Plugin for ServerPlugin {
             .init_resource::<TickTimes>()
             .init_resource::<MatchState>()
             .init_resource::<DepartedPlayers>()
+            .add_message::<outbox::Outgoing>()
             .configure_sets(PreUpdate, ServerSet::Receive.after(RenetReceive))
-            .add_observer(connections::on_server_event)
+            .configure_sets(PostUpdate, ServerSet::Send.before(RenetSend))
+            .add_observer(sessions::on_server_event)
             .add_systems(Startup, bots::spawn_bots)
             .add_systems(
                 PreUpdate,
                 (
-                    connections::handle_reliable_messages,
-                    inputs::receive_datagrams,
-                    connections::drop_refused,
+                    sessions::handle_reliable_messages,
+                    datagrams::receive_datagrams,
+                    sessions::drop_refused,
                     resume::expire_departed,
                 )
                     .chain()
@@ -169,12 +192,13 @@ impl Plugin for ServerPlugin {
             .add_systems(
                 Update,
                 (
-                    stats::log_every_minute,
-                    connections::broadcast_scoreboard,
+                    status::log_every_minute,
+                    sessions::broadcast_scoreboard,
                     rules::broadcast_match,
                     combat::send_combat_events,
                 ),
             )
-            .add_systems(Last, stats::log_on_exit);
+            .add_systems(PostUpdate, outbox::send_outgoing.in_set(ServerSet::Send))
+            .add_systems(Last, status::log_on_exit);
     }
 }

@@ -3,6 +3,7 @@
 //! reconnects in time and shows the secret its Welcome carried gets them back. The secret
 //! proves identity, not the name: names are free for anyone to take.
 
+use crate::connection::PlayerSlots;
 use bevy::prelude::*;
 use sightline_combat::{Arsenal, Score, Team, Vitals};
 use sightline_movement::PlayerState;
@@ -79,7 +80,7 @@ impl DepartedPlayers {
 pub(crate) fn expire_departed(
     time: Res<Time<Real>>,
     mut departed: ResMut<DepartedPlayers>,
-    mut slots: ResMut<crate::PlayerSlots>,
+    mut slots: ResMut<PlayerSlots>,
 ) {
     for gone in departed.expire(time.elapsed_secs_f64()) {
         slots.release(gone.id);

@@ -1,13 +1,13 @@
 //! Match rules: free-for-all or team deathmatch, frag and time limits, an intermission with
 //! the final scores, then the next map of the rotation with everything reset.
 
-use crate::connections::send_to_playing;
-use crate::{Connection, ServerConfig, choose_spawn};
+use crate::ServerConfig;
+use crate::outbox::Outgoing;
+use crate::spawn::choose_spawn;
 use bevy::prelude::*;
 use sightline_combat::{Arsenal, ItemSpot, Rocket, Score, Team, Vitals, spawn_items_for};
 use sightline_map::{CurrentMap, MapSource, find_map};
 use sightline_movement::PlayerState;
-use sightline_net::RenetServer;
 use sightline_protocol::ServerMessage;
 use sightline_sim::{CurrentCmd, InputCmd, PlayerName, TickConfig};
 
@@ -61,16 +61,6 @@ pub struct MatchState {
     pub finished: u32,
 }
 
-/// The team with fewer members (red on a tie).
-pub fn smaller_team(teams: impl IntoIterator<Item = Team>) -> Team {
-    let (red, blue) =
-        teams.into_iter().fold(
-            (0, 0),
-            |(r, b), t| if t.0 == 0 { (r + 1, b) } else { (r, b + 1) },
-        );
-    Team(u8::from(blue < red))
-}
-
 /// Who leads: (name, frags) of the best player, or of the best team.
 fn leader(mode: GameMode, players: &[(String, i32, Option<Team>)]) -> Option<(String, i32)> {
     match mode {
@@ -103,8 +93,7 @@ pub(crate) fn run_match(
     tick: Res<TickConfig>,
     mut state: ResMut<MatchState>,
     mut map: ResMut<CurrentMap>,
-    mut server: ResMut<RenetServer>,
-    connections: Query<&Connection>,
+    mut outbox: MessageWriter<Outgoing>,
     mut players: Query<(
         &PlayerName,
         &mut Score,
@@ -136,7 +125,7 @@ pub(crate) fn run_match(
                         map_name: map.def.name.clone(),
                         map_hash: map.hash,
                     };
-                    send_to_playing(&mut server, connections.iter(), &msg);
+                    outbox.write(Outgoing::ToPlaying(msg));
                 }
                 Ok(_) => {}
                 Err(e) => error!("cannot load the next map, staying: {e}"),
@@ -174,11 +163,7 @@ pub(crate) fn run_match(
     info!("match over: {winner}");
     state.intermission = Some((INTERMISSION, winner.clone()));
     state.finished += 1;
-    send_to_playing(
-        &mut server,
-        connections.iter(),
-        &ServerMessage::MatchEnded { winner },
-    );
+    outbox.write(Outgoing::ToPlaying(ServerMessage::MatchEnded { winner }));
 }
 
 /// During the intermission nobody moves or fires.
@@ -205,8 +190,7 @@ pub(crate) fn broadcast_match(
     mut last: Local<f64>,
     config: Res<ServerConfig>,
     state: Res<MatchState>,
-    mut server: ResMut<RenetServer>,
-    connections: Query<&Connection>,
+    mut outbox: MessageWriter<Outgoing>,
 ) {
     let now = time.elapsed_secs_f64();
     if now - *last < 1.0 {
@@ -225,28 +209,12 @@ pub(crate) fn broadcast_match(
         time_left_s: left.ceil().min(u16::MAX as f32) as u16,
         intermission: state.intermission.is_some(),
     };
-    send_to_playing(&mut server, connections.iter(), &msg);
-}
-
-/// The team a newcomer joins in team games, balancing the sides.
-pub(crate) fn team_for_newcomer(
-    config: &ServerConfig,
-    teams: impl IntoIterator<Item = Team>,
-) -> Option<Team> {
-    (config.rules.mode == GameMode::TeamDeathmatch).then(|| smaller_team(teams))
+    outbox.write(Outgoing::ToPlaying(msg));
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn newcomers_join_the_smaller_team() {
-        assert_eq!(smaller_team([]), Team(0));
-        assert_eq!(smaller_team([Team(0)]), Team(1));
-        assert_eq!(smaller_team([Team(0), Team(1)]), Team(0));
-        assert_eq!(smaller_team([Team(1), Team(1), Team(0)]), Team(0));
-    }
 
     #[test]
     fn the_leader_is_the_best_player_or_team() {

@@ -1,6 +1,8 @@
 //! Snapshots: every player's state, sent to each client with its own acknowledgements.
 
-use crate::{Connection, ConnectionStage, InputBuffer, TickTimes};
+use crate::connection::{Connection, ConnectionStage};
+use crate::inputs::InputBuffer;
+use crate::stats::TickTimes;
 use bevy::prelude::*;
 use sightline_combat::{Arsenal, ItemSpot, Rocket, Vitals, items_present};
 use sightline_movement::PlayerState;

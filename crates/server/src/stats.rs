@@ -1,14 +1,7 @@
-//! What the server measures about itself, and the line it logs every minute.
+//! What the server counts and measures about itself.
 
-use crate::{Connection, PlayerSlots};
 use bevy::prelude::*;
-use sightline_combat::LagCompStats;
-use sightline_net::{NetStats, RenetServer};
-use sightline_sim::BotControlled;
 use std::time::Instant;
-
-/// Seconds between status lines.
-const LOG_INTERVAL: f64 = 60.0;
 
 /// Counters over the server's life.
 #[derive(Resource, Debug, Default)]
@@ -52,84 +45,14 @@ impl TickTimes {
     }
 }
 
+/// Starts timing a tick, before anything else in it.
 pub(crate) fn start_tick_timer(mut times: ResMut<TickTimes>) {
     times.started = Some(Instant::now());
 }
 
+/// Records the tick's duration, once its snapshots are sent.
 pub(crate) fn end_tick_timer(mut times: ResMut<TickTimes>) {
     if let Some(start) = times.started.take() {
         times.samples_us.push(start.elapsed().as_secs_f32() * 1e6);
-    }
-}
-
-/// What the status line reads.
-#[derive(bevy::ecs::system::SystemParam)]
-pub(crate) struct StatusSources<'w, 's> {
-    times: ResMut<'w, TickTimes>,
-    server: Res<'w, RenetServer>,
-    slots: Res<'w, PlayerSlots>,
-    bots: Query<'w, 's, (), With<BotControlled>>,
-    connections: Query<'w, 's, &'static Connection>,
-    stats: Res<'w, ServerStats>,
-    net: Res<'w, NetStats>,
-    lagcomp: Res<'w, LagCompStats>,
-}
-
-impl StatusSources<'_, '_> {
-    /// The status line as `key=value` pairs (for hosts' log tools and for tests), then
-    /// a fresh start for the tick times.
-    fn line(&mut self) -> String {
-        let (mut out, mut inn) = (0.0, 0.0);
-        for c in &self.connections {
-            out += self.server.bytes_sent_per_sec(c.client_id);
-            inn += self.server.bytes_received_per_sec(c.client_id);
-        }
-        let (p50, p99, max) = self.times.summary_ms().unwrap_or_default();
-        self.times.samples_us.clear();
-        let (stats, net) = (&*self.stats, &*self.net);
-        format!(
-            "status: players={} bots={} tick_p50_ms={p50:.3} tick_p99_ms={p99:.3} \
-             tick_max_ms={max:.3} out_kBps={:.1} in_kBps={:.1} kicks={} strikes={} \
-             malformed={} over_budget={} refused_commands={} refused_shots={} \
-             junk_datagrams={} handshakes_refused={} connections_refused={} \
-             tokens_issued={} tokens_refused={} token_requests_dropped={}",
-            self.slots.len(),
-            self.bots.iter().count(),
-            out / 1000.0,
-            inn / 1000.0,
-            stats.kicks,
-            stats.strikes,
-            stats.malformed_packets,
-            stats.over_budget,
-            stats.refused_commands,
-            self.lagcomp.refused,
-            net.junk_datagrams,
-            net.handshakes_refused,
-            net.connections_refused,
-            net.tokens_issued,
-            net.tokens_refused,
-            net.token_requests_dropped,
-        )
-    }
-}
-
-/// Logs players, tick time, bandwidth and what was refused, once a minute.
-pub(crate) fn log_every_minute(
-    time: Res<Time<Real>>,
-    mut last: Local<f64>,
-    mut sources: StatusSources,
-) {
-    let now = time.elapsed_secs_f64();
-    if now - *last < LOG_INTERVAL {
-        return;
-    }
-    *last = now;
-    info!("{}", sources.line());
-}
-
-/// Logs a last status line when the server stops, so even a short run has its figures.
-pub(crate) fn log_on_exit(exit: MessageReader<AppExit>, mut sources: StatusSources) {
-    if !exit.is_empty() {
-        info!("{}", sources.line());
     }
 }

@@ -1,12 +1,19 @@
-//! Connections: the handshake, joining and leaving, and chat.
+//! The life of a connection: connecting, the handshake that makes it a player (or brings a
+//! dropped player back), chat, the scoreboard, leaving, and being dropped when refused,
+//! silent or idle.
 
-use crate::conduct::{self, Conduct, Offence};
+use crate::ServerConfig;
+use crate::conduct::{self, Offence};
+use crate::connection::{ClientIndex, Connection, ConnectionStage, PlayerSlots};
 use crate::inputs::InputBuffer;
+use crate::outbox::{Outgoing, send_to_playing};
 use crate::resume::{Departed, DepartedPlayers, Resumable};
 use crate::snapshots::SnapshotCounter;
-use crate::{ServerConfig, ServerStats, choose_spawn};
+use crate::spawn::choose_spawn;
+use crate::stats::ServerStats;
+use crate::teams::team_for_newcomer;
+use crate::wire::send_reliable;
 use bevy::ecs::query::QueryData;
-use bevy::platform::collections::HashMap;
 use bevy::prelude::*;
 use sightline_combat::{Arsenal, Score, Team, ViewWindow, Vitals};
 use sightline_map::CurrentMap;
@@ -17,115 +24,11 @@ use sightline_protocol::{
     Welcome, Wire, clean_text,
 };
 use sightline_sim::{BotControlled, Player, PlayerId, PlayerName};
-use std::collections::BTreeSet;
 
 /// How long a connection may take to say Hello, seconds.
 const HELLO_TIMEOUT: f64 = 10.0;
 /// How long a refused client has to read why before it is dropped, seconds.
 const REFUSAL_GRACE: f64 = 1.0;
-/// Chat lines a player may send in a burst, and lines regained per second.
-const CHAT_BURST: f32 = 5.0;
-const CHAT_PER_SECOND: f32 = 1.0;
-
-/// Where a connection is in its life.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub enum ConnectionStage {
-    /// Connected at this time, waiting for Hello.
-    AwaitingHello {
-        /// When it connected, real seconds.
-        since: f64,
-    },
-    /// Welcomed and in the game.
-    Playing,
-    /// Told why it may not play; dropped shortly after.
-    Refused {
-        /// When, real seconds.
-        at: f64,
-    },
-}
-
-/// One network connection; once playing, the same entity is its player.
-#[derive(Component, Debug)]
-pub struct Connection {
-    /// renet's id for it.
-    pub client_id: ClientId,
-    /// Where it is in its life.
-    pub stage: ConnectionStage,
-    /// Messages from it that failed to decode (saturating).
-    pub malformed: u32,
-    /// Its strikes and budgets.
-    pub conduct: Conduct,
-    chat_tokens: f32,
-    chat_updated: f64,
-}
-
-impl Connection {
-    fn new(client_id: ClientId, now: f64) -> Self {
-        Self {
-            client_id,
-            stage: ConnectionStage::AwaitingHello { since: now },
-            malformed: 0,
-            conduct: Conduct::new(now),
-            chat_tokens: CHAT_BURST,
-            chat_updated: now,
-        }
-    }
-
-    fn allow_chat(&mut self, now: f64) -> bool {
-        let regained = (now - self.chat_updated) as f32 * CHAT_PER_SECOND;
-        self.chat_tokens = (self.chat_tokens + regained).min(CHAT_BURST);
-        self.chat_updated = now;
-        if self.chat_tokens >= 1.0 {
-            self.chat_tokens -= 1.0;
-            true
-        } else {
-            false
-        }
-    }
-}
-
-/// Finds a connection's entity by renet id.
-#[derive(Resource, Default)]
-pub struct ClientIndex(pub HashMap<ClientId, Entity>);
-
-/// Player ids in use, bots included, up to the server's limit.
-#[derive(Resource, Debug)]
-pub struct PlayerSlots {
-    max: u8,
-    used: BTreeSet<u8>,
-}
-
-impl PlayerSlots {
-    /// Room for `max` players.
-    pub fn new(max: u8) -> Self {
-        Self {
-            max,
-            used: BTreeSet::new(),
-        }
-    }
-
-    /// Takes the lowest free id, if any.
-    pub fn take(&mut self) -> Option<PlayerId> {
-        let id = (0..self.max).find(|i| !self.used.contains(i))?;
-        self.used.insert(id);
-        Some(PlayerId(id))
-    }
-
-    /// Frees an id.
-    pub fn release(&mut self, id: PlayerId) {
-        self.used.remove(&id.0);
-    }
-
-    /// Players present.
-    pub fn len(&self) -> usize {
-        self.used.len()
-    }
-
-    /// Whether nobody is present.
-    pub fn is_empty(&self) -> bool {
-        self.used.is_empty()
-    }
-}
 
 /// What the handshake needs to know of the players already in the game.
 type PresentPlayers<'w, 's> = Query<
@@ -139,41 +42,6 @@ type PresentPlayers<'w, 's> = Query<
         Option<&'static Team>,
     ),
 >;
-
-/// Encodes a message to send. One above its cap would be refused by every peer; it can
-/// only come from a server bug, so it is dropped with a warning instead of sent.
-pub(crate) fn encoded(msg: &impl Wire) -> Option<Vec<u8>> {
-    match msg.encode() {
-        Ok(bytes) => Some(bytes),
-        Err(e) => {
-            warn!("a message was not sent: {e}");
-            None
-        }
-    }
-}
-
-/// Sends a reliable message to one client.
-pub(crate) fn send_reliable(server: &mut RenetServer, client: ClientId, msg: &ServerMessage) {
-    if let Some(bytes) = encoded(msg) {
-        server.send_message(client, Channel::Reliable, bytes);
-    }
-}
-
-/// Sends a reliable message to every client that is in the game.
-pub(crate) fn send_to_playing<'a>(
-    server: &mut RenetServer,
-    connections: impl IntoIterator<Item = &'a Connection>,
-    msg: &ServerMessage,
-) {
-    let Some(bytes) = encoded(msg) else {
-        return;
-    };
-    for c in connections {
-        if c.stage == ConnectionStage::Playing {
-            server.send_message(c.client_id, Channel::Reliable, bytes.clone());
-        }
-    }
-}
 
 /// What a player leaves behind on disconnecting, to come back to.
 #[derive(QueryData)]
@@ -227,6 +95,8 @@ pub(crate) fn on_server_event(
                     id,
                     reason: reason.to_string(),
                 };
+                // Sent now, not through the outbox: a client welcomed later in this frame
+                // was never told of this player (and may have been given its id).
                 let others = connections.iter().filter(|c| c.client_id != *client_id);
                 send_to_playing(&mut server, others, &left);
             } else {
@@ -249,6 +119,7 @@ pub(crate) fn handle_reliable_messages(
     leaving: Leaving,
     index: Res<ClientIndex>,
     mut stats: ResMut<ServerStats>,
+    mut outbox: MessageWriter<Outgoing>,
     config: Res<ServerConfig>,
     map: Res<CurrentMap>,
     time: Res<Time<Real>>,
@@ -272,7 +143,7 @@ pub(crate) fn handle_reliable_messages(
         );
         if batch.dropped > 0 {
             stats.over_budget = stats.over_budget.saturating_add(batch.dropped as u64);
-            offend(&mut server, &mut conn, Offence::Flood, now, &mut stats);
+            conn.offend(&mut server, Offence::Flood, now, &mut stats);
         }
         for bytes in batch.messages {
             if matches!(conn.stage, ConnectionStage::Refused { .. }) {
@@ -281,7 +152,7 @@ pub(crate) fn handle_reliable_messages(
             let msg = match ClientMessage::decode(&bytes) {
                 Ok(msg) => msg,
                 Err(_) => {
-                    offend_malformed(&mut server, &mut conn, bytes.is_empty(), now, &mut stats);
+                    conn.offend_malformed(&mut server, bytes.is_empty(), now, &mut stats);
                     continue;
                 }
             };
@@ -299,7 +170,7 @@ pub(crate) fn handle_reliable_messages(
                             "protocol mismatch: server speaks version {PROTOCOL_VERSION}, \
                              client speaks version {protocol_version}"
                         );
-                        refuse(&mut server, &mut conn, reason, now);
+                        conn.refuse(&mut server, reason, now);
                         continue;
                     }
                     // A player coming back within the minute, proven by their secret: from
@@ -322,7 +193,7 @@ pub(crate) fn handle_reliable_messages(
                     };
                     let Some(id) = id else {
                         let reason = format!("server is full ({} players)", config.max_players);
-                        refuse(&mut server, &mut conn, reason, now);
+                        conn.refuse(&mut server, reason, now);
                         continue;
                     };
                     let taken: Vec<&str> = players
@@ -369,7 +240,7 @@ pub(crate) fn handle_reliable_messages(
                         .chain(joined_teams.iter().copied());
                     let team = match &back {
                         Some(b) => b.team,
-                        None => crate::rules::team_for_newcomer(&config, teams),
+                        None => team_for_newcomer(&config.rules, teams),
                     };
                     if let Some(team) = team {
                         commands.entity(entity).insert(team);
@@ -414,40 +285,23 @@ pub(crate) fn handle_reliable_messages(
                         "ignored {msg:?} from client {} in stage {stage:?}",
                         conn.client_id
                     );
-                    offend(&mut server, &mut conn, Offence::Unexpected, now, &mut stats);
+                    conn.offend(&mut server, Offence::Unexpected, now, &mut stats);
                 }
             }
         }
     }
 
-    // Announce joins to everyone in the game, the newcomers included.
-    let conns: Vec<&Connection> = connections.iter().map(|(_, c)| c).collect();
+    // Announce joins to everyone in the game, the newcomers included (after their
+    // Welcome, sent above).
     for (id, name, _) in joined {
         let msg = ServerMessage::PlayerJoined {
             id,
             name,
             bot: false,
         };
-        send_to_playing(&mut server, conns.iter().copied(), &msg);
+        outbox.write(Outgoing::ToPlaying(msg));
     }
-    for msg in chat {
-        send_to_playing(&mut server, conns.iter().copied(), &msg);
-    }
-}
-
-/// Records an offence; past the threshold the connection is told why and kicked.
-pub(crate) fn offend(
-    server: &mut RenetServer,
-    conn: &mut Connection,
-    offence: Offence,
-    now: f64,
-    stats: &mut ServerStats,
-) {
-    stats.strikes = stats.strikes.saturating_add(u64::from(offence.weight()));
-    if let Some(reason) = conn.conduct.strike(offence, now) {
-        stats.kicks = stats.kicks.saturating_add(1);
-        refuse(server, conn, reason, now);
-    }
+    outbox.write_batch(chat.into_iter().map(Outgoing::ToPlaying));
 }
 
 /// Moves a player still held by an older connection to the one that proved their secret:
@@ -493,41 +347,6 @@ fn record_of(player: LeavingPlayerItem, at: f64) -> Option<Departed> {
         arsenal: *player.arsenal,
         at,
     })
-}
-
-/// Counts a message that failed to decode, and strikes its sender.
-pub(crate) fn offend_malformed(
-    server: &mut RenetServer,
-    conn: &mut Connection,
-    empty: bool,
-    now: f64,
-    stats: &mut ServerStats,
-) {
-    conn.malformed = conn.malformed.saturating_add(1);
-    stats.malformed_packets = stats.malformed_packets.saturating_add(1);
-    let offence = if empty {
-        Offence::Empty
-    } else {
-        Offence::Malformed
-    };
-    offend(server, conn, offence, now, stats);
-}
-
-/// Counts a command no honest client could send, and strikes its sender.
-pub(crate) fn refuse_command(
-    server: &mut RenetServer,
-    conn: &mut Connection,
-    now: f64,
-    stats: &mut ServerStats,
-) {
-    stats.refused_commands = stats.refused_commands.saturating_add(1);
-    offend(server, conn, Offence::ImpossibleInput, now, stats);
-}
-
-pub(crate) fn refuse(server: &mut RenetServer, conn: &mut Connection, reason: String, now: f64) {
-    info!("refused client {}: {reason}", conn.client_id);
-    send_reliable(server, conn.client_id, &ServerMessage::Refused { reason });
-    conn.stage = ConnectionStage::Refused { at: now };
 }
 
 fn send_welcome(
@@ -618,15 +437,10 @@ pub(crate) fn drop_refused(
             ConnectionStage::Playing if conn.conduct.idle(now, config.idle_kick_seconds) => {
                 stats.kicks = stats.kicks.saturating_add(1);
                 let reason = format!("kicked: no input for {} seconds", config.idle_kick_seconds);
-                refuse(&mut server, &mut conn, reason, now);
+                conn.refuse(&mut server, reason, now);
             }
             ConnectionStage::AwaitingHello { since } if now - since > HELLO_TIMEOUT => {
-                refuse(
-                    &mut server,
-                    &mut conn,
-                    "no Hello received in time".into(),
-                    now,
-                );
+                conn.refuse(&mut server, "no Hello received in time".into(), now);
             }
             _ => {}
         }
@@ -637,8 +451,8 @@ pub(crate) fn drop_refused(
 pub(crate) fn broadcast_scoreboard(
     time: Res<Time<Real>>,
     mut last: Local<f64>,
-    mut server: ResMut<RenetServer>,
-    connections: Query<&Connection>,
+    server: Res<RenetServer>,
+    mut outbox: MessageWriter<Outgoing>,
     players: Query<(&PlayerId, &Score, Option<&Connection>, Option<&Team>)>,
 ) {
     let now = time.elapsed_secs_f64();
@@ -664,27 +478,12 @@ pub(crate) fn broadcast_scoreboard(
         return;
     }
     lines.sort_by_key(|l| l.id);
-    send_to_playing(
-        &mut server,
-        connections.iter(),
-        &ServerMessage::Scoreboard(lines),
-    );
+    outbox.write(Outgoing::ToPlaying(ServerMessage::Scoreboard(lines)));
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn slots_hand_out_the_lowest_free_id_up_to_the_limit() {
-        let mut slots = PlayerSlots::new(2);
-        assert_eq!(slots.take(), Some(PlayerId(0)));
-        assert_eq!(slots.take(), Some(PlayerId(1)));
-        assert_eq!(slots.take(), None);
-        slots.release(PlayerId(0));
-        assert_eq!(slots.take(), Some(PlayerId(0)));
-        assert_eq!(slots.len(), 2);
-    }
 
     #[test]
     fn names_are_made_unique() {
@@ -741,14 +540,5 @@ mod tests {
         }
         assert_eq!(unique_name("Server", &["player"]), "player (2)");
         assert_eq!(unique_name("Servers", &[]), "Servers");
-    }
-
-    #[test]
-    fn chat_is_rate_limited() {
-        let mut c = Connection::new(1, 0.0);
-        let sent = (0..10).filter(|_| c.allow_chat(0.0)).count();
-        assert_eq!(sent, CHAT_BURST as usize);
-        assert!(!c.allow_chat(0.5));
-        assert!(c.allow_chat(1.6));
     }
 }

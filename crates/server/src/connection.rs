@@ -1,0 +1,215 @@
+//! One connection: where it is in its life, its conduct, and what happens to it when it
+//! misbehaves; the index from renet's ids to connections, and the player slots.
+
+use crate::conduct::{Conduct, Offence};
+use crate::stats::ServerStats;
+use crate::wire::send_reliable;
+use bevy::platform::collections::HashMap;
+use bevy::prelude::*;
+use sightline_net::{ClientId, RenetServer};
+use sightline_protocol::ServerMessage;
+use sightline_sim::PlayerId;
+use std::collections::BTreeSet;
+
+/// Chat lines a player may send in a burst, and lines regained per second.
+const CHAT_BURST: f32 = 5.0;
+const CHAT_PER_SECOND: f32 = 1.0;
+
+/// Where a connection is in its life.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum ConnectionStage {
+    /// Connected at this time, waiting for Hello.
+    AwaitingHello {
+        /// When it connected, real seconds.
+        since: f64,
+    },
+    /// Welcomed and in the game.
+    Playing,
+    /// Told why it may not play; dropped shortly after.
+    Refused {
+        /// When, real seconds.
+        at: f64,
+    },
+}
+
+/// One network connection; once playing, the same entity is its player.
+#[derive(Component, Debug)]
+pub struct Connection {
+    /// renet's id for it.
+    pub client_id: ClientId,
+    /// Where it is in its life.
+    pub stage: ConnectionStage,
+    /// Messages from it that failed to decode (saturating).
+    pub malformed: u32,
+    /// Its strikes and budgets.
+    pub conduct: Conduct,
+    chat_tokens: f32,
+    chat_updated: f64,
+}
+
+impl Connection {
+    /// A connection made at `now`, waiting for Hello.
+    pub(crate) fn new(client_id: ClientId, now: f64) -> Self {
+        Self {
+            client_id,
+            stage: ConnectionStage::AwaitingHello { since: now },
+            malformed: 0,
+            conduct: Conduct::new(now),
+            chat_tokens: CHAT_BURST,
+            chat_updated: now,
+        }
+    }
+
+    /// Whether it may chat now: a burst of [`CHAT_BURST`] lines, then one a second.
+    pub(crate) fn allow_chat(&mut self, now: f64) -> bool {
+        let regained = (now - self.chat_updated) as f32 * CHAT_PER_SECOND;
+        self.chat_tokens = (self.chat_tokens + regained).min(CHAT_BURST);
+        self.chat_updated = now;
+        if self.chat_tokens >= 1.0 {
+            self.chat_tokens -= 1.0;
+            true
+        } else {
+            false
+        }
+    }
+
+    /// Records an offence; past the threshold the connection is told why and kicked.
+    pub(crate) fn offend(
+        &mut self,
+        server: &mut RenetServer,
+        offence: Offence,
+        now: f64,
+        stats: &mut ServerStats,
+    ) {
+        stats.strikes = stats.strikes.saturating_add(u64::from(offence.weight()));
+        if let Some(reason) = self.conduct.strike(offence, now) {
+            stats.kicks = stats.kicks.saturating_add(1);
+            self.refuse(server, reason, now);
+        }
+    }
+
+    /// Counts a message that failed to decode, and strikes its sender.
+    pub(crate) fn offend_malformed(
+        &mut self,
+        server: &mut RenetServer,
+        empty: bool,
+        now: f64,
+        stats: &mut ServerStats,
+    ) {
+        self.malformed = self.malformed.saturating_add(1);
+        stats.malformed_packets = stats.malformed_packets.saturating_add(1);
+        let offence = if empty {
+            Offence::Empty
+        } else {
+            Offence::Malformed
+        };
+        self.offend(server, offence, now, stats);
+    }
+
+    /// Counts a command no honest client could send, and strikes its sender.
+    pub(crate) fn refuse_command(
+        &mut self,
+        server: &mut RenetServer,
+        now: f64,
+        stats: &mut ServerStats,
+    ) {
+        stats.refused_commands = stats.refused_commands.saturating_add(1);
+        self.offend(server, Offence::ImpossibleInput, now, stats);
+    }
+
+    /// Tells the client why it may not play (or play on), to be dropped after a grace.
+    ///
+    /// Sent at once rather than through the outbox: the outbox sends only to connections
+    /// in the game, and this one leaves it now, so the reason is the last message it gets.
+    pub(crate) fn refuse(&mut self, server: &mut RenetServer, reason: String, now: f64) {
+        info!("refused client {}: {reason}", self.client_id);
+        send_reliable(server, self.client_id, &ServerMessage::Refused { reason });
+        self.stage = ConnectionStage::Refused { at: now };
+    }
+}
+
+/// Finds a connection's entity by renet id.
+#[derive(Resource, Default)]
+pub struct ClientIndex(pub HashMap<ClientId, Entity>);
+
+/// Player ids in use, bots included, up to the server's limit.
+#[derive(Resource, Debug)]
+pub struct PlayerSlots {
+    max: u8,
+    used: BTreeSet<u8>,
+}
+
+impl PlayerSlots {
+    /// Room for `max` players.
+    pub fn new(max: u8) -> Self {
+        Self {
+            max,
+            used: BTreeSet::new(),
+        }
+    }
+
+    /// Takes the lowest free id, if any.
+    pub fn take(&mut self) -> Option<PlayerId> {
+        let id = (0..self.max).find(|i| !self.used.contains(i))?;
+        self.used.insert(id);
+        Some(PlayerId(id))
+    }
+
+    /// Frees an id.
+    pub fn release(&mut self, id: PlayerId) {
+        self.used.remove(&id.0);
+    }
+
+    /// Players present.
+    pub fn len(&self) -> usize {
+        self.used.len()
+    }
+
+    /// Whether nobody is present.
+    pub fn is_empty(&self) -> bool {
+        self.used.is_empty()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn slots_hand_out_the_lowest_free_id_up_to_the_limit() {
+        let mut slots = PlayerSlots::new(2);
+        assert_eq!(slots.take(), Some(PlayerId(0)));
+        assert_eq!(slots.take(), Some(PlayerId(1)));
+        assert_eq!(slots.take(), None);
+        slots.release(PlayerId(0));
+        assert_eq!(slots.take(), Some(PlayerId(0)));
+        assert_eq!(slots.len(), 2);
+    }
+
+    #[test]
+    fn chat_is_rate_limited() {
+        let mut c = Connection::new(1, 0.0);
+        let sent = (0..10).filter(|_| c.allow_chat(0.0)).count();
+        assert_eq!(sent, CHAT_BURST as usize);
+        assert!(!c.allow_chat(0.5));
+        assert!(c.allow_chat(1.6));
+    }
+
+    #[test]
+    fn enough_offences_refuse_the_connection() {
+        let mut server = RenetServer::new(sightline_protocol::connection_config());
+        server.add_connection(1);
+        let mut stats = ServerStats::default();
+        let mut c = Connection::new(1, 0.0);
+        c.stage = ConnectionStage::Playing;
+        for _ in 0..crate::KICK_STRIKES / 2 - 1 {
+            c.refuse_command(&mut server, 0.0, &mut stats);
+        }
+        assert_eq!(c.stage, ConnectionStage::Playing);
+        c.offend_malformed(&mut server, true, 0.0, &mut stats);
+        c.offend_malformed(&mut server, false, 0.0, &mut stats);
+        assert_eq!(c.stage, ConnectionStage::Refused { at: 0.0 });
+        assert_eq!((stats.kicks, stats.malformed_packets), (1, 2));
+        assert_eq!(stats.strikes, u64::from(crate::KICK_STRIKES));
+    }
+}

@@ -1,0 +1,94 @@
+//! Datagrams from clients: input packets into each player's buffer, and clock-sync pings
+//! answered at once.
+
+use crate::conduct::{self, Offence};
+use crate::connection::{Connection, ConnectionStage};
+use crate::inputs::{InputBuffer, Push};
+use crate::snapshots::SnapshotCounter;
+use crate::stats::ServerStats;
+use crate::wire::encoded;
+use bevy::prelude::*;
+use sightline_net::RenetServer;
+use sightline_protocol::{Channel, ClientDatagram, ServerDatagram, Wire};
+use sightline_sim::TickConfig;
+
+/// Reads input packets into each player's buffer and answers clock-sync pings at once,
+/// within each connection's per-frame budget; junk, floods and impossible commands earn
+/// strikes.
+pub(crate) fn receive_datagrams(
+    mut server: ResMut<RenetServer>,
+    mut connections: Query<(
+        &mut Connection,
+        Option<&mut InputBuffer>,
+        Option<&SnapshotCounter>,
+    )>,
+    mut stats: ResMut<ServerStats>,
+    config: Res<TickConfig>,
+    time: Res<Time<Virtual>>,
+    real: Res<Time<Real>>,
+) {
+    let now = real.elapsed_secs_f64();
+    for (mut conn, mut buffer, counter) in &mut connections {
+        if matches!(conn.stage, ConnectionStage::Refused { .. }) {
+            continue; // discarded unread by `drop_refused`
+        }
+        let mut bytes_left = conduct::FRAME_BYTES;
+        let batch = conduct::take_budgeted(
+            &mut server,
+            conn.client_id,
+            Channel::Unreliable,
+            conduct::FRAME_DATAGRAMS,
+            &mut bytes_left,
+        );
+        // Over the frame's budget is dropped unread; only the rate is an offence.
+        stats.over_budget = stats.over_budget.saturating_add(batch.dropped as u64);
+        let arrived = batch.messages.len() + batch.dropped;
+        if conn.conduct.count_datagrams(arrived, now, config.tick_hz) {
+            conn.offend(&mut server, Offence::Flood, now, &mut stats);
+        }
+        for bytes in batch.messages {
+            if matches!(conn.stage, ConnectionStage::Refused { .. }) {
+                break;
+            }
+            let packet = match ClientDatagram::decode(&bytes) {
+                Ok(ClientDatagram::Input(p)) => p,
+                Ok(ClientDatagram::Ping { client_time_us }) => {
+                    // The simulation clock: snapshots are stamped on it too.
+                    let pong = ServerDatagram::Pong {
+                        client_time_us,
+                        server_time_us: time.elapsed().as_micros() as u64,
+                    };
+                    if let Some(bytes) = encoded(&pong) {
+                        server.send_message(conn.client_id, Channel::Unreliable, bytes);
+                    }
+                    continue;
+                }
+                Err(_) => {
+                    conn.offend_malformed(&mut server, bytes.is_empty(), now, &mut stats);
+                    continue;
+                }
+            };
+            let (Some(buffer), Some(counter)) = (buffer.as_deref_mut(), counter) else {
+                continue; // not in the game yet: inputs mean nothing
+            };
+            // An acknowledgement must name a snapshot sent to this client recently; 0
+            // (none yet) is allowed, a number never sent is not.
+            let ack_tick = counter.tick_of(packet.ack_snapshot);
+            if packet.ack_snapshot != 0
+                && ack_tick.is_none()
+                && packet.ack_snapshot > counter.last()
+            {
+                conn.refuse_command(&mut server, now, &mut stats);
+                continue;
+            }
+            conn.conduct.last_command_at = now;
+            buffer.ack_snapshot = buffer.ack_snapshot.max(packet.ack_snapshot);
+            for cmd in packet.cmds.iter().rev() {
+                if buffer.push(*cmd, ack_tick) == Push::TooFarAhead {
+                    conn.refuse_command(&mut server, now, &mut stats);
+                    break;
+                }
+            }
+        }
+    }
+}
