@@ -14,14 +14,15 @@ use crate::stats::ServerStats;
 use crate::teams::team_for_newcomer;
 use crate::wire::send_reliable;
 use bevy::ecs::query::QueryData;
+use bevy::ecs::system::SystemParam;
 use bevy::prelude::*;
 use sightline_combat::{Arsenal, Score, Team, ViewWindow, Vitals};
 use sightline_map::CurrentMap;
 use sightline_movement::PlayerState;
 use sightline_net::{ClientId, DisconnectReason, RenetServer, RenetServerEvent, ServerEvent};
 use sightline_protocol::{
-    Channel, ClientMessage, MAX_CHAT_LEN, MAX_NAME_LEN, PROTOCOL_VERSION, ScoreLine, ServerMessage,
-    Welcome, Wire, clean_text,
+    Channel, ClientMessage, MAX_CHAT_LEN, MAX_NAME_LEN, PROTOCOL_VERSION, ResumeSecret, ScoreLine,
+    ServerMessage, Welcome, Wire, clean_text,
 };
 use sightline_sim::{BotControlled, Player, PlayerId, PlayerName};
 
@@ -107,31 +108,45 @@ pub(crate) fn on_server_event(
     }
 }
 
-/// Reads Hello and Chat messages from every connection.
+/// A player admitted this frame, whom later Hellos in the frame must not collide with.
+struct Admitted {
+    id: PlayerId,
+    name: String,
+    pos: Vec3,
+    team: Option<Team>,
+}
+
+/// What admitting a player reads and changes.
+#[derive(SystemParam)]
+pub(crate) struct Admission<'w, 's> {
+    commands: Commands<'w, 's>,
+    players: PresentPlayers<'w, 's>,
+    slots: ResMut<'w, PlayerSlots>,
+    departed: ResMut<'w, DepartedPlayers>,
+    holders: Query<'w, 's, (Entity, &'static Resumable)>,
+    leaving: Leaving<'w, 's>,
+    index: Res<'w, ClientIndex>,
+    config: Res<'w, ServerConfig>,
+    map: Res<'w, CurrentMap>,
+}
+
+/// Reads every connection's reliable messages within its per-frame budget: a Hello makes
+/// it a player, chat is passed on to everyone, junk and messages out of turn earn strikes.
 pub(crate) fn handle_reliable_messages(
-    mut commands: Commands,
     mut server: ResMut<RenetServer>,
     mut connections: Query<(Entity, &mut Connection)>,
-    players: PresentPlayers,
-    mut slots: ResMut<PlayerSlots>,
-    mut departed: ResMut<DepartedPlayers>,
-    holders: Query<(Entity, &Resumable)>,
-    leaving: Leaving,
-    index: Res<ClientIndex>,
+    mut admission: Admission,
     mut stats: ResMut<ServerStats>,
     mut outbox: MessageWriter<Outgoing>,
-    config: Res<ServerConfig>,
-    map: Res<CurrentMap>,
     time: Res<Time<Real>>,
 ) {
     let now = time.elapsed_secs_f64();
-    let mut joined: Vec<(PlayerId, String, Vec3)> = Vec::new();
-    let mut joined_teams: Vec<Team> = Vec::new();
+    let mut admitted: Vec<Admitted> = Vec::new();
     let mut chat: Vec<ServerMessage> = Vec::new();
 
     for (entity, mut conn) in &mut connections {
         if matches!(conn.stage, ConnectionStage::Refused { .. }) {
-            continue; // its traffic is discarded unread (see `receive_datagrams`)
+            continue; // its traffic is discarded unread (see `drop_refused`)
         }
         let mut bytes_left = conduct::FRAME_BYTES;
         let batch = conduct::take_budgeted(
@@ -173,112 +188,19 @@ pub(crate) fn handle_reliable_messages(
                         conn.refuse(&mut server, reason, now);
                         continue;
                     }
-                    // A player coming back within the minute, proven by their secret: from
-                    // the departed, or from a connection the server has not yet noticed
-                    // is dead (the client timed out first).
-                    let back = resume.and_then(|secret| {
-                        departed.take(&secret, now).or_else(|| {
-                            let holder = holders.iter().find(|(_, r)| r.0 == secret)?.0;
-                            take_over(holder, &leaving, &index, &mut server, &mut commands, now)
-                        })
-                    });
-                    let id = match &back {
-                        Some(record) => Some(record.id),
-                        // A full server lets the longest-gone player's place go first.
-                        None => slots.take().or_else(|| {
-                            let gone = departed.evict_oldest()?;
-                            slots.release(gone.id);
-                            slots.take()
-                        }),
-                    };
-                    let Some(id) = id else {
-                        let reason = format!("server is full ({} players)", config.max_players);
-                        conn.refuse(&mut server, reason, now);
-                        continue;
-                    };
-                    let taken: Vec<&str> = players
-                        .iter()
-                        .map(|p| p.1.0.as_str())
-                        .chain(joined.iter().map(|j| j.1.as_str()))
-                        .collect();
-                    let wanted = back.as_ref().map_or(name.as_str(), |b| b.name.as_str());
-                    let name = unique_name(&clean_text(wanted, MAX_NAME_LEN), &taken);
-                    let occupied: Vec<Vec3> = players
-                        .iter()
-                        .map(|p| p.2.pos)
-                        .chain(joined.iter().map(|j| j.2))
-                        .collect();
-                    let (state, vitals, arsenal, score) = match &back {
-                        Some(b) => (b.state, b.vitals, b.arsenal, b.score),
-                        None => {
-                            let spawn = choose_spawn(&map.def.spawns, &occupied);
-                            (
-                                PlayerState::at(spawn.pos, spawn.yaw),
-                                Vitals::spawned(),
-                                Arsenal::default(),
-                                Score::default(),
-                            )
-                        }
-                    };
-                    let secret = Resumable::random();
-                    commands.entity(entity).insert((
-                        Player,
-                        id,
-                        PlayerName(name.clone()),
-                        state,
-                        InputBuffer::new(config.tick),
-                        SnapshotCounter::default(),
-                        ViewWindow::CLOSED,
-                        vitals,
-                        arsenal,
-                        score,
-                        secret,
-                    ));
-                    let teams = players
-                        .iter()
-                        .filter_map(|p| p.4.copied())
-                        .chain(joined_teams.iter().copied());
-                    let team = match &back {
-                        Some(b) => b.team,
-                        None => team_for_newcomer(&config.rules, teams),
-                    };
-                    if let Some(team) = team {
-                        commands.entity(entity).insert(team);
-                        joined_teams.push(team);
-                    }
-                    conn.stage = ConnectionStage::Playing;
-                    conn.conduct.last_command_at = now;
-                    send_welcome(
+                    let player = admission.admit(
                         &mut server,
-                        conn.client_id,
-                        id,
-                        secret,
-                        &config,
-                        &map,
-                        &players,
+                        entity,
+                        &mut conn,
+                        &name,
+                        resume,
+                        &admitted,
+                        now,
                     );
-                    info!(
-                        "{name} {} as player {} from client {}",
-                        if back.is_some() {
-                            "came back"
-                        } else {
-                            "joined"
-                        },
-                        id.0,
-                        conn.client_id
-                    );
-                    joined.push((id, name, state.pos));
+                    admitted.extend(player);
                 }
                 (ClientMessage::Chat { text }, ConnectionStage::Playing) => {
-                    let Ok((from, name, ..)) = players.get(entity) else {
-                        continue;
-                    };
-                    let text = clean_text(&text, MAX_CHAT_LEN);
-                    if text.is_empty() || !conn.allow_chat(now) {
-                        continue;
-                    }
-                    info!("chat {}: {text}", name.0);
-                    chat.push(ServerMessage::Chat { from: *from, text });
+                    chat.extend(chat_line(&admission.players, entity, &mut conn, &text, now));
                 }
                 (msg, stage) => {
                     debug!(
@@ -292,16 +214,189 @@ pub(crate) fn handle_reliable_messages(
     }
 
     // Announce joins to everyone in the game, the newcomers included (after their
-    // Welcome, sent above).
-    for (id, name, _) in joined {
-        let msg = ServerMessage::PlayerJoined {
+    // Welcome, sent at once).
+    outbox.write_batch(admitted.into_iter().map(|p| {
+        Outgoing::ToPlaying(ServerMessage::PlayerJoined {
+            id: p.id,
+            name: p.name,
+            bot: false,
+        })
+    }));
+    outbox.write_batch(chat.into_iter().map(Outgoing::ToPlaying));
+}
+
+impl Admission<'_, '_> {
+    /// Makes a connection that said Hello a player, new or coming back, and welcomes it;
+    /// or refuses it when the server is full.
+    fn admit(
+        &mut self,
+        server: &mut RenetServer,
+        entity: Entity,
+        conn: &mut Connection,
+        name: &str,
+        resume: Option<ResumeSecret>,
+        admitted: &[Admitted],
+        now: f64,
+    ) -> Option<Admitted> {
+        let back = resume.and_then(|secret| self.come_back(&secret, server, now));
+        let Some(id) = back.as_ref().map(|b| b.id).or_else(|| self.free_slot()) else {
+            let reason = format!("server is full ({} players)", self.config.max_players);
+            conn.refuse(server, reason, now);
+            return None;
+        };
+        let taken: Vec<&str> = self
+            .players
+            .iter()
+            .map(|p| p.1.0.as_str())
+            .chain(admitted.iter().map(|a| a.name.as_str()))
+            .collect();
+        let wanted = back.as_ref().map_or(name, |b| b.name.as_str());
+        let name = unique_name(&clean_text(wanted, MAX_NAME_LEN), &taken);
+        let (state, vitals, arsenal, score) = match &back {
+            Some(b) => (b.state, b.vitals, b.arsenal, b.score),
+            None => {
+                let occupied: Vec<Vec3> = self
+                    .players
+                    .iter()
+                    .map(|p| p.2.pos)
+                    .chain(admitted.iter().map(|a| a.pos))
+                    .collect();
+                let spawn = choose_spawn(&self.map.def.spawns, &occupied);
+                (
+                    PlayerState::at(spawn.pos, spawn.yaw),
+                    Vitals::spawned(),
+                    Arsenal::default(),
+                    Score::default(),
+                )
+            }
+        };
+        let team = match &back {
+            Some(b) => b.team,
+            None => {
+                let teams = self
+                    .players
+                    .iter()
+                    .filter_map(|p| p.4.copied())
+                    .chain(admitted.iter().filter_map(|a| a.team));
+                team_for_newcomer(&self.config.rules, teams)
+            }
+        };
+        let secret = Resumable::random();
+        let mut player = self.commands.entity(entity);
+        player.insert((
+            Player,
+            id,
+            PlayerName(name.clone()),
+            state,
+            InputBuffer::new(self.config.tick),
+            SnapshotCounter::default(),
+            ViewWindow::CLOSED,
+            vitals,
+            arsenal,
+            score,
+            secret,
+        ));
+        if let Some(team) = team {
+            player.insert(team);
+        }
+        conn.stage = ConnectionStage::Playing;
+        conn.conduct.last_command_at = now;
+        self.send_welcome(server, conn.client_id, id, secret);
+        let how = if back.is_some() {
+            "came back"
+        } else {
+            "joined"
+        };
+        info!(
+            "{name} {how} as player {} from client {}",
+            id.0, conn.client_id
+        );
+        Some(Admitted {
             id,
             name,
-            bot: false,
-        };
-        outbox.write(Outgoing::ToPlaying(msg));
+            pos: state.pos,
+            team,
+        })
     }
-    outbox.write_batch(chat.into_iter().map(Outgoing::ToPlaying));
+
+    /// The player a secret proves, coming back within the minute: from the departed, or
+    /// from a connection the server has not yet noticed is dead (the client timed out
+    /// first).
+    fn come_back(
+        &mut self,
+        secret: &ResumeSecret,
+        server: &mut RenetServer,
+        now: f64,
+    ) -> Option<Departed> {
+        self.departed.take(secret, now).or_else(|| {
+            let holder = self.holders.iter().find(|(_, r)| r.0 == *secret)?.0;
+            take_over(
+                holder,
+                &self.leaving,
+                &self.index,
+                server,
+                &mut self.commands,
+                now,
+            )
+        })
+    }
+
+    /// A free player id; a full server lets the longest-gone player's place go first.
+    fn free_slot(&mut self) -> Option<PlayerId> {
+        self.slots.take().or_else(|| {
+            let gone = self.departed.evict_oldest()?;
+            self.slots.release(gone.id);
+            self.slots.take()
+        })
+    }
+
+    /// Welcomes a new player, then names everyone already in the game. Sent at once, not
+    /// through the outbox: the Welcome must be the first message a client gets, ahead of
+    /// whatever the outbox sends to everyone in the game this frame.
+    fn send_welcome(
+        &self,
+        server: &mut RenetServer,
+        client: ClientId,
+        id: PlayerId,
+        secret: Resumable,
+    ) {
+        let welcome = ServerMessage::Welcome(Welcome {
+            protocol_version: PROTOCOL_VERSION,
+            tick_hz: self.config.tick.tick_hz,
+            snapshot_hz: self.config.tick.snapshot_hz(),
+            server_name: self.config.name.clone(),
+            map_name: self.map.def.name.clone(),
+            map_hash: self.map.hash,
+            your_id: id,
+            resume: secret.0,
+        });
+        send_reliable(server, client, &welcome);
+        for (other, name, _, bot, _) in &self.players {
+            let msg = ServerMessage::PlayerJoined {
+                id: *other,
+                name: name.0.clone(),
+                bot,
+            };
+            send_reliable(server, client, &msg);
+        }
+    }
+}
+
+/// A player's chat line, cleaned, if it says something and the player may chat now.
+fn chat_line(
+    players: &PresentPlayers,
+    entity: Entity,
+    conn: &mut Connection,
+    text: &str,
+    now: f64,
+) -> Option<ServerMessage> {
+    let (from, name, ..) = players.get(entity).ok()?;
+    let text = clean_text(text, MAX_CHAT_LEN);
+    if text.is_empty() || !conn.allow_chat(now) {
+        return None;
+    }
+    info!("chat {}: {text}", name.0);
+    Some(ServerMessage::Chat { from: *from, text })
 }
 
 /// Moves a player still held by an older connection to the one that proved their secret:
@@ -347,36 +442,6 @@ fn record_of(player: LeavingPlayerItem, at: f64) -> Option<Departed> {
         arsenal: *player.arsenal,
         at,
     })
-}
-
-fn send_welcome(
-    server: &mut RenetServer,
-    client: ClientId,
-    id: PlayerId,
-    secret: Resumable,
-    config: &ServerConfig,
-    map: &CurrentMap,
-    players: &PresentPlayers,
-) {
-    let welcome = ServerMessage::Welcome(Welcome {
-        protocol_version: PROTOCOL_VERSION,
-        tick_hz: config.tick.tick_hz,
-        snapshot_hz: config.tick.snapshot_hz(),
-        server_name: config.name.clone(),
-        map_name: map.def.name.clone(),
-        map_hash: map.hash,
-        your_id: id,
-        resume: secret.0,
-    });
-    send_reliable(server, client, &welcome);
-    for (other, name, _, bot, _) in players {
-        let msg = ServerMessage::PlayerJoined {
-            id: *other,
-            name: name.0.clone(),
-            bot,
-        };
-        send_reliable(server, client, &msg);
-    }
 }
 
 /// `wanted`, or `wanted (2)`, `wanted (3)`... whichever is free, where a name is taken
