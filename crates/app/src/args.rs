@@ -30,8 +30,8 @@ pub struct Args {
     #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(u8).range(0..=15))]
     pub bots: u8,
     /// How well offline bots fight: easy, normal or hard.
-    #[arg(long, default_value = "normal", value_parser = ["easy", "normal", "hard"])]
-    pub bot_skill: String,
+    #[arg(long, value_enum, default_value_t = sightline_bots::BotSkill::Normal)]
+    pub bot_skill: sightline_bots::BotSkill,
     /// Seed for the bot's choices in --headless and --auto [default: from the name].
     #[arg(long)]
     pub seed: Option<u64>,

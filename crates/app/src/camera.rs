@@ -2,6 +2,7 @@
 //! ticks, plus the fading correction), the field of view, and the weapon held in view with
 //! its muzzle flash.
 
+use crate::cvars::cvar;
 use bevy::core_pipeline::tonemapping::Tonemapping;
 use bevy::prelude::*;
 use sightline_client::{CombatCue, InputSource, LocalInput};
@@ -168,7 +169,7 @@ fn apply_fov(cvars: Res<Cvars>, mut cameras: Query<&mut Projection, With<MainCam
     }
     for mut projection in &mut cameras {
         if let Projection::Perspective(p) = &mut *projection {
-            p.fov = (cvars.number("fov") as f32).to_radians();
+            p.fov = (cvars.read(cvar::FOV) as f32).to_radians();
         }
     }
 }

@@ -7,6 +7,36 @@ use sightline_net::{ConditionerSettings, LinkConditions};
 use sightline_netgraph::NetgraphMode;
 use std::time::{Duration, Instant};
 
+/// The client's cvars by handle: the one place each name is written.
+pub mod cvar {
+    use sightline_console::CvarHandle;
+
+    /// `name`.
+    pub const NAME: CvarHandle<String> = CvarHandle::new("name");
+    /// `cl_netgraph`.
+    pub const CL_NETGRAPH: CvarHandle<i64> = CvarHandle::new("cl_netgraph");
+    /// `cl_interp`.
+    pub const CL_INTERP: CvarHandle<f64> = CvarHandle::new("cl_interp");
+    /// `cl_timenudge`.
+    pub const CL_TIMENUDGE: CvarHandle<f64> = CvarHandle::new("cl_timenudge");
+    /// `sensitivity`.
+    pub const SENSITIVITY: CvarHandle<f64> = CvarHandle::new("sensitivity");
+    /// `fov`.
+    pub const FOV: CvarHandle<f64> = CvarHandle::new("fov");
+    /// `fps_max`.
+    pub const FPS_MAX: CvarHandle<i64> = CvarHandle::new("fps_max");
+    /// `volume`.
+    pub const VOLUME: CvarHandle<f64> = CvarHandle::new("volume");
+    /// `net_fakelag`.
+    pub const NET_FAKELAG: CvarHandle<f64> = CvarHandle::new("net_fakelag");
+    /// `net_fakejitter`.
+    pub const NET_FAKEJITTER: CvarHandle<f64> = CvarHandle::new("net_fakejitter");
+    /// `net_fakeloss`.
+    pub const NET_FAKELOSS: CvarHandle<f64> = CvarHandle::new("net_fakeloss");
+    /// `version`.
+    pub const VERSION: CvarHandle<String> = CvarHandle::new("version");
+}
+
 /// Registers the client's cvars and applies their values.
 pub struct CvarsPlugin;
 
@@ -32,21 +62,21 @@ pub fn client_cvars() -> Vec<CvarDef> {
     use CvarValue as V;
     vec![
         def(
-            "name",
+            cvar::NAME.name(),
             Text { max_len: 32 },
             V::Text("player".into()),
             "your name on servers",
             CvarFlags::SAVED,
         ),
         def(
-            "cl_netgraph",
+            cvar::CL_NETGRAPH.name(),
             Int { min: 0, max: 2 },
             V::Int(0),
             "network graph: 0 off, 1 text, 2 text and graphs",
             CvarFlags::SAVED,
         ),
         def(
-            "cl_interp",
+            cvar::CL_INTERP.name(),
             // Lag compensation honours up to 0.25 s (sightline_combat::MAX_VIEW_LAG).
             Float {
                 min: 0.0,
@@ -57,7 +87,7 @@ pub fn client_cvars() -> Vec<CvarDef> {
             CvarFlags::SAVED,
         ),
         def(
-            "cl_timenudge",
+            cvar::CL_TIMENUDGE.name(),
             Float {
                 min: -30.0,
                 max: 30.0,
@@ -67,7 +97,7 @@ pub fn client_cvars() -> Vec<CvarDef> {
             CvarFlags::SAVED,
         ),
         def(
-            "sensitivity",
+            cvar::SENSITIVITY.name(),
             Float {
                 min: 0.05,
                 max: 20.0,
@@ -77,7 +107,7 @@ pub fn client_cvars() -> Vec<CvarDef> {
             CvarFlags::SAVED,
         ),
         def(
-            "fov",
+            cvar::FOV.name(),
             Float {
                 min: 60.0,
                 max: 130.0,
@@ -87,21 +117,21 @@ pub fn client_cvars() -> Vec<CvarDef> {
             CvarFlags::SAVED,
         ),
         def(
-            "fps_max",
+            cvar::FPS_MAX.name(),
             Int { min: 0, max: 1000 },
             V::Int(0),
             "frame rate cap; 0 for none (values under 30 count as 30)",
             CvarFlags::SAVED,
         ),
         def(
-            "volume",
+            cvar::VOLUME.name(),
             Float { min: 0.0, max: 1.0 },
             V::Float(0.8),
             "master volume, 0 to 1",
             CvarFlags::SAVED,
         ),
         def(
-            "net_fakelag",
+            cvar::NET_FAKELAG.name(),
             Float {
                 min: 0.0,
                 max: 1000.0,
@@ -111,7 +141,7 @@ pub fn client_cvars() -> Vec<CvarDef> {
             CvarFlags::NONE,
         ),
         def(
-            "net_fakejitter",
+            cvar::NET_FAKEJITTER.name(),
             Float {
                 min: 0.0,
                 max: 500.0,
@@ -121,7 +151,7 @@ pub fn client_cvars() -> Vec<CvarDef> {
             CvarFlags::NONE,
         ),
         def(
-            "net_fakeloss",
+            cvar::NET_FAKELOSS.name(),
             Float {
                 min: 0.0,
                 max: 100.0,
@@ -131,7 +161,7 @@ pub fn client_cvars() -> Vec<CvarDef> {
             CvarFlags::NONE,
         ),
         def(
-            "version",
+            cvar::VERSION.name(),
             Text { max_len: 32 },
             V::Text(env!("CARGO_PKG_VERSION").into()),
             "this build's version",
@@ -155,9 +185,18 @@ impl Plugin for CvarsPlugin {
 /// `--fake-*` flags show up in the `net_fake*` cvars, so the console agrees with them.
 fn seed_fake_link_cvars(conditions: Res<LinkConditions>, mut cvars: ResMut<Cvars>) {
     let c = conditions.0;
-    cvars.force("net_fakelag", CvarValue::Float(c.latency_ms as f64));
-    cvars.force("net_fakejitter", CvarValue::Float(c.jitter_ms as f64));
-    cvars.force("net_fakeloss", CvarValue::Float(c.loss_pct as f64));
+    cvars.force(
+        cvar::NET_FAKELAG.name(),
+        CvarValue::Float(c.latency_ms as f64),
+    );
+    cvars.force(
+        cvar::NET_FAKEJITTER.name(),
+        CvarValue::Float(c.jitter_ms as f64),
+    );
+    cvars.force(
+        cvar::NET_FAKELOSS.name(),
+        CvarValue::Float(c.loss_pct as f64),
+    );
 }
 
 /// Copies cvar values into the resources that use them, when they change.
@@ -170,17 +209,17 @@ fn apply_cvars(
     if !cvars.is_changed() {
         return;
     }
-    netgraph.set_if_neq(NetgraphMode(cvars.number("cl_netgraph") as u8));
+    netgraph.set_if_neq(NetgraphMode(cvars.read(cvar::CL_NETGRAPH).clamp(0, 2) as u8));
     let settings = InterpolationSettings {
-        cl_interp: cvars.number("cl_interp") as f32,
-        cl_timenudge_ms: cvars.number("cl_timenudge") as f32,
+        cl_interp: cvars.read(cvar::CL_INTERP) as f32,
+        cl_timenudge_ms: cvars.read(cvar::CL_TIMENUDGE) as f32,
         ..*interp
     };
     interp.set_if_neq(settings);
     let conditions = ConditionerSettings {
-        latency_ms: cvars.number("net_fakelag") as f32,
-        jitter_ms: cvars.number("net_fakejitter") as f32,
-        loss_pct: cvars.number("net_fakeloss") as f32,
+        latency_ms: cvars.read(cvar::NET_FAKELAG) as f32,
+        jitter_ms: cvars.read(cvar::NET_FAKEJITTER) as f32,
+        loss_pct: cvars.read(cvar::NET_FAKELOSS) as f32,
         ..link.0
     };
     link.set_if_neq(LinkConditions(conditions));
@@ -188,12 +227,12 @@ fn apply_cvars(
 
 /// `fps_max`: sleeps off what is left of the frame's time budget.
 fn cap_frame_rate(cvars: Res<Cvars>, mut last: Local<Option<Instant>>) {
-    let cap = cvars.number("fps_max");
+    let cap = cvars.read(cvar::FPS_MAX);
     let now = Instant::now();
-    if cap > 0.0
+    if cap > 0
         && let Some(previous) = *last
     {
-        let budget = Duration::from_secs_f64(1.0 / cap.max(30.0));
+        let budget = Duration::from_secs_f64(1.0 / cap.max(30) as f64);
         if let Some(rest) = budget.checked_sub(now - previous) {
             std::thread::sleep(rest);
         }
@@ -211,5 +250,26 @@ mod tests {
             let text = d.default.to_string();
             assert_eq!(d.parse(&text).as_ref(), Ok(&d.default), "{}", d.name);
         }
+    }
+
+    #[test]
+    fn every_handle_names_a_registered_cvar_of_its_type() {
+        let mut cvars = Cvars::default();
+        for d in client_cvars() {
+            cvars.register(d);
+        }
+        cvars.check(cvar::NAME).unwrap();
+        cvars.check(cvar::CL_NETGRAPH).unwrap();
+        cvars.check(cvar::CL_INTERP).unwrap();
+        cvars.check(cvar::CL_TIMENUDGE).unwrap();
+        cvars.check(cvar::SENSITIVITY).unwrap();
+        cvars.check(cvar::FOV).unwrap();
+        cvars.check(cvar::FPS_MAX).unwrap();
+        cvars.check(cvar::VOLUME).unwrap();
+        cvars.check(cvar::NET_FAKELAG).unwrap();
+        cvars.check(cvar::NET_FAKEJITTER).unwrap();
+        cvars.check(cvar::NET_FAKELOSS).unwrap();
+        cvars.check(cvar::VERSION).unwrap();
+        assert_eq!(client_cvars().len(), 12, "a cvar without a handle");
     }
 }

@@ -1,6 +1,7 @@
 //! Keyboard and mouse to input commands, through leafwing-input-manager and the console's
 //! key bindings. Sampled just before each fixed tick, so commands carry the newest input.
 
+use crate::cvars::cvar;
 use crate::session::AppState;
 use bevy::app::RunFixedMainLoopSystems;
 use bevy::input::mouse::AccumulatedMouseMotion;
@@ -310,7 +311,7 @@ fn sample_local_input(
     mut input: ResMut<LocalInput>,
 ) {
     if look.0 {
-        let scale = (DEGREES_PER_COUNT * cvars.number("sensitivity") as f32).to_radians();
+        let scale = (DEGREES_PER_COUNT * cvars.read(cvar::SENSITIVITY) as f32).to_radians();
         input.yaw = sightline_sim::wrap_angle(input.yaw - motion.delta.x * scale);
         let max = MAX_PITCH_DEG.to_radians();
         input.pitch = (input.pitch - motion.delta.y * scale).clamp(-max, max);

@@ -1,5 +1,6 @@
 //! The main menu: play offline, connect, settings, quit.
 
+use crate::cvars::cvar;
 use crate::session::{AppState, Session, SessionRequest, Target};
 use bevy::prelude::*;
 use bevy_egui::{EguiContexts, EguiPrimaryContextPass, egui};
@@ -105,11 +106,11 @@ fn draw_menu(
             }
             ui.separator();
             ui.heading("Connect");
-            let mut name = cvars.text("name").to_string();
+            let mut name = cvars.read(cvar::NAME);
             ui.horizontal(|ui| {
                 ui.label("Name");
                 if ui.text_edit_singleline(&mut name).changed()
-                    && let Err(e) = cvars.set("name", &name)
+                    && let Err(e) = cvars.set_handle(cvar::NAME, &name)
                 {
                     console.print(format!("error: {e}"));
                 }
@@ -142,21 +143,22 @@ fn draw_menu(
             }
             ui.separator();
             ui.collapsing("Settings", |ui| {
-                for (name, min, max) in [("sensitivity", 0.1, 20.0), ("fov", 60.0, 130.0)] {
-                    let mut value = cvars.number(name);
+                for (handle, min, max) in [(cvar::SENSITIVITY, 0.1, 20.0), (cvar::FOV, 60.0, 130.0)]
+                {
+                    let mut value = cvars.read(handle);
                     ui.horizontal(|ui| {
-                        ui.label(name);
+                        ui.label(handle.name());
                         if ui.add(egui::Slider::new(&mut value, min..=max)).changed() {
-                            let _ = cvars.set(name, &format!("{value:.2}"));
+                            let _ = cvars.set_handle(handle, &format!("{value:.2}"));
                         }
                     });
                 }
-                let mut graph = cvars.number("cl_netgraph") as i64;
+                let mut graph = cvars.read(cvar::CL_NETGRAPH);
                 ui.horizontal(|ui| {
                     ui.label("cl_netgraph");
                     for v in 0..=2 {
                         if ui.radio_value(&mut graph, v, v.to_string()).changed() {
-                            let _ = cvars.set("cl_netgraph", &v.to_string());
+                            let _ = cvars.set_handle(cvar::CL_NETGRAPH, &v.to_string());
                         }
                     }
                 });

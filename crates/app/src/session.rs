@@ -1,5 +1,6 @@
 //! Sessions: connecting, playing offline, disconnecting, reconnecting; the app's states.
 
+use crate::cvars::cvar;
 use crate::offline::EmbeddedServer;
 use bevy::prelude::*;
 use sightline_client::{ConnectionStatus, DesiredName};
@@ -46,7 +47,7 @@ impl StartWith {
         Self(args.map.clone().map(|map| Target::Offline {
             map,
             bots: args.bots,
-            skill: sightline_bots::BotSkill::parse(&args.bot_skill).unwrap_or_default(),
+            skill: args.bot_skill,
         }))
     }
 }
@@ -208,7 +209,7 @@ fn apply_requests(world: &mut World) {
 
 fn join(world: &mut World, target: Target) {
     leave(world, None);
-    let name = world.resource::<Cvars>().text("name").to_string();
+    let name = world.resource::<Cvars>().read(cvar::NAME);
     world.insert_resource(DesiredName(if name.is_empty() {
         "player".into()
     } else {

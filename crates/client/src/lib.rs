@@ -12,13 +12,17 @@ mod input;
 mod pacing;
 mod reconnect;
 mod snapshots;
+mod stats;
+mod status;
 
 pub use combat::{CombatCue, dead_in};
-pub use connection::{ConnectionStatus, DesiredName, Roster, RosterEntry, ServerInfo};
+pub use connection::{DesiredName, Roster, RosterEntry};
 pub use input::{InputHistory, InputSource, LocalInput};
 pub use pacing::{InputPacing, MAX_DILATION, TARGET_MIN_QUEUE};
 pub use reconnect::{RESUME_WINDOW_SECONDS, Reconnect, backoff_seconds};
-pub use snapshots::{ClientStats, LatestSnapshot, PlayerSeen};
+pub use snapshots::LatestSnapshot;
+pub use stats::{ClientStats, PlayerSeen};
+pub use status::{ConnectionStatus, ServerInfo};
 
 use bevy::prelude::*;
 use sightline_interpolation::InterpolationPlugin;

@@ -175,6 +175,88 @@ impl CvarDef {
     }
 }
 
+/// What a typed cvar handle reads as: which kinds of cvar it reads, and how.
+pub trait CvarType: Default {
+    /// The value as this type, if the cvar is of a kind this type reads.
+    fn from_value(value: &CvarValue) -> Option<Self>;
+}
+
+impl CvarType for f64 {
+    fn from_value(value: &CvarValue) -> Option<Self> {
+        match *value {
+            CvarValue::Float(x) => Some(x),
+            CvarValue::Int(i) => Some(i as f64),
+            CvarValue::Bool(b) => Some(f64::from(u8::from(b))),
+            CvarValue::Text(_) => None,
+        }
+    }
+}
+
+impl CvarType for i64 {
+    fn from_value(value: &CvarValue) -> Option<Self> {
+        match *value {
+            CvarValue::Int(i) => Some(i),
+            CvarValue::Bool(b) => Some(i64::from(b)),
+            _ => None,
+        }
+    }
+}
+
+impl CvarType for bool {
+    fn from_value(value: &CvarValue) -> Option<Self> {
+        match *value {
+            CvarValue::Bool(b) => Some(b),
+            _ => None,
+        }
+    }
+}
+
+impl CvarType for String {
+    fn from_value(value: &CvarValue) -> Option<Self> {
+        match value {
+            CvarValue::Text(t) => Some(t.clone()),
+            _ => None,
+        }
+    }
+}
+
+/// A cvar named once, as a constant, and read through it: code cannot misspell the name,
+/// and [`Cvars::check`] (run by the registering crate's tests) proves each handle names a
+/// registered cvar of a kind that reads as `T`.
+pub struct CvarHandle<T> {
+    name: &'static str,
+    _type: std::marker::PhantomData<fn() -> T>,
+}
+
+impl<T> CvarHandle<T> {
+    /// The handle of the cvar called `name`.
+    pub const fn new(name: &'static str) -> Self {
+        Self {
+            name,
+            _type: std::marker::PhantomData,
+        }
+    }
+
+    /// The cvar's name, as typed in the console.
+    pub const fn name(&self) -> &'static str {
+        self.name
+    }
+}
+
+impl<T> Clone for CvarHandle<T> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+
+impl<T> Copy for CvarHandle<T> {}
+
+impl<T> fmt::Debug for CvarHandle<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "CvarHandle({})", self.name)
+    }
+}
+
 /// A cvar and its current value.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Cvar {
@@ -220,6 +302,33 @@ impl Cvars {
     /// A cvar, if registered.
     pub fn get(&self, name: &str) -> Option<&Cvar> {
         self.vars.get(name)
+    }
+
+    /// A cvar's value through its handle. A handle that [`Cvars::check`] accepts always
+    /// reads the value; any other reads as the type's default.
+    pub fn read<T: CvarType>(&self, handle: CvarHandle<T>) -> T {
+        self.get(handle.name)
+            .and_then(|c| T::from_value(&c.value))
+            .unwrap_or_default()
+    }
+
+    /// Sets a cvar through its handle from console text.
+    pub fn set_handle<T>(&mut self, handle: CvarHandle<T>, text: &str) -> Result<&Cvar, CvarError> {
+        self.set(handle.name, text)
+    }
+
+    /// Whether `handle` names a registered cvar whose values read as `T`.
+    pub fn check<T: CvarType>(&self, handle: CvarHandle<T>) -> Result<(), String> {
+        match self.get(handle.name) {
+            None => Err(format!("no cvar \"{}\" is registered", handle.name)),
+            Some(c) if T::from_value(&c.def.default).is_none() => Err(format!(
+                "cvar \"{}\" is {:?}, which does not read as {}",
+                handle.name,
+                c.def.kind,
+                std::any::type_name::<T>()
+            )),
+            Some(_) => Ok(()),
+        }
     }
 
     /// A number cvar's value (ints and bools convert), or 0.
@@ -307,5 +416,23 @@ pub(crate) mod tests {
             CvarError::ReadOnly("version".into())
         );
         assert_eq!(c.text("version"), "1");
+    }
+
+    #[test]
+    fn handles_read_typed_values_and_checks_catch_wrong_names_and_kinds() {
+        const NETGRAPH: CvarHandle<i64> = CvarHandle::new("cl_netgraph");
+        const INTERP: CvarHandle<f64> = CvarHandle::new("cl_interp");
+        const VERSION: CvarHandle<String> = CvarHandle::new("version");
+        let mut c = registry();
+        c.set_handle(NETGRAPH, "2").unwrap();
+        assert_eq!(c.read(NETGRAPH), 2);
+        assert_eq!(c.read(CvarHandle::<f64>::new("cl_netgraph")), 2.0);
+        assert_eq!(c.read(VERSION), "1");
+        assert!(c.check(NETGRAPH).is_ok() && c.check(INTERP).is_ok() && c.check(VERSION).is_ok());
+        let misspelt = CvarHandle::<f64>::new("cl_interpp");
+        assert!(c.check(misspelt).unwrap_err().contains("cl_interpp"));
+        assert_eq!(c.read(misspelt), 0.0);
+        assert!(c.check(CvarHandle::<i64>::new("cl_interp")).is_err());
+        assert!(c.check(CvarHandle::<String>::new("cl_netgraph")).is_err());
     }
 }

@@ -17,7 +17,9 @@ mod ui;
 pub use bindings::Bindings;
 pub use command::{parse_line, quote, split_plus_commands};
 pub use config::{config_path, render_config, save_config};
-pub use cvar::{Cvar, CvarDef, CvarError, CvarFlags, CvarKind, CvarValue, Cvars};
+pub use cvar::{
+    Cvar, CvarDef, CvarError, CvarFlags, CvarHandle, CvarKind, CvarType, CvarValue, Cvars,
+};
 pub use exec::{Outcome, ReadFile, complete, execute_line, execute_line_with};
 
 use bevy::prelude::*;

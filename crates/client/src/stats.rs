@@ -1,0 +1,69 @@
+//! What this client has received and seen, for tests, the netgraph and the exit summary.
+
+use bevy::prelude::*;
+use sightline_sim::PlayerId;
+use std::collections::{BTreeMap, VecDeque};
+
+/// How far each player has been seen to travel.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct PlayerSeen {
+    /// Where it was first seen.
+    pub first: Vec3,
+    /// Farthest it has been from there, m.
+    pub farthest: f32,
+}
+
+/// What this client has received, for tests and the status line.
+#[derive(Resource, Debug, Default)]
+pub struct ClientStats {
+    /// Snapshots accepted.
+    pub snapshots: u64,
+    /// Snapshots that arrived after a newer one (dropped).
+    pub stale_snapshots: u64,
+    /// Messages that failed to decode or validate (dropped).
+    pub malformed: u64,
+    /// Every player seen in snapshots.
+    pub seen: BTreeMap<PlayerId, PlayerSeen>,
+    /// Sequence numbers of recent snapshots received, for the loss estimate.
+    recent: VecDeque<u32>,
+}
+
+/// Snapshots remembered for the loss estimate.
+const LOSS_WINDOW: usize = 256;
+
+impl ClientStats {
+    /// Notes a snapshot's sequence number.
+    pub(crate) fn note_snapshot(&mut self, seq: u32) {
+        self.recent.push_back(seq);
+        if self.recent.len() > LOSS_WINDOW {
+            self.recent.pop_front();
+        }
+    }
+
+    /// Fraction of recent snapshots that never arrived: the downstream loss, taken as an
+    /// estimate of the loss both ways.
+    pub fn snapshot_loss(&self) -> f64 {
+        let (Some(min), Some(max)) = (self.recent.iter().min(), self.recent.iter().max()) else {
+            return 0.0;
+        };
+        let expected = (max - min + 1) as f64;
+        (1.0 - self.recent.len() as f64 / expected).max(0.0)
+    }
+
+    /// Players seen to move more than `metres` from where they were first seen.
+    pub fn players_moved(&self, metres: f32) -> usize {
+        self.seen.values().filter(|p| p.farthest > metres).count()
+    }
+
+    /// A one-line summary.
+    pub fn summary(&self) -> String {
+        format!(
+            "snapshots={} stale={} malformed={} players_seen={} players_moved={}",
+            self.snapshots,
+            self.stale_snapshots,
+            self.malformed,
+            self.seen.len(),
+            self.players_moved(1.0)
+        )
+    }
+}
