@@ -119,7 +119,7 @@ impl Conduct {
     }
 
     /// Counts `n` datagrams (handled or dropped) against the rate of `tick_hz` +
-    /// [`SPARE_DATAGRAMS_PER_SECOND`] a second; returns true the first time in a second
+    /// `SPARE_DATAGRAMS_PER_SECOND` a second; returns true the first time in a second
     /// that the rate is exceeded (one strike a second while a flood lasts).
     pub fn count_datagrams(&mut self, n: usize, now: f64, tick_hz: u32) -> bool {
         if now - self.window_start >= 1.0 {

@@ -1,9 +1,10 @@
 //! Sightline's authoritative server as a Bevy plugin. The `sightline-server` binary wraps
 //! it with a UDP transport and a run loop; tests and the client's offline mode embed it.
 //!
-//! Per tick, in [`SimSet`](sightline_sim::SimSet) order: each connected player's next
-//! buffered command is taken (or the last one repeated), bots decide, everyone moves, and
-//! on snapshot ticks every client gets the world with its own acknowledgements.
+//! Per tick, in [`SimSet`] order: each connected player's next buffered command is taken
+//! (or the last one repeated), bots decide, everyone moves, and on snapshot ticks every
+//! client gets the world with its own acknowledgements. Once a frame, after the ticks, the
+//! reliable messages they and the other systems wrote go out ([`ServerSet::Send`]).
 
 // Modules, bottom up: each uses only those listed before it (and the config below);
 // `scripts/module-cycles` checks that none import each other in a circle.
