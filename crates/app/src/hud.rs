@@ -9,7 +9,6 @@ use leafwing_input_manager::prelude::ActionState;
 use sightline_client::{
     CombatCue, ConnectionStatus, InputPacing, KillFeed, LatestSnapshot, MatchInfo, Roster,
 };
-use sightline_combat::WeaponKind;
 use sightline_console::Console;
 use sightline_movement::PlayerState;
 use sightline_prediction::Predicted;
@@ -171,9 +170,7 @@ fn draw_combat_hud(
         .as_ref()
         .and_then(|s| s.players.iter().find(|p| p.id == *id))
     {
-        let weapon = WeaponKind::ALL
-            .get(me.weapon as usize)
-            .map_or("?", |w| w.def().name);
+        let weapon = me.weapon.def().name;
         let (text, color) = if me.health == 0 {
             (
                 "dead: respawning...".to_string(),
@@ -198,9 +195,7 @@ fn draw_combat_hud(
         );
     }
     for (i, k) in kills.0.iter().rev().take(5).enumerate() {
-        let weapon = WeaponKind::ALL
-            .get(k.weapon as usize)
-            .map_or("?", |w| w.def().name);
+        let weapon = k.weapon.def().name;
         backed_text(
             &painter,
             egui::pos2(screen.right() - 12.0, screen.top() + 12.0 + i as f32 * 24.0),

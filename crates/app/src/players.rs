@@ -3,6 +3,7 @@
 
 use bevy::prelude::*;
 use sightline_client::{RemotePlayer, Roster};
+use sightline_combat::Team;
 use sightline_interpolation::{Drawn, InterpolationSet};
 use sightline_movement::{MoveFlags, MoveParams};
 use sightline_sim::PlayerId;
@@ -109,10 +110,9 @@ fn tint_by_team(
             continue;
         };
         if let Some(mut material) = materials.get_mut(&body.0) {
-            material.base_color = if team == 0 {
-                Color::srgb(0.85, 0.2, 0.15)
-            } else {
-                Color::srgb(0.15, 0.35, 0.9)
+            material.base_color = match team {
+                Team::Red => Color::srgb(0.85, 0.2, 0.15),
+                Team::Blue => Color::srgb(0.15, 0.35, 0.9),
             };
         }
     }

@@ -121,6 +121,11 @@ fn assert_forgotten(world: &mut World, tick_before: Tick) {
         world.resource::<Netgraph>().bars.is_empty(),
         "netgraph cleared"
     );
+    // The tick runs on in the menu, but counts again from zero.
+    assert!(
+        *world.resource::<Tick>() < tick_before,
+        "the tick restarted"
+    );
 }
 
 fn console(app: &mut App, line: &str) {

@@ -31,16 +31,6 @@ pub enum BotSkill {
 }
 
 impl BotSkill {
-    /// Parses `easy`, `normal` or `hard`.
-    pub fn parse(text: &str) -> Option<Self> {
-        match text.to_ascii_lowercase().as_str() {
-            "easy" => Some(Self::Easy),
-            "normal" => Some(Self::Normal),
-            "hard" => Some(Self::Hard),
-            _ => None,
-        }
-    }
-
     /// Seconds an enemy must have been in view before the bot reacts to it.
     pub fn reaction(self) -> f32 {
         match self {
@@ -376,7 +366,5 @@ mod fighting {
         };
         assert!(first_shot(BotSkill::Hard) < first_shot(BotSkill::Normal));
         assert!(first_shot(BotSkill::Normal) < first_shot(BotSkill::Easy));
-        assert_eq!(BotSkill::parse("HARD"), Some(BotSkill::Hard));
-        assert_eq!(BotSkill::parse("expert"), None);
     }
 }

@@ -53,8 +53,7 @@ impl CombatCue {
                 dir,
                 ..
             } => CombatCue::Fired {
-                // Checked when decoded; an unknown weapon is no cue rather than a panic.
-                weapon: *WeaponKind::ALL.get(weapon as usize)?,
+                weapon,
                 origin: Vec3::from_array(origin),
                 // A zero direction (allowed on the wire) has nothing to show.
                 dir: Vec3::from_array(dir).try_normalize()?,
@@ -132,23 +131,27 @@ mod tests {
     use super::*;
 
     #[test]
-    fn only_combat_messages_with_known_weapons_become_cues() {
-        let fired = |weapon| ServerMessage::Fired {
+    fn only_combat_messages_become_cues() {
+        let fired = |dir| ServerMessage::Fired {
             shooter: PlayerId(1),
-            weapon,
+            weapon: WeaponKind::Rifle,
             origin: [1.0, 2.0, 3.0],
-            dir: [0.0, 0.0, -2.0],
+            dir,
         };
         assert_eq!(
-            CombatCue::from_server(&fired(0)),
+            CombatCue::from_server(&fired([0.0, 0.0, -2.0])),
             Some(CombatCue::Fired {
-                weapon: WeaponKind::ALL[0],
+                weapon: WeaponKind::Rifle,
                 origin: Vec3::new(1.0, 2.0, 3.0),
                 dir: Vec3::NEG_Z,
                 own: false,
             })
         );
-        assert_eq!(CombatCue::from_server(&fired(200)), None);
+        assert_eq!(
+            CombatCue::from_server(&fired([0.0; 3])),
+            None,
+            "no direction"
+        );
         assert_eq!(
             CombatCue::from_server(&ServerMessage::Chat {
                 from: PlayerId(0),

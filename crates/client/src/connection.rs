@@ -30,8 +30,8 @@ pub struct RosterEntry {
     pub frags: i32,
     /// Deaths.
     pub deaths: u32,
-    /// Team in team games (0 red, 1 blue).
-    pub team: Option<u8>,
+    /// Team in team games.
+    pub team: Option<sightline_combat::Team>,
 }
 
 /// Everyone in the game, by id: at most [`MAX_SNAPSHOT_PLAYERS`], as many as a snapshot
@@ -210,7 +210,7 @@ pub(crate) fn receive_reliable(
                     None
                 };
                 *match_info = crate::MatchInfo {
-                    team_game: mode == 1,
+                    team_game: mode.teams(),
                     fraglimit,
                     time_left_s,
                     intermission,
@@ -336,6 +336,11 @@ pub(crate) fn notice_disconnect(
             *status = ConnectionStatus::Disconnected(reason);
         }
     }
+}
+
+/// A new session may be on another map: the old one is not kept.
+pub(crate) fn forget_map(mut commands: Commands) {
+    commands.remove_resource::<sightline_map::CurrentMap>();
 }
 
 #[cfg(test)]
@@ -465,9 +470,4 @@ mod tests {
         roster.0.remove(&PlayerId(1));
         assert!(roster.insert(PlayerId(200), entry("late")));
     }
-}
-
-/// A new session may be on another map: the old one is not kept.
-pub(crate) fn forget_map(mut commands: Commands) {
-    commands.remove_resource::<sightline_map::CurrentMap>();
 }

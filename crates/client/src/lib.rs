@@ -52,8 +52,8 @@ pub struct KillFeedEntry {
     pub killer: String,
     /// Who died.
     pub victim: String,
-    /// Weapon index.
-    pub weapon: u8,
+    /// With which weapon.
+    pub weapon: sightline_combat::WeaponKind,
 }
 
 /// The match as the server last described it.
@@ -223,7 +223,7 @@ mod tests {
             kills.push(KillFeedEntry {
                 killer: i.to_string(),
                 victim: "v".into(),
-                weapon: 0,
+                weapon: sightline_combat::WeaponKind::Rifle,
             });
         }
         assert_eq!(chat.0.len(), MAX_CHAT_LOG);

@@ -15,6 +15,7 @@ mod items;
 mod lagcomp;
 mod plugin;
 mod spread;
+mod teams;
 mod weapons;
 
 pub use arsenal::{Ammo, Arsenal, Shot, step_arsenal};
@@ -27,6 +28,7 @@ pub use lagcomp::{
     HitboxHistory, LagCompStats, MAX_REWIND, MAX_VIEW_LAG, MAX_VIEW_LEAD, MAX_VIEW_STEP_BACK,
     ViewWindow, clamp_view_time,
 };
-pub use plugin::{CombatEvent, CombatPlugin, CombatSystems, Rocket, Score, Team, aim_direction};
+pub use plugin::{CombatEvent, CombatPlugin, CombatSystems, Rocket, Score, aim_direction};
 pub use spread::pellet_direction;
+pub use teams::{GameMode, Team};
 pub use weapons::{WEAPONS, WeaponDef, WeaponKind};

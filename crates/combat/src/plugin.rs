@@ -2,7 +2,7 @@
 //! living and the dead, and the hitbox history.
 
 use crate::{
-    Arsenal, HitZone, Hitbox, HitboxHistory, LagCompStats, ViewWindow, Vitals, WeaponKind,
+    Arsenal, HitZone, Hitbox, HitboxHistory, LagCompStats, Team, ViewWindow, Vitals, WeaponKind,
     clamp_view_time, pellet_direction, ray_hit, splash, step_arsenal,
 };
 use bevy::prelude::*;
@@ -55,10 +55,6 @@ pub enum CombatEvent {
         at: Vec3,
     },
 }
-
-/// A player's team in team games (0 red, 1 blue); absent in free-for-all.
-#[derive(Component, Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub struct Team(pub u8);
 
 /// Frags and deaths.
 #[derive(Component, Debug, Default, Clone, Copy, PartialEq, Eq)]

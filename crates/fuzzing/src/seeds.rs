@@ -4,6 +4,7 @@
 //! change) and rewrites them when run with `SIGHTLINE_WRITE_SEEDS=1`.
 
 use crate::console::{CONFIG, Shell};
+use sightline_combat::{GameMode, Team, WeaponKind};
 use sightline_console::render_config;
 use sightline_movement::MoveFlags;
 use sightline_protocol::{
@@ -67,7 +68,7 @@ fn snapshot(players: u8) -> Snapshot {
                 flags: MoveFlags::ON_GROUND,
                 health: 100,
                 armor: 50,
-                weapon: i % 3,
+                weapon: WeaponKind::ALL[i as usize % WeaponKind::ALL.len()],
                 ammo: 30,
             })
             .collect(),
@@ -129,19 +130,19 @@ pub fn server_message() -> Vec<Vec<u8>> {
                 ping_ms: Some(35),
                 frags: 12,
                 deaths: 3,
-                team: Some(0),
+                team: Some(Team::Red),
             },
             ScoreLine {
                 id: PlayerId(5),
                 ping_ms: None,
                 frags: -1,
                 deaths: 300,
-                team: Some(1),
+                team: Some(Team::Blue),
             },
         ]),
         ServerMessage::Fired {
             shooter: PlayerId(2),
-            weapon: 1,
+            weapon: WeaponKind::Shotgun,
             origin: at,
             dir: [0.0, 0.0, -1.0],
         },
@@ -158,11 +159,11 @@ pub fn server_message() -> Vec<Vec<u8>> {
         ServerMessage::Killed {
             victim: PlayerId(3),
             killer: PlayerId(2),
-            weapon: 2,
+            weapon: WeaponKind::Rockets,
         },
         ServerMessage::Exploded { at },
         ServerMessage::Match {
-            mode: 1,
+            mode: GameMode::TeamDeathmatch,
             fraglimit: 30,
             time_left_s: 600,
             intermission: false,

@@ -7,7 +7,9 @@
 //! health, weapons and rockets in snapshots, combat events, the scoreboard, and the view
 //! time in input commands for lag compensation; 4, connect tokens over TCP
 //! ([`TokenRequest`], [`TokenReply`]), a resume secret in [`Welcome`] and Hello for
-//! players coming back after a dropped connection, full scoreboards of 64 players.
+//! players coming back after a dropped connection, full scoreboards of 64 players; 5,
+//! weapons, teams and game modes as enums (an unknown value fails to decode) instead of
+//! bytes checked by hand.
 //!
 //! Decoding never trusts the sender: oversized, truncated, trailing-garbage, out-of-range
 //! and non-finite inputs all come back as a [`DecodeError`] for the caller to drop and
@@ -24,7 +26,7 @@ pub use codec::{DecodeError, EncodeError, Wire, peek_welcome_version};
 pub use messages::{
     ClientDatagram, ClientMessage, InputPacket, MAX_CHAT_LEN, MAX_NAME_LEN, MAX_SERVER_NAME_LEN,
     MAX_SNAPSHOT_PLAYERS, MAX_SNAPSHOT_PROJECTILES, PlayerSnap, ProjectileSnap, REDUNDANT_INPUTS,
-    ResumeSecret, ScoreLine, ServerDatagram, ServerMessage, Snapshot, WEAPON_COUNT, Welcome,
+    ResumeSecret, ScoreLine, ServerDatagram, ServerMessage, Snapshot, Welcome,
 };
 pub use text::{RESERVED_NAMES, clean_text, is_reserved_name, name_key};
 pub use token::{
@@ -32,7 +34,7 @@ pub use token::{
 };
 
 /// Version of this protocol; a client and server must agree on it exactly.
-pub const PROTOCOL_VERSION: u32 = 4;
+pub const PROTOCOL_VERSION: u32 = 5;
 
 /// Identifies Sightline traffic to netcode, which drops packets of other games. It does not
 /// change with [`PROTOCOL_VERSION`], so a mismatched client still reaches the handshake

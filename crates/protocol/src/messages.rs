@@ -3,6 +3,7 @@
 use crate::codec::{DecodeError, Wire};
 use bevy::math::Vec3;
 use serde::{Deserialize, Serialize};
+use sightline_combat::{GameMode, Team, WeaponKind};
 use sightline_movement::{MoveFlags, PlayerState};
 use sightline_sim::{InputCmd, PlayerId, WEAPON_SLOTS};
 
@@ -150,8 +151,8 @@ pub enum ServerMessage {
     Fired {
         /// Who fired.
         shooter: PlayerId,
-        /// Weapon index (see the combat crate's WeaponKind).
-        weapon: u8,
+        /// Which weapon.
+        weapon: WeaponKind,
         /// From where.
         origin: [f32; 3],
         /// Which way (unit).
@@ -181,8 +182,8 @@ pub enum ServerMessage {
         victim: PlayerId,
         /// Who killed them.
         killer: PlayerId,
-        /// Weapon index.
-        weapon: u8,
+        /// With which weapon.
+        weapon: WeaponKind,
     },
     /// A rocket burst here.
     Exploded {
@@ -191,8 +192,8 @@ pub enum ServerMessage {
     },
     /// The match: its rules and where it stands; sent once a second.
     Match {
-        /// 0 deathmatch, 1 team deathmatch.
-        mode: u8,
+        /// Free-for-all or teams.
+        mode: GameMode,
         /// Frags that win (0: none).
         fraglimit: u16,
         /// Seconds left (0: no time limit).
@@ -226,11 +227,8 @@ pub struct ScoreLine {
     /// Deaths.
     pub deaths: u32,
     /// Team in team games.
-    pub team: Option<u8>,
+    pub team: Option<Team>,
 }
-
-/// Number of weapons a weapon index may name.
-pub const WEAPON_COUNT: u8 = 3;
 
 fn check_finite(field: &str, values: &[f32]) -> Result<(), DecodeError> {
     if values.iter().all(|v| v.is_finite()) {
@@ -273,30 +271,15 @@ impl Wire for ServerMessage {
                 if lines.windows(2).any(|w| w[1].id <= w[0].id) {
                     return Err(invalid("scoreboard not in strictly increasing id order"));
                 }
-                if lines.iter().any(|l| l.team.is_some_and(|t| t > 1)) {
-                    return Err(invalid("unknown team"));
-                }
                 Ok(())
             }
-            Self::Fired {
-                weapon,
-                origin,
-                dir,
-                ..
-            } => {
-                if *weapon >= WEAPON_COUNT {
-                    return Err(invalid("unknown weapon"));
-                }
+            Self::Fired { origin, dir, .. } => {
                 check_finite("origin", origin)?;
                 check_finite("direction", dir)
-            }
-            Self::Killed { weapon, .. } if *weapon >= WEAPON_COUNT => {
-                Err(invalid("unknown weapon"))
             }
             Self::Killed { .. } | Self::HitConfirm { .. } => Ok(()),
             Self::Damaged { from, .. } => check_finite("from", from),
             Self::Exploded { at } => check_finite("at", at),
-            Self::Match { mode, .. } if *mode > 1 => Err(invalid("unknown game mode")),
             Self::Match { .. } => Ok(()),
             Self::MatchEnded { winner } => check_text("winner", winner, MAX_CHAT_LEN),
             Self::MapChange { map_name, .. } => check_map_name(map_name),
@@ -363,8 +346,8 @@ pub struct PlayerSnap {
     pub health: u8,
     /// Armour.
     pub armor: u8,
-    /// Weapon in hand (index).
-    pub weapon: u8,
+    /// Weapon in hand.
+    pub weapon: WeaponKind,
     /// Rounds in the magazine of the weapon in hand.
     pub ammo: u16,
 }
@@ -394,7 +377,7 @@ impl PlayerSnap {
             flags: s.flags.0,
             health: 100,
             armor: 0,
-            weapon: 0,
+            weapon: WeaponKind::Rifle,
             ammo: 0,
         }
     }
@@ -474,9 +457,6 @@ impl Wire for Snapshot {
             }
             if p.flags & !MoveFlags::ALL != 0 {
                 return Err(invalid("unknown movement flags"));
-            }
-            if p.weapon >= WEAPON_COUNT {
-                return Err(invalid("unknown weapon"));
             }
         }
         if self.projectiles.len() > MAX_SNAPSHOT_PROJECTILES {

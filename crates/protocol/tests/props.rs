@@ -9,12 +9,13 @@
 
 use proptest::prelude::*;
 use proptest::sample::Index;
+use sightline_combat::{GameMode, Team, WeaponKind};
 use sightline_movement::MoveFlags;
 use sightline_protocol::{
     ClientDatagram, ClientMessage, DecodeError, InputPacket, MAX_CHAT_LEN, MAX_NAME_LEN,
     MAX_SERVER_NAME_LEN, MAX_SNAPSHOT_PLAYERS, MAX_SNAPSHOT_PROJECTILES, PlayerSnap,
-    ProjectileSnap, REDUNDANT_INPUTS, ScoreLine, ServerDatagram, ServerMessage, Snapshot,
-    WEAPON_COUNT, Welcome, Wire, clean_text,
+    ProjectileSnap, REDUNDANT_INPUTS, ScoreLine, ServerDatagram, ServerMessage, Snapshot, Welcome,
+    Wire, clean_text,
 };
 use sightline_sim::{Buttons, InputCmd, MAX_TICK_HZ, MIN_TICK_HZ, PlayerId, WEAPON_SLOTS};
 use std::fmt::Debug;
@@ -171,6 +172,10 @@ fn input_packet() -> impl Strategy<Value = InputPacket> {
         })
 }
 
+fn weapon() -> impl Strategy<Value = WeaponKind> {
+    prop::sample::select(WeaponKind::ALL.to_vec())
+}
+
 fn player_snap() -> impl Strategy<Value = PlayerSnap> {
     (
         vec3(),
@@ -179,7 +184,7 @@ fn player_snap() -> impl Strategy<Value = PlayerSnap> {
         finite(),
         0..=MoveFlags::ALL,
         any::<[u8; 2]>(),
-        0..WEAPON_COUNT,
+        weapon(),
         u16_any(),
     )
         .prop_map(
@@ -311,7 +316,7 @@ fn welcome() -> impl Strategy<Value = ServerMessage> {
         )
 }
 
-/// Scoreboards in increasing id order with teams 0 and 1, up to a full one with the
+/// Scoreboards in increasing id order with either team or none, up to a full one with the
 /// widest numbers.
 fn scoreboard() -> impl Strategy<Value = ServerMessage> {
     let line = || {
@@ -319,7 +324,7 @@ fn scoreboard() -> impl Strategy<Value = ServerMessage> {
             prop::option::of(u16_any()),
             any::<i32>(),
             u32_any(),
-            prop::option::of(0u8..=1),
+            prop::option::of(prop::sample::select(Team::ALL.to_vec())),
         )
     };
     prop_oneof![0..=4usize, Just(MAX_SNAPSHOT_PLAYERS)]
@@ -352,14 +357,14 @@ fn server_message() -> impl Strategy<Value = ServerMessage> {
         (player_id(), shown_text(MAX_CHAT_LEN))
             .prop_map(|(from, text)| ServerMessage::Chat { from, text }),
         scoreboard(),
-        (player_id(), 0..WEAPON_COUNT, vec3(), vec3()).prop_map(
-            |(shooter, weapon, origin, dir)| ServerMessage::Fired {
+        (player_id(), weapon(), vec3(), vec3()).prop_map(|(shooter, weapon, origin, dir)| {
+            ServerMessage::Fired {
                 shooter,
                 weapon,
                 origin,
                 dir,
             }
-        ),
+        }),
         (player_id(), u16_any(), any::<bool>()).prop_map(|(target, damage, head)| {
             ServerMessage::HitConfirm {
                 target,
@@ -374,7 +379,7 @@ fn server_message() -> impl Strategy<Value = ServerMessage> {
                 from,
             }
         }),
-        (player_id(), player_id(), 0..WEAPON_COUNT).prop_map(|(victim, killer, weapon)| {
+        (player_id(), player_id(), weapon()).prop_map(|(victim, killer, weapon)| {
             ServerMessage::Killed {
                 victim,
                 killer,
@@ -382,14 +387,20 @@ fn server_message() -> impl Strategy<Value = ServerMessage> {
             }
         }),
         vec3().prop_map(|at| ServerMessage::Exploded { at }),
-        (0u8..=1, u16_any(), u16_any(), any::<bool>()).prop_map(
-            |(mode, fraglimit, time_left_s, intermission)| ServerMessage::Match {
-                mode,
-                fraglimit,
-                time_left_s,
-                intermission,
-            }
-        ),
+        (
+            prop::sample::select(vec![GameMode::Deathmatch, GameMode::TeamDeathmatch]),
+            u16_any(),
+            u16_any(),
+            any::<bool>()
+        )
+            .prop_map(|(mode, fraglimit, time_left_s, intermission)| {
+                ServerMessage::Match {
+                    mode,
+                    fraglimit,
+                    time_left_s,
+                    intermission,
+                }
+            }),
         shown_text(MAX_CHAT_LEN).prop_map(|winner| ServerMessage::MatchEnded { winner }),
         (map_name(), u64_any())
             .prop_map(|(map_name, map_hash)| ServerMessage::MapChange { map_name, map_hash }),

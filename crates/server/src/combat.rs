@@ -56,7 +56,7 @@ pub(crate) fn send_combat_events(
             } => {
                 let msg = ServerMessage::Fired {
                     shooter,
-                    weapon: weapon.index() as u8,
+                    weapon,
                     origin: origin.to_array(),
                     dir: dir.to_array(),
                 };
@@ -109,7 +109,7 @@ pub(crate) fn send_combat_events(
                 Outgoing::ToPlaying(ServerMessage::Killed {
                     victim,
                     killer,
-                    weapon: weapon.index() as u8,
+                    weapon,
                 })
             }
             CombatEvent::Exploded { at } => {

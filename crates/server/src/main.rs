@@ -46,11 +46,11 @@ struct Args {
     #[arg(long, default_value_t = 0, value_parser = clap::value_parser!(u8).range(0..=64))]
     bots: u8,
     /// How well bots fight: easy, normal or hard.
-    #[arg(long, default_value = "normal", value_parser = ["easy", "normal", "hard"])]
-    bot_skill: String,
+    #[arg(long, value_enum, default_value_t = sightline_bots::BotSkill::Normal)]
+    bot_skill: sightline_bots::BotSkill,
     /// Game mode: dm (everyone for themselves) or tdm (red against blue).
-    #[arg(long, default_value = "dm", value_parser = ["dm", "tdm"])]
-    mode: String,
+    #[arg(long, value_enum, default_value_t = GameMode::Deathmatch)]
+    mode: GameMode,
     /// Frags that win a match (a player's, or a team's); 0 for none.
     #[arg(long, default_value_t = 20, value_parser = clap::value_parser!(u16).range(0..=1000))]
     fraglimit: u16,
@@ -227,13 +227,9 @@ fn main() -> ExitCode {
         name,
         max_players: args.max_players,
         bots: args.bots,
-        bot_skill: sightline_bots::BotSkill::parse(&args.bot_skill).unwrap_or_default(),
+        bot_skill: args.bot_skill,
         rules: MatchRules {
-            mode: if args.mode == "tdm" {
-                GameMode::TeamDeathmatch
-            } else {
-                GameMode::Deathmatch
-            },
+            mode: args.mode,
             fraglimit: args.fraglimit as i32,
             timelimit: args.timelimit * 60.0,
             rotation: args.maps.clone(),

@@ -5,7 +5,7 @@ use crate::ServerConfig;
 use crate::outbox::Outgoing;
 use crate::spawn::choose_spawn;
 use bevy::prelude::*;
-use sightline_combat::{Arsenal, ItemSpot, Rocket, Score, Team, Vitals, spawn_items_for};
+use sightline_combat::{Arsenal, GameMode, ItemSpot, Rocket, Score, Team, Vitals, spawn_items_for};
 use sightline_map::{CurrentMap, MapSource, find_map};
 use sightline_movement::PlayerState;
 use sightline_protocol::ServerMessage;
@@ -13,16 +13,6 @@ use sightline_sim::{CurrentCmd, InputCmd, PlayerName, TickConfig};
 
 /// Seconds between the end of a match and the start of the next.
 pub const INTERMISSION: f32 = 8.0;
-
-/// Free-for-all or teams.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum GameMode {
-    /// Everyone for themselves.
-    #[default]
-    Deathmatch,
-    /// Red against blue; teams balanced on joining; no friendly fire.
-    TeamDeathmatch,
-}
 
 /// How matches are won and what is played next.
 #[derive(Debug, Clone, PartialEq)]
@@ -69,14 +59,14 @@ fn leader(mode: GameMode, players: &[(String, i32, Option<Team>)]) -> Option<(St
             .max_by_key(|(_, frags, _)| *frags)
             .map(|(name, frags, _)| (name.clone(), *frags)),
         GameMode::TeamDeathmatch => {
-            let total = |t: u8| -> i32 {
+            let total = |t: Team| -> i32 {
                 players
                     .iter()
-                    .filter(|(.., team)| *team == Some(Team(t)))
+                    .filter(|(.., team)| *team == Some(t))
                     .map(|(_, f, _)| f)
                     .sum()
             };
-            let (red, blue) = (total(0), total(1));
+            let (red, blue) = (total(Team::Red), total(Team::Blue));
             Some(if blue > red {
                 ("Blue team".into(), blue)
             } else {
@@ -204,7 +194,7 @@ pub(crate) fn broadcast_match(
         0.0
     };
     let msg = ServerMessage::Match {
-        mode: u8::from(rules.mode == GameMode::TeamDeathmatch),
+        mode: rules.mode,
         fraglimit: rules.fraglimit.clamp(0, u16::MAX as i32) as u16,
         time_left_s: left.ceil().min(u16::MAX as f32) as u16,
         intermission: state.intermission.is_some(),
@@ -219,9 +209,9 @@ mod tests {
     #[test]
     fn the_leader_is_the_best_player_or_team() {
         let players = vec![
-            ("a".to_string(), 5, Some(Team(0))),
-            ("b".to_string(), 7, Some(Team(1))),
-            ("c".to_string(), 4, Some(Team(0))),
+            ("a".to_string(), 5, Some(Team::Red)),
+            ("b".to_string(), 7, Some(Team::Blue)),
+            ("c".to_string(), 4, Some(Team::Red)),
         ];
         assert_eq!(
             leader(GameMode::Deathmatch, &players),

@@ -536,7 +536,7 @@ pub(crate) fn broadcast_scoreboard(
             }),
             frags: score.frags,
             deaths: score.deaths,
-            team: team.map(|t| t.0),
+            team: team.copied(),
         })
         .collect();
     if lines.is_empty() {

@@ -79,7 +79,7 @@ pub(crate) fn send_snapshots(
             .map(|(id, s, vitals, arsenal)| PlayerSnap {
                 health: vitals.health.clamp(0.0, 255.0).ceil() as u8,
                 armor: vitals.armor.clamp(0.0, 255.0).ceil() as u8,
-                weapon: arsenal.current.index() as u8,
+                weapon: arsenal.current,
                 ammo: arsenal.ammo[arsenal.current.index()].magazine,
                 ..PlayerSnap::new(*id, s)
             })

@@ -1,16 +1,16 @@
 //! Sides in team games: a newcomer, player or bot, joins the smaller team.
 
-use crate::rules::{GameMode, MatchRules};
+use crate::rules::MatchRules;
+use sightline_combat::GameMode;
 use sightline_combat::Team;
 
 /// The team with fewer members (red on a tie).
 pub fn smaller_team(teams: impl IntoIterator<Item = Team>) -> Team {
-    let (red, blue) =
-        teams.into_iter().fold(
-            (0, 0),
-            |(r, b), t| if t.0 == 0 { (r + 1, b) } else { (r, b + 1) },
-        );
-    Team(u8::from(blue < red))
+    let (red, blue) = teams.into_iter().fold((0, 0), |(r, b), t| match t {
+        Team::Red => (r + 1, b),
+        Team::Blue => (r, b + 1),
+    });
+    if blue < red { Team::Blue } else { Team::Red }
 }
 
 /// The team a newcomer joins: in team games the smaller one, else none.
@@ -27,10 +27,10 @@ mod tests {
 
     #[test]
     fn newcomers_join_the_smaller_team() {
-        assert_eq!(smaller_team([]), Team(0));
-        assert_eq!(smaller_team([Team(0)]), Team(1));
-        assert_eq!(smaller_team([Team(0), Team(1)]), Team(0));
-        assert_eq!(smaller_team([Team(1), Team(1), Team(0)]), Team(0));
+        assert_eq!(smaller_team([]), Team::Red);
+        assert_eq!(smaller_team([Team::Red]), Team::Blue);
+        assert_eq!(smaller_team([Team::Red, Team::Blue]), Team::Red);
+        assert_eq!(smaller_team([Team::Blue, Team::Blue, Team::Red]), Team::Red);
     }
 
     #[test]
@@ -39,7 +39,7 @@ mod tests {
             mode: GameMode::TeamDeathmatch,
             ..MatchRules::default()
         };
-        assert_eq!(team_for_newcomer(&tdm, [Team(0)]), Some(Team(1)));
-        assert_eq!(team_for_newcomer(&MatchRules::default(), [Team(0)]), None);
+        assert_eq!(team_for_newcomer(&tdm, [Team::Red]), Some(Team::Blue));
+        assert_eq!(team_for_newcomer(&MatchRules::default(), [Team::Red]), None);
     }
 }

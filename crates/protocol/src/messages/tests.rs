@@ -52,7 +52,7 @@ fn snapshot(n: usize) -> Snapshot {
                 flags: MoveFlags::ON_GROUND,
                 health: 100,
                 armor: 50,
-                weapon: 1,
+                weapon: WeaponKind::Shotgun,
                 ammo: 30,
             })
             .collect(),
@@ -323,7 +323,7 @@ fn a_full_scoreboard_of_extreme_scores_fits_its_cap() {
             ping_ms: Some(u16::MAX),
             frags: i32::MIN,
             deaths: u32::MAX,
-            team: Some(1),
+            team: Some(Team::Blue),
         })
         .collect();
     let msg = ServerMessage::Scoreboard(lines);
@@ -355,7 +355,6 @@ fn scoreboards_out_of_order_or_with_unknown_teams_are_refused() {
     for lines in [
         vec![line(1, None), line(1, None)],
         vec![line(2, None), line(1, None)],
-        vec![line(0, Some(2))],
     ] {
         let bytes = bincode::serde::encode_to_vec(
             ServerMessage::Scoreboard(lines),
@@ -364,6 +363,41 @@ fn scoreboards_out_of_order_or_with_unknown_teams_are_refused() {
         .unwrap();
         assert!(ServerMessage::decode(&bytes).is_err());
     }
+    // A third team: the last byte is the team's variant number.
+    let mut bytes = ServerMessage::Scoreboard(vec![line(0, Some(Team::Blue))])
+        .encode()
+        .unwrap();
+    assert_eq!(bytes.last(), Some(&1));
+    *bytes.last_mut().unwrap() = 2;
+    assert!(ServerMessage::decode(&bytes).is_err());
+}
+
+#[test]
+fn unknown_weapons_and_game_modes_are_refused() {
+    // The last byte of each is the enum's variant number, one past the last known.
+    let weapon_last = |w| ServerMessage::Killed {
+        victim: PlayerId(1),
+        killer: PlayerId(2),
+        weapon: w,
+    };
+    let mut bytes = weapon_last(WeaponKind::Rockets).encode().unwrap();
+    assert_eq!(bytes.last(), Some(&2));
+    assert!(ServerMessage::decode(&bytes).is_ok());
+    *bytes.last_mut().unwrap() = WeaponKind::ALL.len() as u8;
+    assert!(ServerMessage::decode(&bytes).is_err());
+    let mut bytes = ServerMessage::Match {
+        fraglimit: 0,
+        time_left_s: 0,
+        intermission: false,
+        mode: GameMode::TeamDeathmatch,
+    }
+    .encode()
+    .unwrap();
+    // The mode is the first field after the variant tag.
+    assert_eq!(bytes[1], 1);
+    assert!(ServerMessage::decode(&bytes).is_ok());
+    bytes[1] = 2;
+    assert!(ServerMessage::decode(&bytes).is_err());
 }
 
 #[test]
