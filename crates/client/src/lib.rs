@@ -18,7 +18,7 @@ mod status;
 pub use combat::{CombatCue, dead_in};
 pub use connection::{DesiredName, Roster, RosterEntry};
 pub use input::{InputHistory, InputSource, LocalInput};
-pub use pacing::{InputPacing, MAX_DILATION, TARGET_MIN_QUEUE};
+pub use pacing::{InputPacing, MAX_DILATION, MAX_TARGET_QUEUE, TARGET_MIN_QUEUE};
 pub use reconnect::{RESUME_WINDOW_SECONDS, Reconnect, backoff_seconds};
 pub use snapshots::LatestSnapshot;
 pub use stats::{ClientStats, PlayerSeen};

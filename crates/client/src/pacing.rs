@@ -12,7 +12,7 @@ use std::collections::VecDeque;
 
 /// Fewest commands that should be waiting when the server takes one, at best: the one it
 /// takes and one spare. Each starvation raises the target by one (up to
-/// [`MAX_TARGET_QUEUE`]), and a quiet spell of [`RELAX_SECONDS`] lowers it again, so the
+/// [`MAX_TARGET_QUEUE`]), and a quiet spell (about 15 s without one) lowers it again, so the
 /// spare grows with the link's jitter and shrinks when the link calms down.
 pub const TARGET_MIN_QUEUE: f64 = 2.0;
 /// Most spare commands the controller asks for.

@@ -11,7 +11,7 @@
 mod buffer;
 mod delay;
 
-pub use buffer::{DrawMode, SnapshotBuffer, lerp_angle, sample};
+pub use buffer::{DrawMode, MAX_STATES, SnapshotBuffer, lerp_angle, sample};
 pub use delay::{DelayEstimator, MAX_DELAY, MIN_DELAY, STARTING_DELAY};
 
 use bevy::prelude::*;

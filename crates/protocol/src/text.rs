@@ -33,9 +33,9 @@ pub(crate) fn is_hidden(c: char) -> bool {
         )
 }
 
-/// Makes text fit to show: drops [`is_hidden`] characters, normalises to NFKC (so
-/// fullwidth, ligature and other compatibility forms become the plain letters they
-/// stand for), turns every run of whitespace into one space, trims both ends and cuts
+/// Makes text fit to show: drops invisible characters (controls, format characters such
+/// as zero-width and bidi marks, and fillers), normalises to NFKC (so fullwidth, ligature
+/// and other compatibility forms become the plain letters they stand for), turns every run of whitespace into one space, trims both ends and cuts
 /// the result to at most `max` bytes on a character boundary. Used on names and chat
 /// before anyone sees them. Cleaning clean text changes nothing.
 pub fn clean_text(text: &str, max: usize) -> String {
@@ -90,7 +90,7 @@ pub fn name_key(name: &str) -> String {
 }
 
 /// Whether `name` is, or only decorates, one of the [`RESERVED_NAMES`]: its key's
-/// letters alone are a reserved name's, so "ADMIN", "Adm1n", "[Admin]" and "Admin (2)"
+/// letters alone are a reserved name's, so `ADMIN`, `Adm1n`, `[Admin]` and `Admin (2)`
 /// are all reserved. A server gives a player asking for one the default name instead.
 pub fn is_reserved_name(name: &str) -> bool {
     let letters = |name: &str| -> String {
