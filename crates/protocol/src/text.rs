@@ -35,8 +35,9 @@ pub(crate) fn is_hidden(c: char) -> bool {
 
 /// Makes text fit to show: drops invisible characters (controls, format characters such
 /// as zero-width and bidi marks, and fillers), normalises to NFKC (so fullwidth, ligature
-/// and other compatibility forms become the plain letters they stand for), turns every run of whitespace into one space, trims both ends and cuts
-/// the result to at most `max` bytes on a character boundary. Used on names and chat
+/// and other compatibility forms become the plain letters they stand for), turns every
+/// run of whitespace into one space, trims both ends and cuts the result to at most `max`
+/// bytes on a character boundary. Used on names and chat
 /// before anyone sees them. Cleaning clean text changes nothing.
 pub fn clean_text(text: &str, max: usize) -> String {
     let mut out = String::new();
