@@ -14,6 +14,7 @@ mod hitbox;
 mod items;
 mod lagcomp;
 mod plugin;
+mod respawn;
 mod spread;
 mod teams;
 mod weapons;
@@ -29,6 +30,7 @@ pub use lagcomp::{
     ViewWindow, clamp_view_time,
 };
 pub use plugin::{CombatEvent, CombatPlugin, CombatSystems, Rocket, Score, aim_direction};
+pub use respawn::respawned;
 pub use spread::pellet_direction;
 pub use teams::{GameMode, Team};
 pub use weapons::{WEAPONS, WeaponDef, WeaponKind};

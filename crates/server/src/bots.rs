@@ -6,7 +6,7 @@ use crate::spawn::choose_spawn;
 use crate::teams::team_for_newcomer;
 use bevy::prelude::*;
 use sightline_bots::{decide, hash, sense};
-use sightline_combat::{Arsenal, Score, Vitals};
+use sightline_combat::{Score, Vitals};
 use sightline_map::CurrentMap;
 use sightline_movement::{MoveParams, PlayerState};
 use sightline_sim::{BotControlled, CurrentCmd, Player, PlayerId, PlayerName, Tick, TickConfig};
@@ -37,12 +37,10 @@ pub(crate) fn spawn_bots(
             Player,
             id,
             PlayerName(format!("Bot {}", i + 1)),
-            PlayerState::at(spawn.pos, spawn.yaw),
+            sightline_combat::respawned(spawn),
             BotControlled {
                 seed: hash(0x5167_4854, i as u64, 0),
             },
-            Vitals::spawned(),
-            Arsenal::default(),
             Score::default(),
             BotMemory::default(),
         ));

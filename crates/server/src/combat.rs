@@ -4,7 +4,7 @@ use crate::connection::{Connection, ConnectionStage};
 use crate::outbox::Outgoing;
 use crate::spawn::choose_spawn;
 use bevy::prelude::*;
-use sightline_combat::{Arsenal, CombatEvent, HitZone, Vitals};
+use sightline_combat::{Arsenal, CombatEvent, HitZone, Vitals, respawned};
 use sightline_map::CurrentMap;
 use sightline_movement::PlayerState;
 use sightline_protocol::ServerMessage;
@@ -26,9 +26,7 @@ pub(crate) fn respawn_players(
             continue;
         }
         let spawn = choose_spawn(&map.def.spawns, &living);
-        *state = PlayerState::at(spawn.pos, spawn.yaw);
-        *vitals = Vitals::spawned();
-        *arsenal = Arsenal::default();
+        (*state, *vitals, *arsenal) = respawned(spawn);
     }
 }
 

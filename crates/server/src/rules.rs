@@ -130,9 +130,7 @@ pub(crate) fn run_match(
             let spawn = choose_spawn(&map.def.spawns, &placed);
             placed.push(spawn.pos);
             *score = Score::default();
-            *player = PlayerState::at(spawn.pos, spawn.yaw);
-            *vitals = Vitals::spawned();
-            *arsenal = Arsenal::default();
+            (*player, *vitals, *arsenal) = sightline_combat::respawned(spawn);
         }
         return;
     }

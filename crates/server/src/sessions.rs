@@ -262,12 +262,8 @@ impl Admission<'_, '_> {
                     .chain(admitted.iter().map(|a| a.pos))
                     .collect();
                 let spawn = choose_spawn(&self.map.def.spawns, &occupied);
-                (
-                    PlayerState::at(spawn.pos, spawn.yaw),
-                    Vitals::spawned(),
-                    Arsenal::default(),
-                    Score::default(),
-                )
+                let (state, vitals, arsenal) = sightline_combat::respawned(spawn);
+                (state, vitals, arsenal, Score::default())
             }
         };
         let team = match &back {
