@@ -1,8 +1,9 @@
 //! The movement step, split the way `bg_pmove.c` is: one small function per rule.
 
+use crate::bodies::{Contact, MoveWorld};
 use crate::{MoveFlags, MoveParams, PlayerState};
 use bevy::math::Vec3;
-use sightline_map::{CastHit, CollisionWorld, SKIN};
+use sightline_map::{CollisionWorld, SKIN};
 use sightline_sim::{Buttons, InputCmd};
 
 /// How far below the feet the ground is looked for, m.
@@ -27,14 +28,27 @@ pub fn view_vectors(yaw: f32) -> (Vec3, Vec3) {
     (Vec3::new(-s, 0.0, -c), Vec3::new(c, 0.0, -s))
 }
 
-/// Advances one player by one command over `dt` seconds.
-///
-/// Pure: the result depends only on the arguments, so server and client agree bit for bit
-/// when given the same ones. `cmd` must already have passed [`InputCmd::sanitized`].
+/// Advances one player by one command over `dt` seconds, alone on the map: [`step_among`]
+/// with no other players.
 pub fn step(
     state: &PlayerState,
     cmd: &InputCmd,
     world: &CollisionWorld,
+    params: &MoveParams,
+    dt: f32,
+) -> PlayerState {
+    step_among(state, cmd, &MoveWorld::map(world), params, dt)
+}
+
+/// Advances one player by one command over `dt` seconds, blocked by the map and by the
+/// other players' capsules in `world` (which stand still while this one moves).
+///
+/// Pure: the result depends only on the arguments, so server and client agree bit for bit
+/// when given the same ones. `cmd` must already have passed [`InputCmd::sanitized`].
+pub fn step_among(
+    state: &PlayerState,
+    cmd: &InputCmd,
+    world: &MoveWorld,
     params: &MoveParams,
     dt: f32,
 ) -> PlayerState {
@@ -73,7 +87,7 @@ pub fn step(
 }
 
 /// Crouch when asked; stand up only when the standing hull fits.
-fn check_crouch(s: &mut PlayerState, cmd: &InputCmd, world: &CollisionWorld, p: &MoveParams) {
+fn check_crouch(s: &mut PlayerState, cmd: &InputCmd, world: &MoveWorld, p: &MoveParams) {
     if cmd.buttons.contains(Buttons::CROUCH) {
         s.flags.set(MoveFlags::CROUCHED, true);
     } else if s.crouched() && !world.capsule_overlaps(s.pos, p.radius, p.stand_height) {
@@ -83,7 +97,7 @@ fn check_crouch(s: &mut PlayerState, cmd: &InputCmd, world: &CollisionWorld, p: 
 
 /// Looks just below the feet for walkable ground; returns its normal and the distance
 /// down to it.
-fn ground_trace(s: &PlayerState, world: &CollisionWorld, p: &MoveParams) -> Option<(Vec3, f32)> {
+fn ground_trace(s: &PlayerState, world: &MoveWorld, p: &MoveParams) -> Option<(Vec3, f32)> {
     let height = p.height(s.crouched());
     let hit = world.cast_capsule(s.pos, p.radius, height, Vec3::NEG_Y * GROUND_PROBE)?;
     let normal = walkable(world, &hit, p)?;
@@ -100,14 +114,19 @@ fn ground_trace(s: &PlayerState, world: &CollisionWorld, p: &MoveParams) -> Opti
 /// edge of a step its rounded bottom makes the normal lean sideways although the step's
 /// top is flat. So the surface is sampled with a short ray straight down just beyond the
 /// contact: a walkable face there is ground (a Quake box would stand on that edge too);
-/// a steep face is a slope to slide off.
-fn walkable(world: &CollisionWorld, hit: &CastHit, p: &MoveParams) -> Option<Vec3> {
+/// a steep face is a slope to slide off. Another player's capsule is exact and round: its
+/// top is ground within 45 degrees of the crown, so players stand on heads as in Quake 3
+/// and slide off shoulders.
+fn walkable(world: &MoveWorld, hit: &Contact, p: &MoveParams) -> Option<Vec3> {
     if hit.normal.y <= 0.0 {
         return None;
     }
+    if hit.body {
+        return (hit.normal.y >= p.min_ground_normal_y).then_some(hit.normal);
+    }
     let away = Vec3::new(-hit.normal.x, 0.0, -hit.normal.z).normalize_or_zero();
     let origin = hit.point + away * EDGE_REACH + Vec3::Y * EDGE_REACH * 2.5;
-    match world.cast_ray(origin, Vec3::NEG_Y, EDGE_REACH * 5.0) {
+    match world.map.cast_ray(origin, Vec3::NEG_Y, EDGE_REACH * 5.0) {
         Some((_, face)) => (face.y >= p.min_ground_normal_y).then_some(face),
         None => (hit.normal.y >= p.min_ground_normal_y).then_some(hit.normal),
     }
@@ -171,7 +190,7 @@ fn walk_move(
     s: &mut PlayerState,
     cmd: &InputCmd,
     ground: Vec3,
-    world: &CollisionWorld,
+    world: &MoveWorld,
     p: &MoveParams,
     dt: f32,
 ) {
@@ -189,7 +208,7 @@ fn walk_move(
     step_slide_move(s, vel, vel, world, p, dt, true);
 }
 
-fn air_move(s: &mut PlayerState, cmd: &InputCmd, world: &CollisionWorld, p: &MoveParams, dt: f32) {
+fn air_move(s: &mut PlayerState, cmd: &InputCmd, world: &MoveWorld, p: &MoveParams, dt: f32) {
     let (dir, wish_speed) = wish(s, cmd, p);
     accelerate(&mut s.vel, dir, wish_speed, p.air_accel, dt);
     // Trapezoidal gravity: move with the mean of start and end velocity, so a jump traces
@@ -208,7 +227,7 @@ fn step_slide_move(
     s: &mut PlayerState,
     move_vel: Vec3,
     end_vel: Vec3,
-    world: &CollisionWorld,
+    world: &MoveWorld,
     p: &MoveParams,
     dt: f32,
     on_ground: bool,
@@ -258,7 +277,7 @@ fn step_slide_move(
 }
 
 /// Keeps a walking player on the ground over stair edges and ramp crests.
-fn snap_to_ground(s: &mut PlayerState, world: &CollisionWorld, p: &MoveParams) -> Option<Vec3> {
+fn snap_to_ground(s: &mut PlayerState, world: &MoveWorld, p: &MoveParams) -> Option<Vec3> {
     let height = p.height(s.crouched());
     let down = Vec3::NEG_Y * p.step_height;
     let hit = world.cast_capsule(s.pos, p.radius, height, down)?;
@@ -277,7 +296,7 @@ struct Slide {
 /// `end_vel` (the velocity to keep afterwards) is clipped against the same planes.
 /// With `walls` set, contacts whose normal Y is below it are treated as vertical.
 fn slide_move(
-    world: &CollisionWorld,
+    world: &MoveWorld,
     radius: f32,
     height: f32,
     mut pos: Vec3,

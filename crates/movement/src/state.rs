@@ -31,9 +31,21 @@ impl MoveFlags {
     }
 }
 
+/// Whether a player's capsule blocks other players (and is blocked by them). The living
+/// are solid; the server's combat makes the dead pass through everyone.
+#[derive(Component, Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Solid(pub bool);
+
+impl Default for Solid {
+    fn default() -> Self {
+        Self(true)
+    }
+}
+
 /// Everything about a player that movement reads and writes. Server snapshots carry it
 /// exactly (no rounding), so the client can resume prediction from the server's bits.
 #[derive(Component, Debug, Default, Clone, Copy, PartialEq)]
+#[require(Solid)]
 pub struct PlayerState {
     /// Feet position, m.
     pub pos: Vec3,

@@ -1,6 +1,6 @@
 //! Movement rules, one test per rule, on small worlds built for each.
 
-use crate::{MoveParams, PlayerState, step};
+use crate::{Body, MoveParams, MoveWorld, PlayerState, step, step_among};
 use bevy::math::{Quat, Vec3};
 use sightline_map::{CollisionWorld, SKIN};
 use sightline_sim::{Buttons, InputCmd};
@@ -330,4 +330,188 @@ fn falling_is_capped_at_terminal_speed() {
     let s = PlayerState::at(Vec3::new(0.0, 500.0, 0.0), 0.0);
     let states = simulate(&w, s, |_| InputCmd::default(), 128 * 4, 128.0);
     assert!(states.iter().all(|s| s.vel.y >= -P.max_fall_speed));
+}
+
+/// Two players stepped as the server steps them: `a` first against `b` where it stands,
+/// then `b` against `a` where `a` has just moved.
+fn step_pair(
+    world: &CollisionWorld,
+    (a, b): (PlayerState, PlayerState),
+    (ca, cb): (&InputCmd, &InputCmd),
+    hz: f32,
+) -> (PlayerState, PlayerState) {
+    let bodies = [Body::of(&b, &P)];
+    let a = step_among(
+        &a,
+        ca,
+        &MoveWorld {
+            map: world,
+            bodies: &bodies,
+        },
+        &P,
+        1.0 / hz,
+    );
+    let bodies = [Body::of(&a, &P)];
+    let b = step_among(
+        &b,
+        cb,
+        &MoveWorld {
+            map: world,
+            bodies: &bodies,
+        },
+        &P,
+        1.0 / hz,
+    );
+    (a, b)
+}
+
+fn facing(pos: Vec3, yaw: f32) -> PlayerState {
+    PlayerState {
+        yaw,
+        ..settle(&flat_world(), pos, 128.0)
+    }
+}
+
+fn run_at(yaw: f32, buttons: Buttons) -> InputCmd {
+    InputCmd {
+        forward: 1.0,
+        yaw,
+        buttons,
+        ..Default::default()
+    }
+}
+
+/// Yaw that faces +X (positive yaw turns left from -Z).
+const EAST: f32 = -std::f32::consts::FRAC_PI_2;
+const WEST: f32 = std::f32::consts::FRAC_PI_2;
+
+#[test]
+fn two_players_running_into_each_other_stop_without_overlapping() {
+    let w = flat_world();
+    let mut pair = (
+        facing(Vec3::new(-3.0, 0.0, 0.0), EAST),
+        facing(Vec3::new(3.0, 0.0, 0.0), WEST),
+    );
+    let (east, west) = (
+        run_at(EAST, Buttons::default()),
+        run_at(WEST, Buttons::default()),
+    );
+    for _ in 0..256 {
+        pair = step_pair(&w, pair, (&east, &west), 128.0);
+        let gap = Body::of(&pair.0, &P).gap(&Body::of(&pair.1, &P));
+        assert!(gap > 0.0, "the capsules overlap by {}", -gap);
+        assert!(
+            pair.0.pos.x < pair.1.pos.x,
+            "they passed through each other"
+        );
+    }
+    let gap = Body::of(&pair.0, &P).gap(&Body::of(&pair.1, &P));
+    assert!(gap < 0.02, "they stopped apart: {gap}");
+    // Pressed together, neither keeps speed toward the other.
+    assert!(pair.0.vel.x < 0.05 && pair.1.vel.x > -0.05, "{pair:?}");
+    assert!(pair.0.on_ground() && pair.1.on_ground());
+}
+
+#[test]
+fn a_fast_player_does_not_tunnel_through_another() {
+    // 100 m/s at 20 Hz is 5 m a tick (3.5 after friction), more than a capsule is wide.
+    let w = flat_world();
+    let still = facing(Vec3::new(0.0, 0.0, 0.0), 0.0);
+    let mut fast = facing(Vec3::new(-4.0, 0.0, 0.0), EAST);
+    fast.vel = Vec3::new(100.0, 0.0, 0.0);
+    let world = MoveWorld {
+        map: &w,
+        bodies: &[Body::of(&still, &P)],
+    };
+    let after = step_among(&fast, &InputCmd::default(), &world, &P, 1.0 / 20.0);
+    assert!(after.pos.x < still.pos.x, "tunnelled to {}", after.pos.x);
+    let gap = Body::of(&after, &P).gap(&Body::of(&still, &P));
+    assert!((0.0..0.02).contains(&gap), "gap {gap}");
+}
+
+#[test]
+fn a_crouched_player_blocks_a_runner_too() {
+    let w = flat_world();
+    let mut crouched = facing(Vec3::ZERO, 0.0);
+    let duck = InputCmd {
+        buttons: Buttons::CROUCH,
+        ..Default::default()
+    };
+    crouched = step(&crouched, &duck, &w, &P, 1.0 / 128.0);
+    assert!(crouched.crouched());
+    let mut pair = (facing(Vec3::new(-3.0, 0.0, 0.0), EAST), crouched);
+    let east = run_at(EAST, Buttons::default());
+    for _ in 0..256 {
+        pair = step_pair(&w, pair, (&east, &duck), 128.0);
+        assert!(pair.0.pos.x < pair.1.pos.x - 2.0 * P.radius, "{:?}", pair.0);
+    }
+    assert!(pair.1.crouched(), "the crouched player stood up");
+    // Nor can the runner climb over it: a crouched capsule is taller than a step.
+    assert!(pair.0.pos.y < 0.1, "climbed onto it: {:?}", pair.0);
+}
+
+#[test]
+fn players_stand_on_heads_and_cannot_stand_up_under_one() {
+    let w = flat_world();
+    let below = facing(Vec3::ZERO, 0.0);
+    let mut above = PlayerState::at(Vec3::new(0.0, 3.0, 0.0), 0.0);
+    let world = MoveWorld {
+        map: &w,
+        bodies: &[Body::of(&below, &P)],
+    };
+    for _ in 0..128 {
+        above = step_among(&above, &InputCmd::default(), &world, &P, 1.0 / 128.0);
+    }
+    assert!(above.on_ground(), "not standing: {above:?}");
+    let crown = below.pos.y + P.stand_height;
+    assert!((above.pos.y - crown).abs() < 0.02, "{above:?}");
+    assert!(above.vel.length() < 1e-3);
+
+    // Crouched under someone's feet, the one below stays crouched.
+    let duck = InputCmd {
+        buttons: Buttons::CROUCH,
+        ..Default::default()
+    };
+    let low = step(&below, &duck, &w, &P, 1.0 / 128.0);
+    let on_top = PlayerState::at(Vec3::new(0.0, P.crouch_height + 0.01, 0.0), 0.0);
+    let world = MoveWorld {
+        map: &w,
+        bodies: &[Body::of(&on_top, &P)],
+    };
+    let after = step_among(&low, &InputCmd::default(), &world, &P, 1.0 / 128.0);
+    assert!(after.crouched(), "stood up into the player above");
+}
+
+#[test]
+fn body_blocking_is_deterministic_to_the_bit() {
+    let w = flat_world();
+    let play = || {
+        let mut pair = (
+            facing(Vec3::new(-3.0, 0.0, 0.3), EAST),
+            facing(Vec3::new(3.0, 0.0, -0.2), WEST),
+        );
+        let mut bits = Vec::new();
+        let mut closest = f32::INFINITY;
+        for i in 0..512u32 {
+            let yaw = EAST + 0.3 * libm::sinf(i as f32 * 0.05);
+            let jump = if i % 90 < 3 {
+                Buttons::JUMP
+            } else {
+                Buttons::default()
+            };
+            let ca = run_at(yaw, jump);
+            let cb = InputCmd {
+                right: if i > 200 { 0.5 } else { 0.0 },
+                ..run_at(WEST, Buttons::default())
+            };
+            pair = step_pair(&w, pair, (&ca, &cb), 128.0);
+            bits.push((pair.0.to_bits(), pair.1.to_bits()));
+            closest = closest.min(Body::of(&pair.0, &P).gap(&Body::of(&pair.1, &P)));
+        }
+        (bits, closest)
+    };
+    let (first, closest) = play();
+    assert_eq!(first, play().0);
+    // They did meet: the contact shaped the result.
+    assert!((0.0..0.02).contains(&closest), "closest {closest}");
 }
