@@ -6,7 +6,9 @@
 //! state machine ([`step_arsenal`]), spread from a hash of (tick, shooter, pellet)
 //! ([`pellet_direction`]), ray tests against capsule-and-head hitboxes ([`ray_hit`]), the
 //! lag-compensation history and its clamped rewind ([`HitboxHistory`]), damage with armour
-//! ([`Vitals::damage`]) and splash with knockback ([`splash`]).
+//! ([`Vitals::damage`]), splash with knockback ([`splash`]), and a rocket's launch, flight
+//! and burst ([`launch_rocket`], [`fly_rocket`], [`rocket_splash`]), which the client also
+//! runs to predict its own rocket jumps.
 
 mod arsenal;
 mod damage;
@@ -29,8 +31,11 @@ pub use lagcomp::{
     HitboxHistory, LagCompStats, MAX_REWIND, MAX_VIEW_LAG, MAX_VIEW_LEAD, MAX_VIEW_STEP_BACK,
     ViewWindow, clamp_view_time,
 };
-pub use plugin::{CombatEvent, CombatPlugin, CombatSystems, Rocket, Score, aim_direction};
-pub use respawn::respawned;
+pub use plugin::{
+    CombatEvent, CombatPlugin, CombatSystems, Rocket, Score, aim_direction, fly_rocket,
+    launch_rocket, rocket_splash,
+};
+pub use respawn::{SpawnCount, respawned};
 pub use spread::pellet_direction;
 pub use teams::{GameMode, Team};
 pub use weapons::{WEAPONS, WeaponDef, WeaponKind};

@@ -6,8 +6,9 @@ use crate::{
     clamp_view_time, pellet_direction, ray_hit, splash, step_arsenal,
 };
 use bevy::prelude::*;
+use sightline_map::CollisionWorld;
 use sightline_map::CurrentMap;
-use sightline_movement::{MoveParams, PlayerState, view_vectors};
+use sightline_movement::{MoveParams, PlayerState, Solid, view_vectors};
 use sightline_sim::{CurrentCmd, InputCmd, PlayerId, SimSet, Tick, TickConfig};
 
 /// Seconds a rocket flies before it bursts on its own.
@@ -127,9 +128,10 @@ impl Plugin for CombatPlugin {
 #[derive(Resource, Default)]
 struct NextRocketId(u16);
 
-/// The dead do nothing but wait.
-fn silence_the_dead(mut players: Query<(&Vitals, &mut CurrentCmd)>) {
-    for (vitals, mut cmd) in &mut players {
+/// The dead do nothing but wait, and nobody bumps into them.
+fn silence_the_dead(mut players: Query<(&Vitals, &mut CurrentCmd, &mut Solid)>) {
+    for (vitals, mut cmd, mut solid) in &mut players {
+        solid.set_if_neq(Solid(vitals.alive()));
         if !vitals.alive() {
             cmd.0 = InputCmd {
                 seq: cmd.0.seq,
@@ -221,13 +223,7 @@ fn fire_weapons(
         });
         if def.projectile_speed > 0.0 {
             next_rocket.0 = next_rocket.0.wrapping_add(1);
-            commands.spawn(Rocket {
-                id: next_rocket.0,
-                owner: *id,
-                pos: origin + forward * 0.5,
-                vel: forward * def.projectile_speed,
-                age: 0.0,
-            });
+            commands.spawn(launch_rocket(next_rocket.0, *id, &state, &cmd.0, &params));
             continue;
         }
         let claimed = cmd.0.view_time();
@@ -354,6 +350,74 @@ fn apply_damage(
     });
 }
 
+/// A rocket fired by `owner` standing in `state` (after this tick's move) with `cmd`: from
+/// half a metre in front of the eye, along the aim. The server's launch and the client's
+/// prediction of its own rockets.
+pub fn launch_rocket(
+    id: u16,
+    owner: PlayerId,
+    state: &PlayerState,
+    cmd: &InputCmd,
+    params: &MoveParams,
+) -> Rocket {
+    let origin = state.pos + Vec3::Y * params.eye(state.crouched());
+    let forward = aim_direction(cmd.yaw, cmd.pitch);
+    Rocket {
+        id,
+        owner,
+        pos: origin + forward * 0.5,
+        vel: forward * WeaponKind::Rockets.def().projectile_speed,
+        age: 0.0,
+    }
+}
+
+/// Flies a rocket for one tick of `dt`: where it bursts, on a wall, on one of `targets`
+/// (the hitboxes of the living, its owner left out) or at the end of its life, or `None`
+/// while it flies on. Pure, so the client flies its own rockets exactly as the server does.
+pub fn fly_rocket(
+    rocket: &mut Rocket,
+    world: &CollisionWorld,
+    targets: impl IntoIterator<Item = Hitbox>,
+    params: &MoveParams,
+    dt: f32,
+) -> Option<Vec3> {
+    let step = rocket.vel * dt;
+    let length = step.length();
+    let dir = step / length.max(1e-6);
+    let wall = world.cast_ray(rocket.pos, dir, length).map(|(t, _)| t);
+    let body = targets
+        .into_iter()
+        .filter_map(|hitbox| ray_hit(rocket.pos, dir, length, &hitbox, params).map(|(t, _)| t))
+        .min_by(f32::total_cmp);
+    let impact = match (wall, body) {
+        (Some(w), Some(b)) => Some(w.min(b)),
+        (w, b) => w.or(b),
+    };
+    rocket.age += dt;
+    match impact {
+        Some(t) => Some(rocket.pos + dir * t),
+        None if rocket.age >= ROCKET_LIFETIME => Some(rocket.pos),
+        None => {
+            rocket.pos += step;
+            None
+        }
+    }
+}
+
+/// What a rocket bursting at `at` does to a player in `state`: splash damage (before the
+/// owner's own share is taken off) and the push added to its velocity.
+pub fn rocket_splash(at: Vec3, state: &PlayerState, params: &MoveParams) -> Option<(f32, Vec3)> {
+    let def = WeaponKind::Rockets.def();
+    let center = Hitbox::of(state).center(params);
+    splash(
+        at,
+        def.splash_radius,
+        def.splash_damage,
+        def.knockback,
+        center,
+    )
+}
+
 /// Moves rockets; one bursts on touching a wall or a player, or at the end of its life,
 /// hurting and pushing everyone within its splash radius.
 fn fly_rockets(
@@ -366,45 +430,21 @@ fn fly_rockets(
     mut players: Combatants,
 ) {
     let dt = config.dt();
-    let def = WeaponKind::Rockets.def();
     for (entity, mut rocket) in &mut rockets {
-        let step = rocket.vel * dt;
-        let length = step.length();
-        let dir = step / length.max(1e-6);
-        let wall = map.world.cast_ray(rocket.pos, dir, length).map(|(t, _)| t);
-        let body = players
+        let targets: Vec<Hitbox> = players
             .iter()
             .filter(|(id, _, _, _, v, ..)| **id != rocket.owner && v.alive())
-            .filter_map(|(_, s, ..)| {
-                ray_hit(rocket.pos, dir, length, &Hitbox::of(s), &params).map(|(t, _)| t)
-            })
-            .min_by(f32::total_cmp);
-        let impact = match (wall, body) {
-            (Some(w), Some(b)) => Some(w.min(b)),
-            (w, b) => w.or(b),
-        };
-        rocket.age += dt;
-        let at = match impact {
-            Some(t) => rocket.pos + dir * t,
-            None if rocket.age >= ROCKET_LIFETIME => rocket.pos,
-            None => {
-                rocket.pos += step;
-                continue;
-            }
+            .map(|(_, s, ..)| Hitbox::of(s))
+            .collect();
+        let Some(at) = fly_rocket(&mut rocket, &map.world, targets, &params, dt) else {
+            continue;
         };
         commands.entity(entity).despawn();
         events.write(CombatEvent::Exploded { at });
         let owner = rocket.owner;
         let mut hurt: Vec<(PlayerId, f32)> = Vec::new();
         for (id, mut state, ..) in &mut players {
-            let center = Hitbox::of(&state).center(&params);
-            let Some((damage, push)) = splash(
-                at,
-                def.splash_radius,
-                def.splash_damage,
-                def.knockback,
-                center,
-            ) else {
+            let Some((damage, push)) = rocket_splash(at, &state, &params) else {
                 continue;
             };
             state.vel += push;
@@ -443,4 +483,59 @@ fn record_hitboxes(
         .map(|(id, s, _)| (*id, Hitbox::of(s)))
         .collect();
     history.record(tick.0, boxes);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use bevy::math::Quat;
+
+    fn floor() -> CollisionWorld {
+        CollisionWorld::from_boxes([(
+            Vec3::new(0.0, -0.5, 0.0),
+            Vec3::new(50.0, 0.5, 50.0),
+            Quat::IDENTITY,
+        )])
+    }
+
+    #[test]
+    fn a_rocket_at_your_feet_bursts_on_the_floor_and_lifts_you() {
+        let params = MoveParams::default();
+        let me = PlayerState::at(Vec3::ZERO, 0.0);
+        let down = InputCmd {
+            pitch: -1.5,
+            ..default()
+        };
+        let mut rocket = launch_rocket(1, PlayerId(0), &me, &down, &params);
+        let world = floor();
+        let mut ticks = 0;
+        let at = loop {
+            ticks += 1;
+            if let Some(at) = fly_rocket(&mut rocket, &world, [], &params, 1.0 / 128.0) {
+                break at;
+            }
+            assert!(ticks < 128, "never burst: {rocket:?}");
+        };
+        assert!(at.y.abs() < 1e-3, "burst at {at}");
+        let (damage, push) = rocket_splash(at, &me, &params).expect("within the splash");
+        assert!(damage > 0.0 && push.y > 5.0, "{damage} {push}");
+    }
+
+    #[test]
+    fn a_rocket_bursts_on_the_first_body_in_its_path_and_ages_out() {
+        let params = MoveParams::default();
+        let me = PlayerState::at(Vec3::ZERO, 0.0);
+        let ahead = Hitbox::of(&PlayerState::at(Vec3::new(0.0, 0.0, -3.0), 0.0));
+        let world = CollisionWorld::from_boxes([]);
+        let mut rocket = launch_rocket(1, PlayerId(0), &me, &InputCmd::default(), &params);
+        let at = (0..64)
+            .find_map(|_| fly_rocket(&mut rocket, &world, [ahead], &params, 1.0 / 64.0))
+            .expect("hits the body ahead");
+        // At eye height it meets the head sphere (0.2 m) of the player 3 m ahead.
+        assert!((at.z + 2.8).abs() < 1e-3, "burst at {at}");
+        let mut lone = launch_rocket(2, PlayerId(0), &me, &InputCmd::default(), &params);
+        let burst =
+            (0..64 * 6).find_map(|_| fly_rocket(&mut lone, &world, [], &params, 1.0 / 64.0));
+        assert!(burst.is_some() && lone.age >= ROCKET_LIFETIME);
+    }
 }
