@@ -2,7 +2,8 @@
 //! fireball, and tracers for hitscan shots (ours predicted, others' from the server).
 
 use bevy::prelude::*;
-use sightline_client::{CombatCue, LatestSnapshot};
+use sightline_client::CombatCue;
+use sightline_interpolation::DrawnProjectiles;
 use sightline_map::CurrentMap;
 use sightline_sim::{EndSession, despawn_all};
 
@@ -30,19 +31,20 @@ impl Plugin for EffectsPlugin {
     }
 }
 
-/// Rockets from the newest snapshot, as small glowing spheres.
+/// Rockets where interpolation draws them (in step with the players around them), as
+/// small glowing spheres trailing smoke.
 fn draw_rockets(
     mut commands: Commands,
     time: Res<Time<Real>>,
-    latest: Res<LatestSnapshot>,
+    drawn: Res<DrawnProjectiles>,
     mut rockets: Query<(Entity, &RocketVisual, &mut Transform)>,
     mut meshes: ResMut<Assets<Mesh>>,
     mut materials: ResMut<Assets<StandardMaterial>>,
 ) {
-    let flying = latest.0.as_ref().map_or(&[][..], |s| &s.projectiles[..]);
+    let flying = &drawn.0;
     for (entity, rocket, mut transform) in &mut rockets {
-        match flying.iter().find(|p| p.id == rocket.0) {
-            Some(p) => {
+        match flying.iter().find(|(id, _)| *id == rocket.0) {
+            Some((_, pos)) => {
                 // A puff of smoke where the rocket was: the trail.
                 commands.spawn((
                     Mesh3d(meshes.add(Sphere::new(0.08))),
@@ -57,13 +59,13 @@ fn draw_rockets(
                         grow: 0.6,
                     },
                 ));
-                transform.translation = Vec3::from_array(p.pos);
+                transform.translation = *pos;
             }
             None => commands.entity(entity).despawn(),
         }
     }
-    for p in flying {
-        if rockets.iter().any(|(_, r, _)| r.0 == p.id) {
+    for &(id, pos) in flying {
+        if rockets.iter().any(|(_, r, _)| r.0 == id) {
             continue;
         }
         commands.spawn((
@@ -73,8 +75,8 @@ fn draw_rockets(
                 emissive: LinearRgba::rgb(8.0, 3.0, 0.5),
                 ..default()
             })),
-            Transform::from_translation(Vec3::from_array(p.pos)),
-            RocketVisual(p.id),
+            Transform::from_translation(pos),
+            RocketVisual(id),
         ));
     }
 }

@@ -7,7 +7,8 @@ use bevy::prelude::*;
 use bevy_egui::{EguiContexts, EguiPrimaryContextPass, egui};
 use leafwing_input_manager::prelude::ActionState;
 use sightline_client::{
-    CombatCue, ConnectionStatus, InputPacing, KillFeed, LatestSnapshot, MatchInfo, Roster,
+    CombatCue, ConnectionStatus, InputHistory, InputPacing, KillFeed, LatestSnapshot, MatchInfo,
+    Roster,
 };
 use sightline_console::Console;
 use sightline_movement::PlayerState;
@@ -43,6 +44,7 @@ fn draw_hud(
     mut contexts: EguiContexts,
     status: Res<ConnectionStatus>,
     pacing: Res<InputPacing>,
+    history: Res<InputHistory>,
     roster: Res<Roster>,
     actions: Single<&ActionState<Action>, With<Controls>>,
     match_info: Res<MatchInfo>,
@@ -73,7 +75,7 @@ fn draw_hud(
         }
     }
     let banner = match &*status {
-        ConnectionStatus::Connected(_) if !pacing.settled() => {
+        ConnectionStatus::Connected(_) if pacing.holds_input(history.last_seq()) => {
             Some("synchronizing with the server...".to_string())
         }
         ConnectionStatus::Connected(_) => None,

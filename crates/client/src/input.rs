@@ -1,4 +1,5 @@
-//! Sampling one command per tick and sending it with its predecessors.
+//! Sampling one command per tick, and sending each frame's new commands with every
+//! earlier one the server has not yet acknowledged, within a redundancy window.
 
 use crate::LatestSnapshot;
 use crate::pacing::InputPacing;
@@ -8,13 +9,9 @@ use sightline_map::CurrentMap;
 use sightline_movement::{MoveParams, PlayerState};
 use sightline_net::RenetClient;
 use sightline_prediction::Predicted;
-use sightline_protocol::{Channel, ClientDatagram, InputPacket, REDUNDANT_INPUTS};
+use sightline_protocol::{Channel, ClientDatagram, InputPacket, MAX_PACKET_CMDS};
 use sightline_sim::{CurrentCmd, InputCmd, Tick, TickConfig};
 use std::collections::VecDeque;
-
-/// Commands after which a client moves even if pacing never settles (a link so bad the
-/// server keeps starving): about four seconds at 128 Hz.
-const SETTLE_LIMIT: u32 = 512;
 
 /// Where this client's commands come from.
 #[derive(Resource, Debug, Clone, PartialEq, Eq)]
@@ -46,11 +43,21 @@ pub struct LocalInput {
     pub weapon_slot: u8,
 }
 
-/// The most recent commands sent, newest last, and the next sequence number.
+/// Shortest redundancy window: a packet repeats at least this much recent input.
+pub const MIN_REDUNDANCY_SECONDS: f64 = 0.1;
+/// The window also spans this many frames, so at low frame rates a lost packet's
+/// commands still ride in the next one or two.
+pub const REDUNDANCY_FRAMES: f64 = 2.5;
+
+/// The most recent commands, newest last, the next sequence number, and what was sent.
 #[derive(Resource, Debug, Default)]
 pub struct InputHistory {
     recent: VecDeque<InputCmd>,
     last_seq: u32,
+    /// Newest sequence already sent.
+    sent_seq: u32,
+    /// Frame time, smoothed, seconds: how far apart packets leave.
+    frame_seconds: f64,
 }
 
 impl InputHistory {
@@ -60,18 +67,40 @@ impl InputHistory {
         cmd.seq = self.last_seq;
         cmd.client_tick = client_tick;
         self.recent.push_back(cmd);
-        if self.recent.len() > REDUNDANT_INPUTS {
+        if self.recent.len() > MAX_PACKET_CMDS {
             self.recent.pop_front();
         }
         cmd
     }
 
-    /// The packet to send: the newest command first, then up to three before it.
-    pub fn packet(&self, ack_snapshot: u32) -> Option<InputPacket> {
-        (!self.recent.is_empty()).then(|| InputPacket {
-            ack_snapshot,
-            cmds: self.recent.iter().rev().copied().collect(),
-        })
+    /// The packet to send: the newest command first, then each earlier one that the
+    /// server has not simulated (`acked_seq` is the newest it has), up to `window`
+    /// commands in all (and at most [`MAX_PACKET_CMDS`]).
+    pub fn packet(&self, ack_snapshot: u32, acked_seq: u32, window: usize) -> Option<InputPacket> {
+        let window = window.clamp(1, MAX_PACKET_CMDS);
+        let cmds: Vec<InputCmd> = self
+            .recent
+            .iter()
+            .rev()
+            .enumerate()
+            .take_while(|(i, c)| *i == 0 || (c.seq > acked_seq && *i < window))
+            .map(|(_, c)| *c)
+            .collect();
+        (!cmds.is_empty()).then_some(InputPacket { ack_snapshot, cmds })
+    }
+
+    /// Commands a packet repeats: [`MIN_REDUNDANCY_SECONDS`] or [`REDUNDANCY_FRAMES`]
+    /// frames of them, whichever is more.
+    pub fn window(&self, tick_hz: u32) -> usize {
+        let seconds = MIN_REDUNDANCY_SECONDS.max(REDUNDANCY_FRAMES * self.frame_seconds);
+        ((seconds * tick_hz as f64).ceil() as usize).clamp(1, MAX_PACKET_CMDS)
+    }
+
+    /// Notes a frame's length (seconds): a longer frame widens the window at once, a
+    /// shorter one narrows it over a few dozen frames; a stall of a second counts as one.
+    pub fn note_frame(&mut self, seconds: f64) {
+        let seconds = seconds.clamp(0.0, 1.0);
+        self.frame_seconds = seconds.max(self.frame_seconds * 0.9 + seconds * 0.1);
     }
 
     /// Sequence number of the newest command.
@@ -122,7 +151,7 @@ pub(crate) fn sample_input(
     if let Some(t) = render.server_time {
         raw.set_view_time(t * config.tick_hz as f64);
     }
-    if dead || match_info.intermission || (!pacing.settled() && history.last_seq() < SETTLE_LIMIT) {
+    if dead || match_info.intermission || pacing.holds_input(history.last_seq()) {
         raw = InputCmd {
             yaw: raw.yaw,
             pitch: raw.pitch,
@@ -138,14 +167,29 @@ pub(crate) fn sample_input(
     current.0 = history.record(cmd, tick.0);
 }
 
-/// Sends the newest command with its predecessors, acknowledging the newest snapshot.
+/// Once a frame, after its ticks: when they made new commands, sends them with every
+/// earlier one the server has not acknowledged within the redundancy window, and
+/// acknowledges the newest snapshot. One packet a frame, not one a tick: at a low frame
+/// rate a frame's ticks would otherwise leave together anyway, each packet repeating the
+/// last, and a lost burst would take all of them.
 pub(crate) fn send_inputs(
-    history: Res<InputHistory>,
+    time: Res<Time<Real>>,
+    config: Res<TickConfig>,
+    mut history: ResMut<InputHistory>,
     latest: Res<LatestSnapshot>,
     mut client: ResMut<RenetClient>,
 ) {
-    let ack = latest.0.as_ref().map_or(0, |s| s.seq);
-    if let Some(packet) = history.packet(ack) {
+    history.note_frame(time.delta_secs_f64());
+    if history.last_seq <= history.sent_seq {
+        return;
+    }
+    let (ack, acked_seq) = latest
+        .0
+        .as_ref()
+        .map_or((0, 0), |s| (s.seq, s.ack_input_seq));
+    let window = history.window(config.tick_hz);
+    if let Some(packet) = history.packet(ack, acked_seq, window) {
+        history.sent_seq = history.last_seq;
         crate::send_to_server(
             &mut client,
             Channel::Unreliable,
@@ -160,17 +204,40 @@ mod tests {
     use sightline_protocol::Wire;
 
     #[test]
-    fn packets_carry_the_newest_command_and_three_before_it() {
+    fn packets_carry_every_unacknowledged_command_in_the_window() {
         let mut h = InputHistory::default();
-        assert!(h.packet(0).is_none());
-        for tick in 0..6 {
+        assert!(h.packet(0, 0, 8).is_none());
+        for tick in 0..80 {
             h.record(InputCmd::default(), tick);
         }
-        let p = h.packet(9).unwrap();
+        let seqs = |p: InputPacket| p.cmds.iter().map(|c| c.seq).collect::<Vec<u32>>();
+        let p = h.packet(9, 70, 32).unwrap();
         assert_eq!(p.ack_snapshot, 9);
-        let seqs: Vec<u32> = p.cmds.iter().map(|c| c.seq).collect();
-        assert_eq!(seqs, [6, 5, 4, 3]);
-        assert_eq!(p.cmds[0].client_tick, 5);
+        assert_eq!(p.cmds[0].client_tick, 79);
+        assert_eq!(seqs(p.clone()), (71..=80).rev().collect::<Vec<_>>());
         assert!(InputPacket::decode(&p.encode().unwrap()).is_ok());
+        assert_eq!(seqs(h.packet(9, 0, 4).unwrap()), [80, 79, 78, 77], "window");
+        assert_eq!(seqs(h.packet(9, 80, 4).unwrap()), [80], "always the newest");
+        assert_eq!(h.packet(9, 0, 100).unwrap().cmds.len(), MAX_PACKET_CMDS);
+        // Standing still costs a byte a command.
+        let full = h.packet(9, 0, MAX_PACKET_CMDS).unwrap().encode().unwrap();
+        assert!(full.len() < 100, "{} bytes", full.len());
+    }
+
+    #[test]
+    fn the_window_spans_a_tenth_of_a_second_or_two_and_a_half_frames() {
+        let mut h = InputHistory::default();
+        h.note_frame(1.0 / 144.0);
+        assert_eq!(h.window(128), 13);
+        let mut slow = InputHistory::default();
+        slow.note_frame(0.1);
+        assert_eq!(slow.window(128), 32, "10 fps: 250 ms");
+        assert_eq!(slow.window(30), 8);
+        slow.note_frame(10.0);
+        assert_eq!(
+            slow.window(128),
+            MAX_PACKET_CMDS,
+            "a stall counts as a second"
+        );
     }
 }

@@ -18,12 +18,13 @@ mod status;
 pub use combat::{CombatCue, dead_in};
 pub use connection::{DesiredName, Roster, RosterEntry};
 pub use input::{InputHistory, InputSource, LocalInput};
-pub use pacing::{InputPacing, MAX_DILATION, MAX_TARGET_QUEUE, TARGET_MIN_QUEUE};
+pub use pacing::{InputPacing, MAX_DILATION, MAX_TARGET_QUEUE, SETTLE_LIMIT, TARGET_MIN_QUEUE};
 pub use reconnect::{RESUME_WINDOW_SECONDS, Reconnect, backoff_seconds};
 pub use snapshots::LatestSnapshot;
 pub use stats::{ClientStats, PlayerSeen};
 pub use status::{ConnectionStatus, ServerInfo};
 
+use bevy::app::RunFixedMainLoopSystems;
 use bevy::prelude::*;
 use sightline_interpolation::InterpolationPlugin;
 use sightline_net::{ClockSync, RenetClient, RenetReceive, ServerClock};
@@ -165,6 +166,7 @@ impl Plugin for ClientPlugin {
             .reset_on_session_end::<clock::PingSchedule>()
             .reset_on_session_end::<Reconnect>()
             .add_systems(EndSession, connection::forget_map)
+            .add_systems(Startup, keep_up_with_slow_frames)
             .add_systems(PreUpdate, reconnect::retry_connection.before(RenetReceive))
             .configure_sets(
                 PreUpdate,
@@ -203,11 +205,27 @@ impl Plugin for ClientPlugin {
                 (
                     input::sample_input.in_set(SimSet::ReadInputs),
                     combat::predict_own_shots.after(SimSet::Move),
-                    input::send_inputs.in_set(SimSet::BuildSnapshots),
                 )
+                    .run_if(connection::in_game.and_then(resource_exists::<RenetClient>)),
+            )
+            .add_systems(
+                RunFixedMainLoop,
+                input::send_inputs
+                    .in_set(RunFixedMainLoopSystems::AfterFixedMainLoop)
                     .run_if(connection::in_game.and_then(resource_exists::<RenetClient>)),
             );
     }
+}
+
+/// Longest frame whose time the fixed tick catches up on in full (Bevy's default is a
+/// quarter second). A client must make one command per server tick however slowly it
+/// draws, or the server runs short; half a second is what the server buffers and what an
+/// input packet can repeat ([`sightline_protocol::MAX_PACKET_CMDS`]), so down to about
+/// 2 frames a second the commands still keep pace. Slower than that, time is lost.
+pub const MAX_FRAME_CATCH_UP: std::time::Duration = std::time::Duration::from_millis(500);
+
+fn keep_up_with_slow_frames(mut time: ResMut<Time<Virtual>>) {
+    time.set_max_delta(MAX_FRAME_CATCH_UP);
 }
 
 #[cfg(test)]

@@ -19,6 +19,9 @@ pub const TARGET_MIN_QUEUE: f64 = 2.0;
 pub const MAX_TARGET_QUEUE: f64 = 8.0;
 /// Reports without starvation after which the target drops by one (about 15 s at 64 Hz).
 const RELAX_REPORTS: u32 = 960;
+/// Commands after which a client moves even if pacing never settles (a link so bad the
+/// server keeps starving): about four seconds at 128 Hz.
+pub const SETTLE_LIMIT: u32 = 512;
 /// Largest change of tick pace, as a fraction.
 pub const MAX_DILATION: f64 = 0.03;
 /// Largest speed-up before the pace first settles, as a fraction.
@@ -131,6 +134,19 @@ impl InputPacing {
             CATCH_UP_DILATION
         };
         1.0 + (0.01 * error).clamp(-fastest, MAX_DILATION)
+    }
+
+    /// Whether commands should only look around for now: the pace has not settled yet
+    /// this session and fewer than [`SETTLE_LIMIT`] commands have gone.
+    pub fn holds_input(&self, commands_sent: u32) -> bool {
+        !self.ever_settled && commands_sent < SETTLE_LIMIT
+    }
+
+    /// Whether the pace has settled at least once this session. Until then the client
+    /// sends commands that only look around (see `sample_input`); afterwards a spell of
+    /// starvation changes the pace, never what the player may do.
+    pub fn has_settled(&self) -> bool {
+        self.ever_settled
     }
 
     /// Whether the latest reports show no starvation: the server has had a command ready

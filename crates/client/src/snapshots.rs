@@ -6,7 +6,7 @@ use crate::pacing::InputPacing;
 use crate::stats::{ClientStats, PlayerSeen};
 use crate::{LocalPlayer, RemotePlayer};
 use bevy::prelude::*;
-use sightline_interpolation::{DelayEstimator, Interpolated, SnapshotBuffer};
+use sightline_interpolation::{DelayEstimator, Interpolated, ProjectileTracks, SnapshotBuffer};
 use sightline_movement::PlayerState;
 use sightline_net::{ClockSync, RenetClient};
 use sightline_prediction::{Predicted, ServerUpdate};
@@ -28,6 +28,7 @@ pub(crate) fn receive_datagrams(
     mut sync: ResMut<ClockSync>,
     mut delay: ResMut<DelayEstimator>,
     mut remotes: Query<(&PlayerId, &mut SnapshotBuffer), With<RemotePlayer>>,
+    mut projectiles: ResMut<ProjectileTracks>,
     time: Res<Time<Real>>,
 ) {
     let now = time.elapsed_secs_f64();
@@ -55,6 +56,11 @@ pub(crate) fn receive_datagrams(
             if let Ok(i) = snapshot.players.binary_search_by_key(id, |p| p.id) {
                 buffer.push(server_time, snapshot.players[i].state());
             }
+        }
+        projectiles.note_snapshot(server_time);
+        for p in &snapshot.projectiles {
+            let (pos, vel) = (Vec3::from_array(p.pos), Vec3::from_array(p.vel));
+            projectiles.push(p.id, server_time, pos, vel);
         }
         if latest.0.as_ref().is_some_and(|l| snapshot.seq <= l.seq) {
             stats.stale_snapshots += 1;

@@ -70,6 +70,7 @@ fn snapshot(players: u8) -> Snapshot {
                 armor: 50,
                 weapon: WeaponKind::ALL[i as usize % WeaponKind::ALL.len()],
                 ammo: 30,
+                spawn_count: i,
             })
             .collect(),
         projectiles: (0..players.min(2) as u16)

@@ -11,8 +11,10 @@ pub const MAX_DELAY: f64 = 0.150;
 pub const STARTING_DELAY: f64 = 0.100;
 /// Snapshots needed before the delay is measured.
 const MIN_SAMPLES: usize = 16;
-/// Snapshots remembered.
-const WINDOW: usize = 64;
+/// Snapshots remembered: four seconds at 64 Hz, so the percentile sees a few bursts.
+const WINDOW: usize = 256;
+/// The share of snapshots the delay covers: the next one is in hand this often.
+pub const COVERAGE: f64 = 0.99;
 /// Safety added to interval + jitter, seconds.
 const MARGIN: f64 = 0.002;
 
@@ -65,15 +67,30 @@ impl DelayEstimator {
         (self.len() > 1).then(|| spread / (self.len() - 1) as f64)
     }
 
-    /// The automatic delay: mean interval + one standard deviation of jitter + a margin,
-    /// within [`MIN_DELAY`]..=[`MAX_DELAY`]; [`STARTING_DELAY`] until measured.
+    /// The automatic delay: the [`COVERAGE`] percentile, over the window, of what each
+    /// snapshot needed to be in hand when render time reached the one before it (the
+    /// server-time gap since that one, which loss lengthens, plus how much later than
+    /// usual it arrived), plus a margin; within [`MIN_DELAY`]..=[`MAX_DELAY`], and
+    /// [`STARTING_DELAY`] until measured. A percentile, not mean plus a deviation:
+    /// bursts of loss and late packets are not normally distributed.
     pub fn delay(&self) -> f64 {
         if self.len() < MIN_SAMPLES {
             return STARTING_DELAY;
         }
-        let interval = self.mean_interval().unwrap_or(0.0);
-        let jitter = self.jitter().unwrap_or(0.0);
-        (interval + jitter + MARGIN).clamp(MIN_DELAY, MAX_DELAY)
+        let Some(mean) = self.mean_lateness() else {
+            return STARTING_DELAY;
+        };
+        let mut by_stamp: Vec<(f64, f64)> = self.arrivals.iter().copied().collect();
+        by_stamp.sort_by(|a, b| a.0.total_cmp(&b.0));
+        let mut needed: Vec<f64> = by_stamp
+            .windows(2)
+            .map(|w| (w[1].0 - w[0].0) + (w[1].1 - w[1].0 - mean))
+            .filter(|n| n.is_finite())
+            .collect();
+        needed.sort_by(f64::total_cmp);
+        let rank = ((COVERAGE * needed.len() as f64).ceil() as usize).clamp(1, needed.len().max(1));
+        let covered = needed.get(rank - 1).copied().unwrap_or(MAX_DELAY);
+        (covered + MARGIN).clamp(MIN_DELAY, MAX_DELAY)
     }
 }
 
@@ -114,5 +131,23 @@ mod tests {
             slow.record(i as f64, i as f64);
         }
         assert_eq!(slow.delay(), MAX_DELAY);
+    }
+
+    #[test]
+    fn bursts_of_loss_are_covered_where_mean_and_deviation_would_not_be() {
+        let mut e = DelayEstimator::default();
+        // Three snapshots lost in a row every 40: 2.5 % loss, in bursts.
+        for i in 0..400u64 {
+            if i % 40 < 3 {
+                continue;
+            }
+            let s = i as f64 / 64.0;
+            e.record(s, s + 0.05);
+        }
+        let d = e.delay();
+        assert!(d >= 4.0 / 64.0, "covers a gap of four intervals: {d}");
+        let interval = e.mean_interval().unwrap();
+        let mean_plus_sd = interval + e.jitter().unwrap() + MARGIN;
+        assert!(mean_plus_sd < 2.0 / 64.0, "the old rule: {mean_plus_sd}");
     }
 }

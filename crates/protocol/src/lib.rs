@@ -9,24 +9,27 @@
 //! ([`TokenRequest`], [`TokenReply`]), a resume secret in [`Welcome`] and Hello for
 //! players coming back after a dropped connection, full scoreboards of 64 players; 5,
 //! weapons, teams and game modes as enums (an unknown value fails to decode) instead of
-//! bytes checked by hand.
+//! bytes checked by hand; 6, input packets carry every unacknowledged command within a
+//! window (up to [`MAX_PACKET_CMDS`]), each encoded against the next ([`cmds`]).
 //!
 //! Decoding never trusts the sender: oversized, truncated, trailing-garbage, out-of-range
 //! and non-finite inputs all come back as a [`DecodeError`] for the caller to drop and
 //! count.
 
 mod channel;
+pub mod cmds;
 mod codec;
 mod messages;
 mod text;
 mod token;
 
 pub use channel::{Channel, connection_config};
+pub use cmds::MAX_PACKET_CMDS;
 pub use codec::{DecodeError, EncodeError, Wire, peek_welcome_version};
 pub use messages::{
     ClientDatagram, ClientMessage, InputPacket, MAX_CHAT_LEN, MAX_NAME_LEN, MAX_SERVER_NAME_LEN,
-    MAX_SNAPSHOT_PLAYERS, MAX_SNAPSHOT_PROJECTILES, PlayerSnap, ProjectileSnap, REDUNDANT_INPUTS,
-    ResumeSecret, ScoreLine, ServerDatagram, ServerMessage, Snapshot, Welcome,
+    MAX_SNAPSHOT_PLAYERS, MAX_SNAPSHOT_PROJECTILES, PlayerSnap, ProjectileSnap, ResumeSecret,
+    ScoreLine, ServerDatagram, ServerMessage, Snapshot, Welcome,
 };
 pub use text::{RESERVED_NAMES, clean_text, is_reserved_name, name_key};
 pub use token::{
@@ -34,7 +37,7 @@ pub use token::{
 };
 
 /// Version of this protocol; a client and server must agree on it exactly.
-pub const PROTOCOL_VERSION: u32 = 5;
+pub const PROTOCOL_VERSION: u32 = 6;
 
 /// Identifies Sightline traffic to netcode, which drops packets of other games. It does not
 /// change with [`PROTOCOL_VERSION`], so a mismatched client still reaches the handshake

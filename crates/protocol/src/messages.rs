@@ -1,5 +1,6 @@
 //! The messages themselves.
 
+use crate::cmds::{MAX_CMD_BYTES, MAX_PACKET_CMDS};
 use crate::codec::{DecodeError, Wire};
 use bevy::math::Vec3;
 use serde::{Deserialize, Serialize};
@@ -15,9 +16,6 @@ pub const MAX_SERVER_NAME_LEN: usize = 64;
 pub const MAX_CHAT_LEN: usize = 200;
 /// Most players a snapshot may describe.
 pub const MAX_SNAPSHOT_PLAYERS: usize = 64;
-/// Commands per input packet: the newest and the three before it, so a command survives
-/// the loss of three packets in a row.
-pub const REDUNDANT_INPUTS: usize = 4;
 
 fn invalid(what: impl Into<String>) -> DecodeError {
     DecodeError::Invalid(what.into())
@@ -287,23 +285,27 @@ impl Wire for ServerMessage {
     }
 }
 
-/// Inputs from a client, sent once per tick on the unreliable channel.
+/// Inputs from a client, sent once per frame that made new commands, on the unreliable
+/// channel.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct InputPacket {
     /// Newest snapshot sequence the client has received (0 = none): the baseline a
     /// delta-compressing server may encode against.
     pub ack_snapshot: u32,
-    /// Newest command first, then up to [`REDUNDANT_INPUTS`] - 1 earlier ones.
+    /// Newest command first, then every earlier one the server has not acknowledged
+    /// within the client's redundancy window, at most [`MAX_PACKET_CMDS`] in all; encoded
+    /// against each other (see [`crate::cmds`]).
+    #[serde(with = "crate::cmds")]
     pub cmds: Vec<InputCmd>,
 }
 
 impl Wire for InputPacket {
-    const MAX_BYTES: usize = 16 + REDUNDANT_INPUTS * 48;
+    const MAX_BYTES: usize = 16 + MAX_PACKET_CMDS * MAX_CMD_BYTES;
 
     fn validate(&self) -> Result<(), DecodeError> {
-        if self.cmds.is_empty() || self.cmds.len() > REDUNDANT_INPUTS {
+        if self.cmds.is_empty() || self.cmds.len() > MAX_PACKET_CMDS {
             return Err(invalid(format!(
-                "input packet carries {} commands (1 to {REDUNDANT_INPUTS} allowed)",
+                "input packet carries {} commands (1 to {MAX_PACKET_CMDS} allowed)",
                 self.cmds.len()
             )));
         }
@@ -350,6 +352,10 @@ pub struct PlayerSnap {
     pub weapon: WeaponKind,
     /// Rounds in the magazine of the weapon in hand.
     pub ammo: u16,
+    /// How many times the server has placed this player without moving it there (a
+    /// respawn, a new match), wrapping: when it changes, the state is a teleport, not
+    /// movement, so it is adopted rather than predicted toward or interpolated across.
+    pub spawn_count: u8,
 }
 
 /// A rocket in flight.
@@ -379,6 +385,7 @@ impl PlayerSnap {
             armor: 0,
             weapon: WeaponKind::Rifle,
             ammo: 0,
+            spawn_count: 0,
         }
     }
 

@@ -13,9 +13,9 @@ use sightline_combat::{GameMode, Team, WeaponKind};
 use sightline_movement::MoveFlags;
 use sightline_protocol::{
     ClientDatagram, ClientMessage, DecodeError, InputPacket, MAX_CHAT_LEN, MAX_NAME_LEN,
-    MAX_SERVER_NAME_LEN, MAX_SNAPSHOT_PLAYERS, MAX_SNAPSHOT_PROJECTILES, PlayerSnap,
-    ProjectileSnap, REDUNDANT_INPUTS, ScoreLine, ServerDatagram, ServerMessage, Snapshot, Welcome,
-    Wire, clean_text,
+    MAX_PACKET_CMDS, MAX_SERVER_NAME_LEN, MAX_SNAPSHOT_PLAYERS, MAX_SNAPSHOT_PROJECTILES,
+    PlayerSnap, ProjectileSnap, ScoreLine, ServerDatagram, ServerMessage, Snapshot, Welcome, Wire,
+    clean_text,
 };
 use sightline_sim::{Buttons, InputCmd, MAX_TICK_HZ, MIN_TICK_HZ, PlayerId, WEAPON_SLOTS};
 use std::fmt::Debug;
@@ -154,12 +154,12 @@ fn input_cmd() -> impl Strategy<Value = InputCmd> {
         )
 }
 
-/// 1 to [`REDUNDANT_INPUTS`] commands, newest (highest non-zero sequence) first.
+/// 1 to [`MAX_PACKET_CMDS`] commands, newest (highest non-zero sequence) first.
 fn input_packet() -> impl Strategy<Value = InputPacket> {
     (
         u32_any(),
-        prop::collection::btree_set(1u32.., 1..=REDUNDANT_INPUTS),
-        prop::collection::vec(input_cmd(), REDUNDANT_INPUTS),
+        prop::collection::btree_set(1u32.., 1..=MAX_PACKET_CMDS),
+        prop::collection::vec(input_cmd(), MAX_PACKET_CMDS),
     )
         .prop_map(|(ack_snapshot, seqs, cmds)| InputPacket {
             ack_snapshot,
@@ -186,19 +186,23 @@ fn player_snap() -> impl Strategy<Value = PlayerSnap> {
         any::<[u8; 2]>(),
         weapon(),
         u16_any(),
+        any::<u8>(),
     )
         .prop_map(
-            |(pos, vel, yaw, pitch, flags, [health, armor], weapon, ammo)| PlayerSnap {
-                id: PlayerId(0),
-                pos,
-                vel,
-                yaw,
-                pitch,
-                flags,
-                health,
-                armor,
-                weapon,
-                ammo,
+            |(pos, vel, yaw, pitch, flags, [health, armor], weapon, ammo, spawn_count)| {
+                PlayerSnap {
+                    id: PlayerId(0),
+                    pos,
+                    vel,
+                    yaw,
+                    pitch,
+                    flags,
+                    health,
+                    armor,
+                    weapon,
+                    ammo,
+                    spawn_count,
+                }
             },
         )
 }

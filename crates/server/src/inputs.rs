@@ -7,8 +7,10 @@ use sightline_combat::ViewWindow;
 use sightline_sim::{BotControlled, CurrentCmd, InputCmd, PlayerId, Tick, TickConfig};
 use std::collections::VecDeque;
 
-/// Most buffered input, in seconds of play; older commands beyond it are dropped.
-pub const MAX_BUFFERED_SECONDS: f32 = 0.25;
+/// Most buffered input, in seconds of play; newer commands beyond it are refused, never
+/// the older ones waiting (dropping those would leave a hole the server then fills with a
+/// repeat, and the client's prediction would be wrong).
+pub const MAX_BUFFERED_SECONDS: f32 = 0.5;
 /// For how long a missing command is covered by repeating the last one unchanged; after
 /// that the repeat releases jump, fire and the other one-shot buttons.
 pub const REPEAT_GRACE_SECONDS: f32 = 0.05;
@@ -28,6 +30,9 @@ pub enum Push {
     Duplicate,
     /// Refused: its sequence number is further ahead than any honest client's can be.
     TooFarAhead,
+    /// Refused: the buffer already holds its limit of commands to come. A later packet
+    /// repeats it, by when the buffer has room.
+    Full,
 }
 
 /// A command waiting, with the tick of the snapshot its packet acknowledged.
@@ -98,7 +103,8 @@ impl InputBuffer {
 
     /// Adds a received command, sent in a packet that acknowledged the snapshot of
     /// `ack_tick` (`None`: no snapshot, or one the server cannot vouch for). A full
-    /// buffer drops its oldest command.
+    /// buffer keeps what it holds and refuses a newer command; one older than everything
+    /// waiting (it fills a hole) takes the place of the newest.
     pub fn push(&mut self, cmd: InputCmd, ack_tick: Option<u32>) -> Push {
         if cmd.seq <= self.last_simulated {
             return Push::Duplicate;
@@ -111,10 +117,13 @@ impl InputBuffer {
             Ok(_) => return Push::Duplicate,
             Err(at) => at,
         };
-        self.pending.insert(at, Waiting { cmd, ack_tick });
-        if self.pending.len() > self.cap {
-            self.pending.pop_front();
+        if self.pending.len() >= self.cap {
+            if at == self.pending.len() {
+                return Push::Full;
+            }
+            self.pending.pop_back();
         }
+        self.pending.insert(at, Waiting { cmd, ack_tick });
         Push::Queued
     }
 
@@ -283,14 +292,19 @@ mod tests {
     #[test]
     fn flooding_fills_the_buffer_but_still_yields_one_command_per_tick() {
         let mut b = buffer();
-        for seq in 1..=1000 {
-            b.push(cmd(seq), None);
-        }
+        let results: Vec<Push> = (1..=1000).map(|seq| b.push(cmd(seq), None)).collect();
         assert_eq!(b.len(), 32, "0.25 s at 128 Hz");
-        let first = b.take_next().seq;
-        // Only the first second of sequence numbers was taken; the buffer kept the newest.
-        assert_eq!(first, 128 - 31);
-        assert_eq!(b.take_next().seq, first + 1);
+        assert!(results[32..128].iter().all(|r| *r == Push::Full));
+        // The commands waiting are never dropped for newer ones: they leave in order.
+        assert_eq!(b.take_next().seq, 1);
+        assert_eq!(b.take_next().seq, 2);
+        assert_eq!(b.push(cmd(33), None), Push::Queued, "room again");
+        assert_eq!(b.push(cmd(35), None), Push::Queued);
+        assert_eq!(b.push(cmd(36), None), Push::Full);
+        // A late command that fills a hole takes the newest one's place.
+        assert_eq!(b.push(cmd(34), None), Push::Queued);
+        let order: Vec<u32> = (0..32).map(|_| b.take_next().seq).collect();
+        assert_eq!(order, (3..=34).collect::<Vec<_>>());
     }
 
     #[test]

@@ -54,6 +54,7 @@ fn snapshot(n: usize) -> Snapshot {
                 armor: 50,
                 weapon: WeaponKind::Shotgun,
                 ammo: 30,
+                spawn_count: i as u8,
             })
             .collect(),
         projectiles: vec![],
@@ -203,7 +204,7 @@ fn non_finite_numbers_are_refused() {
 fn out_of_range_values_are_refused() {
     let too_many = InputPacket {
         ack_snapshot: 0,
-        cmds: (1..=5).rev().map(cmd).collect(),
+        cmds: (1..=MAX_PACKET_CMDS as u32 + 1).rev().map(cmd).collect(),
     };
     assert!(InputPacket::decode(&too_many.encode().unwrap()).is_err());
     let empty = InputPacket {
