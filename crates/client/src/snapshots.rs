@@ -54,7 +54,8 @@ pub(crate) fn receive_datagrams(
         // Late snapshots still fill gaps in remote players' paths.
         for (id, mut buffer) in &mut remotes {
             if let Ok(i) = snapshot.players.binary_search_by_key(id, |p| p.id) {
-                buffer.push(server_time, snapshot.players[i].state());
+                let p = &snapshot.players[i];
+                buffer.push_spawned(server_time, p.state(), p.spawn_count);
             }
         }
         projectiles.note_snapshot(server_time);
@@ -120,7 +121,7 @@ pub(crate) fn apply_snapshot(
         let state = p.state();
         if !present.contains_key(&p.id) {
             let mut buffer = SnapshotBuffer::default();
-            buffer.push(server_time, state);
+            buffer.push_spawned(server_time, state, p.spawn_count);
             commands.spawn((
                 player_bundle(p.id, state),
                 RemotePlayer,

@@ -25,10 +25,12 @@ pub enum DrawMode {
     Held,
 }
 
-/// A remote player's states keyed by server time (seconds), oldest first.
+/// A remote player's states keyed by server time (seconds), oldest first, each with the
+/// player's spawn count: two states of different counts have a teleport (a respawn)
+/// between them, which is never interpolated across.
 #[derive(Component, Debug, Default, Clone)]
 pub struct SnapshotBuffer {
-    states: VecDeque<(f64, PlayerState)>,
+    states: VecDeque<(f64, PlayerState, u8)>,
 }
 
 impl SnapshotBuffer {
@@ -36,15 +38,22 @@ impl SnapshotBuffer {
     /// is not finite (it would break the order everything here relies on). Holds at most
     /// [`MAX_STATES`], the oldest going first.
     pub fn push(&mut self, time: f64, state: PlayerState) {
+        let spawn = self.states.back().map_or(0, |s| s.2);
+        self.push_spawned(time, state, spawn);
+    }
+
+    /// As [`SnapshotBuffer::push`], with the player's spawn count at that moment (see
+    /// `PlayerSnap::spawn_count`).
+    pub fn push_spawned(&mut self, time: f64, state: PlayerState, spawn: u8) {
         if !time.is_finite() {
             return;
         }
-        let at = self.states.partition_point(|(t, _)| *t < time);
-        if self.states.get(at).is_some_and(|(t, _)| *t == time) {
+        let at = self.states.partition_point(|(t, ..)| *t < time);
+        if self.states.get(at).is_some_and(|(t, ..)| *t == time) {
             return;
         }
-        self.states.insert(at, (time, state));
-        let newest = self.states.back().map_or(time, |(t, _)| *t);
+        self.states.insert(at, (time, state, spawn));
+        let newest = self.states.back().map_or(time, |(t, ..)| *t);
         while self.states.len() > 2 && self.states[0].0 < newest - KEEP_SECONDS {
             self.states.pop_front();
         }
@@ -55,7 +64,7 @@ impl SnapshotBuffer {
 
     /// Server time of the newest state.
     pub fn newest_time(&self) -> Option<f64> {
-        self.states.back().map(|(t, _)| *t)
+        self.states.back().map(|(t, ..)| *t)
     }
 
     /// States held.
@@ -90,7 +99,7 @@ pub fn sample(
     gravity: f32,
 ) -> Option<Drawn> {
     let states = &buffer.states;
-    let next = states.partition_point(|(time, _)| *time <= t);
+    let next = states.partition_point(|(time, ..)| *time <= t);
     let drawn = |s: &PlayerState, pos: Vec3, mode: DrawMode| Drawn {
         pos,
         yaw: s.yaw,
@@ -100,11 +109,17 @@ pub fn sample(
         time: t,
     };
     if next == 0 {
-        let (_, first) = states.front()?;
+        let (_, first, _) = states.front()?;
         return Some(drawn(first, first.pos, DrawMode::Held));
     }
-    let (t0, a) = &states[next - 1];
-    let Some((t1, b)) = states.get(next) else {
+    let (t0, a, spawn_a) = &states[next - 1];
+    // A respawn lies between: stay where the player fell until the new life begins.
+    if let Some((_, _, spawn_b)) = states.get(next)
+        && spawn_b != spawn_a
+    {
+        return Some(drawn(a, a.pos, DrawMode::Interpolated));
+    }
+    let Some((t1, b, _)) = states.get(next) else {
         let ahead = t - t0;
         let (dt, mode) = if ahead <= max_extrapolation {
             (
@@ -197,6 +212,17 @@ mod tests {
     }
 
     #[test]
+    fn a_respawn_is_never_interpolated_across() {
+        let mut b = SnapshotBuffer::default();
+        b.push_spawned(1.0, state(0.0, 0.0, 0.0), 3);
+        b.push_spawned(1.1, state(50.0, 0.0, 0.0), 4);
+        let between = sample(&b, 1.09, 0.1, 20.0).unwrap();
+        assert_eq!(between.pos.x, 0.0, "where the player fell");
+        let after = sample(&b, 1.1, 0.1, 20.0).unwrap();
+        assert_eq!(after.pos.x, 50.0, "then at the spawn point");
+    }
+
+    #[test]
     fn angles_take_the_short_way_round() {
         let a = 3.0;
         let b = -3.0;
@@ -267,7 +293,7 @@ mod tests {
             assert!(b.len() <= MAX_STATES);
             assert!(is_sorted(&b), "after {t}");
         }
-        assert!(b.states.iter().all(|(t, _)| t.is_finite()));
+        assert!(b.states.iter().all(|(t, ..)| t.is_finite()));
         for t in [f64::NAN, -1e300, 0.0, 1e300, f64::INFINITY] {
             // Sampling anywhere in or around such a buffer still answers.
             assert!(sample(&b, t, 0.1, 20.0).is_some());
