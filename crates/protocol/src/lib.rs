@@ -10,7 +10,9 @@
 //! players coming back after a dropped connection, full scoreboards of 64 players; 5,
 //! weapons, teams and game modes as enums (an unknown value fails to decode) instead of
 //! bytes checked by hand; 6, input packets carry every unacknowledged command within a
-//! window (up to [`MAX_PACKET_CMDS`]), each encoded against the next ([`cmds`]).
+//! window (up to [`MAX_PACKET_CMDS`]), each encoded against the next ([`cmds`]), and each
+//! player's state its spawn count ([`PlayerSnap::spawn_count`]), so a respawn or a new
+//! match is known for a teleport rather than taken for movement.
 //!
 //! Decoding never trusts the sender: oversized, truncated, trailing-garbage, out-of-range
 //! and non-finite inputs all come back as a [`DecodeError`] for the caller to drop and
