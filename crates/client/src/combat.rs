@@ -1,77 +1,13 @@
-//! Combat as this client sees it, as [`CombatCue`] messages for the game to show and
-//! play: what the server reports (others' shots, explosions, our hits and hurts), and our
-//! own shots, predicted at once by the same weapon step the server runs.
+//! Our own shots as [`CombatCue`]s, predicted at once by the same weapon step the server
+//! runs, and who is dead.
 
 use crate::LatestSnapshot;
+use crate::cues::CombatCue;
 use bevy::prelude::*;
-use sightline_combat::{Arsenal, WeaponKind, aim_direction, step_arsenal};
+use sightline_combat::{Arsenal, aim_direction};
 use sightline_movement::{MoveParams, PlayerState};
-use sightline_prediction::Predicted;
-use sightline_protocol::ServerMessage;
-use sightline_sim::{CurrentCmd, PlayerId, TickConfig};
-
-/// Something in combat to show or hear.
-#[derive(Message, Debug, Clone, Copy, PartialEq)]
-pub enum CombatCue {
-    /// A weapon fired from the shooter's eye along `dir`.
-    Fired {
-        /// Which weapon.
-        weapon: WeaponKind,
-        /// The shooter's eye.
-        origin: Vec3,
-        /// Unit aim direction.
-        dir: Vec3,
-        /// Our own shot, predicted (the server does not echo it back).
-        own: bool,
-    },
-    /// A rocket burst here.
-    Exploded {
-        /// Where.
-        at: Vec3,
-    },
-    /// Our shot struck someone.
-    HitConfirmed {
-        /// A head hit.
-        head: bool,
-        /// Health and armour taken.
-        damage: u16,
-    },
-    /// We were hurt by someone standing at `from`.
-    Hurt {
-        /// Where the attacker was.
-        from: Vec3,
-    },
-}
-
-impl CombatCue {
-    /// The cue for a combat message from the server; `None` for any other message.
-    pub fn from_server(msg: &ServerMessage) -> Option<Self> {
-        Some(match *msg {
-            ServerMessage::Fired {
-                weapon,
-                origin,
-                dir,
-                ..
-            } => CombatCue::Fired {
-                weapon,
-                origin: Vec3::from_array(origin),
-                // A zero direction (allowed on the wire) has nothing to show.
-                dir: Vec3::from_array(dir).try_normalize()?,
-                own: false,
-            },
-            ServerMessage::Exploded { at } => CombatCue::Exploded {
-                at: Vec3::from_array(at),
-            },
-            ServerMessage::HitConfirm { head, damage, .. } => {
-                CombatCue::HitConfirmed { head, damage }
-            }
-            ServerMessage::Damaged { from, .. } => CombatCue::Hurt {
-                from: Vec3::from_array(from),
-            },
-            _ => return None,
-        })
-    }
-}
+use sightline_prediction::{OwnShot, Predicted};
+use sightline_sim::{CurrentCmd, PlayerId};
 
 /// Whether player `id` is dead in the newest snapshot (not there at all: alive).
 pub fn dead_in(latest: &LatestSnapshot, id: PlayerId) -> bool {
@@ -82,40 +18,28 @@ pub fn dead_in(latest: &LatestSnapshot, id: PlayerId) -> bool {
         .is_some_and(|p| p.health == 0)
 }
 
-/// Our own shots answer at once: the predicted player carries an [`Arsenal`] stepped by
-/// [`step_arsenal`] with the same command and tick the server will use, so the muzzle
-/// flash, tracer and sound come without waiting a round trip. Hits stay the server's to
-/// decide.
+/// Our own shots answer at once: prediction steps our [`Arsenal`] with each command by
+/// [`sightline_combat::step_arsenal`], with the same command and tick the server will use,
+/// and what it fired ([`OwnShot`]) is shown here from where the predicted move ended, so
+/// the muzzle flash, tracer and sound come without waiting a round trip. Hits stay the
+/// server's to decide. The dead hold the weapons a respawn gives, as on the server.
 pub(crate) fn predict_own_shots(
-    mut commands: Commands,
-    config: Res<TickConfig>,
     params: Res<MoveParams>,
     latest: Res<LatestSnapshot>,
     mut cues: MessageWriter<CombatCue>,
     mut player: Query<
-        (
-            Entity,
-            &PlayerId,
-            &PlayerState,
-            &CurrentCmd,
-            Option<&mut Arsenal>,
-        ),
+        (&PlayerId, &PlayerState, &CurrentCmd, &OwnShot, &mut Arsenal),
         With<Predicted>,
     >,
 ) {
-    let Ok((entity, id, state, cmd, arsenal)) = player.single_mut() else {
-        return;
-    };
-    let Some(mut arsenal) = arsenal else {
-        commands.entity(entity).insert(Arsenal::spawned());
+    let Ok((id, state, cmd, shot, mut arsenal)) = player.single_mut() else {
         return;
     };
     if dead_in(&latest, *id) {
-        // Back with the weapons a respawn gives, as on the server.
         *arsenal = Arsenal::spawned();
         return;
     }
-    let Some(shot) = step_arsenal(&mut arsenal, &cmd.0, config.dt()) else {
+    let Some(shot) = shot.0 else {
         return;
     };
     cues.write(CombatCue::Fired {
@@ -124,40 +48,4 @@ pub(crate) fn predict_own_shots(
         dir: aim_direction(cmd.0.yaw, cmd.0.pitch),
         own: true,
     });
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn only_combat_messages_become_cues() {
-        let fired = |dir| ServerMessage::Fired {
-            shooter: PlayerId(1),
-            weapon: WeaponKind::Rifle,
-            origin: [1.0, 2.0, 3.0],
-            dir,
-        };
-        assert_eq!(
-            CombatCue::from_server(&fired([0.0, 0.0, -2.0])),
-            Some(CombatCue::Fired {
-                weapon: WeaponKind::Rifle,
-                origin: Vec3::new(1.0, 2.0, 3.0),
-                dir: Vec3::NEG_Z,
-                own: false,
-            })
-        );
-        assert_eq!(
-            CombatCue::from_server(&fired([0.0; 3])),
-            None,
-            "no direction"
-        );
-        assert_eq!(
-            CombatCue::from_server(&ServerMessage::Chat {
-                from: PlayerId(0),
-                text: "hi".into()
-            }),
-            None
-        );
-    }
 }

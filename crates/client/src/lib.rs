@@ -8,6 +8,7 @@
 mod clock;
 mod combat;
 mod connection;
+mod cues;
 mod input;
 mod pacing;
 mod reconnect;
@@ -15,8 +16,9 @@ mod snapshots;
 mod stats;
 mod status;
 
-pub use combat::{CombatCue, dead_in};
+pub use combat::dead_in;
 pub use connection::{DesiredName, Roster, RosterEntry};
+pub use cues::CombatCue;
 pub use input::{InputHistory, InputSource, LocalInput};
 pub use pacing::{InputPacing, MAX_DILATION, MAX_TARGET_QUEUE, SETTLE_LIMIT, TARGET_MIN_QUEUE};
 pub use reconnect::{RESUME_WINDOW_SECONDS, Reconnect, backoff_seconds};

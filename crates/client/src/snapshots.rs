@@ -2,17 +2,25 @@
 //! (our player) and interpolation (everyone else).
 
 use crate::clock::on_pong;
+use crate::cues::CombatCue;
 use crate::pacing::InputPacing;
 use crate::stats::{ClientStats, PlayerSeen};
 use crate::{LocalPlayer, RemotePlayer};
 use bevy::prelude::*;
+use sightline_combat::{Rocket, SpawnCount, WeaponKind};
 use sightline_interpolation::{DelayEstimator, Interpolated, ProjectileTracks, SnapshotBuffer};
 use sightline_movement::PlayerState;
 use sightline_net::{ClockSync, RenetClient};
-use sightline_prediction::{Predicted, ServerUpdate};
+use sightline_prediction::{
+    OtherPlayer, OtherPlayers, Predicted, RecentKnockback, ServerState, ServerUpdate,
+};
 use sightline_protocol::{Channel, ServerDatagram, Snapshot, Wire};
 use sightline_sim::{Player, PlayerId};
 use std::collections::BTreeMap;
+
+/// A burst this close to our player (beyond the splash radius, for the distance we may
+/// have moved since) may have pushed us, metres.
+const KNOCKBACK_REACH: f32 = 1.0;
 
 /// The newest snapshot received, and whether it has been applied.
 #[derive(Resource, Debug, Default)]
@@ -73,22 +81,43 @@ pub(crate) fn receive_datagrams(
 }
 
 /// Applies the newest snapshot: our player's state goes to prediction (the first one is
-/// adopted outright, which starts prediction), remote players' states to their
+/// adopted outright, which starts prediction) with our rockets, whether the server placed
+/// us anew (a changed [`SpawnCount`]) and whether it ran short of our commands; the other
+/// living players go to prediction as obstacles ([`OtherPlayers`]) and to their
 /// interpolation buffers; newcomers are spawned and players no longer present removed.
+/// Every player entity carries the snapshot's [`SpawnCount`], so a teleport can be told
+/// from movement. Explosions heard near us mark the next server states as knockback.
+#[allow(clippy::too_many_arguments)]
 pub(crate) fn apply_snapshot(
     mut commands: Commands,
     mut latest: ResMut<LatestSnapshot>,
     mut stats: ResMut<ClientStats>,
     mut update: ResMut<ServerUpdate>,
+    mut others: ResMut<OtherPlayers>,
+    mut knockback: ResMut<RecentKnockback>,
+    mut cues: MessageReader<CombatCue>,
     mut pacing: ResMut<InputPacing>,
     mut players: Query<(
         Entity,
         &PlayerId,
         &mut PlayerState,
+        Option<&mut SpawnCount>,
         Has<LocalPlayer>,
         Has<Predicted>,
     )>,
 ) {
+    let ours = players
+        .iter()
+        .find(|(.., local, _)| *local)
+        .map(|(_, id, state, ..)| (*id, state.pos));
+    let reach = WeaponKind::Rockets.def().splash_radius + KNOCKBACK_REACH;
+    for cue in cues.read() {
+        if let (CombatCue::Exploded { at }, Some((_, pos))) = (cue, ours)
+            && at.distance(pos) < reach
+        {
+            knockback.heard();
+        }
+    }
     let LatestSnapshot(Some(snapshot), applied) = &mut *latest else {
         return;
     };
@@ -96,20 +125,38 @@ pub(crate) fn apply_snapshot(
         return;
     }
     *applied = true;
+    let starved = snapshot.repeated_inputs > pacing.repeats;
     pacing.observe(snapshot.input_queue, snapshot.repeated_inputs);
     let server_time = snapshot.server_time_us as f64 / 1e6;
     let mut present: BTreeMap<PlayerId, Entity> = BTreeMap::new();
-    for (entity, id, mut state, local, predicted) in &mut players {
+    for (entity, id, mut state, spawns, local, predicted) in &mut players {
         let Ok(i) = snapshot.players.binary_search_by_key(id, |p| p.id) else {
             if !local {
                 commands.entity(entity).despawn();
             }
             continue;
         };
-        let server_state = snapshot.players[i].state();
+        let snap = &snapshot.players[i];
+        let server_state = snap.state();
         present.insert(*id, entity);
+        let count = SpawnCount(snap.spawn_count);
+        let teleported = spawns.as_ref().is_some_and(|s| **s != count);
+        match spawns {
+            Some(mut spawns) => *spawns = count,
+            None => {
+                commands.entity(entity).insert(count);
+            }
+        }
         match (local, predicted) {
-            (true, true) => update.0 = Some((snapshot.ack_input_seq, server_state)),
+            (true, true) => {
+                update.0 = Some(ServerState {
+                    ack: snapshot.ack_input_seq,
+                    state: server_state,
+                    rockets: rockets_of(snapshot, *id),
+                    teleported,
+                    starved,
+                });
+            }
             (true, false) => {
                 *state = server_state;
                 commands.entity(entity).insert(Predicted);
@@ -117,6 +164,20 @@ pub(crate) fn apply_snapshot(
             (false, _) => *state = server_state,
         }
     }
+    *others = OtherPlayers {
+        ack: snapshot.ack_input_seq,
+        players: ours.map_or_else(Vec::new, |(me, _)| {
+            snapshot
+                .players
+                .iter()
+                .filter(|p| p.id != me && p.health > 0)
+                .map(|p| OtherPlayer {
+                    state: p.state(),
+                    moves_first: p.id < me,
+                })
+                .collect()
+        }),
+    };
     for p in &snapshot.players {
         let state = p.state();
         if !present.contains_key(&p.id) {
@@ -124,6 +185,7 @@ pub(crate) fn apply_snapshot(
             buffer.push_spawned(server_time, state, p.spawn_count);
             commands.spawn((
                 player_bundle(p.id, state),
+                SpawnCount(p.spawn_count),
                 RemotePlayer,
                 Interpolated,
                 buffer,
@@ -135,6 +197,23 @@ pub(crate) fn apply_snapshot(
         });
         seen.farthest = seen.farthest.max(seen.first.distance(state.pos));
     }
+}
+
+/// `owner`'s rockets in flight in `snapshot`, as prediction flies them. Their age is not
+/// sent; it only matters to a rocket five seconds old, far from its owner by then.
+fn rockets_of(snapshot: &Snapshot, owner: PlayerId) -> Vec<Rocket> {
+    snapshot
+        .projectiles
+        .iter()
+        .filter(|p| p.owner == owner)
+        .map(|p| Rocket {
+            id: p.id,
+            owner,
+            pos: Vec3::from_array(p.pos),
+            vel: Vec3::from_array(p.vel),
+            age: 0.0,
+        })
+        .collect()
 }
 
 /// What every player entity on the client has, ours or another's.

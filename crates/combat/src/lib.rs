@@ -17,6 +17,7 @@ mod items;
 mod lagcomp;
 mod plugin;
 mod respawn;
+mod spawns;
 mod spread;
 mod teams;
 mod weapons;
@@ -35,7 +36,8 @@ pub use plugin::{
     CombatEvent, CombatPlugin, CombatSystems, Rocket, Score, aim_direction, fly_rocket,
     launch_rocket, rocket_splash,
 };
-pub use respawn::{SpawnCount, respawned};
+pub use respawn::respawned;
+pub use spawns::SpawnCount;
 pub use spread::pellet_direction;
 pub use teams::{GameMode, Team};
 pub use weapons::{WEAPONS, WeaponDef, WeaponKind};

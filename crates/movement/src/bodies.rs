@@ -115,6 +115,13 @@ impl<'a> MoveWorld<'a> {
         best
     }
 
+    /// How much of `motion` (0..=1) an upright capsule at `feet` can travel before it
+    /// comes within [`SKIN`] of the map or a body: 1 when nothing is in the way.
+    pub fn travel(&self, feet: Vec3, radius: f32, height: f32, motion: Vec3) -> f32 {
+        self.cast_capsule(feet, radius, height, motion)
+            .map_or(1.0, |hit| hit.fraction)
+    }
+
     /// Whether an upright capsule at `feet` would overlap a brush or a body. Resting
     /// contact (within [`SKIN`]) does not count.
     pub(crate) fn capsule_overlaps(&self, feet: Vec3, radius: f32, height: f32) -> bool {

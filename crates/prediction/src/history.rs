@@ -12,6 +12,10 @@ pub struct PredictedStep {
     pub cmd: InputCmd,
     /// The predicted state after it.
     pub after: PlayerState,
+    /// Whether our weapon launched a rocket with this command (the weapon's state does
+    /// not depend on where we stand, so a replay launches it again from wherever the
+    /// replayed move ends).
+    pub rocket: bool,
 }
 
 /// Predicted commands in sequence order, oldest first.
@@ -21,9 +25,14 @@ pub struct PredictionHistory {
 }
 
 impl PredictionHistory {
-    /// Remembers a predicted command.
-    pub fn push(&mut self, cmd: InputCmd, after: PlayerState) {
-        self.steps.push_back(PredictedStep { cmd, after });
+    /// Remembers a predicted command; `rocket` if it launched a rocket.
+    pub fn push(&mut self, cmd: InputCmd, after: PlayerState, rocket: bool) {
+        self.steps.push_back(PredictedStep { cmd, after, rocket });
+    }
+
+    /// The step predicted for command `seq`, if still held.
+    pub fn get(&self, seq: u32) -> Option<&PredictedStep> {
+        self.steps.iter().find(|s| s.cmd.seq == seq)
     }
 
     /// Sequence of the newest command, if any.
@@ -80,9 +89,11 @@ mod tests {
     fn acknowledging_drops_older_steps_and_returns_the_acked_one() {
         let mut h = PredictionHistory::default();
         for seq in 1..=5 {
-            h.push(cmd(seq), PlayerState::default());
+            h.push(cmd(seq), PlayerState::default(), false);
         }
+        assert_eq!(h.get(4).map(|s| s.cmd.seq), Some(4));
         assert_eq!(h.acknowledge(3).map(|s| s.cmd.seq), Some(3));
+        assert!(h.get(3).is_none());
         assert_eq!(h.len(), 2);
         assert_eq!(h.newest_seq(), Some(5));
         // Already gone: nothing returned, nothing newer dropped.

@@ -6,28 +6,50 @@
 //! visible jump is carried as a [`VisualOffset`] that decays, so the camera never pops.
 //!
 //! Determinism, not smoothing, is what keeps corrections at zero: the server and the
-//! replay call the same pure function with the same commands.
+//! replay call the same pure functions with the same commands. A predicted tick
+//! ([`predict_tick`]) is everything the server does to our player that the client can
+//! know: the movement step against the map and the other players where the server should
+//! have them ([`OtherPlayers`]), and our own rockets' flight, whose bursts push us (rocket
+//! jumps). What it cannot know (others' rockets, others changing course into us) arrives
+//! as corrections, counted by cause ([`CorrectionCauses`]) and blended; a teleport (a
+//! respawn) is adopted without counting.
 
 mod history;
+mod others;
 mod reconcile;
+mod tick;
 
 pub use history::{PredictedStep, PredictionHistory};
-pub use reconcile::{Reconciliation, reconcile};
+pub use others::{MAX_EXTRAPOLATION, OtherPlayer, OtherPlayers};
+pub use reconcile::{Reconciliation, reconcile, replay};
+pub use tick::{TickWorld, predict_tick};
 
 use bevy::prelude::*;
+use sightline_combat::{Arsenal, Rocket, Shot, step_arsenal};
 use sightline_map::CurrentMap;
-use sightline_movement::{MoveParams, PlayerState, step};
-use sightline_sim::{CurrentCmd, SessionAppExt, SimSet, TickConfig};
+use sightline_movement::{MoveParams, PlayerState};
+use sightline_sim::{CurrentCmd, PlayerId, SessionAppExt, SimSet, TickConfig};
 
 /// Marks the entity whose movement this client predicts (its own player).
 #[derive(Component, Debug, Default, Clone, Copy)]
-#[require(VisualOffset)]
+#[require(VisualOffset, Arsenal, OwnRockets, OwnShot)]
 pub struct Predicted;
 
 /// How far the drawn player is from its predicted position after a correction; decays to
 /// zero. Add it to the predicted position when drawing.
 #[derive(Component, Debug, Default, Clone, Copy, PartialEq)]
 pub struct VisualOffset(pub Vec3);
+
+/// Our own rockets in flight, as predicted: flown each tick with the server's
+/// [`sightline_combat::fly_rocket`], so their bursts push us the tick the server's do.
+#[derive(Component, Debug, Default, Clone, PartialEq)]
+pub struct OwnRockets(pub Vec<Rocket>);
+
+/// What our weapon fired with this tick's command, if anything: prediction steps the
+/// arsenal with each command it predicts, and the muzzle flash, tracer and sound are
+/// shown from this.
+#[derive(Component, Debug, Default, Clone, Copy, PartialEq)]
+pub struct OwnShot(pub Option<Shot>);
 
 /// Tuning for reconciliation and smoothing.
 #[derive(Resource, Debug, Clone, Copy, PartialEq)]
@@ -41,12 +63,17 @@ pub struct PredictionSettings {
     pub visible: f32,
     /// Time constant of the visual offset's exponential decay, seconds.
     pub decay_seconds: f32,
-    /// Corrections larger than this (metres) snap at once: a teleport or a respawn.
+    /// Corrections larger than this (metres) snap at once rather than blend, unless a
+    /// knockback caused them (a rocket can throw a player further than this in a round
+    /// trip). Teleports are announced by the server and never blend.
     pub snap_distance: f32,
     /// Unacknowledged commands beyond what the round trip explains: more than this many
     /// seconds' worth means the server is not answering, and the client adopts the
     /// server's state and starts over.
     pub max_unacked_seconds: f32,
+    /// Another player whose capsule is within this of ours (metres) when the server's
+    /// state and ours differ makes the correction a collision.
+    pub contact_margin: f32,
 }
 
 impl Default for PredictionSettings {
@@ -57,6 +84,7 @@ impl Default for PredictionSettings {
             decay_seconds: 0.075,
             snap_distance: 2.0,
             max_unacked_seconds: 0.25,
+            contact_margin: 0.1,
         }
     }
 }
@@ -67,10 +95,95 @@ impl Default for PredictionSettings {
 #[derive(Resource, Debug, Default, Clone, Copy, PartialEq)]
 pub struct RoundTrip(pub f32);
 
-/// A server state for the predicted player, with the sequence of the last command the
-/// server simulated to reach it. The client's snapshot handling fills it in.
-#[derive(Resource, Debug, Default, Clone, Copy)]
-pub struct ServerUpdate(pub Option<(u32, PlayerState)>);
+/// The server's word on the predicted player, from one snapshot. The client's snapshot
+/// handling fills it in.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ServerState {
+    /// The last of our commands the server simulated to reach `state`.
+    pub ack: u32,
+    /// Our state after it.
+    pub state: PlayerState,
+    /// Our rockets in flight at the same tick.
+    pub rockets: Vec<Rocket>,
+    /// The server placed us without movement (a respawn, a new match) since the last
+    /// state: adopt it, no correction.
+    pub teleported: bool,
+    /// The server ran a tick without a command of ours since the last state (it repeated
+    /// one): what it simulated is not what we sent.
+    pub starved: bool,
+}
+
+/// Explosions heard of near our player, as a number of server states still to blame on
+/// them: a burst's push reaches us in the snapshot of its tick, and its reliable message
+/// may arrive a little before or after that snapshot, so the next few states that differ
+/// from our prediction count as knockback.
+#[derive(Resource, Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct RecentKnockback(u8);
+
+impl RecentKnockback {
+    /// Server states after a burst that count as knockback.
+    pub const STATES: u8 = 3;
+
+    /// A rocket burst near us.
+    pub fn heard(&mut self) {
+        self.0 = Self::STATES;
+    }
+
+    /// Whether the server state being reconciled may carry a push; counts it off.
+    pub fn take(&mut self) -> bool {
+        let recent = self.0 > 0;
+        self.0 = self.0.saturating_sub(1);
+        recent
+    }
+}
+
+/// A server state for the predicted player, waiting to be reconciled.
+#[derive(Resource, Debug, Default, Clone)]
+pub struct ServerUpdate(pub Option<ServerState>);
+
+/// Why a prediction was corrected, as far as the client can tell.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CorrectionCause {
+    /// Nothing else explains it: our own movement was mispredicted.
+    Own,
+    /// Another player's capsule touched ours: they did not move as we expected.
+    Collision,
+    /// An explosion pushed us (someone else's rocket, or our own mispredicted).
+    Knockback,
+    /// The server did not simulate what we sent (it ran short of our commands), or there
+    /// was no prediction to compare.
+    Other,
+}
+
+/// Visible corrections counted by cause.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct CorrectionCauses {
+    /// [`CorrectionCause::Own`].
+    pub own: u64,
+    /// [`CorrectionCause::Collision`].
+    pub collision: u64,
+    /// [`CorrectionCause::Knockback`].
+    pub knockback: u64,
+    /// [`CorrectionCause::Other`].
+    pub other: u64,
+}
+
+impl CorrectionCauses {
+    /// Counts one correction.
+    pub fn count(&mut self, cause: CorrectionCause) {
+        *match cause {
+            CorrectionCause::Own => &mut self.own,
+            CorrectionCause::Collision => &mut self.collision,
+            CorrectionCause::Knockback => &mut self.knockback,
+            CorrectionCause::Other => &mut self.other,
+        } += 1;
+    }
+
+    /// All corrections counted.
+    pub fn total(&self) -> u64 {
+        self.own + self.collision + self.knockback + self.other
+    }
+}
 
 /// What prediction has done, for the netgraph and the netcode report.
 #[derive(Resource, Debug, Default, Clone)]
@@ -81,10 +194,16 @@ pub struct PredictionStats {
     pub agreed: u64,
     /// Server states that did not: reset and replay (most are invisibly small).
     pub reconciliations: u64,
-    /// Size of each visible correction, metres.
+    /// Size of each visible correction, metres (teleports are not corrections).
     pub corrections: Vec<f32>,
     /// Size of the latest correction, metres.
     pub last_correction: f32,
+    /// The visible corrections by cause.
+    pub causes: CorrectionCauses,
+    /// The latest correction's cause.
+    pub last_cause: Option<CorrectionCause>,
+    /// Teleports adopted (respawns, new matches): no correction, no blending.
+    pub teleports: u64,
     /// Commands replayed in all.
     pub replayed: u64,
     /// Times the server stopped answering and prediction started over.
@@ -107,11 +226,15 @@ impl Plugin for PredictionPlugin {
             .init_resource::<PredictionHistory>()
             .init_resource::<PredictionStats>()
             .init_resource::<ServerUpdate>()
+            .init_resource::<OtherPlayers>()
+            .init_resource::<RecentKnockback>()
             .init_resource::<RoundTrip>()
             .init_resource::<MoveParams>()
             .reset_on_session_end::<PredictionHistory>()
             .reset_on_session_end::<PredictionStats>()
             .reset_on_session_end::<ServerUpdate>()
+            .reset_on_session_end::<OtherPlayers>()
+            .reset_on_session_end::<RecentKnockback>()
             .reset_on_session_end::<RoundTrip>()
             .add_systems(
                 FixedUpdate,
@@ -129,28 +252,54 @@ impl Plugin for PredictionPlugin {
     }
 }
 
-/// Runs this tick's command on the predicted player at once and remembers the result.
+/// Our player's parts that prediction steps.
+type Own<'a> = (
+    &'a PlayerId,
+    &'a mut PlayerState,
+    &'a mut Arsenal,
+    &'a mut OwnRockets,
+    &'a mut OwnShot,
+);
+
+/// Runs this tick's command on the predicted player at once and remembers the result:
+/// the weapon steps (the weapon's state depends only on commands), the player moves and
+/// our rockets fly ([`predict_tick`]).
 fn predict_local_player(
     map: Res<CurrentMap>,
     params: Res<MoveParams>,
     config: Res<TickConfig>,
+    others: Res<OtherPlayers>,
     mut history: ResMut<PredictionHistory>,
     mut stats: ResMut<PredictionStats>,
-    mut player: Query<(&CurrentCmd, &mut PlayerState), With<Predicted>>,
+    mut player: Query<(&CurrentCmd, Own), With<Predicted>>,
 ) {
-    let Ok((cmd, mut state)) = player.single_mut() else {
+    let Ok((cmd, (id, mut state, mut arsenal, mut rockets, mut shot))) = player.single_mut() else {
         return;
     };
     // No new command this tick (not yet sampled): nothing to predict.
     if history.newest_seq().is_some_and(|s| s >= cmd.0.seq) || cmd.0.seq == 0 {
+        shot.0 = None;
         return;
     }
-    *state = step(&state, &cmd.0, &map.world, &params, config.dt());
-    history.push(cmd.0, *state);
+    let dt = config.dt();
+    shot.0 = step_arsenal(&mut arsenal, &cmd.0, dt);
+    let rocket = shot
+        .0
+        .is_some_and(|s| s.weapon.def().projectile_speed > 0.0);
+    let world = TickWorld {
+        map: &map.world,
+        params: &params,
+        dt,
+        others: &others,
+        me: *id,
+    };
+    *state = predict_tick(&world, &state, &cmd.0, rocket, &mut rockets.0);
+    history.push(cmd.0, *state, rocket);
     stats.predicted += 1;
 }
 
 /// Reconciles the predicted player with the newest server state, if one arrived.
+#[allow(clippy::too_many_arguments)]
 fn apply_server_update(
     mut update: ResMut<ServerUpdate>,
     map: Res<CurrentMap>,
@@ -158,26 +307,55 @@ fn apply_server_update(
     config: Res<TickConfig>,
     settings: Res<PredictionSettings>,
     round_trip: Res<RoundTrip>,
+    others: Res<OtherPlayers>,
+    mut knockback: ResMut<RecentKnockback>,
     mut history: ResMut<PredictionHistory>,
     mut stats: ResMut<PredictionStats>,
-    mut player: Query<(&mut PlayerState, &mut VisualOffset), With<Predicted>>,
+    mut player: Query<(Own, &mut VisualOffset), With<Predicted>>,
 ) {
-    let Some((ack, server)) = update.0.take() else {
+    let Some(server) = update.0.take() else {
         return;
     };
-    let Ok((mut state, mut offset)) = player.single_mut() else {
+    let knocked = knockback.take();
+    let Ok(((id, mut state, _, mut own_rockets, _), mut offset)) = player.single_mut() else {
         return;
     };
+    let world = TickWorld {
+        map: &map.world,
+        params: &params,
+        dt: config.dt(),
+        others: &others,
+        me: *id,
+    };
+    // Replays fly our rockets on from where the server has them at the acknowledged tick.
+    let mut rockets = server.rockets.clone();
+    let step = |s: &PlayerState, p: &PredictedStep| {
+        predict_tick(&world, s, &p.cmd, p.rocket, &mut rockets)
+    };
+
+    if server.teleported {
+        // Placed, not moved: take the server's state and predict on from it, unseen.
+        history.acknowledge(server.ack);
+        let (new, replayed) = replay(&mut history, &server.state, step);
+        stats.teleports += 1;
+        stats.replayed += replayed as u64;
+        offset.0 = Vec3::ZERO;
+        *state = new;
+        own_rockets.0 = rockets;
+        return;
+    }
+
+    let predicted = history.get(server.ack).map(|p| p.after);
     let patience = settings.max_unacked_seconds + round_trip.0;
     let max_unacked = (patience * config.tick_hz as f32).ceil() as usize;
     let outcome = reconcile(
         &mut history,
-        ack,
-        &server,
+        server.ack,
+        &server.state,
         *state,
         max_unacked,
         settings.epsilon,
-        |s, cmd| step(s, cmd, &map.world, &params, config.dt()),
+        step,
     );
     match outcome {
         Reconciliation::Agreed => stats.agreed += 1,
@@ -190,22 +368,50 @@ fn apply_server_update(
             let jump = state.pos - new.pos;
             let size = jump.length();
             if size > settings.visible {
+                let cause = if knocked {
+                    CorrectionCause::Knockback
+                } else {
+                    classify(&server, predicted.as_ref(), &others, &params, &settings)
+                };
                 stats.corrections.push(size);
                 stats.last_correction = size;
-                offset.0 = if size > settings.snap_distance {
-                    Vec3::ZERO
-                } else {
-                    offset.0 + jump
-                };
+                stats.causes.count(cause);
+                stats.last_cause = Some(cause);
+                let snap = size > settings.snap_distance && cause != CorrectionCause::Knockback;
+                offset.0 = if snap { Vec3::ZERO } else { offset.0 + jump };
             }
             *state = new;
+            own_rockets.0 = rockets;
         }
         Reconciliation::Reset { state: new } => {
             stats.resets += 1;
             warn!("the server has not acknowledged {max_unacked} commands; taking its state");
             offset.0 = Vec3::ZERO;
             *state = new;
+            own_rockets.0 = server.rockets;
         }
+    }
+}
+
+/// Why the server's state differs from what we predicted for the same command, from what
+/// the client knows, when no explosion near us explains it ([`RecentKnockback`]): another
+/// player touching us (in the server's state or ours) is a collision; the server having
+/// run short of our commands, or no prediction to compare, is something else; anything
+/// left is our own movement mispredicted.
+fn classify(
+    server: &ServerState,
+    predicted: Option<&PlayerState>,
+    others: &OtherPlayers,
+    params: &MoveParams,
+    settings: &PredictionSettings,
+) -> CorrectionCause {
+    let touching = |s: &PlayerState| others.touching(s, params, settings.contact_margin);
+    if touching(&server.state) || predicted.is_some_and(touching) {
+        CorrectionCause::Collision
+    } else if server.starved || predicted.is_none() {
+        CorrectionCause::Other
+    } else {
+        CorrectionCause::Own
     }
 }
 

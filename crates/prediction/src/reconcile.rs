@@ -1,8 +1,7 @@
 //! The reconciliation rule, as a pure function over the history.
 
-use crate::PredictionHistory;
+use crate::{PredictedStep, PredictionHistory};
 use sightline_movement::PlayerState;
-use sightline_sim::InputCmd;
 
 /// What a server state did to the prediction.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -31,6 +30,23 @@ fn agree(a: &PlayerState, b: &PlayerState, epsilon: f32) -> bool {
         && (a.vel - b.vel).abs().max_element() <= epsilon
 }
 
+/// Replays every step held in `history` from `from` with `step`, rewriting what each led
+/// to; returns where the last one leaves the player and how many were replayed.
+pub fn replay(
+    history: &mut PredictionHistory,
+    from: &PlayerState,
+    mut step: impl FnMut(&PlayerState, &PredictedStep) -> PlayerState,
+) -> (PlayerState, usize) {
+    let mut state = *from;
+    let mut replayed = 0;
+    for predicted in history.steps_mut() {
+        state = step(&state, predicted);
+        predicted.after = state;
+        replayed += 1;
+    }
+    (state, replayed)
+}
+
 /// Compares the server's `server` state after command `ack` with the prediction for it,
 /// and replays the newer commands with `step` when they differ. `current` is only used
 /// when nothing needs replaying.
@@ -41,7 +57,7 @@ pub fn reconcile(
     current: PlayerState,
     max_unacked: usize,
     epsilon: f32,
-    step: impl Fn(&PlayerState, &InputCmd) -> PlayerState,
+    step: impl FnMut(&PlayerState, &PredictedStep) -> PlayerState,
 ) -> Reconciliation {
     let acked = history.acknowledge(ack);
     if history.len() > max_unacked {
@@ -54,13 +70,7 @@ pub fn reconcile(
         return Reconciliation::Agreed;
     }
 
-    let mut state = *server;
-    let mut replayed = 0;
-    for predicted in history.steps_mut() {
-        state = step(&state, &predicted.cmd);
-        predicted.after = state;
-        replayed += 1;
-    }
+    let (state, replayed) = replay(history, server, step);
     if replayed == 0 && acked.is_none() && agree(&current, server, epsilon) {
         return Reconciliation::Agreed;
     }
@@ -72,12 +82,25 @@ mod tests {
     use super::*;
     use bevy::math::Vec3;
 
+    use sightline_sim::InputCmd;
+
     /// A toy movement rule: move along x by the command's forward value.
-    fn toy(s: &PlayerState, cmd: &InputCmd) -> PlayerState {
+    fn toy(s: &PlayerState, step: &PredictedStep) -> PlayerState {
         PlayerState {
-            pos: s.pos + Vec3::X * cmd.forward,
+            pos: s.pos + Vec3::X * step.cmd.forward,
             ..*s
         }
+    }
+
+    fn toy_cmd(s: &PlayerState, cmd: &InputCmd) -> PlayerState {
+        toy(
+            s,
+            &PredictedStep {
+                cmd: *cmd,
+                after: *s,
+                rocket: false,
+            },
+        )
     }
 
     fn cmd(seq: u32, forward: f32) -> InputCmd {
@@ -93,8 +116,8 @@ mod tests {
         let mut h = PredictionHistory::default();
         let mut s = PlayerState::default();
         for seq in 1..=n {
-            s = toy(&s, &cmd(seq, 1.0));
-            h.push(cmd(seq, 1.0), s);
+            s = toy_cmd(&s, &cmd(seq, 1.0));
+            h.push(cmd(seq, 1.0), s, false);
         }
         (h, s)
     }

@@ -4,29 +4,31 @@ use crate::connection::{Connection, ConnectionStage};
 use crate::outbox::Outgoing;
 use crate::spawn::choose_spawn;
 use bevy::prelude::*;
-use sightline_combat::{Arsenal, CombatEvent, HitZone, Vitals, respawned};
+use sightline_combat::{Arsenal, CombatEvent, HitZone, SpawnCount, Vitals, respawned};
 use sightline_map::CurrentMap;
 use sightline_movement::PlayerState;
 use sightline_protocol::ServerMessage;
 use sightline_sim::PlayerId;
 
 /// Brings back the dead whose respawn time is up, at the spawn point farthest from the
-/// living, with fresh health, weapons and spawn protection.
+/// living, with fresh health, weapons and spawn protection. A respawn is a teleport: the
+/// player's [`SpawnCount`] goes up.
 pub(crate) fn respawn_players(
     map: Res<CurrentMap>,
-    mut players: Query<(&mut PlayerState, &mut Vitals, &mut Arsenal)>,
+    mut players: Query<(&mut PlayerState, &mut Vitals, &mut Arsenal, &mut SpawnCount)>,
 ) {
     let living: Vec<Vec3> = players
         .iter()
-        .filter(|(_, v, _)| v.alive())
-        .map(|(s, _, _)| s.pos)
+        .filter(|(_, v, ..)| v.alive())
+        .map(|(s, ..)| s.pos)
         .collect();
-    for (mut state, mut vitals, mut arsenal) in &mut players {
+    for (mut state, mut vitals, mut arsenal, mut spawns) in &mut players {
         if vitals.alive() || vitals.respawn_in > 0.0 {
             continue;
         }
         let spawn = choose_spawn(&map.def.spawns, &living);
         (*state, *vitals, *arsenal) = respawned(spawn);
+        spawns.bump();
     }
 }
 

@@ -5,7 +5,9 @@ use crate::ServerConfig;
 use crate::outbox::Outgoing;
 use crate::spawn::choose_spawn;
 use bevy::prelude::*;
-use sightline_combat::{Arsenal, GameMode, ItemSpot, Rocket, Score, Team, Vitals, spawn_items_for};
+use sightline_combat::{
+    Arsenal, GameMode, ItemSpot, Rocket, Score, SpawnCount, Team, Vitals, spawn_items_for,
+};
 use sightline_map::{CurrentMap, MapSource, find_map};
 use sightline_movement::PlayerState;
 use sightline_protocol::ServerMessage;
@@ -91,6 +93,7 @@ pub(crate) fn run_match(
         &mut PlayerState,
         &mut Vitals,
         &mut Arsenal,
+        &mut SpawnCount,
     )>,
     leftovers: Query<Entity, Or<(With<ItemSpot>, With<Rocket>)>>,
 ) {
@@ -126,11 +129,12 @@ pub(crate) fn run_match(
         }
         spawn_items_for(&mut commands, &map);
         let mut placed = Vec::new();
-        for (_, mut score, _, mut player, mut vitals, mut arsenal) in &mut players {
+        for (_, mut score, _, mut player, mut vitals, mut arsenal, mut spawns) in &mut players {
             let spawn = choose_spawn(&map.def.spawns, &placed);
             placed.push(spawn.pos);
             *score = Score::default();
             (*player, *vitals, *arsenal) = sightline_combat::respawned(spawn);
+            spawns.bump();
         }
         return;
     }

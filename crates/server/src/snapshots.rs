@@ -4,7 +4,7 @@ use crate::connection::{Connection, ConnectionStage};
 use crate::inputs::InputBuffer;
 use crate::stats::TickTimes;
 use bevy::prelude::*;
-use sightline_combat::{Arsenal, ItemSpot, Rocket, Vitals, items_present};
+use sightline_combat::{Arsenal, ItemSpot, Rocket, SpawnCount, Vitals, items_present};
 use sightline_movement::PlayerState;
 use sightline_net::RenetServer;
 use sightline_protocol::{
@@ -56,7 +56,7 @@ pub(crate) fn send_snapshots(
     tick: Res<Tick>,
     config: Res<TickConfig>,
     mut server: ResMut<RenetServer>,
-    players: Query<(&PlayerId, &PlayerState, &Vitals, &Arsenal)>,
+    players: Query<(&PlayerId, &PlayerState, &Vitals, &Arsenal, &SpawnCount)>,
     rockets: Query<&Rocket>,
     items: Query<&ItemSpot>,
     mut clients: Query<(&Connection, &mut InputBuffer, &mut SnapshotCounter)>,
@@ -76,11 +76,12 @@ pub(crate) fn send_snapshots(
         server_tick_us: times.last_us(),
         players: players
             .iter()
-            .map(|(id, s, vitals, arsenal)| PlayerSnap {
+            .map(|(id, s, vitals, arsenal, spawns)| PlayerSnap {
                 health: vitals.health.clamp(0.0, 255.0).ceil() as u8,
                 armor: vitals.armor.clamp(0.0, 255.0).ceil() as u8,
                 weapon: arsenal.current,
                 ammo: arsenal.ammo[arsenal.current.index()].magazine,
+                spawn_count: spawns.0,
                 ..PlayerSnap::new(*id, s)
             })
             .collect(),

@@ -1,0 +1,216 @@
+//! The other players, as our prediction expects the server to have them.
+//!
+//! The server moves our command for tick T against the others where they stand during its
+//! tick T: a player with a lower id has already made its tick-T move, one with a higher id
+//! still stands where tick T-1 left it. The client knows them only as the newest snapshot
+//! showed them, at the tick that ran our command `ack`. So for our command `seq` each is
+//! carried forward from the snapshot along its velocity (falling, if airborne) by the
+//! ticks between, `seq - ack`, one fewer for those the server moves after us, and stopped
+//! by the map and by us. That is where the server will have them if they keep doing what
+//! they were doing; drawn positions (interpolated, in the past by the interpolation delay
+//! and half a round trip) would be wrong whenever they move at all.
+
+use bevy::prelude::*;
+use sightline_map::CollisionWorld;
+use sightline_movement::{Body, MoveParams, MoveWorld, PlayerState};
+
+/// Longest a remote player is carried forward, seconds: past this the guess is worth
+/// little, and the snapshot that would correct it is overdue anyway.
+pub const MAX_EXTRAPOLATION: f32 = 0.5;
+
+/// Farther than this from us (plus how far it can travel in the time carried), a player
+/// cannot touch us or stop one of our rockets near us, and is left out, metres.
+const INTERACTION_RANGE: f32 = 8.0;
+
+/// Another living player as the newest snapshot showed it.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct OtherPlayer {
+    /// Its state at the snapshot's tick.
+    pub state: PlayerState,
+    /// Whether the server moves it before us in a tick (a lower player id).
+    pub moves_first: bool,
+}
+
+/// The other living players as the newest snapshot showed them, for predicting our
+/// movement and rockets against. The client's snapshot handling fills it in.
+#[derive(Resource, Debug, Default, Clone, PartialEq)]
+pub struct OtherPlayers {
+    /// Our command the snapshot acknowledged: the states hold at the tick that ran it.
+    pub ack: u32,
+    /// The others, in id order.
+    pub players: Vec<OtherPlayer>,
+}
+
+impl OtherPlayers {
+    /// Where the server will have the others (those near enough to matter) while it runs
+    /// our command `seq`, we standing in `me` before it.
+    pub fn at(
+        &self,
+        seq: u32,
+        me: &PlayerState,
+        map: &CollisionWorld,
+        params: &MoveParams,
+        dt: f32,
+    ) -> Vec<PlayerState> {
+        let ahead = i64::from(seq) - i64::from(self.ack);
+        let most = (MAX_EXTRAPOLATION / dt).round() as i64;
+        let mine = [Body::of(me, params)];
+        self.players
+            .iter()
+            .filter_map(|other| {
+                let ticks = (ahead - i64::from(!other.moves_first)).clamp(0, most);
+                let t = ticks as f32 * dt;
+                let travel = other.state.vel.length() * t + 0.5 * params.gravity * t * t;
+                if other.state.pos.distance(me.pos) > INTERACTION_RANGE + travel {
+                    return None;
+                }
+                Some(carried(&other.state, t, map, &mine, params))
+            })
+            .collect()
+    }
+
+    /// Whether any other player touches a player in `state` at the snapshot's tick (within
+    /// `margin` metres), as the server had them.
+    pub fn touching(&self, state: &PlayerState, params: &MoveParams, margin: f32) -> bool {
+        let me = Body::of(state, params);
+        self.players
+            .iter()
+            .any(|o| me.gap(&Body::of(&o.state, params)) < margin)
+    }
+}
+
+/// `state` carried forward `t` seconds along its velocity (and gravity, when airborne),
+/// stopped by the map and by `blockers`.
+fn carried(
+    state: &PlayerState,
+    t: f32,
+    map: &CollisionWorld,
+    blockers: &[Body],
+    params: &MoveParams,
+) -> PlayerState {
+    if t <= 0.0 {
+        return *state;
+    }
+    let mut motion = state.vel * t;
+    if !state.on_ground() {
+        motion.y -= 0.5 * params.gravity * t * t;
+    }
+    let world = MoveWorld {
+        map,
+        bodies: blockers,
+    };
+    let height = params.height(state.crouched());
+    let free = world.travel(state.pos, params.radius, height, motion);
+    PlayerState {
+        pos: state.pos + motion * free,
+        ..*state
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use bevy::math::Quat;
+    use sightline_movement::MoveFlags;
+
+    fn floor() -> CollisionWorld {
+        CollisionWorld::from_boxes([(
+            Vec3::new(0.0, -0.5, 0.0),
+            Vec3::new(50.0, 0.5, 50.0),
+            Quat::IDENTITY,
+        )])
+    }
+
+    fn runner(x: f32, vx: f32) -> PlayerState {
+        let mut s = PlayerState::at(Vec3::new(x, 0.01, 0.0), 0.0);
+        s.vel = Vec3::new(vx, 0.0, 0.0);
+        s.flags.set(MoveFlags::ON_GROUND, true);
+        s
+    }
+
+    #[test]
+    fn others_are_carried_to_the_tick_the_server_runs_our_command() {
+        let params = MoveParams::default();
+        let others = OtherPlayers {
+            ack: 10,
+            players: vec![
+                OtherPlayer {
+                    state: runner(-4.0, 2.0),
+                    moves_first: true,
+                },
+                OtherPlayer {
+                    state: runner(4.0, 2.0),
+                    moves_first: false,
+                },
+            ],
+        };
+        let me = runner(0.0, 0.0);
+        let dt = 0.125;
+        let at = others.at(14, &me, &floor(), &params, dt);
+        // Four ticks on for the one moved before us, three for the one moved after.
+        assert!(
+            (at[0].pos.x - (-4.0 + 2.0 * 4.0 * dt)).abs() < 1e-5,
+            "{at:?}"
+        );
+        assert!(
+            (at[1].pos.x - (4.0 + 2.0 * 3.0 * dt)).abs() < 1e-5,
+            "{at:?}"
+        );
+        // The acknowledged command itself sees them where the snapshot had them.
+        assert_eq!(
+            others.at(10, &me, &floor(), &params, dt)[0],
+            others.players[0].state
+        );
+    }
+
+    #[test]
+    fn a_carried_player_stops_at_us_and_at_the_floor() {
+        let params = MoveParams::default();
+        let me = runner(0.0, 0.0);
+        let mut faller = PlayerState::at(Vec3::new(-3.0, 1.0, 0.0), 0.0);
+        faller.vel = Vec3::new(0.0, -5.0, 0.0);
+        let others = OtherPlayers {
+            ack: 0,
+            players: vec![
+                OtherPlayer {
+                    state: runner(-2.0, 7.0),
+                    moves_first: true,
+                },
+                OtherPlayer {
+                    state: faller,
+                    moves_first: true,
+                },
+            ],
+        };
+        let at = others.at(40, &me, &floor(), &params, 1.0 / 64.0);
+        let gap = Body::of(&at[0], &params).gap(&Body::of(&me, &params));
+        assert!((0.0..0.01).contains(&gap), "ran into us: gap {gap}");
+        assert!(at[1].pos.y >= 0.0 && at[1].pos.y < 0.02, "{:?}", at[1]);
+        let pressed = OtherPlayers {
+            ack: 40,
+            players: vec![OtherPlayer {
+                state: at[0],
+                moves_first: true,
+            }],
+        };
+        assert!(pressed.touching(&me, &params, 0.05));
+        assert!(!pressed.touching(&runner(10.0, 0.0), &params, 0.05));
+    }
+
+    #[test]
+    fn far_players_are_left_out() {
+        let params = MoveParams::default();
+        let others = OtherPlayers {
+            ack: 0,
+            players: vec![OtherPlayer {
+                state: runner(30.0, 0.0),
+                moves_first: true,
+            }],
+        };
+        assert!(
+            others
+                .at(5, &runner(0.0, 0.0), &floor(), &params, 0.01)
+                .is_empty()
+        );
+    }
+}

@@ -1,0 +1,73 @@
+//! One predicted tick of our own player: everything the server does to it in a tick that
+//! the client can know, in the server's order.
+
+use crate::OtherPlayers;
+use bevy::prelude::*;
+use sightline_combat::{Hitbox, Rocket, fly_rocket, launch_rocket, rocket_splash};
+use sightline_map::CollisionWorld;
+use sightline_movement::{Body, MoveParams, MoveWorld, PlayerState, bodies_near, step_among};
+use sightline_sim::{InputCmd, PlayerId};
+
+/// What a predicted tick runs in besides the player.
+#[derive(Clone, Copy)]
+pub struct TickWorld<'a> {
+    /// The map.
+    pub map: &'a CollisionWorld,
+    /// Movement tuning.
+    pub params: &'a MoveParams,
+    /// Seconds per tick.
+    pub dt: f32,
+    /// The other players as last seen.
+    pub others: &'a OtherPlayers,
+    /// Who we are (the owner of our rockets).
+    pub me: PlayerId,
+}
+
+/// Runs our command `cmd` on our player in `state` as the server will: the movement step
+/// against the map and the other players where the server should have them
+/// ([`OtherPlayers::at`]); then, as the server's combat does after movement, a rocket
+/// launched by this command (`launch`) from where the move ended, and one tick of flight
+/// for each of our rockets, a burst pushing us by the same [`rocket_splash`] the server
+/// applies. Others' rockets are not predicted: their pushes arrive as corrections.
+pub fn predict_tick(
+    world: &TickWorld,
+    state: &PlayerState,
+    cmd: &InputCmd,
+    launch: bool,
+    rockets: &mut Vec<Rocket>,
+) -> PlayerState {
+    let TickWorld {
+        map, params, dt, ..
+    } = *world;
+    let others = world.others.at(cmd.seq, state, map, params, dt);
+    let bodies = bodies_near(
+        state,
+        params,
+        dt,
+        others.iter().map(|o| Body::of(o, params)),
+    );
+    let mut s = step_among(
+        state,
+        cmd,
+        &MoveWorld {
+            map,
+            bodies: &bodies,
+        },
+        params,
+        dt,
+    );
+    if launch {
+        rockets.push(launch_rocket(0, world.me, &s, cmd, params));
+    }
+    let targets: Vec<Hitbox> = others.iter().map(Hitbox::of).collect();
+    rockets.retain_mut(|rocket| {
+        let Some(at) = fly_rocket(rocket, map, targets.iter().copied(), params, dt) else {
+            return true;
+        };
+        if let Some((_, push)) = rocket_splash(at, &s, params) {
+            s.vel += push;
+        }
+        false
+    });
+    s
+}
