@@ -302,12 +302,40 @@ fn grab_cursor(
 /// Quake's mouse scale: 0.022 degrees per count at sensitivity 1.
 const DEGREES_PER_COUNT: f32 = 0.022;
 
-/// Reads keys and mouse into [`LocalInput`] just before the fixed ticks run.
+/// Whether a key or button bound to `action` went down this frame. Leafwing reads
+/// whether a key is down when the frame is sampled, so a tap that begins and ends within
+/// one frame never shows as pressed there; the raw input still saw it go down.
+fn tapped(
+    action: Action,
+    bindings: &Bindings,
+    keys: &ButtonInput<KeyCode>,
+    mouse: &ButtonInput<MouseButton>,
+) -> bool {
+    let Some((_, command)) = ACTION_COMMANDS.iter().find(|(a, _)| *a == action) else {
+        return false;
+    };
+    bindings
+        .keys_for(command)
+        .any(|name| match input_named(name) {
+            Some(Input::Key(k)) => keys.just_pressed(k),
+            Some(Input::Mouse(b)) => mouse.just_pressed(b),
+            None => false,
+        })
+}
+
+/// Reads keys and mouse into [`LocalInput`] just before the fixed ticks run. Presses of
+/// jump, fire, alternate fire, reload and the weapon keys are also latched
+/// ([`LocalInput::press`]) until a command carries them, so a tap that falls between two
+/// commands, or within one frame, is not lost.
+#[allow(clippy::too_many_arguments)]
 fn sample_local_input(
     actions: Single<&ActionState<Action>, With<Controls>>,
     motion: Res<AccumulatedMouseMotion>,
     look: Res<MouseLook>,
     cvars: Res<Cvars>,
+    bindings: Res<Bindings>,
+    keys: Res<ButtonInput<KeyCode>>,
+    mouse: Res<ButtonInput<MouseButton>>,
     mut input: ResMut<LocalInput>,
 ) {
     if look.0 {
@@ -328,7 +356,9 @@ fn sample_local_input(
     let held = |a: Action| if actions.pressed(&a) { 1.0 } else { 0.0 };
     input.forward = held(Action::Forward) - held(Action::Back);
     input.right = held(Action::MoveRight) - held(Action::MoveLeft);
+    let down = |a: Action| actions.pressed(&a) || tapped(a, &bindings, &keys, &mouse);
     let mut buttons = Buttons::default();
+    let mut pressed = Buttons::default();
     for (action, bit) in [
         (Action::Jump, Buttons::JUMP),
         (Action::Crouch, Buttons::CROUCH),
@@ -338,6 +368,9 @@ fn sample_local_input(
     ] {
         if actions.pressed(&action) {
             buttons = buttons.with(bit);
+        }
+        if down(action) {
+            pressed = pressed.with(bit);
         }
     }
     input.buttons = buttons;
@@ -352,6 +385,11 @@ fn sample_local_input(
         .iter()
         .position(|a| actions.pressed(a))
         .map_or(0, |i| i as u8 + 1);
+    let slot = slots
+        .iter()
+        .position(|a| down(*a))
+        .map_or(0, |i| i as u8 + 1);
+    input.press(pressed, slot);
 }
 
 #[cfg(test)]

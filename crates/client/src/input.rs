@@ -41,6 +41,47 @@ pub struct LocalInput {
     pub buttons: sightline_sim::Buttons,
     /// Weapon slot asked for (0 = keep).
     pub weapon_slot: u8,
+    /// One-shot buttons ([`LocalInput::LATCHED`]) pressed since the last command was
+    /// sampled, whether still held or not: a tap that falls between two samples (a quick
+    /// one, or a low frame rate) still reaches the next command. Set by
+    /// [`LocalInput::press`]; the command that carries them clears them.
+    pub pressed: sightline_sim::Buttons,
+    /// A weapon slot asked for since the last command (0: none), likewise.
+    pub pressed_slot: u8,
+}
+
+impl LocalInput {
+    /// The buttons a press of which is kept until a command carries it: jump, fire,
+    /// alternate fire, reload. Crouch is held, not pressed.
+    pub const LATCHED: sightline_sim::Buttons = sightline_sim::Buttons::JUMP
+        .with(sightline_sim::Buttons::FIRE)
+        .with(sightline_sim::Buttons::ALT_FIRE)
+        .with(sightline_sim::Buttons::RELOAD);
+
+    /// Notes buttons and a weapon slot (0: none) seen pressed, to reach the next command
+    /// even if released before it is sampled.
+    pub fn press(&mut self, buttons: sightline_sim::Buttons, slot: u8) {
+        self.pressed = self
+            .pressed
+            .with(sightline_sim::Buttons(buttons.0 & Self::LATCHED.0));
+        if slot != 0 {
+            self.pressed_slot = slot;
+        }
+    }
+
+    /// What the next command carries, the buttons held and those pressed since the last
+    /// command, and the weapon slot; clears the presses it takes.
+    pub fn take(&mut self) -> (sightline_sim::Buttons, u8) {
+        let buttons = self.buttons.with(self.pressed);
+        let slot = if self.weapon_slot != 0 {
+            self.weapon_slot
+        } else {
+            self.pressed_slot
+        };
+        self.pressed = sightline_sim::Buttons::default();
+        self.pressed_slot = 0;
+        (buttons, slot)
+    }
 }
 
 /// Shortest redundancy window: a packet repeats at least this much recent input.
@@ -114,7 +155,7 @@ impl InputHistory {
 /// run short of our commands, standing still keeps its repeats identical to ours.
 pub(crate) fn sample_input(
     source: Res<InputSource>,
-    local_input: Res<LocalInput>,
+    mut local_input: ResMut<LocalInput>,
     map: Res<CurrentMap>,
     params: Res<MoveParams>,
     tick: Res<Tick>,
@@ -137,15 +178,18 @@ pub(crate) fn sample_input(
             let seen = sense(&map.world, state, &params);
             decide(state, &seen, seed, tick.0, config.tick_hz)
         }
-        InputSource::Local => InputCmd {
-            forward: local_input.forward,
-            right: local_input.right,
-            yaw: local_input.yaw,
-            pitch: local_input.pitch,
-            buttons: local_input.buttons,
-            weapon_slot: local_input.weapon_slot,
-            ..Default::default()
-        },
+        InputSource::Local => {
+            let (buttons, weapon_slot) = local_input.take();
+            InputCmd {
+                forward: local_input.forward,
+                right: local_input.right,
+                yaw: local_input.yaw,
+                pitch: local_input.pitch,
+                buttons,
+                weapon_slot,
+                ..Default::default()
+            }
+        }
     };
     // Lag compensation judges this command's shots against the moment drawn on screen.
     if let Some(t) = render.server_time {
@@ -201,6 +245,21 @@ pub(crate) fn send_inputs(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use sightline_sim::Buttons;
+
+    #[test]
+    fn a_tap_between_two_commands_reaches_the_next_one_only() {
+        let mut input = LocalInput::default();
+        // Jump and fire pressed and released within one frame, slot 3 tapped.
+        input.press(Buttons::JUMP.with(Buttons::FIRE).with(Buttons::CROUCH), 3);
+        assert_eq!(input.take(), (Buttons::JUMP.with(Buttons::FIRE), 3));
+        assert_eq!(input.take(), (Buttons::default(), 0), "carried once");
+        // Held buttons go on every command, latched or not.
+        input.buttons = Buttons::CROUCH.with(Buttons::FIRE);
+        input.press(input.buttons, 0);
+        assert_eq!(input.take(), (Buttons::CROUCH.with(Buttons::FIRE), 0));
+        assert_eq!(input.take(), (Buttons::CROUCH.with(Buttons::FIRE), 0));
+    }
     use sightline_protocol::Wire;
 
     #[test]
