@@ -53,6 +53,7 @@ impl Default for SoakConfig {
                 loss_pct: 20.0,
                 duplicate_pct: 2.0,
                 reorder_pct: 5.0,
+                loss_burst: 0.0,
             },
             map: "depot".into(),
         }

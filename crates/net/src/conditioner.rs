@@ -1,5 +1,11 @@
 //! A link conditioner: fake latency, jitter, loss, duplication and reordering applied to
 //! packets in the transport, deterministic from a seed so tests replay exactly.
+//!
+//! Loss is independent per packet by default. With [`ConditionerSettings::loss_burst`]
+//! above 1 it comes in bursts, as on real paths (a Wi-Fi retry storm, a congested queue
+//! overflowing): a two-state Gilbert-Elliott chain, good and bad, each with its own loss
+//! rate, whose transition probabilities are chosen so that the mean loss and the mean
+//! length of a run of lost packets are the ones asked for.
 
 use sightline_sim::hash::{hash as mix, unit};
 use std::cmp::Reverse;
@@ -14,8 +20,12 @@ pub struct ConditionerSettings {
     /// Each packet's delay varies uniformly by up to this much either way, milliseconds.
     /// Packets may then overtake each other, as on a real path.
     pub jitter_ms: f32,
-    /// Share of packets dropped, percent.
+    /// Share of packets dropped, percent (the long-run mean when losses are bursty).
     pub loss_pct: f32,
+    /// Mean length of a run of consecutive lost packets. 0 or 1: every packet is lost
+    /// independently; above 1: losses come in bursts (Gilbert-Elliott), as many in the
+    /// long run but this many in a row on average.
+    pub loss_burst: f32,
     /// Share of packets delivered twice, percent.
     pub duplicate_pct: f32,
     /// Share of packets held back an extra 20-40 ms, arriving after later ones, percent.
@@ -40,6 +50,7 @@ impl ConditionerSettings {
         check("latency", self.latency_ms, 5000.0)?;
         check("jitter", self.jitter_ms, 1000.0)?;
         check("loss", self.loss_pct, 100.0)?;
+        check("loss burst length", self.loss_burst, 1000.0)?;
         check("duplication", self.duplicate_pct, 100.0)?;
         check("reordering", self.reorder_pct, 100.0)
     }
@@ -52,6 +63,8 @@ pub struct LinkConditioner<P> {
     pub settings: ConditionerSettings,
     seed: u64,
     sent: u64,
+    /// Whether the loss chain is in its bad state (bursty loss only).
+    bad: bool,
     // Ordered by delivery time, then by send order so equal times keep their order.
     queue: BinaryHeap<Reverse<(Duration, u64, Wrapped<P>)>>,
 }
@@ -84,6 +97,7 @@ impl<P: Clone> LinkConditioner<P> {
             settings,
             seed,
             sent: 0,
+            bad: false,
             queue: BinaryHeap::new(),
         }
     }
@@ -93,7 +107,7 @@ impl<P: Clone> LinkConditioner<P> {
         let n = self.sent;
         self.sent += 1;
         let s = self.settings;
-        if unit(mix(self.seed, n, 1)) * 100.0 < s.loss_pct {
+        if self.lose(n) {
             return;
         }
         let copies = if unit(mix(self.seed, n, 2)) * 100.0 < s.duplicate_pct {
@@ -113,6 +127,29 @@ impl<P: Clone> LinkConditioner<P> {
         }
     }
 
+    /// Whether packet `n` is lost: an independent draw, or a step of the Gilbert-Elliott
+    /// chain and a draw at its state's loss rate.
+    fn lose(&mut self, n: u64) -> bool {
+        let s = self.settings;
+        let draw = unit(mix(self.seed, n, 1));
+        if s.loss_burst <= 1.0 {
+            return draw * 100.0 < s.loss_pct;
+        }
+        let chain = GilbertElliott::from_mean(s.loss_pct / 100.0, s.loss_burst);
+        let step = unit(mix(self.seed, n, 9));
+        self.bad = if self.bad {
+            step >= chain.to_good
+        } else {
+            step < chain.to_bad
+        };
+        let loss = if self.bad {
+            chain.loss_bad
+        } else {
+            chain.loss_good
+        };
+        draw < loss
+    }
+
     /// Packets whose time has come by `now`, in delivery order.
     pub fn ready(&mut self, now: Duration) -> Vec<P> {
         let mut out = Vec::new();
@@ -129,6 +166,47 @@ impl<P: Clone> LinkConditioner<P> {
     /// Packets still in flight.
     pub fn in_flight(&self) -> usize {
         self.queue.len()
+    }
+}
+
+/// A two-state Gilbert-Elliott loss chain: each packet first moves the chain (good to bad
+/// with probability `to_bad`, bad to good with `to_good`), then is lost with its state's
+/// loss rate.
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct GilbertElliott {
+    to_bad: f32,
+    to_good: f32,
+    loss_good: f32,
+    loss_bad: f32,
+}
+
+impl GilbertElliott {
+    /// The chain with mean loss `loss` (0..=1) in runs of `burst` packets on average:
+    /// Gilbert's special case, nothing lost in the good state and everything in the bad,
+    /// so a run of losses is a stay in the bad state. A stay lasts 1 / `to_good` packets on
+    /// average, and the bad state's share of time, `to_bad / (to_bad + to_good)`, is the
+    /// loss.
+    fn from_mean(loss: f32, burst: f32) -> Self {
+        let loss = loss.clamp(0.0, 1.0);
+        let to_good = 1.0 / burst.max(1.0);
+        let to_bad = if loss >= 1.0 {
+            1.0
+        } else {
+            (to_good * loss / (1.0 - loss)).min(1.0)
+        };
+        Self {
+            to_bad,
+            to_good: if loss >= 1.0 { 0.0 } else { to_good },
+            loss_good: 0.0,
+            loss_bad: 1.0,
+        }
+    }
+
+    /// Long-run share of packets lost.
+    #[cfg(test)]
+    fn mean_loss(&self) -> f32 {
+        let bad = self.to_bad / (self.to_bad + self.to_good);
+        bad * self.loss_bad + (1.0 - bad) * self.loss_good
     }
 }
 
@@ -224,9 +302,70 @@ mod tests {
             loss_pct: 5.0,
             duplicate_pct: 2.0,
             reorder_pct: 2.0,
+            loss_burst: 0.0,
         };
         assert_eq!(run(s, 11, 500), run(s, 11, 500));
+        let bursty = ConditionerSettings {
+            loss_burst: 3.0,
+            ..s
+        };
+        assert_eq!(run(bursty, 11, 500), run(bursty, 11, 500));
         assert_ne!(run(s, 11, 500), run(s, 12, 500));
+    }
+
+    /// (share lost, mean run of consecutive losses) over `n` packets.
+    fn loss_runs(settings: ConditionerSettings, seed: u64, n: u32) -> (f64, f64) {
+        let mut c = LinkConditioner::new(settings, seed);
+        let (mut lost, mut runs, mut in_run) = (0u32, 0u32, false);
+        for i in 0..n {
+            c.send(ms(0), i);
+            let gone = c.ready(ms(0)).is_empty();
+            lost += u32::from(gone);
+            runs += u32::from(gone && !in_run);
+            in_run = gone;
+        }
+        (lost as f64 / n as f64, lost as f64 / runs.max(1) as f64)
+    }
+
+    #[test]
+    fn bursty_loss_has_the_mean_loss_and_burst_length_asked_for() {
+        for (loss_pct, burst) in [(5.0, 3.0), (20.0, 2.0), (1.0, 8.0)] {
+            let s = ConditionerSettings {
+                loss_pct,
+                loss_burst: burst,
+                ..Default::default()
+            };
+            let chain = GilbertElliott::from_mean(loss_pct / 100.0, burst);
+            assert!((chain.mean_loss() - loss_pct / 100.0).abs() < 1e-6);
+            let (lost, run) = loss_runs(s, 5, 400_000);
+            let want = loss_pct as f64 / 100.0;
+            assert!(
+                (lost - want).abs() < want * 0.1,
+                "{loss_pct} %: lost {lost}"
+            );
+            assert!(
+                (run - burst as f64).abs() < burst as f64 * 0.1,
+                "{burst}: runs of {run}"
+            );
+        }
+        // Independent loss at the same rate has runs of 1 / (1 - loss).
+        let s = ConditionerSettings {
+            loss_pct: 5.0,
+            ..Default::default()
+        };
+        let (lost, run) = loss_runs(s, 5, 400_000);
+        assert!((lost - 0.05).abs() < 0.005, "{lost}");
+        assert!((run - 1.0 / 0.95).abs() < 0.02, "{run}");
+    }
+
+    #[test]
+    fn a_link_lost_entirely_stays_lost_with_bursts_too() {
+        let s = ConditionerSettings {
+            loss_pct: 100.0,
+            loss_burst: 4.0,
+            ..Default::default()
+        };
+        assert_eq!(loss_runs(s, 1, 1000).0, 1.0);
     }
 
     #[test]

@@ -1,8 +1,18 @@
 //! An in-process network: queues of packets between one server and its clients, moved by
 //! the same schedule sets renet's UDP transport uses. Tests step every app on one manual
 //! clock, so what crosses this network is exactly reproducible. Each direction of a link
-//! can be put through a [`LinkConditioner`]; the receiving side applies it on its own
-//! clock, so apps whose clocks started at different moments still see the set delays.
+//! can be put through a [`LinkConditioner`]. On a network made with
+//! [`MemoryNetwork::on_shared_clock`] every packet is timed on one simulated wall clock that
+//! the driver sets before each app's update ([`MemoryNetwork::set_time`]): sent at the
+//! sender's moment, delivered at the first update of the receiver at or after it is due,
+//! so apps whose own clocks run at different rates, or drift, still see the set delays.
+//! Otherwise the receiving side applies the conditioner on its own clock, so apps whose
+//! clocks started at different moments still see the set delays.
+//!
+//! Each link counts what crossed it as renet's packets and as they would go over the
+//! wire: each packet in a netcode datagram (a prefix byte, the packet's sequence number in
+//! as few bytes as it needs, a 16-byte authentication tag) inside a UDP/IPv4 datagram (28
+//! bytes of headers).
 
 use crate::{ConditionerSettings, LinkConditioner};
 use bevy::prelude::*;
@@ -15,42 +25,123 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+/// Bytes of IPv4 and UDP headers around every datagram.
+const UDP_IP_HEADER_BYTES: u64 = 28;
+/// Bytes netcode adds to a payload packet besides its sequence number: the prefix byte
+/// and the 16-byte authentication tag (XChaCha20-Poly1305).
+const NETCODE_FIXED_BYTES: u64 = 1 + 16;
+
+/// Bytes netcode spends on sequence number `seq`: as few as hold it (none for 0).
+fn sequence_bytes(seq: u64) -> u64 {
+    (64 - seq.leading_zeros() as u64).div_ceil(8)
+}
+
+/// What crossed one direction of a link.
+#[derive(Default)]
+struct Traffic {
+    /// renet's packets, bytes.
+    bytes: AtomicU64,
+    /// renet's packets, count (each one datagram).
+    packets: AtomicU64,
+    /// Bytes on the wire: the packets with netcode's and UDP/IP's headers.
+    wire_bytes: AtomicU64,
+}
+
+impl Traffic {
+    fn count(&self, packets: &[Vec<u8>]) {
+        for p in packets {
+            // Netcode numbers each connection's packets in each direction from 0.
+            let seq = self.packets.fetch_add(1, Ordering::Relaxed);
+            let wire = p.len() as u64 + UDP_IP_HEADER_BYTES + NETCODE_FIXED_BYTES;
+            self.wire_bytes
+                .fetch_add(wire + sequence_bytes(seq), Ordering::Relaxed);
+            self.bytes.fetch_add(p.len() as u64, Ordering::Relaxed);
+        }
+    }
+
+    fn totals(&self) -> (u64, u64, u64) {
+        (
+            self.bytes.load(Ordering::Relaxed),
+            self.packets.load(Ordering::Relaxed),
+            self.wire_bytes.load(Ordering::Relaxed),
+        )
+    }
+}
+
 struct Link {
     to_server: Mutex<VecDeque<Vec<u8>>>,
     to_client: Mutex<VecDeque<Vec<u8>>>,
     up: Mutex<LinkConditioner<Vec<u8>>>,
     down: Mutex<LinkConditioner<Vec<u8>>>,
     closed: AtomicBool,
-    bytes_up: AtomicU64,
-    bytes_down: AtomicU64,
+    traffic_up: Traffic,
+    traffic_down: Traffic,
+    /// The network's shared clock, if it has one.
+    clock: Option<Arc<AtomicU64>>,
 }
 
 impl Link {
-    fn new(up: ConditionerSettings, down: ConditionerSettings, seed: u64) -> Self {
+    fn new(
+        up: ConditionerSettings,
+        down: ConditionerSettings,
+        seed: u64,
+        clock: Option<Arc<AtomicU64>>,
+    ) -> Self {
         Self {
             to_server: Mutex::default(),
             to_client: Mutex::default(),
             up: Mutex::new(LinkConditioner::new(up, seed)),
             down: Mutex::new(LinkConditioner::new(down, seed ^ 0x5a5a_5a5a_5a5a_5a5a)),
             closed: AtomicBool::new(false),
-            bytes_up: AtomicU64::new(0),
-            bytes_down: AtomicU64::new(0),
+            traffic_up: Traffic::default(),
+            traffic_down: Traffic::default(),
+            clock,
         }
     }
-}
 
-/// Moves what was sent on `raw` through `conditioner` on the receiver's clock and returns
-/// what has arrived by `now`.
-fn arrive(
-    raw: &Mutex<VecDeque<Vec<u8>>>,
-    conditioner: &Mutex<LinkConditioner<Vec<u8>>>,
-    now: Duration,
-) -> Vec<Vec<u8>> {
-    let mut conditioner = conditioner.lock().expect("memory link poisoned");
-    for packet in drain(raw) {
-        conditioner.send(now, packet);
+    /// The shared clock's time, if the network has one.
+    fn shared_now(&self) -> Option<Duration> {
+        self.clock
+            .as_ref()
+            .map(|c| Duration::from_nanos(c.load(Ordering::Relaxed)))
     }
-    conditioner.ready(now)
+
+    /// Sends packets one way: into the conditioner at once on a shared clock, otherwise
+    /// into the raw queue for the receiver to time on its own clock.
+    fn send(
+        &self,
+        raw: &Mutex<VecDeque<Vec<u8>>>,
+        conditioner: &Mutex<LinkConditioner<Vec<u8>>>,
+        traffic: &Traffic,
+        packets: Vec<Vec<u8>>,
+    ) {
+        traffic.count(&packets);
+        match self.shared_now() {
+            Some(now) => {
+                let mut conditioner = conditioner.lock().expect("memory link poisoned");
+                for packet in packets {
+                    conditioner.send(now, packet);
+                }
+            }
+            None => raw.lock().expect("memory link poisoned").extend(packets),
+        }
+    }
+
+    /// What has arrived one way by the receiver's clock `local_now` (or the shared
+    /// clock's time, if the network has one).
+    fn arrive(
+        &self,
+        raw: &Mutex<VecDeque<Vec<u8>>>,
+        conditioner: &Mutex<LinkConditioner<Vec<u8>>>,
+        local_now: Duration,
+    ) -> Vec<Vec<u8>> {
+        let mut conditioner = conditioner.lock().expect("memory link poisoned");
+        let now = self.shared_now().unwrap_or(local_now);
+        for packet in drain(raw) {
+            conditioner.send(now, packet);
+        }
+        conditioner.ready(now)
+    }
 }
 
 #[derive(Default)]
@@ -58,6 +149,8 @@ struct Hub {
     next_id: ClientId,
     /// Links not yet seen by the server.
     pending: Vec<(ClientId, Arc<Link>)>,
+    /// The shared clock, nanoseconds, if packets are timed on one.
+    clock: Option<Arc<AtomicU64>>,
 }
 
 /// One in-process network with a single server; clients join with [`Self::connect`].
@@ -65,9 +158,25 @@ struct Hub {
 pub struct MemoryNetwork(Arc<Mutex<Hub>>);
 
 impl MemoryNetwork {
-    /// A new, empty network.
+    /// A new, empty network; each receiver times packets on its own clock.
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// A new, empty network whose packets are timed on one shared wall clock, starting at
+    /// 0 and moved forward with [`Self::set_time`] before each app's update.
+    pub fn on_shared_clock() -> Self {
+        let network = Self::default();
+        network.0.lock().expect("memory network poisoned").clock = Some(Arc::default());
+        network
+    }
+
+    /// Sets the shared clock (a network made by [`Self::new`] has none and ignores it):
+    /// packets sent from now on leave at `now`, and what is due by `now` arrives.
+    pub fn set_time(&self, now: Duration) {
+        if let Some(clock) = &self.0.lock().expect("memory network poisoned").clock {
+            clock.store(now.as_nanos() as u64, Ordering::Relaxed);
+        }
     }
 
     /// Opens a clean link for one client; the server accepts it on its next update.
@@ -90,7 +199,7 @@ impl MemoryNetwork {
         let mut hub = self.0.lock().expect("memory network poisoned");
         hub.next_id += 1;
         let id = hub.next_id;
-        let link = Arc::new(Link::new(up, down, seed));
+        let link = Arc::new(Link::new(up, down, seed, hub.clock.clone()));
         hub.pending.push((id, link.clone()));
         MemoryClientLink { id, link }
     }
@@ -117,8 +226,34 @@ impl MemoryClientLink {
     /// Bytes sent so far (client to server, server to client), as renet's packets.
     pub fn bytes_sent(&self) -> (u64, u64) {
         (
-            self.link.bytes_up.load(Ordering::Relaxed),
-            self.link.bytes_down.load(Ordering::Relaxed),
+            self.link.traffic_up.totals().0,
+            self.link.traffic_down.totals().0,
+        )
+    }
+
+    /// Datagrams sent so far (client to server, server to client): one per renet packet.
+    pub fn packets_sent(&self) -> (u64, u64) {
+        (
+            self.link.traffic_up.totals().1,
+            self.link.traffic_down.totals().1,
+        )
+    }
+
+    /// Bytes sent so far (client to server, server to client) as they would cross the
+    /// wire: renet's packets in netcode's datagrams (a prefix byte, the sequence number,
+    /// a 16-byte tag) with 28 bytes of UDP/IPv4 headers each.
+    pub fn wire_bytes_sent(&self) -> (u64, u64) {
+        (
+            self.link.traffic_up.totals().2,
+            self.link.traffic_down.totals().2,
+        )
+    }
+
+    /// How the link misbehaves now (client to server, server to client).
+    pub fn conditions(&self) -> (ConditionerSettings, ConditionerSettings) {
+        (
+            self.link.up.lock().expect("poisoned").settings,
+            self.link.down.lock().expect("poisoned").settings,
         )
     }
 
@@ -192,7 +327,7 @@ fn server_receive(
             server.remove_connection(*id);
             return false;
         }
-        for packet in arrive(&link.to_server, &link.up, now) {
+        for packet in link.arrive(&link.to_server, &link.up, now) {
             // A packet for a connection renet already dropped is simply discarded.
             let _ = server.process_packet_from(&packet, *id);
         }
@@ -213,9 +348,7 @@ fn server_send(mut links: ResMut<ServerLinks>, mut server: ResMut<RenetServer>) 
         .retain(|(_, link)| !link.closed.load(Ordering::Relaxed));
     for (id, link) in &links.links {
         if let Ok(packets) = server.get_packets_to_send(*id) {
-            let bytes: usize = packets.iter().map(Vec::len).sum();
-            link.bytes_down.fetch_add(bytes as u64, Ordering::Relaxed);
-            link.to_client.lock().expect("poisoned").extend(packets);
+            link.send(&link.to_client, &link.down, &link.traffic_down, packets);
         }
     }
 }
@@ -227,7 +360,8 @@ fn client_receive(link: Res<ClientLink>, mut client: ResMut<RenetClient>, time: 
         }
         return;
     }
-    for packet in arrive(&link.0.link.to_client, &link.0.link.down, time.elapsed()) {
+    let link = &link.0.link;
+    for packet in link.arrive(&link.to_client, &link.down, time.elapsed()) {
         client.process_packet(&packet);
     }
 }
@@ -238,15 +372,30 @@ fn client_send(link: Res<ClientLink>, mut client: ResMut<RenetClient>) {
         return;
     }
     let packets = client.get_packets_to_send();
-    let bytes: usize = packets.iter().map(Vec::len).sum();
-    link.0
-        .link
-        .bytes_up
-        .fetch_add(bytes as u64, Ordering::Relaxed);
-    link.0
-        .link
-        .to_server
-        .lock()
-        .expect("poisoned")
-        .extend(packets);
+    let link = &link.0.link;
+    link.send(&link.to_server, &link.up, &link.traffic_up, packets);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn netcode_numbers_packets_in_as_few_bytes_as_they_need() {
+        assert_eq!(sequence_bytes(0), 0);
+        assert_eq!(sequence_bytes(1), 1);
+        assert_eq!(sequence_bytes(255), 1);
+        assert_eq!(sequence_bytes(256), 2);
+        assert_eq!(sequence_bytes(65_535), 2);
+        assert_eq!(sequence_bytes(65_536), 3);
+        assert_eq!(sequence_bytes(u64::MAX), 8);
+    }
+
+    #[test]
+    fn wire_bytes_add_netcode_and_udp_headers_to_each_packet() {
+        let t = Traffic::default();
+        t.count(&[vec![0; 100], vec![0; 10]]);
+        // Sequence 0 takes no bytes, sequence 1 one byte.
+        assert_eq!(t.totals(), (110, 2, 110 + 2 * (28 + 17) + 1));
+    }
 }
