@@ -2,11 +2,17 @@
 //!
 //! `cargo run --release -p sightline-bench -- tick` runs the real server (plugins,
 //! schedule, bots, movement, snapshot building) on a manual clock and reports the wall
-//! time of each fixed tick; `-- movement` times one movement step.
+//! time of each fixed tick; `-- movement` times one movement step; `-- netcode` and
+//! `-- hits` print the netcode and hit-registration tables of the README (`--lab` for the
+//! lockstep baseline).
 
 use clap::{Parser, Subcommand};
 use sightline_bots::{decide, sense};
-use sightline_harness::measure::{Conditions, measure, measure_hits, percentile};
+use sightline_harness::hits::{HitReport, HitSetup, measure_hits_with};
+use sightline_harness::measure::{
+    ConditionerSettings, Conditions, Link, NetcodeReport, REALISTIC_FPS, RouteChange, Scenario,
+    percentile, run,
+};
 use sightline_harness::soak::{SoakConfig, soak};
 use sightline_harness::{Stepper, load_map};
 use sightline_movement::{MoveParams, PlayerState, step};
@@ -40,13 +46,21 @@ enum What {
         #[arg(long, default_value = "depot")]
         map: String,
     },
-    /// Netcode quality under latency, jitter and loss: prediction corrections, remote
-    /// interpolation error, extrapolation, interpolation delay, input buffering, bandwidth.
+    /// Netcode quality under latency, jitter and loss: prediction corrections and resets,
+    /// server repeats, input latency and buffering, the age of the world shots are judged
+    /// against, remote interpolation error and delay, extrapolation, render time stepping
+    /// back, bandwidth. By default a fight with server bots and clients at 30, 60, 144 and
+    /// 240 fps with jittery frames and drifting clocks over realistic links; `--lab` for
+    /// the lockstep baseline.
     Netcode {
-        /// Simulated seconds measured per condition (after 3 s of warm-up).
+        /// Simulated seconds measured per condition (after the warm-up).
         #[arg(long, default_value_t = 60.0)]
         seconds: f64,
-        /// Clients (each sees the others as remote players).
+        /// The lab baseline: bot-driven clients that never fire, in lockstep with the
+        /// server, independent loss, the same both ways.
+        #[arg(long)]
+        lab: bool,
+        /// Clients in the lab baseline (each sees the others as remote players).
         #[arg(long, default_value_t = 2)]
         clients: usize,
         /// Map.
@@ -63,12 +77,17 @@ enum What {
         #[arg(long, default_value_t = 20.0)]
         seconds: f64,
     },
-    /// Hit registration: the share of rifle shots aimed exactly at a moving target as
-    /// drawn that the server counts as hits, and of shots aimed just beside it.
+    /// Hit registration: the share of rifle shots aimed exactly at a strafing target as
+    /// drawn that the server counts as hits, and of shots aimed just beside it, from a
+    /// moving shooter at 60 and 144 fps; `--lab` for a shooter standing still in lockstep.
     Hits {
-        /// Simulated seconds per condition (one shot every 20 ticks).
+        /// Simulated seconds per condition (a shot every 13 ticks while the target is in
+        /// view).
         #[arg(long, default_value_t = 60.0)]
         seconds: f64,
+        /// The lab baseline: the shooter stands still, in lockstep with the server.
+        #[arg(long)]
+        lab: bool,
     },
     /// The chaos soak: a real server over UDP with bots, and clients through a bad link
     /// joining and leaving every few seconds, in real time. Exits 1 if a check fails.
@@ -142,12 +161,25 @@ fn main() {
             }
         }
         What::Client { remotes, seconds } => measure_client(remotes, seconds),
-        What::Hits { seconds } => hit_report(seconds),
+        What::Hits { seconds, lab } => {
+            if lab {
+                lab_hit_report(seconds)
+            } else {
+                hit_report(seconds)
+            }
+        }
         What::Netcode {
             seconds,
+            lab,
             clients,
             map,
-        } => netcode_report(seconds, clients, &map),
+        } => {
+            if lab {
+                lab_netcode_report(seconds, clients, &map)
+            } else {
+                netcode_report(seconds, &map)
+            }
+        }
     }
 }
 
@@ -208,17 +240,209 @@ fn measure_movement(steps: u32) {
     );
 }
 
-fn netcode_report(seconds: f64, clients: usize, map: &str) {
+fn mm(m: f64) -> f64 {
+    m * 1000.0
+}
+
+/// One direction's settings: latency, jitter and loss (in bursts of `burst` packets when
+/// above 1).
+fn way(latency_ms: f32, jitter_ms: f32, loss_pct: f32, burst: f32) -> ConditionerSettings {
+    ConditionerSettings {
+        latency_ms,
+        jitter_ms,
+        loss_pct,
+        loss_burst: burst,
+        ..Default::default()
+    }
+}
+
+/// The same settings both ways.
+fn both(rtt_ms: f32, jitter_ms: f32, loss_pct: f32, burst: f32) -> Link {
+    let w = way(rtt_ms / 2.0, jitter_ms, loss_pct, burst);
+    Link {
+        up: w,
+        down: w,
+        route_change: None,
+    }
+}
+
+/// "5 % in bursts of 3", "1 %", "no loss".
+fn describe_loss(w: &ConditionerSettings) -> String {
+    let (loss, burst) = (w.loss_pct, w.loss_burst);
+    if loss == 0.0 {
+        "no loss".into()
+    } else if burst > 1.0 {
+        format!("{loss} % loss in bursts of {burst}")
+    } else {
+        format!("{loss} % loss")
+    }
+}
+
+/// A link as the tables name it.
+fn describe(link: &Link) -> String {
+    let mut text = if link.up == link.down {
+        format!(
+            "{} ms, jitter {} ms, {}",
+            link.rtt_ms(),
+            link.up.jitter_ms,
+            describe_loss(&link.up)
+        )
+    } else {
+        let one = |w: &ConditionerSettings| {
+            format!(
+                "{} ms, jitter {} ms, {}",
+                w.latency_ms,
+                w.jitter_ms,
+                describe_loss(w)
+            )
+        };
+        format!("up {}; down {}", one(&link.up), one(&link.down))
+    };
+    if let Some(change) = link.route_change {
+        text += &format!(
+            "; +{} ms at {} s",
+            2.0 * change.extra_ms,
+            change.after_seconds
+        );
+    }
+    text
+}
+
+/// The realistic links, in table order.
+fn realistic_links(seconds: f64) -> Vec<Link> {
+    let mut asymmetric = both(150.0, 20.0, 5.0, 3.0);
+    asymmetric.up = way(100.0, 30.0, 5.0, 3.0);
+    asymmetric.down = way(50.0, 10.0, 1.0, 2.0);
+    let mut route = both(150.0, 20.0, 1.0, 2.0);
+    route.route_change = Some(RouteChange {
+        after_seconds: (seconds / 2.0).round(),
+        extra_ms: 50.0,
+    });
+    vec![
+        both(20.0, 0.0, 0.0, 0.0),
+        both(50.0, 5.0, 1.0, 2.0),
+        both(150.0, 20.0, 0.0, 0.0),
+        both(150.0, 20.0, 5.0, 3.0),
+        asymmetric,
+        route,
+        both(300.0, 20.0, 5.0, 3.0),
+    ]
+}
+
+fn netcode_report(seconds: f64, map: &str) {
+    let fps: Vec<String> = REALISTIC_FPS.iter().map(|f| f.to_string()).collect();
     println!(
-        "netcode quality: {clients} bot-driven clients on {map}, 128 Hz tick, 64 Hz snapshots, \
-         {seconds} s per row after 3 s warm-up; jitter and loss apply each way\n"
+        "netcode in a fight: on {map}, a 128 Hz server (64 Hz snapshots) with 4 bots and one \
+         client at each of {} fps, every frame's length varying by up to 20 % and each \
+         client's clock 0.1 % fast or slow, all fighting (the clients played by a bot that \
+         sees what the client draws, with rifle and rockets); {seconds} s per link after 5 s \
+         of warm-up; latency is the round trip, jitter and loss apply each way\n",
+        fps.join(", ")
+    );
+    let mut rows = Vec::new();
+    for (i, link) in realistic_links(seconds).iter().enumerate() {
+        let scenario = Scenario::realistic(*link, map, seconds, 2000 + i as u64 * 10);
+        let r = run(&scenario);
+        eprintln!(
+            "{}: {:.0} kills/min, {:.0} rockets/min, {:.0} hitscan shots/min",
+            describe(link),
+            r.kills_per_min,
+            r.rockets_per_min,
+            r.shots_per_min
+        );
+        rows.push((describe(link), r));
+    }
+    println!("own player and input:\n");
+    println!(
+        "| link | fps | corrections /min | own / player / knockback / other /min \
+         | correction p99 / max mm | resets | server repeats /min | input latency mean / p99 ms \
+         | input buffer ms | shot world age mean / p99 ms |"
+    );
+    println!("|---|---:|---:|---|---|---:|---:|---|---:|---|");
+    for (label, r) in &rows {
+        for c in &r.clients {
+            println!(
+                "| {label} | {:.0} | {:.1} | {} | {:.0} / {:.0} | {:.0} | {:.1} | {:.1} / {:.1} | {:.1} | {:.0} / {:.0} |",
+                c.fps,
+                c.corrections_per_min,
+                causes(c),
+                mm(c.correction_p99),
+                mm(c.correction_max),
+                c.resets,
+                c.repeats_per_min,
+                c.input_latency_ms_mean,
+                c.input_latency_ms_p99,
+                c.input_buffer_ms,
+                c.shot_age_ms_mean,
+                c.shot_age_ms_p99,
+            );
+        }
+    }
+    println!("\nother players and bandwidth:\n");
+    println!(
+        "| link | fps | interp error mean / p99 / max mm | extrapolated % | interp delay mean / p99 ms \
+         | render steps back | up B/s | down B/s |"
+    );
+    println!("|---|---:|---|---:|---|---:|---:|---:|");
+    for (label, r) in &rows {
+        for c in &r.clients {
+            println!(
+                "| {label} | {:.0} | {:.2} / {:.1} / {:.0} | {:.2} | {:.1} / {:.1} | {} | {:.0} | {:.0} |",
+                c.fps,
+                mm(c.interp_error_mean),
+                mm(c.interp_error_p99),
+                mm(c.interp_error_max),
+                c.extrapolated_pct,
+                c.interp_delay_ms_mean,
+                c.interp_delay_ms_p99,
+                steps_back(c),
+                c.up_bytes_per_s,
+                c.down_bytes_per_s,
+            );
+        }
+    }
+    println!("\nthe fights:\n");
+    println!("| link | kills /min | rockets /min | hitscan shots /min |");
+    println!("|---|---:|---:|---:|");
+    for (label, r) in &rows {
+        println!(
+            "| {label} | {:.0} | {:.0} | {:.0} |",
+            r.kills_per_min, r.rockets_per_min, r.shots_per_min
+        );
+    }
+}
+
+/// Corrections per minute by cause: "own / player / knockback / other".
+fn causes(r: &NetcodeReport) -> String {
+    let [own, player, knockback, other] = r.corrections_by_cause_per_min;
+    format!("{own:.1} / {player:.1} / {knockback:.1} / {other:.1}")
+}
+
+/// "0", or "12 (largest 3.1 ms)".
+fn steps_back(r: &NetcodeReport) -> String {
+    if r.render_steps_back == 0.0 {
+        "0".into()
+    } else {
+        format!(
+            "{} (largest {:.1} ms)",
+            r.render_steps_back, r.render_step_back_max_ms
+        )
+    }
+}
+
+fn lab_netcode_report(seconds: f64, clients: usize, map: &str) {
+    println!(
+        "lab baseline: {clients} bot-driven clients that never fire on {map}, no server bots, \
+         in lockstep with the 128 Hz server (64 Hz snapshots), independent loss and uniform \
+         jitter, the same each way; {seconds} s per row after 3 s warm-up\n"
     );
     println!(
-        "| RTT ms | jitter ms | loss % | corrections /min | correction mean / p99 / max mm \
-         | interp error mean / p99 / max mm | extrapolated % | auto delay ms | input buffer ms \
-         | up B/s | down B/s |"
+        "| RTT ms | jitter ms | loss % | corrections /min | own / player / knockback / other /min \
+         | correction mean / p99 / max mm | resets | server repeats /min | input latency mean / p99 ms | input buffer ms \
+         | interp error mean / p99 / max mm | extrapolated % | interp delay mean / p99 ms \
+         | render steps back | up B/s | down B/s |"
     );
-    println!("|---:|---:|---:|---:|---|---|---:|---:|---:|---:|---:|");
+    println!("|---:|---:|---:|---:|---|---|---:|---:|---|---:|---|---:|---|---:|---:|---:|");
     for rtt in [0.0, 50.0, 150.0, 300.0] {
         for jitter in [0.0, 20.0] {
             for loss in [0.0, 5.0, 20.0] {
@@ -227,21 +451,28 @@ fn netcode_report(seconds: f64, clients: usize, map: &str) {
                     jitter_ms: jitter,
                     loss_pct: loss,
                 };
-                let r = measure(c, clients, map, 3.0, seconds, 1000 + rtt as u64);
-                let mm = |m: f64| m * 1000.0;
+                let r = run(&Scenario::lab(c, clients, map, seconds, 1000 + rtt as u64)).pooled;
                 println!(
-                    "| {rtt} | {jitter} | {loss} | {:.1} | {:.1} / {:.1} / {:.1} | {:.2} / {:.1} / {:.1} \
-                     | {:.2} | {:.1} | {:.1} | {:.0} | {:.0} |",
+                    "| {rtt} | {jitter} | {loss} | {:.1} | {} | {:.1} / {:.1} / {:.1} | {:.0} | {:.1} \
+                     | {:.1} / {:.1} | {:.1} | {:.2} / {:.1} / {:.1} | {:.2} | {:.1} / {:.1} \
+                     | {} | {:.0} | {:.0} |",
                     r.corrections_per_min,
+                    causes(&r),
                     mm(r.correction_mean),
                     mm(r.correction_p99),
                     mm(r.correction_max),
+                    r.resets,
+                    r.repeats_per_min,
+                    r.input_latency_ms_mean,
+                    r.input_latency_ms_p99,
+                    r.input_buffer_ms,
                     mm(r.interp_error_mean),
                     mm(r.interp_error_p99),
                     mm(r.interp_error_max),
                     r.extrapolated_pct,
-                    r.interp_delay_ms,
-                    r.input_buffer_ms,
+                    r.interp_delay_ms_mean,
+                    r.interp_delay_ms_p99,
+                    steps_back(&r),
                     r.up_bytes_per_s,
                     r.down_bytes_per_s,
                 );
@@ -282,17 +513,62 @@ fn measure_client(remotes: u8, seconds: f64) {
     );
 }
 
+fn hit_row(on: &HitReport, off: &HitReport) -> String {
+    format!(
+        "{} | {:.1} | {:.1} | {:.0} / {:.0} | {:.0} | {:.1} | {:.2} / {:.0}",
+        on.shots,
+        on.hit_pct(),
+        off.hit_pct(),
+        on.rewind_ms_mean,
+        on.rewind_ms_max,
+        on.within_window_pct,
+        on.refused_pct,
+        on.frame_delay_mean,
+        on.frame_delay_max,
+    )
+}
+
 fn hit_report(seconds: f64) {
     println!(
-        "hit registration: a client fires the rifle at a moving bot, aiming exactly where its \
-         screen draws the bot (or 0.5 m beside its centre line); 20 ms jitter each way; \
-         {seconds} s per row, a shot every 13 ticks when the target is in view; rewind window {} ms\n",
+        "hit registration, moving: a client strafing (and stepping forward and back) fires the \
+         rifle at a bot that strafes while it fights back, aiming from its predicted eye where \
+         its screen draws the bot (or 0.5 m beside its centre line); the shooter's frames vary \
+         by up to 20 % and its clock runs 0.1 % fast; 20 ms jitter each way, loss in bursts of \
+         3 packets; {seconds} s per row, a shot every 13 ticks when the target is in view; \
+         rewind window {} ms\n",
         sightline_combat::MAX_REWIND * 1000.0
     );
     println!(
-        "| RTT ms | loss % | shots | hits on target % | hits beside % | rewind mean / max ms | within window % | refused % |"
+        "| shooter fps | RTT ms | loss % | shots | hits on the drawn body % | hits 0.5 m beside % \
+         | world age mean / max ms | within window % | refused % | frame delay mean / max |"
     );
-    println!("|---:|---:|---:|---:|---:|---|---:|---:|");
+    println!("|---:|---:|---:|---:|---:|---:|---|---:|---:|---|");
+    for fps in [60.0, 144.0] {
+        for rtt in [0.0, 50.0, 150.0, 300.0] {
+            for loss in [0.0, 5.0] {
+                let link = both(rtt, 20.0, loss, 3.0);
+                let on = measure_hits_with(&HitSetup::moving(link, fps, false, seconds, 7));
+                let off = measure_hits_with(&HitSetup::moving(link, fps, true, seconds, 7));
+                println!("| {fps} | {rtt} | {loss} | {} |", hit_row(&on, &off));
+            }
+        }
+    }
+}
+
+fn lab_hit_report(seconds: f64) {
+    println!(
+        "hit registration, lab baseline: a client standing still, in lockstep with the server, \
+         fires the rifle at a bot that strafes while it fights back, aiming exactly where its \
+         screen draws the bot (or 0.5 m beside its centre line); 20 ms jitter each way, \
+         independent loss; {seconds} s per row, a shot every 13 ticks when the target is in \
+         view; rewind window {} ms\n",
+        sightline_combat::MAX_REWIND * 1000.0
+    );
+    println!(
+        "| RTT ms | loss % | shots | hits on the drawn body % | hits 0.5 m beside % \
+         | world age mean / max ms | within window % | refused % | frame delay mean / max |"
+    );
+    println!("|---:|---:|---:|---:|---:|---|---:|---:|---|");
     for rtt in [0.0, 50.0, 150.0, 300.0] {
         for loss in [0.0, 5.0] {
             let c = Conditions {
@@ -300,18 +576,9 @@ fn hit_report(seconds: f64) {
                 jitter_ms: 20.0,
                 loss_pct: loss,
             };
-            let on = measure_hits(c, false, seconds, 7);
-            let off = measure_hits(c, true, seconds, 7);
-            println!(
-                "| {rtt} | {loss} | {} | {:.1} | {:.1} | {:.0} / {:.0} | {:.0} | {:.1} |",
-                on.shots,
-                on.hit_pct(),
-                off.hit_pct(),
-                on.rewind_ms_mean,
-                on.rewind_ms_max,
-                on.within_window_pct,
-                on.refused_pct
-            );
+            let on = measure_hits_with(&HitSetup::lab(c, false, seconds, 7));
+            let off = measure_hits_with(&HitSetup::lab(c, true, seconds, 7));
+            println!("| {rtt} | {loss} | {} |", hit_row(&on, &off));
         }
     }
 }

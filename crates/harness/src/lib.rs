@@ -2,14 +2,21 @@
 //! (`tests/`) and the measurements (`sightline-bench`).
 //!
 //! - [`stepper`]: one server app and any number of client apps on an in-memory network,
-//!   advanced together on one manual clock, so a run is exactly reproducible.
-//! - [`measure`]: netcode quality (prediction corrections, interpolation error, pacing,
-//!   bandwidth) and hit registration behind a link conditioner, on the stepper.
+//!   advanced on one simulated wall clock, each client at its own frame rate (or in
+//!   lockstep with the server), so a run is exactly reproducible.
+//! - [`player`]: a bot at a client's keyboard and mouse that fights what the client draws.
+//! - [`measure`]: netcode quality (prediction corrections and resets, input latency and
+//!   buffering, interpolation error and delay, render time, bandwidth) behind link
+//!   conditioners, in the lab baseline and in a realistic fight, on the stepper.
+//! - [`hits`]: hit registration, a shooter aiming where its screen draws a moving target.
 //! - [`soak`]: the chaos soak, a real server over real UDP with clients joining and
 //!   leaving through a bad link, in real time.
 
+// Modules, bottom up: each uses only those listed before it.
+pub mod hits;
 pub mod measure;
+pub mod player;
 pub mod soak;
 pub mod stepper;
 
-pub use stepper::{Stepper, load_map, manual_app};
+pub use stepper::{FrameClock, Frames, Stepper, Updated, load_map, manual_app};

@@ -1,6 +1,16 @@
 //! The in-process stepper, in the manner of lightyear's: one server app and any number of
-//! client apps joined by a [`MemoryNetwork`], all advanced together on one manual clock,
-//! tick by tick. What happens is exactly reproducible, and a failure replays the same way.
+//! client apps joined by a [`MemoryNetwork`], advanced together on one simulated wall
+//! clock. What happens is exactly reproducible, and a failure replays the same way.
+//!
+//! It is an event-driven scheduler: the server updates once per tick of wall time (one
+//! tick per update, as the dedicated server's loop runs), and each client updates when
+//! its next frame is due, at its own frame rate ([`Frames`]): each frame's length varies
+//! by a seeded jitter, and the client's clock may run fast or slow against the server's
+//! (drift), so the time the client's app is told has passed (its
+//! `TimeUpdateStrategy::ManualDuration`, set before each update) is its frame's wall time
+//! scaled by the drift. Packets cross the network on the wall clock. Clients added with
+//! [`Frames::lockstep`] (the default) update once per server tick right after it, the
+//! stepper's original lockstep.
 
 use bevy::prelude::*;
 use bevy::time::TimeUpdateStrategy;
@@ -10,9 +20,93 @@ use sightline_net::{
     ClientNetPlugin, ConditionerSettings, MemoryClientLink, MemoryNetwork, ServerNetPlugin,
 };
 use sightline_server::{Pacing, ServerConfig, server_app};
+use sightline_sim::hash::{hash, unit};
 use std::time::Duration;
 
-/// A server and its clients on one manual clock.
+/// How a client's frames come: its frame rate, how much each frame's length varies, and
+/// how fast its clock runs against the server's.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Frames {
+    /// Frames per second, on average (of wall time).
+    pub fps: f64,
+    /// Each frame's length varies uniformly by up to this fraction either way (0.2:
+    /// +-20 %), from `seed`.
+    pub jitter: f64,
+    /// How much faster the client's clock runs than the server's (0.001: 0.1 % fast; a
+    /// negative value runs slow): the time its app is told has passed is each frame's
+    /// wall time times (1 + drift).
+    pub drift: f64,
+    /// Makes the frame lengths reproducible.
+    pub seed: u64,
+}
+
+impl Frames {
+    /// One frame per server tick of `tick_hz`, exactly, on the server's clock.
+    pub fn lockstep(tick_hz: u32) -> Self {
+        Self {
+            fps: tick_hz as f64,
+            jitter: 0.0,
+            drift: 0.0,
+            seed: 0,
+        }
+    }
+
+    /// Wall-clock length of frame `n`, nanoseconds (at least 1).
+    pub fn wall_ns(&self, n: u64) -> u64 {
+        let vary = (unit(hash(self.seed, n, 0x6672_616d)) as f64 * 2.0 - 1.0) * self.jitter;
+        ((1e9 / self.fps) * (1.0 + vary)).round().max(1.0) as u64
+    }
+
+    /// The time the client's clock counts over `wall_ns` of wall time, nanoseconds.
+    pub fn local_ns(&self, wall_ns: u64) -> u64 {
+        (wall_ns as f64 * (1.0 + self.drift)).round() as u64
+    }
+}
+
+/// A client app's place on the wall clock. The stepper keeps it in each client app, so a
+/// client removed from [`Stepper::clients`] takes its schedule with it.
+#[derive(Resource, Debug, Clone, Copy, PartialEq)]
+pub struct FrameClock {
+    /// How its frames come.
+    pub frames: Frames,
+    /// Frames run so far.
+    pub count: u64,
+    /// Wall time of its latest frame, nanoseconds (when it was added, before the first).
+    pub last_ns: u64,
+    /// Wall time of the frame before the latest, nanoseconds: the latest frame covered
+    /// the time from there to `last_ns`.
+    pub previous_ns: u64,
+    /// Wall time its next frame is due, nanoseconds.
+    pub due_ns: u64,
+}
+
+impl FrameClock {
+    fn new(frames: Frames, now_ns: u64) -> Self {
+        Self {
+            frames,
+            count: 0,
+            last_ns: now_ns,
+            previous_ns: now_ns,
+            due_ns: now_ns + frames.wall_ns(0),
+        }
+    }
+
+    /// Wall time of the latest frame, seconds.
+    pub fn last_seconds(&self) -> f64 {
+        self.last_ns as f64 / 1e9
+    }
+}
+
+/// Which app the stepper has just updated.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Updated {
+    /// The server (one tick).
+    Server,
+    /// Client number `i` (one frame).
+    Client(usize),
+}
+
+/// A server and its clients on one simulated wall clock.
 pub struct Stepper {
     /// The server app.
     pub server: App,
@@ -20,10 +114,14 @@ pub struct Stepper {
     pub clients: Vec<App>,
     /// The network joining them.
     pub network: MemoryNetwork,
-    /// Time each step advances every app by: one server tick.
+    /// One server tick: the time each [`Self::step`] advances the wall clock by.
     pub dt: Duration,
     /// Each client's link, in the order the clients were added.
     pub links: Vec<MemoryClientLink>,
+    /// Wall time the stepper has advanced to, nanoseconds.
+    now_ns: u64,
+    /// Wall time of the server's next update, nanoseconds.
+    server_due_ns: u64,
 }
 
 /// Loads one of the shipped maps.
@@ -43,7 +141,7 @@ impl Stepper {
     /// A server running `map` with `config`, and no clients yet.
     pub fn new(config: ServerConfig, map: &str) -> Self {
         let dt = Duration::from_nanos(1_000_000_000 / config.tick.tick_hz as u64);
-        let network = MemoryNetwork::new();
+        let network = MemoryNetwork::on_shared_clock();
         let mut server = server_app(
             config,
             load_map(map),
@@ -58,16 +156,31 @@ impl Stepper {
             network,
             dt,
             links: Vec::new(),
+            now_ns: 0,
+            server_due_ns: dt.as_nanos() as u64,
         }
     }
 
-    /// Adds a client with the Sightline client plugin, a bot at its controls.
-    pub fn add_client(&mut self, name: &str, seed: u64) -> usize {
-        let link = self.network.connect();
-        self.add_client_on(link, name, seed)
+    /// Wall time the stepper has advanced to, seconds.
+    pub fn now(&self) -> f64 {
+        self.now_ns as f64 / 1e9
     }
 
-    /// Adds a client whose link misbehaves as set (`up` is client to server).
+    /// The server's tick rate.
+    fn tick_hz(&self) -> u32 {
+        (1e9 / self.dt.as_nanos() as f64).round() as u32
+    }
+
+    /// Adds a client with the Sightline client plugin, a bot at its controls, updating
+    /// in lockstep with the server.
+    pub fn add_client(&mut self, name: &str, seed: u64) -> usize {
+        let link = self.network.connect();
+        let frames = Frames::lockstep(self.tick_hz());
+        self.add_client_on(link, name, seed, frames)
+    }
+
+    /// Adds a client whose link misbehaves as set (`up` is client to server), updating
+    /// in lockstep with the server.
     pub fn add_conditioned_client(
         &mut self,
         name: &str,
@@ -75,11 +188,31 @@ impl Stepper {
         up: ConditionerSettings,
         down: ConditionerSettings,
     ) -> usize {
-        let link = self.network.connect_conditioned(up, down, seed);
-        self.add_client_on(link, name, seed)
+        let frames = Frames::lockstep(self.tick_hz());
+        self.add_client_with(name, seed, up, down, frames)
     }
 
-    fn add_client_on(&mut self, link: MemoryClientLink, name: &str, seed: u64) -> usize {
+    /// Adds a client whose link misbehaves as set (`up` is client to server) and whose
+    /// frames come as `frames` says.
+    pub fn add_client_with(
+        &mut self,
+        name: &str,
+        seed: u64,
+        up: ConditionerSettings,
+        down: ConditionerSettings,
+        frames: Frames,
+    ) -> usize {
+        let link = self.network.connect_conditioned(up, down, seed);
+        self.add_client_on(link, name, seed, frames)
+    }
+
+    fn add_client_on(
+        &mut self,
+        link: MemoryClientLink,
+        name: &str,
+        seed: u64,
+        frames: Frames,
+    ) -> usize {
         let mut app = manual_app(self.dt);
         self.links.push(link.clone());
         app.add_plugins((
@@ -89,7 +222,7 @@ impl Stepper {
                 input: InputSource::Bot { seed },
             },
         ));
-        self.push_client(app)
+        self.push_client(app, frames)
     }
 
     /// Adds a bare client: transport only, for tests that speak the protocol by hand.
@@ -98,22 +231,83 @@ impl Stepper {
         let link = self.network.connect();
         self.links.push(link.clone());
         app.add_plugins(ClientNetPlugin::memory(link));
-        self.push_client(app)
+        let frames = Frames::lockstep(self.tick_hz());
+        self.push_client(app, frames)
     }
 
-    fn push_client(&mut self, mut app: App) -> usize {
+    fn push_client(&mut self, mut app: App, frames: Frames) -> usize {
         app.finish();
         app.cleanup();
+        // A lockstep client's frames fall on the server's ticks.
+        let now = if frames == Frames::lockstep(self.tick_hz()) {
+            self.server_due_ns - self.dt.as_nanos() as u64
+        } else {
+            self.now_ns
+        };
+        app.insert_resource(FrameClock::new(frames, now));
         self.clients.push(app);
         self.clients.len() - 1
     }
 
-    /// Advances every app by one step: the server first, then each client.
-    pub fn step(&mut self) {
-        self.server.update();
-        for c in &mut self.clients {
-            c.update();
+    /// The app due next at or before wall time `until_ns`: the server first on a tie,
+    /// then clients in order.
+    fn next_due(&self, until_ns: u64) -> Option<(u64, Updated)> {
+        let mut best =
+            (self.server_due_ns <= until_ns).then_some((self.server_due_ns, Updated::Server));
+        for (i, c) in self.clients.iter().enumerate() {
+            let Some(clock) = c.world().get_resource::<FrameClock>() else {
+                continue;
+            };
+            if clock.due_ns <= until_ns && best.is_none_or(|(t, _)| clock.due_ns < t) {
+                best = Some((clock.due_ns, Updated::Client(i)));
+            }
         }
+        best
+    }
+
+    /// Runs the next update due by wall time `until_ns`, if any, and says which app it
+    /// was. The wall clock moves to that update's time.
+    pub fn advance_one(&mut self, until_ns: u64) -> Option<Updated> {
+        let (at, which) = self.next_due(until_ns)?;
+        self.now_ns = self.now_ns.max(at);
+        self.network.set_time(Duration::from_nanos(at));
+        match which {
+            Updated::Server => {
+                self.server.update();
+                self.server_due_ns += self.dt.as_nanos() as u64;
+            }
+            Updated::Client(i) => {
+                let app = &mut self.clients[i];
+                let mut clock = *app.world().resource::<FrameClock>();
+                let local = clock.frames.local_ns(at - clock.last_ns);
+                app.insert_resource(TimeUpdateStrategy::ManualDuration(Duration::from_nanos(
+                    local,
+                )));
+                clock.count += 1;
+                clock.previous_ns = clock.last_ns;
+                clock.last_ns = at;
+                clock.due_ns = at + clock.frames.wall_ns(clock.count);
+                app.insert_resource(clock);
+                app.update();
+            }
+        }
+        Some(which)
+    }
+
+    /// Advances the wall clock by one server tick, updating every app whose frame falls
+    /// in it, calling `each` after every update.
+    pub fn step_with(&mut self, mut each: impl FnMut(&mut Self, Updated)) {
+        let until = self.now_ns + self.dt.as_nanos() as u64;
+        while let Some(which) = self.advance_one(until) {
+            each(self, which);
+        }
+        self.now_ns = until;
+    }
+
+    /// Advances the wall clock by one server tick: the server's tick, then every client
+    /// frame due (in lockstep, each client once).
+    pub fn step(&mut self) {
+        self.step_with(|_, _| {});
     }
 
     /// Advances `n` steps.
@@ -138,5 +332,108 @@ impl Stepper {
             self.step();
         }
         done(self)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use sightline_sim::TickConfig;
+
+    fn server() -> Stepper {
+        let config = ServerConfig {
+            tick: TickConfig::new(128, 64).unwrap(),
+            ..Default::default()
+        };
+        Stepper::new(config, "duel")
+    }
+
+    #[test]
+    fn every_app_runs_at_its_own_rate_with_jittery_frames_and_a_drifting_clock() {
+        let mut s = server();
+        let rates = [
+            (30.0, 0.001),
+            (60.0, -0.001),
+            (144.0, 0.001),
+            (240.0, -0.001),
+        ];
+        for (i, &(fps, drift)) in rates.iter().enumerate() {
+            let frames = Frames {
+                fps,
+                jitter: 0.2,
+                drift,
+                seed: i as u64,
+            };
+            let link = ConditionerSettings::default();
+            s.add_client_with(&format!("c{i}"), i as u64, link, link, frames);
+        }
+        let mut lengths = vec![Vec::new(); rates.len()];
+        let mut ticks = 0;
+        for _ in 0..(128 * 3) {
+            s.step_with(|s, which| match which {
+                Updated::Server => ticks += 1,
+                Updated::Client(i) => {
+                    let c = s.clients[i].world().resource::<FrameClock>();
+                    lengths[i].push((c.last_ns - c.previous_ns) as f64 / 1e9);
+                }
+            });
+        }
+        assert_eq!(
+            ticks,
+            128 * 3,
+            "the server ticks once per tick of wall time"
+        );
+        assert!((s.now() - 3.0).abs() < 1e-9);
+        for (i, &(fps, drift)) in rates.iter().enumerate() {
+            let frames = s.clients[i].world().resource::<FrameClock>().count;
+            let want = fps * 3.0;
+            assert!(
+                (frames as f64 - want).abs() < want * 0.02 + 1.0,
+                "{fps} fps: {frames} frames in 3 s"
+            );
+            // Past the first, each frame lasts its nominal length give or take 20 %, and
+            // the spread is used.
+            let spread = &lengths[i][1..];
+            let (short, long) = spread
+                .iter()
+                .fold((f64::MAX, 0.0f64), |(a, b), &l| (a.min(l), b.max(l)));
+            assert!(
+                short >= 0.8 / fps - 1e-9 && long <= 1.2 / fps + 1e-9,
+                "{fps}"
+            );
+            assert!(
+                short < 0.85 / fps && long > 1.15 / fps,
+                "{fps}: {short} {long}"
+            );
+            // The client's clock counts its frames' wall time scaled by its drift.
+            let wall: f64 = spread.iter().sum();
+            let clock = s.clients[i].world().resource::<Time<Real>>();
+            let counted = clock.elapsed_secs_f64();
+            let ratio = counted / wall;
+            assert!((ratio - (1.0 + drift)).abs() < 1e-6, "{fps}: {ratio}");
+        }
+    }
+
+    #[test]
+    fn lockstep_clients_update_right_after_each_server_tick() {
+        let mut s = server();
+        s.add_client("a", 1);
+        s.step();
+        s.add_client("b", 2);
+        let mut order = Vec::new();
+        for _ in 0..3 {
+            s.step_with(|_, which| order.push(which));
+        }
+        use Updated::{Client, Server};
+        let step = [Server, Client(0), Client(1)];
+        assert_eq!(order, [step, step, step].concat());
+        let dt = s.dt;
+        for c in &s.clients {
+            assert_eq!(
+                c.world().resource::<Time<Real>>().delta(),
+                dt,
+                "a lockstep client's frame is one tick"
+            );
+        }
     }
 }
