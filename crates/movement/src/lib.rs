@@ -78,3 +78,65 @@ fn move_players(
 mod replay;
 #[cfg(test)]
 mod tests;
+
+#[cfg(test)]
+mod plugin_tests {
+    use super::*;
+    use bevy::ecs::system::RunSystemOnce;
+    use sightline_map::MapSource;
+    use sightline_sim::InputCmd;
+    use std::path::Path;
+
+    fn duel() -> CurrentMap {
+        let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../maps/duel.ron");
+        CurrentMap::new(MapSource::load(&path).unwrap_or_else(|e| panic!("{e}")))
+    }
+
+    /// Two players 1.2 m apart on the duel floor, each running at the other.
+    fn two_runners() -> (World, [Entity; 2]) {
+        let mut world = World::new();
+        world.insert_resource(duel());
+        world.insert_resource(MoveParams::default());
+        world.insert_resource(TickConfig::default());
+        let runner = |id: u8, x: f32, yaw: f32| {
+            (
+                PlayerId(id),
+                CurrentCmd(InputCmd {
+                    forward: 1.0,
+                    yaw,
+                    ..Default::default()
+                }),
+                PlayerState::at(Vec3::new(x, 0.0, -8.0), yaw),
+            )
+        };
+        let half_pi = std::f32::consts::FRAC_PI_2;
+        let a = world.spawn(runner(2, -0.6, -half_pi)).id();
+        let b = world.spawn(runner(1, 0.6, half_pi)).id();
+        (world, [a, b])
+    }
+
+    fn run(world: &mut World, ticks: usize) {
+        for _ in 0..ticks {
+            world.run_system_once(move_players).expect("runs");
+        }
+    }
+
+    #[test]
+    fn the_server_step_blocks_players_on_each_other() {
+        let (mut world, [a, b]) = two_runners();
+        run(&mut world, 128);
+        let params = MoveParams::default();
+        let body = |e| Body::of(world.get::<PlayerState>(e).unwrap(), &params);
+        let gap = body(a).gap(&body(b));
+        assert!((0.0..0.02).contains(&gap), "gap {gap}");
+    }
+
+    #[test]
+    fn the_dead_pass_through_and_are_passed_through() {
+        let (mut world, [a, b]) = two_runners();
+        world.get_mut::<Solid>(b).unwrap().0 = false;
+        run(&mut world, 128);
+        let x = |e| world.get::<PlayerState>(e).unwrap().pos.x;
+        assert!(x(a) > 3.0 && x(b) < -3.0, "{} {}", x(a), x(b));
+    }
+}
