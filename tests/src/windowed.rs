@@ -119,6 +119,20 @@ fn the_game_renders_the_world_and_the_netgraph_under_xvfb() {
         String::from_utf8_lossy(&out.stderr).to_string() + &String::from_utf8_lossy(&out.stdout);
     assert!(out.status.success(), "the client failed:\n{log}");
     assert!(!log.contains("panicked"), "{log}");
+    // At the few frames a second of software rendering the game still plays: pacing
+    // settles and the player (a bot, --auto) gets somewhere.
+    let played = log
+        .lines()
+        .find(|l| l.contains("played: "))
+        .unwrap_or_else(|| panic!("no play report:\n{log}"));
+    assert!(played.contains("input pacing settled"), "{played}");
+    let travelled: f32 = played
+        .split("our player got ")
+        .nth(1)
+        .and_then(|rest| rest.split(' ').next())
+        .and_then(|m| m.parse().ok())
+        .unwrap_or_else(|| panic!("no distance in {played}"));
+    assert!(travelled > 2.0, "our player barely moved: {played}");
 
     assert!(shot.exists(), "no screenshot was saved:\n{log}");
     let (w, h, pixels) = read_png(&shot);

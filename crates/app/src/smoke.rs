@@ -27,7 +27,7 @@ impl Plugin for SmokePlugin {
                 .chain()
                 .run_if(resource_exists::<ScreenshotAt>),
         )
-        .add_systems(Last, report_frame_rate);
+        .add_systems(Last, (report_frame_rate, report_play));
     }
 }
 
@@ -71,6 +71,42 @@ fn wait_for_screenshot(
     if run_for.0 < later {
         run_for.0 = later;
     }
+}
+
+/// Logs, when the game exits, how play went: commands sent, whether input pacing
+/// settled, how often the server had to repeat a command, how far our player got, and
+/// how many predictions were corrected. The windowed smoke test reads it: at the few
+/// frames a second of software rendering the game must still play.
+fn report_play(
+    exits: MessageReader<AppExit>,
+    status: Res<sightline_client::ConnectionStatus>,
+    history: Res<sightline_client::InputHistory>,
+    pacing: Res<sightline_client::InputPacing>,
+    stats: Res<sightline_client::ClientStats>,
+    prediction: Res<sightline_prediction::PredictionStats>,
+) {
+    if exits.is_empty() {
+        return;
+    }
+    let sightline_client::ConnectionStatus::Connected(info) = &*status else {
+        info!("played: not connected at exit");
+        return;
+    };
+    let travelled = stats
+        .seen
+        .get(&info.welcome.your_id)
+        .map_or(0.0, |s| s.farthest);
+    info!(
+        "played: {} commands; input pacing {}; the server repeated {} of them; our player got {travelled:.1} m from where it was first seen; {} predictions corrected",
+        history.last_seq(),
+        if pacing.has_settled() {
+            "settled"
+        } else {
+            "never settled"
+        },
+        pacing.repeats,
+        prediction.corrections.len()
+    );
 }
 
 /// Logs how many frames were drawn, and how fast, when the game exits.
