@@ -1,13 +1,18 @@
-//! `--headless`: the client without a window, a bot at the controls, printing a summary.
+//! `--headless`: the client without a window, a bot at the controls, printing a summary
+//! (what it received, and what prediction, input pacing and clock sync saw: see
+//! `ClientStats::summary_with`).
 
 use crate::args::{Args, LOG_FILTER, resolve, seed_for, usage_error};
 use bevy::app::ScheduleRunnerPlugin;
 use bevy::log::LogPlugin;
 use bevy::prelude::*;
-use sightline_client::{ClientPlugin, ClientStats, ConnectionStatus, InputSource};
+use sightline_client::{ClientPlugin, ClientStats, ConnectionStatus, InputPacing, InputSource};
 use sightline_net::{
-    ClientNetPlugin, ConditionerSettings, LinkConditions, RunFor, ShutdownPlugin, ShutdownSignal,
+    ClientNetPlugin, ClockSync, ConditionerSettings, LinkConditions, RunFor, ShutdownPlugin,
+    ShutdownSignal,
 };
+use sightline_prediction::PredictionStats;
+use sightline_sim::TickConfig;
 use std::process::ExitCode;
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
@@ -82,9 +87,14 @@ pub fn run(args: &Args, conditions: ConditionerSettings) -> ExitCode {
     }
 }
 
+#[allow(clippy::too_many_arguments)]
 fn report_on_exit(
     exits: MessageReader<AppExit>,
     stats: Res<ClientStats>,
+    prediction: Res<PredictionStats>,
+    pacing: Res<InputPacing>,
+    sync: Res<ClockSync>,
+    tick: Res<TickConfig>,
     status: Res<ConnectionStatus>,
     outcome: Res<Outcome>,
 ) {
@@ -96,7 +106,8 @@ fn report_on_exit(
         ConnectionStatus::Disconnected(reason) => Some(reason.clone()),
         other => Some(format!("never joined the server (last state: {other:?})")),
     };
-    *outcome.0.lock().expect("poisoned") = Some((stats.summary(), failure));
+    let summary = stats.summary_with(&prediction, &pacing, &sync, &tick);
+    *outcome.0.lock().expect("poisoned") = Some((summary, failure));
 }
 
 /// A headless client has nothing to show once the server is gone.

@@ -343,13 +343,6 @@ fn netcode_report(seconds: f64, map: &str) {
     for (i, link) in realistic_links(seconds).iter().enumerate() {
         let scenario = Scenario::realistic(*link, map, seconds, 2000 + i as u64 * 10);
         let r = run(&scenario);
-        eprintln!(
-            "{}: {:.0} kills/min, {:.0} rockets/min, {:.0} hitscan shots/min",
-            describe(link),
-            r.kills_per_min,
-            r.rockets_per_min,
-            r.shots_per_min
-        );
         rows.push((describe(link), r));
     }
     println!("own player and input:\n");
@@ -380,19 +373,20 @@ fn netcode_report(seconds: f64, map: &str) {
     }
     println!("\nother players and bandwidth:\n");
     println!(
-        "| link | fps | interp error mean / p99 / max mm | extrapolated % | interp delay mean / p99 ms \
-         | render steps back | up B/s | down B/s |"
+        "| link | fps | interp error mean / p99 / max mm | extrapolated % | held past a respawn % \
+         | interp delay mean / p99 ms | render steps back | up B/s | down B/s |"
     );
-    println!("|---|---:|---|---:|---|---:|---:|---:|");
+    println!("|---|---:|---|---:|---:|---|---:|---:|---:|");
     for (label, r) in &rows {
         for c in &r.clients {
             println!(
-                "| {label} | {:.0} | {:.2} / {:.1} / {:.0} | {:.2} | {:.1} / {:.1} | {} | {:.0} | {:.0} |",
+                "| {label} | {:.0} | {:.2} / {:.1} / {:.0} | {:.2} | {:.2} | {:.1} / {:.1} | {} | {:.0} | {:.0} |",
                 c.fps,
                 mm(c.interp_error_mean),
                 mm(c.interp_error_p99),
                 mm(c.interp_error_max),
                 c.extrapolated_pct,
+                c.respawn_frames_pct,
                 c.interp_delay_ms_mean,
                 c.interp_delay_ms_p99,
                 steps_back(c),
@@ -402,12 +396,15 @@ fn netcode_report(seconds: f64, map: &str) {
         }
     }
     println!("\nthe fights:\n");
-    println!("| link | kills /min | rockets /min | hitscan shots /min |");
-    println!("|---|---:|---:|---:|");
+    println!(
+        "| link | kills /min | rockets /min | hitscan shots /min | frames drawing our own player \
+         as a remote one too % |"
+    );
+    println!("|---|---:|---:|---:|---:|");
     for (label, r) in &rows {
         println!(
-            "| {label} | {:.0} | {:.0} | {:.0} |",
-            r.kills_per_min, r.rockets_per_min, r.shots_per_min
+            "| {label} | {:.0} | {:.0} | {:.0} | {:.1} |",
+            r.kills_per_min, r.rockets_per_min, r.shots_per_min, r.pooled.self_drawn_pct
         );
     }
 }

@@ -1,7 +1,10 @@
 //! What this client has received and seen, for tests, the netgraph and the exit summary.
 
+use crate::InputPacing;
 use bevy::prelude::*;
-use sightline_sim::PlayerId;
+use sightline_net::ClockSync;
+use sightline_prediction::PredictionStats;
+use sightline_sim::{PlayerId, TickConfig};
 use std::collections::{BTreeMap, VecDeque};
 
 /// How far each player has been seen to travel.
@@ -64,6 +67,45 @@ impl ClientStats {
             self.malformed,
             self.seen.len(),
             self.players_moved(1.0)
+        )
+    }
+
+    /// The summary with what prediction, input pacing and clock sync saw, so a run over a
+    /// real network can be judged as the netcode report judges the harness's:
+    /// `corrections` (visible ones) and of those `own`, `collision`, `knockback` and
+    /// `other` by cause; `resets` (the server stopped answering and prediction started
+    /// over); `teleports` (respawns adopted); `repeats` (ticks the server repeated a
+    /// command of ours for lack of one); `queue_min` (the fewest commands waiting when the
+    /// server's ticks took one, averaged over its reports, counting the one taken) and
+    /// `buffer_min_ms` (so the least time a command waited there, in ms: the client cannot
+    /// see the mean wait); `rtt_ms` and `rtt_jitter_ms` (clock-sync pings). A key press
+    /// reaches the server's simulation after about half a frame, half the round trip and
+    /// the buffer.
+    pub fn summary_with(
+        &self,
+        prediction: &PredictionStats,
+        pacing: &InputPacing,
+        sync: &ClockSync,
+        tick: &TickConfig,
+    ) -> String {
+        let causes = prediction.causes;
+        let queue = pacing.mean_queue();
+        let ms = |s: Option<f64>| s.map_or(0.0, |s| s * 1000.0);
+        format!(
+            "{} corrections={} own={} collision={} knockback={} other={} resets={} teleports={} \
+             repeats={} queue_min={queue:.2} buffer_min_ms={:.1} rtt_ms={:.1} rtt_jitter_ms={:.1}",
+            self.summary(),
+            prediction.corrections.len(),
+            causes.own,
+            causes.collision,
+            causes.knockback,
+            causes.other,
+            prediction.resets,
+            prediction.teleports,
+            pacing.repeats,
+            (queue - 1.0).max(0.0) * 1000.0 / tick.tick_hz as f64,
+            ms(sync.rtt_mean()),
+            ms(sync.rtt_jitter()),
         )
     }
 }

@@ -22,7 +22,7 @@ use sightline_interpolation::Drawn;
 use sightline_map::CurrentMap;
 use sightline_movement::{MoveParams, PlayerState};
 use sightline_prediction::{Predicted, PredictionSet};
-use sightline_sim::{Buttons, TickConfig};
+use sightline_sim::{Buttons, PlayerId, TickConfig};
 
 /// How a hit-registration run is set up.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -142,8 +142,8 @@ fn aim_and_fire(
     history: Res<InputHistory>,
     mut marksman: ResMut<Marksman>,
     mut input: ResMut<LocalInput>,
-    me: Query<&PlayerState, With<Predicted>>,
-    target: Query<&Drawn, With<RemotePlayer>>,
+    me: Query<(&PlayerId, &PlayerState), With<Predicted>>,
+    remotes: Query<(&PlayerId, &Drawn), With<RemotePlayer>>,
 ) {
     let mut next = LocalInput {
         pressed: input.pressed,
@@ -162,10 +162,18 @@ fn aim_and_fire(
         next.forward = (hash(marksman.seed, window, 2) % 3) as f32 * 0.5 - 0.5;
     }
     let seq = history.last_seq();
+
     if marksman.holding.is_some_and(|at| seq > at) {
         marksman.holding = None;
     }
-    if let (Ok(me), Ok(target)) = (me.single(), target.single())
+    // The target: the one other player (a client may also hold its own player as a
+    // remote one, if a snapshot came before its Welcome).
+    let me = me.single().ok();
+    let target = remotes
+        .iter()
+        .find(|(id, _)| me.is_some_and(|(own, _)| own != *id))
+        .map(|(_, d)| *d);
+    if let (Some((_, me)), Some(target)) = (me, target)
         && target.time > 0.0
     {
         let eye = me.pos + Vec3::Y * params.eye(me.crouched());
@@ -197,6 +205,7 @@ fn aim_and_fire(
         if marksman.holding.is_some() {
             next.buttons = Buttons::FIRE;
         }
+
         marksman.aimed.push((seq, target.time));
     } else {
         next.yaw = input.yaw;

@@ -231,6 +231,9 @@ pub struct NetcodeReport {
     pub interp_error_max: f64,
     /// Share of remote-player frames drawn past the newest snapshot, percent.
     pub extrapolated_pct: f64,
+    /// Share of the client's frames in which it also drew its own player as a remote
+    /// player (a ghost of itself), percent.
+    pub self_drawn_pct: f64,
     /// Share of remote-player frames in which a player that had respawned was still drawn
     /// where it fell, left out of the interpolation error (the client holds it there until
     /// a snapshot of the new life arrives, so cannot know the tick between two snapshots
@@ -434,6 +437,10 @@ struct Probe {
     /// Remote-player frames in which a player that had respawned was still drawn where
     /// it fell: not compared.
     respawn_frames: u64,
+    /// Frames in which the client drew its own player as a remote one too.
+    ghost_frames: u64,
+    /// Frames observed.
+    client_frames: u64,
     frames: u64,
     late: u64,
     delays_ms: Vec<f64>,
@@ -491,6 +498,7 @@ impl Probe {
         if !self.measuring {
             return;
         }
+        self.client_frames += 1;
         let render = *w.resource::<RenderTime>();
         if let Some(t) = render.server_time {
             if let Some(previous) = self.last_render
@@ -509,6 +517,11 @@ impl Probe {
             .collect();
         for (id, d) in drawn {
             if d.time == 0.0 {
+                continue;
+            }
+            // Our own player held as a remote one as well: a ghost, not another player.
+            if Some(id) == self.id {
+                self.ghost_frames += 1;
                 continue;
             }
             self.frames += 1;
@@ -618,6 +631,8 @@ impl NetcodeReport {
             interp_error_p99: percentile(&errors, 0.99),
             interp_error_max: errors.last().copied().unwrap_or(0.0),
             extrapolated_pct: 100.0 * late as f64 / frames.max(1) as f64,
+            self_drawn_pct: 100.0 * sum(|p| p.ghost_frames) as f64
+                / sum(|p| p.client_frames).max(1) as f64,
             respawn_frames_pct: 100.0 * sum(|p| p.respawn_frames) as f64 / frames.max(1) as f64,
             interp_delay_ms_mean: mean(&delays),
             interp_delay_ms_p99: percentile(&delays, 0.99),

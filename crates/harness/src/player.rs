@@ -92,7 +92,9 @@ fn play(
     let eye = state.pos + Vec3::Y * params.eye(state.crouched());
     let mut candidates: Vec<(PlayerId, Vec3)> = remotes
         .iter()
-        .filter(|(id, d)| d.time > 0.0 && alive(**id))
+        // A client may also hold its own player as a remote one (a snapshot that came
+        // before its Welcome): that is not an enemy.
+        .filter(|(id, d)| *id != me && d.time > 0.0 && alive(**id))
         .map(|(id, d)| {
             let crouched = d.flags.has(MoveFlags::CROUCHED);
             (*id, d.pos + Vec3::Y * params.eye(crouched) * 0.6 - eye)
