@@ -348,17 +348,18 @@ fn netcode_report(seconds: f64, map: &str) {
     println!("own player and input:\n");
     println!(
         "| link | fps | corrections /min | own / player / knockback / other /min \
-         | correction p99 / max mm | resets | server repeats /min | input latency mean / p99 ms \
+         | while dead /min | correction p99 / max mm | resets | server repeats /min | input latency mean / p99 ms \
          | input buffer ms | shot world age mean / p99 ms |"
     );
-    println!("|---|---:|---:|---|---|---:|---:|---|---:|---|");
+    println!("|---|---:|---:|---|---:|---|---:|---:|---|---:|---|");
     for (label, r) in &rows {
         for c in &r.clients {
             println!(
-                "| {label} | {:.0} | {:.1} | {} | {:.0} / {:.0} | {:.0} | {:.1} | {:.1} / {:.1} | {:.1} | {:.0} / {:.0} |",
+                "| {label} | {:.0} | {:.1} | {} | {:.1} | {:.0} / {:.0} | {:.0} | {:.1} | {:.1} / {:.1} | {:.1} | {:.0} / {:.0} |",
                 c.fps,
                 c.corrections_per_min,
                 causes(c),
+                c.corrections_while_dead_per_min,
                 mm(c.correction_p99),
                 mm(c.correction_max),
                 c.resets,

@@ -12,11 +12,16 @@
 //! - [`soak`]: the chaos soak, a real server over real UDP with clients joining and
 //!   leaving through a bad link, in real time.
 
-// Modules, bottom up: each uses only those listed before it.
-pub mod hits;
-pub mod measure;
-pub mod player;
-pub mod soak;
+// Modules, bottom up: each uses only those above it (`scripts/module-cycles` checks that
+// none import each other in a circle).
 pub mod stepper;
+
+pub mod player;
+
+pub mod measure;
+
+pub mod hits;
+
+pub mod soak;
 
 pub use stepper::{FrameClock, Frames, Stepper, Updated, load_map, manual_app};

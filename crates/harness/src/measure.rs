@@ -33,7 +33,7 @@ use crate::stepper::{FrameClock, Frames, Stepper, Updated};
 use bevy::prelude::*;
 use sightline_bots::BotSkill;
 use sightline_client::{ClientStats, InputHistory, InputPacing, LocalPlayer};
-use sightline_combat::{CombatEvent, SpawnCount, WeaponKind};
+use sightline_combat::{CombatEvent, SpawnCount, Vitals, WeaponKind};
 use sightline_interpolation::{DrawMode, Drawn, RenderTime};
 use sightline_movement::PlayerState;
 pub use sightline_net::ConditionerSettings;
@@ -41,7 +41,7 @@ use sightline_prediction::{CorrectionCauses, PredictionStats};
 use sightline_server::{InputBuffer, MatchRules, ServerConfig};
 use sightline_sim::hash::{hash, unit};
 use sightline_sim::{BotControlled, CurrentCmd, PlayerId, Tick, TickConfig};
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 /// Network conditions for a lab measurement: the same both ways, independent loss.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -202,6 +202,9 @@ pub struct NetcodeReport {
     /// movement mispredicted, a collision with another player, knockback, other (the
     /// server ran short of our commands).
     pub corrections_by_cause_per_min: [f64; 4],
+    /// Of the corrections, those that came while the server had the player dead, per
+    /// minute per client (observed by the harness, whatever their cause).
+    pub corrections_while_dead_per_min: f64,
     /// Teleports (respawns) prediction adopted without a correction, per minute per
     /// client.
     pub teleports_per_min: f64,
@@ -285,9 +288,12 @@ pub(crate) fn mean(values: &[f64]) -> f64 {
 }
 
 /// Where each player was after every server tick, and its spawn count (which changes
-/// when the server teleports it): (tick time, players).
+/// when the server teleports it): (tick time, players); and who is dead now.
 #[derive(Default)]
-struct Truth(Vec<(f64, BTreeMap<PlayerId, (Vec3, SpawnCount)>)>);
+struct Truth(
+    Vec<(f64, BTreeMap<PlayerId, (Vec3, SpawnCount)>)>,
+    BTreeSet<PlayerId>,
+);
 
 /// How long after a respawn a player still drawn where it fell counts as held across
 /// the respawn rather than as an error, seconds: long enough for a lost snapshot or two.
@@ -307,6 +313,12 @@ impl Truth {
             .map(|(id, st, spawns)| (*id, (st.pos, *spawns)))
             .collect();
         self.0.push((time, positions));
+        self.1 = w
+            .query::<(&PlayerId, &Vitals)>()
+            .iter(w)
+            .filter(|(_, v)| !v.alive())
+            .map(|(id, _)| *id)
+            .collect();
         // Drawn times lie well within the last few seconds.
         if self.0.len() > 4096 {
             self.0.drain(..2048);
@@ -439,6 +451,10 @@ struct Probe {
     respawn_frames: u64,
     /// Frames in which the client drew its own player as a remote one too.
     ghost_frames: u64,
+    /// Corrections counted so far, and those that came while the server had the player
+    /// dead.
+    corrections_seen: usize,
+    dead_corrections: u64,
     /// Frames observed.
     client_frames: u64,
     frames: u64,
@@ -470,6 +486,7 @@ impl Probe {
         assert!(self.id.is_some(), "a measured client has not joined");
         let stats = w.resource::<PredictionStats>();
         self.start_corrections = stats.corrections.len();
+        self.corrections_seen = stats.corrections.len();
         self.start_resets = stats.resets;
         self.start_causes = stats.causes;
         self.start_teleports = stats.teleports;
@@ -499,6 +516,11 @@ impl Probe {
             return;
         }
         self.client_frames += 1;
+        let corrections = w.resource::<PredictionStats>().corrections.len();
+        if self.id.is_some_and(|id| truth.1.contains(&id)) {
+            self.dead_corrections += corrections.saturating_sub(self.corrections_seen) as u64;
+        }
+        self.corrections_seen = corrections;
         let render = *w.resource::<RenderTime>();
         if let Some(t) = render.server_time {
             if let Some(previous) = self.last_render
@@ -618,6 +640,7 @@ impl NetcodeReport {
                 sum(|p| p.causes.other),
             ]
             .map(|c| c as f64 / minutes / n),
+            corrections_while_dead_per_min: sum(|p| p.dead_corrections) as f64 / minutes / n,
             teleports_per_min: sum(|p| p.teleports) as f64 / minutes / n,
             resets: sum(|p| p.resets) as f64 / n,
             repeats_per_min: sum(|p| p.repeats as u64) as f64 / minutes / n,
