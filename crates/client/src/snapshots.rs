@@ -154,6 +154,7 @@ pub(crate) fn apply_snapshot(
                     state: server_state,
                     rockets: rockets_of(snapshot, *id),
                     teleported,
+                    dead: snap.health == 0,
                     starved,
                 });
             }

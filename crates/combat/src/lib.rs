@@ -34,7 +34,7 @@ pub use lagcomp::{
 };
 pub use plugin::{
     CombatEvent, CombatPlugin, CombatSystems, Rocket, Score, aim_direction, fly_rocket,
-    launch_rocket, rocket_splash,
+    launch_rocket, rocket_splash, silenced,
 };
 pub use respawn::respawned;
 pub use spawns::SpawnCount;

@@ -128,17 +128,23 @@ impl Plugin for CombatPlugin {
 #[derive(Resource, Default)]
 struct NextRocketId(u16);
 
+/// What a dead player's command does: it only looks around. The server runs the dead's
+/// commands through this, and a client replays its own through it once it learns it died.
+pub fn silenced(cmd: &InputCmd) -> InputCmd {
+    InputCmd {
+        seq: cmd.seq,
+        yaw: cmd.yaw,
+        pitch: cmd.pitch,
+        ..default()
+    }
+}
+
 /// The dead do nothing but wait, and nobody bumps into them.
 fn silence_the_dead(mut players: Query<(&Vitals, &mut CurrentCmd, &mut Solid)>) {
     for (vitals, mut cmd, mut solid) in &mut players {
         solid.set_if_neq(Solid(vitals.alive()));
         if !vitals.alive() {
-            cmd.0 = InputCmd {
-                seq: cmd.0.seq,
-                yaw: cmd.0.yaw,
-                pitch: cmd.0.pitch,
-                ..default()
-            };
+            cmd.0 = silenced(&cmd.0);
         }
     }
 }

@@ -25,7 +25,7 @@ pub use reconcile::{Reconciliation, reconcile, replay};
 pub use tick::{TickWorld, predict_tick};
 
 use bevy::prelude::*;
-use sightline_combat::{Arsenal, Rocket, Shot, step_arsenal};
+use sightline_combat::{Arsenal, Rocket, Shot, silenced, step_arsenal};
 use sightline_map::CurrentMap;
 use sightline_movement::{MoveParams, PlayerState};
 use sightline_sim::{CurrentCmd, PlayerId, SessionAppExt, SimSet, TickConfig};
@@ -108,6 +108,8 @@ pub struct ServerState {
     /// The server placed us without movement (a respawn, a new match) since the last
     /// state: adopt it, no correction.
     pub teleported: bool,
+    /// We are dead: the server runs our commands as [`silenced`] ones until we respawn.
+    pub dead: bool,
     /// The server ran a tick without a command of ours since the last state (it repeated
     /// one): what it simulated is not what we sent.
     pub starved: bool,
@@ -150,8 +152,9 @@ pub enum CorrectionCause {
     Collision,
     /// An explosion pushed us (someone else's rocket, or our own mispredicted).
     Knockback,
-    /// The server did not simulate what we sent (it ran short of our commands), or there
-    /// was no prediction to compare.
+    /// The server did not simulate what we sent: we died (and the server stopped us
+    /// before we knew), it ran short of our commands, or there was no prediction to
+    /// compare.
     Other,
 }
 
@@ -328,9 +331,15 @@ fn apply_server_update(
         me: *id,
     };
     // Replays fly our rockets on from where the server has them at the acknowledged tick.
+    // The dead only look around, however the commands were predicted when sent.
     let mut rockets = server.rockets.clone();
+    let dead = server.dead;
     let step = |s: &PlayerState, p: &PredictedStep| {
-        predict_tick(&world, s, &p.cmd, p.rocket, &mut rockets)
+        if dead {
+            predict_tick(&world, s, &silenced(&p.cmd), false, &mut rockets)
+        } else {
+            predict_tick(&world, s, &p.cmd, p.rocket, &mut rockets)
+        }
     };
 
     if server.teleported {
@@ -348,13 +357,20 @@ fn apply_server_update(
     let predicted = history.get(server.ack).map(|p| p.after);
     let patience = settings.max_unacked_seconds + round_trip.0;
     let max_unacked = (patience * config.tick_hz as f32).ceil() as usize;
+    // Dead, the commands after the acknowledged one were predicted as sent (moving, while
+    // we did not know yet): replay them as the server runs them even when it agrees.
+    let epsilon = if dead {
+        f32::NEG_INFINITY
+    } else {
+        settings.epsilon
+    };
     let outcome = reconcile(
         &mut history,
         server.ack,
         &server.state,
         *state,
         max_unacked,
-        settings.epsilon,
+        epsilon,
         step,
     );
     match outcome {
@@ -394,9 +410,10 @@ fn apply_server_update(
 }
 
 /// Why the server's state differs from what we predicted for the same command, from what
-/// the client knows, when no explosion near us explains it ([`RecentKnockback`]): another
-/// player touching us (in the server's state or ours) is a collision; the server having
-/// run short of our commands, or no prediction to compare, is something else; anything
+/// the client knows, when no explosion near us explains it ([`RecentKnockback`]): dying
+/// (the server stopped us moving before we knew) is something else; another player
+/// touching us (in the server's state or ours) is a collision; the server having run
+/// short of our commands, or no prediction to compare, is something else again; anything
 /// left is our own movement mispredicted.
 fn classify(
     server: &ServerState,
@@ -406,7 +423,9 @@ fn classify(
     settings: &PredictionSettings,
 ) -> CorrectionCause {
     let touching = |s: &PlayerState| others.touching(s, params, settings.contact_margin);
-    if touching(&server.state) || predicted.is_some_and(touching) {
+    if server.dead {
+        CorrectionCause::Other
+    } else if touching(&server.state) || predicted.is_some_and(touching) {
         CorrectionCause::Collision
     } else if server.starved || predicted.is_none() {
         CorrectionCause::Other
