@@ -4,6 +4,8 @@
 //! and `windowed` run the real binaries.
 
 #[cfg(test)]
+mod bodies;
+#[cfg(test)]
 mod handshake;
 #[cfg(test)]
 mod hostile;

@@ -1,0 +1,299 @@
+//! Players in each other's way, and combat in prediction: two clients body-blocking on the
+//! server, a predicted rocket jump, and a death and respawn (a teleport), each with the
+//! clients' prediction corrections counted by cause.
+
+use bevy::prelude::*;
+use sightline_client::{InputPacing, InputSource, LatestSnapshot, LocalInput, LocalPlayer};
+use sightline_combat::{SpawnCount, Vitals};
+use sightline_harness::Stepper;
+use sightline_movement::{Body, MoveParams, PlayerState};
+use sightline_net::ConditionerSettings;
+use sightline_prediction::{CorrectionCause, CorrectionCauses, Predicted, PredictionStats};
+use sightline_server::ServerConfig;
+use sightline_sim::{Buttons, PlayerId, TickConfig};
+use std::f32::consts::FRAC_PI_2;
+
+/// Yaw facing +X (positive yaw turns left from -Z).
+const EAST: f32 = -FRAC_PI_2;
+/// Yaw facing -X.
+const WEST: f32 = FRAC_PI_2;
+
+/// A server at 128 Hz with 64 Hz snapshots and `n` clients played by hand (their
+/// [`LocalInput`]) over links of 80 ms round trip, joined, predicting and paced.
+fn stepper(n: usize) -> Stepper {
+    let config = ServerConfig {
+        tick: TickConfig::new(128, 64).expect("valid rates"),
+        ..Default::default()
+    };
+    let mut s = Stepper::new(config, "duel");
+    let link = ConditionerSettings {
+        latency_ms: 40.0,
+        ..Default::default()
+    };
+    for i in 0..n {
+        let c = s.add_conditioned_client(&format!("p{i}"), i as u64 + 1, link, link);
+        s.clients[c].insert_resource(InputSource::Local);
+    }
+    let ready = s.run_until(128 * 8, |s| {
+        s.clients.iter_mut().all(|c| {
+            let settled = c.world().resource::<InputPacing>().settled();
+            let w = c.world_mut();
+            settled && w.query_filtered::<(), With<Predicted>>().iter(w).count() == 1
+        })
+    });
+    assert!(ready, "the clients did not join and settle");
+    s
+}
+
+fn own_id(client: &mut App) -> PlayerId {
+    let w = client.world_mut();
+    *w.query_filtered::<&PlayerId, With<LocalPlayer>>()
+        .single(w)
+        .expect("a local player")
+}
+
+fn server_state(s: &mut Stepper, id: PlayerId) -> PlayerState {
+    let w = s.server.world_mut();
+    w.query::<(&PlayerId, &PlayerState)>()
+        .iter(w)
+        .find(|(p, _)| **p == id)
+        .map(|(_, st)| *st)
+        .expect("the player is on the server")
+}
+
+/// Puts a player somewhere on the server, as a respawn does: a teleport, counted.
+fn place(s: &mut Stepper, id: PlayerId, pos: Vec3, yaw: f32) {
+    let w = s.server.world_mut();
+    let (_, mut state, mut spawns) = w
+        .query::<(&PlayerId, &mut PlayerState, &mut SpawnCount)>()
+        .iter_mut(w)
+        .find(|(p, ..)| **p == id)
+        .expect("the player is on the server");
+    *state = PlayerState::at(pos, yaw);
+    spawns.bump();
+}
+
+fn input(client: &mut App) -> Mut<'_, LocalInput> {
+    client.world_mut().resource_mut::<LocalInput>()
+}
+
+fn stats(client: &App) -> PredictionStats {
+    client.world().resource::<PredictionStats>().clone()
+}
+
+/// Corrections counted since `before`, by cause.
+fn since(before: &PredictionStats, now: &PredictionStats) -> CorrectionCauses {
+    CorrectionCauses {
+        own: now.causes.own - before.causes.own,
+        collision: now.causes.collision - before.causes.collision,
+        knockback: now.causes.knockback - before.causes.knockback,
+        other: now.causes.other - before.causes.other,
+    }
+}
+
+fn largest(before: &PredictionStats, now: &PredictionStats) -> f32 {
+    now.corrections[before.corrections.len()..]
+        .iter()
+        .copied()
+        .fold(0.0, f32::max)
+}
+
+/// Each visible correction the clients make while `s` runs `ticks` ticks: (client,
+/// size, cause).
+fn corrections_over(
+    s: &mut Stepper,
+    ticks: usize,
+    mut each_tick: impl FnMut(&mut Stepper),
+) -> Vec<(usize, f32, Option<CorrectionCause>)> {
+    let mut seen: Vec<usize> = s
+        .clients
+        .iter()
+        .map(|c| stats(c).corrections.len())
+        .collect();
+    let mut found = Vec::new();
+    for _ in 0..ticks {
+        s.step();
+        each_tick(s);
+        for (c, seen) in seen.iter_mut().enumerate() {
+            let now = stats(&s.clients[c]);
+            if now.corrections.len() != *seen {
+                *seen = now.corrections.len();
+                found.push((c, now.last_correction, now.last_cause));
+            }
+        }
+    }
+    found
+}
+
+#[test]
+fn two_clients_body_block_on_the_server() {
+    let mut s = stepper(2);
+    let ids = [own_id(&mut s.clients[0]), own_id(&mut s.clients[1])];
+    let params = MoveParams::default();
+    // Face each other 5 m apart on open floor, and run.
+    place(&mut s, ids[0], Vec3::new(-2.5, 0.0, -8.0), EAST);
+    place(&mut s, ids[1], Vec3::new(2.5, 0.0, -8.0), WEST);
+    for (c, yaw) in [(0, EAST), (1, WEST)] {
+        *input(&mut s.clients[c]) = LocalInput {
+            forward: 1.0,
+            yaw,
+            ..default()
+        };
+    }
+    let before = [stats(&s.clients[0]), stats(&s.clients[1])];
+    let server_pair = |s: &mut Stepper| (server_state(s, ids[0]), server_state(s, ids[1]));
+    let meeting = corrections_over(&mut s, 128 * 3, |s| {
+        let (a, b) = server_pair(s);
+        let gap = Body::of(&a, &params).gap(&Body::of(&b, &params));
+        assert!(gap > 0.0, "the capsules overlap by {} m", -gap);
+        assert!(a.pos.x < b.pos.x, "they passed through each other");
+    });
+    let (a, b) = server_pair(&mut s);
+    let gap = Body::of(&a, &params).gap(&Body::of(&b, &params));
+    assert!(gap < 0.02, "not pressed together: {gap} m apart");
+    assert!(
+        (a.pos.x + b.pos.x).abs() < 0.1,
+        "one pushed the other: {a:?} {b:?}"
+    );
+
+    // Then one steps aside: the other, still pressing, slides along it and runs on.
+    *input(&mut s.clients[1]) = LocalInput {
+        right: 1.0,
+        yaw: WEST,
+        ..default()
+    };
+    let aside = corrections_over(&mut s, 192, |_| {});
+    let (a, _) = server_pair(&mut s);
+    assert!(a.pos.x > 2.0, "the way did not open: {a:?}");
+
+    eprintln!("meeting and pressing: {meeting:?}");
+    eprintln!("stepping aside: {aside:?}");
+    for (c, before) in before.iter().enumerate() {
+        let now = stats(&s.clients[c]);
+        eprintln!(
+            "client {c}: {:?}, largest {:.3} m, teleports {}",
+            since(before, &now),
+            largest(before, &now),
+            now.teleports - before.teleports
+        );
+        assert_eq!(
+            now.teleports,
+            before.teleports + 1,
+            "the placing is a teleport"
+        );
+    }
+    // Each client predicts the other carried forward to the tick the server moves it: the
+    // meeting costs at most a millimetre-sized correction, pressing none at all.
+    for &(c, size, cause) in &meeting {
+        assert_eq!(cause, Some(CorrectionCause::Collision), "client {c}");
+        assert!(size < 0.01, "client {c} corrected {size} m on meeting");
+    }
+    // A player stepping aside is news the other learns a round trip late: those
+    // corrections are the other's doing, counted as collisions, and small.
+    for &(c, size, cause) in &aside {
+        assert_eq!(cause, Some(CorrectionCause::Collision), "client {c}");
+        assert!(size < 0.25, "client {c} corrected {size} m");
+    }
+}
+
+#[test]
+fn a_rocket_jump_is_predicted_before_the_server_confirms_it() {
+    let mut s = stepper(1);
+    let id = own_id(&mut s.clients[0]);
+    place(&mut s, id, Vec3::new(-6.0, 0.0, -8.0), 0.0);
+    // Rockets up, then look straight down.
+    *input(&mut s.clients[0]) = LocalInput {
+        pitch: -88f32.to_radians(),
+        weapon_slot: 3,
+        ..default()
+    };
+    s.run_for(1.0);
+    let before = stats(&s.clients[0]);
+    input(&mut s.clients[0]).buttons = Buttons::FIRE;
+    // The first tick our prediction has us rising fast, the server has not yet said so.
+    let mut ahead = false;
+    let mut peak: f32 = 0.0;
+    for _ in 0..128 {
+        s.step();
+        input(&mut s.clients[0]).buttons = Buttons::default();
+        let w = s.clients[0].world_mut();
+        let predicted = *w
+            .query_filtered::<&PlayerState, With<Predicted>>()
+            .single(w)
+            .expect("predicted");
+        let confirmed = w
+            .resource::<LatestSnapshot>()
+            .0
+            .as_ref()
+            .and_then(|snap| snap.players.iter().find(|p| p.id == id))
+            .map(|p| p.state());
+        if predicted.vel.y > 4.0 && confirmed.is_some_and(|c| c.vel.y < 1.0) {
+            ahead = true;
+        }
+        peak = peak.max(server_state(&mut s, id).pos.y);
+    }
+    assert!(peak > 1.0, "the rocket did not lift the player: {peak} m");
+    assert!(ahead, "the jump was not predicted ahead of the server");
+    let now = stats(&s.clients[0]);
+    let causes = since(&before, &now);
+    eprintln!("rocket jump: peak {peak:.2} m, {causes:?}");
+    assert_eq!(
+        causes.total(),
+        0,
+        "the predicted rocket jump was corrected: {causes:?}, largest {} m",
+        largest(&before, &now)
+    );
+}
+
+#[test]
+fn dying_costs_one_correction_and_the_respawn_none() {
+    let mut s = stepper(1);
+    let id = own_id(&mut s.clients[0]);
+    let before = stats(&s.clients[0]);
+    // Placed in the open (a teleport), running; killed there, it comes back at a spawn.
+    let away = Vec3::new(-6.0, 0.0, -8.0);
+    place(&mut s, id, away, std::f32::consts::PI);
+    *input(&mut s.clients[0]) = LocalInput {
+        forward: 1.0,
+        yaw: std::f32::consts::PI,
+        ..default()
+    };
+    s.run_for(0.5);
+    let alive = stats(&s.clients[0]);
+    {
+        let w = s.server.world_mut();
+        let (_, mut vitals) = w
+            .query::<(&PlayerId, &mut Vitals)>()
+            .iter_mut(w)
+            .find(|(p, _)| **p == id)
+            .expect("on the server");
+        vitals.health = 0.0;
+        vitals.respawn_in = 0.5;
+    }
+    let dying = corrections_over(&mut s, 128 * 3 / 2, |_| {});
+    let after = server_state(&mut s, id);
+    assert!(after.pos.distance(away) > 5.0, "did not respawn: {after:?}");
+    let now = stats(&s.clients[0]);
+    eprintln!("dying and respawning: {dying:?}");
+    assert_eq!(
+        now.teleports,
+        before.teleports + 2,
+        "placing and respawning"
+    );
+    assert_eq!(alive.corrections.len(), before.corrections.len());
+    // The server stops the dead at once; the client learns a round trip later and is
+    // pulled back once, then replays what it sent as the server ran it.
+    assert!(dying.len() <= 1, "{dying:?}");
+    for (_, _, cause) in &dying {
+        assert_eq!(*cause, Some(CorrectionCause::Other));
+    }
+    let w = s.clients[0].world_mut();
+    let predicted = *w
+        .query_filtered::<&PlayerState, With<Predicted>>()
+        .single(w)
+        .expect("predicted");
+    assert!(
+        predicted.pos.distance(after.pos) < 0.01,
+        "prediction did not take the spawn: {predicted:?} against {after:?}"
+    );
+}
