@@ -246,6 +246,38 @@ fn a_rocket_jump_is_predicted_before_the_server_confirms_it() {
 }
 
 #[test]
+fn a_running_rocket_jump_is_predicted_too() {
+    let mut s = stepper(1);
+    let id = own_id(&mut s.clients[0]);
+    place(&mut s, id, Vec3::new(-6.0, 0.0, -10.0), std::f32::consts::PI);
+    *input(&mut s.clients[0]) = LocalInput {
+        yaw: std::f32::consts::PI,
+        pitch: -75f32.to_radians(),
+        weapon_slot: 3,
+        ..default()
+    };
+    s.run_for(0.7);
+    let before = stats(&s.clients[0]);
+    // Run, then jump and fire at the ground behind the feet on the same tick.
+    input(&mut s.clients[0]).forward = 1.0;
+    s.run_for(0.4);
+    input(&mut s.clients[0]).press(Buttons::JUMP.with(Buttons::FIRE), 0);
+    let mut peak: f32 = 0.0;
+    for _ in 0..128 {
+        s.step();
+        peak = peak.max(server_state(&mut s, id).pos.y);
+    }
+    let now = stats(&s.clients[0]);
+    let causes = since(&before, &now);
+    eprintln!(
+        "running rocket jump: peak {peak:.2} m, {causes:?}, largest {:.3} m",
+        largest(&before, &now)
+    );
+    assert!(peak > 1.5, "the rocket did not lift the player: {peak} m");
+    assert_eq!(causes.total(), 0, "{causes:?}");
+}
+
+#[test]
 fn dying_costs_one_correction_and_the_respawn_none() {
     let mut s = stepper(1);
     let id = own_id(&mut s.clients[0]);
