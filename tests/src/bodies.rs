@@ -17,6 +17,8 @@ use std::f32::consts::FRAC_PI_2;
 const EAST: f32 = -FRAC_PI_2;
 /// Yaw facing -X.
 const WEST: f32 = FRAC_PI_2;
+/// Yaw facing +Z.
+const SOUTH: f32 = std::f32::consts::PI;
 
 /// A server at 128 Hz with 64 Hz snapshots and `n` clients played by hand (their
 /// [`LocalInput`]) over links of 80 ms round trip, joined, predicting and paced.
@@ -249,9 +251,9 @@ fn a_rocket_jump_is_predicted_before_the_server_confirms_it() {
 fn a_running_rocket_jump_is_predicted_too() {
     let mut s = stepper(1);
     let id = own_id(&mut s.clients[0]);
-    place(&mut s, id, Vec3::new(-6.0, 0.0, -10.0), std::f32::consts::PI);
+    place(&mut s, id, Vec3::new(-6.0, 0.0, -10.0), SOUTH);
     *input(&mut s.clients[0]) = LocalInput {
-        yaw: std::f32::consts::PI,
+        yaw: SOUTH,
         pitch: -75f32.to_radians(),
         weapon_slot: 3,
         ..default()
@@ -284,10 +286,10 @@ fn dying_costs_one_correction_and_the_respawn_none() {
     let before = stats(&s.clients[0]);
     // Placed in the open (a teleport), running; killed there, it comes back at a spawn.
     let away = Vec3::new(-6.0, 0.0, -8.0);
-    place(&mut s, id, away, std::f32::consts::PI);
+    place(&mut s, id, away, SOUTH);
     *input(&mut s.clients[0]) = LocalInput {
         forward: 1.0,
-        yaw: std::f32::consts::PI,
+        yaw: SOUTH,
         ..default()
     };
     s.run_for(0.5);
