@@ -8,7 +8,7 @@
 
 use clap::{Parser, Subcommand};
 use sightline_bots::{decide, sense};
-use sightline_harness::hits::{HitReport, HitSetup, measure_hits_with};
+use sightline_harness::measure::hits::{HitReport, HitSetup, measure_hits_with};
 use sightline_harness::measure::{
     ConditionerSettings, Conditions, Link, NetcodeReport, REALISTIC_FPS, RouteChange, Scenario,
     percentile, run,
@@ -513,9 +513,11 @@ fn measure_client(remotes: u8, seconds: f64) {
 
 fn hit_row(on: &HitReport, off: &HitReport) -> String {
     format!(
-        "{} | {:.1} | {:.1} | {:.0} / {:.0} | {:.0} | {:.1} | {:.2} / {:.0}",
+        "{} | {:.1} | {:.1} | {:.1} | {:.1} | {:.0} / {:.0} | {:.0} | {:.1} | {:.2} / {:.0}",
         on.shots,
         on.hit_pct(),
+        on.blocked_pct(),
+        on.hit_pct_unblocked(),
         off.hit_pct(),
         on.rewind_ms_mean,
         on.rewind_ms_max,
@@ -537,10 +539,11 @@ fn hit_report(seconds: f64) {
         sightline_combat::MAX_REWIND * 1000.0
     );
     println!(
-        "| shooter fps | RTT ms | loss % | shots | hits on the drawn body % | hits 0.5 m beside % \
-         | world age mean / max ms | within window % | refused % | frame delay mean / max |"
+        "| shooter fps | RTT ms | loss % | shots | hits on the drawn body % | blocked by a wall % \
+         | hits of shots not blocked % | hits 0.5 m beside % | world age mean / max ms \
+         | within window % | refused % | frame delay mean / max |"
     );
-    println!("|---:|---:|---:|---:|---:|---:|---|---:|---:|---|");
+    println!("|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|---:|---|");
     for fps in [60.0, 144.0] {
         for rtt in [0.0, 50.0, 150.0, 300.0] {
             for loss in [0.0, 5.0] {
@@ -563,10 +566,11 @@ fn lab_hit_report(seconds: f64) {
         sightline_combat::MAX_REWIND * 1000.0
     );
     println!(
-        "| RTT ms | loss % | shots | hits on the drawn body % | hits 0.5 m beside % \
-         | world age mean / max ms | within window % | refused % | frame delay mean / max |"
+        "| RTT ms | loss % | shots | hits on the drawn body % | blocked by a wall % \
+         | hits of shots not blocked % | hits 0.5 m beside % | world age mean / max ms \
+         | within window % | refused % | frame delay mean / max |"
     );
-    println!("|---:|---:|---:|---:|---:|---|---:|---:|---|");
+    println!("|---:|---:|---:|---:|---:|---:|---:|---|---:|---:|---|");
     for rtt in [0.0, 50.0, 150.0, 300.0] {
         for loss in [0.0, 5.0] {
             let c = Conditions {

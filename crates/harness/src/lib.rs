@@ -7,8 +7,9 @@
 //! - [`player`]: a bot at a client's keyboard and mouse that fights what the client draws.
 //! - [`measure`]: netcode quality (prediction corrections and resets, input latency and
 //!   buffering, interpolation error and delay, render time, bandwidth) behind link
-//!   conditioners, in the lab baseline and in a realistic fight, on the stepper.
-//! - [`hits`]: hit registration, a shooter aiming where its screen draws a moving target.
+//!   conditioners, in the lab baseline and in a realistic fight, on the stepper; and
+//!   hit registration ([`measure::hits`]), a shooter aiming where its screen draws a
+//!   moving target.
 //! - [`soak`]: the chaos soak, a real server over real UDP with clients joining and
 //!   leaving through a bad link, in real time.
 
@@ -19,8 +20,6 @@ pub mod stepper;
 pub mod player;
 
 pub mod measure;
-
-pub mod hits;
 
 pub mod soak;
 

@@ -7,7 +7,7 @@
 //! each other ([`Combat`]). [`run`] plays it and reports per client ([`NetcodeReport`]).
 //! The lab baseline ([`measure`], [`Conditions`]) is the original best case: two
 //! bot-driven clients that never fire, in lockstep with the server, independent loss and
-//! uniform jitter, the same both ways.
+//! uniform jitter, the same both ways. Hit registration is measured in [`hits`].
 //!
 //! What is observed, and where:
 //! - **corrections, resets**: the client's `PredictionStats`; **server repeats**: the
@@ -28,14 +28,19 @@
 //!   whether its time went backwards since the previous frame.
 //! - **bandwidth**: the in-memory links' counts with netcode's and UDP/IP's headers.
 
+pub mod hits;
+
+pub use hits::{HitReport, HitSetup, measure_hits, measure_hits_with};
+
 use crate::player::{PlayerBot, drive_with_bot};
 use crate::stepper::{FrameClock, Frames, Stepper, Updated};
 use bevy::prelude::*;
 use sightline_bots::BotSkill;
 use sightline_client::{ClientStats, InputHistory, InputPacing, LocalPlayer};
-use sightline_combat::{CombatEvent, SpawnCount, Vitals, WeaponKind};
+use sightline_combat::{CombatEvent, HitboxHistory, SpawnCount, Vitals, WeaponKind};
 use sightline_interpolation::{DrawMode, Drawn, RenderTime};
-use sightline_movement::PlayerState;
+use sightline_map::CurrentMap;
+use sightline_movement::{MoveParams, PlayerState};
 pub use sightline_net::ConditionerSettings;
 use sightline_prediction::{CorrectionCauses, PredictionStats};
 use sightline_server::{InputBuffer, MatchRules, ServerConfig};
@@ -349,7 +354,7 @@ impl Truth {
     }
 }
 
-/// A shot, a death or a rocket, as the server's combat reported it.
+/// A human player's hitscan shot or rocket, as the server's combat reported it.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct ShotRecord {
     /// Who fired.
@@ -362,6 +367,11 @@ pub(crate) struct ShotRecord {
     pub age: f64,
     /// The command's view time, server seconds.
     pub view_time: f64,
+    /// Whether a wall lay between where the shot left and the body it went for (the
+    /// player whose rewound body lies nearest the line of fire).
+    pub blocked: bool,
+    /// Whether it hit anyone.
+    pub hit: bool,
 }
 
 /// The server's combat, logged each tick for the measurements to read.
@@ -369,8 +379,6 @@ pub(crate) struct ShotRecord {
 pub(crate) struct CombatLog {
     /// Shots fired by human players (not bots).
     pub shots: Vec<ShotRecord>,
-    /// Hits scored by human players: (shooter, target).
-    pub hits: Vec<(PlayerId, PlayerId)>,
     /// Deaths, everyone.
     pub kills: u64,
     /// Rockets fired, everyone.
@@ -385,34 +393,62 @@ pub(crate) fn log_combat(
     mut log: ResMut<CombatLog>,
     tick: Res<Tick>,
     config: Res<TickConfig>,
+    history: Res<HitboxHistory>,
+    map: Res<CurrentMap>,
+    params: Res<MoveParams>,
     humans: Query<(&PlayerId, &CurrentCmd), Without<BotControlled>>,
 ) {
     let hz = config.tick_hz as f64;
+    let first_of_tick = log.shots.len();
     for e in events.read() {
         match *e {
             CombatEvent::Fired {
-                shooter, weapon, ..
+                shooter,
+                weapon,
+                origin,
+                dir,
             } => {
                 if weapon == WeaponKind::Rockets {
                     log.rockets += 1;
                 } else {
                     log.hitscan += 1;
                 }
-                if let Some((_, cmd)) = humans.iter().find(|(id, _)| **id == shooter) {
-                    let view = cmd.0.view_time() / hz;
-                    log.shots.push(ShotRecord {
-                        shooter,
-                        weapon,
-                        seq: cmd.0.seq,
-                        age: tick.0 as f64 / hz - view,
-                        view_time: view,
+                let Some((_, cmd)) = humans.iter().find(|(id, _)| **id == shooter) else {
+                    continue;
+                };
+                // The body the shot went for: the rewound one nearest the line of fire,
+                // ahead of the muzzle; is a wall closer than it?
+                let view = cmd.0.view_time();
+                let body = history
+                    .rewound(view, config.snapshot_every)
+                    .into_iter()
+                    .filter(|(id, _)| *id != shooter)
+                    .map(|(_, b)| b.feet + Vec3::Y * params.eye(b.crouched) * 0.5 - origin)
+                    .filter(|to| to.dot(dir) > 0.0)
+                    .min_by(|a, b| {
+                        let off = |to: &Vec3| (*to - dir * to.dot(dir)).length();
+                        off(a).total_cmp(&off(b))
                     });
-                }
+                let blocked =
+                    body.is_some_and(|to| map.world.cast_ray(origin, dir, to.dot(dir)).is_some());
+                log.shots.push(ShotRecord {
+                    shooter,
+                    weapon,
+                    seq: cmd.0.seq,
+                    age: tick.0 as f64 / hz - view / hz,
+                    view_time: view / hz,
+                    blocked,
+                    hit: false,
+                });
             }
-            CombatEvent::Hit {
-                shooter, target, ..
-            } if humans.iter().any(|(id, _)| *id == shooter) => {
-                log.hits.push((shooter, target));
+            CombatEvent::Hit { shooter, .. } => {
+                if let Some(shot) = log.shots[first_of_tick..]
+                    .iter_mut()
+                    .rev()
+                    .find(|s| s.shooter == shooter)
+                {
+                    shot.hit = true;
+                }
             }
             CombatEvent::Killed { .. } => log.kills += 1,
             _ => {}

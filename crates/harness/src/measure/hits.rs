@@ -11,8 +11,7 @@
 //! beside the body's centre line (0.14 m clear of its edge), whenever the drawn target is
 //! in clear view.
 
-use crate::measure::{CombatLog, Conditions, Link, mean, percentile, scenario_server};
-use crate::measure::{Scenario, ShotRecord};
+use super::{CombatLog, Conditions, Link, Scenario, ShotRecord, mean, percentile, scenario_server};
 use crate::stepper::{FrameClock, Frames};
 use bevy::prelude::*;
 use sightline_bots::hash;
@@ -80,6 +79,11 @@ pub struct HitReport {
     pub shots: u32,
     /// Of those, shots the server counted as hits.
     pub hits: u32,
+    /// Shots with a wall between where they left (the shooter's eye at the tick that
+    /// fired, which a moving shooter has carried on from where it aimed) and the body.
+    pub blocked: u32,
+    /// Hits among the shots not blocked.
+    pub hits_unblocked: u32,
     /// Mean rewind the server needed (server tick minus view time), milliseconds.
     pub rewind_ms_mean: f64,
     /// Largest rewind asked for, milliseconds.
@@ -100,6 +104,17 @@ impl HitReport {
     /// Hits as a share of shots, percent.
     pub fn hit_pct(&self) -> f64 {
         100.0 * self.hits as f64 / self.shots.max(1) as f64
+    }
+
+    /// Shots blocked by a wall, as a share of shots, percent.
+    pub fn blocked_pct(&self) -> f64 {
+        100.0 * self.blocked as f64 / self.shots.max(1) as f64
+    }
+
+    /// Hits as a share of the shots not blocked by a wall, percent.
+    pub fn hit_pct_unblocked(&self) -> f64 {
+        let clear = self.shots - self.blocked;
+        100.0 * self.hits_unblocked as f64 / clear.max(1) as f64
     }
 }
 
@@ -228,7 +243,7 @@ pub fn measure_hits_with(setup: &HitSetup) -> HitReport {
         tick: TickConfig::new(128, 64).expect("valid rates"),
         link: setup.link,
         clients: Vec::new(),
-        combat: Some(crate::measure::Combat {
+        combat: Some(super::Combat {
             bots: 1,
             skill: sightline_bots::BotSkill::Normal,
         }),
@@ -292,7 +307,9 @@ pub fn measure_hits_with(setup: &HitSetup) -> HitReport {
     delays.sort_by(f64::total_cmp);
     HitReport {
         shots: shots.len() as u32,
-        hits: log.hits.len() as u32,
+        hits: shots.iter().filter(|s| s.hit).count() as u32,
+        blocked: shots.iter().filter(|s| s.blocked).count() as u32,
+        hits_unblocked: shots.iter().filter(|s| s.hit && !s.blocked).count() as u32,
         rewind_ms_mean: mean(&rewinds),
         rewind_ms_max: rewinds.iter().copied().fold(0.0, f64::max),
         within_window_pct: 100.0 * rewinds.iter().filter(|&&r| r <= window + 1e-6).count() as f64
