@@ -11,7 +11,15 @@ fn prediction_and_interpolation_hold_up_at_150_ms_with_jitter_and_loss() {
     };
     let r = measure(bad, 2, "duel", 3.0, 30.0, 21);
     eprintln!("{r:#?}");
-    assert_eq!(r.correction_max, 0.0, "a correction happened: {r:#?}");
+    // Players body-block, so two bots wandering the same small map now and then bump into
+    // each other, and the client learns of the other's turn a round trip late: those
+    // corrections are collisions. Nothing else may ever need correcting.
+    let [own, _collision, knockback, other] = r.corrections_by_cause_per_min;
+    assert_eq!(
+        (own, knockback, other),
+        (0.0, 0.0, 0.0),
+        "a correction other than a collision happened: {r:#?}"
+    );
     assert!(r.interp_error_max < 0.10, "remote path error: {r:#?}");
 }
 

@@ -6,7 +6,7 @@ use sightline_sim::InputCmd;
 use std::collections::VecDeque;
 
 /// One predicted command and the state it led to.
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
 pub struct PredictedStep {
     /// The command, as sent.
     pub cmd: InputCmd,
@@ -16,6 +16,19 @@ pub struct PredictedStep {
     /// not depend on where we stand, so a replay launches it again from wherever the
     /// replayed move ends).
     pub rocket: bool,
+    /// Whether another player touched us in this predicted tick.
+    pub contact: bool,
+}
+
+impl PredictedStep {
+    /// A step for `cmd` that led to `after`, launching nothing and touching nobody.
+    pub fn new(cmd: InputCmd, after: PlayerState) -> Self {
+        Self {
+            cmd,
+            after,
+            ..Default::default()
+        }
+    }
 }
 
 /// Predicted commands in sequence order, oldest first.
@@ -25,9 +38,17 @@ pub struct PredictionHistory {
 }
 
 impl PredictionHistory {
-    /// Remembers a predicted command; `rocket` if it launched a rocket.
-    pub fn push(&mut self, cmd: InputCmd, after: PlayerState, rocket: bool) {
-        self.steps.push_back(PredictedStep { cmd, after, rocket });
+    /// Remembers a predicted command.
+    pub fn push(&mut self, step: PredictedStep) {
+        self.steps.push_back(step);
+    }
+
+    /// Whether another player touched us in any step held up to command `seq`.
+    pub fn contact_through(&self, seq: u32) -> bool {
+        self.steps
+            .iter()
+            .take_while(|s| s.cmd.seq <= seq)
+            .any(|s| s.contact)
     }
 
     /// The step predicted for command `seq`, if still held.
@@ -89,9 +110,12 @@ mod tests {
     fn acknowledging_drops_older_steps_and_returns_the_acked_one() {
         let mut h = PredictionHistory::default();
         for seq in 1..=5 {
-            h.push(cmd(seq), PlayerState::default(), false);
+            let mut step = PredictedStep::new(cmd(seq), PlayerState::default());
+            step.contact = seq == 2;
+            h.push(step);
         }
         assert_eq!(h.get(4).map(|s| s.cmd.seq), Some(4));
+        assert!(!h.contact_through(1) && h.contact_through(2) && h.contact_through(5));
         assert_eq!(h.acknowledge(3).map(|s| s.cmd.seq), Some(3));
         assert!(h.get(3).is_none());
         assert_eq!(h.len(), 2);

@@ -272,6 +272,7 @@ fn predict_local_player(
     params: Res<MoveParams>,
     config: Res<TickConfig>,
     others: Res<OtherPlayers>,
+    settings: Res<PredictionSettings>,
     mut history: ResMut<PredictionHistory>,
     mut stats: ResMut<PredictionStats>,
     mut player: Query<(&CurrentCmd, Own), With<Predicted>>,
@@ -296,8 +297,15 @@ fn predict_local_player(
         others: &others,
         me: *id,
     };
-    *state = predict_tick(&world, &state, &cmd.0, rocket, &mut rockets.0);
-    history.push(cmd.0, *state, rocket);
+    let margin = settings.contact_margin;
+    let (after, contact) = predict_tick(&world, &state, &cmd.0, rocket, &mut rockets.0, margin);
+    *state = after;
+    history.push(PredictedStep {
+        cmd: cmd.0,
+        after,
+        rocket,
+        contact,
+    });
     stats.predicted += 1;
 }
 
@@ -334,12 +342,16 @@ fn apply_server_update(
     // The dead only look around, however the commands were predicted when sent.
     let mut rockets = server.rockets.clone();
     let dead = server.dead;
-    let step = |s: &PlayerState, p: &PredictedStep| {
-        if dead {
-            predict_tick(&world, s, &silenced(&p.cmd), false, &mut rockets)
+    let margin = settings.contact_margin;
+    let step = |s: &PlayerState, p: &mut PredictedStep| {
+        let (cmd, launch) = if dead {
+            (silenced(&p.cmd), false)
         } else {
-            predict_tick(&world, s, &p.cmd, p.rocket, &mut rockets)
-        }
+            (p.cmd, p.rocket)
+        };
+        let (after, contact) = predict_tick(&world, s, &cmd, launch, &mut rockets, margin);
+        p.contact = contact;
+        after
     };
 
     if server.teleported {
@@ -354,7 +366,9 @@ fn apply_server_update(
         return;
     }
 
-    let predicted = history.get(server.ack).map(|p| p.after);
+    let predicted = history.get(server.ack).is_some();
+    let touched =
+        history.contact_through(server.ack) || others.touching(&server.state, &params, margin);
     let patience = settings.max_unacked_seconds + round_trip.0;
     let max_unacked = (patience * config.tick_hz as f32).ceil() as usize;
     // Dead, the commands after the acknowledged one were predicted as sent (moving, while
@@ -387,7 +401,7 @@ fn apply_server_update(
                 let cause = if knocked {
                     CorrectionCause::Knockback
                 } else {
-                    classify(&server, predicted.as_ref(), &others, &params, &settings)
+                    classify(&server, predicted, touched)
                 };
                 stats.corrections.push(size);
                 stats.last_correction = size;
@@ -412,22 +426,16 @@ fn apply_server_update(
 /// Why the server's state differs from what we predicted for the same command, from what
 /// the client knows, when no explosion near us explains it ([`RecentKnockback`]): dying
 /// (the server stopped us moving before we knew) is something else; another player
-/// touching us (in the server's state or ours) is a collision; the server having run
-/// short of our commands, or no prediction to compare, is something else again; anything
-/// left is our own movement mispredicted.
-fn classify(
-    server: &ServerState,
-    predicted: Option<&PlayerState>,
-    others: &OtherPlayers,
-    params: &MoveParams,
-    settings: &PredictionSettings,
-) -> CorrectionCause {
-    let touching = |s: &PlayerState| others.touching(s, params, settings.contact_margin);
+/// touching us (`touched`: in the server's state, or in our prediction of any tick up to
+/// that command) is a collision; the server having run short of our commands, or no
+/// prediction to compare (`predicted` false), is something else again; anything left is
+/// our own movement mispredicted.
+fn classify(server: &ServerState, predicted: bool, touched: bool) -> CorrectionCause {
     if server.dead {
         CorrectionCause::Other
-    } else if touching(&server.state) || predicted.is_some_and(touching) {
+    } else if touched {
         CorrectionCause::Collision
-    } else if server.starved || predicted.is_none() {
+    } else if server.starved || !predicted {
         CorrectionCause::Other
     } else {
         CorrectionCause::Own

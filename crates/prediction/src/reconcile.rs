@@ -31,11 +31,12 @@ fn agree(a: &PlayerState, b: &PlayerState, epsilon: f32) -> bool {
 }
 
 /// Replays every step held in `history` from `from` with `step`, rewriting what each led
-/// to; returns where the last one leaves the player and how many were replayed.
+/// to (`step` may rewrite the rest of the step too); returns where the last one leaves the
+/// player and how many were replayed.
 pub fn replay(
     history: &mut PredictionHistory,
     from: &PlayerState,
-    mut step: impl FnMut(&PlayerState, &PredictedStep) -> PlayerState,
+    mut step: impl FnMut(&PlayerState, &mut PredictedStep) -> PlayerState,
 ) -> (PlayerState, usize) {
     let mut state = *from;
     let mut replayed = 0;
@@ -57,14 +58,14 @@ pub fn reconcile(
     current: PlayerState,
     max_unacked: usize,
     epsilon: f32,
-    step: impl FnMut(&PlayerState, &PredictedStep) -> PlayerState,
+    step: impl FnMut(&PlayerState, &mut PredictedStep) -> PlayerState,
 ) -> Reconciliation {
     let acked = history.acknowledge(ack);
     if history.len() > max_unacked {
         history.clear();
         return Reconciliation::Reset { state: *server };
     }
-    if let Some(predicted) = acked
+    if let Some(predicted) = &acked
         && agree(&predicted.after, server, epsilon)
     {
         return Reconciliation::Agreed;
@@ -85,7 +86,7 @@ mod tests {
     use sightline_sim::InputCmd;
 
     /// A toy movement rule: move along x by the command's forward value.
-    fn toy(s: &PlayerState, step: &PredictedStep) -> PlayerState {
+    fn toy(s: &PlayerState, step: &mut PredictedStep) -> PlayerState {
         PlayerState {
             pos: s.pos + Vec3::X * step.cmd.forward,
             ..*s
@@ -93,14 +94,7 @@ mod tests {
     }
 
     fn toy_cmd(s: &PlayerState, cmd: &InputCmd) -> PlayerState {
-        toy(
-            s,
-            &PredictedStep {
-                cmd: *cmd,
-                after: *s,
-                rocket: false,
-            },
-        )
+        toy(s, &mut PredictedStep::new(*cmd, *s))
     }
 
     fn cmd(seq: u32, forward: f32) -> InputCmd {
@@ -117,7 +111,7 @@ mod tests {
         let mut s = PlayerState::default();
         for seq in 1..=n {
             s = toy_cmd(&s, &cmd(seq, 1.0));
-            h.push(cmd(seq, 1.0), s, false);
+            h.push(PredictedStep::new(cmd(seq, 1.0), s));
         }
         (h, s)
     }

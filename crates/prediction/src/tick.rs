@@ -29,13 +29,16 @@ pub struct TickWorld<'a> {
 /// launched by this command (`launch`) from where the move ended, and one tick of flight
 /// for each of our rockets, a burst pushing us by the same [`rocket_splash`] the server
 /// applies. Others' rockets are not predicted: their pushes arrive as corrections.
+/// Returns the new state and whether another player's capsule came within `margin`
+/// metres of ours.
 pub fn predict_tick(
     world: &TickWorld,
     state: &PlayerState,
     cmd: &InputCmd,
     launch: bool,
     rockets: &mut Vec<Rocket>,
-) -> PlayerState {
+    margin: f32,
+) -> (PlayerState, bool) {
     let TickWorld {
         map, params, dt, ..
     } = *world;
@@ -69,5 +72,7 @@ pub fn predict_tick(
         }
         false
     });
-    s
+    let me = Body::of(&s, params);
+    let contact = bodies.iter().any(|b| me.gap(b) < margin);
+    (s, contact)
 }
