@@ -6,6 +6,8 @@
 #[cfg(test)]
 mod bodies;
 #[cfg(test)]
+mod frames;
+#[cfg(test)]
 mod handshake;
 #[cfg(test)]
 mod hostile;

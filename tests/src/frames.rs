@@ -1,0 +1,76 @@
+//! Real frame rates: clients drawing at 10, 30, 60 and 144 frames a second, each frame's
+//! length varying by a fifth and each clock drifting 0.1 % from the server's, keep their
+//! commands reaching the server in time, move, and predict without correcting themselves.
+
+use sightline_client::{ClientStats, InputHistory, InputPacing};
+use sightline_harness::{Frames, Stepper};
+use sightline_net::ConditionerSettings;
+use sightline_prediction::PredictionStats;
+use sightline_server::ServerConfig;
+
+/// What a client did over a span of play.
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct Span {
+    commands: u32,
+    repeats: u32,
+    own_corrections: u64,
+}
+
+fn span_so_far(s: &Stepper, i: usize) -> Span {
+    let w = s.clients[i].world();
+    Span {
+        commands: w.resource::<InputHistory>().last_seq(),
+        repeats: w.resource::<InputPacing>().repeats,
+        own_corrections: w.resource::<PredictionStats>().causes.own,
+    }
+}
+
+#[test]
+fn clients_at_any_frame_rate_keep_pace_and_predict_exactly() {
+    let mut s = Stepper::new(
+        ServerConfig {
+            max_players: 8,
+            ..Default::default()
+        },
+        "duel",
+    );
+    let rates = [10.0, 30.0, 60.0, 144.0];
+    for (i, fps) in rates.iter().enumerate() {
+        let frames = Frames {
+            fps: *fps,
+            jitter: 0.2,
+            drift: if i % 2 == 0 { 0.001 } else { -0.001 },
+            seed: 40 + i as u64,
+        };
+        let clean = ConditionerSettings::default();
+        s.add_client_with(&format!("at {fps} fps"), 7 + i as u64, clean, clean, frames);
+    }
+    // Joining and settling, then a measured stretch.
+    s.run_for(8.0);
+    let before: Vec<Span> = (0..rates.len()).map(|i| span_so_far(&s, i)).collect();
+    let seconds = 20.0;
+    s.run_for(seconds);
+    for (i, fps) in rates.iter().enumerate() {
+        let after = span_so_far(&s, i);
+        let w = s.clients[i].world();
+        let pacing = w.resource::<InputPacing>();
+        let commands = after.commands - before[i].commands;
+        let repeats = after.repeats - before[i].repeats;
+        let own = after.own_corrections - before[i].own_corrections;
+        let moved = w.resource::<ClientStats>().players_moved(5.0);
+        println!(
+            "{fps} fps: {commands} commands, {repeats} repeats, {own} own corrections, factor {:.4}",
+            pacing.factor
+        );
+        assert!(pacing.has_settled(), "{fps} fps: pacing never settled");
+        // One command per server tick, whatever the frame rate (within the pace's 3 %).
+        let ticks = seconds * 128.0;
+        assert!(
+            (commands as f64 - ticks).abs() < ticks * 0.03,
+            "{fps} fps: {commands} commands in {ticks} ticks"
+        );
+        assert_eq!(repeats, 0, "{fps} fps: the server ran short of commands");
+        assert_eq!(own, 0, "{fps} fps: our own movement was mispredicted");
+        assert!(moved >= 1, "{fps} fps: nobody got 5 m anywhere");
+    }
+}
