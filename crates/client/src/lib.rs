@@ -19,7 +19,7 @@ mod status;
 pub use combat::dead_in;
 pub use connection::{DesiredName, Roster, RosterEntry};
 pub use cues::CombatCue;
-pub use input::{InputHistory, InputSource, LocalInput};
+pub use input::{InputHistory, InputSource, LocalInput, MIN_REDUNDANCY_SECONDS, REDUNDANCY_FRAMES};
 pub use pacing::{InputPacing, MAX_DILATION, MAX_TARGET_QUEUE, SETTLE_LIMIT, TARGET_MIN_QUEUE};
 pub use reconnect::{RESUME_WINDOW_SECONDS, Reconnect, backoff_seconds};
 pub use snapshots::LatestSnapshot;

@@ -293,18 +293,18 @@ mod tests {
     fn flooding_fills_the_buffer_but_still_yields_one_command_per_tick() {
         let mut b = buffer();
         let results: Vec<Push> = (1..=1000).map(|seq| b.push(cmd(seq), None)).collect();
-        assert_eq!(b.len(), 32, "0.25 s at 128 Hz");
-        assert!(results[32..128].iter().all(|r| *r == Push::Full));
+        assert_eq!(b.len(), 64, "0.5 s at 128 Hz");
+        assert!(results[64..128].iter().all(|r| *r == Push::Full));
         // The commands waiting are never dropped for newer ones: they leave in order.
         assert_eq!(b.take_next().seq, 1);
         assert_eq!(b.take_next().seq, 2);
-        assert_eq!(b.push(cmd(33), None), Push::Queued, "room again");
-        assert_eq!(b.push(cmd(35), None), Push::Queued);
-        assert_eq!(b.push(cmd(36), None), Push::Full);
+        assert_eq!(b.push(cmd(65), None), Push::Queued, "room again");
+        assert_eq!(b.push(cmd(67), None), Push::Queued);
+        assert_eq!(b.push(cmd(68), None), Push::Full);
         // A late command that fills a hole takes the newest one's place.
-        assert_eq!(b.push(cmd(34), None), Push::Queued);
-        let order: Vec<u32> = (0..32).map(|_| b.take_next().seq).collect();
-        assert_eq!(order, (3..=34).collect::<Vec<_>>());
+        assert_eq!(b.push(cmd(66), None), Push::Queued);
+        let order: Vec<u32> = (0..64).map(|_| b.take_next().seq).collect();
+        assert_eq!(order, (3..=66).collect::<Vec<_>>());
     }
 
     #[test]
