@@ -128,3 +128,36 @@ fn a_session_replays_bit_for_bit() {
     assert_eq!(first, final_server_state(40));
     assert_ne!(first, final_server_state(41));
 }
+
+/// A snapshot (unreliable) can overtake the Welcome (reliable, resent when lost); the
+/// client must not take its own player, still unknown to it, for someone else's and draw
+/// it twice.
+#[test]
+fn a_snapshot_before_the_welcome_never_gives_us_a_second_body() {
+    let mut s = Stepper::new(config(1, 128, 64), "duel");
+    // Half the server's packets lost while joining: some Welcomes come late.
+    let lossy = sightline_net::ConditionerSettings {
+        loss_pct: 50.0,
+        ..Default::default()
+    };
+    for i in 0..6 {
+        s.add_conditioned_client(&format!("c{i}"), 90 + i, Default::default(), lossy);
+    }
+    s.run_for(4.0);
+    for (i, c) in s.clients.iter_mut().enumerate() {
+        let w = c.world_mut();
+        let ConnectionStatus::Connected(info) = w.resource::<ConnectionStatus>().clone() else {
+            panic!("client {i} did not join");
+        };
+        let me = info.welcome.your_id;
+        let bodies = w
+            .query::<&PlayerId>()
+            .iter(w)
+            .filter(|id| **id == me)
+            .count();
+        assert_eq!(
+            bodies, 1,
+            "client {i} holds {bodies} players with its own id"
+        );
+    }
+}

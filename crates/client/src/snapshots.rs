@@ -63,7 +63,7 @@ pub(crate) fn receive_datagrams(
         for (id, mut buffer) in &mut remotes {
             if let Ok(i) = snapshot.players.binary_search_by_key(id, |p| p.id) {
                 let p = &snapshot.players[i];
-                buffer.push_spawned(server_time, p.state(), p.spawn_count);
+                buffer.push_steered(server_time, p.state(), p.spawn_count, p.intent_cmd());
             }
         }
         projectiles.note_snapshot(server_time);
@@ -121,7 +121,9 @@ pub(crate) fn apply_snapshot(
     let LatestSnapshot(Some(snapshot), applied) = &mut *latest else {
         return;
     };
-    if *applied {
+    // A snapshot can overtake the Welcome (it is unreliable, the Welcome reliable): it
+    // waits until we know which player is ours, or ours would be drawn as someone else.
+    if *applied || ours.is_none() {
         return;
     }
     *applied = true;
@@ -130,6 +132,11 @@ pub(crate) fn apply_snapshot(
     let server_time = snapshot.server_time_us as f64 / 1e6;
     let mut present: BTreeMap<PlayerId, Entity> = BTreeMap::new();
     for (entity, id, mut state, spawns, local, predicted) in &mut players {
+        // Never another body for our own id, whatever came before.
+        if !local && ours.is_some_and(|(me, _)| me == *id) {
+            commands.entity(entity).despawn();
+            continue;
+        }
         let Ok(i) = snapshot.players.binary_search_by_key(id, |p| p.id) else {
             if !local {
                 commands.entity(entity).despawn();
@@ -183,7 +190,7 @@ pub(crate) fn apply_snapshot(
         let state = p.state();
         if !present.contains_key(&p.id) {
             let mut buffer = SnapshotBuffer::default();
-            buffer.push_spawned(server_time, state, p.spawn_count);
+            buffer.push_steered(server_time, state, p.spawn_count, p.intent_cmd());
             commands.spawn((
                 player_bundle(p.id, state),
                 SpawnCount(p.spawn_count),

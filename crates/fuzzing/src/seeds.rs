@@ -71,6 +71,8 @@ fn snapshot(players: u8) -> Snapshot {
                 weapon: WeaponKind::ALL[i as usize % WeaponKind::ALL.len()],
                 ammo: 30,
                 spawn_count: i,
+                intent: [127, 0],
+                held: Buttons::default(),
             })
             .collect(),
         projectiles: (0..players.min(2) as u16)

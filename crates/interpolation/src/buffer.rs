@@ -3,6 +3,7 @@
 use crate::Drawn;
 use bevy::prelude::*;
 use sightline_movement::PlayerState;
+use sightline_sim::InputCmd;
 use std::collections::VecDeque;
 use std::f32::consts::{PI, TAU};
 
@@ -31,6 +32,8 @@ pub enum DrawMode {
 #[derive(Component, Debug, Default, Clone)]
 pub struct SnapshotBuffer {
     states: VecDeque<(f64, PlayerState, u8)>,
+    /// The movement part of the newest state's command: what extrapolation steers by.
+    newest_intent: InputCmd,
 }
 
 impl SnapshotBuffer {
@@ -60,6 +63,23 @@ impl SnapshotBuffer {
         while self.states.len() > MAX_STATES {
             self.states.pop_front();
         }
+    }
+
+    /// As [`SnapshotBuffer::push_spawned`], with the movement part of the command the
+    /// player last ran (see `PlayerSnap::intent_cmd`), kept when this state is the newest.
+    pub fn push_steered(&mut self, time: f64, state: PlayerState, spawn: u8, intent: InputCmd) {
+        let newest = self.newest_time().is_none_or(|n| time > n);
+        self.push_spawned(time, state, spawn);
+        if newest && self.newest_time() == Some(time) {
+            self.newest_intent = intent;
+        }
+    }
+
+    /// The newest state, its server time and the movement it was steering by.
+    pub fn newest(&self) -> Option<(f64, PlayerState, InputCmd)> {
+        self.states
+            .back()
+            .map(|(t, s, _)| (*t, *s, self.newest_intent))
     }
 
     /// Server time of the newest state.

@@ -12,10 +12,12 @@
 //! the one wanted at [`DELAY_SLEW`], so render time never jumps or goes back.
 
 mod buffer;
+mod coast;
 mod delay;
 mod projectiles;
 
 pub use buffer::{DrawMode, MAX_STATES, SnapshotBuffer, lerp_angle, sample};
+pub use coast::Coast;
 pub use delay::{COVERAGE, DelayEstimator, MAX_DELAY, MIN_DELAY, STARTING_DELAY};
 pub use projectiles::{DrawnProjectiles, MAX_TRACKS, ProjectileTracks};
 
@@ -50,7 +52,7 @@ impl Default for InterpolationSettings {
 
 /// Marks a player drawn by interpolation.
 #[derive(Component, Debug, Default, Clone, Copy)]
-#[require(SnapshotBuffer, Drawn, DrawBlend)]
+#[require(SnapshotBuffer, Drawn, DrawBlend, Coast)]
 pub struct Interpolated;
 
 /// How long a jump in what is drawn takes to fade (exponential time constant), seconds.
@@ -267,7 +269,12 @@ fn sample_remote_players(
     settings: Res<InterpolationSettings>,
     params: Res<MoveParams>,
     mut stats: ResMut<InterpolationStats>,
-    mut players: Query<(&SnapshotBuffer, &mut Drawn, &mut DrawBlend), With<Interpolated>>,
+    map: Option<Res<sightline_map::CurrentMap>>,
+    tick: Option<Res<sightline_sim::TickConfig>>,
+    mut players: Query<
+        (&SnapshotBuffer, &mut Drawn, &mut DrawBlend, &mut Coast),
+        With<Interpolated>,
+    >,
 ) {
     let Some(t) = render.server_time else {
         return;
@@ -275,10 +282,26 @@ fn sample_remote_players(
     let fade = (-time.delta_secs() / BLEND_SECONDS).exp();
     let limit = settings.max_extrapolation as f64;
     let mut any_late = false;
-    for (buffer, mut drawn, mut blend) in &mut players {
-        let Some(d) = sample(buffer, t, limit, params.gravity) else {
+    let dt = tick.map_or(1.0 / 128.0, |c| c.dt());
+    for (buffer, mut drawn, mut blend, mut coast) in &mut players {
+        let Some(mut d) = sample(buffer, t, limit, params.gravity) else {
             continue;
         };
+        // Past the newest snapshot: the movement step, steering as the player last did.
+        if let (Some(map), Some((from, newest, intent))) = (map.as_ref(), buffer.newest())
+            && t > from
+        {
+            d.pos = coast.at(
+                from,
+                &newest,
+                &intent,
+                t - from,
+                limit,
+                &map.world,
+                &params,
+                dt,
+            );
+        }
         let d = blend.apply(&drawn, d, fade, |at| {
             sample(buffer, at, limit, params.gravity).map(|s| s.pos)
         });

@@ -6,7 +6,7 @@ use bevy::math::Vec3;
 use serde::{Deserialize, Serialize};
 use sightline_combat::{GameMode, Team, WeaponKind};
 use sightline_movement::{MoveFlags, PlayerState};
-use sightline_sim::{InputCmd, PlayerId, WEAPON_SLOTS};
+use sightline_sim::{Buttons, InputCmd, PlayerId, WEAPON_SLOTS};
 
 /// Longest player name, in bytes.
 pub const MAX_NAME_LEN: usize = 32;
@@ -356,6 +356,12 @@ pub struct PlayerSnap {
     /// respawn, a new match), wrapping: when it changes, the state is a teleport, not
     /// movement, so it is adopted rather than predicted toward or interpolated across.
     pub spawn_count: u8,
+    /// What the player's latest command asked of movement: forward and right in 127ths,
+    /// so a client can extrapolate the player past the newest snapshot with the
+    /// movement step itself, as the player is steering, rather than along its velocity.
+    pub intent: [i8; 2],
+    /// The movement buttons (jump, crouch) the latest command held.
+    pub held: Buttons,
 }
 
 /// A rocket in flight.
@@ -386,6 +392,31 @@ impl PlayerSnap {
             weapon: WeaponKind::Rifle,
             ammo: 0,
             spawn_count: 0,
+            intent: [0, 0],
+            held: Buttons::default(),
+        }
+    }
+
+    /// Sets the intent and held buttons from the command the player last ran.
+    pub fn with_intent(self, cmd: &InputCmd) -> Self {
+        let q = |v: f32| (v.clamp(-1.0, 1.0) * 127.0).round() as i8;
+        Self {
+            intent: [q(cmd.forward), q(cmd.right)],
+            held: Buttons(cmd.buttons.0 & (Buttons::JUMP.0 | Buttons::CROUCH.0)),
+            ..self
+        }
+    }
+
+    /// The movement part of the player's latest command, as sent: what to extrapolate
+    /// it with.
+    pub fn intent_cmd(&self) -> InputCmd {
+        InputCmd {
+            forward: self.intent[0] as f32 / 127.0,
+            right: self.intent[1] as f32 / 127.0,
+            yaw: self.yaw,
+            pitch: self.pitch,
+            buttons: self.held,
+            ..Default::default()
         }
     }
 
@@ -464,6 +495,9 @@ impl Wire for Snapshot {
             }
             if p.flags & !MoveFlags::ALL != 0 {
                 return Err(invalid("unknown movement flags"));
+            }
+            if p.held.0 & !(Buttons::JUMP.0 | Buttons::CROUCH.0) != 0 {
+                return Err(invalid("held buttons other than jump and crouch"));
             }
         }
         if self.projectiles.len() > MAX_SNAPSHOT_PROJECTILES {

@@ -186,10 +186,20 @@ fn player_snap() -> impl Strategy<Value = PlayerSnap> {
         any::<[u8; 2]>(),
         weapon(),
         u16_any(),
-        any::<u8>(),
+        (any::<u8>(), any::<[i8; 2]>(), 0u8..4),
     )
         .prop_map(
-            |(pos, vel, yaw, pitch, flags, [health, armor], weapon, ammo, spawn_count)| {
+            |(
+                pos,
+                vel,
+                yaw,
+                pitch,
+                flags,
+                [health, armor],
+                weapon,
+                ammo,
+                (spawn_count, intent, held),
+            )| {
                 PlayerSnap {
                     id: PlayerId(0),
                     pos,
@@ -202,6 +212,9 @@ fn player_snap() -> impl Strategy<Value = PlayerSnap> {
                     weapon,
                     ammo,
                     spawn_count,
+                    intent,
+                    // Jump and crouch are bits 0 and 1.
+                    held: Buttons(held),
                 }
             },
         )

@@ -10,7 +10,7 @@ use sightline_net::RenetServer;
 use sightline_protocol::{
     Channel, MAX_SNAPSHOT_PROJECTILES, PlayerSnap, ProjectileSnap, ServerDatagram, Snapshot,
 };
-use sightline_sim::{PlayerId, Tick, TickConfig};
+use sightline_sim::{CurrentCmd, PlayerId, Tick, TickConfig};
 
 /// Snapshots remembered per client, to check acknowledgements: 0.5 s at 128 Hz, 1 s at
 /// 64 Hz. An acknowledgement older than that names a world the client has long left.
@@ -56,7 +56,14 @@ pub(crate) fn send_snapshots(
     tick: Res<Tick>,
     config: Res<TickConfig>,
     mut server: ResMut<RenetServer>,
-    players: Query<(&PlayerId, &PlayerState, &Vitals, &Arsenal, &SpawnCount)>,
+    players: Query<(
+        &PlayerId,
+        &PlayerState,
+        &Vitals,
+        &Arsenal,
+        &SpawnCount,
+        &CurrentCmd,
+    )>,
     rockets: Query<&Rocket>,
     items: Query<&ItemSpot>,
     mut clients: Query<(&Connection, &mut InputBuffer, &mut SnapshotCounter)>,
@@ -76,13 +83,13 @@ pub(crate) fn send_snapshots(
         server_tick_us: times.last_us(),
         players: players
             .iter()
-            .map(|(id, s, vitals, arsenal, spawns)| PlayerSnap {
+            .map(|(id, s, vitals, arsenal, spawns, cmd)| PlayerSnap {
                 health: vitals.health.clamp(0.0, 255.0).ceil() as u8,
                 armor: vitals.armor.clamp(0.0, 255.0).ceil() as u8,
                 weapon: arsenal.current,
                 ammo: arsenal.ammo[arsenal.current.index()].magazine,
                 spawn_count: spawns.0,
-                ..PlayerSnap::new(*id, s)
+                ..PlayerSnap::new(*id, s).with_intent(&cmd.0)
             })
             .collect(),
         projectiles: rockets
