@@ -1,6 +1,7 @@
 //! Sightline's client core as a Bevy plugin, without rendering: it connects, says Hello,
-//! checks the server's Welcome (protocol version, map hash), sends one input command per
-//! tick with three redundant predecessors, and applies the snapshots it receives.
+//! checks the server's Welcome (protocol version, map hash), makes one input command per
+//! tick and sends each frame's with every earlier one the server has not acknowledged,
+//! and applies the snapshots it receives.
 //!
 //! The `sightline` binary runs it headless with a bot driving the inputs; the windowed
 //! client adds rendering, prediction and interpolation on top of the same plugin.
