@@ -11,7 +11,8 @@
 //!   slot together, the view time (tick difference, zigzag, and fraction).
 //!
 //! A command repeated unchanged costs one byte; turning the view costs nine. Decoding
-//! checks every count, gap and length, so no bytes make it allocate more than the packet
+//! checks every count, gap and length, and takes varints only in their shortest form (one
+//! encoding per packet), so no bytes make it allocate more than the packet
 //! holds or produce a sequence of zero or out of order.
 
 use serde::de::Error as _;
@@ -46,6 +47,32 @@ fn put_f32(out: &mut Vec<u8>, v: f32) {
     out.extend_from_slice(&v.to_le_bytes());
 }
 
+/// Which fields of `c` differ from `newer`, the command after it, as flag bits.
+fn change_flags(newer: &InputCmd, c: &InputCmd) -> u8 {
+    let mut flags = 0;
+    let mut set = |bit: u8, changed: bool| {
+        if changed {
+            flags |= bit;
+        }
+    };
+    set(SEQ_GAP, newer.seq.wrapping_sub(c.seq) != 1);
+    set(TICK_GAP, newer.client_tick.wrapping_sub(c.client_tick) != 1);
+    // Bit comparisons: -0.0 and NaN (refused on decode anyway) travel exactly.
+    set(FORWARD, c.forward.to_bits() != newer.forward.to_bits());
+    set(RIGHT, c.right.to_bits() != newer.right.to_bits());
+    set(YAW, c.yaw.to_bits() != newer.yaw.to_bits());
+    set(PITCH, c.pitch.to_bits() != newer.pitch.to_bits());
+    set(
+        BUTTONS,
+        (c.buttons, c.weapon_slot) != (newer.buttons, newer.weapon_slot),
+    );
+    set(
+        VIEW,
+        (c.view_tick, c.view_frac) != (newer.view_tick, newer.view_frac),
+    );
+    flags
+}
+
 /// Encodes commands (newest first) as described in the module docs.
 pub fn encode(cmds: &[InputCmd]) -> Vec<u8> {
     let mut out = Vec::with_capacity(1 + cmds.len() * 4);
@@ -66,40 +93,7 @@ pub fn encode(cmds: &[InputCmd]) -> Vec<u8> {
         let seq_gap = newer.seq.wrapping_sub(c.seq);
         let tick_gap = newer.client_tick.wrapping_sub(c.client_tick);
         let view_gap = c.view_tick.wrapping_sub(newer.view_tick) as i32;
-        let mut flags = 0;
-        flags |= if seq_gap != 1 { SEQ_GAP } else { 0 };
-        flags |= if tick_gap != 1 { TICK_GAP } else { 0 };
-        // Bit comparisons: -0.0 and NaN (refused on decode anyway) travel exactly.
-        flags |= if c.forward.to_bits() != newer.forward.to_bits() {
-            FORWARD
-        } else {
-            0
-        };
-        flags |= if c.right.to_bits() != newer.right.to_bits() {
-            RIGHT
-        } else {
-            0
-        };
-        flags |= if c.yaw.to_bits() != newer.yaw.to_bits() {
-            YAW
-        } else {
-            0
-        };
-        flags |= if c.pitch.to_bits() != newer.pitch.to_bits() {
-            PITCH
-        } else {
-            0
-        };
-        flags |= if (c.buttons, c.weapon_slot) != (newer.buttons, newer.weapon_slot) {
-            BUTTONS
-        } else {
-            0
-        };
-        flags |= if (c.view_tick, c.view_frac) != (newer.view_tick, newer.view_frac) {
-            VIEW
-        } else {
-            0
-        };
+        let flags = change_flags(newer, c);
         out.push(flags);
         if flags & SEQ_GAP != 0 {
             put_varint(&mut out, seq_gap);
@@ -155,6 +149,10 @@ impl Reader<'_> {
             }
             v |= ((b & 0x7f) as u32) << shift;
             if b & 0x80 == 0 {
+                // One encoding per number: a last byte of zero after others is padding.
+                if b == 0 && shift > 0 {
+                    return Err(CmdsError("varint not in its shortest form"));
+                }
                 return Ok(v);
             }
         }
@@ -232,6 +230,12 @@ pub fn decode(bytes: &[u8]) -> Result<Vec<InputCmd>, CmdsError> {
             let gap = ((z >> 1) as i32) ^ -((z & 1) as i32);
             c.view_tick = newer.view_tick.wrapping_add(gap as u32);
             c.view_frac = r.u16()?;
+        }
+        // A flag must name a real change, or one packet would have two encodings.
+        if flags != change_flags(&newer, &c) {
+            return Err(CmdsError(
+                "a command flagged as changed where nothing changed",
+            ));
         }
         cmds.push(c);
         newer = c;
@@ -324,6 +328,16 @@ mod tests {
         gap.truncate(gap.len() - 1);
         gap.push(4);
         assert_eq!(decode(&gap).unwrap()[1].seq, 1);
+        // A flag that names no change (a gap of one, an equal number) is refused: every
+        // packet has one encoding.
+        gap.truncate(gap.len() - 1);
+        gap.push(1);
+        assert!(decode(&gap).is_err());
+        let mut same = encode(&[cmd(5)]);
+        same[0] = 2;
+        same.push(FORWARD);
+        same.extend_from_slice(&1.0f32.to_le_bytes());
+        assert!(decode(&same).is_err());
         assert!(decode(&encode(&[cmd(0)])).is_err(), "sequence 0");
         // A varint of six bytes, or a fifth byte with high bits, is refused.
         assert!(decode(&[1, 0xff, 0xff, 0xff, 0xff, 0x7f]).is_err());
@@ -336,5 +350,8 @@ mod tests {
             Reader(&[0xff, 0xff, 0xff, 0xff, 0x0f]).varint(),
             Ok(u32::MAX)
         );
+        // Padded varints would give one packet two encodings.
+        assert!(Reader(&[0xb6, 0x00]).varint().is_err());
+        assert_eq!(Reader(&[0x00]).varint(), Ok(0));
     }
 }
