@@ -114,7 +114,9 @@ impl InputPacing {
         while loss.powf(loss_run + 1.0) * packets_per_minute > 0.05 && loss_run < MAX_TARGET_QUEUE {
             loss_run += 1.0;
         }
-        self.floor = (1.0 + loss_run.max(1.0) + jitter_spare).min(MAX_TARGET_QUEUE);
+        // Jitter and a run of losses rarely strike the same command: the spare covers the
+        // larger of the two, not their sum.
+        self.floor = (1.0 + loss_run.max(jitter_spare).max(1.0)).min(MAX_TARGET_QUEUE);
         self.target = self.target.max(self.floor);
     }
 
@@ -218,7 +220,12 @@ mod tests {
         p.set_link(0.0, 0.0, 128);
         assert_eq!(p.floor, TARGET_MIN_QUEUE);
         p.set_link(0.0115, 0.0, 128);
-        assert_eq!(p.floor, TARGET_MIN_QUEUE + 3.0);
+        assert_eq!(p.floor, TARGET_MIN_QUEUE + 2.0);
+        p.set_link(0.0115, 0.05, 128);
+        assert_eq!(
+            p.floor, 4.0,
+            "the larger of jitter's and loss's spare, not both"
+        );
         p.set_link(0.0, 0.05, 128);
         assert_eq!(p.floor, 4.0, "runs of three losses at 5 %");
         p.set_link(0.1, 0.5, 128);
