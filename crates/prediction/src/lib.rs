@@ -188,6 +188,55 @@ impl CorrectionCauses {
     }
 }
 
+/// Visible corrections' sizes, metres, oldest first: the newest [`CORRECTION_LOG`] kept,
+/// all of them counted. A server (a hostile one, say) can cause a correction with every
+/// snapshot for as long as it likes; the log stays bounded.
+#[derive(Debug, Default, Clone, PartialEq)]
+pub struct CorrectionLog {
+    kept: Vec<f32>,
+    dropped: usize,
+}
+
+/// Corrections a [`CorrectionLog`] keeps (at least; it sheds the older half when full).
+pub const CORRECTION_LOG: usize = 4096;
+
+impl CorrectionLog {
+    /// Adds a correction.
+    pub fn push(&mut self, size: f32) {
+        if self.kept.len() >= 2 * CORRECTION_LOG {
+            let shed = self.kept.len() - CORRECTION_LOG;
+            self.kept.drain(..shed);
+            self.dropped = self.dropped.saturating_add(shed);
+        }
+        self.kept.push(size);
+    }
+
+    /// Corrections counted in all, kept or not.
+    pub fn len(&self) -> usize {
+        self.dropped.saturating_add(self.kept.len())
+    }
+
+    /// Whether there has been none.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The kept corrections, oldest first.
+    pub fn iter(&self) -> impl Iterator<Item = &f32> {
+        self.kept.iter()
+    }
+}
+
+/// The corrections since the `len()` of an earlier moment, as far as they are kept.
+impl std::ops::Index<std::ops::RangeFrom<usize>> for CorrectionLog {
+    type Output = [f32];
+
+    fn index(&self, from: std::ops::RangeFrom<usize>) -> &[f32] {
+        let start = from.start.saturating_sub(self.dropped).min(self.kept.len());
+        &self.kept[start..]
+    }
+}
+
 /// What prediction has done, for the netgraph and the netcode report.
 #[derive(Resource, Debug, Default, Clone)]
 pub struct PredictionStats {
@@ -198,7 +247,7 @@ pub struct PredictionStats {
     /// Server states that did not: reset and replay (most are invisibly small).
     pub reconciliations: u64,
     /// Size of each visible correction, metres (teleports are not corrections).
-    pub corrections: Vec<f32>,
+    pub corrections: CorrectionLog,
     /// Size of the latest correction, metres.
     pub last_correction: f32,
     /// The visible corrections by cause.
@@ -460,6 +509,21 @@ fn decay_visual_offset(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_correction_log_stays_bounded_and_keeps_counting() {
+        let mut log = CorrectionLog::default();
+        assert!(log.is_empty());
+        for i in 0..100_000 {
+            log.push(i as f32);
+        }
+        assert_eq!(log.len(), 100_000);
+        assert!(log.iter().count() <= 2 * CORRECTION_LOG);
+        assert_eq!(log[99_998..], [99_998.0, 99_999.0]);
+        assert_eq!(log[100_000..].len(), 0);
+        // Asked from a moment whose entries were shed: what is kept.
+        assert_eq!(log[0..].len(), log.iter().count());
+    }
     use bevy::time::TimeUpdateStrategy;
     use std::time::Duration;
 
