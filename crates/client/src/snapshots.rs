@@ -132,11 +132,6 @@ pub(crate) fn apply_snapshot(
     let server_time = snapshot.server_time_us as f64 / 1e6;
     let mut present: BTreeMap<PlayerId, Entity> = BTreeMap::new();
     for (entity, id, mut state, spawns, local, predicted) in &mut players {
-        // Never another body for our own id, whatever came before.
-        if !local && ours.is_some_and(|(me, _)| me == *id) {
-            commands.entity(entity).despawn();
-            continue;
-        }
         let Ok(i) = snapshot.players.binary_search_by_key(id, |p| p.id) else {
             if !local {
                 commands.entity(entity).despawn();
