@@ -48,14 +48,9 @@ impl SnapshotBuffer {
     /// As [`SnapshotBuffer::push`], with the player's spawn count at that moment (see
     /// `PlayerSnap::spawn_count`).
     pub fn push_spawned(&mut self, time: f64, state: PlayerState, spawn: u8) {
-        if !time.is_finite() {
+        if !insert_in_time_order(&mut self.states, (time, state, spawn), |e| e.0) {
             return;
         }
-        let at = self.states.partition_point(|(t, ..)| *t < time);
-        if self.states.get(at).is_some_and(|(t, ..)| *t == time) {
-            return;
-        }
-        self.states.insert(at, (time, state, spawn));
         let newest = self.states.back().map_or(time, |(t, ..)| *t);
         while self.states.len() > 2 && self.states[0].0 < newest - KEEP_SECONDS {
             self.states.pop_front();
@@ -96,6 +91,26 @@ impl SnapshotBuffer {
     pub fn is_empty(&self) -> bool {
         self.states.is_empty()
     }
+}
+
+/// Inserts `entry` into `entries` (kept in order of `time_of`) where its time belongs.
+/// Refuses, returning false, a time that is not finite (it would break the order) or
+/// one already held (a duplicate snapshot).
+pub(crate) fn insert_in_time_order<E>(
+    entries: &mut VecDeque<E>,
+    entry: E,
+    time_of: impl Fn(&E) -> f64,
+) -> bool {
+    let time = time_of(&entry);
+    if !time.is_finite() {
+        return false;
+    }
+    let at = entries.partition_point(|e| time_of(e) < time);
+    if entries.get(at).is_some_and(|e| time_of(e) == time) {
+        return false;
+    }
+    entries.insert(at, entry);
+    true
 }
 
 /// Interpolates angles the short way round.

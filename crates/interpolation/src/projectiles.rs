@@ -2,6 +2,7 @@
 //! sampled at render time, so a rocket flies smoothly, in step with the players around
 //! it, and bursts where and when the world it is drawn in says.
 
+use crate::buffer::insert_in_time_order;
 use bevy::prelude::*;
 use std::collections::{BTreeMap, VecDeque};
 
@@ -51,11 +52,7 @@ impl ProjectileTracks {
             return;
         }
         let track = self.tracks.entry(id).or_default();
-        let at = track.partition_point(|s| s.0 < time);
-        if track.get(at).is_some_and(|s| s.0 == time) {
-            return;
-        }
-        track.insert(at, (time, pos, vel));
+        insert_in_time_order(track, (time, pos, vel), |s| s.0);
         while track.len() > TRACK_LEN {
             track.pop_front();
         }
