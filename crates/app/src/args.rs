@@ -106,9 +106,14 @@ pub fn seed_for(name: &str) -> u64 {
     })
 }
 
+/// The first address `HOST:PORT` resolves to, if any.
+pub fn lookup(target: &str) -> Option<SocketAddr> {
+    target.to_socket_addrs().ok().and_then(|mut a| a.next())
+}
+
 /// Resolves `HOST:PORT` or exits with usage.
 pub fn resolve(target: &str) -> SocketAddr {
-    match target.to_socket_addrs().ok().and_then(|mut a| a.next()) {
+    match lookup(target) {
         Some(a) => a,
         None => usage_error(format!("cannot resolve {target}: expected HOST:PORT")),
     }

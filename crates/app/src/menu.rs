@@ -5,7 +5,6 @@ use crate::session::{AppState, Session, SessionRequest, Target};
 use bevy::prelude::*;
 use bevy_egui::{EguiContexts, EguiPrimaryContextPass, egui};
 use sightline_console::{Console, Cvars};
-use std::net::ToSocketAddrs;
 
 /// What the menu's fields hold.
 #[derive(Resource, Debug)]
@@ -120,12 +119,7 @@ fn draw_menu(
                 ui.text_edit_singleline(&mut form.address);
             });
             if ui.button("Connect").clicked() {
-                match form
-                    .address
-                    .to_socket_addrs()
-                    .ok()
-                    .and_then(|mut a| a.next())
-                {
+                match crate::args::lookup(&form.address) {
                     Some(addr) => {
                         form.error = None;
                         requests.write(SessionRequest::Join(Target::Remote(addr)));

@@ -6,7 +6,7 @@ use bevy::prelude::*;
 use sightline_client::{ConnectionStatus, DesiredName};
 use sightline_console::{Console, ConsoleCommands, Cvars, RunCommand};
 use sightline_net::{ClientSecurity, connect_udp, disconnect_udp};
-use std::net::{SocketAddr, ToSocketAddrs};
+use std::net::SocketAddr;
 
 /// Where the app is.
 #[derive(States, Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
@@ -116,8 +116,7 @@ fn console_commands(
 ) {
     for cmd in run.read() {
         match (cmd.name.as_str(), cmd.args.as_slice()) {
-            ("connect", [target]) => match target.to_socket_addrs().ok().and_then(|mut a| a.next())
-            {
+            ("connect", [target]) => match crate::args::lookup(target) {
                 Some(addr) => {
                     requests.write(SessionRequest::Join(Target::Remote(addr)));
                 }
