@@ -1,8 +1,9 @@
 //! Snapshot interpolation for remote players and projectiles. Each remote player keeps a
 //! short buffer of its states keyed by server time; it is drawn at *render time* =
 //! estimated server time now - interpolation delay (+ `cl_timenudge`), between the two
-//! states around that moment. When the next state is late it is extrapolated along its
-//! velocity for at most [`InterpolationSettings::max_extrapolation`], then held; when a
+//! states around that moment. When the next state is late the player is carried on by the
+//! movement step, steering as its latest command did ([`Coast`]), for at most
+//! [`InterpolationSettings::max_extrapolation`], then held; when a
 //! snapshot then shows the drawn path was wrong, the difference fades ([`DrawBlend`])
 //! rather than pops. Rockets are sampled at the same render time ([`ProjectileTracks`]).
 //!
