@@ -85,12 +85,7 @@ fn stats(client: &App) -> PredictionStats {
 
 /// Corrections counted since `before`, by cause.
 fn since(before: &PredictionStats, now: &PredictionStats) -> CorrectionCauses {
-    CorrectionCauses {
-        own: now.causes.own - before.causes.own,
-        collision: now.causes.collision - before.causes.collision,
-        knockback: now.causes.knockback - before.causes.knockback,
-        other: now.causes.other - before.causes.other,
-    }
+    now.causes.since(&before.causes)
 }
 
 fn largest(before: &PredictionStats, now: &PredictionStats) -> f32 {
@@ -319,7 +314,7 @@ fn dying_costs_one_correction_and_the_respawn_none() {
     // pulled back once, then replays what it sent as the server ran it.
     assert!(dying.len() <= 1, "{dying:?}");
     for (_, _, cause) in &dying {
-        assert_eq!(*cause, Some(CorrectionCause::Other));
+        assert_eq!(*cause, Some(CorrectionCause::Killed));
     }
     let w = s.clients[0].world_mut();
     let predicted = *w

@@ -95,8 +95,53 @@ fn withholding_inputs_does_not_slow_a_fall() {
         s_air += usize::from(!server_state(&mut s, s_id).on_ground());
     }
     assert!(h_air > 10, "the jump never happened");
-    assert_eq!(h_air, s_air, "time in the air differs");
+    // The server waits for a missing command only so long (then repeats the last one),
+    // and only within its allowance of holds.
+    let hold = (sightline_server::HOLD_GRACE_SECONDS * 64.0).ceil() as usize;
+    assert!(
+        (h_air..=h_air + hold).contains(&s_air),
+        "in the air {s_air} ticks against {h_air}"
+    );
     assert!(server_state(&mut s, s_id).on_ground());
+}
+
+#[test]
+fn holding_back_commands_again_and_again_buys_only_the_allowance() {
+    use sightline_server::{HOLD_GRACE_SECONDS, HOLD_SHARE, InputBuffer};
+    let mut s = stepper();
+    let honest = s.add_raw_client();
+    let cheat = s.add_raw_client();
+    let h_id = raw::join(&mut s, honest, "honest").your_id;
+    let c_id = raw::join(&mut s, cheat, "cheat").your_id;
+    let hold = (HOLD_GRACE_SECONDS * 64.0).ceil() as u32;
+    let (mut h_seq, mut c_seq) = (0, 0);
+    let ticks = 64 * 20;
+    for t in 0..ticks {
+        h_seq += 1;
+        raw::inputs(&mut s, honest, vec![run_cmd(h_seq, 0.0)]);
+        // The cheat sends one command, then nothing for as long as the server waits,
+        // and so on: its player would live in slow motion if every wait were granted.
+        if t % (hold + 1) == 0 {
+            c_seq += 1;
+            raw::inputs(&mut s, cheat, vec![run_cmd(c_seq, 0.0)]);
+        }
+        s.step();
+    }
+    let w = s.server.world_mut();
+    let mut of = |id: PlayerId| {
+        w.query::<(&PlayerId, &InputBuffer)>()
+            .iter(w)
+            .find(|(p, _)| **p == id)
+            .map(|(_, b)| b.holds())
+            .expect("on the server")
+    };
+    // Every tick a player is not held runs a command, or a repeat standing in for one.
+    let (h_held, c_held) = (of(h_id), of(c_id));
+    assert_eq!(h_held, 0, "the honest player never waited");
+    // Its allowance at the start, then one tick in HOLD_SHARE.
+    let allowed = hold + ticks / HOLD_SHARE + 1;
+    assert!(c_held <= allowed, "held {c_held} ticks, allowed {allowed}");
+    assert!(c_held > hold, "the cheat was never held: {c_held}");
 }
 
 #[test]

@@ -14,10 +14,10 @@ fn prediction_and_interpolation_hold_up_at_150_ms_with_jitter_and_loss() {
     // Players body-block, so two bots wandering the same small map now and then bump into
     // each other, and the client learns of the other's turn a round trip late: those
     // corrections are collisions. Nothing else may ever need correcting.
-    let [own, _collision, knockback, other] = r.corrections_by_cause_per_min;
+    let [own, late, other, _collision, knockback, killed] = r.corrections_by_cause_per_min;
     assert_eq!(
-        (own, knockback, other),
-        (0.0, 0.0, 0.0),
+        (own, late, other, knockback, killed),
+        (0.0, 0.0, 0.0, 0.0, 0.0),
         "a correction other than a collision happened: {r:#?}"
     );
     assert!(r.interp_error_max < 0.10, "remote path error: {r:#?}");

@@ -66,6 +66,9 @@ enum What {
         /// Map.
         #[arg(long, default_value = "duel")]
         map: String,
+        /// Only these rows of the realistic table, counted from 0 (all when absent).
+        #[arg(long, value_delimiter = ',')]
+        links: Vec<usize>,
     },
     /// Client CPU time per frame outside rendering (networking, prediction,
     /// interpolation, snapshot handling) with bots as remote players.
@@ -173,11 +176,12 @@ fn main() {
             lab,
             clients,
             map,
+            links,
         } => {
             if lab {
                 lab_netcode_report(seconds, clients, &map)
             } else {
-                netcode_report(seconds, &map)
+                netcode_report(seconds, &map, &links)
             }
         }
     }
@@ -329,7 +333,7 @@ fn realistic_links(seconds: f64) -> Vec<Link> {
     ]
 }
 
-fn netcode_report(seconds: f64, map: &str) {
+fn netcode_report(seconds: f64, map: &str, only: &[usize]) {
     let fps: Vec<String> = REALISTIC_FPS.iter().map(|f| f.to_string()).collect();
     println!(
         "netcode in a fight: on {map}, a 128 Hz server (64 Hz snapshots) with 4 bots and one \
@@ -341,21 +345,25 @@ fn netcode_report(seconds: f64, map: &str) {
     );
     let mut rows = Vec::new();
     for (i, link) in realistic_links(seconds).iter().enumerate() {
+        if !only.is_empty() && !only.contains(&i) {
+            continue;
+        }
         let scenario = Scenario::realistic(*link, map, seconds, 2000 + i as u64 * 10);
         let r = run(&scenario);
         rows.push((describe(link), r));
     }
     println!("own player and input:\n");
     println!(
-        "| link | fps | corrections /min | own / player / knockback / other /min \
-         | while dead /min | correction p99 / max mm | resets | server repeats /min | input latency mean / p99 ms \
+        "| link | fps | corrections /min | own / late input / unpredicted /min \
+         | player / knockback / killed /min | while dead /min | correction p99 / max mm | resets \
+         | server repeats /min | held ticks /min | input latency mean / p99 ms \
          | input buffer ms | shot world age mean / p99 ms |"
     );
-    println!("|---|---:|---:|---|---:|---|---:|---:|---|---:|---|");
+    println!("|---|---:|---:|---|---|---:|---|---:|---:|---:|---|---:|---|");
     for (label, r) in &rows {
         for c in &r.clients {
             println!(
-                "| {label} | {:.0} | {:.1} | {} | {:.1} | {:.0} / {:.0} | {:.0} | {:.1} | {:.1} / {:.1} | {:.1} | {:.0} / {:.0} |",
+                "| {label} | {:.0} | {:.1} | {} | {:.1} | {:.0} / {:.0} | {:.0} | {:.1} | {:.1} | {:.1} / {:.1} | {:.1} | {:.0} / {:.0} |",
                 c.fps,
                 c.corrections_per_min,
                 causes(c),
@@ -364,6 +372,7 @@ fn netcode_report(seconds: f64, map: &str) {
                 mm(c.correction_max),
                 c.resets,
                 c.repeats_per_min,
+                c.held_per_min,
                 c.input_latency_ms_mean,
                 c.input_latency_ms_p99,
                 c.input_buffer_ms,
@@ -410,10 +419,11 @@ fn netcode_report(seconds: f64, map: &str) {
     }
 }
 
-/// Corrections per minute by cause: "own / player / knockback / other".
+/// Corrections per minute by cause, two table cells: the netcode's own doing ("own /
+/// late input / unpredicted") and other players' ("player / knockback / killed").
 fn causes(r: &NetcodeReport) -> String {
-    let [own, player, knockback, other] = r.corrections_by_cause_per_min;
-    format!("{own:.1} / {player:.1} / {knockback:.1} / {other:.1}")
+    let [own, late, other, player, knockback, killed] = r.corrections_by_cause_per_min;
+    format!("{own:.1} / {late:.1} / {other:.1} | {player:.1} / {knockback:.1} / {killed:.1}")
 }
 
 /// "0", or "12 (largest 3.1 ms)".
@@ -435,12 +445,13 @@ fn lab_netcode_report(seconds: f64, clients: usize, map: &str) {
          jitter, the same each way; {seconds} s per row after 3 s warm-up\n"
     );
     println!(
-        "| RTT ms | jitter ms | loss % | corrections /min | own / player / knockback / other /min \
+        "| RTT ms | jitter ms | loss % | corrections /min | own / late input / unpredicted /min \
+         | player / knockback / killed /min \
          | correction mean / p99 / max mm | resets | server repeats /min | input latency mean / p99 ms | input buffer ms \
          | interp error mean / p99 / max mm | extrapolated % | interp delay mean / p99 ms \
          | render steps back | up B/s | down B/s |"
     );
-    println!("|---:|---:|---:|---:|---|---|---:|---:|---|---:|---|---:|---|---:|---:|---:|");
+    println!("|---:|---:|---:|---:|---|---|---|---:|---:|---|---:|---|---:|---|---:|---:|---:|");
     for rtt in [0.0, 50.0, 150.0, 300.0] {
         for jitter in [0.0, 20.0] {
             for loss in [0.0, 5.0, 20.0] {

@@ -1,6 +1,6 @@
 //! Clock sync pings: a burst on joining, then one every half second.
 
-use crate::{ClientStats, InputPacing};
+use crate::InputPacing;
 use bevy::prelude::*;
 use sightline_net::{ClockSync, RenetClient, ServerClock};
 use sightline_prediction::RoundTrip;
@@ -46,14 +46,12 @@ pub(crate) fn on_pong(sync: &mut ClockSync, client_time_us: u64, server_time_us:
     );
 }
 
-/// Moves the server-clock estimate toward the measured offset, tells input pacing how
-/// jittery and lossy the link is, and tells prediction how long commands normally take
-/// to be acknowledged.
+/// Moves the server-clock estimate toward the measured offset and tells prediction how
+/// long commands normally take to be acknowledged.
 pub(crate) fn update_server_clock(
     time: Res<Time<Real>>,
     sync: Res<ClockSync>,
-    mut pacing: ResMut<InputPacing>,
-    stats: Res<ClientStats>,
+    pacing: Res<InputPacing>,
     config: Res<TickConfig>,
     mut clock: ResMut<ServerClock>,
     mut round_trip: ResMut<RoundTrip>,
@@ -65,9 +63,7 @@ pub(crate) fn update_server_clock(
         && sync.len() >= 8
     {
         // Round-trip jitter is the sum of two legs' jitter: one leg is about 1/sqrt(2).
-        let one_way = jitter / std::f64::consts::SQRT_2;
-        pacing.set_link(one_way, stats.snapshot_loss(), config.tick_hz);
-        let queued = pacing.target / config.tick_hz as f64;
+        let queued = pacing.recent_queue() / config.tick_hz as f64;
         round_trip.0 = (rtt + 3.0 * jitter + queued) as f32;
     }
 }

@@ -87,8 +87,13 @@ impl LocalInput {
 /// Shortest redundancy window: a packet repeats at least this much recent input.
 pub const MIN_REDUNDANCY_SECONDS: f64 = 0.1;
 /// The window also spans this many frames, so at low frame rates a lost packet's
-/// commands still ride in the next one or two.
-pub const REDUNDANCY_FRAMES: f64 = 2.5;
+/// commands still ride in the next ones after a run of seven losses (bursty loss comes
+/// in runs: with runs of three on average, one in sixteen is eight or longer).
+pub const REDUNDANCY_FRAMES: f64 = 8.0;
+
+/// Commands kept for sending: more than one packet holds, for a frame so long (up to half
+/// a second, the most a frame catches up) that its ticks outnumber a packet's commands.
+const KEPT_CMDS: usize = 2 * MAX_PACKET_CMDS;
 
 /// The most recent commands, newest last, the next sequence number, and what was sent.
 #[derive(Resource, Debug, Default)]
@@ -108,7 +113,7 @@ impl InputHistory {
         cmd.seq = self.last_seq;
         cmd.client_tick = client_tick;
         self.recent.push_back(cmd);
-        if self.recent.len() > MAX_PACKET_CMDS {
+        if self.recent.len() > KEPT_CMDS {
             self.recent.pop_front();
         }
         cmd
@@ -118,11 +123,43 @@ impl InputHistory {
     /// server has not simulated (`acked_seq` is the newest it has), up to `window`
     /// commands in all (and at most [`MAX_PACKET_CMDS`]).
     pub fn packet(&self, ack_snapshot: u32, acked_seq: u32, window: usize) -> Option<InputPacket> {
+        self.packet_through(self.last_seq, ack_snapshot, acked_seq, window)
+    }
+
+    /// The packets a frame sends: [`Self::packet`], widened to every command not sent yet,
+    /// and before it, when the frame made more new commands than a packet carries, packets
+    /// of the older new ones.
+    pub fn packets(&self, ack_snapshot: u32, acked_seq: u32, window: usize) -> Vec<InputPacket> {
+        let unsent = self.last_seq.saturating_sub(self.sent_seq) as usize;
+        let window = window.max(unsent);
+        let mut packets = Vec::new();
+        let mut newest = self.last_seq;
+        while newest > self.sent_seq.max(acked_seq) {
+            let Some(p) = self.packet_through(newest, ack_snapshot, acked_seq, window) else {
+                break;
+            };
+            let oldest = p.cmds.last().map_or(0, |c| c.seq);
+            packets.push(p);
+            newest = oldest.saturating_sub(1);
+        }
+        packets.reverse();
+        packets
+    }
+
+    /// A packet of the commands up to `newest`, as [`Self::packet`] makes one.
+    fn packet_through(
+        &self,
+        newest: u32,
+        ack_snapshot: u32,
+        acked_seq: u32,
+        window: usize,
+    ) -> Option<InputPacket> {
         let window = window.clamp(1, MAX_PACKET_CMDS);
         let cmds: Vec<InputCmd> = self
             .recent
             .iter()
             .rev()
+            .skip_while(|c| c.seq > newest)
             .enumerate()
             .take_while(|(i, c)| *i == 0 || (c.seq > acked_seq && *i < window))
             .map(|(_, c)| *c)
@@ -232,14 +269,14 @@ pub(crate) fn send_inputs(
         .as_ref()
         .map_or((0, 0), |s| (s.seq, s.ack_input_seq));
     let window = history.window(config.tick_hz);
-    if let Some(packet) = history.packet(ack, acked_seq, window) {
-        history.sent_seq = history.last_seq;
+    for packet in history.packets(ack, acked_seq, window) {
         crate::send_to_server(
             &mut client,
             Channel::Unreliable,
             &ClientDatagram::Input(packet),
         );
     }
+    history.sent_seq = history.last_seq;
 }
 
 #[cfg(test)]
@@ -284,14 +321,43 @@ mod tests {
     }
 
     #[test]
-    fn the_window_spans_a_tenth_of_a_second_or_two_and_a_half_frames() {
+    fn a_frame_with_more_new_commands_than_a_packet_holds_sends_them_all() {
         let mut h = InputHistory::default();
-        h.note_frame(1.0 / 144.0);
-        assert_eq!(h.window(128), 13);
+        for tick in 0..100 {
+            h.record(InputCmd::default(), tick);
+        }
+        h.sent_seq = 10;
+        let packets = h.packets(3, 5, 16);
+        let seqs: Vec<Vec<u32>> = packets
+            .iter()
+            .map(|p| p.cmds.iter().map(|c| c.seq).collect())
+            .collect();
+        // Older ones first, each newest first; every new command goes at least once.
+        assert_eq!(seqs.len(), 2, "{seqs:?}");
+        assert_eq!(seqs[1][0], 100);
+        assert_eq!(seqs[1].len(), MAX_PACKET_CMDS);
+        assert_eq!(
+            seqs[0],
+            (6..=36).rev().collect::<Vec<_>>(),
+            "back to the acked"
+        );
+        assert!(packets.iter().all(|p| p.ack_snapshot == 3));
+        // An ordinary frame: one packet.
+        h.sent_seq = 99;
+        assert_eq!(h.packets(3, 95, 16).len(), 1);
+    }
+
+    #[test]
+    fn the_window_spans_a_tenth_of_a_second_or_eight_frames() {
+        let mut h = InputHistory::default();
+        h.note_frame(1.0 / 240.0);
+        assert_eq!(h.window(128), 13, "240 fps: a tenth of a second");
+        h.note_frame(1.0 / 60.0);
+        assert_eq!(h.window(128), 18, "60 fps: 133 ms");
         let mut slow = InputHistory::default();
         slow.note_frame(0.1);
-        assert_eq!(slow.window(128), 32, "10 fps: 250 ms");
-        assert_eq!(slow.window(30), 8);
+        assert_eq!(slow.window(128), MAX_PACKET_CMDS, "10 fps: 0.8 s, capped");
+        assert_eq!(slow.window(30), 24);
         slow.note_frame(10.0);
         assert_eq!(
             slow.window(128),

@@ -21,7 +21,7 @@ pub use combat::dead_in;
 pub use connection::{DesiredName, Roster, RosterEntry};
 pub use cues::CombatCue;
 pub use input::{InputHistory, InputSource, LocalInput, MIN_REDUNDANCY_SECONDS, REDUNDANCY_FRAMES};
-pub use pacing::{InputPacing, MAX_DILATION, MAX_TARGET_QUEUE, SETTLE_LIMIT, TARGET_MIN_QUEUE};
+pub use pacing::{InputPacing, MAX_DILATION, SETTLE_LIMIT, SHORT_SHARE, TARGET_MIN_QUEUE};
 pub use reconnect::{RESUME_WINDOW_SECONDS, Reconnect, backoff_seconds};
 pub use snapshots::LatestSnapshot;
 pub use stats::{ClientStats, PlayerSeen};

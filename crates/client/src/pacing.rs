@@ -2,32 +2,37 @@
 //! its commands reach the server just ahead of the tick that needs them.
 //!
 //! Each snapshot reports the fewest commands that were waiting when the server's ticks
-//! took one, and whether any tick found none. Too few and the server repeats stale input
-//! (a misprediction for us); too many and every input waits needlessly. The controller
-//! keeps the minimum over the last half second at [`TARGET_MIN_QUEUE`].
+//! took one (counting that one; 0 when a tick found none and held the player or repeated
+//! its last command). Too few and the server has to wait for our commands; too many and
+//! every input waits needlessly. The controller steers a low percentile of those reports
+//! over the last few seconds to one: at the worst moments but the rarest, the command a
+//! tick needs has only just arrived. Its window so sees the link's jitter and losses
+//! itself, and the buffer grows with them only as far as they actually delay commands.
+//! The rare dry tick costs no correction: the server holds the player for that tick and
+//! runs the command when it comes (`sightline_server::HOLD_SHARE`).
 
 use bevy::prelude::*;
 use sightline_sim::TickConfig;
 use std::collections::VecDeque;
 
-/// Fewest commands that should be waiting when the server takes one, at best: the one it
-/// takes and one spare. Each starvation raises the target by one (up to
-/// [`MAX_TARGET_QUEUE`]), and a quiet spell (about 15 s without one) lowers it again, so the
-/// spare grows with the link's jitter and shrinks when the link calms down.
-pub const TARGET_MIN_QUEUE: f64 = 2.0;
-/// Most spare commands the controller asks for.
-pub const MAX_TARGET_QUEUE: f64 = 8.0;
-/// Reports without starvation after which the target drops by one (about 15 s at 64 Hz).
-const RELAX_REPORTS: u32 = 960;
+/// Fewest commands that should be waiting when the server takes one, at all but the
+/// rarest moments: just the one it takes.
+pub const TARGET_MIN_QUEUE: u8 = 1;
+/// Share of reports that may find the buffer short of [`TARGET_MIN_QUEUE`] (the
+/// percentile steered): about one tick in a hundred waits for a late command, well
+/// inside the server's holding allowance of one in 32.
+pub const SHORT_SHARE: f64 = 0.05;
 /// Commands after which a client moves even if pacing never settles (a link so bad the
 /// server keeps starving): about four seconds at 128 Hz.
 pub const SETTLE_LIMIT: u32 = 512;
 /// Largest change of tick pace, as a fraction.
 pub const MAX_DILATION: f64 = 0.03;
-/// Largest speed-up before the pace first settles, as a fraction.
+/// Speed-up while the pipeline first fills, as a fraction.
 pub const CATCH_UP_DILATION: f64 = 0.10;
-/// Snapshots the controller looks back over.
-const WINDOW: usize = 64;
+/// Pace change per command of error, as a fraction.
+const GAIN: f64 = 0.01;
+/// Reports the controller looks back over: two seconds at 64 Hz.
+const WINDOW: usize = 128;
 /// Reports needed before the pace is trusted.
 const SETTLE_REPORTS: usize = 16;
 
@@ -43,11 +48,8 @@ pub struct InputPacing {
     pub repeats: u32,
     /// Sum of reported queue depths, for the mean.
     queue_sum: u64,
-    /// Current target for the fewest commands waiting.
-    pub target: f64,
-    /// Lowest the target may relax to, from the link's measured jitter.
-    pub floor: f64,
-    quiet_reports: u32,
+    /// The server's total of repeats as of the snapshot prediction last took.
+    repeats_applied: u32,
     /// Whether the pace has ever settled; before that, starvation is the pipeline
     /// filling up and only calls for catching up.
     ever_settled: bool,
@@ -61,9 +63,7 @@ impl Default for InputPacing {
             received: 0,
             repeats: 0,
             queue_sum: 0,
-            target: TARGET_MIN_QUEUE,
-            floor: TARGET_MIN_QUEUE,
-            quiet_reports: 0,
+            repeats_applied: 0,
             ever_settled: false,
         }
     }
@@ -83,59 +83,42 @@ impl InputPacing {
         }
         self.received += 1;
         self.queue_sum += min_queue as u64;
-        // Raise the target on starvation once settled, at most once a window (one dry
-        // spell shows in several reports); relax it after a quiet spell.
-        let starved = min_queue == 0 || repeated > 0;
-        if starved && self.ever_settled {
-            if self.quiet_reports >= WINDOW as u32 {
-                self.target = (self.target + 1.0).min(MAX_TARGET_QUEUE);
-            }
-            self.quiet_reports = 0;
-        } else {
-            self.quiet_reports += 1;
-            if self.quiet_reports >= RELAX_REPORTS {
-                self.target = (self.target - 1.0).max(self.floor);
-                self.quiet_reports = 0;
-            }
+        if !self.ever_settled && self.settled() {
+            // The dry reports of filling the pipeline say nothing about the link.
+            self.ever_settled = true;
+            self.reports.clear();
         }
-        self.ever_settled |= self.settled();
         self.factor = self.choose_factor();
     }
 
-    /// Sets the target's floor from the link: one-way jitter (standard deviation,
-    /// seconds) and loss (fraction of packets). Jitter needs a spare command per tick of
-    /// two standard deviations; loss needs one per packet of the longest run of losses
-    /// expected more often than once in 20 minutes (each lost input packet makes the next
-    /// command a tick late, until a later packet's redundant copy arrives).
-    pub fn set_link(&mut self, one_way_jitter: f64, loss: f64, tick_hz: u32) {
-        let jitter_spare = (2.0 * one_way_jitter * tick_hz as f64).ceil();
-        let packets_per_minute = tick_hz as f64 * 60.0;
-        let mut loss_run = 0.0;
-        while loss.powf(loss_run + 1.0) * packets_per_minute > 0.05 && loss_run < MAX_TARGET_QUEUE {
-            loss_run += 1.0;
+    /// Whether the server repeated or skipped commands of ours between the snapshot
+    /// prediction took last and this one (whose running total is `repeats_total`).
+    pub fn repeated_since_applied(&mut self, repeats_total: u32) -> bool {
+        let repeated = repeats_total > self.repeats_applied;
+        self.repeats_applied = self.repeats_applied.max(repeats_total);
+        repeated
+    }
+
+    /// The reported minimum queue that all but [`SHORT_SHARE`] of the window's reports
+    /// reach.
+    pub fn low_queue(&self) -> u8 {
+        let mut queues: Vec<u8> = self.reports.iter().map(|&(q, _)| q).collect();
+        if queues.is_empty() {
+            return 0;
         }
-        // Jitter and a run of losses rarely strike the same command: the spare covers the
-        // larger of the two, not their sum.
-        self.floor = (1.0 + loss_run.max(jitter_spare).max(1.0)).min(MAX_TARGET_QUEUE);
-        self.target = self.target.max(self.floor);
+        queues.sort_unstable();
+        let rank = (SHORT_SHARE * queues.len() as f64).floor() as usize;
+        queues[rank.min(queues.len() - 1)]
     }
 
     fn choose_factor(&self) -> f64 {
-        let starved = self.reports.iter().any(|&(q, r)| q == 0 || r > 0);
-        let min = self.reports.iter().map(|&(q, _)| q).min().unwrap_or(0) as f64;
+        let filling = !self.ever_settled && self.reports.iter().any(|&(q, _)| q == 0);
+        if filling {
+            return 1.0 - CATCH_UP_DILATION;
+        }
         // Positive error: commands wait too long, so tick a little slower.
-        let error = if starved {
-            -self.target
-        } else {
-            min - self.target
-        };
-        // Filling the pipeline at first may go faster than later corrections.
-        let fastest = if self.ever_settled {
-            MAX_DILATION
-        } else {
-            CATCH_UP_DILATION
-        };
-        1.0 + (0.01 * error).clamp(-fastest, MAX_DILATION)
+        let error = self.low_queue() as f64 - TARGET_MIN_QUEUE as f64;
+        1.0 + (GAIN * error).clamp(-MAX_DILATION, MAX_DILATION)
     }
 
     /// Whether commands should only look around for now: the pace has not settled yet
@@ -172,6 +155,15 @@ impl InputPacing {
         }
     }
 
+    /// Mean of the reported minimum queue over the window, commands: about how many
+    /// ticks a command now waits at the server at least.
+    pub fn recent_queue(&self) -> f64 {
+        if self.reports.is_empty() {
+            return TARGET_MIN_QUEUE as f64;
+        }
+        self.reports.iter().map(|&(q, _)| q as f64).sum::<f64>() / self.reports.len() as f64
+    }
+
     /// (reports received, sum of their reported queue depths), to average over a span.
     pub fn queue_totals(&self) -> (u64, u64) {
         (self.received, self.queue_sum)
@@ -194,59 +186,48 @@ mod tests {
     use super::*;
 
     #[test]
-    fn starvation_speeds_up_and_a_long_queue_slows_down() {
+    fn starvation_while_filling_catches_up_then_the_low_queue_is_steered_to_one() {
         let mut p = InputPacing::default();
         p.observe(0, 1);
-        assert!(p.factor < 1.0);
+        assert_eq!(p.factor, 1.0 - CATCH_UP_DILATION, "filling the pipeline");
         assert_eq!(p.repeats, 1);
         assert!(!p.settled());
         let mut p = InputPacing::default();
         for _ in 0..WINDOW {
             p.observe(6, 0);
         }
-        assert!(p.factor > 1.0 && p.factor <= 1.0 + MAX_DILATION);
         assert!(p.settled());
+        assert!(
+            p.factor > 1.0 && p.factor <= 1.0 + MAX_DILATION,
+            "too deep: slower"
+        );
         let mut p = InputPacing::default();
         for _ in 0..WINDOW {
-            p.observe(2, 0);
+            p.observe(1, 0);
         }
         assert_eq!(p.factor, 1.0);
-        assert_eq!(p.mean_queue(), 2.0);
+        assert_eq!(p.mean_queue(), 1.0);
     }
 
     #[test]
-    fn jitter_and_loss_deepen_the_floor() {
+    fn rare_dry_ticks_are_tolerated_and_frequent_ones_speed_up() {
         let mut p = InputPacing::default();
-        p.set_link(0.0, 0.0, 128);
-        assert_eq!(p.floor, TARGET_MIN_QUEUE);
-        p.set_link(0.0115, 0.0, 128);
-        assert_eq!(p.floor, TARGET_MIN_QUEUE + 2.0);
-        p.set_link(0.0115, 0.05, 128);
-        assert_eq!(
-            p.floor, 4.0,
-            "the larger of jitter's and loss's spare, not both"
-        );
-        p.set_link(0.0, 0.05, 128);
-        assert_eq!(p.floor, 4.0, "runs of three losses at 5 %");
-        p.set_link(0.1, 0.5, 128);
-        assert_eq!(p.floor, MAX_TARGET_QUEUE);
-    }
-
-    #[test]
-    fn starvation_raises_the_target_and_quiet_lowers_it() {
-        let mut p = InputPacing::default();
-        // Starving while filling the pipeline does not raise the target.
-        p.observe(0, 3);
-        for _ in 0..WINDOW {
-            p.observe(3, 3);
+        for _ in 0..SETTLE_REPORTS {
+            p.observe(2, 0);
         }
-        assert_eq!(p.target, TARGET_MIN_QUEUE);
-        p.observe(0, 4);
-        p.observe(0, 5);
-        assert_eq!(p.target, TARGET_MIN_QUEUE + 1.0, "one dry spell, one step");
-        for _ in 0..RELAX_REPORTS {
-            p.observe(3, 5);
+        assert!(p.has_settled());
+        // One report in a hundred and twenty finds the buffer dry: the percentile is not
+        // moved by it, and the deeper rest slows the pace.
+        for i in 0..WINDOW {
+            p.observe(if i % 120 == 0 { 0 } else { 2 }, 0);
         }
-        assert_eq!(p.target, TARGET_MIN_QUEUE);
+        assert_eq!(p.low_queue(), 2);
+        assert!(p.factor > 1.0);
+        // One in ten: speed up, within the settled limit.
+        for i in 0..WINDOW {
+            p.observe(if i % 10 == 0 { 0 } else { 2 }, 0);
+        }
+        assert_eq!(p.low_queue(), 0);
+        assert_eq!(p.factor, 1.0 - GAIN);
     }
 }

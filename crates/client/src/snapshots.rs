@@ -2,33 +2,28 @@
 //! (our player) and interpolation (everyone else).
 
 use crate::clock::on_pong;
-use crate::cues::CombatCue;
 use crate::pacing::InputPacing;
 use crate::stats::{ClientStats, PlayerSeen};
 use crate::{LocalPlayer, RemotePlayer};
 use bevy::prelude::*;
-use sightline_combat::{Rocket, SpawnCount, WeaponKind};
+use sightline_combat::{Rocket, SpawnCount};
 use sightline_interpolation::{DelayEstimator, Interpolated, ProjectileTracks, SnapshotBuffer};
 use sightline_movement::PlayerState;
 use sightline_net::{ClockSync, RenetClient};
 use sightline_prediction::{
-    OtherPlayer, OtherPlayers, Predicted, RecentKnockback, ServerState, ServerUpdate,
+    OtherPlayer, OtherPlayers, Predicted, SeenPushes, ServerState, ServerUpdate,
 };
 use sightline_protocol::{Channel, ServerDatagram, Snapshot, Wire};
 use sightline_sim::{Player, PlayerId};
 use std::collections::BTreeMap;
 
-/// A burst this close to our player (beyond the splash radius, for the distance we may
-/// have moved since) may have pushed us, metres.
-const KNOCKBACK_REACH: f32 = 1.0;
-
 /// The newest snapshot received, and whether it has been applied.
 #[derive(Resource, Debug, Default)]
 pub struct LatestSnapshot(pub Option<Snapshot>, bool);
 
-/// Keeps the newest valid snapshot (older, duplicate and malformed ones are dropped)
-/// and feeds pongs to clock sync. Every snapshot, even a stale one, tells interpolation
-/// how snapshots arrive.
+/// Keeps the newest valid snapshot (older, duplicate and malformed ones are dropped),
+/// hands each one's input timing to pacing and feeds pongs to clock sync. Every snapshot,
+/// even a stale one, tells interpolation how snapshots arrive.
 pub(crate) fn receive_datagrams(
     mut client: ResMut<RenetClient>,
     mut latest: ResMut<LatestSnapshot>,
@@ -37,6 +32,7 @@ pub(crate) fn receive_datagrams(
     mut delay: ResMut<DelayEstimator>,
     mut remotes: Query<(&PlayerId, &mut SnapshotBuffer), With<RemotePlayer>>,
     mut projectiles: ResMut<ProjectileTracks>,
+    mut pacing: ResMut<InputPacing>,
     time: Res<Time<Real>>,
 ) {
     let now = time.elapsed_secs_f64();
@@ -76,6 +72,9 @@ pub(crate) fn receive_datagrams(
             continue;
         }
         stats.snapshots += 1;
+        // Every snapshot's report counts, not only the newest of a frame's: at a few
+        // frames a second most are never applied.
+        pacing.observe(snapshot.input_queue, snapshot.repeated_inputs);
         *latest = LatestSnapshot(Some(snapshot), false);
     }
 }
@@ -86,7 +85,8 @@ pub(crate) fn receive_datagrams(
 /// living players go to prediction as obstacles ([`OtherPlayers`]) and to their
 /// interpolation buffers; newcomers are spawned and players no longer present removed.
 /// Every player entity carries the snapshot's [`SpawnCount`], so a teleport can be told
-/// from movement. Explosions heard near us mark the next server states as knockback.
+/// from movement, and the server's count of pushes our player took tells knockback from a
+/// misprediction.
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn apply_snapshot(
     mut commands: Commands,
@@ -94,8 +94,7 @@ pub(crate) fn apply_snapshot(
     mut stats: ResMut<ClientStats>,
     mut update: ResMut<ServerUpdate>,
     mut others: ResMut<OtherPlayers>,
-    mut knockback: ResMut<RecentKnockback>,
-    mut cues: MessageReader<CombatCue>,
+    mut pushes: ResMut<SeenPushes>,
     mut pacing: ResMut<InputPacing>,
     mut players: Query<(
         Entity,
@@ -110,14 +109,6 @@ pub(crate) fn apply_snapshot(
         .iter()
         .find(|(.., local, _)| *local)
         .map(|(_, id, state, ..)| (*id, state.pos));
-    let reach = WeaponKind::Rockets.def().splash_radius + KNOCKBACK_REACH;
-    for cue in cues.read() {
-        if let (CombatCue::Exploded { at }, Some((_, pos))) = (cue, ours)
-            && at.distance(pos) < reach
-        {
-            knockback.heard();
-        }
-    }
     let LatestSnapshot(Some(snapshot), applied) = &mut *latest else {
         return;
     };
@@ -127,8 +118,8 @@ pub(crate) fn apply_snapshot(
         return;
     }
     *applied = true;
-    let starved = snapshot.repeated_inputs > pacing.repeats;
-    pacing.observe(snapshot.input_queue, snapshot.repeated_inputs);
+    let starved = pacing.repeated_since_applied(snapshot.repeated_inputs);
+    let pushed = pushes.changed(snapshot.pushes);
     let server_time = snapshot.server_time_us as f64 / 1e6;
     let mut present: BTreeMap<PlayerId, Entity> = BTreeMap::new();
     for (entity, id, mut state, spawns, local, predicted) in &mut players {
@@ -158,6 +149,7 @@ pub(crate) fn apply_snapshot(
                     teleported,
                     dead: snap.health == 0,
                     starved,
+                    pushed,
                 });
             }
             (true, false) => {

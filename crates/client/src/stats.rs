@@ -72,8 +72,8 @@ impl ClientStats {
 
     /// The summary with what prediction, input pacing and clock sync saw, so a run over a
     /// real network can be judged as the netcode report judges the harness's:
-    /// `corrections` (visible ones) and of those `own`, `collision`, `knockback` and
-    /// `other` by cause; `resets` (the server stopped answering and prediction started
+    /// `corrections` (visible ones) and of those `own`, `late`, `other`, `collision`,
+    /// `knockback` and `killed` by cause (`CorrectionCause`); `resets` (the server stopped answering and prediction started
     /// over); `teleports` (respawns adopted); `repeats` (ticks the server repeated a
     /// command of ours for lack of one); `queue_min` (the fewest commands waiting when the
     /// server's ticks took one, averaged over its reports, counting the one taken) and
@@ -92,14 +92,17 @@ impl ClientStats {
         let queue = pacing.mean_queue();
         let ms = |s: Option<f64>| s.map_or(0.0, |s| s * 1000.0);
         format!(
-            "{} corrections={} own={} collision={} knockback={} other={} resets={} teleports={} \
+            "{} corrections={} own={} late={} other={} collision={} knockback={} killed={} \
+             resets={} teleports={} \
              repeats={} queue_min={queue:.2} buffer_min_ms={:.1} rtt_ms={:.1} rtt_jitter_ms={:.1}",
             self.summary(),
             prediction.corrections.len(),
             causes.own,
+            causes.late,
+            causes.other,
             causes.collision,
             causes.knockback,
-            causes.other,
+            causes.killed,
             prediction.resets,
             prediction.teleports,
             pacing.repeats,

@@ -17,7 +17,7 @@ const ARMOR_SHARE: f32 = 2.0 / 3.0;
 
 /// A player's health and armour.
 #[derive(Component, Debug, Clone, Copy, PartialEq)]
-#[require(crate::SpawnCount)]
+#[require(crate::SpawnCount, crate::Pushes)]
 pub struct Vitals {
     /// Hit points; 0 or less is dead.
     pub health: f32,

@@ -11,13 +11,14 @@ use std::collections::VecDeque;
 /// latency.
 ///
 /// The rewind a shot needs is the round trip plus the interpolation delay plus the time
-/// its command waits in the server's input buffer. `sightline-bench hits` measured 265 ms
-/// on average (280 ms max) at 150 ms of round trip with 20 ms of jitter, and 280 ms on
-/// average (308 ms max) with 5 % loss added. 350 ms covers those with a margin; a player
-/// further away than about 200 ms of round trip has shots refused rather than judged
-/// against a world older than this (Source allows a full second, at the cost of victims
-/// shot long after they reached cover).
-pub const MAX_REWIND: f32 = 0.35;
+/// its command waits in the server's input buffer (longer when the server held the
+/// player for a late command). `sightline-bench hits` measured, at 150 ms of round trip
+/// with 20 ms of jitter and 5 % loss in bursts, 241 ms on average (284 ms max) from a
+/// 144 fps client and 275 ms (357 ms max) from a 60 fps one. 400 ms covers those with a
+/// margin; a player further away than about 250 ms of round trip has shots refused rather
+/// than judged against a world older than this (Source allows a full second, at the cost
+/// of victims shot long after they reached cover).
+pub const MAX_REWIND: f32 = 0.4;
 /// Furthest a client may claim to see behind the newest snapshot it acknowledged,
 /// seconds: the largest interpolation delay honoured (`cl_interp` up to 0.25 s) plus a
 /// margin for the stream clock's slewing.
@@ -182,9 +183,9 @@ mod tests {
 
     #[test]
     fn view_times_are_clamped_to_the_window() {
-        // 128 Hz: the window is 44.8 ticks.
+        // 128 Hz: the window is 51.2 ticks.
         assert_eq!(clamp_view_time(1000, 990.5, 128), 990.5);
-        assert!((clamp_view_time(1000, 900.0, 128) - (1000.0 - 44.8)).abs() < 1e-4);
+        assert!((clamp_view_time(1000, 900.0, 128) - (1000.0 - 51.2)).abs() < 1e-4);
         assert_eq!(
             clamp_view_time(1000, 1010.0, 128),
             1000.0,

@@ -37,7 +37,7 @@ pub use plugin::{
     launch_rocket, rocket_splash, silenced,
 };
 pub use respawn::respawned;
-pub use spawns::SpawnCount;
+pub use spawns::{Pushes, SpawnCount};
 pub use spread::pellet_direction;
 pub use teams::{GameMode, Team};
 pub use weapons::{WEAPONS, WeaponDef, WeaponKind};

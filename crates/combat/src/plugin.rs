@@ -2,14 +2,14 @@
 //! living and the dead, and the hitbox history.
 
 use crate::{
-    Arsenal, HitZone, Hitbox, HitboxHistory, LagCompStats, Team, ViewWindow, Vitals, WeaponKind,
-    clamp_view_time, pellet_direction, ray_hit, splash, step_arsenal,
+    Arsenal, HitZone, Hitbox, HitboxHistory, LagCompStats, Pushes, Team, ViewWindow, Vitals,
+    WeaponKind, clamp_view_time, pellet_direction, ray_hit, splash, step_arsenal,
 };
 use bevy::prelude::*;
 use sightline_map::CollisionWorld;
 use sightline_map::CurrentMap;
 use sightline_movement::{MoveParams, PlayerState, Solid, view_vectors};
-use sightline_sim::{CurrentCmd, InputCmd, PlayerId, SimSet, Tick, TickConfig};
+use sightline_sim::{CurrentCmd, Held, InputCmd, PlayerId, SimSet, Tick, TickConfig};
 
 /// Seconds a rocket flies before it bursts on its own.
 const ROCKET_LIFETIME: f32 = 5.0;
@@ -204,15 +204,18 @@ fn fire_weapons(
     mut lagcomp: ResMut<LagCompStats>,
     mut events: MessageWriter<CombatEvent>,
     windows: Query<(&PlayerId, &ViewWindow)>,
+    held: Query<(&PlayerId, &Held)>,
     mut players: Combatants,
 ) {
     let window_of = |id: PlayerId| windows.iter().find(|(p, _)| **p == id).map(|(_, w)| *w);
+    let is_held = |id: PlayerId| held.iter().any(|(p, h)| *p == id && h.0);
     let dt = config.dt();
     let mut shots = Vec::new();
     let mut order: Vec<_> = players.iter_mut().collect();
     order.sort_by_key(|(id, ..)| **id);
     for (id, state, cmd, mut arsenal, vitals, ..) in order {
-        if !vitals.alive() {
+        // A held player's weapon waits with it for the next command.
+        if !vitals.alive() || is_held(*id) {
             continue;
         }
         let Some(shot) = step_arsenal(&mut arsenal, &cmd.0, dt) else {
@@ -433,6 +436,7 @@ fn fly_rockets(
     map: Res<CurrentMap>,
     mut events: MessageWriter<CombatEvent>,
     mut rockets: Query<(Entity, &mut Rocket)>,
+    mut pushes: Query<(&PlayerId, &mut Pushes)>,
     mut players: Combatants,
 ) {
     let dt = config.dt();
@@ -454,6 +458,9 @@ fn fly_rockets(
                 continue;
             };
             state.vel += push;
+            if let Some((_, mut count)) = pushes.iter_mut().find(|(p, _)| *p == id) {
+                count.0 = count.0.wrapping_add(1);
+            }
             hurt.push((
                 *id,
                 if *id == owner {

@@ -1,4 +1,4 @@
-//! Counting the times a player is placed rather than moved.
+//! Counting the times a player is placed rather than moved, and pushed by explosions.
 
 use bevy::prelude::*;
 
@@ -17,3 +17,9 @@ impl SpawnCount {
         self.0 = self.0.wrapping_add(1);
     }
 }
+
+/// How many explosions have pushed a player, wrapping. Its own client reads it in each
+/// snapshot: a prediction that differs from the server's when the count has changed was
+/// pushed, not mispredicted. Every player has one (it comes with `Vitals`).
+#[derive(Component, Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct Pushes(pub u8);

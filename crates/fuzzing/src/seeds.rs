@@ -57,6 +57,7 @@ fn snapshot(players: u8) -> Snapshot {
         ack_input_seq: 99,
         input_queue: 1,
         repeated_inputs: 2,
+        pushes: 3,
         server_tick_us: 312,
         players: (0..players)
             .map(|i| PlayerSnap {

@@ -203,10 +203,11 @@ pub struct NetcodeReport {
     pub correction_p99: f64,
     /// Largest correction, metres.
     pub correction_max: f64,
-    /// Corrections per minute per client by the cause prediction gave them: our own
-    /// movement mispredicted, a collision with another player, knockback, other (the
-    /// server ran short of our commands).
-    pub corrections_by_cause_per_min: [f64; 4],
+    /// Corrections per minute per client by the cause prediction gave them, in the order
+    /// of `CorrectionCauses::as_array`: our own movement mispredicted, our input late (the
+    /// server repeated a command), no prediction to compare; and other players' doing: a
+    /// collision, knockback, being killed.
+    pub corrections_by_cause_per_min: [f64; 6],
     /// Of the corrections, those that came while the server had the player dead, per
     /// minute per client (observed by the harness, whatever their cause).
     pub corrections_while_dead_per_min: f64,
@@ -217,6 +218,10 @@ pub struct NetcodeReport {
     pub resets: f64,
     /// Ticks the server repeated a client's command, per minute per client.
     pub repeats_per_min: f64,
+    /// Ticks the server held the player waiting for a late command, per minute (each
+    /// delays the player's commands by a tick until pacing drains it, and corrects
+    /// nothing).
+    pub held_per_min: f64,
     /// Key press to the server simulating the command, milliseconds: mean.
     pub input_latency_ms_mean: f64,
     /// Its 99th percentile.
@@ -469,6 +474,9 @@ struct Probe {
     start_resets: u64,
     start_repeats: u32,
     start_wire: (u64, u64),
+    /// The server's count of ticks it held this player, at the first and the latest
+    /// server tick of the span.
+    holds: Option<(u32, u32)>,
     /// Whether the span has started.
     measuring: bool,
     /// Newest command sequence seen sampled, and simulated.
@@ -601,6 +609,10 @@ impl Probe {
     /// After a server tick, this client's player there: whether the tick took a new
     /// command, and how many were left waiting.
     fn observe_server(&mut self, cmd: &CurrentCmd, buffer: &InputBuffer, now: f64) {
+        if self.measuring {
+            let first = self.holds.map_or(buffer.holds(), |(first, _)| first);
+            self.holds = Some((first, buffer.holds()));
+        }
         let seq = cmd.0.seq;
         if seq <= self.last_simulated {
             return;
@@ -628,12 +640,7 @@ impl Probe {
             .collect();
         self.resets = stats.resets - self.start_resets;
         let (now, then) = (stats.causes, self.start_causes);
-        self.causes = CorrectionCauses {
-            own: now.own - then.own,
-            collision: now.collision - then.collision,
-            knockback: now.knockback - then.knockback,
-            other: now.other - then.other,
-        };
+        self.causes = now.since(&then);
         self.teleports = stats.teleports - self.start_teleports;
         self.repeats = w.resource::<InputPacing>().repeats - self.start_repeats;
         let (up, down) = link.wire_bytes_sent();
@@ -669,17 +676,18 @@ impl NetcodeReport {
             correction_mean: mean(&corrections),
             correction_p99: percentile(&corrections, 0.99),
             correction_max: corrections.last().copied().unwrap_or(0.0),
-            corrections_by_cause_per_min: [
-                sum(|p| p.causes.own),
-                sum(|p| p.causes.collision),
-                sum(|p| p.causes.knockback),
-                sum(|p| p.causes.other),
-            ]
-            .map(|c| c as f64 / minutes / n),
+            corrections_by_cause_per_min: probes
+                .iter()
+                .map(|p| p.causes.as_array())
+                .fold([0; 6], |sum, c| std::array::from_fn(|k| sum[k] + c[k]))
+                .map(|c| c as f64 / minutes / n),
             corrections_while_dead_per_min: sum(|p| p.dead_corrections) as f64 / minutes / n,
             teleports_per_min: sum(|p| p.teleports) as f64 / minutes / n,
             resets: sum(|p| p.resets) as f64 / n,
             repeats_per_min: sum(|p| p.repeats as u64) as f64 / minutes / n,
+            held_per_min: sum(|p| p.holds.map_or(0, |(a, b)| b.wrapping_sub(a)) as u64) as f64
+                / minutes
+                / n,
             input_latency_ms_mean: mean(&latencies),
             input_latency_ms_p99: percentile(&latencies, 0.99),
             input_buffer_ms: waiting * 1000.0 / tick_hz as f64,

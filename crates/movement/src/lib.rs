@@ -18,7 +18,7 @@ pub use state::{MoveFlags, PlayerState, Solid};
 
 use bevy::prelude::*;
 use sightline_map::CurrentMap;
-use sightline_sim::{CurrentCmd, PlayerId, SimSet, TickConfig};
+use sightline_sim::{CurrentCmd, Held, PlayerId, SimSet, TickConfig};
 
 /// Runs [`step`] for every player in [`SimSet::Move`].
 #[derive(Default)]
@@ -38,21 +38,25 @@ impl Plugin for MovementPlugin {
 /// Moves each player by its current command, in player-id order, each against the map
 /// and the other solid players where they stand at that moment: those before it in the
 /// order have already made this tick's move, those after it have not. A player that is
-/// not [`Solid`] (the dead) passes through everyone and nobody is stopped by it.
+/// not [`Solid`] (the dead) passes through everyone and nobody is stopped by it. A
+/// [`Held`] player stays where it is, still solid.
 fn move_players(
     map: Res<CurrentMap>,
     params: Res<MoveParams>,
     config: Res<TickConfig>,
-    mut players: Query<(&PlayerId, &CurrentCmd, &mut PlayerState, &Solid)>,
+    mut players: Query<(&PlayerId, &CurrentCmd, &mut PlayerState, &Solid, &Held)>,
 ) {
     let dt = config.dt();
     let mut order: Vec<_> = players.iter_mut().collect();
     order.sort_by_key(|(id, ..)| **id);
     let mut bodies: Vec<Option<Body>> = order
         .iter()
-        .map(|(_, _, state, solid)| solid.0.then(|| Body::of(state, &params)))
+        .map(|(_, _, state, solid, _)| solid.0.then(|| Body::of(state, &params)))
         .collect();
-    for (i, (_, cmd, state, solid)) in order.iter_mut().enumerate() {
+    for (i, (_, cmd, state, solid, held)) in order.iter_mut().enumerate() {
+        if held.0 {
+            continue;
+        }
         let others = if solid.0 {
             let others = bodies
                 .iter()
@@ -107,6 +111,7 @@ mod plugin_tests {
                     ..Default::default()
                 }),
                 PlayerState::at(Vec3::new(x, 0.0, -8.0), yaw),
+                Held(false),
             )
         };
         let half_pi = std::f32::consts::FRAC_PI_2;
@@ -125,6 +130,23 @@ mod plugin_tests {
     fn the_server_step_blocks_players_on_each_other() {
         let (mut world, [a, b]) = two_runners();
         run(&mut world, 128);
+        let params = MoveParams::default();
+        let body = |e| Body::of(world.get::<PlayerState>(e).unwrap(), &params);
+        let gap = body(a).gap(&body(b));
+        assert!((0.0..0.02).contains(&gap), "gap {gap}");
+    }
+
+    #[test]
+    fn a_held_player_stays_put_and_still_blocks() {
+        let (mut world, [a, b]) = two_runners();
+        let start = *world.get::<PlayerState>(b).unwrap();
+        world.get_mut::<Held>(b).unwrap().0 = true;
+        run(&mut world, 128);
+        assert_eq!(
+            *world.get::<PlayerState>(b).unwrap(),
+            start,
+            "held: not stepped"
+        );
         let params = MoveParams::default();
         let body = |e| Body::of(world.get::<PlayerState>(e).unwrap(), &params);
         let gap = body(a).gap(&body(b));

@@ -113,29 +113,21 @@ pub struct ServerState {
     /// The server ran a tick without a command of ours since the last state (it repeated
     /// one): what it simulated is not what we sent.
     pub starved: bool,
+    /// An explosion pushed us since the last state.
+    pub pushed: bool,
 }
 
-/// Explosions heard of near our player, as a number of server states still to blame on
-/// them: a burst's push reaches us in the snapshot of its tick, and its reliable message
-/// may arrive a little before or after that snapshot, so the next few states that differ
-/// from our prediction count as knockback.
+/// The server's count of explosions that pushed our player, as of the last snapshot.
 #[derive(Resource, Debug, Default, Clone, Copy, PartialEq, Eq)]
-pub struct RecentKnockback(u8);
+pub struct SeenPushes(Option<u8>);
 
-impl RecentKnockback {
-    /// Server states after a burst that count as knockback.
-    pub const STATES: u8 = 3;
-
-    /// A rocket burst near us.
-    pub fn heard(&mut self) {
-        self.0 = Self::STATES;
-    }
-
-    /// Whether the server state being reconciled may carry a push; counts it off.
-    pub fn take(&mut self) -> bool {
-        let recent = self.0 > 0;
-        self.0 = self.0.saturating_sub(1);
-        recent
+impl SeenPushes {
+    /// Takes a snapshot's count; whether it changed since the previous snapshot (the
+    /// first one only sets it).
+    pub fn changed(&mut self, count: u8) -> bool {
+        let changed = self.0.is_some_and(|seen| seen != count);
+        self.0 = Some(count);
+        changed
     }
 }
 
@@ -148,27 +140,34 @@ pub struct ServerUpdate(pub Option<ServerState>);
 pub enum CorrectionCause {
     /// Nothing else explains it: our own movement was mispredicted.
     Own,
+    /// The server ran short of our commands and repeated one: our input arrived late.
+    Late,
+    /// There was no prediction to compare with.
+    Other,
     /// Another player's capsule touched ours: they did not move as we expected.
     Collision,
     /// An explosion pushed us (someone else's rocket, or our own mispredicted).
     Knockback,
-    /// The server did not simulate what we sent: we died (and the server stopped us
-    /// before we knew), it ran short of our commands, or there was no prediction to
-    /// compare.
-    Other,
+    /// We were killed: the server stopped us before we knew.
+    Killed,
 }
 
-/// Visible corrections counted by cause.
+/// Visible corrections counted by cause: the first three are the netcode's own doing,
+/// the last three other players' actions.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
 pub struct CorrectionCauses {
     /// [`CorrectionCause::Own`].
     pub own: u64,
+    /// [`CorrectionCause::Late`].
+    pub late: u64,
+    /// [`CorrectionCause::Other`].
+    pub other: u64,
     /// [`CorrectionCause::Collision`].
     pub collision: u64,
     /// [`CorrectionCause::Knockback`].
     pub knockback: u64,
-    /// [`CorrectionCause::Other`].
-    pub other: u64,
+    /// [`CorrectionCause::Killed`].
+    pub killed: u64,
 }
 
 impl CorrectionCauses {
@@ -176,15 +175,41 @@ impl CorrectionCauses {
     pub fn count(&mut self, cause: CorrectionCause) {
         *match cause {
             CorrectionCause::Own => &mut self.own,
+            CorrectionCause::Late => &mut self.late,
+            CorrectionCause::Other => &mut self.other,
             CorrectionCause::Collision => &mut self.collision,
             CorrectionCause::Knockback => &mut self.knockback,
-            CorrectionCause::Other => &mut self.other,
+            CorrectionCause::Killed => &mut self.killed,
         } += 1;
     }
 
     /// All corrections counted.
     pub fn total(&self) -> u64 {
-        self.own + self.collision + self.knockback + self.other
+        self.own + self.late + self.other + self.collision + self.knockback + self.killed
+    }
+
+    /// Those counted since `earlier`.
+    pub fn since(&self, earlier: &Self) -> Self {
+        Self {
+            own: self.own.saturating_sub(earlier.own),
+            late: self.late.saturating_sub(earlier.late),
+            other: self.other.saturating_sub(earlier.other),
+            collision: self.collision.saturating_sub(earlier.collision),
+            knockback: self.knockback.saturating_sub(earlier.knockback),
+            killed: self.killed.saturating_sub(earlier.killed),
+        }
+    }
+
+    /// Per cause, in declaration order: own, late, other, collision, knockback, killed.
+    pub fn as_array(&self) -> [u64; 6] {
+        [
+            self.own,
+            self.late,
+            self.other,
+            self.collision,
+            self.knockback,
+            self.killed,
+        ]
     }
 }
 
@@ -279,14 +304,14 @@ impl Plugin for PredictionPlugin {
             .init_resource::<PredictionStats>()
             .init_resource::<ServerUpdate>()
             .init_resource::<OtherPlayers>()
-            .init_resource::<RecentKnockback>()
+            .init_resource::<SeenPushes>()
             .init_resource::<RoundTrip>()
             .init_resource::<MoveParams>()
             .reset_on_session_end::<PredictionHistory>()
             .reset_on_session_end::<PredictionStats>()
             .reset_on_session_end::<ServerUpdate>()
             .reset_on_session_end::<OtherPlayers>()
-            .reset_on_session_end::<RecentKnockback>()
+            .reset_on_session_end::<SeenPushes>()
             .reset_on_session_end::<RoundTrip>()
             .add_systems(
                 FixedUpdate,
@@ -368,7 +393,6 @@ fn apply_server_update(
     settings: Res<PredictionSettings>,
     round_trip: Res<RoundTrip>,
     others: Res<OtherPlayers>,
-    mut knockback: ResMut<RecentKnockback>,
     mut history: ResMut<PredictionHistory>,
     mut stats: ResMut<PredictionStats>,
     mut player: Query<(Own, &mut VisualOffset), With<Predicted>>,
@@ -376,7 +400,6 @@ fn apply_server_update(
     let Some(server) = update.0.take() else {
         return;
     };
-    let knocked = knockback.take();
     let Ok(((id, mut state, _, mut own_rockets, _), mut offset)) = player.single_mut() else {
         return;
     };
@@ -447,11 +470,7 @@ fn apply_server_update(
             let jump = state.pos - new.pos;
             let size = jump.length();
             if size > settings.visible {
-                let cause = if knocked {
-                    CorrectionCause::Knockback
-                } else {
-                    classify(&server, predicted, touched)
-                };
+                let cause = classify(&server, predicted, touched);
                 stats.corrections.push(size);
                 stats.last_correction = size;
                 stats.causes.count(cause);
@@ -473,18 +492,21 @@ fn apply_server_update(
 }
 
 /// Why the server's state differs from what we predicted for the same command, from what
-/// the client knows, when no explosion near us explains it ([`RecentKnockback`]): dying
-/// (the server stopped us moving before we knew) is something else; another player
-/// touching us (`touched`: in the server's state, or in our prediction of any tick up to
-/// that command) is a collision; the server having run short of our commands, or no
-/// prediction to compare (`predicted` false), is something else again; anything left is
-/// our own movement mispredicted.
+/// the client knows: an explosion pushing us (the server's count of pushes changed);
+/// dying (the server stopped us moving before we knew); another player touching us
+/// (`touched`: in the server's state, or in our prediction of any tick up to that
+/// command); the server having run short of our commands; no prediction to compare
+/// (`predicted` false); anything left is our own movement mispredicted.
 fn classify(server: &ServerState, predicted: bool, touched: bool) -> CorrectionCause {
-    if server.dead {
-        CorrectionCause::Other
+    if server.pushed {
+        CorrectionCause::Knockback
+    } else if server.dead {
+        CorrectionCause::Killed
     } else if touched {
         CorrectionCause::Collision
-    } else if server.starved || !predicted {
+    } else if server.starved {
+        CorrectionCause::Late
+    } else if !predicted {
         CorrectionCause::Other
     } else {
         CorrectionCause::Own

@@ -453,10 +453,14 @@ pub struct Snapshot {
     /// one, over the ticks since the previous snapshot (counting the one taken; 0 means
     /// a tick found none and repeated the last).
     pub input_queue: u8,
-    /// Ticks, since the recipient joined, in which the server had to repeat its previous
-    /// command because the next had not arrived. A running total, so a lost snapshot
-    /// loses no count.
+    /// Commands of the recipient's, since it joined, the server could not run as sent:
+    /// ticks in which it repeated the previous command because the next had not arrived,
+    /// and commands it gave up waiting for. A running total, so a lost snapshot loses no
+    /// count.
     pub repeated_inputs: u32,
+    /// Explosions that have pushed the recipient's player, a wrapping count: a change
+    /// tells its prediction that a difference is knockback, not a misprediction.
+    pub pushes: u8,
     /// How long the server's previous tick took, microseconds (for the netgraph).
     pub server_tick_us: u32,
     /// Every player's state, in id order.

@@ -251,7 +251,7 @@ fn snapshot() -> impl Strategy<Value = Snapshot> {
     ];
     (
         (1u32.., u32_any(), u64_any(), u32_any()),
-        (any::<u8>(), u32_any(), u32_any()),
+        (any::<u8>(), u32_any(), any::<u8>(), u32_any()),
         players,
         projectiles,
         any::<u64>(),
@@ -259,7 +259,7 @@ fn snapshot() -> impl Strategy<Value = Snapshot> {
         .prop_map(
             |(
                 (seq, server_tick, server_time_us, ack_input_seq),
-                (input_queue, repeated_inputs, server_tick_us),
+                (input_queue, repeated_inputs, pushes, server_tick_us),
                 players,
                 projectiles,
                 items,
@@ -271,6 +271,7 @@ fn snapshot() -> impl Strategy<Value = Snapshot> {
                 ack_input_seq,
                 input_queue,
                 repeated_inputs,
+                pushes,
                 server_tick_us,
                 players,
                 projectiles,

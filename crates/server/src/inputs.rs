@@ -4,21 +4,32 @@
 use crate::stats::ServerStats;
 use bevy::prelude::*;
 use sightline_combat::ViewWindow;
-use sightline_sim::{BotControlled, CurrentCmd, InputCmd, PlayerId, Tick, TickConfig};
+use sightline_sim::{BotControlled, CurrentCmd, Held, InputCmd, PlayerId, Tick, TickConfig};
 use std::collections::VecDeque;
 
 /// Most buffered input, in seconds of play; newer commands beyond it are refused, never
 /// the older ones waiting (dropping those would leave a hole the server then fills with a
-/// repeat, and the client's prediction would be wrong).
-pub const MAX_BUFFERED_SECONDS: f32 = 0.5;
-/// For how long a missing command is covered by repeating the last one unchanged; after
-/// that the repeat releases jump, fire and the other one-shot buttons.
+/// repeat, and the client's prediction would be wrong). A client at a few frames a second
+/// sends a packet every few hundred milliseconds, and its buffer must bridge the gap.
+pub const MAX_BUFFERED_SECONDS: f32 = 1.0;
+/// For how long a missing command is covered by repeating the last one unchanged, when
+/// the player cannot be held; after that the repeat releases jump, fire and the other
+/// one-shot buttons.
 pub const REPEAT_GRACE_SECONDS: f32 = 0.05;
+/// For how long a missing command is waited for, the player [`Held`], within the
+/// allowance: a run of three lost packets at 30 frames a second.
+pub const HOLD_GRACE_SECONDS: f32 = 0.1;
+/// One tick in this many, on average, a player may spend held. Each hold leaves the
+/// client's commands one tick later than before, which its pacing drains by ticking up to
+/// 3 % slower; a client holding more often than that is not pacing honestly, and after
+/// the allowance its gaps are repeated over as before. A cheat withholding input so gains
+/// at most a 3 % slow motion, in pauses no longer than [`HOLD_GRACE_SECONDS`].
+pub const HOLD_SHARE: u32 = 32;
 /// Furthest a command's sequence number may run ahead of the last one simulated, in
-/// seconds of ticks. An honest client is at most its input buffer (well under a second)
-/// ahead; a jump further is refused, so a forged sequence cannot skip the buffer ahead or
+/// seconds of ticks. An honest client is at most the buffer's limit
+/// ([`MAX_BUFFERED_SECONDS`]) ahead; a jump further is refused, so a forged sequence cannot skip the buffer ahead or
 /// run the counter into its limit.
-pub const MAX_SEQ_AHEAD_SECONDS: f32 = 1.0;
+pub const MAX_SEQ_AHEAD_SECONDS: f32 = 1.5;
 
 /// What became of a received command.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -50,7 +61,8 @@ pub struct InputTiming {
     /// had to repeat). The minimum, not the latest, because starvation happens at the
     /// minimum.
     pub min_queue: u8,
-    /// Ticks, in all, in which a command had to be repeated.
+    /// Commands, in all, the server could not run as sent: ticks in which it repeated
+    /// the last one instead, and commands it gave up waiting for and skipped.
     pub repeats: u32,
 }
 
@@ -65,19 +77,27 @@ impl Default for InputTiming {
 
 /// A connected player's commands waiting to be simulated, in sequence order.
 ///
-/// One command is taken per tick, so flooding cannot speed a player up; a missing command
-/// is covered by repeating the last one, so withholding input cannot slow a fall; the
-/// buffer is capped, so it cannot grow without bound.
+/// One command is taken per tick, so flooding cannot speed a player up. A missing command
+/// is waited for a few ticks, within an allowance ([`HOLD_SHARE`]), and otherwise covered
+/// by repeating the last one, so withholding input cannot slow a fall by more than the
+/// allowance. The buffer is capped, so it cannot grow without bound.
 #[derive(Component, Debug)]
 pub struct InputBuffer {
     pending: VecDeque<Waiting>,
     cap: usize,
     grace_ticks: u32,
+    hold_ticks: u32,
     max_ahead: u32,
     last_simulated: u32,
     last_cmd: InputCmd,
     last_ack_tick: Option<u32>,
     missing_streak: u32,
+    held_streak: u32,
+    /// Holding allowance left, in 1/[`HOLD_SHARE`] ticks: each command taken earns one,
+    /// each hold spends [`HOLD_SHARE`], up to [`HOLD_GRACE_SECONDS`]' worth.
+    hold_credit: u32,
+    hold_credit_cap: u32,
+    holds: u32,
     /// Newest snapshot the client acknowledged.
     pub ack_snapshot: u32,
     timing: InputTiming,
@@ -87,15 +107,21 @@ impl InputBuffer {
     /// An empty buffer sized for the tick rate.
     pub fn new(tick: TickConfig) -> Self {
         let hz = tick.tick_hz as f32;
+        let hold_ticks = (HOLD_GRACE_SECONDS * hz).ceil() as u32;
         Self {
             pending: VecDeque::new(),
             cap: ((MAX_BUFFERED_SECONDS * hz).ceil() as usize).max(4),
             grace_ticks: (REPEAT_GRACE_SECONDS * hz).ceil() as u32,
+            hold_ticks,
             max_ahead: (MAX_SEQ_AHEAD_SECONDS * hz).ceil() as u32,
             last_simulated: 0,
             last_cmd: InputCmd::default(),
             last_ack_tick: None,
             missing_streak: 0,
+            held_streak: 0,
+            hold_credit: hold_ticks * HOLD_SHARE,
+            hold_credit_cap: hold_ticks * HOLD_SHARE,
+            holds: 0,
             ack_snapshot: 0,
             timing: InputTiming::default(),
         }
@@ -127,23 +153,47 @@ impl InputBuffer {
         Push::Queued
     }
 
-    /// The command for this tick: the oldest waiting one, or a repeat of the last.
+    /// The command for this tick: the next in sequence; `None` to hold the player this
+    /// tick and wait for it; or a repeat of the last.
     ///
-    /// For a short gap (up to the repeat grace) the repeat stands in for the next
-    /// command: that command's sequence counts as simulated, and when it arrives late it
-    /// is dropped. The client's commands and the server's ticks so stay paired, and when
-    /// the late command equals the repeat (input rarely changes within a tick) the
-    /// client's prediction still matches exactly. After a longer gap the client is
-    /// treated as stalled and its commands are taken as they come.
-    pub fn take_next(&mut self) -> InputCmd {
+    /// A short gap (up to the repeat grace) is waited out while the holding allowance
+    /// lasts: the missing command runs when it comes, after the one before it, just as the
+    /// client predicted. Without allowance the repeat stands in for the next command: that
+    /// command's sequence counts as simulated, and when it arrives late it is dropped, so
+    /// the client's commands and the server's ticks stay paired (when the late command
+    /// equals the repeat the client's prediction still matches exactly). After a longer gap
+    /// the client is treated as stalled and its commands are taken as they come. A command
+    /// missing before others that came is waited for the same way, and then skipped.
+    pub fn take_next(&mut self) -> Option<InputCmd> {
         let waiting = self.pending.len().min(u8::MAX as usize) as u8;
-        self.timing.min_queue = self.timing.min_queue.min(waiting);
-        if let Some(w) = self.pending.pop_front() {
-            self.last_simulated = w.cmd.seq;
-            self.last_cmd = w.cmd;
-            self.last_ack_tick = w.ack_tick;
-            self.missing_streak = 0;
-            return w.cmd;
+        // Commands come in sequence; one missing before those waiting is a gap to wait
+        // for like an empty buffer (a later packet may still bring it).
+        let expected = self.last_simulated.saturating_add(1);
+        let gap =
+            self.last_simulated > 0 && self.pending.front().is_some_and(|w| w.cmd.seq > expected);
+        if !gap && let Some(w) = self.pending.pop_front() {
+            self.timing.min_queue = self.timing.min_queue.min(waiting);
+            return Some(self.took(w));
+        }
+        self.timing.min_queue = 0;
+        // Holding needs a command to wait after (before the first, the player falls), and
+        // once a gap is being repeated over, the repeats go on standing in.
+        let may_hold = self.last_simulated > 0
+            && self.hold_credit >= HOLD_SHARE
+            && self.held_streak < self.hold_ticks
+            && self.missing_streak == 0;
+        if may_hold {
+            self.hold_credit -= HOLD_SHARE;
+            self.held_streak += 1;
+            self.holds = self.holds.saturating_add(1);
+            return None;
+        }
+        if gap && let Some(w) = self.pending.pop_front() {
+            // Waited long enough: the missing commands are lost (older than any packet
+            // still repeats). They count with the repeats, as commands not run as sent.
+            let skipped = w.cmd.seq.saturating_sub(expected);
+            self.timing.repeats = self.timing.repeats.wrapping_add(skipped);
+            return Some(self.took(w));
         }
         self.missing_streak = self.missing_streak.saturating_add(1);
         // A running total on the wire; the client takes differences with wrapping_sub.
@@ -154,10 +204,26 @@ impl InputBuffer {
             if self.last_simulated > 0 {
                 self.last_simulated = self.last_simulated.saturating_add(1);
             }
-            self.last_cmd
+            Some(self.last_cmd)
         } else {
-            self.last_cmd.repeated()
+            Some(self.last_cmd.repeated())
         }
+    }
+
+    /// Makes a waiting command the one simulated.
+    fn took(&mut self, w: Waiting) -> InputCmd {
+        self.last_simulated = w.cmd.seq;
+        self.last_cmd = w.cmd;
+        self.last_ack_tick = w.ack_tick;
+        self.missing_streak = 0;
+        self.held_streak = 0;
+        self.hold_credit = (self.hold_credit + 1).min(self.hold_credit_cap);
+        w.cmd
+    }
+
+    /// Ticks this player was held waiting for a command, in all.
+    pub fn holds(&self) -> u32 {
+        self.holds
     }
 
     /// The tick of the snapshot acknowledged by the packet that brought the command last
@@ -191,13 +257,14 @@ impl InputBuffer {
 
 /// Takes this tick's command for every connected player, through the sanitizer, in
 /// player-id order (as every per-player step of a tick is, so runs are reproducible), and
-/// bounds the view time its shots may claim.
+/// bounds the view time its shots may claim; or holds the player for the tick.
 pub(crate) fn consume_inputs(
     mut players: Query<
         (
             &PlayerId,
             &mut InputBuffer,
             &mut CurrentCmd,
+            &mut Held,
             &mut ViewWindow,
         ),
         Without<BotControlled>,
@@ -208,9 +275,13 @@ pub(crate) fn consume_inputs(
 ) {
     let mut order: Vec<_> = players.iter_mut().collect();
     order.sort_by_key(|(id, ..)| **id);
-    for (_, mut buffer, mut current, mut window) in order {
+    for (_, mut buffer, mut current, mut held, mut window) in order {
         let previous_view = (buffer.last_simulated() > 0).then(|| current.0.view_time());
-        let cmd = buffer.take_next();
+        let Some(cmd) = buffer.take_next() else {
+            held.set_if_neq(Held(true));
+            continue;
+        };
+        held.set_if_neq(Held(false));
         match cmd.sanitized() {
             Ok(cmd) => current.0 = cmd,
             Err(_) => {
@@ -252,15 +323,71 @@ mod tests {
             b.push(cmd(seq), None);
         }
         assert_eq!(b.len(), 3);
-        assert_eq!(b.take_next().seq, 1);
-        assert_eq!(b.take_next().seq, 2);
+        assert_eq!(b.take_next().unwrap().seq, 1);
+        assert_eq!(b.take_next().unwrap().seq, 2);
         assert_eq!(
             b.push(cmd(2), None),
             Push::Duplicate,
             "an already simulated command"
         );
-        assert_eq!(b.take_next().seq, 3);
+        assert_eq!(b.take_next().unwrap().seq, 3);
         assert_eq!(b.last_simulated(), 3);
+    }
+
+    #[test]
+    fn a_missing_command_is_waited_for_within_the_allowance() {
+        let mut b = buffer();
+        b.push(cmd(1), None);
+        b.take_next();
+        let hold = (HOLD_GRACE_SECONDS * 128.0).ceil() as u32;
+        for _ in 0..hold {
+            assert_eq!(b.take_next(), None, "held, waiting for command 2");
+        }
+        assert_eq!(b.holds(), hold);
+        // The late command runs after its predecessor, as the client predicted.
+        assert_eq!(b.push(cmd(2), None), Push::Queued);
+        assert_eq!(b.take_next().unwrap().seq, 2);
+        let t = b.take_timing();
+        assert_eq!(
+            (t.min_queue, t.repeats),
+            (0, 0),
+            "holds starve but repeat nothing"
+        );
+        // The allowance is spent: it comes back at one tick in HOLD_SHARE.
+        assert!(b.take_next().is_some(), "a repeat, not another hold");
+        assert_eq!(b.take_timing().repeats, 1);
+        assert_eq!(b.last_simulated(), 3, "the repeat stood in for command 3");
+        for seq in 4..4 + HOLD_SHARE {
+            b.push(cmd(seq), None);
+            assert_eq!(b.take_next().unwrap().seq, seq);
+        }
+        assert_eq!(b.take_next(), None, "one hold earned back");
+        assert!(b.take_next().is_some(), "and only one");
+    }
+
+    #[test]
+    fn a_command_missing_before_later_ones_is_waited_for_then_skipped() {
+        let mut b = buffer();
+        b.push(cmd(1), None);
+        b.take_next();
+        b.push(cmd(3), None);
+        assert_eq!(b.take_next(), None, "waiting for command 2");
+        b.push(cmd(2), None);
+        assert_eq!(b.take_next().unwrap().seq, 2, "which came");
+        assert_eq!(b.take_next().unwrap().seq, 3);
+        b.push(cmd(6), None);
+        let hold = (HOLD_GRACE_SECONDS * 128.0).ceil() as usize;
+        let mut held = 0;
+        let next = loop {
+            match b.take_next() {
+                None => held += 1,
+                Some(c) => break c,
+            }
+            assert!(held <= hold, "held longer than the grace");
+        };
+        assert!(held > 0);
+        assert_eq!(next.seq, 6, "4 and 5 given up");
+        assert_eq!(b.take_timing().repeats, 2, "and counted");
     }
 
     #[test]
@@ -268,13 +395,14 @@ mod tests {
         let mut b = buffer();
         b.push(cmd(1), None);
         b.take_next();
+        b.hold_credit = 0;
         let grace = (REPEAT_GRACE_SECONDS * 128.0).ceil() as usize;
         for _ in 0..grace {
-            let r = b.take_next();
+            let r = b.take_next().unwrap();
             assert_eq!(r.buttons, cmd(1).buttons);
             assert_eq!(r.forward, 1.0);
         }
-        let r = b.take_next();
+        let r = b.take_next().unwrap();
         assert_eq!(r.buttons, Buttons::default());
         assert_eq!(
             r.forward, 1.0,
@@ -293,18 +421,18 @@ mod tests {
     fn flooding_fills_the_buffer_but_still_yields_one_command_per_tick() {
         let mut b = buffer();
         let results: Vec<Push> = (1..=1000).map(|seq| b.push(cmd(seq), None)).collect();
-        assert_eq!(b.len(), 64, "0.5 s at 128 Hz");
-        assert!(results[64..128].iter().all(|r| *r == Push::Full));
+        assert_eq!(b.len(), 128, "1 s at 128 Hz");
+        assert!(results[128..192].iter().all(|r| *r == Push::Full));
         // The commands waiting are never dropped for newer ones: they leave in order.
-        assert_eq!(b.take_next().seq, 1);
-        assert_eq!(b.take_next().seq, 2);
-        assert_eq!(b.push(cmd(65), None), Push::Queued, "room again");
-        assert_eq!(b.push(cmd(67), None), Push::Queued);
-        assert_eq!(b.push(cmd(68), None), Push::Full);
+        assert_eq!(b.take_next().unwrap().seq, 1);
+        assert_eq!(b.take_next().unwrap().seq, 2);
+        assert_eq!(b.push(cmd(129), None), Push::Queued, "room again");
+        assert_eq!(b.push(cmd(131), None), Push::Queued);
+        assert_eq!(b.push(cmd(132), None), Push::Full);
         // A late command that fills a hole takes the newest one's place.
-        assert_eq!(b.push(cmd(66), None), Push::Queued);
-        let order: Vec<u32> = (0..64).map(|_| b.take_next().seq).collect();
-        assert_eq!(order, (3..=66).collect::<Vec<_>>());
+        assert_eq!(b.push(cmd(130), None), Push::Queued);
+        let order: Vec<u32> = (0..128).map(|_| b.take_next().unwrap().seq).collect();
+        assert_eq!(order, (3..=130).collect::<Vec<_>>());
     }
 
     #[test]
@@ -317,6 +445,7 @@ mod tests {
         b.take_next();
         assert_eq!(b.take_timing().min_queue, 2);
         b.take_next();
+        b.hold_credit = 0;
         b.take_next();
         let t = b.take_timing();
         assert_eq!((t.min_queue, t.repeats), (0, 1));
@@ -329,16 +458,17 @@ mod tests {
         assert_eq!(b.push(cmd(1), None), Push::Queued);
         b.take_next();
         assert_eq!(
-            b.push(cmd(1 + 129), None),
+            b.push(cmd(1 + 193), None),
             Push::TooFarAhead,
-            "one second at 128 Hz"
+            "1.5 s at 128 Hz"
         );
-        assert_eq!(b.push(cmd(1 + 128), None), Push::Queued);
+        assert_eq!(b.push(cmd(1 + 192), None), Push::Queued);
         // A client that reached the end of the sequence honestly: repeats saturate.
         let mut end = buffer();
         end.last_simulated = u32::MAX - 1;
+        end.hold_credit = 0;
         assert_eq!(end.push(cmd(u32::MAX), Some(7)), Push::Queued);
-        assert_eq!(end.take_next().seq, u32::MAX);
+        assert_eq!(end.take_next().unwrap().seq, u32::MAX);
         assert_eq!(end.last_ack_tick(), Some(7));
         for _ in 0..100 {
             end.take_next();

@@ -37,7 +37,9 @@ mod status;
 
 pub use conduct::{Conduct, KICK_STRIKES, Offence};
 pub use connection::{ClientIndex, Connection, ConnectionStage, PlayerSlots};
-pub use inputs::{InputBuffer, InputTiming, MAX_SEQ_AHEAD_SECONDS, Push};
+pub use inputs::{
+    HOLD_GRACE_SECONDS, HOLD_SHARE, InputBuffer, InputTiming, MAX_SEQ_AHEAD_SECONDS, Push,
+};
 pub use resume::{Departed, DepartedPlayers, RESUME_SECONDS, Resumable};
 pub use rules::{INTERMISSION, MatchRules, MatchState};
 pub use sightline_combat::GameMode;

@@ -4,7 +4,7 @@ use crate::connection::{Connection, ConnectionStage};
 use crate::inputs::InputBuffer;
 use crate::stats::TickTimes;
 use bevy::prelude::*;
-use sightline_combat::{Arsenal, ItemSpot, Rocket, SpawnCount, Vitals, items_present};
+use sightline_combat::{Arsenal, ItemSpot, Pushes, Rocket, SpawnCount, Vitals, items_present};
 use sightline_movement::PlayerState;
 use sightline_net::RenetServer;
 use sightline_protocol::{
@@ -66,7 +66,12 @@ pub(crate) fn send_snapshots(
     )>,
     rockets: Query<&Rocket>,
     items: Query<&ItemSpot>,
-    mut clients: Query<(&Connection, &mut InputBuffer, &mut SnapshotCounter)>,
+    mut clients: Query<(
+        &Connection,
+        &mut InputBuffer,
+        &mut SnapshotCounter,
+        Option<&Pushes>,
+    )>,
     times: Res<TickTimes>,
 ) {
     if !config.is_snapshot_tick(*tick) {
@@ -80,6 +85,7 @@ pub(crate) fn send_snapshots(
         ack_input_seq: 0,
         input_queue: 0,
         repeated_inputs: 0,
+        pushes: 0,
         server_tick_us: times.last_us(),
         players: players
             .iter()
@@ -106,7 +112,7 @@ pub(crate) fn send_snapshots(
     };
     snapshot.players.sort_by_key(|p| p.id);
     // One snapshot, its per-client header rewritten for each recipient.
-    for (conn, mut buffer, mut counter) in &mut clients {
+    for (conn, mut buffer, mut counter, pushes) in &mut clients {
         if conn.stage != ConnectionStage::Playing {
             continue;
         }
@@ -120,6 +126,7 @@ pub(crate) fn send_snapshots(
             timing.min_queue
         };
         snapshot.repeated_inputs = timing.repeats;
+        snapshot.pushes = pushes.map_or(0, |p| p.0);
         match ServerDatagram::encode_snapshot(&snapshot) {
             Ok(bytes) => server.send_message(conn.client_id, Channel::Unreliable, bytes),
             Err(e) => warn!("a snapshot was not sent: {e}"),

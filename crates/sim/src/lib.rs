@@ -12,7 +12,7 @@ mod session;
 mod tick;
 
 pub use input::{Buttons, InputCmd, MAX_PITCH_DEG, SanitizeError, WEAPON_SLOTS, wrap_angle};
-pub use player::{BotControlled, CurrentCmd, Player, PlayerId, PlayerName};
+pub use player::{BotControlled, CurrentCmd, Held, Player, PlayerId, PlayerName};
 pub use session::{EndSession, SessionAppExt, despawn_all, end_session};
 pub use tick::{MAX_TICK_HZ, MIN_TICK_HZ, Tick, TickConfig, TickConfigError};
 
