@@ -38,7 +38,8 @@ mod status;
 pub use conduct::{Conduct, KICK_STRIKES, Offence};
 pub use connection::{ClientIndex, Connection, ConnectionStage, PlayerSlots};
 pub use inputs::{
-    HOLD_GRACE_SECONDS, HOLD_SHARE, InputBuffer, InputTiming, MAX_SEQ_AHEAD_SECONDS, Push,
+    HOLD_GRACE_SECONDS, HOLD_SHARE, InputBuffer, InputTiming, MAX_BUFFERED_SECONDS,
+    MAX_SEQ_AHEAD_SECONDS, Push,
 };
 pub use resume::{Departed, DepartedPlayers, RESUME_SECONDS, Resumable};
 pub use rules::{INTERMISSION, MatchRules, MatchState};
