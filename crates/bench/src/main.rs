@@ -8,6 +8,7 @@
 
 use clap::{Parser, Subcommand};
 use sightline_bots::{decide, sense};
+use sightline_harness::load::{LoadConfig, LoadReport, load};
 use sightline_harness::measure::hits::{HitReport, HitSetup, measure_hits_with};
 use sightline_harness::measure::{
     ConditionerSettings, Conditions, Link, NetcodeReport, REALISTIC_FPS, RouteChange, Scenario,
@@ -109,6 +110,23 @@ enum What {
         clients: usize,
     },
     /// Cost of one movement step.
+    /// A real server over real UDP on loopback with that many bot-driven clients in this
+    /// process, in real time: server tick time with snapshots, bandwidth per client each
+    /// way with headers, snapshot sizes.
+    Load {
+        /// Players (clients) per row.
+        #[arg(long, value_delimiter = ',', default_values_t = [16usize, 32, 64])]
+        players: Vec<usize>,
+        /// Seconds measured per row, after everyone has joined and 3 s of play.
+        #[arg(long, default_value_t = 20.0)]
+        seconds: f64,
+        /// Map.
+        #[arg(long, default_value = "depot")]
+        map: String,
+        /// Frames a second each client draws (it sends an input packet a frame).
+        #[arg(long, default_value_t = 60.0)]
+        fps: f64,
+    },
     Movement {
         /// Steps to time.
         #[arg(long, default_value_t = 200_000)]
@@ -134,6 +152,12 @@ fn main() {
             }
         }
         What::Movement { steps } => measure_movement(steps),
+        What::Load {
+            players,
+            seconds,
+            map,
+            fps,
+        } => load_report(&players, seconds, &map, fps),
         What::Soak {
             seconds,
             warmup,
@@ -210,6 +234,29 @@ fn measure_tick(bots: u8, tick: TickConfig, map: &str, seconds: f64) -> (f32, f3
         .resource::<TickTimes>()
         .summary_ms()
         .expect("ticks ran")
+}
+
+fn load_report(players: &[usize], seconds: f64, map: &str, fps: f64) {
+    println!(
+        "load over real UDP on loopback: a 128 Hz server (64 Hz snapshots) on {map} and one \
+         bot-driven client per player at up to {fps} fps in this process (no server bots), \
+         joining one every 100 ms; {seconds} s measured per row after everyone joined and \
+         3 s of play\n"
+    );
+    println!("{}", LoadReport::HEADER);
+    for &n in players {
+        let report = load(&LoadConfig {
+            players: n,
+            seconds,
+            fps,
+            map: map.into(),
+            ..Default::default()
+        });
+        if report.server_panicked || report.joined < n {
+            eprintln!("{n} players: only {} joined", report.joined);
+        }
+        println!("{report}");
+    }
 }
 
 fn measure_movement(steps: u32) {

@@ -12,6 +12,8 @@
 //!   moving target.
 //! - [`soak`]: the chaos soak, a real server over real UDP with clients joining and
 //!   leaving through a bad link, in real time.
+//! - [`load`]: the load test, a real server over real UDP with as many bot-driven clients
+//!   as players, measuring tick time, bandwidth and snapshot sizes.
 
 // Modules, bottom up: each uses only those above it (`scripts/module-cycles` checks that
 // none import each other in a circle).
@@ -22,5 +24,7 @@ pub mod player;
 pub mod measure;
 
 pub mod soak;
+
+pub mod load;
 
 pub use stepper::{FrameClock, Frames, Stepper, Updated, load_map, manual_app};

@@ -28,7 +28,7 @@ pub use renetcode::ConnectToken;
 pub use shutdown::{RunFor, ShutdownPlugin, ShutdownSignal};
 pub use udp::{
     ClientSecurity, ConditionedSocket, UdpClientTransport, UdpServerTransport, UdpSetupError,
-    udp_client, udp_client_with_token, udp_server,
+    WireCount, udp_client, udp_client_with_token, udp_server,
 };
 
 use bevy::prelude::*;

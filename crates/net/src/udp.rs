@@ -55,6 +55,29 @@ fn unix_now() -> Duration {
 
 type Datagram = (SocketAddr, Vec<u8>);
 
+/// Bytes of IPv4 and UDP headers around each datagram.
+const UDP_IPV4_HEADER_BYTES: u64 = 28;
+
+/// What crossed a socket one way: datagrams, and bytes as the link carries them (each
+/// datagram with its 28 bytes of UDP/IPv4 headers).
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct WireCount {
+    /// Datagrams.
+    pub datagrams: u64,
+    /// Bytes, headers included.
+    pub bytes: u64,
+    /// The largest datagram's payload, bytes.
+    pub largest: usize,
+}
+
+impl WireCount {
+    fn count(&mut self, payload: usize) {
+        self.datagrams += 1;
+        self.bytes += payload as u64 + UDP_IPV4_HEADER_BYTES;
+        self.largest = self.largest.max(payload);
+    }
+}
+
 /// A non-blocking UDP socket whose traffic passes through a conditioner each way.
 pub struct ConditionedSocket {
     socket: UdpSocket,
@@ -64,6 +87,10 @@ pub struct ConditionedSocket {
     buffer: Box<[u8; NETCODE_MAX_PACKET_BYTES]>,
     /// Datagrams that failed to send.
     pub send_errors: u64,
+    /// Datagrams sent.
+    pub sent: WireCount,
+    /// Datagrams received (before the conditioner drops any).
+    pub received: WireCount,
 }
 
 impl ConditionedSocket {
@@ -77,6 +104,8 @@ impl ConditionedSocket {
             start: Instant::now(),
             buffer: Box::new([0; NETCODE_MAX_PACKET_BYTES]),
             send_errors: 0,
+            sent: WireCount::default(),
+            received: WireCount::default(),
         })
     }
 
@@ -106,9 +135,12 @@ impl ConditionedSocket {
     /// Sends whatever the conditioner has released.
     pub fn flush(&mut self) {
         for (addr, bytes) in self.outgoing.ready(self.now()) {
-            if let Err(e) = self.socket.send_to(&bytes, addr) {
-                self.send_errors += 1;
-                debug!("UDP send to {addr} failed: {e}");
+            match self.socket.send_to(&bytes, addr) {
+                Ok(_) => self.sent.count(bytes.len()),
+                Err(e) => {
+                    self.send_errors += 1;
+                    debug!("UDP send to {addr} failed: {e}");
+                }
             }
         }
     }
@@ -118,7 +150,10 @@ impl ConditionedSocket {
         let now = self.now();
         loop {
             match self.socket.recv_from(&mut self.buffer[..]) {
-                Ok((len, addr)) => self.incoming.send(now, (addr, self.buffer[..len].to_vec())),
+                Ok((len, addr)) => {
+                    self.received.count(len);
+                    self.incoming.send(now, (addr, self.buffer[..len].to_vec()));
+                }
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => break,
                 // A previous send bounced (Windows reports it on the next receive).

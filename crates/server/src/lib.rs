@@ -46,7 +46,7 @@ pub use rules::{INTERMISSION, MatchRules, MatchState};
 pub use sightline_combat::GameMode;
 pub use snapshots::SnapshotCounter;
 pub use spawn::choose_spawn;
-pub use stats::{ServerStats, TickTimes};
+pub use stats::{SLICE_BYTES, ServerStats, SnapshotStats, TickTimes};
 pub use teams::smaller_team;
 
 use bevy::prelude::*;
@@ -160,6 +160,7 @@ impl Plugin for ServerPlugin {
             .init_resource::<ClientIndex>()
             .init_resource::<ServerStats>()
             .init_resource::<TickTimes>()
+            .init_resource::<SnapshotStats>()
             .init_resource::<MatchState>()
             .init_resource::<DepartedPlayers>()
             .add_message::<outbox::Outgoing>()

@@ -2,7 +2,7 @@
 
 use crate::connection::{Connection, ConnectionStage};
 use crate::inputs::InputBuffer;
-use crate::stats::TickTimes;
+use crate::stats::{SnapshotStats, TickTimes};
 use bevy::prelude::*;
 use sightline_combat::{Arsenal, ItemSpot, Pushes, Rocket, SpawnCount, Vitals, items_present};
 use sightline_movement::PlayerState;
@@ -73,6 +73,7 @@ pub(crate) fn send_snapshots(
         Option<&Pushes>,
     )>,
     times: Res<TickTimes>,
+    mut weights: ResMut<SnapshotStats>,
 ) {
     if !config.is_snapshot_tick(*tick) {
         return;
@@ -111,6 +112,10 @@ pub(crate) fn send_snapshots(
         items: items_present(items.iter().copied()),
     };
     snapshot.players.sort_by_key(|p| p.id);
+    let moving = players
+        .iter()
+        .filter(|(_, s, ..)| s.vel != Vec3::ZERO)
+        .count();
     // One snapshot, its per-client header rewritten for each recipient.
     for (conn, mut buffer, mut counter, pushes) in &mut clients {
         if conn.stage != ConnectionStage::Playing {
@@ -128,7 +133,10 @@ pub(crate) fn send_snapshots(
         snapshot.repeated_inputs = timing.repeats;
         snapshot.pushes = pushes.map_or(0, |p| p.0);
         match ServerDatagram::encode_snapshot(&snapshot) {
-            Ok(bytes) => server.send_message(conn.client_id, Channel::Unreliable, bytes),
+            Ok(bytes) => {
+                weights.count(bytes.len(), snapshot.players.len(), moving);
+                server.send_message(conn.client_id, Channel::Unreliable, bytes);
+            }
             Err(e) => warn!("a snapshot was not sent: {e}"),
         }
     }

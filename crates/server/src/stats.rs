@@ -19,6 +19,39 @@ pub struct ServerStats {
     pub refused_commands: u64,
 }
 
+/// renet sends an unreliable message longer than this in slices, one datagram each: a
+/// snapshot over it is lost if any slice is.
+pub const SLICE_BYTES: usize = 1200;
+
+/// What the snapshots sent so far weighed.
+#[derive(Resource, Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct SnapshotStats {
+    /// Snapshots sent.
+    pub sent: u64,
+    /// Their encoded bytes, in all (renet's and netcode's headers not included).
+    pub bytes: u64,
+    /// The largest, bytes.
+    pub largest: usize,
+    /// Those over [`SLICE_BYTES`], sent in slices.
+    pub sliced: u64,
+    /// Player entries they carried, in all, and of those the players that were moving.
+    pub players: u64,
+    /// See `players`.
+    pub moving: u64,
+}
+
+impl SnapshotStats {
+    /// Counts one snapshot of `bytes` carrying `players` entries, `moving` of them moving.
+    pub fn count(&mut self, bytes: usize, players: usize, moving: usize) {
+        self.sent += 1;
+        self.bytes += bytes as u64;
+        self.largest = self.largest.max(bytes);
+        self.sliced += u64::from(bytes > SLICE_BYTES);
+        self.players += players as u64;
+        self.moving += moving as u64;
+    }
+}
+
 /// Wall-clock duration of each fixed tick since the last status line, in microseconds.
 #[derive(Resource, Debug, Default)]
 pub struct TickTimes {

@@ -1,0 +1,345 @@
+//! The load test: a real server over real UDP on loopback and as many bot-driven clients as
+//! it has players, all in this process, in real time. It measures what a host sizing a
+//! server needs: the server's tick time with snapshot building and encoding included, the
+//! longest tick while players join, what each client sends and receives a second with
+//! UDP/IP and netcode headers, and what the snapshots weigh (per player, the largest, how
+//! many renet had to send in slices).
+//!
+//! `cargo run --release -p sightline-bench -- load` runs 16, 32 and 64 players; the test
+//! suite runs a short version with a few.
+
+use bevy::prelude::*;
+use sightline_client::{ClientPlugin, ConnectionStatus, InputSource};
+use sightline_net::{
+    AdmissionLimits, ClientNetPlugin, ClientSecurity, Security, ServerNetPlugin, ShutdownSignal,
+    UdpClientTransport, WireCount,
+};
+use sightline_server::{Pacing, ServerConfig, SnapshotStats, TickTimes, server_app};
+use sightline_sim::TickConfig;
+use std::fmt;
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+/// How a load test runs.
+#[derive(Debug, Clone)]
+pub struct LoadConfig {
+    /// Clients, each a player.
+    pub players: usize,
+    /// Seconds measured once everyone has joined and played a little.
+    pub seconds: f64,
+    /// Seconds played after the last join before measuring.
+    pub warmup: f64,
+    /// Time between two clients starting to join.
+    pub join_every: Duration,
+    /// Frames a second each client draws (at most: all share this process's cores). A
+    /// client sends an input packet a frame.
+    pub fps: f64,
+    /// Map.
+    pub map: String,
+}
+
+impl Default for LoadConfig {
+    fn default() -> Self {
+        Self {
+            players: 16,
+            seconds: 20.0,
+            warmup: 3.0,
+            join_every: Duration::from_millis(100),
+            fps: 60.0,
+            map: "depot".into(),
+        }
+    }
+}
+
+/// What a load test measured.
+#[derive(Debug, Clone, Default)]
+pub struct LoadReport {
+    /// Clients started, and those in the game when measuring began.
+    pub players: usize,
+    /// See `players`.
+    pub joined: usize,
+    /// Server tick while measured, milliseconds: median, 99th percentile, max.
+    pub tick_ms: (f32, f32, f32),
+    /// Ticks while measured.
+    pub ticks: usize,
+    /// The longest tick while players were joining, milliseconds.
+    pub join_tick_max_ms: f32,
+    /// Bytes a second per client, each way, as the link carries them (UDP/IP and
+    /// netcode headers included): from the server, to the server.
+    pub down_bytes_per_s: f64,
+    /// See `down_bytes_per_s`.
+    pub up_bytes_per_s: f64,
+    /// Datagrams a second per client, each way.
+    pub down_datagrams_per_s: f64,
+    /// See `down_datagrams_per_s`.
+    pub up_datagrams_per_s: f64,
+    /// Snapshots while measured, their encoded sizes, player entries and moving players.
+    pub snapshots: SnapshotStats,
+    /// The clients' mean frame rate (all share this process's cores).
+    pub client_fps: f64,
+    /// Whether the server thread panicked.
+    pub server_panicked: bool,
+}
+
+impl LoadReport {
+    /// Mean encoded snapshot, bytes.
+    pub fn snapshot_mean(&self) -> f64 {
+        self.snapshots.bytes as f64 / self.snapshots.sent.max(1) as f64
+    }
+
+    /// Mean bytes per moving player per snapshot: the whole snapshot over the players
+    /// in it that moved.
+    pub fn bytes_per_moving_player(&self) -> f64 {
+        self.snapshots.bytes as f64 / self.snapshots.moving.max(1) as f64
+    }
+
+    /// Share of the player entries whose player was moving, percent.
+    pub fn moving_pct(&self) -> f64 {
+        100.0 * self.snapshots.moving as f64 / self.snapshots.players.max(1) as f64
+    }
+}
+
+impl fmt::Display for LoadReport {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let (p50, p99, max) = self.tick_ms;
+        write!(
+            f,
+            "| {} | {:.3} / {:.3} / {:.3} | {:.3} | {:.0} | {:.0} | {:.0} / {:.0} | {:.1} | {} | {} | {:.0} | {:.0} |",
+            self.players,
+            p50,
+            p99,
+            max,
+            self.join_tick_max_ms,
+            self.down_bytes_per_s,
+            self.up_bytes_per_s,
+            self.down_datagrams_per_s,
+            self.up_datagrams_per_s,
+            self.bytes_per_moving_player(),
+            self.snapshots.largest,
+            self.snapshots.sliced,
+            self.moving_pct(),
+            self.client_fps,
+        )
+    }
+}
+
+impl LoadReport {
+    /// The table's header, in the columns [`LoadReport`]'s `Display` writes.
+    pub const HEADER: &'static str = "| players | tick median / p99 / max ms | longest tick while joining ms | down B/s per client | up B/s per client | datagrams /s down / up | B per moving player per snapshot | largest snapshot B | snapshots sent in slices | players moving % | client fps |\n|---:|---|---:|---:|---:|---|---:|---:|---:|---:|---:|";
+}
+
+/// What the server thread shares with the load test.
+#[derive(Resource, Clone, Default)]
+struct Shared {
+    tick_us: Arc<Mutex<Vec<f32>>>,
+    snapshots: Arc<Mutex<SnapshotStats>>,
+}
+
+fn share(mut times: ResMut<TickTimes>, snapshots: Res<SnapshotStats>, shared: Res<Shared>) {
+    if !times.samples_us.is_empty() {
+        shared
+            .tick_us
+            .lock()
+            .expect("poisoned")
+            .append(&mut times.samples_us);
+    }
+    *shared.snapshots.lock().expect("poisoned") = *snapshots;
+}
+
+impl Shared {
+    fn take_ticks(&self) -> Vec<f32> {
+        std::mem::take(&mut *self.tick_us.lock().expect("poisoned"))
+    }
+
+    fn snapshots(&self) -> SnapshotStats {
+        *self.snapshots.lock().expect("poisoned")
+    }
+}
+
+fn client_app(server: std::net::SocketAddr, seed: u64) -> App {
+    let mut app = App::new();
+    app.add_plugins((
+        TaskPoolPlugin::default(),
+        bevy::time::TimePlugin,
+        ClientNetPlugin::udp(server, &ClientSecurity::Insecure).expect("socket opens"),
+        ClientPlugin {
+            name: format!("load{seed}"),
+            input: InputSource::Bot { seed },
+        },
+    ));
+    app.finish();
+    app.cleanup();
+    app
+}
+
+/// Both ways' counts summed over the clients.
+fn wire(clients: &[App]) -> (WireCount, WireCount) {
+    let mut sum = (WireCount::default(), WireCount::default());
+    for app in clients {
+        if let Some(t) = app.world().get_resource::<UdpClientTransport>() {
+            sum.0.datagrams += t.socket.received.datagrams;
+            sum.0.bytes += t.socket.received.bytes;
+            sum.1.datagrams += t.socket.sent.datagrams;
+            sum.1.bytes += t.socket.sent.bytes;
+        }
+    }
+    sum
+}
+
+fn connected(clients: &[App]) -> usize {
+    clients
+        .iter()
+        .filter(|a| a.world().resource::<ConnectionStatus>().is_connected())
+        .count()
+}
+
+/// Runs a load test.
+pub fn load(config: &LoadConfig) -> LoadReport {
+    let tick = TickConfig::default();
+    let map = crate::load_map(&config.map);
+    let players = config.players.clamp(1, u8::MAX as usize);
+    let server_config = ServerConfig {
+        name: "load".into(),
+        max_players: players as u8,
+        bots: 0,
+        tick,
+        ..Default::default()
+    };
+    let (net, addr) = ServerNetPlugin::udp(
+        "127.0.0.1:0".parse().expect("valid address"),
+        None,
+        players,
+        // Without connect tokens: the token service hands one address eight at once and
+        // one a second after that, and every client here shares 127.0.0.1. Netcode's
+        // datagrams are the same size either way.
+        Security::Insecure,
+        AdmissionLimits {
+            max_per_address: players * 2,
+        },
+    )
+    .expect("the server binds");
+    let signal = ShutdownSignal::default();
+    let shared = Shared::default();
+    let server = {
+        let (signal, shared) = (signal.clone(), shared.clone());
+        std::thread::spawn(move || {
+            server_app(server_config, map, net, Pacing::RealTime(signal))
+                .insert_resource(shared)
+                .add_systems(Last, share)
+                .run();
+        })
+    };
+
+    let mut report = LoadReport {
+        players,
+        ..Default::default()
+    };
+    let mut clients: Vec<App> = Vec::new();
+    let mut frames = 0u64;
+    let frame = Duration::from_secs_f64(1.0 / config.fps.max(1.0));
+    let mut next_frame = Instant::now();
+    let mut update_all = |clients: &mut Vec<App>, frames: &mut u64| {
+        let now = Instant::now();
+        if now < next_frame {
+            std::thread::sleep(next_frame - now);
+        }
+        // A frame late does not make the next one early.
+        next_frame = next_frame.max(now) + frame;
+        for app in clients.iter_mut() {
+            app.update();
+        }
+        *frames += 1;
+    };
+    // Joining: a client starts every `join_every` until all have, then everyone gets in.
+    let start = Instant::now();
+    let mut next_join = start;
+    while (clients.len() < players || connected(&clients) < players)
+        && start.elapsed() < Duration::from_secs(30) + config.join_every * players as u32
+        && !server.is_finished()
+    {
+        if clients.len() < players && Instant::now() >= next_join {
+            clients.push(client_app(addr, clients.len() as u64 + 1));
+            next_join += config.join_every;
+        }
+        update_all(&mut clients, &mut frames);
+    }
+    let join_ticks = shared.take_ticks();
+    report.join_tick_max_ms = join_ticks.iter().copied().fold(0.0, f32::max) / 1000.0;
+    let warm_until = Instant::now() + Duration::from_secs_f64(config.warmup);
+    while Instant::now() < warm_until && !server.is_finished() {
+        update_all(&mut clients, &mut frames);
+    }
+    // Measuring.
+    report.joined = connected(&clients);
+    shared.take_ticks();
+    let (down0, up0) = wire(&clients);
+    let snapshots0 = shared.snapshots();
+    let frames0 = frames;
+    let measure_start = Instant::now();
+    while measure_start.elapsed().as_secs_f64() < config.seconds && !server.is_finished() {
+        update_all(&mut clients, &mut frames);
+    }
+    let elapsed = measure_start.elapsed().as_secs_f64();
+    let (down1, up1) = wire(&clients);
+    let snapshots1 = shared.snapshots();
+    let n = clients.len().max(1) as f64;
+    let per_client_second = |a: u64, b: u64| b.saturating_sub(a) as f64 / elapsed / n;
+    report.down_bytes_per_s = per_client_second(down0.bytes, down1.bytes);
+    report.up_bytes_per_s = per_client_second(up0.bytes, up1.bytes);
+    report.down_datagrams_per_s = per_client_second(down0.datagrams, down1.datagrams);
+    report.up_datagrams_per_s = per_client_second(up0.datagrams, up1.datagrams);
+    report.snapshots = SnapshotStats {
+        sent: snapshots1.sent - snapshots0.sent,
+        bytes: snapshots1.bytes - snapshots0.bytes,
+        largest: snapshots1.largest,
+        sliced: snapshots1.sliced - snapshots0.sliced,
+        players: snapshots1.players - snapshots0.players,
+        moving: snapshots1.moving - snapshots0.moving,
+    };
+    report.client_fps = (frames - frames0) as f64 / elapsed;
+    let mut times = TickTimes::default();
+    times.samples_us = shared.take_ticks();
+    report.ticks = times.samples_us.len();
+    report.tick_ms = times.summary_ms().unwrap_or_default();
+    for app in clients.iter_mut() {
+        sightline_net::disconnect_udp(app.world_mut());
+    }
+    drop(clients);
+    signal.0.store(true, Ordering::Relaxed);
+    report.server_panicked = server.join().is_err();
+    report
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_short_load_test_joins_everyone_and_measures_both_ways() {
+        let report = load(&LoadConfig {
+            players: 3,
+            seconds: 3.0,
+            warmup: 1.0,
+            ..Default::default()
+        });
+        println!("{}\n{report}", LoadReport::HEADER);
+        assert!(!report.server_panicked);
+        assert_eq!(report.joined, 3, "{report:?}");
+        assert!(report.ticks > 128, "{report:?}");
+        // Snapshots at 64 Hz to each client, input packets once a client frame.
+        assert!(report.down_datagrams_per_s > 50.0, "{report:?}");
+        // An input packet a frame at up to 60 fps, and renet's acknowledgements in a
+        // datagram of their own each frame.
+        assert!(
+            (10.0..=130.0).contains(&report.up_datagrams_per_s),
+            "{report:?}"
+        );
+        assert!(report.down_bytes_per_s > report.down_datagrams_per_s * 28.0);
+        assert!(report.snapshots.sent > 0 && report.snapshots.players >= 3 * report.snapshots.sent);
+        assert!(
+            report.snapshots.largest > 0 && report.snapshots.sliced == 0,
+            "{report:?}"
+        );
+    }
+}
