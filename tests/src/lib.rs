@@ -6,6 +6,8 @@
 #[cfg(test)]
 mod bodies;
 #[cfg(test)]
+mod events;
+#[cfg(test)]
 mod frames;
 #[cfg(test)]
 mod handshake;

@@ -92,6 +92,9 @@ pub(crate) fn receive_reliable(
     mut chat: ResMut<crate::ChatLog>,
     mut feed: ResMut<crate::KillFeed>,
     mut cues: MessageWriter<crate::CombatCue>,
+    mut timed: ResMut<crate::TimedCues>,
+    time: Res<Time<Real>>,
+    config: Res<TickConfig>,
     mut match_info: ResMut<crate::MatchInfo>,
     mut reconnect: ResMut<crate::Reconnect>,
     buffers: Query<Entity, With<sightline_interpolation::SnapshotBuffer>>,
@@ -242,11 +245,18 @@ pub(crate) fn receive_reliable(
             event @ (ServerMessage::HitConfirm { .. }
             | ServerMessage::Damaged { .. }
             | ServerMessage::Fired { .. }
-            | ServerMessage::Exploded { .. }) => {
-                if let Some(cue) = crate::CombatCue::from_server(&event) {
+            | ServerMessage::Exploded { .. }) => match crate::CombatCue::from_server(&event) {
+                Some((cue, Some(tick))) => {
+                    let at = crate::cues::tick_seconds(tick, &config);
+                    if let Some(early) = timed.push(at, time.elapsed_secs_f64(), cue) {
+                        cues.write(early);
+                    }
+                }
+                Some((cue, None)) => {
                     cues.write(cue);
                 }
-            }
+                None => {}
+            },
             ServerMessage::Chat { from, text } => {
                 let name = roster.0.get(&from).map_or("?", |p| p.name.as_str());
                 info!("{name}: {text}");

@@ -1,10 +1,17 @@
 //! Combat as this client sees it, as [`CombatCue`] messages for the game to show and
 //! play: what the server reports (others' shots, explosions, our hits and hurts), and our
-//! own shots, predicted at once by the same weapon step the server runs.
+//! own shots, predicted at once by the same weapon step the server runs. Others' shots and
+//! explosions carry the server tick they happened in and wait ([`TimedCues`]) until the
+//! client draws the world at that tick, so a muzzle flash leaves the shooter where it is
+//! drawn and a rocket bursts where it is drawn, not a round trip and the interpolation
+//! delay ahead of both.
 
 use bevy::prelude::*;
 use sightline_combat::WeaponKind;
+use sightline_interpolation::RenderTime;
 use sightline_protocol::ServerMessage;
+use sightline_sim::TickConfig;
+use std::collections::VecDeque;
 
 /// Something in combat to show or hear.
 #[derive(Message, Debug, Clone, Copy, PartialEq)]
@@ -40,33 +47,131 @@ pub enum CombatCue {
 }
 
 impl CombatCue {
-    /// The cue for a combat message from the server; `None` for any other message.
-    pub fn from_server(msg: &ServerMessage) -> Option<Self> {
+    /// The cue for a combat message from the server, with the server tick it happened in
+    /// when it is to be shown in step with the drawn world (others' shots, explosions);
+    /// `None` for any other message.
+    pub fn from_server(msg: &ServerMessage) -> Option<(Self, Option<u32>)> {
         Some(match *msg {
             ServerMessage::Fired {
                 weapon,
                 origin,
                 dir,
+                tick,
                 ..
-            } => CombatCue::Fired {
-                weapon,
-                origin: Vec3::from_array(origin),
-                // A zero direction (allowed on the wire) has nothing to show.
-                dir: Vec3::from_array(dir).try_normalize()?,
-                own: false,
-            },
-            ServerMessage::Exploded { at } => CombatCue::Exploded {
-                at: Vec3::from_array(at),
-            },
+            } => (
+                CombatCue::Fired {
+                    weapon,
+                    origin: Vec3::from_array(origin),
+                    // A zero direction (allowed on the wire) has nothing to show.
+                    dir: Vec3::from_array(dir).try_normalize()?,
+                    own: false,
+                },
+                Some(tick),
+            ),
+            ServerMessage::Exploded { at, tick } => (
+                CombatCue::Exploded {
+                    at: Vec3::from_array(at),
+                },
+                Some(tick),
+            ),
             ServerMessage::HitConfirm { head, damage, .. } => {
-                CombatCue::HitConfirmed { head, damage }
+                (CombatCue::HitConfirmed { head, damage }, None)
             }
-            ServerMessage::Damaged { from, .. } => CombatCue::Hurt {
-                from: Vec3::from_array(from),
-            },
+            ServerMessage::Damaged { from, .. } => (
+                CombatCue::Hurt {
+                    from: Vec3::from_array(from),
+                },
+                None,
+            ),
             _ => return None,
         })
     }
+}
+
+/// Most cues waiting for their moment; past it the oldest is shown at once, so a server
+/// sending a flood of events cannot grow the queue.
+pub const MAX_TIMED_CUES: usize = 256;
+/// Longest a cue waits for its moment, seconds: one stamped further ahead than the
+/// interpolation delay can explain (a clock that stepped, a hostile server) is shown
+/// after this.
+pub const MAX_CUE_WAIT: f64 = 0.5;
+
+/// Cues waiting until the client draws the world at the server time they happened.
+#[derive(Resource, Debug, Default)]
+pub struct TimedCues {
+    waiting: VecDeque<TimedCue>,
+    /// Cues shown early because the queue was full.
+    pub overflowed: u64,
+}
+
+#[derive(Debug, Clone, Copy)]
+struct TimedCue {
+    /// Server time it happened, seconds.
+    at: f64,
+    /// Our clock when it arrived, seconds.
+    received: f64,
+    cue: CombatCue,
+}
+
+impl TimedCues {
+    /// Holds `cue`, which happened at server time `at`, until then; returns a cue to show
+    /// now if the queue was full (the oldest).
+    pub fn push(&mut self, at: f64, received: f64, cue: CombatCue) -> Option<CombatCue> {
+        let evicted = (self.waiting.len() >= MAX_TIMED_CUES)
+            .then(|| self.waiting.pop_front())
+            .flatten()
+            .map(|t| t.cue);
+        self.overflowed += u64::from(evicted.is_some());
+        self.waiting.push_back(TimedCue { at, received, cue });
+        evicted
+    }
+
+    /// The cues whose moment the drawn world has reached (`render_time`, server seconds;
+    /// `None` while the clock is unknown, when every cue is due), or which have waited
+    /// [`MAX_CUE_WAIT`] by our clock `now`, in the order they arrived.
+    pub fn take_due(&mut self, render_time: Option<f64>, now: f64) -> Vec<CombatCue> {
+        let due = |t: &TimedCue| {
+            render_time.is_none_or(|r| r >= t.at) || now - t.received >= MAX_CUE_WAIT
+        };
+        let taken = self
+            .waiting
+            .iter()
+            .filter(|t| due(t))
+            .map(|t| t.cue)
+            .collect();
+        self.waiting.retain(|t| !due(t));
+        taken
+    }
+
+    /// Cues waiting.
+    pub fn len(&self) -> usize {
+        self.waiting.len()
+    }
+
+    /// Whether none is waiting.
+    pub fn is_empty(&self) -> bool {
+        self.waiting.is_empty()
+    }
+}
+
+/// Writes the cues whose moment has come.
+pub(crate) fn release_timed_cues(
+    time: Res<Time<Real>>,
+    render: Res<RenderTime>,
+    mut timed: ResMut<TimedCues>,
+    mut cues: MessageWriter<CombatCue>,
+) {
+    if timed.is_empty() {
+        return;
+    }
+    for cue in timed.take_due(render.server_time, time.elapsed_secs_f64()) {
+        cues.write(cue);
+    }
+}
+
+/// Server time of the start of tick `tick`, seconds, on the clock snapshots carry.
+pub(crate) fn tick_seconds(tick: u32, config: &TickConfig) -> f64 {
+    config.tick_time_us(sightline_sim::Tick(tick)) as f64 / 1e6
 }
 
 #[cfg(test)]
@@ -81,15 +186,19 @@ mod tests {
             weapon: WeaponKind::Rifle,
             origin: [1.0, 2.0, 3.0],
             dir,
+            tick: 640,
         };
         assert_eq!(
             CombatCue::from_server(&fired([0.0, 0.0, -2.0])),
-            Some(CombatCue::Fired {
-                weapon: WeaponKind::Rifle,
-                origin: Vec3::new(1.0, 2.0, 3.0),
-                dir: Vec3::NEG_Z,
-                own: false,
-            })
+            Some((
+                CombatCue::Fired {
+                    weapon: WeaponKind::Rifle,
+                    origin: Vec3::new(1.0, 2.0, 3.0),
+                    dir: Vec3::NEG_Z,
+                    own: false,
+                },
+                Some(640)
+            ))
         );
         assert_eq!(
             CombatCue::from_server(&fired([0.0; 3])),
@@ -103,5 +212,33 @@ mod tests {
             }),
             None
         );
+    }
+
+    #[test]
+    fn timed_cues_wait_for_the_drawn_world_within_bounds() {
+        let boom = |x| CombatCue::Exploded {
+            at: Vec3::new(x, 0.0, 0.0),
+        };
+        let mut t = TimedCues::default();
+        t.push(10.0, 100.0, boom(1.0));
+        t.push(10.5, 100.0, boom(2.0));
+        // A hostile stamp far in the future.
+        t.push(1.0e9, 100.0, boom(3.0));
+        assert!(t.take_due(Some(9.9), 100.1).is_empty(), "not drawn yet");
+        assert_eq!(t.take_due(Some(10.2), 100.2), vec![boom(1.0)]);
+        assert_eq!(
+            t.take_due(Some(10.3), 100.0 + MAX_CUE_WAIT),
+            vec![boom(2.0), boom(3.0)],
+            "waited long enough"
+        );
+        assert!(t.is_empty());
+        // Without a clock, at once; a full queue shows its oldest.
+        t.push(5.0, 0.0, boom(4.0));
+        assert_eq!(t.take_due(None, 0.0), vec![boom(4.0)]);
+        for i in 0..MAX_TIMED_CUES {
+            assert_eq!(t.push(50.0, 0.0, boom(i as f32)), None);
+        }
+        assert_eq!(t.push(50.0, 0.0, boom(-1.0)), Some(boom(0.0)));
+        assert_eq!((t.len(), t.overflowed), (MAX_TIMED_CUES, 1));
     }
 }

@@ -19,7 +19,7 @@ mod status;
 
 pub use combat::dead_in;
 pub use connection::{DesiredName, Roster, RosterEntry};
-pub use cues::CombatCue;
+pub use cues::{CombatCue, MAX_CUE_WAIT, MAX_TIMED_CUES, TimedCues};
 pub use input::{InputHistory, InputSource, LocalInput, MIN_REDUNDANCY_SECONDS, REDUNDANCY_FRAMES};
 pub use pacing::{InputPacing, MAX_DILATION, SETTLE_LIMIT, SHORT_SHARE, TARGET_MIN_QUEUE};
 pub use reconnect::{RESUME_WINDOW_SECONDS, Reconnect, backoff_seconds};
@@ -155,6 +155,8 @@ impl Plugin for ClientPlugin {
             .init_resource::<clock::PingSchedule>()
             .init_resource::<Reconnect>()
             .add_message::<CombatCue>()
+            .init_resource::<TimedCues>()
+            .reset_on_session_end::<TimedCues>()
             .reset_on_session_end::<ConnectionStatus>()
             .reset_on_session_end::<Roster>()
             .reset_on_session_end::<LatestSnapshot>()
@@ -200,6 +202,7 @@ impl Plugin for ClientPlugin {
                     clock::send_pings,
                     clock::update_server_clock,
                     pacing::pace_ticks,
+                    cues::release_timed_cues,
                 )
                     .run_if(connection::in_game.and_then(resource_exists::<RenetClient>)),
             )
@@ -222,9 +225,9 @@ impl Plugin for ClientPlugin {
 
 /// Longest frame whose time the fixed tick catches up on in full (Bevy's default is a
 /// quarter second). A client must make one command per server tick however slowly it
-/// draws, or the server runs short; half a second is what the server buffers and what an
-/// input packet can repeat ([`sightline_protocol::MAX_PACKET_CMDS`]), so down to about
-/// 2 frames a second the commands still keep pace. Slower than that, time is lost.
+/// draws, or the server runs short; half a second is what an input packet can carry
+/// ([`sightline_protocol::MAX_PACKET_CMDS`]) and half what the server buffers, so down to
+/// about 2 frames a second the commands still keep pace. Slower than that, time is lost.
 pub const MAX_FRAME_CATCH_UP: std::time::Duration = std::time::Duration::from_millis(500);
 
 fn keep_up_with_slow_frames(mut time: ResMut<Time<Virtual>>) {

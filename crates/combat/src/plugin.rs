@@ -29,6 +29,8 @@ pub enum CombatEvent {
         origin: Vec3,
         /// Which way.
         dir: Vec3,
+        /// The tick it happened in.
+        tick: u32,
     },
     /// A shot or splash struck a player.
     Hit {
@@ -54,6 +56,8 @@ pub enum CombatEvent {
     Exploded {
         /// Where.
         at: Vec3,
+        /// The tick it happened in.
+        tick: u32,
     },
 }
 
@@ -229,6 +233,7 @@ fn fire_weapons(
             weapon: shot.weapon,
             origin,
             dir: forward,
+            tick: tick.0,
         });
         if def.projectile_speed > 0.0 {
             next_rocket.0 = next_rocket.0.wrapping_add(1);
@@ -431,6 +436,7 @@ pub fn rocket_splash(at: Vec3, state: &PlayerState, params: &MoveParams) -> Opti
 /// hurting and pushing everyone within its splash radius.
 fn fly_rockets(
     mut commands: Commands,
+    tick: Res<Tick>,
     config: Res<TickConfig>,
     params: Res<MoveParams>,
     map: Res<CurrentMap>,
@@ -450,7 +456,7 @@ fn fly_rockets(
             continue;
         };
         commands.entity(entity).despawn();
-        events.write(CombatEvent::Exploded { at });
+        events.write(CombatEvent::Exploded { at, tick: tick.0 });
         let owner = rocket.owner;
         let mut hurt: Vec<(PlayerId, f32)> = Vec::new();
         for (id, mut state, ..) in &mut players {

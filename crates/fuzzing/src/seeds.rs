@@ -149,6 +149,7 @@ pub fn server_message() -> Vec<Vec<u8>> {
             weapon: WeaponKind::Shotgun,
             origin: at,
             dir: [0.0, 0.0, -1.0],
+            tick: 4_000_000,
         },
         ServerMessage::HitConfirm {
             target: PlayerId(3),
@@ -165,7 +166,7 @@ pub fn server_message() -> Vec<Vec<u8>> {
             killer: PlayerId(2),
             weapon: WeaponKind::Rockets,
         },
-        ServerMessage::Exploded { at },
+        ServerMessage::Exploded { at, tick: 12 },
         ServerMessage::Match {
             mode: GameMode::TeamDeathmatch,
             fraglimit: 30,

@@ -412,6 +412,7 @@ pub(crate) fn log_combat(
                 weapon,
                 origin,
                 dir,
+                ..
             } => {
                 if weapon == WeaponKind::Rockets {
                     log.rockets += 1;

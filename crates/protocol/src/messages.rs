@@ -155,6 +155,9 @@ pub enum ServerMessage {
         origin: [f32; 3],
         /// Which way (unit).
         dir: [f32; 3],
+        /// The server tick it went off in: shown when the client draws the world at that
+        /// tick, where the shooter is drawn.
+        tick: u32,
     },
     /// Your shot struck someone: a hit marker and a damage number.
     HitConfirm {
@@ -187,6 +190,9 @@ pub enum ServerMessage {
     Exploded {
         /// Where.
         at: [f32; 3],
+        /// The server tick it burst in: shown when the client draws the world at that
+        /// tick, where the rocket is drawn.
+        tick: u32,
     },
     /// The match: its rules and where it stands; sent once a second.
     Match {
@@ -277,7 +283,7 @@ impl Wire for ServerMessage {
             }
             Self::Killed { .. } | Self::HitConfirm { .. } => Ok(()),
             Self::Damaged { from, .. } => check_finite("from", from),
-            Self::Exploded { at } => check_finite("at", at),
+            Self::Exploded { at, .. } => check_finite("at", at),
             Self::Match { .. } => Ok(()),
             Self::MatchEnded { winner } => check_text("winner", winner, MAX_CHAT_LEN),
             Self::MapChange { map_name, .. } => check_map_name(map_name),

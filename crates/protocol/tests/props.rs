@@ -375,14 +375,15 @@ fn server_message() -> impl Strategy<Value = ServerMessage> {
         (player_id(), shown_text(MAX_CHAT_LEN))
             .prop_map(|(from, text)| ServerMessage::Chat { from, text }),
         scoreboard(),
-        (player_id(), weapon(), vec3(), vec3()).prop_map(|(shooter, weapon, origin, dir)| {
-            ServerMessage::Fired {
+        (player_id(), weapon(), vec3(), vec3(), u32_any()).prop_map(
+            |(shooter, weapon, origin, dir, tick)| ServerMessage::Fired {
                 shooter,
                 weapon,
                 origin,
                 dir,
+                tick,
             }
-        }),
+        ),
         (player_id(), u16_any(), any::<bool>()).prop_map(|(target, damage, head)| {
             ServerMessage::HitConfirm {
                 target,
@@ -404,7 +405,7 @@ fn server_message() -> impl Strategy<Value = ServerMessage> {
                 weapon,
             }
         }),
-        vec3().prop_map(|at| ServerMessage::Exploded { at }),
+        (vec3(), u32_any()).prop_map(|(at, tick)| ServerMessage::Exploded { at, tick }),
         (
             prop::sample::select(vec![GameMode::Deathmatch, GameMode::TeamDeathmatch]),
             u16_any(),

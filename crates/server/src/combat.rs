@@ -53,12 +53,14 @@ pub(crate) fn send_combat_events(
                 weapon,
                 origin,
                 dir,
+                tick,
             } => {
                 let msg = ServerMessage::Fired {
                     shooter,
                     weapon,
                     origin: origin.to_array(),
                     dir: dir.to_array(),
+                    tick,
                 };
                 // The shooter predicts its own effects.
                 match client_of(shooter) {
@@ -112,9 +114,10 @@ pub(crate) fn send_combat_events(
                     weapon,
                 })
             }
-            CombatEvent::Exploded { at } => {
-                Outgoing::ToPlaying(ServerMessage::Exploded { at: at.to_array() })
-            }
+            CombatEvent::Exploded { at, tick } => Outgoing::ToPlaying(ServerMessage::Exploded {
+                at: at.to_array(),
+                tick,
+            }),
         };
         outbox.write(out);
     }

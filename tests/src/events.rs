@@ -1,0 +1,51 @@
+//! Combat events shown in step with the drawn world: an explosion the server stamps with
+//! its tick is shown when the client draws the world at that tick, not when the message
+//! arrives (a round trip and the interpolation delay earlier).
+
+use bevy::prelude::*;
+use sightline_client::CombatCue;
+use sightline_combat::CombatEvent;
+use sightline_harness::Stepper;
+use sightline_interpolation::{InterpolationSettings, RenderTime};
+use sightline_net::ConditionerSettings;
+use sightline_server::ServerConfig;
+use sightline_sim::{Tick, TickConfig};
+
+#[test]
+fn an_explosion_is_shown_when_the_world_is_drawn_at_its_tick() {
+    let mut s = Stepper::new(ServerConfig::default(), "duel");
+    let way = ConditionerSettings {
+        latency_ms: 20.0,
+        ..Default::default()
+    };
+    let c = s.add_conditioned_client("watcher", 3, way, way);
+    // Drawn 150 ms back: shown on arrival (20 ms after), the burst would come 130 ms
+    // before the world it belongs to.
+    s.clients[c]
+        .world_mut()
+        .resource_mut::<InterpolationSettings>()
+        .cl_interp = 0.15;
+    s.run_for(3.0);
+    let tick = *s.server.world().resource::<Tick>();
+    let at = s.server.world().resource::<TickConfig>().tick_time_us(tick) as f64 / 1e6;
+    s.server.world_mut().write_message(CombatEvent::Exploded {
+        at: Vec3::new(1.0, 2.0, 3.0),
+        tick: tick.0,
+    });
+    let mut shown = None;
+    for _ in 0..128 {
+        s.step();
+        let w = s.clients[c].world();
+        let exploded = w
+            .resource::<Messages<CombatCue>>()
+            .iter_current_update_messages()
+            .any(|cue| matches!(cue, CombatCue::Exploded { .. }));
+        if exploded && shown.is_none() {
+            shown = w.resource::<RenderTime>().server_time;
+        }
+    }
+    let shown = shown.expect("the explosion was shown");
+    // Shown once the drawn world reached the tick, and within a frame or two of it.
+    assert!(shown >= at, "shown at {shown} s, before its tick at {at} s");
+    assert!(shown < at + 0.03, "shown at {shown} s, its tick at {at} s");
+}
