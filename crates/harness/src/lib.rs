@@ -10,6 +10,7 @@
 //!   conditioners, in the lab baseline and in a realistic fight, on the stepper; and
 //!   hit registration ([`measure::hits`]), a shooter aiming where its screen draws a
 //!   moving target.
+//! - [`realtime`]: a real server over UDP on loopback on a thread of its own.
 //! - [`soak`]: the chaos soak, a real server over real UDP with clients joining and
 //!   leaving through a bad link, in real time.
 //! - [`load`]: the load test, a real server over real UDP with as many bot-driven clients
@@ -22,6 +23,8 @@ pub mod stepper;
 pub mod player;
 
 pub mod measure;
+
+pub mod realtime;
 
 pub mod soak;
 

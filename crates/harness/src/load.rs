@@ -8,17 +8,15 @@
 //! `cargo run --release -p sightline-bench -- load` runs 16, 32 and 64 players; the test
 //! suite runs a short version with a few.
 
+use crate::realtime::ServerThread;
 use bevy::prelude::*;
 use sightline_client::{ClientPlugin, ConnectionStatus, InputSource};
 use sightline_net::{
-    AdmissionLimits, ClientNetPlugin, ClientSecurity, Security, ServerNetPlugin, ShutdownSignal,
-    UdpClientTransport, WireCount,
+    AdmissionLimits, ClientNetPlugin, ClientSecurity, Security, UdpClientTransport, WireCount,
 };
-use sightline_server::{Pacing, ServerConfig, SnapshotStats, TickTimes, server_app};
+use sightline_server::{ServerConfig, SnapshotStats, TickTimes};
 use sightline_sim::TickConfig;
 use std::fmt;
-use std::sync::atomic::Ordering;
-use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 /// How a load test runs.
@@ -129,34 +127,6 @@ impl LoadReport {
     pub const HEADER: &'static str = "| players | tick median / p99 / max ms | longest tick while joining ms | down B/s per client | up B/s per client | datagrams /s down / up | B per moving player per snapshot | largest snapshot B | snapshots sent in slices | players moving % | client fps |\n|---:|---|---:|---:|---:|---|---:|---:|---:|---:|---:|";
 }
 
-/// What the server thread shares with the load test.
-#[derive(Resource, Clone, Default)]
-struct Shared {
-    tick_us: Arc<Mutex<Vec<f32>>>,
-    snapshots: Arc<Mutex<SnapshotStats>>,
-}
-
-fn share(mut times: ResMut<TickTimes>, snapshots: Res<SnapshotStats>, shared: Res<Shared>) {
-    if !times.samples_us.is_empty() {
-        shared
-            .tick_us
-            .lock()
-            .expect("poisoned")
-            .append(&mut times.samples_us);
-    }
-    *shared.snapshots.lock().expect("poisoned") = *snapshots;
-}
-
-impl Shared {
-    fn take_ticks(&self) -> Vec<f32> {
-        std::mem::take(&mut *self.tick_us.lock().expect("poisoned"))
-    }
-
-    fn snapshots(&self) -> SnapshotStats {
-        *self.snapshots.lock().expect("poisoned")
-    }
-}
-
 fn client_app(server: std::net::SocketAddr, seed: u64) -> App {
     let mut app = App::new();
     app.add_plugins((
@@ -206,10 +176,9 @@ pub fn load(config: &LoadConfig) -> LoadReport {
         tick,
         ..Default::default()
     };
-    let (net, addr) = ServerNetPlugin::udp(
-        "127.0.0.1:0".parse().expect("valid address"),
-        None,
-        players,
+    let server = ServerThread::start(
+        server_config,
+        map,
         // Without connect tokens: the token service hands one address eight at once and
         // one a second after that, and every client here shares 127.0.0.1. Netcode's
         // datagrams are the same size either way.
@@ -217,19 +186,8 @@ pub fn load(config: &LoadConfig) -> LoadReport {
         AdmissionLimits {
             max_per_address: players * 2,
         },
-    )
-    .expect("the server binds");
-    let signal = ShutdownSignal::default();
-    let shared = Shared::default();
-    let server = {
-        let (signal, shared) = (signal.clone(), shared.clone());
-        std::thread::spawn(move || {
-            server_app(server_config, map, net, Pacing::RealTime(signal))
-                .insert_resource(shared)
-                .add_systems(Last, share)
-                .run();
-        })
-    };
+    );
+    let (addr, shared) = (server.addr, server.shared.clone());
 
     let mut report = LoadReport {
         players,
@@ -306,8 +264,7 @@ pub fn load(config: &LoadConfig) -> LoadReport {
         sightline_net::disconnect_udp(app.world_mut());
     }
     drop(clients);
-    signal.0.store(true, Ordering::Relaxed);
-    report.server_panicked = server.join().is_err();
+    report.server_panicked = server.stop();
     report
 }
 

@@ -6,18 +6,17 @@
 //! `cargo run --release -p sightline-bench -- soak` runs it for ten minutes; the test
 //! suite runs a short version.
 
+use crate::realtime::ServerThread;
 use bevy::prelude::*;
 use sightline_client::{ClientPlugin, ConnectionStatus, InputSource, LatestSnapshot, Roster};
 use sightline_net::{
     AdmissionLimits, ClientNetPlugin, ClientSecurity, ConditionerSettings, LinkConditions,
-    SecureConfig, Security, ServerNetPlugin, ShutdownSignal,
+    SecureConfig, Security,
 };
-use sightline_server::{Pacing, ServerConfig, TickTimes, server_app};
-use sightline_sim::{Tick, TickConfig};
+use sightline_server::{ServerConfig, TickTimes};
+use sightline_sim::TickConfig;
 use std::fmt;
 use std::net::SocketAddr;
-use std::sync::atomic::{AtomicU32, Ordering};
-use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 /// How a soak runs.
@@ -156,24 +155,6 @@ pub fn resident_kb() -> u64 {
         .unwrap_or(0)
 }
 
-/// What the server thread shares with the soak.
-#[derive(Resource, Clone, Default)]
-struct Shared {
-    tick: Arc<AtomicU32>,
-    tick_us: Arc<Mutex<Vec<f32>>>,
-}
-
-fn share(tick: Res<Tick>, mut times: ResMut<TickTimes>, shared: Res<Shared>) {
-    shared.tick.store(tick.0, Ordering::Relaxed);
-    if !times.samples_us.is_empty() {
-        shared
-            .tick_us
-            .lock()
-            .expect("poisoned")
-            .append(&mut times.samples_us);
-    }
-}
-
 /// One client slot's life: joining, playing, away.
 enum Slot {
     Joining {
@@ -242,27 +223,15 @@ pub fn soak(config: &SoakConfig) -> SoakReport {
         tick,
         ..Default::default()
     };
-    let (net, addr) = ServerNetPlugin::udp(
-        "127.0.0.1:0".parse().expect("valid address"),
-        None,
-        server_config.max_players as usize,
+    let server = ServerThread::start(
+        server_config,
+        map,
         Security::Secure(SecureConfig::random()),
         AdmissionLimits {
             max_per_address: config.clients * 2,
         },
-    )
-    .expect("the server binds");
-    let signal = ShutdownSignal::default();
-    let shared = Shared::default();
-    let server = {
-        let (signal, shared) = (signal.clone(), shared.clone());
-        std::thread::spawn(move || {
-            server_app(server_config, map, net, Pacing::RealTime(signal))
-                .insert_resource(shared)
-                .add_systems(Last, share)
-                .run();
-        })
-    };
+    );
+    let (addr, shared) = (server.addr, server.shared.clone());
 
     let start = Instant::now();
     let mut report = SoakReport::default();
@@ -325,7 +294,7 @@ pub fn soak(config: &SoakConfig) -> SoakReport {
                 }
                 Slot::Leaving { app, until } => {
                     app.update();
-                    let agreed = in_step(app, shared.tick.load(Ordering::Relaxed), tick.tick_hz);
+                    let agreed = in_step(app, shared.tick(), tick.tick_hz);
                     if !agreed && now >= *until {
                         report.desyncs += 1;
                         warn!("soak: a session left out of step with the server");
@@ -365,12 +334,11 @@ pub fn soak(config: &SoakConfig) -> SoakReport {
     if baseline.is_none() {
         report.rss_kb = (last_rss, last_rss);
     }
-    signal.0.store(true, Ordering::Relaxed);
-    report.server_panicked = server.join().is_err();
+    report.server_panicked = server.stop();
     report.seconds = start.elapsed().as_secs_f64();
     // The server's own summary over every tick of the run.
     let mut times = TickTimes::default();
-    times.samples_us = std::mem::take(&mut *shared.tick_us.lock().expect("poisoned"));
+    times.samples_us = shared.take_ticks();
     report.tick_ms = times.summary_ms().unwrap_or_default();
     report
 }
