@@ -27,8 +27,8 @@ pub const HOLD_GRACE_SECONDS: f32 = 0.1;
 pub const HOLD_SHARE: u32 = 32;
 /// Furthest a command's sequence number may run ahead of the last one simulated, in
 /// seconds of ticks. An honest client is at most the buffer's limit
-/// ([`MAX_BUFFERED_SECONDS`]) ahead; a jump further is refused, so a forged sequence cannot skip the buffer ahead or
-/// run the counter into its limit.
+/// ([`MAX_BUFFERED_SECONDS`]) ahead; a jump further is refused, so a forged sequence
+/// cannot skip the buffer ahead or run the counter into its limit.
 pub const MAX_SEQ_AHEAD_SECONDS: f32 = 1.5;
 
 /// What became of a received command.
@@ -156,7 +156,7 @@ impl InputBuffer {
     /// The command for this tick: the next in sequence; `None` to hold the player this
     /// tick and wait for it; or a repeat of the last.
     ///
-    /// A short gap (up to the repeat grace) is waited out while the holding allowance
+    /// A short gap (up to [`HOLD_GRACE_SECONDS`]) is waited out while the holding allowance
     /// lasts: the missing command runs when it comes, after the one before it, just as the
     /// client predicted. Without allowance the repeat stands in for the next command: that
     /// command's sequence counts as simulated, and when it arrives late it is dropped, so
