@@ -62,10 +62,10 @@ fn snapshot(players: u8) -> Snapshot {
         players: (0..players)
             .map(|i| PlayerSnap {
                 id: PlayerId(i * 2),
-                pos: [1.0, 2.0, 3.0],
-                vel: [-7.0, 0.0, 0.5],
-                yaw: 1.0,
-                pitch: 0.1,
+                pos: [1024, 2048, -3072],
+                vel: [-1792, 0, 128],
+                yaw: 10_430,
+                pitch: 1_043,
                 flags: MoveFlags::ON_GROUND,
                 health: 100,
                 armor: 50,

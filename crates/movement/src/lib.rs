@@ -4,14 +4,17 @@
 //! right because there is only one copy of the rules.
 //!
 //! All rates and timers are in seconds and metres, so behaviour does not depend on the
-//! tick rate; trigonometry uses libm, so every platform computes the same bits.
+//! tick rate; trigonometry uses libm, so every platform computes the same bits. What a
+//! tick leaves is put on a grid ([`grid`]), the form snapshots carry exactly.
 
 mod bodies;
+pub mod grid;
 mod params;
 mod pmove;
 mod state;
 
 pub use bodies::{Body, MoveWorld, bodies_near, reach};
+pub use grid::{GridState, on_grid};
 pub use params::MoveParams;
 pub use pmove::{step, step_among, view_vectors};
 pub use state::{MoveFlags, PlayerState, Solid};
@@ -20,18 +23,30 @@ use bevy::prelude::*;
 use sightline_map::CurrentMap;
 use sightline_sim::{CurrentCmd, Held, PlayerId, SimSet, TickConfig};
 
-/// Runs [`step`] for every player in [`SimSet::Move`].
+/// Runs [`step`] for every player in [`SimSet::Move`], and puts every player on the grid
+/// ([`grid`]) in [`SimSet::Settle`].
 #[derive(Default)]
 pub struct MovementPlugin;
 
 impl Plugin for MovementPlugin {
     fn build(&self, app: &mut App) {
-        app.init_resource::<MoveParams>().add_systems(
-            FixedUpdate,
-            move_players
-                .in_set(SimSet::Move)
-                .run_if(resource_exists::<CurrentMap>),
-        );
+        app.init_resource::<MoveParams>()
+            .add_systems(
+                FixedUpdate,
+                move_players
+                    .in_set(SimSet::Move)
+                    .run_if(resource_exists::<CurrentMap>),
+            )
+            .add_systems(FixedUpdate, settle_players.in_set(SimSet::Settle));
+    }
+}
+
+/// Puts every player's state on the grid, whatever moved it this tick (its command, an
+/// explosion, a respawn).
+fn settle_players(mut players: Query<&mut PlayerState>) {
+    for mut state in &mut players {
+        let settled = on_grid(&state);
+        state.set_if_neq(settled);
     }
 }
 

@@ -42,8 +42,9 @@ impl Default for Solid {
     }
 }
 
-/// Everything about a player that movement reads and writes. Server snapshots carry it
-/// exactly (no rounding), so the client can resume prediction from the server's bits.
+/// Everything about a player that movement reads and writes. Every tick leaves it on a
+/// grid ([`crate::grid`]) that snapshots carry exactly, so the client can resume
+/// prediction from the server's bits.
 #[derive(Component, Debug, Default, Clone, Copy, PartialEq)]
 #[require(Solid)]
 pub struct PlayerState {

@@ -5,7 +5,9 @@ use crate::OtherPlayers;
 use bevy::prelude::*;
 use sightline_combat::{Hitbox, Rocket, fly_rocket, launch_rocket, rocket_splash};
 use sightline_map::CollisionWorld;
-use sightline_movement::{Body, MoveParams, MoveWorld, PlayerState, bodies_near, step_among};
+use sightline_movement::{
+    Body, MoveParams, MoveWorld, PlayerState, bodies_near, on_grid, step_among,
+};
 use sightline_sim::{InputCmd, PlayerId};
 
 /// What a predicted tick runs in besides the player.
@@ -29,7 +31,8 @@ pub struct TickWorld<'a> {
 /// launched by this command (`launch`) from where the move ended, and one tick of flight
 /// for each of our rockets, a burst pushing us by the same [`rocket_splash`] the server
 /// applies. Others' rockets are not predicted: their pushes arrive as corrections.
-/// Returns the new state and whether another player's capsule came within `margin`
+/// Last, the state goes on the grid, as the server's tick leaves it
+/// ([`sightline_movement::grid`]). Returns the new state and whether another player's capsule came within `margin`
 /// metres of ours.
 pub fn predict_tick(
     world: &TickWorld,
@@ -72,6 +75,8 @@ pub fn predict_tick(
         }
         false
     });
+    // What the server's tick leaves is on the grid; so is what we predict it leaves.
+    let s = on_grid(&s);
     let me = Body::of(&s, params);
     let contact = bodies.iter().any(|b| me.gap(b) < margin);
     (s, contact)

@@ -2,11 +2,10 @@
 
 use crate::cmds::{MAX_CMD_BYTES, MAX_PACKET_CMDS};
 use crate::codec::{DecodeError, Wire};
-use bevy::math::Vec3;
 use serde::{Deserialize, Serialize};
 use sightline_combat::{GameMode, Team, WeaponKind};
-use sightline_movement::{MoveFlags, PlayerState};
-use sightline_sim::{Buttons, InputCmd, PlayerId, WEAPON_SLOTS};
+use sightline_movement::{GridState, MoveFlags, PlayerState};
+use sightline_sim::{Buttons, InputCmd, MAX_PITCH_DEG, PlayerId, WEAPON_SLOTS};
 
 /// Longest player name, in bytes.
 pub const MAX_NAME_LEN: usize = 32;
@@ -334,20 +333,21 @@ impl Wire for InputPacket {
     }
 }
 
-/// One player's state as the server sends it: exact floats, so a client can continue
-/// predicting from precisely where the server is.
+/// One player's state as the server sends it: on the grid every tick leaves it on
+/// ([`sightline_movement::grid`]), as integers that decode to exactly the server's floats,
+/// so a client can continue predicting from precisely where the server is.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct PlayerSnap {
     /// Which player.
     pub id: PlayerId,
-    /// Feet position.
-    pub pos: [f32; 3],
-    /// Velocity.
-    pub vel: [f32; 3],
-    /// View yaw.
-    pub yaw: f32,
-    /// View pitch.
-    pub pitch: f32,
+    /// Feet position, in grid steps ([`GridState::pos`]).
+    pub pos: [i32; 3],
+    /// Velocity, in grid steps.
+    pub vel: [i16; 3],
+    /// View yaw, in grid steps.
+    pub yaw: i16,
+    /// View pitch, in grid steps.
+    pub pitch: i16,
     /// [`MoveFlags`] bits.
     pub flags: u8,
     /// Health, 0 when dead.
@@ -386,12 +386,13 @@ pub struct ProjectileSnap {
 impl PlayerSnap {
     /// Captures a player's state.
     pub fn new(id: PlayerId, s: &PlayerState) -> Self {
+        let g = GridState::of(s);
         Self {
             id,
-            pos: s.pos.to_array(),
-            vel: s.vel.to_array(),
-            yaw: s.yaw,
-            pitch: s.pitch,
+            pos: g.pos,
+            vel: g.vel,
+            yaw: g.yaw,
+            pitch: g.pitch,
             flags: s.flags.0,
             health: 100,
             armor: 0,
@@ -416,11 +417,12 @@ impl PlayerSnap {
     /// The movement part of the player's latest command, as sent: what to extrapolate
     /// it with.
     pub fn intent_cmd(&self) -> InputCmd {
+        let s = self.state();
         InputCmd {
             forward: self.intent[0] as f32 / 127.0,
             right: self.intent[1] as f32 / 127.0,
-            yaw: self.yaw,
-            pitch: self.pitch,
+            yaw: s.yaw,
+            pitch: s.pitch,
             buttons: self.held,
             ..Default::default()
         }
@@ -428,12 +430,16 @@ impl PlayerSnap {
 
     /// The state it describes.
     pub fn state(&self) -> PlayerState {
-        PlayerState {
-            pos: Vec3::from_array(self.pos),
-            vel: Vec3::from_array(self.vel),
+        self.grid().state(MoveFlags(self.flags))
+    }
+
+    /// Its state's grid form.
+    pub fn grid(&self) -> GridState {
+        GridState {
+            pos: self.pos,
+            vel: self.vel,
             yaw: self.yaw,
             pitch: self.pitch,
-            flags: MoveFlags(self.flags),
         }
     }
 }
@@ -499,9 +505,11 @@ impl Wire for Snapshot {
             ));
         }
         for p in &self.players {
-            let numbers = p.pos.iter().chain(&p.vel).chain([&p.yaw, &p.pitch]);
-            if numbers.into_iter().any(|n| !n.is_finite()) {
-                return Err(invalid("player state holds NaN or infinity"));
+            if !p.grid().in_range() {
+                return Err(invalid("player position beyond the grid"));
+            }
+            if p.state().pitch.abs() > MAX_PITCH_DEG.to_radians() {
+                return Err(invalid("player pitch beyond the limit"));
             }
             if p.flags & !MoveFlags::ALL != 0 {
                 return Err(invalid("unknown movement flags"));

@@ -177,11 +177,13 @@ fn weapon() -> impl Strategy<Value = WeaponKind> {
 }
 
 fn player_snap() -> impl Strategy<Value = PlayerSnap> {
+    // On the grid: positions within +-2^23 steps, pitch within its limit.
+    let coord = -(1i32 << 23)..=(1i32 << 23);
     (
-        vec3(),
-        vec3(),
-        finite(),
-        finite(),
+        [coord.clone(), coord.clone(), coord],
+        any::<[i16; 3]>(),
+        any::<i16>(),
+        -16_000i16..=16_000,
         0..=MoveFlags::ALL,
         any::<[u8; 2]>(),
         weapon(),

@@ -36,6 +36,9 @@ pub enum SimSet {
     Move,
     /// Weapons, damage and deaths.
     Combat,
+    /// Put what the tick left on the grid snapshots carry (so a client predicting the
+    /// same commands, and snapping the same way, holds the same bits).
+    Settle,
     /// Remember this tick's state (hitboxes for lag compensation, prediction history).
     RecordHistory,
     /// Build and queue snapshots or input packets for the network.
@@ -63,6 +66,7 @@ impl Plugin for SimulationPlugin {
                     SimSet::ReadInputs,
                     SimSet::Move,
                     SimSet::Combat,
+                    SimSet::Settle,
                     SimSet::RecordHistory,
                     SimSet::BuildSnapshots,
                 )

@@ -46,10 +46,10 @@ fn snapshot(n: usize) -> Snapshot {
         players: (0..n)
             .map(|i| PlayerSnap {
                 id: PlayerId(i as u8),
-                pos: [1.0, 2.0, 3.0],
-                vel: [-7.0, 0.0, 0.5],
-                yaw: 1.0,
-                pitch: 0.1,
+                pos: [1024, 2048, 3072],
+                vel: [-1792, 0, 128],
+                yaw: 10_430,
+                pitch: 1_043,
                 flags: MoveFlags::ON_GROUND,
                 health: 100,
                 armor: 50,
@@ -194,13 +194,24 @@ fn non_finite_numbers_are_refused() {
             InputPacket::decode(&packet.encode().unwrap()),
             Err(DecodeError::Invalid(_))
         ));
+    }
+}
+
+#[test]
+fn player_states_beyond_the_grid_or_the_pitch_limit_are_refused() {
+    let refused = |change: fn(&mut PlayerSnap)| {
         let mut snap = snapshot(3);
-        snap.players[1].vel[2] = bad;
-        assert!(matches!(
+        change(&mut snap.players[1]);
+        matches!(
             Snapshot::decode(&snap.encode().unwrap()),
             Err(DecodeError::Invalid(_))
-        ));
-    }
+        )
+    };
+    assert!(refused(|p| p.pos[2] = (1 << 23) + 1));
+    assert!(refused(|p| p.pos[0] = i32::MIN));
+    assert!(refused(|p| p.pitch = 16_300), "past 89 degrees");
+    assert!(!refused(|p| p.pos[1] = -(1 << 23)), "the grid's edge");
+    assert!(!refused(|p| p.yaw = i16::MIN), "any yaw");
 }
 
 #[test]
@@ -320,7 +331,7 @@ fn datagrams_wrap_inputs_snapshots_and_pings() {
     );
     // Validation reaches inside the wrapper.
     let mut bad = snapshot(2);
-    bad.players[0].pos[0] = f32::NAN;
+    bad.players[0].pitch = i16::MAX;
     assert!(ServerDatagram::decode(&ServerDatagram::Snapshot(bad).encode().unwrap()).is_err());
     for cut in 0..bytes.len() {
         assert!(ServerDatagram::decode(&bytes[..cut]).is_err());
