@@ -55,11 +55,7 @@ fn own_id(client: &mut App) -> PlayerId {
 }
 
 fn server_state(s: &mut Stepper, id: PlayerId) -> PlayerState {
-    let w = s.server.world_mut();
-    w.query::<(&PlayerId, &PlayerState)>()
-        .iter(w)
-        .find(|(p, _)| **p == id)
-        .map(|(_, st)| *st)
+    s.on_server(id, |st: &PlayerState| *st)
         .expect("the player is on the server")
 }
 

@@ -16,11 +16,7 @@ fn stepper() -> Stepper {
 }
 
 fn server_state(s: &mut Stepper, id: PlayerId) -> PlayerState {
-    let w = s.server.world_mut();
-    w.query::<(&PlayerId, &PlayerState)>()
-        .iter(w)
-        .find(|(p, _)| **p == id)
-        .map(|(_, st)| *st)
+    s.on_server(id, |st: &PlayerState| *st)
         .expect("player exists on the server")
 }
 
@@ -127,12 +123,8 @@ fn holding_back_commands_again_and_again_buys_only_the_allowance() {
         }
         s.step();
     }
-    let w = s.server.world_mut();
     let mut of = |id: PlayerId| {
-        w.query::<(&PlayerId, &InputBuffer)>()
-            .iter(w)
-            .find(|(p, _)| **p == id)
-            .map(|(_, b)| b.holds())
+        s.on_server(id, |b: &InputBuffer| b.holds())
             .expect("on the server")
     };
     // Every tick a player is not held runs a command, or a repeat standing in for one.

@@ -20,6 +20,7 @@ use sightline_net::{
     ClientNetPlugin, ConditionerSettings, MemoryClientLink, MemoryNetwork, ServerNetPlugin,
 };
 use sightline_server::{Pacing, ServerConfig, server_app};
+use sightline_sim::PlayerId;
 use sightline_sim::hash::{hash, unit};
 use std::time::Duration;
 
@@ -164,6 +165,19 @@ impl Stepper {
     /// Wall time the stepper has advanced to, seconds.
     pub fn now(&self) -> f64 {
         self.now_ns as f64 / 1e9
+    }
+
+    /// Reads component `C` of player `id` on the server; `None` if no such player has one.
+    pub fn on_server<C: Component, R>(
+        &mut self,
+        id: PlayerId,
+        read: impl FnOnce(&C) -> R,
+    ) -> Option<R> {
+        let w = self.server.world_mut();
+        w.query::<(&PlayerId, &C)>()
+            .iter(w)
+            .find(|(p, _)| **p == id)
+            .map(|(_, c)| read(c))
     }
 
     /// The server's tick rate.
