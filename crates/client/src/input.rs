@@ -119,16 +119,10 @@ impl InputHistory {
         cmd
     }
 
-    /// The packet to send: the newest command first, then each earlier one that the
-    /// server has not simulated (`acked_seq` is the newest it has), up to `window`
-    /// commands in all (and at most [`MAX_PACKET_CMDS`]).
-    pub fn packet(&self, ack_snapshot: u32, acked_seq: u32, window: usize) -> Option<InputPacket> {
-        self.packet_through(self.last_seq, ack_snapshot, acked_seq, window)
-    }
-
-    /// The packets a frame sends: [`Self::packet`], widened to every command not sent yet,
-    /// and before it, when the frame made more new commands than a packet carries, packets
-    /// of the older new ones.
+    /// The packets a frame sends: one ending with the newest command
+    /// (`packet_through`), its window widened to every command not sent yet, and
+    /// before it, when the frame made more new commands than a packet carries, packets of
+    /// the older new ones.
     pub fn packets(&self, ack_snapshot: u32, acked_seq: u32, window: usize) -> Vec<InputPacket> {
         let unsent = self.last_seq.saturating_sub(self.sent_seq) as usize;
         let window = window.max(unsent);
@@ -146,7 +140,9 @@ impl InputHistory {
         packets
     }
 
-    /// A packet of the commands up to `newest`, as [`Self::packet`] makes one.
+    /// A packet of the commands up to `newest`: that one first, then each earlier one that
+    /// the server has not simulated (`acked_seq` is the newest it has), up to `window`
+    /// commands in all (and at most [`MAX_PACKET_CMDS`]).
     fn packet_through(
         &self,
         newest: u32,
@@ -302,21 +298,36 @@ mod tests {
     #[test]
     fn packets_carry_every_unacknowledged_command_in_the_window() {
         let mut h = InputHistory::default();
-        assert!(h.packet(0, 0, 8).is_none());
+        assert!(h.packet_through(h.last_seq, 0, 0, 8).is_none());
         for tick in 0..80 {
             h.record(InputCmd::default(), tick);
         }
         let seqs = |p: InputPacket| p.cmds.iter().map(|c| c.seq).collect::<Vec<u32>>();
-        let p = h.packet(9, 70, 32).unwrap();
+        let p = h.packet_through(h.last_seq, 9, 70, 32).unwrap();
         assert_eq!(p.ack_snapshot, 9);
         assert_eq!(p.cmds[0].client_tick, 79);
         assert_eq!(seqs(p.clone()), (71..=80).rev().collect::<Vec<_>>());
         assert!(InputPacket::decode(&p.encode().unwrap()).is_ok());
-        assert_eq!(seqs(h.packet(9, 0, 4).unwrap()), [80, 79, 78, 77], "window");
-        assert_eq!(seqs(h.packet(9, 80, 4).unwrap()), [80], "always the newest");
-        assert_eq!(h.packet(9, 0, 100).unwrap().cmds.len(), MAX_PACKET_CMDS);
+        assert_eq!(
+            seqs(h.packet_through(h.last_seq, 9, 0, 4).unwrap()),
+            [80, 79, 78, 77],
+            "window"
+        );
+        assert_eq!(
+            seqs(h.packet_through(h.last_seq, 9, 80, 4).unwrap()),
+            [80],
+            "always the newest"
+        );
+        assert_eq!(
+            h.packet_through(h.last_seq, 9, 0, 100).unwrap().cmds.len(),
+            MAX_PACKET_CMDS
+        );
         // Standing still costs a byte a command.
-        let full = h.packet(9, 0, MAX_PACKET_CMDS).unwrap().encode().unwrap();
+        let full = h
+            .packet_through(h.last_seq, 9, 0, MAX_PACKET_CMDS)
+            .unwrap()
+            .encode()
+            .unwrap();
         assert!(full.len() < 100, "{} bytes", full.len());
     }
 

@@ -81,6 +81,9 @@ pub struct LoadReport {
 }
 
 impl LoadReport {
+    /// The table's header, in the columns [`LoadReport`]'s `Display` writes.
+    pub const HEADER: &'static str = "| players | tick median / p99 / max ms | longest tick while joining ms | down B/s per client | up B/s per client | datagrams /s down / up | B per moving player per snapshot | largest snapshot B | snapshots sent in slices | players moving % | client fps |\n|---:|---|---:|---:|---:|---|---:|---:|---:|---:|---:|";
+
     /// Mean encoded snapshot, bytes.
     pub fn snapshot_mean(&self) -> f64 {
         self.snapshots.bytes as f64 / self.snapshots.sent.max(1) as f64
@@ -120,11 +123,6 @@ impl fmt::Display for LoadReport {
             self.client_fps,
         )
     }
-}
-
-impl LoadReport {
-    /// The table's header, in the columns [`LoadReport`]'s `Display` writes.
-    pub const HEADER: &'static str = "| players | tick median / p99 / max ms | longest tick while joining ms | down B/s per client | up B/s per client | datagrams /s down / up | B per moving player per snapshot | largest snapshot B | snapshots sent in slices | players moving % | client fps |\n|---:|---|---:|---:|---:|---|---:|---:|---:|---:|---:|";
 }
 
 fn client_app(server: std::net::SocketAddr, seed: u64) -> App {
