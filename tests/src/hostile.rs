@@ -10,7 +10,7 @@ use sightline_net::{
 };
 use sightline_protocol::{
     Channel, ClientDatagram, ClientMessage, InputPacket, PROTOCOL_VERSION, ServerDatagram,
-    ServerMessage, Snapshot, Wire,
+    ServerMessage, Snapshot, SnapshotHistory, SnapshotPacket, Wire,
 };
 use sightline_sim::{Buttons, InputCmd};
 use std::io::{BufRead, BufReader, Read, Write};
@@ -230,12 +230,26 @@ impl Attacker {
             .collect()
     }
 
+    /// Snapshots received since last asked, resolved against the ones before (a delta
+    /// this attacker cannot resolve would be the server's fault: it panics).
     fn snapshots(&mut self) -> Vec<Snapshot> {
-        let mut client = self.client();
-        std::iter::from_fn(|| client.receive_message(Channel::Unreliable))
-            .filter_map(|b| match ServerDatagram::decode(&b) {
-                Ok(ServerDatagram::Snapshot(s)) => Some(s),
-                _ => None,
+        let world = self.app.world_mut();
+        let packets: Vec<SnapshotPacket> = {
+            let mut client = world.resource_mut::<RenetClient>();
+            std::iter::from_fn(|| client.receive_message(Channel::Unreliable))
+                .filter_map(|b| match ServerDatagram::decode(&b) {
+                    Ok(ServerDatagram::Snapshot(s)) => Some(s),
+                    _ => None,
+                })
+                .collect()
+        };
+        let mut history = world.get_resource_or_init::<SnapshotHistory>();
+        packets
+            .iter()
+            .map(|p| {
+                history
+                    .resolve(p)
+                    .expect("the server sends resolvable snapshots")
             })
             .collect()
     }

@@ -4,7 +4,7 @@ use sightline_harness::Stepper;
 use sightline_net::RenetClient;
 use sightline_protocol::{
     Channel, ClientDatagram, ClientMessage, InputPacket, PROTOCOL_VERSION, ServerDatagram,
-    ServerMessage, Snapshot, Welcome, Wire,
+    ServerMessage, Snapshot, SnapshotHistory, SnapshotPacket, Welcome, Wire,
 };
 use sightline_sim::InputCmd;
 
@@ -36,12 +36,24 @@ pub fn reliable(s: &mut Stepper, i: usize) -> Vec<ServerMessage> {
 
 /// Snapshots client `i` has received since last asked.
 pub fn snapshots(s: &mut Stepper, i: usize) -> Vec<Snapshot> {
-    let mut client = s.clients[i].world_mut().resource_mut::<RenetClient>();
-    std::iter::from_fn(|| client.receive_message(Channel::Unreliable))
-        .filter_map(|b| match ServerDatagram::decode(&b) {
-            Ok(ServerDatagram::Snapshot(snapshot)) => Some(snapshot),
-            Ok(ServerDatagram::Pong { .. }) => None,
-            Err(e) => panic!("server sent an invalid datagram: {e}"),
+    let world = s.clients[i].world_mut();
+    let packets: Vec<SnapshotPacket> = {
+        let mut client = world.resource_mut::<RenetClient>();
+        std::iter::from_fn(|| client.receive_message(Channel::Unreliable))
+            .filter_map(|b| match ServerDatagram::decode(&b) {
+                Ok(ServerDatagram::Snapshot(packet)) => Some(packet),
+                Ok(ServerDatagram::Pong { .. }) => None,
+                Err(e) => panic!("server sent an invalid datagram: {e}"),
+            })
+            .collect()
+    };
+    let mut history = world.get_resource_or_init::<SnapshotHistory>();
+    packets
+        .iter()
+        .map(|p| {
+            history
+                .resolve(p)
+                .expect("server sent a resolvable snapshot")
         })
         .collect()
 }

@@ -3,7 +3,9 @@
 use sightline_client::{ClientStats, ConnectionStatus, InputHistory, LatestSnapshot, Roster};
 use sightline_harness::Stepper;
 use sightline_movement::PlayerState;
-use sightline_server::{DepartedPlayers, PlayerSlots, RESUME_SECONDS, ServerConfig, ServerStats};
+use sightline_server::{
+    DepartedPlayers, PlayerSlots, RESUME_SECONDS, ServerConfig, ServerStats, SnapshotStats,
+};
 use sightline_sim::{PlayerId, TickConfig};
 
 fn config(bots: u8, tick_hz: u32, snapshot_hz: u32) -> ServerConfig {
@@ -32,19 +34,20 @@ fn clients_join_and_see_every_player_move() {
         let stats = w.resource::<ClientStats>();
         assert_eq!(stats.seen.len(), 5, "{}", stats.summary());
         assert_eq!(stats.players_moved(1.0), 5, "{}", stats.summary());
-        assert_eq!(stats.malformed, 0);
+        assert_eq!((stats.malformed, stats.unresolved), (0, 0));
         assert!(
             stats.snapshots as f64 > 0.95 * 64.0 * 6.0,
             "{}",
             stats.summary()
         );
+        let latest = w.resource::<LatestSnapshot>().0.as_ref().unwrap();
+        assert_eq!(
+            latest.baseline,
+            latest.seq - 1,
+            "on a clean link each snapshot is sent against the one before"
+        );
         // The server simulated this client's commands, and says so.
-        let ack = w
-            .resource::<LatestSnapshot>()
-            .0
-            .as_ref()
-            .unwrap()
-            .ack_input_seq;
+        let ack = latest.ack_input_seq;
         let sent = w.resource::<InputHistory>().last_seq();
         assert!(
             ack > 0 && sent - ack <= 4,
@@ -52,6 +55,10 @@ fn clients_join_and_see_every_player_move() {
         );
     }
     assert_eq!(s.server.world().resource::<PlayerSlots>().len(), 5);
+    // Five players sent in full would take about 175 bytes a snapshot.
+    let weights = s.server.world().resource::<SnapshotStats>();
+    let mean = weights.bytes / weights.sent;
+    assert!(mean < 110, "snapshots average {mean} bytes");
     assert_eq!(
         s.server.world().resource::<ServerStats>().malformed_packets,
         0

@@ -32,6 +32,7 @@ use bevy::prelude::*;
 use sightline_interpolation::InterpolationPlugin;
 use sightline_net::{ClockSync, RenetClient, RenetReceive, ServerClock};
 use sightline_prediction::{PredictionPlugin, PredictionSet};
+use sightline_protocol::SnapshotHistory;
 use sightline_sim::{EndSession, SessionAppExt, SimSet, SimulationPlugin};
 use std::collections::VecDeque;
 
@@ -142,6 +143,7 @@ impl Plugin for ClientPlugin {
             .init_resource::<ConnectionStatus>()
             .init_resource::<Roster>()
             .init_resource::<LatestSnapshot>()
+            .init_resource::<SnapshotHistory>()
             .init_resource::<ClientStats>()
             .init_resource::<InputHistory>()
             .init_resource::<ChatLog>()
@@ -160,6 +162,7 @@ impl Plugin for ClientPlugin {
             .reset_on_session_end::<ConnectionStatus>()
             .reset_on_session_end::<Roster>()
             .reset_on_session_end::<LatestSnapshot>()
+            .reset_on_session_end::<SnapshotHistory>()
             .reset_on_session_end::<ClientStats>()
             .reset_on_session_end::<InputHistory>()
             .reset_on_session_end::<ChatLog>()

@@ -13,7 +13,7 @@ use sightline_net::{ClockSync, RenetClient};
 use sightline_prediction::{
     OtherPlayer, OtherPlayers, Predicted, SeenPushes, ServerState, ServerUpdate,
 };
-use sightline_protocol::{Channel, ServerDatagram, Snapshot, Wire};
+use sightline_protocol::{Channel, ServerDatagram, Snapshot, SnapshotHistory, Unresolved, Wire};
 use sightline_sim::{Player, PlayerId};
 use std::collections::BTreeMap;
 
@@ -23,10 +23,13 @@ pub struct LatestSnapshot(pub Option<Snapshot>, bool);
 
 /// Keeps the newest valid snapshot (older, duplicate and malformed ones are dropped),
 /// hands each one's input timing to pacing and feeds pongs to clock sync. Every snapshot,
-/// even a stale one, tells interpolation how snapshots arrive.
+/// even a stale one, tells interpolation how snapshots arrive. Snapshots come as changes
+/// from one this client acknowledged, resolved against the ones it keeps
+/// ([`SnapshotHistory`]); one whose baseline is no longer kept is dropped and counted.
 pub(crate) fn receive_datagrams(
     mut client: ResMut<RenetClient>,
     mut latest: ResMut<LatestSnapshot>,
+    mut history: ResMut<SnapshotHistory>,
     mut stats: ResMut<ClientStats>,
     mut sync: ResMut<ClockSync>,
     mut delay: ResMut<DelayEstimator>,
@@ -37,8 +40,8 @@ pub(crate) fn receive_datagrams(
 ) {
     let now = time.elapsed_secs_f64();
     while let Some(bytes) = client.receive_message(Channel::Unreliable) {
-        let snapshot = match ServerDatagram::decode(&bytes) {
-            Ok(ServerDatagram::Snapshot(s)) => s,
+        let packet = match ServerDatagram::decode(&bytes) {
+            Ok(ServerDatagram::Snapshot(p)) => p,
             Ok(ServerDatagram::Pong {
                 client_time_us,
                 server_time_us,
@@ -49,6 +52,18 @@ pub(crate) fn receive_datagrams(
             Err(e) => {
                 stats.malformed += 1;
                 debug!("dropped a datagram: {e}");
+                continue;
+            }
+        };
+        let snapshot = match history.resolve(&packet) {
+            Ok(s) => s,
+            Err(Unresolved::NoBaseline(_)) => {
+                stats.unresolved += 1;
+                continue;
+            }
+            Err(Unresolved::Invalid(e)) => {
+                stats.malformed += 1;
+                debug!("dropped a snapshot: {e}");
                 continue;
             }
         };

@@ -25,6 +25,9 @@ pub struct ClientStats {
     pub stale_snapshots: u64,
     /// Messages that failed to decode or validate (dropped).
     pub malformed: u64,
+    /// Snapshots sent as changes from one this client no longer keeps (dropped; the
+    /// server sends the next against a newer one).
+    pub unresolved: u64,
     /// Every player seen in snapshots.
     pub seen: BTreeMap<PlayerId, PlayerSeen>,
     /// Sequence numbers of recent snapshots received, for the loss estimate.
@@ -61,10 +64,11 @@ impl ClientStats {
     /// A one-line summary.
     pub fn summary(&self) -> String {
         format!(
-            "snapshots={} stale={} malformed={} players_seen={} players_moved={}",
+            "snapshots={} stale={} malformed={} unresolved={} players_seen={} players_moved={}",
             self.snapshots,
             self.stale_snapshots,
             self.malformed,
+            self.unresolved,
             self.seen.len(),
             self.players_moved(1.0)
         )

@@ -4,12 +4,13 @@
 //! change) and rewrites them when run with `SIGHTLINE_WRITE_SEEDS=1`.
 
 use crate::console::{CONFIG, Shell};
+use crate::wire::baseline;
 use sightline_combat::{GameMode, Team, WeaponKind};
 use sightline_console::render_config;
 use sightline_movement::MoveFlags;
 use sightline_protocol::{
     ClientDatagram, ClientMessage, InputPacket, PROTOCOL_VERSION, PlayerSnap, ProjectileSnap,
-    ScoreLine, ServerDatagram, ServerMessage, Snapshot, Welcome, Wire,
+    ScoreLine, ServerDatagram, ServerMessage, Snapshot, SnapshotPacket, Welcome, Wire,
 };
 use sightline_sim::{Buttons, InputCmd, PlayerId};
 
@@ -48,9 +49,10 @@ fn welcome(protocol_version: u32) -> ServerMessage {
     })
 }
 
-fn snapshot(players: u8) -> Snapshot {
+/// Snapshot `seq`, with `players` players (ids 0, 2, 4...).
+pub(crate) fn snapshot(players: u8, seq: u32) -> Snapshot {
     Snapshot {
-        seq: 7,
+        seq,
         baseline: 0,
         server_tick: 1234,
         server_time_us: 9_640_625,
@@ -200,11 +202,25 @@ pub fn client_datagram() -> Vec<Vec<u8>> {
     ])
 }
 
+/// The fuzz baseline four snapshots on: one player turned and ran, one left, one joined,
+/// an item was taken.
+fn moved() -> Snapshot {
+    let mut s = snapshot(4, 12);
+    s.server_time_us += 62_500;
+    s.players.remove(1);
+    s.players[0].pos[0] += 300;
+    s.players[0].yaw -= 700;
+    s.players[1].health = 40;
+    s.items = 0b1001;
+    s
+}
+
 /// Seeds for [`crate::wire::server_datagram`].
 pub fn server_datagram() -> Vec<Vec<u8>> {
     encoded(&[
-        ServerDatagram::Snapshot(snapshot(3)),
-        ServerDatagram::Snapshot(snapshot(0)),
+        ServerDatagram::Snapshot(SnapshotPacket::encode(&snapshot(3, 7), None)),
+        ServerDatagram::Snapshot(SnapshotPacket::encode(&snapshot(0, 7), None)),
+        ServerDatagram::Snapshot(SnapshotPacket::encode(&moved(), Some(&baseline(8)))),
         ServerDatagram::Pong {
             client_time_us: 1,
             server_time_us: 2_000_000,

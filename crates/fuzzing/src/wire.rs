@@ -8,7 +8,7 @@
 
 use sightline_protocol::{
     ClientDatagram, ClientMessage, DecodeError, InputPacket, ServerDatagram, ServerMessage,
-    Snapshot, Wire, peek_welcome_version,
+    Snapshot, SnapshotPacket, Wire, peek_welcome_version,
 };
 use std::fmt::Debug;
 
@@ -72,19 +72,27 @@ pub fn client_datagram(data: &[u8]) {
     }
 }
 
+/// The snapshot every fuzzed delta is resolved against when it names its number: three
+/// players and a rocket, mid-match.
+pub fn baseline(seq: u32) -> Snapshot {
+    crate::seeds::snapshot(3, seq)
+}
+
 /// Unreliable server datagrams, as a client reads them. A canonical snapshot datagram is
-/// its variant tag (0) followed by the snapshot's own encoding, and is what
-/// [`ServerDatagram::encode_snapshot`] writes.
+/// its variant tag (0) followed by the packet's own encoding. A packet that resolves
+/// (in full, or against [`baseline`]) gives a snapshot that passes validation and encodes
+/// against the same baseline to the very same packet.
 pub fn server_datagram(data: &[u8]) {
-    if let Some(ServerDatagram::Snapshot(snapshot)) = decode_checked::<ServerDatagram>(data)
-        && !may_hold_long_varints(data)
-    {
+    let Some(ServerDatagram::Snapshot(packet)) = decode_checked::<ServerDatagram>(data) else {
+        return;
+    };
+    if !may_hold_long_varints(data) {
         assert_eq!(data[0], 0);
-        assert_eq!(
-            ServerDatagram::encode_snapshot(&snapshot).as_deref(),
-            Ok(data)
-        );
-        assert_eq!(Snapshot::decode(&data[1..]), Ok(snapshot));
+    }
+    let base = (packet.baseline != 0).then(|| baseline(packet.baseline));
+    if let Ok(snapshot) = packet.resolve(base.as_ref()) {
+        assert_eq!(snapshot.validate(), Ok(()));
+        assert_eq!(SnapshotPacket::encode(&snapshot, base.as_ref()), packet);
     }
 }
 

@@ -15,6 +15,7 @@
 //! encoding per packet), so no bytes make it allocate more than the packet
 //! holds or produce a sequence of zero or out of order.
 
+use crate::bytes::{Reader, put_f32, put_varint, put_zigzag};
 use serde::de::Error as _;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use sightline_sim::{Buttons, InputCmd};
@@ -34,18 +35,6 @@ const YAW: u8 = 1 << 4;
 const PITCH: u8 = 1 << 5;
 const BUTTONS: u8 = 1 << 6;
 const VIEW: u8 = 1 << 7;
-
-fn put_varint(out: &mut Vec<u8>, mut v: u32) {
-    while v >= 0x80 {
-        out.push(v as u8 | 0x80);
-        v >>= 7;
-    }
-    out.push(v as u8);
-}
-
-fn put_f32(out: &mut Vec<u8>, v: f32) {
-    out.extend_from_slice(&v.to_le_bytes());
-}
 
 /// Which fields of `c` differ from `newer`, the command after it, as flag bits.
 fn change_flags(newer: &InputCmd, c: &InputCmd) -> u8 {
@@ -80,13 +69,13 @@ pub fn encode(cmds: &[InputCmd]) -> Vec<u8> {
     let Some(first) = cmds.first() else {
         return out;
     };
-    put_varint(&mut out, first.seq);
-    put_varint(&mut out, first.client_tick);
+    put_varint(&mut out, first.seq.into());
+    put_varint(&mut out, first.client_tick.into());
     for v in [first.forward, first.right, first.yaw, first.pitch] {
         put_f32(&mut out, v);
     }
     out.extend_from_slice(&[first.buttons.0, first.weapon_slot]);
-    put_varint(&mut out, first.view_tick);
+    put_varint(&mut out, first.view_tick.into());
     out.extend_from_slice(&first.view_frac.to_le_bytes());
     for pair in cmds.windows(2) {
         let (newer, c) = (&pair[0], &pair[1]);
@@ -96,10 +85,10 @@ pub fn encode(cmds: &[InputCmd]) -> Vec<u8> {
         let flags = change_flags(newer, c);
         out.push(flags);
         if flags & SEQ_GAP != 0 {
-            put_varint(&mut out, seq_gap);
+            put_varint(&mut out, seq_gap.into());
         }
         if flags & TICK_GAP != 0 {
-            put_varint(&mut out, tick_gap);
+            put_varint(&mut out, tick_gap.into());
         }
         for (bit, v) in [
             (FORWARD, c.forward),
@@ -116,7 +105,7 @@ pub fn encode(cmds: &[InputCmd]) -> Vec<u8> {
         }
         if flags & VIEW != 0 {
             // Zigzag: small steps either way stay small.
-            put_varint(&mut out, ((view_gap << 1) ^ (view_gap >> 31)) as u32);
+            put_zigzag(&mut out, view_gap);
             out.extend_from_slice(&c.view_frac.to_le_bytes());
         }
     }
@@ -127,45 +116,9 @@ pub fn encode(cmds: &[InputCmd]) -> Vec<u8> {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CmdsError(pub &'static str);
 
-struct Reader<'a>(&'a [u8]);
-
-impl Reader<'_> {
-    fn byte(&mut self) -> Result<u8, CmdsError> {
-        let (&b, rest) = self
-            .0
-            .split_first()
-            .ok_or(CmdsError("commands cut short"))?;
-        self.0 = rest;
-        Ok(b)
-    }
-
-    fn varint(&mut self) -> Result<u32, CmdsError> {
-        let mut v: u32 = 0;
-        for shift in [0, 7, 14, 21, 28] {
-            let b = self.byte()?;
-            // The fifth byte may only carry the top four bits.
-            if shift == 28 && b > 0x0f {
-                return Err(CmdsError("varint too long"));
-            }
-            v |= ((b & 0x7f) as u32) << shift;
-            if b & 0x80 == 0 {
-                // One encoding per number: a last byte of zero after others is padding.
-                if b == 0 && shift > 0 {
-                    return Err(CmdsError("varint not in its shortest form"));
-                }
-                return Ok(v);
-            }
-        }
-        Err(CmdsError("varint too long"))
-    }
-
-    fn f32(&mut self) -> Result<f32, CmdsError> {
-        let b = [self.byte()?, self.byte()?, self.byte()?, self.byte()?];
-        Ok(f32::from_le_bytes(b))
-    }
-
-    fn u16(&mut self) -> Result<u16, CmdsError> {
-        Ok(u16::from_le_bytes([self.byte()?, self.byte()?]))
+impl From<&'static str> for CmdsError {
+    fn from(e: &'static str) -> Self {
+        Self(e)
     }
 }
 
@@ -226,8 +179,7 @@ pub fn decode(bytes: &[u8]) -> Result<Vec<InputCmd>, CmdsError> {
             c.weapon_slot = r.byte()?;
         }
         if flags & VIEW != 0 {
-            let z = r.varint()?;
-            let gap = ((z >> 1) as i32) ^ -((z & 1) as i32);
+            let gap = r.zigzag()?;
             c.view_tick = newer.view_tick.wrapping_add(gap as u32);
             c.view_frac = r.u16()?;
         }
@@ -240,9 +192,7 @@ pub fn decode(bytes: &[u8]) -> Result<Vec<InputCmd>, CmdsError> {
         cmds.push(c);
         newer = c;
     }
-    if !r.0.is_empty() {
-        return Err(CmdsError("bytes after the last command"));
-    }
+    r.finish()?;
     Ok(cmds)
 }
 
@@ -341,17 +291,5 @@ mod tests {
         assert!(decode(&encode(&[cmd(0)])).is_err(), "sequence 0");
         // A varint of six bytes, or a fifth byte with high bits, is refused.
         assert!(decode(&[1, 0xff, 0xff, 0xff, 0xff, 0x7f]).is_err());
-        assert!(
-            Reader(&[0x80, 0x80, 0x80, 0x80, 0x80, 0x01])
-                .varint()
-                .is_err()
-        );
-        assert_eq!(
-            Reader(&[0xff, 0xff, 0xff, 0xff, 0x0f]).varint(),
-            Ok(u32::MAX)
-        );
-        // Padded varints would give one packet two encodings.
-        assert!(Reader(&[0xb6, 0x00]).varint().is_err());
-        assert_eq!(Reader(&[0x00]).varint(), Ok(0));
     }
 }

@@ -12,15 +12,19 @@
 //! bytes checked by hand; 6, input packets carry every unacknowledged command within a
 //! window (up to [`MAX_PACKET_CMDS`]), each encoded against the next ([`cmds`]), and each
 //! player's state its spawn count ([`PlayerSnap::spawn_count`]), so a respawn or a new
-//! match is known for a teleport rather than taken for movement.
+//! match is known for a teleport rather than taken for movement; 7, the count of pushes
+//! a player took; 8, combat events stamped with their tick; 9, player states as grid
+//! integers; 10, snapshots sent as changes from one the client acknowledged ([`delta`]).
 //!
 //! Decoding never trusts the sender: oversized, truncated, trailing-garbage, out-of-range
 //! and non-finite inputs all come back as a [`DecodeError`] for the caller to drop and
 //! count.
 
+mod bytes;
 mod channel;
 pub mod cmds;
 mod codec;
+pub mod delta;
 mod messages;
 mod text;
 mod token;
@@ -28,6 +32,7 @@ mod token;
 pub use channel::{Channel, connection_config};
 pub use cmds::MAX_PACKET_CMDS;
 pub use codec::{DecodeError, EncodeError, Wire, peek_welcome_version};
+pub use delta::{CLIENT_BASELINES, MAX_BASELINE_AGE, SnapshotHistory, SnapshotPacket, Unresolved};
 pub use messages::{
     ClientDatagram, ClientMessage, InputPacket, MAX_CHAT_LEN, MAX_NAME_LEN, MAX_SERVER_NAME_LEN,
     MAX_SNAPSHOT_PLAYERS, MAX_SNAPSHOT_PROJECTILES, PlayerSnap, ProjectileSnap, ResumeSecret,
@@ -39,7 +44,7 @@ pub use token::{
 };
 
 /// Version of this protocol; a client and server must agree on it exactly.
-pub const PROTOCOL_VERSION: u32 = 9;
+pub const PROTOCOL_VERSION: u32 = 10;
 
 /// Identifies Sightline traffic to netcode, which drops packets of other games. It does not
 /// change with [`PROTOCOL_VERSION`], so a mismatched client still reaches the handshake

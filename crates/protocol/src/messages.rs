@@ -2,6 +2,7 @@
 
 use crate::cmds::{MAX_CMD_BYTES, MAX_PACKET_CMDS};
 use crate::codec::{DecodeError, Wire};
+use crate::delta::SnapshotPacket;
 use serde::{Deserialize, Serialize};
 use sightline_combat::{GameMode, Team, WeaponKind};
 use sightline_movement::{GridState, MoveFlags, PlayerState};
@@ -447,13 +448,13 @@ impl PlayerSnap {
 /// The world as the server saw it after one tick, for one recipient.
 ///
 /// Snapshots are numbered and clients acknowledge the newest they received in every
-/// [`InputPacket`], so a server can later encode a snapshot as changes from one the client
-/// is known to hold. `baseline` names that snapshot; 0 means this one is complete.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+/// [`InputPacket`], so the server sends each as changes from one the client is known to
+/// hold ([`crate::SnapshotPacket`]); this is the whole snapshot a packet resolves to.
+#[derive(Debug, Clone, PartialEq)]
 pub struct Snapshot {
     /// Snapshot number, from 1, one per snapshot sent to this client.
     pub seq: u32,
-    /// Snapshot this one is encoded against; 0 for a full snapshot.
+    /// The snapshot it was sent as changes from; 0 when it was sent in full.
     pub baseline: u32,
     /// Server tick after which this state holds.
     pub server_tick: u32,
@@ -486,15 +487,11 @@ pub struct Snapshot {
 /// Most projectiles a snapshot may carry.
 pub const MAX_SNAPSHOT_PROJECTILES: usize = 64;
 
-impl Wire for Snapshot {
-    const MAX_BYTES: usize = 48 + MAX_SNAPSHOT_PLAYERS * 56 + MAX_SNAPSHOT_PROJECTILES * 32;
-
-    fn validate(&self) -> Result<(), DecodeError> {
+impl Snapshot {
+    /// Checks counts, order, ranges and finiteness: what a resolved packet must satisfy.
+    pub fn validate(&self) -> Result<(), DecodeError> {
         if self.seq == 0 {
             return Err(invalid("snapshot sequence 0 is reserved"));
-        }
-        if self.baseline != 0 {
-            return Err(invalid("delta snapshots are not supported by this version"));
         }
         if self.players.len() > MAX_SNAPSHOT_PLAYERS {
             return Err(invalid("too many players in snapshot"));
@@ -558,8 +555,8 @@ impl Wire for ClientDatagram {
 /// Unreliable messages from the server.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub enum ServerDatagram {
-    /// The world after a tick.
-    Snapshot(Snapshot),
+    /// The world after a tick, as changes from a snapshot the client holds.
+    Snapshot(SnapshotPacket),
     /// Answer to a ping.
     Pong {
         /// The client's time from the ping, echoed.
@@ -570,36 +567,14 @@ pub enum ServerDatagram {
     },
 }
 
-impl ServerDatagram {
-    /// Encodes a snapshot as a datagram without moving it into one, refusing one above
-    /// the datagram cap as [`Wire::encode`] does.
-    pub fn encode_snapshot(snapshot: &Snapshot) -> Result<Vec<u8>, crate::EncodeError> {
-        #[derive(Serialize)]
-        enum Borrowed<'a> {
-            Snapshot(&'a Snapshot),
-        }
-        // Same encoding as `ServerDatagram::Snapshot`: variant 0, then the snapshot.
-        let bytes = bincode::serde::encode_to_vec(
-            Borrowed::Snapshot(snapshot),
-            bincode::config::standard(),
-        )
-        .expect("encoding into a Vec cannot fail");
-        if bytes.len() > Self::MAX_BYTES {
-            return Err(crate::EncodeError::TooLarge {
-                len: bytes.len(),
-                max: Self::MAX_BYTES,
-            });
-        }
-        Ok(bytes)
-    }
-}
-
 impl Wire for ServerDatagram {
-    const MAX_BYTES: usize = Snapshot::MAX_BYTES + 4;
+    /// A variant tag, the packet's length and the packet.
+    const MAX_BYTES: usize = SnapshotPacket::MAX_BYTES + 4;
 
     fn validate(&self) -> Result<(), DecodeError> {
         match self {
-            Self::Snapshot(s) => s.validate(),
+            // Its form is checked as it is read; what it resolves to, once resolved.
+            Self::Snapshot(_) => Ok(()),
             Self::Pong { .. } => Ok(()),
         }
     }

@@ -12,10 +12,10 @@ use proptest::sample::Index;
 use sightline_combat::{GameMode, Team, WeaponKind};
 use sightline_movement::MoveFlags;
 use sightline_protocol::{
-    ClientDatagram, ClientMessage, DecodeError, InputPacket, MAX_CHAT_LEN, MAX_NAME_LEN,
-    MAX_PACKET_CMDS, MAX_SERVER_NAME_LEN, MAX_SNAPSHOT_PLAYERS, MAX_SNAPSHOT_PROJECTILES,
-    PlayerSnap, ProjectileSnap, ScoreLine, ServerDatagram, ServerMessage, Snapshot, Welcome, Wire,
-    clean_text,
+    ClientDatagram, ClientMessage, DecodeError, InputPacket, MAX_BASELINE_AGE, MAX_CHAT_LEN,
+    MAX_NAME_LEN, MAX_PACKET_CMDS, MAX_SERVER_NAME_LEN, MAX_SNAPSHOT_PLAYERS,
+    MAX_SNAPSHOT_PROJECTILES, PlayerSnap, ProjectileSnap, ScoreLine, ServerDatagram, ServerMessage,
+    Snapshot, SnapshotPacket, Welcome, Wire, clean_text,
 };
 use sightline_sim::{Buttons, InputCmd, MAX_TICK_HZ, MIN_TICK_HZ, PlayerId, WEAPON_SLOTS};
 use std::fmt::Debug;
@@ -435,9 +435,31 @@ fn client_datagram() -> impl Strategy<Value = ClientDatagram> {
     ]
 }
 
+/// Two snapshots, the second 1 to [`MAX_BASELINE_AGE`] after the first, some players in
+/// both: a baseline and a snapshot to encode against it.
+fn snapshot_pair() -> impl Strategy<Value = (Snapshot, Snapshot)> {
+    (snapshot(), snapshot(), 1..=MAX_BASELINE_AGE, any::<bool>()).prop_map(
+        |(base, mut next, gap, same_players)| {
+            next.seq = base.seq.wrapping_add(gap).max(1);
+            if same_players {
+                // The same players, moved a little: the common case.
+                next.players = base.players.clone();
+                for (i, p) in next.players.iter_mut().enumerate() {
+                    p.pos[0] = p.pos[0].saturating_add(i as i32 * 37).min(1 << 23);
+                    p.yaw = p.yaw.wrapping_add(i as i16);
+                }
+            }
+            (base, next)
+        },
+    )
+}
+
 fn server_datagram() -> impl Strategy<Value = ServerDatagram> {
     prop_oneof![
-        snapshot().prop_map(ServerDatagram::Snapshot),
+        snapshot().prop_map(|s| ServerDatagram::Snapshot(SnapshotPacket::encode(&s, None))),
+        snapshot_pair().prop_map(|(base, next)| {
+            ServerDatagram::Snapshot(SnapshotPacket::encode(&next, Some(&base)))
+        }),
         (u64_any(), u64_any()).prop_map(|(client_time_us, server_time_us)| {
             ServerDatagram::Pong {
                 client_time_us,
@@ -575,8 +597,45 @@ wire_properties!(
     client_datagrams: ClientDatagram from client_datagram,
     server_datagrams: ServerDatagram from server_datagram,
     input_packets: InputPacket from input_packet,
-    snapshots: Snapshot from snapshot,
 );
+
+proptest! {
+    #![proptest_config(config())]
+
+    /// A snapshot encoded in full, or against any baseline, resolves to itself.
+    #[test]
+    fn snapshots_resolve_to_what_was_encoded((base, next) in snapshot_pair()) {
+        let full = SnapshotPacket::encode(&next, None);
+        prop_assert_eq!(full.resolve(None), Ok(next.clone()));
+        let delta = SnapshotPacket::encode(&next, Some(&base));
+        let read = SnapshotPacket::from_bytes(&delta.to_bytes());
+        prop_assert_eq!(read.as_ref(), Ok(&delta));
+        prop_assert_eq!(
+            delta.resolve(Some(&base)),
+            Ok(Snapshot { baseline: base.seq, ..next })
+        );
+    }
+
+    /// Damaged deltas are refused, or resolve to a valid snapshot that encodes against
+    /// the same baseline to the very same packet.
+    #[test]
+    fn damaged_deltas_resolve_or_are_refused(
+        (base, next) in snapshot_pair(),
+        damage in damage(),
+    ) {
+        let bytes = apply(SnapshotPacket::encode(&next, Some(&base)).to_bytes(), &damage);
+        let Ok(packet) = SnapshotPacket::from_bytes(&bytes) else {
+            return Ok(());
+        };
+        prop_assert_eq!(&packet.to_bytes(), &bytes, "one encoding");
+        let baseline = Snapshot { seq: packet.baseline, ..base };
+        let against = (packet.baseline != 0).then_some(&baseline);
+        if let Ok(resolved) = packet.resolve(against) {
+            prop_assert_eq!(resolved.validate(), Ok(()));
+            prop_assert_eq!(SnapshotPacket::encode(&resolved, against), packet);
+        }
+    }
+}
 
 /// Which variant a message is. Matches without a wildcard, so a new variant stops this
 /// file compiling until the strategies above make it too.
@@ -679,10 +738,11 @@ fn full_messages_are_generated_at_their_widest() {
             .new_tree(&mut runner)
             .expect("the strategies reject nothing")
             .current();
-        largest = largest.max(encoded(&snap).len());
+        let full = ServerDatagram::Snapshot(SnapshotPacket::encode(&snap, None));
+        largest = largest.max(encoded(&full).len());
     }
     assert!(
-        largest > Snapshot::MAX_BYTES / 2,
+        largest > ServerDatagram::MAX_BYTES / 2,
         "largest snapshot {largest} bytes"
     );
 }

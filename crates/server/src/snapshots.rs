@@ -1,4 +1,5 @@
-//! Snapshots: every player's state, sent to each client with its own acknowledgements.
+//! Snapshots: every player's state, sent to each client with its own acknowledgements,
+//! as changes from the newest snapshot that client acknowledged.
 
 use crate::connection::{Connection, ConnectionStage};
 use crate::inputs::InputBuffer;
@@ -8,19 +9,23 @@ use sightline_combat::{Arsenal, ItemSpot, Pushes, Rocket, SpawnCount, Vitals, it
 use sightline_movement::PlayerState;
 use sightline_net::RenetServer;
 use sightline_protocol::{
-    Channel, MAX_SNAPSHOT_PROJECTILES, PlayerSnap, ProjectileSnap, ServerDatagram, Snapshot,
+    Channel, MAX_BASELINE_AGE, MAX_SNAPSHOT_PROJECTILES, PlayerSnap, ProjectileSnap,
+    ServerDatagram, Snapshot, SnapshotPacket, Wire,
 };
 use sightline_sim::{CurrentCmd, PlayerId, Tick, TickConfig};
+use std::collections::VecDeque;
+use std::sync::Arc;
 
 /// Snapshots remembered per client, to check acknowledgements: 0.5 s at 128 Hz, 1 s at
 /// 64 Hz. An acknowledgement older than that names a world the client has long left.
 pub const ACKABLE_SNAPSHOTS: usize = 64;
 
-/// The snapshots recently sent to one client: their numbers and the ticks they describe.
+/// The snapshots recently sent to one client: their numbers, the ticks they describe and
+/// what they held, to encode later ones against.
 #[derive(Component, Debug, Default, Clone)]
 pub struct SnapshotCounter {
     last: u32,
-    recent: std::collections::VecDeque<(u32, u32)>,
+    recent: VecDeque<(u32, u32, Option<Arc<Snapshot>>)>,
 }
 
 impl SnapshotCounter {
@@ -28,11 +33,31 @@ impl SnapshotCounter {
     /// (years of play) and skip 0, which means "none".
     pub fn next(&mut self, tick: u32) -> u32 {
         self.last = self.last.wrapping_add(1).max(1);
-        self.recent.push_back((self.last, tick));
+        self.recent.push_back((self.last, tick, None));
         if self.recent.len() > ACKABLE_SNAPSHOTS {
             self.recent.pop_front();
         }
         self.last
+    }
+
+    /// Remembers what the last numbered snapshot held.
+    pub fn keep(&mut self, sent: Snapshot) {
+        if let Some(last) = self.recent.back_mut() {
+            last.2 = Some(Arc::new(sent));
+        }
+    }
+
+    /// The snapshot to encode the one just numbered against: the acknowledged `ack`, if
+    /// it is no more than [`MAX_BASELINE_AGE`] back (the client keeps more than that).
+    pub fn baseline(&self, ack: u32) -> Option<Arc<Snapshot>> {
+        if ack == 0 || self.last.wrapping_sub(ack) > MAX_BASELINE_AGE {
+            return None;
+        }
+        self.recent
+            .iter()
+            .rev()
+            .find(|(s, ..)| *s == ack)
+            .and_then(|(.., sent)| sent.clone())
     }
 
     /// Number of the last snapshot sent (0: none yet).
@@ -46,8 +71,8 @@ impl SnapshotCounter {
         self.recent
             .iter()
             .rev()
-            .find(|(s, _)| *s == seq)
-            .map(|(_, tick)| *tick)
+            .find(|(s, ..)| *s == seq)
+            .map(|(_, tick, _)| *tick)
     }
 }
 
@@ -116,7 +141,8 @@ pub(crate) fn send_snapshots(
         .iter()
         .filter(|(_, s, ..)| s.vel != Vec3::ZERO)
         .count();
-    // One snapshot, its per-client header rewritten for each recipient.
+    // One snapshot, its per-client header rewritten for each recipient and encoded
+    // against what that recipient holds.
     for (conn, mut buffer, mut counter, pushes) in &mut clients {
         if conn.stage != ConnectionStage::Playing {
             continue;
@@ -132,10 +158,14 @@ pub(crate) fn send_snapshots(
         };
         snapshot.repeated_inputs = timing.repeats;
         snapshot.pushes = pushes.map_or(0, |p| p.0);
-        match ServerDatagram::encode_snapshot(&snapshot) {
+        let baseline = counter.baseline(buffer.ack_snapshot);
+        let packet = SnapshotPacket::encode(&snapshot, baseline.as_deref());
+        snapshot.baseline = packet.baseline;
+        match ServerDatagram::Snapshot(packet).encode() {
             Ok(bytes) => {
                 weights.count(bytes.len(), snapshot.players.len(), moving);
                 server.send_message(conn.client_id, Channel::Unreliable, bytes);
+                counter.keep(snapshot.clone());
             }
             Err(e) => warn!("a snapshot was not sent: {e}"),
         }

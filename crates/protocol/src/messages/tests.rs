@@ -65,6 +65,21 @@ fn snapshot(n: usize) -> Snapshot {
     }
 }
 
+/// `s` as a full snapshot datagram.
+fn full_bytes(s: &Snapshot) -> Vec<u8> {
+    ServerDatagram::Snapshot(SnapshotPacket::encode(s, None))
+        .encode()
+        .unwrap()
+}
+
+/// Decodes a full snapshot datagram and resolves it.
+fn decode_full(bytes: &[u8]) -> Result<Snapshot, DecodeError> {
+    match ServerDatagram::decode(bytes)? {
+        ServerDatagram::Snapshot(p) => p.resolve(None),
+        ServerDatagram::Pong { .. } => Err(DecodeError::Invalid("a pong".into())),
+    }
+}
+
 fn samples() -> (Vec<Vec<u8>>, Vec<fn(&[u8]) -> bool>) {
     let encoded = vec![
         ClientMessage::Hello {
@@ -81,13 +96,13 @@ fn samples() -> (Vec<Vec<u8>>, Vec<fn(&[u8]) -> bool>) {
         }
         .encode()
         .unwrap(),
-        snapshot(MAX_SNAPSHOT_PLAYERS).encode().unwrap(),
+        full_bytes(&snapshot(MAX_SNAPSHOT_PLAYERS)),
     ];
     let decoders: Vec<fn(&[u8]) -> bool> = vec![
         |b| ClientMessage::decode(b).is_ok(),
         |b| ServerMessage::decode(b).is_ok(),
         |b| InputPacket::decode(b).is_ok(),
-        |b| Snapshot::decode(b).is_ok(),
+        |b| decode_full(b).is_ok(),
     ];
     (encoded, decoders)
 }
@@ -110,7 +125,7 @@ fn every_message_round_trips() {
     };
     assert_eq!(InputPacket::decode(&packet.encode().unwrap()), Ok(packet));
     let full = snapshot(MAX_SNAPSHOT_PLAYERS);
-    assert_eq!(Snapshot::decode(&full.encode().unwrap()), Ok(full));
+    assert_eq!(decode_full(&full_bytes(&full)), Ok(full));
 }
 
 #[test]
@@ -122,13 +137,12 @@ fn encoded_sizes_stay_under_their_caps() {
         encoded[2].len()
     );
     assert!(
-        encoded[3].len() <= Snapshot::MAX_BYTES,
+        encoded[3].len() <= ServerDatagram::MAX_BYTES,
         "{}",
         encoded[3].len()
     );
-    // A moving player costs about 42 bytes uncompressed.
-    let per_player =
-        (snapshot(2).encode().unwrap().len() - snapshot(1).encode().unwrap().len()) as f32;
+    // A player sent in full costs about 30 bytes.
+    let per_player = (full_bytes(&snapshot(2)).len() - full_bytes(&snapshot(1)).len()) as f32;
     assert!(per_player <= 44.0, "{per_player} bytes per player");
 }
 
@@ -153,10 +167,10 @@ fn trailing_bytes_and_oversized_input_are_refused() {
         assert!(!decode(&vec![0u8; 70_000]));
     }
     assert_eq!(
-        Snapshot::decode(&vec![1u8; Snapshot::MAX_BYTES + 1]),
+        decode_full(&vec![1u8; ServerDatagram::MAX_BYTES + 1]),
         Err(DecodeError::TooLarge {
-            len: Snapshot::MAX_BYTES + 1,
-            max: Snapshot::MAX_BYTES
+            len: ServerDatagram::MAX_BYTES + 1,
+            max: ServerDatagram::MAX_BYTES
         })
     );
 }
@@ -203,7 +217,7 @@ fn player_states_beyond_the_grid_or_the_pitch_limit_are_refused() {
         let mut snap = snapshot(3);
         change(&mut snap.players[1]);
         matches!(
-            Snapshot::decode(&snap.encode().unwrap()),
+            decode_full(&full_bytes(&snap)),
             Err(DecodeError::Invalid(_))
         )
     };
@@ -218,9 +232,9 @@ fn player_states_beyond_the_grid_or_the_pitch_limit_are_refused() {
 fn held_buttons_other_than_jump_and_crouch_are_refused() {
     let mut snap = snapshot(2);
     snap.players[0].held = Buttons::FIRE;
-    assert!(Snapshot::decode(&snap.encode().unwrap()).is_err());
+    assert!(decode_full(&full_bytes(&snap)).is_err());
     snap.players[0].held = Buttons::JUMP.with(Buttons::CROUCH);
-    assert!(Snapshot::decode(&snap.encode().unwrap()).is_ok());
+    assert!(decode_full(&full_bytes(&snap)).is_ok());
 }
 
 #[test]
@@ -250,13 +264,13 @@ fn out_of_range_values_are_refused() {
 
     let mut snap = snapshot(2);
     snap.players[1].flags = 0x80;
-    assert!(Snapshot::decode(&snap.encode().unwrap()).is_err());
+    assert!(decode_full(&full_bytes(&snap)).is_err());
     let mut snap = snapshot(2);
     snap.players[1].id = PlayerId(0);
-    assert!(Snapshot::decode(&snap.encode().unwrap()).is_err());
+    assert!(decode_full(&full_bytes(&snap)).is_err());
     let mut snap = snapshot(1);
     snap.seq = 0;
-    assert!(Snapshot::decode(&snap.encode().unwrap()).is_err());
+    assert!(decode_full(&full_bytes(&snap)).is_err());
 
     let long_name = ClientMessage::Hello {
         protocol_version: 1,
@@ -315,7 +329,10 @@ fn datagrams_wrap_inputs_snapshots_and_pings() {
         cmds: vec![cmd(2), cmd(1)],
     });
     assert_eq!(ClientDatagram::decode(&input.encode().unwrap()), Ok(input));
-    let full = ServerDatagram::Snapshot(snapshot(MAX_SNAPSHOT_PLAYERS));
+    let full = ServerDatagram::Snapshot(SnapshotPacket::encode(
+        &snapshot(MAX_SNAPSHOT_PLAYERS),
+        None,
+    ));
     let bytes = full.encode().unwrap();
     assert!(bytes.len() <= ServerDatagram::MAX_BYTES);
     assert_eq!(ServerDatagram::decode(&bytes), Ok(full));
@@ -324,15 +341,10 @@ fn datagrams_wrap_inputs_snapshots_and_pings() {
         server_time_us: 2,
     };
     assert_eq!(ServerDatagram::decode(&pong.encode().unwrap()), Ok(pong));
-    let snap = snapshot(3);
-    assert_eq!(
-        ServerDatagram::encode_snapshot(&snap).unwrap(),
-        ServerDatagram::Snapshot(snap).encode().unwrap()
-    );
-    // Validation reaches inside the wrapper.
+    // Resolving validates what the packet describes.
     let mut bad = snapshot(2);
     bad.players[0].pitch = i16::MAX;
-    assert!(ServerDatagram::decode(&ServerDatagram::Snapshot(bad).encode().unwrap()).is_err());
+    assert!(decode_full(&full_bytes(&bad)).is_err());
     for cut in 0..bytes.len() {
         assert!(ServerDatagram::decode(&bytes[..cut]).is_err());
     }

@@ -1,0 +1,558 @@
+//! Snapshots as they travel: each written as what changed since a snapshot the client has
+//! acknowledged, its baseline (Quake 3's delta-compressed snapshots, on the integer grid
+//! states lie on).
+//!
+//! A [`SnapshotPacket`] carries the header in full, then the world against the baseline:
+//!
+//! - the ids of baseline players who are gone;
+//! - for each player whose state differs from its reference, its id, a mask of changed
+//!   fields (the seven that move every snapshot first, so a runner's mask is one byte),
+//!   and each changed field as the zigzagged difference from the reference, wrapped to
+//!   the field's width. A player's reference is its state in the baseline with its
+//!   position carried along its baseline velocity for the time between the two
+//!   snapshots, so a player running straight costs nothing at all; a player not in the
+//!   baseline is referred to all zeros, which is also what a full snapshot (baseline 0)
+//!   does for everyone;
+//! - the rockets in flight in full, and the item bits when they changed.
+//!
+//! Decoding checks every count, order and width and takes each number in its one
+//! shortest form, so a packet has a single encoding; resolving it against the baseline
+//! ([`SnapshotPacket::resolve`]) then checks the result as a whole
+//! ([`Snapshot::validate`]). The server keeps what it sent to each client and encodes
+//! against the newest snapshot that client acknowledged, if no more than
+//! [`MAX_BASELINE_AGE`] back; the client keeps the last [`CLIENT_BASELINES`] it resolved
+//! ([`SnapshotHistory`]) and acknowledges the newest.
+
+use crate::bytes::{Reader, put_f32, put_varint, put_zigzag, unzigzag};
+use crate::codec::DecodeError;
+use crate::messages::{
+    MAX_SNAPSHOT_PLAYERS, MAX_SNAPSHOT_PROJECTILES, PlayerSnap, ProjectileSnap, Snapshot,
+};
+use bevy::prelude::Resource;
+use serde::de::Error as _;
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+use sightline_combat::WeaponKind;
+use sightline_movement::grid::{POS_STEPS, VEL_STEPS};
+use sightline_sim::{Buttons, PlayerId};
+use std::collections::VecDeque;
+
+/// Most snapshots back a server encodes against (half a second at 64 Hz): an older
+/// acknowledgement gets a full snapshot, which by then is hardly larger.
+pub const MAX_BASELINE_AGE: u32 = 32;
+
+/// Snapshots a client keeps to resolve deltas against: twice what a server may name, so
+/// every baseline a server can pick is still held.
+pub const CLIENT_BASELINES: usize = 64;
+
+/// Longest time a position is carried along its velocity, microseconds: far more than
+/// [`MAX_BASELINE_AGE`] snapshots at the slowest snapshot rate, and it keeps the product
+/// small.
+const MAX_GLIDE_US: u64 = 4_000_000;
+
+/// A player's state as integer fields, in the order of their mask bits.
+const FIELDS: usize = 17;
+
+/// Each field's width in bits: differences wrap within it.
+const WIDTH: [u32; FIELDS] = [32, 32, 16, 16, 16, 32, 16, 16, 16, 8, 8, 8, 8, 8, 8, 8, 8];
+
+/// Indices of the position fields, x, y, z, and of the velocity fields.
+const POS: [usize; 3] = [0, 5, 1];
+const VEL: [usize; 3] = [3, 7, 4];
+
+/// Bit set in the packet's flags when the item bits follow.
+const HAS_ITEMS: u8 = 1;
+
+/// Largest encoding of one changed player: id, mask, every field.
+const MAX_CHANGE_BYTES: usize = 1 + 3 + FIELDS * 5;
+/// Largest encoding of one rocket: id, owner, position and velocity.
+const MAX_PROJECTILE_BYTES: usize = 3 + 1 + 24;
+
+/// `p` as fields. Horizontal motion and yaw change every snapshot a player runs and
+/// turns; they come first.
+fn fields(p: &PlayerSnap) -> [i32; FIELDS] {
+    [
+        p.pos[0],
+        p.pos[2],
+        p.yaw.into(),
+        p.vel[0].into(),
+        p.vel[2].into(),
+        p.pos[1],
+        p.pitch.into(),
+        p.vel[1].into(),
+        p.ammo.into(),
+        p.health.into(),
+        p.flags.into(),
+        p.intent[0].into(),
+        p.intent[1].into(),
+        p.held.0.into(),
+        p.armor.into(),
+        p.weapon.index() as i32,
+        p.spawn_count.into(),
+    ]
+}
+
+/// The player whose fields are `f` (each already within its width; `as` keeps the low
+/// bits).
+fn from_fields(id: PlayerId, f: &[i32; FIELDS]) -> Result<PlayerSnap, DecodeError> {
+    let weapon = *WeaponKind::ALL
+        .get(usize::from(f[15] as u8))
+        .ok_or_else(|| DecodeError::Invalid("unknown weapon".into()))?;
+    Ok(PlayerSnap {
+        id,
+        pos: [f[0], f[5], f[1]],
+        vel: [f[3] as i16, f[7] as i16, f[4] as i16],
+        yaw: f[2] as i16,
+        pitch: f[6] as i16,
+        ammo: f[8] as u16,
+        health: f[9] as u8,
+        flags: f[10] as u8,
+        intent: [f[11] as i8, f[12] as i8],
+        held: Buttons(f[13] as u8),
+        armor: f[14] as u8,
+        weapon,
+        spawn_count: f[16] as u8,
+    })
+}
+
+/// `v` wrapped into a signed number of `bits` bits.
+fn wrap(v: i64, bits: u32) -> i32 {
+    ((v << (64 - bits)) >> (64 - bits)) as i32
+}
+
+/// What a baseline player is expected to be after `dt_us`: as it was, moved along its
+/// velocity. Integer arithmetic only, so server and client agree exactly.
+fn reference(base: &PlayerSnap, dt_us: u64) -> [i32; FIELDS] {
+    let mut f = fields(base);
+    let dt = dt_us.min(MAX_GLIDE_US) as i64;
+    let per_vel = (POS_STEPS / VEL_STEPS) as i64;
+    for axis in 0..3 {
+        let glide = i64::from(f[VEL[axis]]) * per_vel * dt / 1_000_000;
+        f[POS[axis]] = f[POS[axis]].wrapping_add(glide as i32);
+    }
+    f
+}
+
+/// How one player differs from its reference.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PlayerChange {
+    /// Which player.
+    pub id: PlayerId,
+    /// Bit `i` set when field `i` differs.
+    mask: u32,
+    /// Each field's difference, wrapped to its width; 0 where the mask bit is clear.
+    deltas: [i32; FIELDS],
+}
+
+impl PlayerChange {
+    /// How `now` differs from `reference`.
+    fn between(id: PlayerId, reference: &[i32; FIELDS], now: &[i32; FIELDS]) -> Self {
+        let mut change = Self {
+            id,
+            mask: 0,
+            deltas: [0; FIELDS],
+        };
+        for i in 0..FIELDS {
+            let d = wrap(i64::from(now[i]) - i64::from(reference[i]), WIDTH[i]);
+            if d != 0 {
+                change.mask |= 1 << i;
+                change.deltas[i] = d;
+            }
+        }
+        change
+    }
+
+    /// `reference` with the change applied.
+    fn apply(&self, reference: &[i32; FIELDS]) -> [i32; FIELDS] {
+        std::array::from_fn(|i| {
+            wrap(
+                i64::from(reference[i]) + i64::from(self.deltas[i]),
+                WIDTH[i],
+            )
+        })
+    }
+}
+
+/// A snapshot as it travels, encoded against a baseline the client acknowledged (see
+/// the module docs). Decoding checks its form; [`Self::resolve`] turns it into the
+/// [`Snapshot`] it describes.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SnapshotPacket {
+    /// [`Snapshot::seq`].
+    pub seq: u32,
+    /// The snapshot this one is encoded against; 0 for a full snapshot.
+    pub baseline: u32,
+    /// [`Snapshot::server_tick`].
+    pub server_tick: u32,
+    /// [`Snapshot::server_time_us`].
+    pub server_time_us: u64,
+    /// [`Snapshot::ack_input_seq`].
+    pub ack_input_seq: u32,
+    /// [`Snapshot::input_queue`].
+    pub input_queue: u8,
+    /// [`Snapshot::repeated_inputs`].
+    pub repeated_inputs: u32,
+    /// [`Snapshot::pushes`].
+    pub pushes: u8,
+    /// [`Snapshot::server_tick_us`].
+    pub server_tick_us: u32,
+    /// Baseline players no longer present, in id order.
+    pub removed: Vec<PlayerId>,
+    /// Players that differ from their reference, in id order.
+    pub changed: Vec<PlayerChange>,
+    /// [`Snapshot::projectiles`], in full.
+    pub projectiles: Vec<ProjectileSnap>,
+    /// [`Snapshot::items`] when they differ from the baseline's.
+    pub items: Option<u64>,
+}
+
+/// Time from `baseline`'s snapshot to `now`'s, microseconds (0 if it runs backwards).
+fn glide_us(baseline: Option<&Snapshot>, now_us: u64) -> u64 {
+    baseline.map_or(0, |b| now_us.saturating_sub(b.server_time_us))
+}
+
+impl SnapshotPacket {
+    /// Largest encoding: the header, every player removed or changed in full, every
+    /// rocket, the items.
+    pub const MAX_BYTES: usize = 5
+        + 1
+        + 5
+        + 10
+        + 5
+        + 1
+        + 5
+        + 1
+        + 5
+        + 1
+        + 10
+        + (1 + MAX_SNAPSHOT_PLAYERS)
+        + (1 + MAX_SNAPSHOT_PLAYERS * MAX_CHANGE_BYTES)
+        + (1 + MAX_SNAPSHOT_PROJECTILES * MAX_PROJECTILE_BYTES);
+
+    /// `snapshot` as changes from `baseline` (`None`: in full). The baseline must be a
+    /// snapshot sent to the same client; its sequence number goes in the packet.
+    pub fn encode(snapshot: &Snapshot, baseline: Option<&Snapshot>) -> Self {
+        let dt = glide_us(baseline, snapshot.server_time_us);
+        let base_players = baseline.map_or(&[][..], |b| &b.players[..]);
+        let mut removed = Vec::new();
+        let mut changed = Vec::with_capacity(snapshot.players.len());
+        let mut old = base_players.iter().peekable();
+        for p in &snapshot.players {
+            while let Some(gone) = old.next_if(|b| b.id < p.id) {
+                removed.push(gone.id);
+            }
+            let (reference, in_baseline) = match old.next_if(|b| b.id == p.id) {
+                Some(b) => (reference(b, dt), true),
+                None => ([0; FIELDS], false),
+            };
+            let change = PlayerChange::between(p.id, &reference, &fields(p));
+            // A baseline player unchanged is left out; a new one is always listed.
+            if change.mask != 0 || !in_baseline {
+                changed.push(change);
+            }
+        }
+        removed.extend(old.map(|b| b.id));
+        let base_items = baseline.map_or(0, |b| b.items);
+        Self {
+            seq: snapshot.seq,
+            baseline: baseline.map_or(0, |b| b.seq),
+            server_tick: snapshot.server_tick,
+            server_time_us: snapshot.server_time_us,
+            ack_input_seq: snapshot.ack_input_seq,
+            input_queue: snapshot.input_queue,
+            repeated_inputs: snapshot.repeated_inputs,
+            pushes: snapshot.pushes,
+            server_tick_us: snapshot.server_tick_us,
+            removed,
+            changed,
+            projectiles: snapshot.projectiles.clone(),
+            items: (snapshot.items != base_items).then_some(snapshot.items),
+        }
+    }
+
+    /// The snapshot this packet describes, given its baseline (`None` when
+    /// [`Self::baseline`] is 0), checked as a whole.
+    pub fn resolve(&self, baseline: Option<&Snapshot>) -> Result<Snapshot, DecodeError> {
+        let invalid = |what: &str| DecodeError::Invalid(what.into());
+        let baseline = match (self.baseline, baseline) {
+            (0, _) => None,
+            (seq, Some(b)) if b.seq == seq => Some(b),
+            _ => return Err(invalid("delta snapshot resolved without its baseline")),
+        };
+        let dt = glide_us(baseline, self.server_time_us);
+        let base_players = baseline.map_or(&[][..], |b| &b.players[..]);
+        let mut players = Vec::with_capacity(base_players.len() + self.changed.len());
+        let mut changes = self.changed.iter().peekable();
+        let mut removed = self.removed.iter().peekable();
+        for b in base_players {
+            while let Some(c) = changes.next_if(|c| c.id < b.id) {
+                players.push(from_fields(c.id, &c.apply(&[0; FIELDS]))?);
+            }
+            if removed.next_if(|&&id| id == b.id).is_some() {
+                continue;
+            }
+            let reference = reference(b, dt);
+            let state = match changes.next_if(|c| c.id == b.id) {
+                // One encoding: an unchanged baseline player is left out, not listed.
+                Some(c) if c.mask == 0 => return Err(invalid("a player listed unchanged")),
+                Some(c) => c.apply(&reference),
+                None => reference,
+            };
+            players.push(from_fields(b.id, &state)?);
+        }
+        for c in changes {
+            players.push(from_fields(c.id, &c.apply(&[0; FIELDS]))?);
+        }
+        if removed.next().is_some() {
+            return Err(invalid("a removed player was not in the baseline"));
+        }
+        let base_items = baseline.map_or(0, |b| b.items);
+        if self.items == Some(base_items) {
+            return Err(invalid("item bits sent unchanged"));
+        }
+        let snapshot = Snapshot {
+            seq: self.seq,
+            baseline: self.baseline,
+            server_tick: self.server_tick,
+            server_time_us: self.server_time_us,
+            ack_input_seq: self.ack_input_seq,
+            input_queue: self.input_queue,
+            repeated_inputs: self.repeated_inputs,
+            pushes: self.pushes,
+            server_tick_us: self.server_tick_us,
+            players,
+            projectiles: self.projectiles.clone(),
+            items: self.items.unwrap_or(base_items),
+        };
+        snapshot.validate()?;
+        Ok(snapshot)
+    }
+
+    /// The bytes described in the module docs.
+    pub fn to_bytes(&self) -> Vec<u8> {
+        let mut out = Vec::with_capacity(32 + self.changed.len() * 8);
+        let gap = if self.baseline == 0 {
+            0
+        } else {
+            self.seq.wrapping_sub(self.baseline)
+        };
+        for v in [self.seq, gap, self.server_tick] {
+            put_varint(&mut out, v.into());
+        }
+        put_varint(&mut out, self.server_time_us);
+        put_varint(&mut out, self.ack_input_seq.into());
+        out.push(self.input_queue);
+        put_varint(&mut out, self.repeated_inputs.into());
+        out.push(self.pushes);
+        put_varint(&mut out, self.server_tick_us.into());
+        out.push(if self.items.is_some() { HAS_ITEMS } else { 0 });
+        put_varint(&mut out, self.removed.len() as u64);
+        out.extend(self.removed.iter().map(|id| id.0));
+        put_varint(&mut out, self.changed.len() as u64);
+        for c in &self.changed {
+            out.push(c.id.0);
+            put_varint(&mut out, c.mask.into());
+            for (i, d) in c.deltas.iter().enumerate() {
+                if c.mask & (1 << i) != 0 {
+                    put_zigzag(&mut out, *d);
+                }
+            }
+        }
+        put_varint(&mut out, self.projectiles.len() as u64);
+        for p in &self.projectiles {
+            put_varint(&mut out, p.id.into());
+            out.push(p.owner.0);
+            for v in p.pos.iter().chain(&p.vel) {
+                put_f32(&mut out, *v);
+            }
+        }
+        if let Some(items) = self.items {
+            put_varint(&mut out, items);
+        }
+        out
+    }
+
+    /// Reads what [`Self::to_bytes`] wrote, refusing every other form.
+    pub fn from_bytes(bytes: &[u8]) -> Result<Self, DecodeError> {
+        Self::read(&mut Reader(bytes)).map_err(|e| DecodeError::Malformed(format!("snapshot: {e}")))
+    }
+
+    fn read(r: &mut Reader) -> Result<Self, &'static str> {
+        let seq = r.varint()?;
+        if seq == 0 {
+            return Err("sequence 0 is reserved");
+        }
+        let gap = r.varint()?;
+        if gap as usize > CLIENT_BASELINES {
+            return Err("baseline further back than a client keeps");
+        }
+        let baseline = if gap == 0 { 0 } else { seq.wrapping_sub(gap) };
+        if gap != 0 && baseline == 0 {
+            return Err("baseline 0 named as a delta");
+        }
+        let server_tick = r.varint()?;
+        let server_time_us = r.varint64()?;
+        let ack_input_seq = r.varint()?;
+        let input_queue = r.byte()?;
+        let repeated_inputs = r.varint()?;
+        let pushes = r.byte()?;
+        let server_tick_us = r.varint()?;
+        let flags = r.byte()?;
+        if flags & !HAS_ITEMS != 0 {
+            return Err("unknown flags");
+        }
+        let removed = read_ids(r)?;
+        let count = read_count(r, MAX_SNAPSHOT_PLAYERS)?;
+        let mut changed: Vec<PlayerChange> = Vec::with_capacity(count);
+        for _ in 0..count {
+            let id = PlayerId(r.byte()?);
+            if changed.last().is_some_and(|c| c.id >= id) {
+                return Err("players not in increasing id order");
+            }
+            let mask = r.varint()?;
+            if mask >> FIELDS != 0 {
+                return Err("unknown fields");
+            }
+            let mut deltas = [0; FIELDS];
+            for (i, d) in deltas.iter_mut().enumerate() {
+                if mask & (1 << i) == 0 {
+                    continue;
+                }
+                let z = r.varint()?;
+                *d = unzigzag(z);
+                // One encoding: no zero change, and nothing past the field's width.
+                if *d == 0 || wrap((*d).into(), WIDTH[i]) != *d {
+                    return Err("a field change of zero or past its width");
+                }
+            }
+            changed.push(PlayerChange { id, mask, deltas });
+        }
+        if removed.iter().any(|id| changed.iter().any(|c| c.id == *id)) {
+            return Err("a player both removed and changed");
+        }
+        let count = read_count(r, MAX_SNAPSHOT_PROJECTILES)?;
+        let mut projectiles = Vec::with_capacity(count);
+        for _ in 0..count {
+            let id = u16::try_from(r.varint()?).map_err(|_| "projectile id too large")?;
+            let owner = PlayerId(r.byte()?);
+            let mut v = [0.0; 6];
+            for x in &mut v {
+                *x = r.f32()?;
+            }
+            projectiles.push(ProjectileSnap {
+                id,
+                owner,
+                pos: [v[0], v[1], v[2]],
+                vel: [v[3], v[4], v[5]],
+            });
+        }
+        let items = if flags & HAS_ITEMS != 0 {
+            Some(r.varint64()?)
+        } else {
+            None
+        };
+        r.finish()?;
+        Ok(Self {
+            seq,
+            baseline,
+            server_tick,
+            server_time_us,
+            ack_input_seq,
+            input_queue,
+            repeated_inputs,
+            pushes,
+            server_tick_us,
+            removed,
+            changed,
+            projectiles,
+            items,
+        })
+    }
+}
+
+/// A count of at most `max`.
+fn read_count(r: &mut Reader, max: usize) -> Result<usize, &'static str> {
+    let n = r.varint()? as usize;
+    if n > max {
+        return Err("count too large");
+    }
+    Ok(n)
+}
+
+/// Player ids, strictly increasing.
+fn read_ids(r: &mut Reader) -> Result<Vec<PlayerId>, &'static str> {
+    let n = read_count(r, MAX_SNAPSHOT_PLAYERS)?;
+    let mut ids: Vec<PlayerId> = Vec::with_capacity(n);
+    for _ in 0..n {
+        let id = PlayerId(r.byte()?);
+        if ids.last().is_some_and(|&last| last >= id) {
+            return Err("player ids not in increasing order");
+        }
+        ids.push(id);
+    }
+    Ok(ids)
+}
+
+impl Serialize for SnapshotPacket {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        self.to_bytes().serialize(s)
+    }
+}
+
+impl<'de> Deserialize<'de> for SnapshotPacket {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let bytes = Vec::<u8>::deserialize(d)?;
+        Self::read(&mut Reader(&bytes)).map_err(D::Error::custom)
+    }
+}
+
+/// Why a snapshot packet could not be resolved.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Unresolved {
+    /// Its baseline is not among the snapshots kept (lost, or too old): it is dropped,
+    /// and the next acknowledgement names a snapshot that is.
+    NoBaseline(u32),
+    /// It resolves to an impossible snapshot.
+    Invalid(DecodeError),
+}
+
+impl std::fmt::Display for Unresolved {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::NoBaseline(seq) => write!(f, "baseline snapshot {seq} is not held"),
+            Self::Invalid(e) => e.fmt(f),
+        }
+    }
+}
+
+/// The snapshots a client has resolved, newest last, to resolve later ones against.
+#[derive(Resource, Debug, Default, Clone)]
+pub struct SnapshotHistory {
+    kept: VecDeque<Snapshot>,
+}
+
+impl SnapshotHistory {
+    /// Resolves `packet` against the baseline it names and keeps the result (the last
+    /// [`CLIENT_BASELINES`] are kept, a sequence number once).
+    pub fn resolve(&mut self, packet: &SnapshotPacket) -> Result<Snapshot, Unresolved> {
+        let baseline = match packet.baseline {
+            0 => None,
+            seq => Some(
+                self.kept
+                    .iter()
+                    .find(|s| s.seq == seq)
+                    .ok_or(Unresolved::NoBaseline(seq))?,
+            ),
+        };
+        let snapshot = packet.resolve(baseline).map_err(Unresolved::Invalid)?;
+        if !self.kept.iter().any(|s| s.seq == snapshot.seq) {
+            if self.kept.len() == CLIENT_BASELINES {
+                self.kept.pop_front();
+            }
+            self.kept.push_back(snapshot.clone());
+        }
+        Ok(snapshot)
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,261 @@
+//! Deltas round-trip exactly, cost little, and refuse every other form.
+
+use super::*;
+use sightline_movement::MoveFlags;
+
+fn player(id: u8) -> PlayerSnap {
+    PlayerSnap {
+        id: PlayerId(id),
+        pos: [10_240 * id as i32, 0, -5_000],
+        vel: [1_792, 0, -256],
+        yaw: 1_000 * id as i16,
+        pitch: -300,
+        flags: MoveFlags::ON_GROUND,
+        health: 100,
+        armor: 25,
+        weapon: WeaponKind::Rifle,
+        ammo: 30,
+        spawn_count: 1,
+        intent: [127, 0],
+        held: Buttons::default(),
+    }
+}
+
+/// Snapshot `seq`, 64 a second, with players `ids`.
+fn snapshot(seq: u32, ids: &[u8]) -> Snapshot {
+    Snapshot {
+        seq,
+        baseline: 0,
+        server_tick: seq * 2,
+        server_time_us: seq as u64 * 15_625,
+        ack_input_seq: 500 + seq,
+        input_queue: 1,
+        repeated_inputs: 3,
+        pushes: 2,
+        server_tick_us: 150,
+        players: ids.iter().map(|&id| player(id)).collect(),
+        projectiles: vec![ProjectileSnap {
+            id: 300,
+            owner: PlayerId(1),
+            pos: [1.0, 2.0, 3.0],
+            vel: [0.0, -1.5, 20.0],
+        }],
+        items: 0b101,
+    }
+}
+
+/// `s` one snapshot later with every player run along its velocity.
+fn ran(s: &Snapshot, gap: u32) -> Snapshot {
+    let mut next = s.clone();
+    next.seq += gap;
+    next.server_tick += 2 * gap;
+    next.server_time_us += 15_625 * gap as u64;
+    for p in &mut next.players {
+        for axis in 0..3 {
+            p.pos[axis] += p.vel[axis] as i32 * 4 * 15_625 * gap as i32 / 1_000_000;
+        }
+    }
+    next
+}
+
+/// Encodes, writes, reads and resolves.
+fn round_trip(s: &Snapshot, baseline: Option<&Snapshot>) -> (Snapshot, usize) {
+    let bytes = SnapshotPacket::encode(s, baseline).to_bytes();
+    let packet = SnapshotPacket::from_bytes(&bytes).expect("reads back");
+    assert_eq!(packet.to_bytes(), bytes, "one encoding");
+    let resolved = packet.resolve(baseline).expect("resolves");
+    (resolved, bytes.len())
+}
+
+#[test]
+fn full_and_delta_snapshots_resolve_to_exactly_what_was_sent() {
+    let base = snapshot(10, &[0, 1, 2, 5]);
+    let (full, _) = round_trip(&base, None);
+    assert_eq!(full, base);
+    let mut next = ran(&base, 3);
+    next.players.remove(1); // player 1 left
+    next.players.push(player(9)); // player 9 joined
+    next.players[0].yaw = -32_000; // turned the long way round
+    next.players[1].health = 0;
+    next.players[1].weapon = WeaponKind::Rockets;
+    next.players[2].vel = [0, 1_000, 0]; // jumped
+    next.players[2].ammo = 65_535;
+    next.items = 0;
+    next.projectiles.clear();
+    let (resolved, _) = round_trip(&next, Some(&base));
+    assert_eq!(
+        resolved,
+        Snapshot {
+            baseline: 10,
+            ..next
+        }
+    );
+}
+
+#[test]
+fn a_runner_costs_nothing_and_a_turning_runner_a_few_bytes() {
+    let ids: Vec<u8> = (0..16).collect();
+    let base = snapshot(100, &ids);
+    let next = ran(&base, 1);
+    let header = SnapshotPacket::encode(&snapshot(101, &[]), Some(&snapshot(100, &[]))).to_bytes();
+    let packet = SnapshotPacket::encode(&next, Some(&base));
+    assert!(
+        packet.changed.is_empty(),
+        "running straight matches the reference"
+    );
+    assert_eq!(packet.to_bytes().len(), header.len());
+    // Turning and steering: yaw, pitch and both horizontal velocities change, so the
+    // position leaves the straight line by a few steps.
+    let mut turning = next.clone();
+    for p in &mut turning.players {
+        p.yaw += 90;
+        p.pitch -= 20;
+        p.vel[0] -= 40;
+        p.vel[2] += 30;
+        p.pos[0] -= 1;
+        p.pos[2] += 1;
+    }
+    let (resolved, bytes) = round_trip(&turning, Some(&base));
+    assert_eq!(resolved.players, turning.players);
+    let per_player = (bytes - header.len()) as f32 / 16.0;
+    assert!(per_player <= 10.0, "{per_player} bytes per turning runner");
+}
+
+#[test]
+fn a_delta_needs_its_own_baseline() {
+    let base = snapshot(10, &[1, 2]);
+    let next = ran(&base, 1);
+    let packet = SnapshotPacket::encode(&next, Some(&base));
+    assert!(packet.resolve(None).is_err());
+    assert!(packet.resolve(Some(&snapshot(9, &[1, 2]))).is_err());
+    // A full packet ignores a baseline offered to it.
+    let full = SnapshotPacket::encode(&next, None);
+    assert_eq!(full.resolve(Some(&base)), Ok(next));
+}
+
+#[test]
+fn resolving_refuses_what_no_server_sends() {
+    let base = snapshot(10, &[1, 2]);
+    let next = ran(&base, 1);
+    let mut removed_stranger = SnapshotPacket::encode(&next, Some(&base));
+    removed_stranger.removed.push(PlayerId(7));
+    assert!(removed_stranger.resolve(Some(&base)).is_err());
+    let mut listed_unchanged = SnapshotPacket::encode(&next, Some(&base));
+    listed_unchanged.changed.push(PlayerChange {
+        id: PlayerId(2),
+        mask: 0,
+        deltas: [0; FIELDS],
+    });
+    assert!(listed_unchanged.resolve(Some(&base)).is_err());
+    let mut same_items = SnapshotPacket::encode(&next, Some(&base));
+    same_items.items = Some(base.items);
+    assert!(same_items.resolve(Some(&base)).is_err());
+    // What it resolves to is validated: a weapon past the last, a pitch past the limit,
+    // a position off the grid.
+    for (field, delta) in [(15, 7), (6, 20_000), (0, i32::MAX)] {
+        let mut bad = SnapshotPacket::encode(&next, Some(&base));
+        bad.changed.push(PlayerChange {
+            id: PlayerId(1),
+            mask: 1 << field,
+            deltas: std::array::from_fn(|i| if i == field { delta } else { 0 }),
+        });
+        assert!(bad.resolve(Some(&base)).is_err(), "field {field}");
+    }
+}
+
+#[test]
+fn hostile_bytes_are_refused() {
+    let base = snapshot(40, &[1, 2, 3]);
+    let mut next = ran(&base, 2);
+    next.players[1].yaw = 5;
+    next.items = 1;
+    let good = SnapshotPacket::encode(&next, Some(&base)).to_bytes();
+    for cut in 0..good.len() {
+        assert!(
+            SnapshotPacket::from_bytes(&good[..cut]).is_err(),
+            "cut at {cut}"
+        );
+    }
+    let mut trailing = good.clone();
+    trailing.push(0);
+    assert!(SnapshotPacket::from_bytes(&trailing).is_err());
+    // Hand-made packets: header, then the parts after it.
+    let header = |gap: u8| vec![5, gap, 10, 1, 1, 0, 0, 0, 1];
+    let packet = |gap: u8, flags: u8, tail: &[u8]| {
+        let mut b = header(gap);
+        b.push(flags);
+        b.extend_from_slice(tail);
+        SnapshotPacket::from_bytes(&b)
+    };
+    assert!(packet(0, 0, &[0, 0, 0]).is_ok(), "an empty full snapshot");
+    assert!(packet(5, 0, &[0, 0, 0]).is_err(), "baseline 0 as a delta");
+    assert!(packet(65, 0, &[0, 0, 0]).is_err(), "further back than kept");
+    assert!(packet(0, 2, &[0, 0, 0]).is_err(), "unknown flag");
+    assert!(packet(0, 1, &[0, 0, 0]).is_err(), "items missing");
+    assert!(packet(0, 0, &[2, 3, 3, 0, 0]).is_err(), "removed twice");
+    assert!(packet(0, 0, &[65]).is_err(), "too many removed");
+    assert!(
+        packet(0, 0, &[0, 1, 4, 1, 0, 0]).is_err(),
+        "a change of zero"
+    );
+    assert!(packet(0, 0, &[0, 1, 4, 1, 2, 0]).is_ok(), "a change of one");
+    // Field 9 (health) is 8 bits wide: 127 fits, 128 would be a second encoding of -128.
+    assert!(packet(0, 0, &[0, 1, 4, 0x80, 0x04, 0xfe, 0x01, 0]).is_ok());
+    assert!(packet(0, 0, &[0, 1, 4, 0x80, 0x04, 0x80, 0x02, 0]).is_err());
+    assert!(
+        packet(0, 0, &[0, 1, 4, 0x80, 0x80, 0x08, 1, 0]).is_err(),
+        "field 17"
+    );
+    assert!(packet(0, 0, &[0, 2, 4, 0, 4, 0, 0]).is_err(), "ids repeat");
+    assert!(
+        packet(0, 0, &[1, 4, 1, 4, 0, 0]).is_err(),
+        "removed and changed"
+    );
+    assert!(
+        packet(0, 0, &[0, 0, 1, 0x80, 0x80, 0x04]).is_err(),
+        "projectile id"
+    );
+}
+
+#[test]
+fn garbage_never_panics() {
+    let base = snapshot(40, &[1, 2, 3]);
+    let mut x: u64 = 0x2545_f491_4f6c_dd1d;
+    for len in 0..600 {
+        let bytes: Vec<u8> = (0..len)
+            .map(|_| {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                x as u8
+            })
+            .collect();
+        if let Ok(p) = SnapshotPacket::from_bytes(&bytes) {
+            let _ = p.resolve(Some(&base));
+            let _ = p.resolve(None);
+        }
+    }
+}
+
+#[test]
+fn the_history_resolves_against_what_it_kept_and_forgets_the_oldest() {
+    let mut history = SnapshotHistory::default();
+    let first = snapshot(1, &[1, 2]);
+    let full = SnapshotPacket::encode(&first, None);
+    assert_eq!(history.resolve(&full), Ok(first.clone()));
+    let mut prev = first.clone();
+    for seq in 2..=80 {
+        let next = ran(&prev, 1);
+        assert_eq!(next.seq, seq);
+        let packet = SnapshotPacket::encode(&next, Some(&prev));
+        assert_eq!(history.resolve(&packet).unwrap().players, next.players);
+        prev = next;
+    }
+    // Snapshot 1 is gone; a delta against it is dropped, named by its baseline.
+    let late = SnapshotPacket::encode(&ran(&prev, 1), Some(&first));
+    assert_eq!(history.resolve(&late), Err(Unresolved::NoBaseline(1)));
+    // One kept 64 back still serves.
+    let kept = ran(&first, 16);
+    let packet = SnapshotPacket::encode(&ran(&prev, 1), Some(&kept));
+    assert!(history.resolve(&packet).is_ok());
+}
