@@ -6,6 +6,7 @@
 //! here too, beside the transports whose timing it measures.
 
 mod auth;
+mod bundle;
 mod cli;
 mod clock;
 mod conditioner;
@@ -19,6 +20,7 @@ pub use auth::{
     request_token,
 };
 pub use bevy_renet::{RenetClient, RenetReceive, RenetSend, RenetServer, RenetServerEvent};
+pub use bundle::ACK_HOLD;
 pub use cli::{FakeLinkArgs, parse_args};
 pub use clock::{CLOCK_WINDOW, ClockSync, SLEW_RATE, STEP_THRESHOLD, ServerClock};
 pub use conditioner::{ConditionerSettings, LinkConditioner};
@@ -66,6 +68,8 @@ pub struct NetStats {
     pub token_requests_dropped: u64,
     /// Socket receive errors.
     pub receive_errors: u64,
+    /// Datagrams from connected clients holding a malformed bundle of packets.
+    pub malformed_bundles: u64,
 }
 
 /// Runs renet for a server: over UDP ([`Self::udp`]) or an in-memory network.

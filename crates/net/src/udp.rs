@@ -10,6 +10,7 @@ use crate::auth::{
     self, AdmissionLimits, CONNECTION_REQUEST_BYTES, RateLimiter, SecureConfig, Security,
     TokenService,
 };
+use crate::bundle;
 use crate::{ConditionerSettings, LinkConditioner, LinkConditions, NetStats};
 use bevy::prelude::*;
 use bevy_renet::{RenetClient, RenetServer};
@@ -179,6 +180,8 @@ pub struct UdpServerTransport {
     /// Addresses that sent a well-formed connection request lately, and when.
     handshaking: HashMap<SocketAddr, Instant>,
     handshake_limiter: RateLimiter,
+    /// When each client was last sent a datagram, to hold back acknowledgements alone.
+    last_sent: HashMap<u64, Instant>,
 }
 
 /// Where a client's connection stands before netcode takes over.
@@ -200,6 +203,10 @@ pub struct UdpClientTransport {
     security: ClientSecurity,
     /// The socket, for conditions and statistics.
     pub socket: ConditionedSocket,
+    /// When the server was last sent a datagram, to hold back acknowledgements alone.
+    last_sent: Option<Instant>,
+    /// Datagrams from the server holding a malformed bundle (dropped).
+    pub malformed_bundles: u64,
 }
 
 /// How a client connects.
@@ -271,6 +278,7 @@ pub fn udp_server(
         public,
         handshaking: HashMap::new(),
         handshake_limiter: RateLimiter::new(auth::HANDSHAKE_BURST, auth::HANDSHAKES_PER_SECOND),
+        last_sent: HashMap::new(),
     })
 }
 
@@ -331,6 +339,8 @@ pub fn udp_client(
         server,
         security: security.clone(),
         socket,
+        last_sent: None,
+        malformed_bundles: 0,
     })
 }
 
@@ -356,6 +366,8 @@ pub fn udp_client_with_token(
         server,
         security: ClientSecurity::default(),
         socket: client_socket(server)?,
+        last_sent: None,
+        malformed_bundles: 0,
     })
 }
 
@@ -394,10 +406,15 @@ fn handle(
     match result {
         ServerResult::None => {}
         ServerResult::PacketToSend { addr, payload } => socket.send_to(payload, addr),
-        ServerResult::Payload { client_id, payload } => {
-            // A payload for a connection renet already dropped is discarded.
-            let _ = server.process_packet_from(payload, client_id);
-        }
+        ServerResult::Payload { client_id, payload } => match bundle::unbundle(payload) {
+            Ok(packets) => {
+                for packet in packets {
+                    // A payload for a connection renet already dropped is discarded.
+                    let _ = server.process_packet_from(packet, client_id);
+                }
+            }
+            Err(_) => admission.stats.malformed_bundles += 1,
+        },
         ServerResult::ClientConnected {
             client_id,
             addr,
@@ -568,19 +585,33 @@ pub(crate) fn server_receive(
     }
 }
 
-/// Sends renet's outgoing packets through netcode.
+/// Sends renet's outgoing packets through netcode, bundled, holding back
+/// acknowledgements alone (see [`bundle`]).
 pub(crate) fn server_send(
     mut transport: ResMut<UdpServerTransport>,
     mut server: ResMut<RenetServer>,
 ) {
     let UdpServerTransport {
-        netcode, socket, ..
+        netcode,
+        socket,
+        last_sent,
+        ..
     } = &mut *transport;
-    for client_id in server.clients_id() {
+    let now = Instant::now();
+    let clients = server.clients_id();
+    last_sent.retain(|id, _| clients.contains(id));
+    for client_id in clients {
         let Ok(packets) = server.get_packets_to_send(client_id) else {
             continue;
         };
-        for packet in packets {
+        let since = last_sent
+            .get(&client_id)
+            .map_or(Duration::MAX, |t| now - *t);
+        if packets.is_empty() || bundle::hold_acks(&packets, since) {
+            continue;
+        }
+        last_sent.insert(client_id, now);
+        for packet in bundle::bundle(packets) {
             match netcode.generate_payload_packet(client_id, &packet) {
                 Ok((addr, payload)) => socket.send_to(payload, addr),
                 Err(e) => {
@@ -682,7 +713,10 @@ pub(crate) fn client_receive(
                     continue;
                 }
                 if let Some(payload) = netcode.process_packet(&mut bytes) {
-                    client.process_packet(payload);
+                    match bundle::unbundle(payload) {
+                        Ok(packets) => packets.into_iter().for_each(|p| client.process_packet(p)),
+                        Err(_) => transport.malformed_bundles += 1,
+                    }
                 }
             }
         }
@@ -693,7 +727,8 @@ pub(crate) fn client_receive(
     }
 }
 
-/// Sends renet's outgoing packets through netcode.
+/// Sends renet's outgoing packets through netcode, bundled, holding back
+/// acknowledgements alone (see [`bundle`]).
 pub(crate) fn client_send(
     mut transport: ResMut<UdpClientTransport>,
     mut client: ResMut<RenetClient>,
@@ -702,7 +737,16 @@ pub(crate) fn client_send(
     if let ClientPhase::Netcode(netcode) = &mut transport.phase
         && netcode.is_connected()
     {
-        for packet in client.get_packets_to_send() {
+        let now = Instant::now();
+        let packets = client.get_packets_to_send();
+        let since = transport.last_sent.map_or(Duration::MAX, |t| now - t);
+        let packets = if packets.is_empty() || bundle::hold_acks(&packets, since) {
+            Vec::new()
+        } else {
+            transport.last_sent = Some(now);
+            bundle::bundle(packets)
+        };
+        for packet in packets {
             match netcode.generate_payload_packet(&packet) {
                 Ok((addr, payload)) => transport.socket.send_to(payload, addr),
                 Err(e) => {

@@ -9,10 +9,11 @@
 //!   fields (the seven that move every snapshot first, so a runner's mask is one byte),
 //!   and each changed field as the zigzagged difference from the reference, wrapped to
 //!   the field's width. A player's reference is its state in the baseline with its
-//!   position carried along its baseline velocity for the time between the two
-//!   snapshots, so a player running straight costs nothing at all; a player not in the
-//!   baseline is referred to all zeros, which is also what a full snapshot (baseline 0)
-//!   does for everyone;
+//!   position carried, for the time between the two snapshots, at the mean of its
+//!   baseline velocity and its new one: a player running straight costs nothing at all,
+//!   and one speeding up or turning pays for the change of velocity, not again for the
+//!   position it leads to. A player not in the baseline is referred to all zeros, which
+//!   is also what a full snapshot (baseline 0) does for everyone;
 //! - the rockets in flight in full, and the item bits when they changed.
 //!
 //! Decoding checks every count, order and width and takes each number in its one
@@ -119,17 +120,47 @@ fn wrap(v: i64, bits: u32) -> i32 {
     ((v << (64 - bits)) >> (64 - bits)) as i32
 }
 
-/// What a baseline player is expected to be after `dt_us`: as it was, moved along its
-/// velocity. Integer arithmetic only, so server and client agree exactly.
-fn reference(base: &PlayerSnap, dt_us: u64) -> [i32; FIELDS] {
-    let mut f = fields(base);
-    let dt = dt_us.min(MAX_GLIDE_US) as i64;
-    let per_vel = (POS_STEPS / VEL_STEPS) as i64;
-    for axis in 0..3 {
-        let glide = i64::from(f[VEL[axis]]) * per_vel * dt / 1_000_000;
-        f[POS[axis]] = f[POS[axis]].wrapping_add(glide as i32);
+/// What a player is expected to be: its baseline state, moved for the time between the
+/// two snapshots at the mean of its baseline velocity and its new one (sent first, as a
+/// change of velocity), which follows a runner that speeds up or turns to within a step
+/// or two. Integer arithmetic only, so server and client agree exactly.
+#[derive(Clone, Copy)]
+struct Reference {
+    fields: [i32; FIELDS],
+    dt_us: i64,
+}
+
+impl Reference {
+    /// The reference fields with the position moved as if the velocity ends at `now`'s.
+    fn fields_moved(&self, now: &[i32; FIELDS]) -> [i32; FIELDS] {
+        let mut f = self.fields;
+        for (axis, glide) in self.glide(now).into_iter().enumerate() {
+            f[POS[axis]] = f[POS[axis]].wrapping_add(glide);
+        }
+        f
     }
-    f
+
+    /// A player not in the baseline: all zeros, not moved.
+    const NONE: Self = Self {
+        fields: [0; FIELDS],
+        dt_us: 0,
+    };
+
+    fn of(base: &PlayerSnap, dt_us: u64) -> Self {
+        Self {
+            fields: fields(base),
+            dt_us: dt_us.min(MAX_GLIDE_US) as i64,
+        }
+    }
+
+    /// How far the position moves, in steps, if the velocity ends at `vel`.
+    fn glide(&self, vel: &[i32; FIELDS]) -> [i32; 3] {
+        let per_vel = (POS_STEPS / VEL_STEPS) as i64;
+        std::array::from_fn(|axis| {
+            let sum = i64::from(self.fields[VEL[axis]]) + i64::from(vel[VEL[axis]]);
+            (sum * per_vel * self.dt_us / 2_000_000) as i32
+        })
+    }
 }
 
 /// How one player differs from its reference.
@@ -145,12 +176,13 @@ pub struct PlayerChange {
 
 impl PlayerChange {
     /// How `now` differs from `reference`.
-    fn between(id: PlayerId, reference: &[i32; FIELDS], now: &[i32; FIELDS]) -> Self {
+    fn between(id: PlayerId, reference: &Reference, now: &[i32; FIELDS]) -> Self {
         let mut change = Self {
             id,
             mask: 0,
             deltas: [0; FIELDS],
         };
+        let reference = reference.fields_moved(now);
         for i in 0..FIELDS {
             let d = wrap(i64::from(now[i]) - i64::from(reference[i]), WIDTH[i]);
             if d != 0 {
@@ -162,13 +194,19 @@ impl PlayerChange {
     }
 
     /// `reference` with the change applied.
-    fn apply(&self, reference: &[i32; FIELDS]) -> [i32; FIELDS] {
-        std::array::from_fn(|i| {
+    fn apply(&self, reference: &Reference) -> [i32; FIELDS] {
+        let now: [i32; FIELDS] = std::array::from_fn(|i| {
             wrap(
-                i64::from(reference[i]) + i64::from(self.deltas[i]),
+                i64::from(reference.fields[i]) + i64::from(self.deltas[i]),
                 WIDTH[i],
             )
-        })
+        });
+        // Positions were sent against the reference moved at the new velocity.
+        let mut moved = now;
+        for (axis, glide) in reference.glide(&now).into_iter().enumerate() {
+            moved[POS[axis]] = now[POS[axis]].wrapping_add(glide);
+        }
+        moved
     }
 }
 
@@ -241,8 +279,8 @@ impl SnapshotPacket {
                 removed.push(gone.id);
             }
             let (reference, in_baseline) = match old.next_if(|b| b.id == p.id) {
-                Some(b) => (reference(b, dt), true),
-                None => ([0; FIELDS], false),
+                Some(b) => (Reference::of(b, dt), true),
+                None => (Reference::NONE, false),
             };
             let change = PlayerChange::between(p.id, &reference, &fields(p));
             // A baseline player unchanged is left out; a new one is always listed.
@@ -285,22 +323,22 @@ impl SnapshotPacket {
         let mut removed = self.removed.iter().peekable();
         for b in base_players {
             while let Some(c) = changes.next_if(|c| c.id < b.id) {
-                players.push(from_fields(c.id, &c.apply(&[0; FIELDS]))?);
+                players.push(from_fields(c.id, &c.apply(&Reference::NONE))?);
             }
             if removed.next_if(|&&id| id == b.id).is_some() {
                 continue;
             }
-            let reference = reference(b, dt);
+            let reference = Reference::of(b, dt);
             let state = match changes.next_if(|c| c.id == b.id) {
                 // One encoding: an unchanged baseline player is left out, not listed.
                 Some(c) if c.mask == 0 => return Err(invalid("a player listed unchanged")),
                 Some(c) => c.apply(&reference),
-                None => reference,
+                None => reference.fields_moved(&reference.fields),
             };
             players.push(from_fields(b.id, &state)?);
         }
         for c in changes {
-            players.push(from_fields(c.id, &c.apply(&[0; FIELDS]))?);
+            players.push(from_fields(c.id, &c.apply(&Reference::NONE))?);
         }
         if removed.next().is_some() {
             return Err(invalid("a removed player was not in the baseline"));
