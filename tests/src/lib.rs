@@ -16,6 +16,8 @@ mod hostile;
 #[cfg(test)]
 mod inputs;
 #[cfg(test)]
+mod interest;
+#[cfg(test)]
 mod loopback;
 #[cfg(test)]
 mod matches;

@@ -4,7 +4,7 @@
 use bevy::prelude::*;
 use sightline_client::{RemotePlayer, Roster};
 use sightline_combat::Team;
-use sightline_interpolation::{Drawn, InterpolationSet};
+use sightline_interpolation::{DrawMode, Drawn, InterpolationSet};
 use sightline_movement::{MoveFlags, MoveParams};
 use sightline_sim::PlayerId;
 
@@ -81,12 +81,20 @@ fn dress_remote_players(
     }
 }
 
-/// Remote players stand where interpolation draws them; crouching squashes them.
+/// Remote players stand where interpolation draws them; crouching squashes them. One
+/// that has just come into view shows once the drawn world reaches its first snapshot.
 fn place_remote_players(
     params: Res<MoveParams>,
-    mut players: Query<(&Drawn, &mut Transform), With<RemotePlayer>>,
+    mut players: Query<(&Drawn, &mut Transform, Option<&mut Visibility>), With<RemotePlayer>>,
 ) {
-    for (drawn, mut transform) in &mut players {
+    for (drawn, mut transform, visibility) in &mut players {
+        if let Some(mut visibility) = visibility {
+            visibility.set_if_neq(if drawn.mode == DrawMode::Unseen {
+                Visibility::Hidden
+            } else {
+                Visibility::Inherited
+            });
+        }
         let crouched = drawn.flags.has(MoveFlags::CROUCHED);
         let scale = if crouched {
             params.crouch_height / params.stand_height

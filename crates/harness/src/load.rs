@@ -284,14 +284,15 @@ mod tests {
         assert!(report.ticks > 128, "{report:?}");
         // Snapshots at 64 Hz to each client, input packets once a client frame.
         assert!(report.down_datagrams_per_s > 50.0, "{report:?}");
-        // An input packet a frame at up to 60 fps, and renet's acknowledgements in a
-        // datagram of their own each frame.
+        // An input packet a frame at up to 60 fps, renet's acknowledgements riding
+        // with it rather than in a datagram of their own.
         assert!(
-            (10.0..=130.0).contains(&report.up_datagrams_per_s),
+            (10.0..=65.0).contains(&report.up_datagrams_per_s),
             "{report:?}"
         );
         assert!(report.down_bytes_per_s > report.down_datagrams_per_s * 28.0);
-        assert!(report.snapshots.sent > 0 && report.snapshots.players >= 3 * report.snapshots.sent);
+        // Each snapshot holds at least its recipient's own player.
+        assert!(report.snapshots.sent > 0 && report.snapshots.players >= report.snapshots.sent);
         assert!(
             report.snapshots.largest > 0 && report.snapshots.sliced == 0,
             "{report:?}"

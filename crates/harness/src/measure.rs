@@ -583,7 +583,8 @@ impl Probe {
             .map(|(id, d)| (*id, *d))
             .collect();
         for (id, d) in drawn {
-            if d.time == 0.0 {
+            // Not drawn: never sampled, or not yet in view at the drawn time.
+            if d.time == 0.0 || d.mode == DrawMode::Unseen {
                 continue;
             }
             // Our own player held as a remote one as well: a ghost, not another player.

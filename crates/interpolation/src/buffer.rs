@@ -22,8 +22,11 @@ pub enum DrawMode {
     Interpolated,
     /// Past the newest snapshot, along its velocity.
     Extrapolated,
-    /// Held: past the extrapolation limit, or before the oldest snapshot.
+    /// Held: past the extrapolation limit.
     Held,
+    /// Before the oldest snapshot: the player had not come into view at the drawn time
+    /// (it has just joined, or the server has just begun to send it), so it is not drawn.
+    Unseen,
 }
 
 /// A remote player's states keyed by server time (seconds), oldest first, each with the
@@ -126,7 +129,7 @@ pub fn lerp_angle(a: f32, b: f32, t: f32) -> f32 {
 
 /// Where the player stood at server time `t`: interpolated between the states around it,
 /// extrapolated along the newest velocity (with gravity when airborne) for at most
-/// `max_extrapolation` seconds past the newest, then held.
+/// `max_extrapolation` seconds past the newest, then held; before the oldest, unseen.
 pub fn sample(
     buffer: &SnapshotBuffer,
     t: f64,
@@ -145,7 +148,7 @@ pub fn sample(
     };
     if next == 0 {
         let (_, first, _) = states.front()?;
-        return Some(drawn(first, first.pos, DrawMode::Held));
+        return Some(drawn(first, first.pos, DrawMode::Unseen));
     }
     let (t0, a, spawn_a) = &states[next - 1];
     // A respawn lies between: stay where the player fell until the new life begins.
@@ -232,7 +235,7 @@ mod tests {
             "held at the extrapolation cap"
         );
         let early = sample(&b, 0.5, 0.1, 20.0).unwrap();
-        assert_eq!((early.mode, early.pos.x), (DrawMode::Held, 0.0));
+        assert_eq!((early.mode, early.pos.x), (DrawMode::Unseen, 0.0));
         assert!(sample(&SnapshotBuffer::default(), 1.0, 0.1, 20.0).is_none());
     }
 

@@ -186,8 +186,11 @@ pub struct InterpolationStats {
     pub interpolated: u64,
     /// Player-frames drawn past the newest snapshot.
     pub extrapolated: u64,
-    /// Player-frames held at the end of extrapolation or before the first snapshot.
+    /// Player-frames held at the end of extrapolation.
     pub held: u64,
+    /// Player-frames not drawn: before the player's first snapshot since it came into
+    /// view.
+    pub unseen: u64,
     /// Frames in which any remote player was extrapolated or held.
     pub frames_extrapolating: u64,
     /// Frames drawn.
@@ -310,8 +313,9 @@ fn sample_remote_players(
             DrawMode::Interpolated => stats.interpolated += 1,
             DrawMode::Extrapolated => stats.extrapolated += 1,
             DrawMode::Held => stats.held += 1,
+            DrawMode::Unseen => stats.unseen += 1,
         }
-        any_late |= d.mode != DrawMode::Interpolated;
+        any_late |= matches!(d.mode, DrawMode::Extrapolated | DrawMode::Held);
         *drawn = d;
     }
     stats.frames += 1;

@@ -3,7 +3,8 @@
 //!
 //! Per tick, in [`SimSet`] order: each connected player's next buffered command is taken
 //! (or the last one repeated), bots decide, everyone moves, and on snapshot ticks every
-//! client gets the world with its own acknowledgements. Once a frame, after the ticks, the
+//! client gets the players it could see or hear ([`Interest`]) with its own
+//! acknowledgements, as changes from a snapshot it holds. Once a frame, after the ticks, the
 //! reliable messages they and the other systems wrote go out ([`ServerSet::Send`]).
 
 // Modules, bottom up: each uses only those listed before it (and the config below);
@@ -19,8 +20,10 @@ mod wire;
 // to every connection in the game.
 mod connection;
 mod outbox;
-// Each player's commands, and the snapshots that acknowledge them.
+// Each player's commands, which players each client is sent, and the snapshots that
+// carry them.
 mod inputs;
+mod interest;
 mod snapshots;
 // Match rules, and sides in team games.
 mod rules;
@@ -41,6 +44,7 @@ pub use inputs::{
     HOLD_GRACE_SECONDS, HOLD_SHARE, InputBuffer, InputTiming, MAX_BUFFERED_SECONDS,
     MAX_SEQ_AHEAD_SECONDS, Push,
 };
+pub use interest::{HEAR_RADIUS, Interest, LINGER_SECONDS, REFRESH_TICKS, SIGHT_MARGIN, could_see};
 pub use resume::{Departed, DepartedPlayers, RESUME_SECONDS, Resumable};
 pub use rules::{INTERMISSION, MatchRules, MatchState};
 pub use sightline_combat::GameMode;
@@ -191,7 +195,9 @@ impl Plugin for ServerPlugin {
                     rules::freeze_during_intermission
                         .after(SimSet::ReadInputs)
                         .before(SimSet::Move),
-                    snapshots::send_snapshots.in_set(SimSet::BuildSnapshots),
+                    (interest::refresh_interest, snapshots::send_snapshots)
+                        .chain()
+                        .in_set(SimSet::BuildSnapshots),
                     stats::end_tick_timer.after(SimSet::BuildSnapshots),
                 ),
             )

@@ -6,6 +6,7 @@ use crate::ServerConfig;
 use crate::conduct::{self, Offence};
 use crate::connection::{ClientIndex, Connection, ConnectionStage, PlayerSlots};
 use crate::inputs::InputBuffer;
+use crate::interest::Interest;
 use crate::outbox::{Outgoing, send_to_playing};
 use crate::resume::{Departed, DepartedPlayers, Resumable};
 use crate::snapshots::SnapshotCounter;
@@ -286,6 +287,7 @@ impl Admission<'_, '_> {
             state,
             InputBuffer::new(self.config.tick),
             SnapshotCounter::default(),
+            Interest::default(),
             ViewWindow::CLOSED,
             vitals,
             arsenal,
@@ -418,6 +420,7 @@ fn take_over(
         Resumable,
         InputBuffer,
         SnapshotCounter,
+        Interest,
         ViewWindow,
         Team,
     )>();

@@ -1,8 +1,9 @@
-//! Snapshots: every player's state, sent to each client with its own acknowledgements,
-//! as changes from the newest snapshot that client acknowledged.
+//! Snapshots: the players each client could see or hear ([`Interest`]), sent to it with
+//! its own acknowledgements, as changes from the newest snapshot it acknowledged.
 
 use crate::connection::{Connection, ConnectionStage};
 use crate::inputs::InputBuffer;
+use crate::interest::Interest;
 use crate::stats::{SnapshotStats, TickTimes};
 use bevy::prelude::*;
 use sightline_combat::{Arsenal, ItemSpot, Pushes, Rocket, SpawnCount, Vitals, items_present};
@@ -95,6 +96,7 @@ pub(crate) fn send_snapshots(
         &Connection,
         &mut InputBuffer,
         &mut SnapshotCounter,
+        Option<&Interest>,
         Option<&Pushes>,
     )>,
     times: Res<TickTimes>,
@@ -137,16 +139,19 @@ pub(crate) fn send_snapshots(
         items: items_present(items.iter().copied()),
     };
     snapshot.players.sort_by_key(|p| p.id);
-    let moving = players
-        .iter()
-        .filter(|(_, s, ..)| s.vel != Vec3::ZERO)
-        .count();
+    let everyone = std::mem::take(&mut snapshot.players);
     // One snapshot, its per-client header rewritten for each recipient and encoded
     // against what that recipient holds.
-    for (conn, mut buffer, mut counter, pushes) in &mut clients {
+    for (conn, mut buffer, mut counter, interest, pushes) in &mut clients {
         if conn.stage != ConnectionStage::Playing {
             continue;
         }
+        snapshot.players = everyone
+            .iter()
+            .filter(|p| interest.is_none_or(|i| i.sends(p.id, tick.0)))
+            .copied()
+            .collect();
+        let moving = snapshot.players.iter().filter(|p| p.vel != [0; 3]).count();
         let timing = buffer.take_timing();
         snapshot.seq = counter.next(tick.0);
         snapshot.ack_input_seq = buffer.last_simulated();

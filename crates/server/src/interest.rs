@@ -1,0 +1,192 @@
+//! Interest management: which players each client is sent, so a hidden enemy's position
+//! never reaches a client and a wallhack has nothing to draw.
+//!
+//! A client is sent its own player, its team-mates, every player within earshot
+//! ([`HEAR_RADIUS`]) and every player it could see: a clear line from its eye to the
+//! target's eye, to the target's middle, or to a point [`SIGHT_MARGIN`] to either side of
+//! it. The margin is the look-ahead: it covers how far either player moves before the
+//! next check and while the snapshot travels, so a player stepping round a corner is
+//! already there when the corner is rounded. Checks run for a slice of the clients each
+//! tick (each client every [`REFRESH_TICKS`]), and a player once seen stays sent for
+//! [`LINGER_SECONDS`], so nobody flickers at a doorway's edge.
+//!
+//! What a wallhack can still see: players within earshot or inside the margin of a
+//! sight line, team-mates, every rocket in flight (rockets are loud and few), and where
+//! each shot came from ([`sightline_protocol::ServerMessage::Fired`] carries the shooter's
+//! position for everyone's sound and tracers).
+
+use crate::connection::{Connection, ConnectionStage};
+use bevy::prelude::*;
+use sightline_combat::Team;
+use sightline_map::{CollisionWorld, CurrentMap};
+use sightline_movement::{MoveParams, PlayerState};
+use sightline_sim::{PlayerId, Tick, TickConfig};
+use std::collections::BTreeMap;
+
+/// Players this close are always sent, seen or not: they can be heard, and they may
+/// collide with the client's player, which its prediction must know about. Metres.
+pub const HEAR_RADIUS: f32 = 12.0;
+
+/// How far to the side of a target a sight line may pass and still count, metres: more
+/// than a running player covers between checks and over a 150 ms round trip.
+pub const SIGHT_MARGIN: f32 = 1.5;
+
+/// Ticks between two checks of one client's view.
+pub const REFRESH_TICKS: u32 = 8;
+
+/// How long a player stays sent after it was last seen, seconds.
+pub const LINGER_SECONDS: f32 = 0.5;
+
+/// The players one client is sent, and until which tick.
+#[derive(Component, Debug, Default, Clone)]
+pub struct Interest {
+    until: BTreeMap<PlayerId, u32>,
+}
+
+impl Interest {
+    /// Whether player `id` is sent to this client after `tick`.
+    pub fn sends(&self, id: PlayerId, tick: u32) -> bool {
+        self.until.get(&id).is_some_and(|&until| until >= tick)
+    }
+}
+
+/// Whether a viewer at `viewer` could see a player at `target` across `world`, or will
+/// within the margin (see the module docs).
+pub fn could_see(
+    world: &CollisionWorld,
+    viewer: &PlayerState,
+    target: &PlayerState,
+    params: &MoveParams,
+) -> bool {
+    let eye = viewer.pos + Vec3::Y * params.eye(viewer.crouched());
+    let target_eye = target.pos + Vec3::Y * params.eye(target.crouched());
+    let middle = target.pos + Vec3::Y * params.height(target.crouched()) * 0.5;
+    // Sideways, across the line of sight, in the horizontal plane.
+    let across = (middle - eye).cross(Vec3::Y).normalize_or_zero() * SIGHT_MARGIN;
+    [target_eye, middle, middle + across, middle - across]
+        .into_iter()
+        .any(|point| clear_line(world, eye, point))
+}
+
+/// Whether nothing of the map lies between `from` and `to`.
+fn clear_line(world: &CollisionWorld, from: Vec3, to: Vec3) -> bool {
+    let line = to - from;
+    let length = line.length();
+    length < 1e-3 || world.cast_ray(from, line / length, length).is_none()
+}
+
+/// Refreshes the view of this tick's slice of the playing clients.
+pub(crate) fn refresh_interest(
+    tick: Res<Tick>,
+    config: Res<TickConfig>,
+    map: Res<CurrentMap>,
+    params: Res<MoveParams>,
+    players: Query<(&PlayerId, &PlayerState, Option<&Team>)>,
+    mut viewers: Query<(
+        &Connection,
+        &PlayerId,
+        &PlayerState,
+        Option<&Team>,
+        &mut Interest,
+    )>,
+) {
+    let linger = (LINGER_SECONDS * config.tick_hz as f32).ceil() as u32;
+    let until = tick.0.saturating_add(linger);
+    for (conn, me, eye, team, mut interest) in &mut viewers {
+        if conn.stage != ConnectionStage::Playing {
+            continue;
+        }
+        // Each client on its own tick of the cycle, so the checks spread evenly.
+        if tick.0.wrapping_add(u32::from(me.0)) % REFRESH_TICKS != 0 && !interest.until.is_empty() {
+            continue;
+        }
+        interest.until.retain(|_, t| *t >= tick.0);
+        for (id, state, their_team) in &players {
+            let sent = id == me
+                || (team.is_some() && team == their_team)
+                || eye.pos.distance(state.pos) <= HEAR_RADIUS
+                || could_see(&map.world, eye, state, &params);
+            if sent {
+                interest.until.insert(*id, until);
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use sightline_movement::MoveFlags;
+
+    fn standing(x: f32, z: f32) -> PlayerState {
+        PlayerState {
+            pos: Vec3::new(x, 0.0, z),
+            flags: MoveFlags(MoveFlags::ON_GROUND),
+            ..Default::default()
+        }
+    }
+
+    /// A floor, and a wall 4 m wide and 4 m tall across x = 0, from z = -2 to z = 2.
+    fn wall() -> CollisionWorld {
+        CollisionWorld::from_boxes([
+            (
+                Vec3::new(0.0, -0.5, 0.0),
+                Vec3::new(50.0, 0.5, 50.0),
+                Quat::IDENTITY,
+            ),
+            (
+                Vec3::new(0.0, 2.0, 0.0),
+                Vec3::new(0.25, 2.0, 2.0),
+                Quat::IDENTITY,
+            ),
+        ])
+    }
+
+    #[test]
+    fn a_wall_hides_a_player_and_its_edge_does_not() {
+        let (world, params) = (wall(), MoveParams::default());
+        let viewer = standing(-20.0, 0.0);
+        assert!(!could_see(&world, &viewer, &standing(2.0, 0.0), &params));
+        assert!(
+            could_see(&world, &viewer, &standing(2.0, 3.0), &params),
+            "in the open"
+        );
+        assert!(!could_see(&world, &viewer, &standing(2.0, 0.3), &params));
+        assert!(
+            could_see(&world, &viewer, &standing(2.0, 1.5), &params),
+            "behind the wall, but within the margin of its edge"
+        );
+        assert!(could_see(
+            &world,
+            &standing(-20.0, 10.0),
+            &standing(2.0, 0.0),
+            &params
+        ));
+    }
+
+    #[test]
+    fn a_higher_wall_point_still_shows_a_head_above_cover() {
+        // A low crate hides a crouched player's middle but not a standing player's eyes.
+        let world = CollisionWorld::from_boxes([(
+            Vec3::new(0.0, 0.5, 0.0),
+            Vec3::new(0.25, 0.5, 10.0),
+            Quat::IDENTITY,
+        )]);
+        let params = MoveParams::default();
+        assert!(could_see(
+            &world,
+            &standing(-10.0, 0.0),
+            &standing(1.0, 0.0),
+            &params
+        ));
+    }
+
+    #[test]
+    fn interest_lingers_then_lapses() {
+        let mut interest = Interest::default();
+        interest.until.insert(PlayerId(3), 100);
+        assert!(interest.sends(PlayerId(3), 100));
+        assert!(!interest.sends(PlayerId(3), 101));
+        assert!(!interest.sends(PlayerId(4), 0));
+    }
+}
