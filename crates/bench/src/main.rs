@@ -126,6 +126,10 @@ enum What {
         /// Frames a second each client draws (it sends an input packet a frame).
         #[arg(long, default_value_t = 60.0)]
         fps: f64,
+        /// Players per row run again behind a realistic link (150 ms round trip, 20 ms
+        /// jitter, 5 % loss in bursts of 2, both ways); none to skip.
+        #[arg(long, value_delimiter = ',', default_values_t = [16usize])]
+        realistic: Vec<usize>,
     },
     Movement {
         /// Steps to time.
@@ -157,7 +161,8 @@ fn main() {
             seconds,
             map,
             fps,
-        } => load_report(&players, seconds, &map, fps),
+            realistic,
+        } => load_report(&players, &realistic, seconds, &map, fps),
         What::Soak {
             seconds,
             warmup,
@@ -236,7 +241,7 @@ fn measure_tick(bots: u8, tick: TickConfig, map: &str, seconds: f64) -> (f32, f3
         .expect("ticks ran")
 }
 
-fn load_report(players: &[usize], seconds: f64, map: &str, fps: f64) {
+fn load_report(players: &[usize], realistic: &[usize], seconds: f64, map: &str, fps: f64) {
     println!(
         "load over real UDP on loopback: a 128 Hz server (64 Hz snapshots) on {map} and one \
          bot-driven client per player at up to {fps} fps in this process (no server bots), \
@@ -244,12 +249,21 @@ fn load_report(players: &[usize], seconds: f64, map: &str, fps: f64) {
          3 s of play\n"
     );
     println!("{}", LoadReport::HEADER);
-    for &n in players {
+    let lossy = ConditionerSettings {
+        latency_ms: 75.0,
+        jitter_ms: 20.0,
+        loss_pct: 5.0,
+        loss_burst: 2.0,
+        ..Default::default()
+    };
+    let rows = players.iter().map(|&n| (n, ConditionerSettings::default()));
+    for (n, link) in rows.chain(realistic.iter().map(|&n| (n, lossy))) {
         let report = load(&LoadConfig {
             players: n,
             seconds,
             fps,
             map: map.into(),
+            link,
             ..Default::default()
         });
         if report.server_panicked || report.joined < n {

@@ -12,7 +12,8 @@ use crate::realtime::ServerThread;
 use bevy::prelude::*;
 use sightline_client::{ClientPlugin, ConnectionStatus, InputSource};
 use sightline_net::{
-    AdmissionLimits, ClientNetPlugin, ClientSecurity, Security, UdpClientTransport, WireCount,
+    AdmissionLimits, ClientNetPlugin, ClientSecurity, ConditionerSettings, LinkConditions,
+    Security, UdpClientTransport, WireCount,
 };
 use sightline_server::{ServerConfig, SnapshotStats, TickTimes};
 use sightline_sim::TickConfig;
@@ -35,6 +36,8 @@ pub struct LoadConfig {
     pub fps: f64,
     /// Map.
     pub map: String,
+    /// How each client's link misbehaves, both ways (none: plain loopback).
+    pub link: ConditionerSettings,
 }
 
 impl Default for LoadConfig {
@@ -46,6 +49,7 @@ impl Default for LoadConfig {
             join_every: Duration::from_millis(100),
             fps: 60.0,
             map: "depot".into(),
+            link: ConditionerSettings::default(),
         }
     }
 }
@@ -53,6 +57,8 @@ impl Default for LoadConfig {
 /// What a load test measured.
 #[derive(Debug, Clone, Default)]
 pub struct LoadReport {
+    /// The link, in words.
+    pub link: String,
     /// Clients started, and those in the game when measuring began.
     pub players: usize,
     /// See `players`.
@@ -82,7 +88,7 @@ pub struct LoadReport {
 
 impl LoadReport {
     /// The table's header, in the columns [`LoadReport`]'s `Display` writes.
-    pub const HEADER: &'static str = "| players | tick median / p99 / max ms | longest tick while joining ms | down B/s per client | up B/s per client | datagrams /s down / up | B per moving player per snapshot | largest snapshot B | snapshots sent in slices | players moving % | client fps |\n|---:|---|---:|---:|---:|---|---:|---:|---:|---:|---:|";
+    pub const HEADER: &'static str = "| link | players | tick median / p99 / max ms | longest tick while joining ms | down B/s per client | up B/s per client | datagrams /s down / up | B per moving player per snapshot | largest snapshot B | snapshots sent in slices | players moving % | client fps |\n|---|---:|---|---:|---:|---:|---|---:|---:|---:|---:|---:|";
 
     /// Mean encoded snapshot, bytes.
     pub fn snapshot_mean(&self) -> f64 {
@@ -106,7 +112,8 @@ impl fmt::Display for LoadReport {
         let (p50, p99, max) = self.tick_ms;
         write!(
             f,
-            "| {} | {:.3} / {:.3} / {:.3} | {:.3} | {:.0} | {:.0} | {:.0} / {:.0} | {:.1} | {} | {} | {:.0} | {:.0} |",
+            "| {} | {} | {:.3} / {:.3} / {:.3} | {:.3} | {:.0} | {:.0} | {:.0} / {:.0} | {:.1} | {} | {} | {:.0} | {:.0} |",
+            self.link,
             self.players,
             p50,
             p99,
@@ -125,8 +132,9 @@ impl fmt::Display for LoadReport {
     }
 }
 
-fn client_app(server: std::net::SocketAddr, seed: u64) -> App {
+fn client_app(server: std::net::SocketAddr, seed: u64, link: ConditionerSettings) -> App {
     let mut app = App::new();
+    app.insert_resource(LinkConditions(link));
     app.add_plugins((
         TaskPoolPlugin::default(),
         bevy::time::TimePlugin,
@@ -187,7 +195,19 @@ pub fn load(config: &LoadConfig) -> LoadReport {
     );
     let (addr, shared) = (server.addr, server.shared.clone());
 
+    let l = &config.link;
     let mut report = LoadReport {
+        link: if l.is_active() {
+            format!(
+                "{:.0} ms RTT, {:.0} ms jitter, {:.0} % loss in bursts of {:.0}",
+                2.0 * l.latency_ms,
+                l.jitter_ms,
+                l.loss_pct,
+                l.loss_burst
+            )
+        } else {
+            "loopback".into()
+        },
         players,
         ..Default::default()
     };
@@ -215,7 +235,7 @@ pub fn load(config: &LoadConfig) -> LoadReport {
         && !server.is_finished()
     {
         if clients.len() < players && Instant::now() >= next_join {
-            clients.push(client_app(addr, clients.len() as u64 + 1));
+            clients.push(client_app(addr, clients.len() as u64 + 1, config.link));
             next_join += config.join_every;
         }
         update_all(&mut clients, &mut frames);

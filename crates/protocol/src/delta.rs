@@ -2,7 +2,8 @@
 //! acknowledged, its baseline (Quake 3's delta-compressed snapshots, on the integer grid
 //! states lie on).
 //!
-//! A [`SnapshotPacket`] carries the header in full, then the world against the baseline:
+//! A [`SnapshotPacket`] carries the header (its tick, time and acknowledged command
+//! counted from the baseline's), then the world against the baseline:
 //!
 //! - the ids of baseline players who are gone;
 //! - for each player whose state differs from its reference, its id, a mask of changed
@@ -219,11 +220,12 @@ pub struct SnapshotPacket {
     pub seq: u32,
     /// The snapshot this one is encoded against; 0 for a full snapshot.
     pub baseline: u32,
-    /// [`Snapshot::server_tick`].
+    /// [`Snapshot::server_tick`]; in a delta, the ticks since the baseline's (wrapping).
     pub server_tick: u32,
-    /// [`Snapshot::server_time_us`].
+    /// [`Snapshot::server_time_us`]; in a delta, the time since the baseline's (wrapping).
     pub server_time_us: u64,
-    /// [`Snapshot::ack_input_seq`].
+    /// [`Snapshot::ack_input_seq`]; in a delta, the commands since the baseline's
+    /// (wrapping).
     pub ack_input_seq: u32,
     /// [`Snapshot::input_queue`].
     pub input_queue: u8,
@@ -241,6 +243,24 @@ pub struct SnapshotPacket {
     pub projectiles: Vec<ProjectileSnap>,
     /// [`Snapshot::items`] when they differ from the baseline's.
     pub items: Option<u64>,
+}
+
+/// The header numbers a delta counts from: the baseline's, or zeros.
+#[derive(Default)]
+struct Header {
+    server_tick: u32,
+    server_time_us: u64,
+    ack_input_seq: u32,
+}
+
+impl Header {
+    fn of(baseline: Option<&Snapshot>) -> Self {
+        baseline.map_or_else(Self::default, |b| Self {
+            server_tick: b.server_tick,
+            server_time_us: b.server_time_us,
+            ack_input_seq: b.ack_input_seq,
+        })
+    }
 }
 
 /// Time from `baseline`'s snapshot to `now`'s, microseconds (0 if it runs backwards).
@@ -270,6 +290,7 @@ impl SnapshotPacket {
     /// snapshot sent to the same client; its sequence number goes in the packet.
     pub fn encode(snapshot: &Snapshot, baseline: Option<&Snapshot>) -> Self {
         let dt = glide_us(baseline, snapshot.server_time_us);
+        let header = Header::of(baseline);
         let base_players = baseline.map_or(&[][..], |b| &b.players[..]);
         let mut removed = Vec::new();
         let mut changed = Vec::with_capacity(snapshot.players.len());
@@ -293,9 +314,9 @@ impl SnapshotPacket {
         Self {
             seq: snapshot.seq,
             baseline: baseline.map_or(0, |b| b.seq),
-            server_tick: snapshot.server_tick,
-            server_time_us: snapshot.server_time_us,
-            ack_input_seq: snapshot.ack_input_seq,
+            server_tick: snapshot.server_tick.wrapping_sub(header.server_tick),
+            server_time_us: snapshot.server_time_us.wrapping_sub(header.server_time_us),
+            ack_input_seq: snapshot.ack_input_seq.wrapping_sub(header.ack_input_seq),
             input_queue: snapshot.input_queue,
             repeated_inputs: snapshot.repeated_inputs,
             pushes: snapshot.pushes,
@@ -316,7 +337,9 @@ impl SnapshotPacket {
             (seq, Some(b)) if b.seq == seq => Some(b),
             _ => return Err(invalid("delta snapshot resolved without its baseline")),
         };
-        let dt = glide_us(baseline, self.server_time_us);
+        let header = Header::of(baseline);
+        let server_time_us = header.server_time_us.wrapping_add(self.server_time_us);
+        let dt = glide_us(baseline, server_time_us);
         let base_players = baseline.map_or(&[][..], |b| &b.players[..]);
         let mut players = Vec::with_capacity(base_players.len() + self.changed.len());
         let mut changes = self.changed.iter().peekable();
@@ -350,9 +373,9 @@ impl SnapshotPacket {
         let snapshot = Snapshot {
             seq: self.seq,
             baseline: self.baseline,
-            server_tick: self.server_tick,
-            server_time_us: self.server_time_us,
-            ack_input_seq: self.ack_input_seq,
+            server_tick: header.server_tick.wrapping_add(self.server_tick),
+            server_time_us,
+            ack_input_seq: header.ack_input_seq.wrapping_add(self.ack_input_seq),
             input_queue: self.input_queue,
             repeated_inputs: self.repeated_inputs,
             pushes: self.pushes,
@@ -541,6 +564,15 @@ impl<'de> Deserialize<'de> for SnapshotPacket {
         let bytes = Vec::<u8>::deserialize(d)?;
         Self::read(&mut Reader(&bytes)).map_err(D::Error::custom)
     }
+}
+
+/// Player `id` of `baseline` as a delta at `time_us` leaves it when it sends no change
+/// for it: carried along its velocity. A server sending a far player less often puts
+/// this in place of the player's state, so what it keeps is what the client resolves.
+pub fn carried(baseline: &Snapshot, id: PlayerId, time_us: u64) -> Option<PlayerSnap> {
+    let base = baseline.players.iter().find(|p| p.id == id)?;
+    let reference = Reference::of(base, glide_us(Some(baseline), time_us));
+    from_fields(id, &reference.fields_moved(&reference.fields)).ok()
 }
 
 /// Why a snapshot packet could not be resolved.

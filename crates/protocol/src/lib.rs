@@ -32,7 +32,9 @@ mod token;
 pub use channel::{Channel, connection_config};
 pub use cmds::MAX_PACKET_CMDS;
 pub use codec::{DecodeError, EncodeError, Wire, peek_welcome_version};
-pub use delta::{CLIENT_BASELINES, MAX_BASELINE_AGE, SnapshotHistory, SnapshotPacket, Unresolved};
+pub use delta::{
+    CLIENT_BASELINES, MAX_BASELINE_AGE, SnapshotHistory, SnapshotPacket, Unresolved, carried,
+};
 pub use messages::{
     ClientDatagram, ClientMessage, InputPacket, MAX_CHAT_LEN, MAX_NAME_LEN, MAX_SERVER_NAME_LEN,
     MAX_SNAPSHOT_PLAYERS, MAX_SNAPSHOT_PROJECTILES, PlayerSnap, ProjectileSnap, ResumeSecret,

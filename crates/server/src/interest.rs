@@ -8,7 +8,8 @@
 //! next check and while the snapshot travels, so a player stepping round a corner is
 //! already there when the corner is rounded. Checks run for a slice of the clients each
 //! tick (each client every [`REFRESH_TICKS`]), and a player once seen stays sent for
-//! [`LINGER_SECONDS`], so nobody flickers at a doorway's edge.
+//! [`LINGER_SECONDS`], so nobody flickers at a doorway's edge. Two clients share one
+//! check per cycle: whoever's turn comes first looks, and the other uses its answer.
 //!
 //! What a wallhack can still see: players within earshot or inside the margin of a
 //! sight line, team-mates, every rocket in flight (rockets are loud and few), and where
@@ -21,7 +22,7 @@ use sightline_combat::Team;
 use sightline_map::{CollisionWorld, CurrentMap};
 use sightline_movement::{MoveParams, PlayerState};
 use sightline_sim::{PlayerId, Tick, TickConfig};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 
 /// Players this close are always sent, seen or not: they can be heard, and they may
 /// collide with the client's player, which its prediction must know about. Metres.
@@ -75,7 +76,39 @@ fn clear_line(world: &CollisionWorld, from: Vec3, to: Vec3) -> bool {
     length < 1e-3 || world.cast_ray(from, line / length, length).is_none()
 }
 
+/// Sight lines checked lately, by pair of players (lower id first), with the tick they
+/// were checked in: a pair of clients is checked once per cycle, not from both ends.
+#[derive(Default)]
+pub(crate) struct Sightlines(HashMap<(PlayerId, PlayerId), (u32, bool)>);
+
+impl Sightlines {
+    /// Whether `a` and `b` see each other, checked now or at most a cycle ago.
+    fn see(
+        &mut self,
+        tick: u32,
+        a: (PlayerId, &PlayerState),
+        b: (PlayerId, &PlayerState),
+        check: impl FnOnce(&PlayerState, &PlayerState) -> bool,
+    ) -> bool {
+        let key = (a.0.min(b.0), a.0.max(b.0));
+        match self.0.get(&key) {
+            Some(&(at, seen)) if fresh(at, tick) => seen,
+            _ => {
+                let seen = check(a.1, b.1);
+                self.0.insert(key, (tick, seen));
+                seen
+            }
+        }
+    }
+}
+
+/// Whether a check made in tick `at` still holds in `tick`.
+fn fresh(at: u32, tick: u32) -> bool {
+    at <= tick && tick - at < REFRESH_TICKS
+}
+
 /// Refreshes the view of this tick's slice of the playing clients.
+#[allow(clippy::too_many_arguments)]
 pub(crate) fn refresh_interest(
     tick: Res<Tick>,
     config: Res<TickConfig>,
@@ -89,7 +122,10 @@ pub(crate) fn refresh_interest(
         Option<&Team>,
         &mut Interest,
     )>,
+    mut sightlines: Local<Sightlines>,
 ) {
+    // Forget pairs checked more than a cycle ago (or before a new match's tick 0).
+    sightlines.0.retain(|_, (at, _)| fresh(*at, tick.0));
     let linger = (LINGER_SECONDS * config.tick_hz as f32).ceil() as u32;
     let until = tick.0.saturating_add(linger);
     for (conn, me, eye, team, mut interest) in &mut viewers {
@@ -105,7 +141,9 @@ pub(crate) fn refresh_interest(
             let sent = id == me
                 || (team.is_some() && team == their_team)
                 || eye.pos.distance(state.pos) <= HEAR_RADIUS
-                || could_see(&map.world, eye, state, &params);
+                || sightlines.see(tick.0, (*me, eye), (*id, state), |a, b| {
+                    could_see(&map.world, a, b, &params)
+                });
             if sent {
                 interest.until.insert(*id, until);
             }

@@ -4,14 +4,15 @@
 use crate::connection::{Connection, ConnectionStage};
 use crate::inputs::InputBuffer;
 use crate::interest::Interest;
-use crate::stats::{SnapshotStats, TickTimes};
+use crate::stats::{SLICE_BYTES, SnapshotStats, TickTimes};
 use bevy::prelude::*;
 use sightline_combat::{Arsenal, ItemSpot, Pushes, Rocket, SpawnCount, Vitals, items_present};
 use sightline_movement::PlayerState;
+use sightline_movement::grid::POS_STEPS;
 use sightline_net::RenetServer;
 use sightline_protocol::{
-    Channel, MAX_BASELINE_AGE, MAX_SNAPSHOT_PROJECTILES, PlayerSnap, ProjectileSnap,
-    ServerDatagram, Snapshot, SnapshotPacket, Wire,
+    Channel, EncodeError, MAX_BASELINE_AGE, MAX_SNAPSHOT_PROJECTILES, PlayerSnap, ProjectileSnap,
+    ServerDatagram, Snapshot, SnapshotPacket, Wire, carried,
 };
 use sightline_sim::{CurrentCmd, PlayerId, Tick, TickConfig};
 use std::collections::VecDeque;
@@ -96,6 +97,7 @@ pub(crate) fn send_snapshots(
         &Connection,
         &mut InputBuffer,
         &mut SnapshotCounter,
+        Option<&PlayerId>,
         Option<&Interest>,
         Option<&Pushes>,
     )>,
@@ -105,6 +107,7 @@ pub(crate) fn send_snapshots(
     if !config.is_snapshot_tick(*tick) {
         return;
     }
+    // What every recipient shares; each gets its own header and players.
     let mut snapshot = Snapshot {
         seq: 0,
         baseline: 0,
@@ -140,40 +143,128 @@ pub(crate) fn send_snapshots(
     };
     snapshot.players.sort_by_key(|p| p.id);
     let everyone = std::mem::take(&mut snapshot.players);
-    // One snapshot, its per-client header rewritten for each recipient and encoded
-    // against what that recipient holds.
-    for (conn, mut buffer, mut counter, interest, pushes) in &mut clients {
+    // One snapshot, its players chosen and its header rewritten for each recipient, and
+    // encoded against what that recipient holds.
+    for (conn, mut buffer, mut counter, me, interest, pushes) in &mut clients {
         if conn.stage != ConnectionStage::Playing {
             continue;
         }
-        snapshot.players = everyone
-            .iter()
-            .filter(|p| interest.is_none_or(|i| i.sends(p.id, tick.0)))
-            .copied()
-            .collect();
-        let moving = snapshot.players.iter().filter(|p| p.vel != [0; 3]).count();
         let timing = buffer.take_timing();
-        snapshot.seq = counter.next(tick.0);
-        snapshot.ack_input_seq = buffer.last_simulated();
-        // No tick since the last snapshot (not possible at a steady rate): report 0.
-        snapshot.input_queue = if timing.min_queue == u8::MAX {
-            0
-        } else {
-            timing.min_queue
+        let mut sent = Snapshot {
+            seq: counter.next(tick.0),
+            ack_input_seq: buffer.last_simulated(),
+            // No tick since the last snapshot (not possible at a steady rate): report 0.
+            input_queue: if timing.min_queue == u8::MAX {
+                0
+            } else {
+                timing.min_queue
+            },
+            repeated_inputs: timing.repeats,
+            pushes: pushes.map_or(0, |p| p.0),
+            players: everyone
+                .iter()
+                .filter(|p| interest.is_none_or(|i| i.sends(p.id, tick.0)))
+                .copied()
+                .collect(),
+            ..snapshot.clone()
         };
-        snapshot.repeated_inputs = timing.repeats;
-        snapshot.pushes = pushes.map_or(0, |p| p.0);
         let baseline = counter.baseline(buffer.ack_snapshot);
-        let packet = SnapshotPacket::encode(&snapshot, baseline.as_deref());
-        snapshot.baseline = packet.baseline;
-        match ServerDatagram::Snapshot(packet).encode() {
+        thin_far_players(&mut sent, baseline.as_deref(), me.copied());
+        match encode_within_budget(&mut sent, baseline.as_deref(), me.copied()) {
             Ok(bytes) => {
-                weights.count(bytes.len(), snapshot.players.len(), moving);
+                let moving = sent.players.iter().filter(|p| p.vel != [0; 3]).count();
+                weights.count(bytes.len(), sent.players.len(), moving);
                 server.send_message(conn.client_id, Channel::Unreliable, bytes);
-                counter.keep(snapshot.clone());
+                // Kept as the baseline of later snapshots, should the client acknowledge it.
+                counter.keep(sent);
             }
             Err(e) => warn!("a snapshot was not sent: {e}"),
         }
+    }
+}
+
+/// Beyond this distance from a client's player another player is sent in every other
+/// snapshot, metres: at that distance a body is a few dozen pixels tall, and the
+/// snapshot between carries it along its velocity.
+pub const FAR_RADIUS: f32 = 20.0;
+
+/// Far players are thinned only while the client's baseline is at most this many
+/// snapshots old, so a carried state is never more than a snapshot or two of guessing.
+const MAX_CARRY: u32 = 2;
+
+/// Squared distance between two grid positions, in steps.
+fn squared_distance(a: [i32; 3], b: [i32; 3]) -> i64 {
+    (0..3)
+        .map(|i| (i64::from(a[i]) - i64::from(b[i])).pow(2))
+        .sum()
+}
+
+/// Sends far players in every other snapshot: on its off snapshot a far player's state
+/// is replaced by where the client will carry it from the baseline
+/// ([`sightline_protocol::carried`]), which costs nothing to send and is what the server
+/// keeps as sent. A player who died or respawned since the baseline is always sent.
+fn thin_far_players(sent: &mut Snapshot, baseline: Option<&Snapshot>, me: Option<PlayerId>) {
+    let Some(base) = baseline.filter(|b| sent.seq.wrapping_sub(b.seq) <= MAX_CARRY) else {
+        return;
+    };
+    let Some(from) = me
+        .and_then(|me| sent.players.iter().find(|p| p.id == me))
+        .map(|p| p.pos)
+    else {
+        return;
+    };
+    let far = ((FAR_RADIUS * POS_STEPS) as i64).pow(2);
+    let (seq, time) = (sent.seq, sent.server_time_us);
+    for p in &mut sent.players {
+        let off = seq.wrapping_add(u32::from(p.id.0)) % 2 == 1;
+        if Some(p.id) == me || !off || squared_distance(p.pos, from) <= far {
+            continue;
+        }
+        if let Some(c) = carried(base, p.id, time).filter(|c| {
+            c.grid().in_range() && (c.spawn_count, c.health) == (p.spawn_count, p.health)
+        }) {
+            *p = c;
+        }
+    }
+}
+
+/// `sent` as a datagram against `baseline`, within [`SLICE_BYTES`] where it can be: when
+/// the players new to this client (not in its baseline) do not all fit, as when it joins
+/// a full server, the farthest of them wait for the next snapshots, which bring them
+/// once the client acknowledges this one. Its own player never waits.
+fn encode_within_budget(
+    sent: &mut Snapshot,
+    baseline: Option<&Snapshot>,
+    me: Option<PlayerId>,
+) -> Result<Vec<u8>, EncodeError> {
+    // A player sent in full takes at least this many bytes.
+    const MIN_NEW_ENTRY: usize = 12;
+    let from = me
+        .and_then(|me| sent.players.iter().find(|p| p.id == me))
+        .map_or([0; 3], |p| p.pos);
+    let distance = |p: &PlayerSnap| squared_distance(p.pos, from);
+    loop {
+        let packet = SnapshotPacket::encode(sent, baseline);
+        sent.baseline = packet.baseline;
+        let bytes = ServerDatagram::Snapshot(packet).encode()?;
+        let Some(excess) = bytes.len().checked_sub(SLICE_BYTES).filter(|e| *e > 0) else {
+            return Ok(bytes);
+        };
+        let held =
+            |p: &PlayerSnap| baseline.is_some_and(|b| b.players.iter().any(|q| q.id == p.id));
+        let mut new: Vec<(i64, PlayerId)> = sent
+            .players
+            .iter()
+            .filter(|p| Some(p.id) != me && !held(p))
+            .map(|p| (distance(p), p.id))
+            .collect();
+        if new.is_empty() {
+            return Ok(bytes);
+        }
+        new.sort_unstable_by(|a, b| b.cmp(a));
+        new.truncate(excess.div_ceil(MIN_NEW_ENTRY));
+        sent.players
+            .retain(|p| !new.iter().any(|(_, id)| *id == p.id));
     }
 }
 

@@ -259,3 +259,16 @@ fn the_history_resolves_against_what_it_kept_and_forgets_the_oldest() {
     let packet = SnapshotPacket::encode(&ran(&prev, 1), Some(&kept));
     assert!(history.resolve(&packet).is_ok());
 }
+
+#[test]
+fn a_player_left_unsent_resolves_to_where_it_was_carried() {
+    let base = snapshot(10, &[1, 2]);
+    let mut next = ran(&base, 1);
+    next.players[1].vel[0] += 300; // speeding up: its reference misses it a little
+    let later = next.server_time_us;
+    next.players[1] = carried(&base, PlayerId(2), later).expect("in the baseline");
+    let packet = SnapshotPacket::encode(&next, Some(&base));
+    assert_eq!(packet.changed, vec![], "nothing to send for either");
+    assert_eq!(packet.resolve(Some(&base)).unwrap().players, next.players);
+    assert_eq!(carried(&base, PlayerId(7), later), None);
+}
