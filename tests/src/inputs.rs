@@ -179,7 +179,7 @@ fn malformed_packets_are_dropped_and_counted() {
         valid[..valid.len() - 1].to_vec(),
     );
     let mut nan = run_cmd(1, start.yaw);
-    nan.yaw = f32::NAN;
+    nan.forward = f32::NAN;
     raw::inputs(&mut s, c, vec![nan]);
     // One step to send, one for the server to receive.
     s.steps(2);

@@ -1,6 +1,7 @@
 //! The client's console variables and where each one takes effect.
 
 use bevy::prelude::*;
+use sightline_client::CommandRate;
 use sightline_console::{CvarDef, CvarFlags, CvarKind, CvarValue, Cvars};
 use sightline_interpolation::InterpolationSettings;
 use sightline_net::{ConditionerSettings, LinkConditions};
@@ -17,6 +18,8 @@ pub mod cvar {
     pub const CL_NETGRAPH: CvarHandle<i64> = CvarHandle::new("cl_netgraph");
     /// `cl_interp`.
     pub const CL_INTERP: CvarHandle<f64> = CvarHandle::new("cl_interp");
+    /// `cl_cmdrate`.
+    pub const CL_CMDRATE: CvarHandle<i64> = CvarHandle::new("cl_cmdrate");
     /// `cl_timenudge`.
     pub const CL_TIMENUDGE: CvarHandle<f64> = CvarHandle::new("cl_timenudge");
     /// `sensitivity`.
@@ -84,6 +87,13 @@ pub fn client_cvars() -> Vec<CvarDef> {
             },
             V::Float(0.0),
             "interpolation delay in seconds (at most 0.25, what lag compensation honours); 0 chooses it from how snapshots arrive",
+            CvarFlags::SAVED,
+        ),
+        def(
+            cvar::CL_CMDRATE.name(),
+            Int { min: 0, max: 1000 },
+            V::Int(0),
+            "most input packets a second; 0 sends one every frame (the least delay), values under 10 count as 10",
             CvarFlags::SAVED,
         ),
         def(
@@ -205,10 +215,14 @@ fn apply_cvars(
     mut netgraph: ResMut<NetgraphMode>,
     mut interp: ResMut<InterpolationSettings>,
     mut link: ResMut<LinkConditions>,
+    mut rate: ResMut<CommandRate>,
 ) {
     if !cvars.is_changed() {
         return;
     }
+    rate.set_if_neq(CommandRate(
+        cvars.read(cvar::CL_CMDRATE).clamp(0, 1000) as u32
+    ));
     netgraph.set_if_neq(NetgraphMode(cvars.read(cvar::CL_NETGRAPH).clamp(0, 2) as u8));
     let settings = InterpolationSettings {
         cl_interp: cvars.read(cvar::CL_INTERP) as f32,
@@ -261,6 +275,7 @@ mod tests {
         cvars.check(cvar::NAME).unwrap();
         cvars.check(cvar::CL_NETGRAPH).unwrap();
         cvars.check(cvar::CL_INTERP).unwrap();
+        cvars.check(cvar::CL_CMDRATE).unwrap();
         cvars.check(cvar::CL_TIMENUDGE).unwrap();
         cvars.check(cvar::SENSITIVITY).unwrap();
         cvars.check(cvar::FOV).unwrap();
@@ -270,6 +285,6 @@ mod tests {
         cvars.check(cvar::NET_FAKEJITTER).unwrap();
         cvars.check(cvar::NET_FAKELOSS).unwrap();
         cvars.check(cvar::VERSION).unwrap();
-        assert_eq!(client_cvars().len(), 12, "a cvar without a handle");
+        assert_eq!(client_cvars().len(), 13, "a cvar without a handle");
     }
 }

@@ -130,6 +130,10 @@ enum What {
         /// jitter, 5 % loss in bursts of 2, both ways); none to skip.
         #[arg(long, value_delimiter = ',', default_values_t = [16usize])]
         realistic: Vec<usize>,
+        /// Players per row run again with every client at `cl_cmdrate 30` (an input
+        /// packet every other frame), on loopback and behind the realistic link.
+        #[arg(long, value_delimiter = ',', default_values_t = [16usize])]
+        cmdrate_30: Vec<usize>,
     },
     Movement {
         /// Steps to time.
@@ -162,7 +166,8 @@ fn main() {
             map,
             fps,
             realistic,
-        } => load_report(&players, &realistic, seconds, &map, fps),
+            cmdrate_30,
+        } => load_report(&players, &realistic, &cmdrate_30, seconds, &map, fps),
         What::Soak {
             seconds,
             warmup,
@@ -241,7 +246,14 @@ fn measure_tick(bots: u8, tick: TickConfig, map: &str, seconds: f64) -> (f32, f3
         .expect("ticks ran")
 }
 
-fn load_report(players: &[usize], realistic: &[usize], seconds: f64, map: &str, fps: f64) {
+fn load_report(
+    players: &[usize],
+    realistic: &[usize],
+    cmdrate_30: &[usize],
+    seconds: f64,
+    map: &str,
+    fps: f64,
+) {
     println!(
         "load over real UDP on loopback: a 128 Hz server (64 Hz snapshots) on {map} and one \
          bot-driven client per player at up to {fps} fps in this process (no server bots), \
@@ -256,14 +268,19 @@ fn load_report(players: &[usize], realistic: &[usize], seconds: f64, map: &str, 
         loss_burst: 2.0,
         ..Default::default()
     };
-    let rows = players.iter().map(|&n| (n, ConditionerSettings::default()));
-    for (n, link) in rows.chain(realistic.iter().map(|&n| (n, lossy))) {
+    let clean = ConditionerSettings::default();
+    let rows = (players.iter().map(|&n| (n, clean, 0)))
+        .chain(realistic.iter().map(|&n| (n, lossy, 0)))
+        .chain(cmdrate_30.iter().map(|&n| (n, clean, 30)))
+        .chain(cmdrate_30.iter().map(|&n| (n, lossy, 30)));
+    for (n, link, cmd_rate) in rows {
         let report = load(&LoadConfig {
             players: n,
             seconds,
             fps,
             map: map.into(),
             link,
+            cmd_rate,
             ..Default::default()
         });
         if report.server_panicked || report.joined < n {

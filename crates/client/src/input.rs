@@ -104,6 +104,28 @@ pub struct InputHistory {
     sent_seq: u32,
     /// Frame time, smoothed, seconds: how far apart packets leave.
     frame_seconds: f64,
+    /// Packets [`CommandRate`] allows now: a share of one, earned as time passes.
+    send_credit: f64,
+}
+
+/// `cl_cmdrate`: at most this many input packets a second (0: one every frame that made
+/// new commands). A packet carries every command not yet sent, so a lower rate costs
+/// input latency (half a packet interval on average), never commands; it is for uplinks
+/// that cannot carry a packet a frame.
+#[derive(Resource, Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct CommandRate(pub u32);
+
+impl CommandRate {
+    /// The fewest packets a second a non-zero rate means.
+    pub const MIN: u32 = 10;
+
+    /// Seconds between packets; 0 for one every frame.
+    pub fn interval(self) -> f64 {
+        match self.0 {
+            0 => 0.0,
+            n => 1.0 / f64::from(n.max(Self::MIN)),
+        }
+    }
 }
 
 impl InputHistory {
@@ -177,6 +199,24 @@ impl InputHistory {
         self.frame_seconds = seconds.max(self.frame_seconds * 0.9 + seconds * 0.1);
     }
 
+    /// Whether a frame of `seconds` may send a packet at `rate`: it earns its share of a
+    /// packet, and sends once a whole one is earned, so 30 a second at 60 frames a second
+    /// is every other frame exactly.
+    pub fn may_send(&mut self, seconds: f64, rate: CommandRate) -> bool {
+        let interval = rate.interval();
+        if interval == 0.0 {
+            return true;
+        }
+        self.send_credit += seconds.max(0.0) / interval;
+        if self.send_credit + 1e-9 < 1.0 {
+            return false;
+        }
+        // What is left over counts toward the next, but never more than a packet: a
+        // stall does not buy a burst.
+        self.send_credit = (self.send_credit - 1.0).min(1.0);
+        true
+    }
+
     /// Sequence number of the newest command.
     pub fn last_seq(&self) -> u32 {
         self.last_seq
@@ -244,9 +284,9 @@ pub(crate) fn sample_input(
     current.0 = history.record(cmd, tick.0);
 }
 
-/// Once a frame, after its ticks: when they made new commands, sends them with every
-/// earlier one the server has not acknowledged within the redundancy window, and
-/// acknowledges the newest snapshot. One packet a frame, not one a tick: at a low frame
+/// Once a frame, after its ticks (or less often, as [`CommandRate`] allows): when they
+/// made new commands, sends them with every earlier one the server has not acknowledged
+/// within the redundancy window, and acknowledges the newest snapshot. One packet a frame, not one a tick: at a low frame
 /// rate a frame's ticks would otherwise leave together anyway, each packet repeating the
 /// last, and a lost burst would take all of them.
 pub(crate) fn send_inputs(
@@ -254,10 +294,13 @@ pub(crate) fn send_inputs(
     config: Res<TickConfig>,
     mut history: ResMut<InputHistory>,
     latest: Res<LatestSnapshot>,
+    rate: Res<CommandRate>,
     mut client: ResMut<RenetClient>,
 ) {
-    history.note_frame(time.delta_secs_f64());
-    if history.last_seq <= history.sent_seq {
+    let dt = time.delta_secs_f64();
+    // Packets leave a frame or a `cl_cmdrate` interval apart, whichever is longer.
+    history.note_frame(dt.max(rate.interval()));
+    if !history.may_send(dt, *rate) || history.last_seq <= history.sent_seq {
         return;
     }
     let (ack, acked_seq) = latest
@@ -279,6 +322,21 @@ pub(crate) fn send_inputs(
 mod tests {
     use super::*;
     use sightline_sim::Buttons;
+
+    #[test]
+    fn a_command_rate_sends_on_whole_packets_earned() {
+        let every = |fps: f64, rate: u32, frames: usize| {
+            let mut h = InputHistory::default();
+            (0..frames)
+                .filter(|_| h.may_send(1.0 / fps, CommandRate(rate)))
+                .count()
+        };
+        assert_eq!(every(60.0, 0, 60), 60, "0: every frame");
+        assert_eq!(every(60.0, 30, 60), 30, "every other frame");
+        assert_eq!(every(144.0, 60, 144), 60);
+        assert_eq!(every(20.0, 30, 20), 20, "never more than a frame's one");
+        assert_eq!(every(60.0, 1, 60), 10, "at least ten a second");
+    }
 
     #[test]
     fn a_tap_between_two_commands_reaches_the_next_one_only() {

@@ -20,7 +20,9 @@ mod status;
 pub use combat::dead_in;
 pub use connection::{DesiredName, Roster, RosterEntry};
 pub use cues::{CombatCue, MAX_CUE_WAIT, MAX_TIMED_CUES, TimedCues};
-pub use input::{InputHistory, InputSource, LocalInput, MIN_REDUNDANCY_SECONDS, REDUNDANCY_FRAMES};
+pub use input::{
+    CommandRate, InputHistory, InputSource, LocalInput, MIN_REDUNDANCY_SECONDS, REDUNDANCY_FRAMES,
+};
 pub use pacing::{InputPacing, MAX_DILATION, SETTLE_LIMIT, SHORT_SHARE, TARGET_MIN_QUEUE};
 pub use reconnect::{RESUME_WINDOW_SECONDS, Reconnect, backoff_seconds};
 pub use snapshots::LatestSnapshot;
@@ -146,6 +148,7 @@ impl Plugin for ClientPlugin {
             .init_resource::<SnapshotHistory>()
             .init_resource::<ClientStats>()
             .init_resource::<InputHistory>()
+            .init_resource::<CommandRate>()
             .init_resource::<ChatLog>()
             .init_resource::<KillFeed>()
             .init_resource::<MatchInfo>()

@@ -12,7 +12,7 @@ use sightline_protocol::{
     ClientDatagram, ClientMessage, InputPacket, PROTOCOL_VERSION, PlayerSnap, ProjectileSnap,
     ScoreLine, ServerDatagram, ServerMessage, Snapshot, SnapshotPacket, Welcome, Wire,
 };
-use sightline_sim::{Buttons, InputCmd, PlayerId};
+use sightline_sim::{Buttons, InputCmd, PlayerId, angle_of_steps, angle_steps};
 
 fn encoded<T: Wire>(messages: &[T]) -> Vec<Vec<u8>> {
     messages
@@ -27,8 +27,8 @@ fn cmd(seq: u32) -> InputCmd {
         client_tick: seq + 10,
         forward: 1.0,
         right: -0.5,
-        yaw: 0.3,
-        pitch: -0.2,
+        yaw: angle_of_steps(angle_steps(0.3)),
+        pitch: angle_of_steps(angle_steps(-0.2)),
         buttons: Buttons::JUMP.with(Buttons::FIRE),
         weapon_slot: 2,
         view_tick: 1200,

@@ -10,7 +10,7 @@
 
 use crate::realtime::ServerThread;
 use bevy::prelude::*;
-use sightline_client::{ClientPlugin, ConnectionStatus, InputSource};
+use sightline_client::{ClientPlugin, CommandRate, ConnectionStatus, InputSource};
 use sightline_net::{
     AdmissionLimits, ClientNetPlugin, ClientSecurity, ConditionerSettings, LinkConditions,
     Security, UdpClientTransport, WireCount,
@@ -38,6 +38,8 @@ pub struct LoadConfig {
     pub map: String,
     /// How each client's link misbehaves, both ways (none: plain loopback).
     pub link: ConditionerSettings,
+    /// Each client's `cl_cmdrate` (0: a packet a frame).
+    pub cmd_rate: u32,
 }
 
 impl Default for LoadConfig {
@@ -50,6 +52,7 @@ impl Default for LoadConfig {
             fps: 60.0,
             map: "depot".into(),
             link: ConditionerSettings::default(),
+            cmd_rate: 0,
         }
     }
 }
@@ -132,9 +135,9 @@ impl fmt::Display for LoadReport {
     }
 }
 
-fn client_app(server: std::net::SocketAddr, seed: u64, link: ConditionerSettings) -> App {
+fn client_app(server: std::net::SocketAddr, seed: u64, config: &LoadConfig) -> App {
     let mut app = App::new();
-    app.insert_resource(LinkConditions(link));
+    app.insert_resource(LinkConditions(config.link));
     app.add_plugins((
         TaskPoolPlugin::default(),
         bevy::time::TimePlugin,
@@ -144,6 +147,7 @@ fn client_app(server: std::net::SocketAddr, seed: u64, link: ConditionerSettings
             input: InputSource::Bot { seed },
         },
     ));
+    app.insert_resource(CommandRate(config.cmd_rate));
     app.finish();
     app.cleanup();
     app
@@ -196,17 +200,21 @@ pub fn load(config: &LoadConfig) -> LoadReport {
     let (addr, shared) = (server.addr, server.shared.clone());
 
     let l = &config.link;
+    let link = if l.is_active() {
+        format!(
+            "{:.0} ms RTT, {:.0} ms jitter, {:.0} % loss in bursts of {:.0}",
+            2.0 * l.latency_ms,
+            l.jitter_ms,
+            l.loss_pct,
+            l.loss_burst
+        )
+    } else {
+        "loopback".into()
+    };
     let mut report = LoadReport {
-        link: if l.is_active() {
-            format!(
-                "{:.0} ms RTT, {:.0} ms jitter, {:.0} % loss in bursts of {:.0}",
-                2.0 * l.latency_ms,
-                l.jitter_ms,
-                l.loss_pct,
-                l.loss_burst
-            )
-        } else {
-            "loopback".into()
+        link: match config.cmd_rate {
+            0 => link,
+            rate => format!("{link}, cl_cmdrate {rate}"),
         },
         players,
         ..Default::default()
@@ -235,7 +243,7 @@ pub fn load(config: &LoadConfig) -> LoadReport {
         && !server.is_finished()
     {
         if clients.len() < players && Instant::now() >= next_join {
-            clients.push(client_app(addr, clients.len() as u64 + 1, config.link));
+            clients.push(client_app(addr, clients.len() as u64 + 1, config));
             next_join += config.join_every;
         }
         update_all(&mut clients, &mut frames);

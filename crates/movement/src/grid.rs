@@ -16,21 +16,18 @@
 
 use crate::{MoveFlags, PlayerState};
 use bevy::prelude::*;
+use sightline_sim::{MAX_PITCH_STEPS, angle_of_steps, angle_steps};
 
 /// Grid steps per metre of position.
 pub const POS_STEPS: f32 = 1024.0;
 /// Grid steps per m/s of velocity.
 pub const VEL_STEPS: f32 = 256.0;
-/// Grid steps per turn of a view angle.
-pub const ANGLE_STEPS: f32 = 65536.0;
+pub use sightline_sim::ANGLE_STEPS;
 /// Farthest a position reaches from the origin on any axis, metres: an `f32` holds every
 /// step up to there exactly.
 pub const MAX_COORD: f32 = (1u32 << 23) as f32 / POS_STEPS;
 /// Fastest a velocity component may be, m/s: what an `i16` of steps holds.
 pub const MAX_SPEED: f32 = i16::MAX as f32 / VEL_STEPS;
-
-/// One angle step, radians.
-const ANGLE_UNIT: f32 = std::f32::consts::TAU / ANGLE_STEPS;
 
 /// A player's state on the grid, as integers: what a snapshot carries.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq, Hash)]
@@ -47,18 +44,18 @@ pub struct GridState {
 
 impl GridState {
     /// The nearest grid state: positions clamped to [`MAX_COORD`], velocities to
-    /// [`MAX_SPEED`], angles wrapped into a half turn either way.
+    /// [`MAX_SPEED`], yaw wrapped into a half turn either way, pitch within the last step
+    /// short of the tilt limit.
     pub fn of(s: &PlayerState) -> Self {
         // `as` saturates, and turns NaN into 0: nothing here can overflow.
         let pos = |v: f32| (v.clamp(-MAX_COORD, MAX_COORD) * POS_STEPS).round() as i32;
         let vel = |v: f32| (v * VEL_STEPS).round() as i16;
-        // A half turn either way: +pi and -pi are the same step.
-        let angle = |r: f32| (r / ANGLE_UNIT).round() as i32 as u16 as i16;
         Self {
             pos: s.pos.to_array().map(pos),
             vel: s.vel.to_array().map(vel),
-            yaw: angle(s.yaw),
-            pitch: angle(s.pitch),
+            yaw: angle_steps(s.yaw),
+            // Never past the view's tilt limit, which is not itself a step.
+            pitch: angle_steps(s.pitch).clamp(-MAX_PITCH_STEPS, MAX_PITCH_STEPS),
         }
     }
 
@@ -67,8 +64,8 @@ impl GridState {
         PlayerState {
             pos: Vec3::from_array(self.pos.map(|k| k as f32 / POS_STEPS)),
             vel: Vec3::from_array(self.vel.map(|k| k as f32 / VEL_STEPS)),
-            yaw: self.yaw as f32 * ANGLE_UNIT,
-            pitch: self.pitch as f32 * ANGLE_UNIT,
+            yaw: angle_of_steps(self.yaw),
+            pitch: angle_of_steps(self.pitch),
             flags,
         }
     }
@@ -113,14 +110,17 @@ mod tests {
         );
         assert_eq!(g.yaw, -std::f32::consts::PI, "+pi and -pi are one step");
         assert_eq!(g.flags, s.flags);
-        // Every angle step comes back as itself.
+        // Every angle step comes back as itself; a pitch past the tilt limit comes back
+        // at the limit.
         for k in i16::MIN..=i16::MAX {
             let g = GridState {
                 yaw: k,
                 pitch: k,
                 ..Default::default()
             };
-            assert_eq!(GridState::of(&g.state(MoveFlags::default())), g);
+            let back = GridState::of(&g.state(MoveFlags::default()));
+            assert_eq!(back.yaw, k);
+            assert_eq!(back.pitch, k.clamp(-MAX_PITCH_STEPS, MAX_PITCH_STEPS));
         }
         let nan = PlayerState {
             pos: Vec3::NAN,

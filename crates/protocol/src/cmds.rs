@@ -4,13 +4,15 @@
 //! older one is written as what changed from the one after it:
 //!
 //! - the newest command in full: sequence, client tick and view tick as LEB128 varints,
-//!   forward, right, yaw and pitch as f32, buttons and weapon slot as bytes, the view
-//!   fraction as u16;
+//!   forward and right as f32, yaw and pitch as i16 steps of the angle grid
+//!   ([`sightline_sim::angle_steps`]: a sanitized command's angles lie on it), buttons and
+//!   weapon slot as bytes, the view fraction as u16;
 //! - each older command as a byte of flags, then only the fields the flags name: the
-//!   sequence and client-tick gaps when they are not 1, each changed number, buttons and
-//!   slot together, the view time (tick difference, zigzag, and fraction).
+//!   sequence and client-tick gaps when they are not 1, forward and right when changed,
+//!   yaw and pitch as the zigzagged change in steps, buttons and slot together, the view
+//!   time (tick difference, zigzag, and fraction).
 //!
-//! A command repeated unchanged costs one byte; turning the view costs nine. Decoding
+//! A command repeated unchanged costs one byte; turning the view costs two to four. Decoding
 //! checks every count, gap and length, and takes varints only in their shortest form (one
 //! encoding per packet), so no bytes make it allocate more than the packet
 //! holds or produce a sequence of zero or out of order.
@@ -18,14 +20,15 @@
 use crate::bytes::{Reader, put_f32, put_varint, put_zigzag};
 use serde::de::Error as _;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
-use sightline_sim::{Buttons, InputCmd};
+use sightline_sim::{Buttons, InputCmd, angle_of_steps, angle_steps};
 
 /// Most commands an input packet may carry: half a second at 128 Hz, so that down to
 /// 5 frames a second each packet still repeats the previous frame's commands.
 pub const MAX_PACKET_CMDS: usize = 64;
 
-/// Largest encoding of one command (flags, two gaps, four numbers, buttons and slot, view).
-pub(crate) const MAX_CMD_BYTES: usize = 1 + 5 + 5 + 16 + 2 + 5 + 2;
+/// Largest encoding of one command (flags, two gaps, two numbers, two angle changes,
+/// buttons and slot, view).
+pub(crate) const MAX_CMD_BYTES: usize = 1 + 5 + 5 + 8 + 3 + 3 + 2 + 5 + 2;
 
 const SEQ_GAP: u8 = 1 << 0;
 const TICK_GAP: u8 = 1 << 1;
@@ -49,8 +52,8 @@ fn change_flags(newer: &InputCmd, c: &InputCmd) -> u8 {
     // Bit comparisons: -0.0 and NaN (refused on decode anyway) travel exactly.
     set(FORWARD, c.forward.to_bits() != newer.forward.to_bits());
     set(RIGHT, c.right.to_bits() != newer.right.to_bits());
-    set(YAW, c.yaw.to_bits() != newer.yaw.to_bits());
-    set(PITCH, c.pitch.to_bits() != newer.pitch.to_bits());
+    set(YAW, angle_steps(c.yaw) != angle_steps(newer.yaw));
+    set(PITCH, angle_steps(c.pitch) != angle_steps(newer.pitch));
     set(
         BUTTONS,
         (c.buttons, c.weapon_slot) != (newer.buttons, newer.weapon_slot),
@@ -71,8 +74,11 @@ pub fn encode(cmds: &[InputCmd]) -> Vec<u8> {
     };
     put_varint(&mut out, first.seq.into());
     put_varint(&mut out, first.client_tick.into());
-    for v in [first.forward, first.right, first.yaw, first.pitch] {
+    for v in [first.forward, first.right] {
         put_f32(&mut out, v);
+    }
+    for a in [first.yaw, first.pitch] {
+        out.extend_from_slice(&angle_steps(a).to_le_bytes());
     }
     out.extend_from_slice(&[first.buttons.0, first.weapon_slot]);
     put_varint(&mut out, first.view_tick.into());
@@ -90,14 +96,17 @@ pub fn encode(cmds: &[InputCmd]) -> Vec<u8> {
         if flags & TICK_GAP != 0 {
             put_varint(&mut out, tick_gap.into());
         }
-        for (bit, v) in [
-            (FORWARD, c.forward),
-            (RIGHT, c.right),
-            (YAW, c.yaw),
-            (PITCH, c.pitch),
-        ] {
+        for (bit, v) in [(FORWARD, c.forward), (RIGHT, c.right)] {
             if flags & bit != 0 {
                 put_f32(&mut out, v);
+            }
+        }
+        for (bit, now, then) in [(YAW, c.yaw, newer.yaw), (PITCH, c.pitch, newer.pitch)] {
+            if flags & bit != 0 {
+                put_zigzag(
+                    &mut out,
+                    angle_steps(now).wrapping_sub(angle_steps(then)).into(),
+                );
             }
         }
         if flags & BUTTONS != 0 {
@@ -110,6 +119,13 @@ pub fn encode(cmds: &[InputCmd]) -> Vec<u8> {
         }
     }
     out
+}
+
+/// `from` turned by `change` steps; a change past an i16's range (a second encoding of
+/// a smaller one) is refused.
+fn angle_changed(from: f32, change: i32) -> Result<f32, CmdsError> {
+    let change = i16::try_from(change).map_err(|_| CmdsError("angle change out of range"))?;
+    Ok(angle_of_steps(angle_steps(from).wrapping_add(change)))
 }
 
 /// Why encoded commands were refused.
@@ -136,8 +152,8 @@ pub fn decode(bytes: &[u8]) -> Result<Vec<InputCmd>, CmdsError> {
         client_tick: r.varint()?,
         forward: r.f32()?,
         right: r.f32()?,
-        yaw: r.f32()?,
-        pitch: r.f32()?,
+        yaw: angle_of_steps(r.u16()? as i16),
+        pitch: angle_of_steps(r.u16()? as i16),
         buttons: Buttons(r.byte()?),
         weapon_slot: r.byte()?,
         view_tick: r.varint()?,
@@ -169,10 +185,10 @@ pub fn decode(bytes: &[u8]) -> Result<Vec<InputCmd>, CmdsError> {
             c.right = r.f32()?;
         }
         if flags & YAW != 0 {
-            c.yaw = r.f32()?;
+            c.yaw = angle_changed(newer.yaw, r.zigzag()?)?;
         }
         if flags & PITCH != 0 {
-            c.pitch = r.f32()?;
+            c.pitch = angle_changed(newer.pitch, r.zigzag()?)?;
         }
         if flags & BUTTONS != 0 {
             c.buttons = Buttons(r.byte()?);
@@ -217,8 +233,8 @@ mod tests {
             client_tick: seq + 100,
             forward: 1.0,
             right: -0.5,
-            yaw: 0.25,
-            pitch: -0.1,
+            yaw: angle_of_steps(angle_steps(0.25)),
+            pitch: angle_of_steps(angle_steps(-0.1)),
             buttons: Buttons::JUMP,
             weapon_slot: 0,
             view_tick: 90,
@@ -236,8 +252,8 @@ mod tests {
         assert_eq!(decode(&bytes), Ok(same.clone()));
         let mut turning = same;
         for (i, c) in turning.iter_mut().enumerate() {
-            c.yaw = i as f32 * 0.01;
-            c.pitch = -(i as f32) * 0.02;
+            c.yaw = angle_of_steps(angle_steps(i as f32 * 0.01));
+            c.pitch = angle_of_steps(angle_steps(-(i as f32) * 0.02));
             c.buttons = Buttons(i as u8 & 0b11111);
             c.view_frac = i as u16 * 3;
         }
@@ -289,6 +305,12 @@ mod tests {
         same.extend_from_slice(&1.0f32.to_le_bytes());
         assert!(decode(&same).is_err());
         assert!(decode(&encode(&[cmd(0)])).is_err(), "sequence 0");
+        // An angle change past an i16 would be a second encoding of a smaller one.
+        let mut turn = encode(&[cmd(5)]);
+        turn[0] = 2;
+        turn.push(YAW);
+        put_zigzag(&mut turn, 40_000);
+        assert!(decode(&turn).is_err());
         // A varint of six bytes, or a fifth byte with high bits, is refused.
         assert!(decode(&[1, 0xff, 0xff, 0xff, 0xff, 0x7f]).is_err());
     }

@@ -17,7 +17,9 @@ use sightline_protocol::{
     MAX_SNAPSHOT_PROJECTILES, PlayerSnap, ProjectileSnap, ScoreLine, ServerDatagram, ServerMessage,
     Snapshot, SnapshotPacket, Welcome, Wire, clean_text,
 };
-use sightline_sim::{Buttons, InputCmd, MAX_TICK_HZ, MIN_TICK_HZ, PlayerId, WEAPON_SLOTS};
+use sightline_sim::{
+    Buttons, InputCmd, MAX_TICK_HZ, MIN_TICK_HZ, PlayerId, WEAPON_SLOTS, angle_of_steps,
+};
 use std::fmt::Debug;
 
 /// Few enough cases that each property takes well under a second in the dev profile;
@@ -123,7 +125,7 @@ fn increasing_ids(n: usize) -> impl Strategy<Value = Vec<PlayerId>> {
 fn input_cmd() -> impl Strategy<Value = InputCmd> {
     (
         u32_any(),
-        (finite(), finite(), finite(), finite()),
+        (finite(), finite(), any::<i16>(), any::<i16>()),
         any::<u8>(),
         0..=WEAPON_SLOTS,
         u32_any(),
@@ -143,8 +145,9 @@ fn input_cmd() -> impl Strategy<Value = InputCmd> {
                     client_tick,
                     forward,
                     right,
-                    yaw,
-                    pitch,
+                    // Commands carry angles on the grid.
+                    yaw: angle_of_steps(yaw),
+                    pitch: angle_of_steps(pitch),
                     buttons: Buttons(buttons),
                     weapon_slot,
                     view_tick,

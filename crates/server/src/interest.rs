@@ -6,9 +6,10 @@
 //! target's eye, to the target's middle, or to a point [`SIGHT_MARGIN`] to either side of
 //! it. The margin is the look-ahead: it covers how far either player moves before the
 //! next check and while the snapshot travels, so a player stepping round a corner is
-//! already there when the corner is rounded. Checks run for a slice of the clients each
-//! tick (each client every [`REFRESH_TICKS`]), and a player once seen stays sent for
-//! [`LINGER_SECONDS`], so nobody flickers at a doorway's edge. Two clients share one
+//! already there when the corner is rounded. Sight lines are checked for a slice of the
+//! clients each tick (each client every [`REFRESH_TICKS`]); earshot and teams, which cost
+//! nothing, every tick. A player once sent stays sent for [`LINGER_SECONDS`], so nobody
+//! flickers at a doorway's edge. Two clients share one
 //! check per cycle: whoever's turn comes first looks, and the other uses its answer.
 //!
 //! What a wallhack can still see: players within earshot or inside the margin of a
@@ -132,18 +133,19 @@ pub(crate) fn refresh_interest(
         if conn.stage != ConnectionStage::Playing {
             continue;
         }
-        // Each client on its own tick of the cycle, so the checks spread evenly.
-        if tick.0.wrapping_add(u32::from(me.0)) % REFRESH_TICKS != 0 && !interest.until.is_empty() {
-            continue;
-        }
+        // Sight lines on the client's own tick of the cycle, so the checks spread
+        // evenly; itself, team-mates and earshot (cheap) every tick.
+        let look =
+            tick.0.wrapping_add(u32::from(me.0)) % REFRESH_TICKS == 0 || interest.until.is_empty();
         interest.until.retain(|_, t| *t >= tick.0);
         for (id, state, their_team) in &players {
             let sent = id == me
                 || (team.is_some() && team == their_team)
                 || eye.pos.distance(state.pos) <= HEAR_RADIUS
-                || sightlines.see(tick.0, (*me, eye), (*id, state), |a, b| {
-                    could_see(&map.world, a, b, &params)
-                });
+                || (look
+                    && sightlines.see(tick.0, (*me, eye), (*id, state), |a, b| {
+                        could_see(&map.world, a, b, &params)
+                    }));
             if sent {
                 interest.until.insert(*id, until);
             }

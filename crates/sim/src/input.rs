@@ -104,8 +104,11 @@ impl InputCmd {
             return Err(SanitizeError::NonFinite);
         }
         let max_pitch = MAX_PITCH_DEG.to_radians();
-        self.pitch = self.pitch.clamp(-max_pitch, max_pitch);
-        self.yaw = wrap_angle(self.yaw);
+        // On the angle grid, and never past the limit (which is not a step): the last
+        // step short of it is as far as a view tilts. Snapping twice changes nothing.
+        let pitch = angle_steps(self.pitch.clamp(-max_pitch, max_pitch));
+        self.pitch = angle_of_steps(pitch.clamp(-MAX_PITCH_STEPS, MAX_PITCH_STEPS));
+        self.yaw = angle_of_steps(angle_steps(wrap_angle(self.yaw)));
         // Clamp each axis first so huge values cannot overflow the length.
         self.forward = self.forward.clamp(-1.0, 1.0);
         self.right = self.right.clamp(-1.0, 1.0);
@@ -151,6 +154,29 @@ impl InputCmd {
             ..*self
         }
     }
+}
+
+/// Steps of a view angle in a turn: commands and player states carry angles on this grid,
+/// 1/65536 of a turn (0.0055 degrees, a twentieth of a pixel at a 90 degree field of view
+/// 1920 pixels wide), so a command travels as two bytes that decode to the very angle
+/// the client predicted with.
+pub const ANGLE_STEPS: f32 = 65536.0;
+
+/// One angle step, radians.
+const ANGLE_UNIT: f32 = TAU / ANGLE_STEPS;
+
+/// The last angle step short of [`MAX_PITCH_DEG`]: as far as a view tilts on the grid.
+pub const MAX_PITCH_STEPS: i16 = (MAX_PITCH_DEG / 360.0 * ANGLE_STEPS) as i16;
+
+/// The nearest angle step to `r` radians, a half turn either way (+pi and -pi are one
+/// step). `as` saturates and turns NaN into 0, so nothing here overflows.
+pub fn angle_steps(r: f32) -> i16 {
+    (r / ANGLE_UNIT).round() as i32 as u16 as i16
+}
+
+/// The angle of step `k`, radians: exact, and [`angle_steps`] gives `k` back.
+pub fn angle_of_steps(k: i16) -> f32 {
+    k as f32 * ANGLE_UNIT
 }
 
 /// Wraps an angle into -pi..pi. Uses only floor, so every platform gets the same bits.
@@ -221,21 +247,26 @@ mod tests {
         }
         .sanitized()
         .unwrap();
-        assert_eq!(up.pitch, 89f32.to_radians());
+        let limit = 89f32.to_radians();
+        assert!(up.pitch <= limit && limit - up.pitch < 1e-4, "{}", up.pitch);
         let down = InputCmd {
             pitch: -2.0,
             ..cmd()
         }
         .sanitized()
         .unwrap();
-        assert_eq!(down.pitch, -89f32.to_radians());
+        assert_eq!(down.pitch, -up.pitch);
         let ok = InputCmd {
             pitch: 0.5,
             ..cmd()
         }
         .sanitized()
         .unwrap();
-        assert_eq!(ok.pitch, 0.5);
+        assert_eq!(ok.pitch, angle_of_steps(angle_steps(0.5)));
+        assert!((ok.pitch - 0.5).abs() < 1e-4);
+        // On the grid, and snapping again changes nothing.
+        assert_eq!(ok.sanitized(), Ok(ok));
+        assert_eq!(up.sanitized(), Ok(up));
     }
 
     #[test]

@@ -11,7 +11,10 @@ mod player;
 mod session;
 mod tick;
 
-pub use input::{Buttons, InputCmd, MAX_PITCH_DEG, SanitizeError, WEAPON_SLOTS, wrap_angle};
+pub use input::{
+    ANGLE_STEPS, Buttons, InputCmd, MAX_PITCH_DEG, MAX_PITCH_STEPS, SanitizeError, WEAPON_SLOTS,
+    angle_of_steps, angle_steps, wrap_angle,
+};
 pub use player::{BotControlled, CurrentCmd, Held, Player, PlayerId, PlayerName};
 pub use session::{EndSession, SessionAppExt, despawn_all, end_session};
 pub use tick::{MAX_TICK_HZ, MIN_TICK_HZ, Tick, TickConfig, TickConfigError};

@@ -2,7 +2,7 @@
 
 use super::*;
 use crate::{PROTOCOL_VERSION, peek_welcome_version};
-use sightline_sim::Buttons;
+use sightline_sim::{Buttons, angle_of_steps, angle_steps};
 
 fn cmd(seq: u32) -> InputCmd {
     InputCmd {
@@ -10,8 +10,8 @@ fn cmd(seq: u32) -> InputCmd {
         client_tick: seq + 10,
         forward: 1.0,
         right: -0.5,
-        yaw: 0.3,
-        pitch: -0.2,
+        yaw: angle_of_steps(angle_steps(0.3)),
+        pitch: angle_of_steps(angle_steps(-0.2)),
         buttons: Buttons::JUMP,
         weapon_slot: 2,
         view_tick: 1200,
@@ -199,7 +199,7 @@ fn garbage_never_panics() {
 fn non_finite_numbers_are_refused() {
     for bad in [f32::NAN, f32::INFINITY, f32::NEG_INFINITY] {
         let mut c = cmd(2);
-        c.pitch = bad;
+        c.forward = bad;
         let packet = InputPacket {
             ack_snapshot: 0,
             cmds: vec![c],
@@ -224,6 +224,11 @@ fn player_states_beyond_the_grid_or_the_pitch_limit_are_refused() {
     assert!(refused(|p| p.pos[2] = (1 << 23) + 1));
     assert!(refused(|p| p.pos[0] = i32::MIN));
     assert!(refused(|p| p.pitch = 16_300), "past 89 degrees");
+    assert!(refused(|p| p.pitch = sightline_sim::MAX_PITCH_STEPS + 1));
+    assert!(
+        !refused(|p| p.pitch = -sightline_sim::MAX_PITCH_STEPS),
+        "looking straight down, as far as the grid tilts"
+    );
     assert!(!refused(|p| p.pos[1] = -(1 << 23)), "the grid's edge");
     assert!(!refused(|p| p.yaw = i16::MIN), "any yaw");
 }
