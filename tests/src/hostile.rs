@@ -9,8 +9,8 @@ use sightline_net::{
     ClientNetPlugin, ClientSecurity, RenetClient, UdpClientTransport, fetch_token,
 };
 use sightline_protocol::{
-    Channel, ClientDatagram, ClientMessage, InputPacket, PROTOCOL_VERSION, ServerDatagram,
-    ServerMessage, Snapshot, SnapshotHistory, SnapshotPacket, Wire,
+    Channel, ClientDatagram, ClientMessage, InputPacket, PROTOCOL_VERSION, ServerMessage, Snapshot,
+    Wire,
 };
 use sightline_sim::{Buttons, InputCmd};
 use std::io::{BufRead, BufReader, Read, Write};
@@ -230,28 +230,9 @@ impl Attacker {
             .collect()
     }
 
-    /// Snapshots received since last asked, resolved against the ones before (a delta
-    /// this attacker cannot resolve would be the server's fault: it panics).
+    /// Snapshots received since last asked.
     fn snapshots(&mut self) -> Vec<Snapshot> {
-        let world = self.app.world_mut();
-        let packets: Vec<SnapshotPacket> = {
-            let mut client = world.resource_mut::<RenetClient>();
-            std::iter::from_fn(|| client.receive_message(Channel::Unreliable))
-                .filter_map(|b| match ServerDatagram::decode(&b) {
-                    Ok(ServerDatagram::Snapshot(s)) => Some(s),
-                    _ => None,
-                })
-                .collect()
-        };
-        let mut history = world.get_resource_or_init::<SnapshotHistory>();
-        packets
-            .iter()
-            .map(|p| {
-                history
-                    .resolve(p)
-                    .expect("the server sends resolvable snapshots")
-            })
-            .collect()
+        crate::raw::received_snapshots(self.app.world_mut())
     }
 
     /// Says Hello and pumps until the Welcome.

@@ -8,6 +8,7 @@ use sightline_map::CurrentMap;
 use sightline_movement::{MoveParams, PlayerState};
 use sightline_server::{HEAR_RADIUS, ServerConfig};
 use sightline_sim::{PlayerId, Tick, TickConfig};
+use std::collections::HashMap;
 
 /// Whether nothing of the map lies between the two players' eyes: a plain sight line,
 /// stricter than the server's test with its margin.
@@ -88,5 +89,69 @@ fn hidden_players_are_left_out_and_visible_ones_sent() {
     assert!(
         in_sight_but_hidden * 100 <= hidden,
         "{in_sight_but_hidden} of {hidden} hidden players were in plain sight"
+    );
+}
+
+#[test]
+fn snapshots_match_the_server_and_carried_players_stay_within_two_centimetres() {
+    let config = ServerConfig {
+        name: "test".into(),
+        max_players: 16,
+        bots: 6,
+        tick: TickConfig::new(128, 64).unwrap(),
+        ..Default::default()
+    };
+    let mut s = Stepper::new(config, "depot");
+    let link = sightline_net::ConditionerSettings {
+        latency_ms: 10.0,
+        ..Default::default()
+    };
+    s.add_conditioned_client("viewer", 3, link, link);
+    s.run_for(3.0);
+    // The server's players at each tick, to compare snapshots with when they arrive.
+    let mut truth: HashMap<u32, Vec<(PlayerId, PlayerState)>> = HashMap::new();
+    let (mut last_seq, mut exact, mut carried, mut worst) = (0, 0, 0, 0.0f32);
+    for _ in 0..20_000 {
+        s.step();
+        let tick = s.server.world().resource::<Tick>().0;
+        truth.entry(tick).or_insert_with(|| {
+            let world = s.server.world_mut();
+            world
+                .query::<(&PlayerId, &PlayerState)>()
+                .iter(world)
+                .map(|(id, s)| (*id, *s))
+                .collect()
+        });
+        let Some(snapshot) = s.clients[0].world().resource::<LatestSnapshot>().0.clone() else {
+            continue;
+        };
+        if snapshot.seq == last_seq {
+            continue;
+        }
+        last_seq = snapshot.seq;
+        let Some(states) = truth.get(&snapshot.server_tick) else {
+            continue;
+        };
+        for p in &snapshot.players {
+            let server = states
+                .iter()
+                .find(|(id, _)| *id == p.id)
+                .expect("a player")
+                .1;
+            let off = server.pos.distance(p.state().pos);
+            worst = worst.max(off);
+            if off == 0.0 {
+                exact += 1;
+            } else {
+                carried += 1;
+            }
+        }
+    }
+    eprintln!("{exact} exact, {carried} carried, worst {worst} m");
+    assert!(exact > 10_000, "{exact} player states compared exactly");
+    assert!(carried > 100, "far players were carried {carried} times");
+    assert!(
+        worst <= 0.0205,
+        "a carried player {worst} m from the server's"
     );
 }

@@ -1,5 +1,6 @@
 //! Speaking the protocol by hand, for tests of what the server does with odd clients.
 
+use bevy::prelude::World;
 use sightline_harness::Stepper;
 use sightline_net::RenetClient;
 use sightline_protocol::{
@@ -36,7 +37,13 @@ pub fn reliable(s: &mut Stepper, i: usize) -> Vec<ServerMessage> {
 
 /// Snapshots client `i` has received since last asked.
 pub fn snapshots(s: &mut Stepper, i: usize) -> Vec<Snapshot> {
-    let world = s.clients[i].world_mut();
+    received_snapshots(s.clients[i].world_mut())
+}
+
+/// Snapshots a bare client's world has received since last asked, resolved against the
+/// ones it resolved before (kept in that world). An invalid datagram, or a delta it cannot
+/// resolve, would be the server's fault: either panics.
+pub fn received_snapshots(world: &mut World) -> Vec<Snapshot> {
     let packets: Vec<SnapshotPacket> = {
         let mut client = world.resource_mut::<RenetClient>();
         std::iter::from_fn(|| client.receive_message(Channel::Unreliable))

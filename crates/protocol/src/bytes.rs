@@ -101,6 +101,22 @@ impl Reader<'_> {
     }
 }
 
+/// Deterministic byte strings of every length below `lengths` (xorshift from `seed`), for
+/// decoders to accept or refuse but never panic on.
+#[cfg(test)]
+pub(crate) fn byte_soup(mut seed: u64, lengths: usize) -> impl Iterator<Item = Vec<u8>> {
+    (0..lengths).map(move |len| {
+        (0..len)
+            .map(|_| {
+                seed ^= seed << 13;
+                seed ^= seed >> 7;
+                seed ^= seed << 17;
+                seed as u8
+            })
+            .collect()
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -169,8 +169,9 @@ pub(crate) fn send_snapshots(
             ..snapshot.clone()
         };
         let baseline = counter.baseline(buffer.ack_snapshot);
-        thin_far_players(&mut sent, baseline.as_deref(), me.copied());
-        match encode_within_budget(&mut sent, baseline.as_deref(), me.copied()) {
+        let baseline = baseline.as_deref();
+        carry_far_players(&mut sent, baseline, me.copied());
+        match encode_within_budget(&mut sent, baseline, me.copied()) {
             Ok(bytes) => {
                 let moving = sent.players.iter().filter(|p| p.vel != [0; 3]).count();
                 weights.count(bytes.len(), sent.players.len(), moving);
@@ -183,14 +184,16 @@ pub(crate) fn send_snapshots(
     }
 }
 
-/// Beyond this distance from a client's player another player is sent in every other
-/// snapshot, metres: at that distance a body is a few dozen pixels tall, and the
-/// snapshot between carries it along its velocity.
+/// Beyond this distance from a client's player, another player whose state the client
+/// can carry from its baseline to within [`CARRY_TOLERANCE`] is not sent (see
+/// [`carry_far_players`]), metres: at that distance the tolerance is under a pixel.
 pub const FAR_RADIUS: f32 = 20.0;
 
-/// Far players are thinned only while the client's baseline is at most this many
-/// snapshots old, so a carried state is never more than a snapshot or two of guessing.
-const MAX_CARRY: u32 = 2;
+/// How far a carried state may be from the truth: position in grid steps (2 cm, under a
+/// pixel beyond [`FAR_RADIUS`]), view angles in angle steps (5 degrees of a body's facing
+/// at 20 m or more), velocity in grid steps (1 m/s: only a client extrapolating past the
+/// newest snapshot follows it, for at most 100 ms).
+const CARRY_TOLERANCE: (i64, i32, i32) = (20, 910, 256);
 
 /// Squared distance between two grid positions, in steps.
 fn squared_distance(a: [i32; 3], b: [i32; 3]) -> i64 {
@@ -199,30 +202,47 @@ fn squared_distance(a: [i32; 3], b: [i32; 3]) -> i64 {
         .sum()
 }
 
-/// Sends far players in every other snapshot: on its off snapshot a far player's state
-/// is replaced by where the client will carry it from the baseline
-/// ([`sightline_protocol::carried`]), which costs nothing to send and is what the server
-/// keeps as sent. A player who died or respawned since the baseline is always sent.
-fn thin_far_players(sent: &mut Snapshot, baseline: Option<&Snapshot>, me: Option<PlayerId>) {
-    let Some(base) = baseline.filter(|b| sent.seq.wrapping_sub(b.seq) <= MAX_CARRY) else {
-        return;
-    };
-    let Some(from) = me
-        .and_then(|me| sent.players.iter().find(|p| p.id == me))
-        .map(|p| p.pos)
-    else {
+/// Whether `carried` stands in for `truth` within [`CARRY_TOLERANCE`]: motion and view
+/// close, everything else (health, weapon, ammunition, flags, what it steers) the same.
+fn close_enough(carried: &PlayerSnap, truth: &PlayerSnap) -> bool {
+    let (pos, angle, vel) = CARRY_TOLERANCE;
+    let turned = |a: i16, b: i16| i32::from(a.wrapping_sub(b)).abs() <= angle;
+    squared_distance(carried.pos, truth.pos) <= pos * pos
+        && (0..3).all(|i| (i32::from(carried.vel[i]) - i32::from(truth.vel[i])).abs() <= vel)
+        && turned(carried.yaw, truth.yaw)
+        && turned(carried.pitch, truth.pitch)
+        && PlayerSnap {
+            pos: truth.pos,
+            vel: truth.vel,
+            yaw: truth.yaw,
+            pitch: truth.pitch,
+            ..*carried
+        } == *truth
+}
+
+/// Far players the client can carry are not sent: where the client will carry a far
+/// player from the baseline ([`sightline_protocol::carried`]) is within
+/// [`CARRY_TOLERANCE`] of the truth, that state takes the truth's place, costs nothing to
+/// send, and is what the server keeps as sent. Each snapshot compares with the truth
+/// again, so the client's picture of a far player is never further off than the
+/// tolerance, however old the baseline.
+fn carry_far_players(sent: &mut Snapshot, baseline: Option<&Snapshot>, me: Option<PlayerId>) {
+    let (Some(base), Some(from)) = (
+        baseline,
+        me.and_then(|me| sent.players.iter().find(|p| p.id == me))
+            .map(|p| p.pos),
+    ) else {
         return;
     };
     let far = ((FAR_RADIUS * POS_STEPS) as i64).pow(2);
-    let (seq, time) = (sent.seq, sent.server_time_us);
+    let time = sent.server_time_us;
     for p in &mut sent.players {
-        let off = seq.wrapping_add(u32::from(p.id.0)) % 2 == 1;
-        if Some(p.id) == me || !off || squared_distance(p.pos, from) <= far {
+        if Some(p.id) == me || squared_distance(p.pos, from) <= far {
             continue;
         }
-        if let Some(c) = carried(base, p.id, time).filter(|c| {
-            c.grid().in_range() && (c.spawn_count, c.health) == (p.spawn_count, p.health)
-        }) {
+        if let Some(c) =
+            carried(base, p.id, time).filter(|c| c.grid().in_range() && close_enough(c, p))
+        {
             *p = c;
         }
     }

@@ -39,7 +39,8 @@ impl StatusSources<'_, '_> {
         format!(
             "status: players={} bots={} tick_p50_ms={p50:.3} tick_p99_ms={p99:.3} \
              tick_max_ms={max:.3} out_kBps={:.1} in_kBps={:.1} kicks={} strikes={} \
-             malformed={} over_budget={} refused_commands={} refused_shots={} \
+             malformed={} malformed_bundles={} over_budget={} refused_commands={} \
+             refused_shots={} \
              junk_datagrams={} handshakes_refused={} connections_refused={} \
              tokens_issued={} tokens_refused={} token_requests_dropped={}",
             self.slots.len(),
@@ -49,6 +50,7 @@ impl StatusSources<'_, '_> {
             stats.kicks,
             stats.strikes,
             stats.malformed_packets,
+            net.malformed_bundles,
             stats.over_budget,
             stats.refused_commands,
             self.lagcomp.refused,

@@ -220,16 +220,7 @@ fn hostile_bytes_are_refused() {
 #[test]
 fn garbage_never_panics() {
     let base = snapshot(40, &[1, 2, 3]);
-    let mut x: u64 = 0x2545_f491_4f6c_dd1d;
-    for len in 0..600 {
-        let bytes: Vec<u8> = (0..len)
-            .map(|_| {
-                x ^= x << 13;
-                x ^= x >> 7;
-                x ^= x << 17;
-                x as u8
-            })
-            .collect();
+    for bytes in crate::bytes::byte_soup(0x2545_f491_4f6c_dd1d, 600) {
         if let Ok(p) = SnapshotPacket::from_bytes(&bytes) {
             let _ = p.resolve(Some(&base));
             let _ = p.resolve(None);
