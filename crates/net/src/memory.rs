@@ -9,13 +9,12 @@
 //! Otherwise the receiving side applies the conditioner on its own clock, so apps whose
 //! clocks started at different moments still see the set delays.
 //!
-//! renet's packets are bundled into datagrams as the UDP transports bundle them
-//! ([`crate::bundle`]). Each link counts what crossed it as datagrams and as they would go
-//! over the wire: each datagram in a netcode packet (a prefix byte, the packet's sequence number in
+//! Each link counts what crossed it as renet's packets and as they would go over the
+//! wire: each packet in a netcode datagram (a prefix byte, the packet's sequence number in
 //! as few bytes as it needs, a 16-byte authentication tag) inside a UDP/IPv4 datagram (28
 //! bytes of headers).
 
-use crate::{ConditionerSettings, LinkConditioner, bundle};
+use crate::{ConditionerSettings, LinkConditioner};
 use bevy::prelude::*;
 use bevy_renet::{
     RenetClient, RenetClientPlugin, RenetReceive, RenetSend, RenetServer, RenetServerPlugin,
@@ -40,14 +39,12 @@ fn sequence_bytes(seq: u64) -> u64 {
 /// What crossed one direction of a link.
 #[derive(Default)]
 struct Traffic {
-    /// Datagram payloads (renet's packets, bundled), bytes.
+    /// renet's packets, bytes.
     bytes: AtomicU64,
-    /// Datagrams.
+    /// renet's packets, count (each one datagram).
     packets: AtomicU64,
     /// Bytes on the wire: the packets with netcode's and UDP/IP's headers.
     wire_bytes: AtomicU64,
-    /// When the last datagram went this way, to hold back acknowledgements alone.
-    last_sent: Mutex<Option<Duration>>,
 }
 
 impl Traffic {
@@ -109,28 +106,15 @@ impl Link {
             .map(|c| Duration::from_nanos(c.load(Ordering::Relaxed)))
     }
 
-    /// Sends packets one way, bundled as the UDP transports bundle them (acknowledgements
-    /// alone held back, see [`crate::bundle`]): into the conditioner at once on a shared
-    /// clock, otherwise into the raw queue for the receiver to time on its own clock
-    /// (`local_now` is the sender's).
+    /// Sends packets one way: into the conditioner at once on a shared clock, otherwise
+    /// into the raw queue for the receiver to time on its own clock.
     fn send(
         &self,
         raw: &Mutex<VecDeque<Vec<u8>>>,
         conditioner: &Mutex<LinkConditioner<Vec<u8>>>,
         traffic: &Traffic,
         packets: Vec<Vec<u8>>,
-        local_now: Duration,
     ) {
-        {
-            let now = self.shared_now().unwrap_or(local_now);
-            let mut last = traffic.last_sent.lock().expect("memory link poisoned");
-            let since = last.map_or(Duration::MAX, |t| now.saturating_sub(t));
-            if packets.is_empty() || bundle::hold_acks(&packets, since) {
-                return;
-            }
-            *last = Some(now);
-        }
-        let packets = bundle::bundle(packets);
         traffic.count(&packets);
         match self.shared_now() {
             Some(now) => {
@@ -239,8 +223,7 @@ impl MemoryClientLink {
         self.link.closed.store(true, Ordering::Relaxed);
     }
 
-    /// Bytes sent so far (client to server, server to client), as datagram payloads
-    /// (renet's packets, bundled).
+    /// Bytes sent so far (client to server, server to client), as renet's packets.
     pub fn bytes_sent(&self) -> (u64, u64) {
         (
             self.link.traffic_up.totals().0,
@@ -248,7 +231,7 @@ impl MemoryClientLink {
         )
     }
 
-    /// Datagrams sent so far (client to server, server to client).
+    /// Datagrams sent so far (client to server, server to client): one per renet packet.
     pub fn packets_sent(&self) -> (u64, u64) {
         (
             self.link.traffic_up.totals().1,
@@ -257,7 +240,7 @@ impl MemoryClientLink {
     }
 
     /// Bytes sent so far (client to server, server to client) as they would cross the
-    /// wire: the payloads in netcode's packets (a prefix byte, the sequence number,
+    /// wire: renet's packets in netcode's datagrams (a prefix byte, the sequence number,
     /// a 16-byte tag) with 28 bytes of UDP/IPv4 headers each.
     pub fn wire_bytes_sent(&self) -> (u64, u64) {
         (
@@ -344,22 +327,16 @@ fn server_receive(
             server.remove_connection(*id);
             return false;
         }
-        for payload in link.arrive(&link.to_server, &link.up, now) {
-            for packet in bundle::unbundle(&payload).unwrap_or_default() {
-                // A packet for a connection renet already dropped is simply discarded.
-                let _ = server.process_packet_from(packet, *id);
-            }
+        for packet in link.arrive(&link.to_server, &link.up, now) {
+            // A packet for a connection renet already dropped is simply discarded.
+            let _ = server.process_packet_from(&packet, *id);
         }
         true
     });
 }
 
 /// Sends renet's outgoing packets and closes links the server disconnected.
-fn server_send(
-    mut links: ResMut<ServerLinks>,
-    mut server: ResMut<RenetServer>,
-    time: Res<Time<Real>>,
-) {
+fn server_send(mut links: ResMut<ServerLinks>, mut server: ResMut<RenetServer>) {
     for id in server.disconnections_id() {
         if let Some((_, link)) = links.links.iter().find(|(l, _)| *l == id) {
             link.closed.store(true, Ordering::Relaxed);
@@ -371,14 +348,7 @@ fn server_send(
         .retain(|(_, link)| !link.closed.load(Ordering::Relaxed));
     for (id, link) in &links.links {
         if let Ok(packets) = server.get_packets_to_send(*id) {
-            let now = time.elapsed();
-            link.send(
-                &link.to_client,
-                &link.down,
-                &link.traffic_down,
-                packets,
-                now,
-            );
+            link.send(&link.to_client, &link.down, &link.traffic_down, packets);
         }
     }
 }
@@ -391,27 +361,19 @@ fn client_receive(link: Res<ClientLink>, mut client: ResMut<RenetClient>, time: 
         return;
     }
     let link = &link.0.link;
-    for payload in link.arrive(&link.to_client, &link.down, time.elapsed()) {
-        for packet in bundle::unbundle(&payload).unwrap_or_default() {
-            client.process_packet(packet);
-        }
+    for packet in link.arrive(&link.to_client, &link.down, time.elapsed()) {
+        client.process_packet(&packet);
     }
 }
 
-fn client_send(link: Res<ClientLink>, mut client: ResMut<RenetClient>, time: Res<Time<Real>>) {
+fn client_send(link: Res<ClientLink>, mut client: ResMut<RenetClient>) {
     if client.is_disconnected() {
         link.0.close();
         return;
     }
     let packets = client.get_packets_to_send();
     let link = &link.0.link;
-    link.send(
-        &link.to_server,
-        &link.up,
-        &link.traffic_up,
-        packets,
-        time.elapsed(),
-    );
+    link.send(&link.to_server, &link.up, &link.traffic_up, packets);
 }
 
 #[cfg(test)]
