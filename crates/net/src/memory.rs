@@ -9,6 +9,12 @@
 //! Otherwise the receiving side applies the conditioner on its own clock, so apps whose
 //! clocks started at different moments still see the set delays.
 //!
+//! Unlike the UDP transports, this network does not bundle renet's packets into shared
+//! datagrams ([`crate::bundle`]): the conditioner loses runs of *packets*, and with three
+//! times fewer datagrams a run of three would last three times as long, which real links,
+//! whose losses come in runs of time, do not do. Measured with bundling here, the netcode
+//! report's 150 ms / 5 % row loses runs of three snapshots and three input packets.
+//!
 //! Each link counts what crossed it as renet's packets and as they would go over the
 //! wire: each packet in a netcode datagram (a prefix byte, the packet's sequence number in
 //! as few bytes as it needs, a 16-byte authentication tag) inside a UDP/IPv4 datagram (28
