@@ -84,12 +84,16 @@ impl ServerThread {
         let shared = Shared::default();
         let handle = {
             let (signal, shared) = (signal.clone(), shared.clone());
-            std::thread::spawn(move || {
-                server_app(config, map, net, Pacing::RealTime(signal))
-                    .insert_resource(shared)
-                    .add_systems(Last, share)
-                    .run();
-            })
+            // Named, so a profiler can tell the server's time from the clients'.
+            std::thread::Builder::new()
+                .name("server".into())
+                .spawn(move || {
+                    server_app(config, map, net, Pacing::RealTime(signal))
+                        .insert_resource(shared)
+                        .add_systems(Last, share)
+                        .run();
+                })
+                .expect("the server thread starts")
         };
         Self {
             addr,

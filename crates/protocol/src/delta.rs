@@ -570,7 +570,9 @@ impl<'de> Deserialize<'de> for SnapshotPacket {
 /// for it: carried along its velocity. A server sending a far player less often puts
 /// this in place of the player's state, so what it keeps is what the client resolves.
 pub fn carried(baseline: &Snapshot, id: PlayerId, time_us: u64) -> Option<PlayerSnap> {
-    let base = baseline.players.iter().find(|p| p.id == id)?;
+    // Snapshot players are in id order.
+    let i = baseline.players.binary_search_by_key(&id, |p| p.id).ok()?;
+    let base = &baseline.players[i];
     let reference = Reference::of(base, glide_us(Some(baseline), time_us));
     from_fields(id, &reference.fields_moved(&reference.fields)).ok()
 }

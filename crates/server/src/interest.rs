@@ -23,7 +23,7 @@ use sightline_combat::Team;
 use sightline_map::{CollisionWorld, CurrentMap};
 use sightline_movement::{MoveParams, PlayerState};
 use sightline_sim::{PlayerId, Tick, TickConfig};
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
 
 /// Players this close are always sent, seen or not: they can be heard, and they may
 /// collide with the client's player, which its prediction must know about. Metres.
@@ -39,16 +39,34 @@ pub const REFRESH_TICKS: u32 = 8;
 /// How long a player stays sent after it was last seen, seconds.
 pub const LINGER_SECONDS: f32 = 0.5;
 
-/// The players one client is sent, and until which tick.
-#[derive(Component, Debug, Default, Clone)]
+/// The players one client is sent: by player id, the tick until which it is sent
+/// (0: not sent). An array, not a map: every snapshot asks it of every player.
+#[derive(Component, Debug, Clone)]
 pub struct Interest {
-    until: BTreeMap<PlayerId, u32>,
+    until: Box<[u32; 256]>,
+    /// Whether the client's view has been checked since it joined.
+    looked: bool,
+}
+
+impl Default for Interest {
+    fn default() -> Self {
+        Self {
+            until: Box::new([0; 256]),
+            looked: false,
+        }
+    }
 }
 
 impl Interest {
     /// Whether player `id` is sent to this client after `tick`.
     pub fn sends(&self, id: PlayerId, tick: u32) -> bool {
-        self.until.get(&id).is_some_and(|&until| until >= tick)
+        self.until[usize::from(id.0)] >= tick.max(1)
+    }
+
+    /// Sends player `id` until `tick`, or longer if it already was.
+    fn send_until(&mut self, id: PlayerId, tick: u32) {
+        let until = &mut self.until[usize::from(id.0)];
+        *until = (*until).max(tick);
     }
 }
 
@@ -135,9 +153,8 @@ pub(crate) fn refresh_interest(
         }
         // Sight lines on the client's own tick of the cycle, so the checks spread
         // evenly; itself, team-mates and earshot (cheap) every tick.
-        let look =
-            tick.0.wrapping_add(u32::from(me.0)) % REFRESH_TICKS == 0 || interest.until.is_empty();
-        interest.until.retain(|_, t| *t >= tick.0);
+        let look = tick.0.wrapping_add(u32::from(me.0)) % REFRESH_TICKS == 0 || !interest.looked;
+        interest.looked |= look;
         for (id, state, their_team) in &players {
             let sent = id == me
                 || (team.is_some() && team == their_team)
@@ -147,7 +164,7 @@ pub(crate) fn refresh_interest(
                         could_see(&map.world, a, b, &params)
                     }));
             if sent {
-                interest.until.insert(*id, until);
+                interest.send_until(*id, until);
             }
         }
     }
@@ -224,7 +241,8 @@ mod tests {
     #[test]
     fn interest_lingers_then_lapses() {
         let mut interest = Interest::default();
-        interest.until.insert(PlayerId(3), 100);
+        assert!(!interest.sends(PlayerId(3), 0), "nobody until looked at");
+        interest.send_until(PlayerId(3), 100);
         assert!(interest.sends(PlayerId(3), 100));
         assert!(!interest.sends(PlayerId(3), 101));
         assert!(!interest.sends(PlayerId(4), 0));

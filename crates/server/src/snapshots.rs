@@ -202,13 +202,14 @@ fn squared_distance(a: [i32; 3], b: [i32; 3]) -> i64 {
         .sum()
 }
 
-/// Whether `carried` stands in for `truth` within [`CARRY_TOLERANCE`]: motion and view
-/// close, everything else (health, weapon, ammunition, flags, what it steers) the same.
-fn close_enough(carried: &PlayerSnap, truth: &PlayerSnap) -> bool {
-    let (pos, angle, vel) = CARRY_TOLERANCE;
+/// Whether `carried` stands in for `truth` within [`CARRY_TOLERANCE`], its position
+/// aside: velocity and view close, everything else (health, weapon, ammunition, flags,
+/// what it steers) the same. A carry changes only the position, so this can be asked of
+/// the baseline's state before the carry is worked out.
+fn close_but_position(carried: &PlayerSnap, truth: &PlayerSnap) -> bool {
+    let (_, angle, vel) = CARRY_TOLERANCE;
     let turned = |a: i16, b: i16| i32::from(a.wrapping_sub(b)).abs() <= angle;
-    squared_distance(carried.pos, truth.pos) <= pos * pos
-        && (0..3).all(|i| (i32::from(carried.vel[i]) - i32::from(truth.vel[i])).abs() <= vel)
+    (0..3).all(|i| (i32::from(carried.vel[i]) - i32::from(truth.vel[i])).abs() <= vel)
         && turned(carried.yaw, truth.yaw)
         && turned(carried.pitch, truth.pitch)
         && PlayerSnap {
@@ -236,13 +237,21 @@ fn carry_far_players(sent: &mut Snapshot, baseline: Option<&Snapshot>, me: Optio
     };
     let far = ((FAR_RADIUS * POS_STEPS) as i64).pow(2);
     let time = sent.server_time_us;
+    let (pos_tolerance, ..) = CARRY_TOLERANCE;
     for p in &mut sent.players {
         if Some(p.id) == me || squared_distance(p.pos, from) <= far {
             continue;
         }
-        if let Some(c) =
-            carried(base, p.id, time).filter(|c| c.grid().in_range() && close_enough(c, p))
-        {
+        // Snapshot players are in id order.
+        let Ok(i) = base.players.binary_search_by_key(&p.id, |b| b.id) else {
+            continue;
+        };
+        if !close_but_position(&base.players[i], p) {
+            continue;
+        }
+        if let Some(c) = carried(base, p.id, time).filter(|c| {
+            c.grid().in_range() && squared_distance(c.pos, p.pos) <= pos_tolerance.pow(2)
+        }) {
             *p = c;
         }
     }
