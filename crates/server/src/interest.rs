@@ -153,7 +153,10 @@ pub(crate) fn refresh_interest(
         }
         // Sight lines on the client's own tick of the cycle, so the checks spread
         // evenly; itself, team-mates and earshot (cheap) every tick.
-        let look = tick.0.wrapping_add(u32::from(me.0)) % REFRESH_TICKS == 0 || !interest.looked;
+        // On odd ticks, which never send snapshots when snapshots go every second tick
+        // or less often, so the two costs do not fall in one tick.
+        let slot = tick.0.wrapping_add(2 * u32::from(me.0) + 1);
+        let look = slot % REFRESH_TICKS == 0 || !interest.looked;
         interest.looked |= look;
         for (id, state, their_team) in &players {
             let sent = id == me
