@@ -156,7 +156,7 @@ pub(crate) fn refresh_interest(
         // On odd ticks, which never send snapshots when snapshots go every second tick
         // or less often, so the two costs do not fall in one tick.
         let slot = tick.0.wrapping_add(2 * u32::from(me.0) + 1);
-        let look = slot % REFRESH_TICKS == 0 || !interest.looked;
+        let look = slot.is_multiple_of(REFRESH_TICKS) || !interest.looked;
         interest.looked |= look;
         for (id, state, their_team) in &players {
             let sent = id == me
