@@ -4,7 +4,6 @@
 //! change) and rewrites them when run with `SIGHTLINE_WRITE_SEEDS=1`.
 
 use crate::console::{CONFIG, Shell};
-use crate::wire::baseline;
 use sightline_combat::{GameMode, Team, WeaponKind};
 use sightline_console::render_config;
 use sightline_movement::MoveFlags;
@@ -49,8 +48,14 @@ fn welcome(protocol_version: u32) -> ServerMessage {
     })
 }
 
+/// The snapshot every fuzzed delta is resolved against when it names its number: three
+/// players and a rocket, mid-match.
+pub fn baseline(seq: u32) -> Snapshot {
+    snapshot(3, seq)
+}
+
 /// Snapshot `seq`, with `players` players (ids 0, 2, 4...).
-pub(crate) fn snapshot(players: u8, seq: u32) -> Snapshot {
+fn snapshot(players: u8, seq: u32) -> Snapshot {
     Snapshot {
         seq,
         baseline: 0,

@@ -8,7 +8,7 @@
 
 use sightline_protocol::{
     ClientDatagram, ClientMessage, DecodeError, InputPacket, ServerDatagram, ServerMessage,
-    Snapshot, SnapshotPacket, Wire, peek_welcome_version,
+    SnapshotPacket, Wire, peek_welcome_version,
 };
 use std::fmt::Debug;
 
@@ -72,15 +72,9 @@ pub fn client_datagram(data: &[u8]) {
     }
 }
 
-/// The snapshot every fuzzed delta is resolved against when it names its number: three
-/// players and a rocket, mid-match.
-pub fn baseline(seq: u32) -> Snapshot {
-    crate::seeds::snapshot(3, seq)
-}
-
 /// Unreliable server datagrams, as a client reads them. A canonical snapshot datagram is
 /// its variant tag (0) followed by the packet's own encoding. A packet that resolves
-/// (in full, or against [`baseline`]) gives a snapshot that passes validation and encodes
+/// (in full, or against [`crate::seeds::baseline`]) gives a snapshot that passes validation and encodes
 /// against the same baseline to the very same packet.
 pub fn server_datagram(data: &[u8]) {
     let Some(ServerDatagram::Snapshot(packet)) = decode_checked::<ServerDatagram>(data) else {
@@ -89,7 +83,7 @@ pub fn server_datagram(data: &[u8]) {
     if !may_hold_long_varints(data) {
         assert_eq!(data[0], 0);
     }
-    let base = (packet.baseline != 0).then(|| baseline(packet.baseline));
+    let base = (packet.baseline != 0).then(|| crate::seeds::baseline(packet.baseline));
     if let Ok(snapshot) = packet.resolve(base.as_ref()) {
         assert_eq!(snapshot.validate(), Ok(()));
         assert_eq!(SnapshotPacket::encode(&snapshot, base.as_ref()), packet);

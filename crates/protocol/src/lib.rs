@@ -24,21 +24,26 @@ mod bytes;
 mod channel;
 pub mod cmds;
 mod codec;
+mod datagrams;
 pub mod delta;
 mod messages;
 mod text;
 mod token;
 
+#[cfg(test)]
+mod tests;
+
 pub use channel::{Channel, connection_config};
 pub use cmds::MAX_PACKET_CMDS;
 pub use codec::{DecodeError, EncodeError, Wire, peek_welcome_version};
+pub use datagrams::{ClientDatagram, ServerDatagram};
 pub use delta::{
     CLIENT_BASELINES, MAX_BASELINE_AGE, SnapshotHistory, SnapshotPacket, Unresolved, carried,
 };
 pub use messages::{
-    ClientDatagram, ClientMessage, InputPacket, MAX_CHAT_LEN, MAX_NAME_LEN, MAX_SERVER_NAME_LEN,
+    ClientMessage, InputPacket, MAX_CHAT_LEN, MAX_NAME_LEN, MAX_SERVER_NAME_LEN,
     MAX_SNAPSHOT_PLAYERS, MAX_SNAPSHOT_PROJECTILES, PlayerSnap, ProjectileSnap, ResumeSecret,
-    ScoreLine, ServerDatagram, ServerMessage, Snapshot, Welcome,
+    ScoreLine, ServerMessage, Snapshot, Welcome,
 };
 pub use text::{RESERVED_NAMES, clean_text, is_reserved_name, name_key};
 pub use token::{

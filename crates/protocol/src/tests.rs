@@ -1,8 +1,9 @@
 //! Every decoder against malformed, truncated, oversized and non-finite input.
 
-use super::*;
-use crate::{PROTOCOL_VERSION, peek_welcome_version};
-use sightline_sim::{Buttons, angle_of_steps, angle_steps};
+use crate::*;
+use sightline_combat::{GameMode, Team, WeaponKind};
+use sightline_movement::MoveFlags;
+use sightline_sim::{Buttons, InputCmd, PlayerId, angle_of_steps, angle_steps};
 
 fn cmd(seq: u32) -> InputCmd {
     InputCmd {
