@@ -498,6 +498,9 @@ impl SnapshotPacket {
             let mut v = [0.0; 6];
             for x in &mut v {
                 *x = r.f32()?;
+                if !x.is_finite() {
+                    return Err("projectile holds NaN or infinity");
+                }
             }
             projectiles.push(ProjectileSnap {
                 id,

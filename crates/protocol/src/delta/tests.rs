@@ -215,6 +215,15 @@ fn hostile_bytes_are_refused() {
         packet(0, 0, &[0, 0, 1, 0x80, 0x80, 0x04]).is_err(),
         "projectile id"
     );
+    let rocket = |x: f32| {
+        let mut tail = vec![0, 0, 1, 7, 1];
+        tail.extend(x.to_le_bytes());
+        tail.extend([0; 20]);
+        packet(0, 0, &tail)
+    };
+    assert!(rocket(0.5).is_ok());
+    assert!(rocket(f32::NAN).is_err(), "a rocket at NaN");
+    assert!(rocket(f32::INFINITY).is_err());
 }
 
 #[test]
