@@ -189,11 +189,11 @@ pub(crate) fn send_snapshots(
 /// [`carry_far_players`]), metres: at that distance the tolerance is under a pixel.
 pub const FAR_RADIUS: f32 = 20.0;
 
-/// How far a carried state may be from the truth: position in grid steps (2 cm, under a
+/// How far a carried state may be from the truth: position in grid steps (1 cm, under a
 /// pixel beyond [`FAR_RADIUS`]), view angles in angle steps (5 degrees of a body's facing
 /// at 20 m or more), velocity in grid steps (1 m/s: only a client extrapolating past the
 /// newest snapshot follows it, for at most 100 ms).
-const CARRY_TOLERANCE: (i64, i32, i32) = (20, 910, 256);
+const CARRY_TOLERANCE: (i64, i32, i32) = (10, 910, 256);
 
 /// Squared distance between two grid positions, in steps.
 fn squared_distance(a: [i32; 3], b: [i32; 3]) -> i64 {
