@@ -13,11 +13,8 @@ use std::collections::HashMap;
 /// Whether nothing of the map lies between the two players' eyes: a plain sight line,
 /// stricter than the server's test with its margin.
 fn eye_to_eye(map: &CurrentMap, params: &MoveParams, a: &PlayerState, b: &PlayerState) -> bool {
-    let eye = |s: &PlayerState| s.pos + Vec3::Y * params.eye(s.crouched());
-    let line = eye(b) - eye(a);
-    map.world
-        .cast_ray(eye(a), line.normalize(), line.length())
-        .is_none()
+    let eye = params.eye_position(a);
+    map.world.is_clear(eye, params.eye_position(b) - eye)
 }
 
 #[test]

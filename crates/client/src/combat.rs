@@ -44,7 +44,7 @@ pub(crate) fn predict_own_shots(
     };
     cues.write(CombatCue::Fired {
         weapon: shot.weapon,
-        origin: state.pos + Vec3::Y * params.eye(state.crouched()),
+        origin: params.eye_position(state),
         dir: aim_direction(cmd.0.yaw, cmd.0.pitch),
         own: true,
     });

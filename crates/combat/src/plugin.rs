@@ -226,7 +226,7 @@ fn fire_weapons(
             continue;
         };
         let def = shot.weapon.def();
-        let origin = state.pos + Vec3::Y * params.eye(state.crouched());
+        let origin = params.eye_position(&state);
         let forward = aim_direction(cmd.0.yaw, cmd.0.pitch);
         events.write(CombatEvent::Fired {
             shooter: *id,
@@ -374,7 +374,7 @@ pub fn launch_rocket(
     cmd: &InputCmd,
     params: &MoveParams,
 ) -> Rocket {
-    let origin = state.pos + Vec3::Y * params.eye(state.crouched());
+    let origin = params.eye_position(state);
     let forward = aim_direction(cmd.yaw, cmd.pitch);
     Rocket {
         id,

@@ -89,7 +89,7 @@ fn play(
     view.pitch = input.pitch;
     let mut seen = sense(&map.world, &view, &params);
     seen.skill = bot.skill;
-    let eye = state.pos + Vec3::Y * params.eye(state.crouched());
+    let eye = params.eye_position(state);
     let mut candidates: Vec<(PlayerId, Vec3)> = remotes
         .iter()
         // A client may also hold its own player as a remote one (a snapshot that came
@@ -104,10 +104,9 @@ fn play(
     candidates.sort_by(|a, b| a.1.length_squared().total_cmp(&b.1.length_squared()));
     let nearest = alive(*me)
         .then(|| {
-            candidates.into_iter().find(|(_, to)| {
-                let len = to.length();
-                map.world.cast_ray(eye, *to / len.max(1e-3), len).is_none()
-            })
+            candidates
+                .into_iter()
+                .find(|(_, to)| map.world.is_clear(eye, *to))
         })
         .flatten();
     match nearest {

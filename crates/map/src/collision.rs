@@ -116,6 +116,13 @@ impl CollisionWorld {
             .is_some()
     }
 
+    /// Whether nothing of the map lies on the segment from `from` to `from + offset`: a
+    /// line of sight.
+    pub fn is_clear(&self, from: Vec3, offset: Vec3) -> bool {
+        let length = offset.length();
+        length < 1e-3 || self.cast_ray(from, offset / length, length).is_none()
+    }
+
     /// Casts a ray; returns the distance to the first surface and its normal.
     pub fn cast_ray(&self, origin: Vec3, dir: Vec3, max_dist: f32) -> Option<(f32, Vec3)> {
         let ray = Ray::new(origin, dir);

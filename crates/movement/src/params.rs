@@ -1,5 +1,6 @@
 //! Movement tuning, in SI units.
 
+use crate::PlayerState;
 use bevy::prelude::*;
 
 /// Tunable movement constants: metres, seconds and radians throughout.
@@ -83,5 +84,10 @@ impl MoveParams {
         } else {
             self.stand_eye
         }
+    }
+
+    /// Where a player in state `s` sees from: its feet raised to its eye height.
+    pub fn eye_position(&self, s: &PlayerState) -> Vec3 {
+        s.pos + Vec3::Y * self.eye(s.crouched())
     }
 }

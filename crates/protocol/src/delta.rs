@@ -132,13 +132,24 @@ struct Reference {
 }
 
 impl Reference {
+    /// `fields` with the position moved by the reference's glide, as if the velocity
+    /// ends at `now`'s.
+    fn glided(&self, mut fields: [i32; FIELDS], now: &[i32; FIELDS]) -> [i32; FIELDS] {
+        for (axis, glide) in self.glide(now).into_iter().enumerate() {
+            fields[POS[axis]] = fields[POS[axis]].wrapping_add(glide);
+        }
+        fields
+    }
+
     /// The reference fields with the position moved as if the velocity ends at `now`'s.
     fn fields_moved(&self, now: &[i32; FIELDS]) -> [i32; FIELDS] {
-        let mut f = self.fields;
-        for (axis, glide) in self.glide(now).into_iter().enumerate() {
-            f[POS[axis]] = f[POS[axis]].wrapping_add(glide);
-        }
-        f
+        self.glided(self.fields, now)
+    }
+
+    /// What a player a delta leaves unlisted resolves to: the reference, moved at its
+    /// own velocity.
+    fn unchanged(&self) -> [i32; FIELDS] {
+        self.fields_moved(&self.fields)
     }
 
     /// A player not in the baseline: all zeros, not moved.
@@ -203,11 +214,7 @@ impl PlayerChange {
             )
         });
         // Positions were sent against the reference moved at the new velocity.
-        let mut moved = now;
-        for (axis, glide) in reference.glide(&now).into_iter().enumerate() {
-            moved[POS[axis]] = now[POS[axis]].wrapping_add(glide);
-        }
-        moved
+        reference.glided(now, &now)
     }
 }
 
@@ -356,7 +363,7 @@ impl SnapshotPacket {
                 // One encoding: an unchanged baseline player is left out, not listed.
                 Some(c) if c.mask == 0 => return Err(invalid("a player listed unchanged")),
                 Some(c) => c.apply(&reference),
-                None => reference.fields_moved(&reference.fields),
+                None => reference.unchanged(),
             };
             players.push(from_fields(b.id, &state)?);
         }
@@ -577,7 +584,7 @@ pub fn carried(baseline: &Snapshot, id: PlayerId, time_us: u64) -> Option<Player
     let i = baseline.players.binary_search_by_key(&id, |p| p.id).ok()?;
     let base = &baseline.players[i];
     let reference = Reference::of(base, glide_us(Some(baseline), time_us));
-    from_fields(id, &reference.fields_moved(&reference.fields)).ok()
+    from_fields(id, &reference.unchanged()).ok()
 }
 
 /// Why a snapshot packet could not be resolved.

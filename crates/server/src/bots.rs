@@ -84,7 +84,7 @@ pub(crate) fn drive_bots(
         }
         let mut seen = sense(&map.world, state, &params);
         seen.skill = server.bot_skill;
-        let eye = state.pos + Vec3::Y * params.eye(state.crouched());
+        let eye = params.eye_position(state);
         // Nearest first, so usually one ray decides.
         let mut candidates: Vec<(PlayerId, Vec3)> = everyone
             .iter()
@@ -98,10 +98,9 @@ pub(crate) fn drive_bots(
             .filter(|(_, to)| to.length_squared() < ENEMY_SIGHT * ENEMY_SIGHT)
             .collect();
         candidates.sort_by(|a, b| a.1.length_squared().total_cmp(&b.1.length_squared()));
-        let nearest = candidates.into_iter().find(|(_, to)| {
-            let len = to.length();
-            map.world.cast_ray(eye, *to / len.max(1e-3), len).is_none()
-        });
+        let nearest = candidates
+            .into_iter()
+            .find(|(_, to)| map.world.is_clear(eye, *to));
         match nearest {
             Some((target, to)) => {
                 if memory.target != Some(target) {

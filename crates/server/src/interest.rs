@@ -78,21 +78,14 @@ pub fn could_see(
     target: &PlayerState,
     params: &MoveParams,
 ) -> bool {
-    let eye = viewer.pos + Vec3::Y * params.eye(viewer.crouched());
-    let target_eye = target.pos + Vec3::Y * params.eye(target.crouched());
+    let eye = params.eye_position(viewer);
+    let target_eye = params.eye_position(target);
     let middle = target.pos + Vec3::Y * params.height(target.crouched()) * 0.5;
     // Sideways, across the line of sight, in the horizontal plane.
     let across = (middle - eye).cross(Vec3::Y).normalize_or_zero() * SIGHT_MARGIN;
     [target_eye, middle, middle + across, middle - across]
         .into_iter()
-        .any(|point| clear_line(world, eye, point))
-}
-
-/// Whether nothing of the map lies between `from` and `to`.
-fn clear_line(world: &CollisionWorld, from: Vec3, to: Vec3) -> bool {
-    let line = to - from;
-    let length = line.length();
-    length < 1e-3 || world.cast_ray(from, line / length, length).is_none()
+        .any(|point| world.is_clear(eye, point - eye))
 }
 
 /// Sight lines checked lately, by pair of players (lower id first), with the tick they
@@ -143,7 +136,7 @@ pub(crate) fn refresh_interest(
     )>,
     mut sightlines: Local<Sightlines>,
 ) {
-    // Forget pairs checked more than a cycle ago (or before a new match's tick 0).
+    // Forget pairs checked more than a cycle ago.
     sightlines.0.retain(|_, (at, _)| fresh(*at, tick.0));
     let linger = (LINGER_SECONDS * config.tick_hz as f32).ceil() as u32;
     let until = tick.0.saturating_add(linger);
@@ -152,9 +145,9 @@ pub(crate) fn refresh_interest(
             continue;
         }
         // Sight lines on the client's own tick of the cycle, so the checks spread
-        // evenly; itself, team-mates and earshot (cheap) every tick.
-        // On odd ticks, which never send snapshots when snapshots go every second tick
-        // or less often, so the two costs do not fall in one tick.
+        // evenly, and on odd ticks, which send no snapshots when snapshots go every
+        // second tick or less often, so the two costs never fall in one tick. Itself,
+        // team-mates and earshot (cheap) every tick.
         let slot = tick.0.wrapping_add(2 * u32::from(me.0) + 1);
         let look = slot.is_multiple_of(REFRESH_TICKS) || !interest.looked;
         interest.looked |= look;

@@ -191,7 +191,7 @@ fn aim_and_fire(
     if let (Some((_, me)), Some(target)) = (me, target)
         && target.time > 0.0
     {
-        let eye = me.pos + Vec3::Y * params.eye(me.crouched());
+        let eye = params.eye_position(me);
         let mut aim = target.pos + Vec3::Y * 0.9;
         if marksman.beside {
             // Just clear of the body capsule's side (radius 0.36 m).
