@@ -1,6 +1,6 @@
 //! Prediction and interpolation end to end, behind a conditioned link.
 
-use sightline_harness::measure::{Conditions, measure};
+use sightline_harness::measure::{Conditions, Scenario, run};
 
 #[test]
 fn prediction_and_interpolation_hold_up_at_150_ms_with_jitter_and_loss() {
@@ -9,8 +9,13 @@ fn prediction_and_interpolation_hold_up_at_150_ms_with_jitter_and_loss() {
         jitter_ms: 20.0,
         loss_pct: 5.0,
     };
-    let r = measure(bad, 2, "duel", 3.0, 30.0, 21);
+    let mut scenario = Scenario::lab(bad, 2, "duel", 30.0, 21);
+    scenario.warmup = 3.0;
+    let report = run(&scenario);
+    let r = report.pooled;
     eprintln!("{r:#?}");
+    // Every input packet was written against a command the server still held.
+    assert_eq!(report.unresolved_inputs, 0);
     // Players body-block, so two bots wandering the same small map now and then bump into
     // each other, and the client learns of the other's turn a round trip late: those
     // corrections are collisions. Nothing else may ever need correcting.

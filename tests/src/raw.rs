@@ -81,10 +81,7 @@ pub fn join(s: &mut Stepper, i: usize, name: &str) -> Welcome {
 
 /// Sends input commands (newest first) in one packet.
 pub fn inputs(s: &mut Stepper, i: usize, cmds: Vec<InputCmd>) {
-    let packet = InputPacket {
-        ack_snapshot: 0,
-        cmds,
-    };
+    let packet = InputPacket::new(0, None, &cmds);
     send(
         s,
         i,

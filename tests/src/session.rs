@@ -53,16 +53,20 @@ fn clients_join_and_see_every_player_move() {
             ack > 0 && sent - ack <= 4,
             "sent {sent}, acknowledged {ack}"
         );
+        // Its packets are written against a command the server surely received.
+        let base = w.resource::<InputHistory>().base_seq();
+        assert!(
+            base > 0 && ack - base <= 4,
+            "base {base}, acknowledged {ack}"
+        );
     }
     assert_eq!(s.server.world().resource::<PlayerSlots>().len(), 5);
     // Five players sent in full would take about 175 bytes a snapshot.
     let weights = s.server.world().resource::<SnapshotStats>();
     let mean = weights.bytes / weights.sent;
     assert!(mean < 110, "snapshots average {mean} bytes");
-    assert_eq!(
-        s.server.world().resource::<ServerStats>().malformed_packets,
-        0
-    );
+    let stats = s.server.world().resource::<ServerStats>();
+    assert_eq!((stats.malformed_packets, stats.unresolved_inputs), (0, 0));
 }
 
 #[test]

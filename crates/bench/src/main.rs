@@ -127,12 +127,13 @@ enum What {
         #[arg(long, default_value_t = 60.0)]
         fps: f64,
         /// Players per row run again behind a realistic link (150 ms round trip, 20 ms
-        /// jitter, 5 % loss in bursts of 2, both ways); none to skip.
-        #[arg(long, value_delimiter = ',', default_values_t = [16usize])]
+        /// jitter, 5 % loss in bursts of 2, both ways); `--realistic` alone skips them.
+        #[arg(long, value_delimiter = ',', num_args = 0.., default_values_t = [16usize])]
         realistic: Vec<usize>,
         /// Players per row run again with every client at `cl_cmdrate 30` (an input
-        /// packet every other frame), on loopback and behind the realistic link.
-        #[arg(long, value_delimiter = ',', default_values_t = [16usize])]
+        /// packet every other frame), on loopback and behind the realistic link;
+        /// `--cmdrate-30` alone skips them.
+        #[arg(long, value_delimiter = ',', num_args = 0.., default_values_t = [16usize])]
         cmdrate_30: Vec<usize>,
     },
     Movement {

@@ -9,7 +9,7 @@ use sightline_map::CurrentMap;
 use sightline_movement::{MoveParams, PlayerState};
 use sightline_net::RenetClient;
 use sightline_prediction::Predicted;
-use sightline_protocol::{Channel, ClientDatagram, InputPacket, MAX_PACKET_CMDS};
+use sightline_protocol::{Channel, ClientDatagram, INPUT_BASE_SPAN, InputPacket, MAX_PACKET_CMDS};
 use sightline_sim::{CurrentCmd, InputCmd, Tick, TickConfig};
 use std::collections::VecDeque;
 
@@ -106,6 +106,12 @@ pub struct InputHistory {
     frame_seconds: f64,
     /// Packets [`CommandRate`] allows now: a share of one, earned as time passes.
     send_credit: f64,
+    /// The newest command the server is known to have received (0: none yet): what
+    /// packets are written against.
+    base_seq: u32,
+    /// The snapshot last learnt from: its number, the newest command it says was
+    /// simulated, and the running count of commands repeated or skipped.
+    last_report: Option<(u32, u32, u32)>,
 }
 
 /// `cl_cmdrate`: at most this many input packets a second (0: one every frame that made
@@ -141,6 +147,31 @@ impl InputHistory {
         cmd
     }
 
+    /// Learns from a snapshot (its number, the newest command simulated and the running
+    /// count of commands repeated or skipped) which command the server surely received:
+    /// the newest simulated, when nothing was repeated or skipped since the snapshot last
+    /// learnt from. Otherwise it may be one the server stood in for, never having had it.
+    pub fn note_snapshot(&mut self, seq: u32, ack_input_seq: u32, repeated: u32) {
+        if let Some((last_seq, last_ack, last_repeated)) = self.last_report {
+            if seq <= last_seq {
+                return;
+            }
+            if repeated == last_repeated && ack_input_seq > last_ack {
+                self.base_seq = ack_input_seq;
+            }
+        }
+        self.last_report = Some((seq, ack_input_seq, repeated));
+    }
+
+    /// The command packets are written against, while the server still holds it (within
+    /// [`INPUT_BASE_SPAN`] of the newest sent) and so do we.
+    fn base(&self) -> Option<&InputCmd> {
+        if self.base_seq == 0 || self.last_seq.wrapping_sub(self.base_seq) >= INPUT_BASE_SPAN {
+            return None;
+        }
+        self.recent.iter().rev().find(|c| c.seq == self.base_seq)
+    }
+
     /// The packets a frame sends: one ending with the newest command
     /// (`packet_through`), its window widened to every command not sent yet, and
     /// before it, when the frame made more new commands than a packet carries, packets of
@@ -151,20 +182,41 @@ impl InputHistory {
         let mut packets = Vec::new();
         let mut newest = self.last_seq;
         while newest > self.sent_seq.max(acked_seq) {
-            let Some(p) = self.packet_through(newest, ack_snapshot, acked_seq, window) else {
+            let cmds = self.cmds_through(newest, acked_seq, window);
+            let Some(p) = self.packet_of(ack_snapshot, &cmds) else {
                 break;
             };
-            let oldest = p.cmds.last().map_or(0, |c| c.seq);
             packets.push(p);
-            newest = oldest.saturating_sub(1);
+            newest = cmds.last().map_or(0, |c| c.seq).saturating_sub(1);
         }
         packets.reverse();
         packets
     }
 
-    /// A packet of the commands up to `newest`: that one first, then each earlier one that
-    /// the server has not simulated (`acked_seq` is the newest it has), up to `window`
-    /// commands in all (and at most [`MAX_PACKET_CMDS`]).
+    /// The commands up to `newest`: that one first, then each earlier one that the server
+    /// has not simulated (`acked_seq` is the newest it has), up to `window` commands in
+    /// all (and at most [`MAX_PACKET_CMDS`]).
+    fn cmds_through(&self, newest: u32, acked_seq: u32, window: usize) -> Vec<InputCmd> {
+        let window = window.clamp(1, MAX_PACKET_CMDS);
+        self.recent
+            .iter()
+            .rev()
+            .skip_while(|c| c.seq > newest)
+            .enumerate()
+            .take_while(|(i, c)| *i == 0 || (c.seq > acked_seq && *i < window))
+            .map(|(_, c)| *c)
+            .collect()
+    }
+
+    /// A packet of `cmds` (newest first), written against the base when it is older than
+    /// all of them.
+    fn packet_of(&self, ack_snapshot: u32, cmds: &[InputCmd]) -> Option<InputPacket> {
+        let oldest = cmds.last()?.seq;
+        let base = self.base().filter(|b| b.seq < oldest);
+        Some(InputPacket::new(ack_snapshot, base, cmds))
+    }
+
+    #[cfg(test)]
     fn packet_through(
         &self,
         newest: u32,
@@ -172,17 +224,7 @@ impl InputHistory {
         acked_seq: u32,
         window: usize,
     ) -> Option<InputPacket> {
-        let window = window.clamp(1, MAX_PACKET_CMDS);
-        let cmds: Vec<InputCmd> = self
-            .recent
-            .iter()
-            .rev()
-            .skip_while(|c| c.seq > newest)
-            .enumerate()
-            .take_while(|(i, c)| *i == 0 || (c.seq > acked_seq && *i < window))
-            .map(|(_, c)| *c)
-            .collect();
-        (!cmds.is_empty()).then_some(InputPacket { ack_snapshot, cmds })
+        self.packet_of(ack_snapshot, &self.cmds_through(newest, acked_seq, window))
     }
 
     /// Commands a packet repeats: [`MIN_REDUNDANCY_SECONDS`] or [`REDUNDANCY_FRAMES`]
@@ -220,6 +262,11 @@ impl InputHistory {
     /// Sequence number of the newest command.
     pub fn last_seq(&self) -> u32 {
         self.last_seq
+    }
+
+    /// The command packets are written against (0: none yet).
+    pub fn base_seq(&self) -> u32 {
+        self.base_seq
     }
 }
 
@@ -303,6 +350,9 @@ pub(crate) fn send_inputs(
     if !history.may_send(dt, *rate) || history.last_seq <= history.sent_seq {
         return;
     }
+    if let Some(s) = &latest.0 {
+        history.note_snapshot(s.seq, s.ack_input_seq, s.repeated_inputs);
+    }
     let (ack, acked_seq) = latest
         .0
         .as_ref()
@@ -353,6 +403,56 @@ mod tests {
     }
     use sightline_protocol::Wire;
 
+    /// A packet's commands, read back as the server reads them (without a base).
+    fn cmds_of(p: &InputPacket) -> Vec<InputCmd> {
+        let read = InputPacket::decode(&p.encode().unwrap()).unwrap();
+        read.commands(None).unwrap()
+    }
+
+    #[test]
+    fn packets_are_written_against_a_command_the_server_surely_received() {
+        let mut h = InputHistory::default();
+        for tick in 0..40 {
+            h.record(InputCmd::default(), tick);
+        }
+        let mut turned = InputCmd {
+            yaw: sightline_sim::angle_of_steps(900),
+            ..InputCmd::default()
+        };
+        turned = h.record(turned, 40);
+        assert_eq!(turned.seq, 41);
+        // One snapshot alone proves nothing; the next, with no repeats between, proves
+        // the newest simulated command came from us.
+        h.note_snapshot(5, 20, 3);
+        assert_eq!(h.packet_through(41, 5, 20, 8).unwrap().base_seq, 0);
+        h.note_snapshot(6, 30, 4);
+        assert_eq!(
+            h.base_seq, 0,
+            "a repeat between: command 30 may be a stand-in"
+        );
+        h.note_snapshot(7, 35, 4);
+        h.note_snapshot(6, 38, 4);
+        assert_eq!(h.base_seq, 35, "an older snapshot teaches nothing");
+        let p = h.packet_through(41, 7, 35, 8).unwrap();
+        assert_eq!(p.base_seq, 35);
+        let base = h.base().copied();
+        let read = InputPacket::decode(&p.encode().unwrap()).unwrap();
+        let cmds = read.commands(base.as_ref()).unwrap();
+        assert_eq!(
+            cmds.iter().map(|c| c.seq).collect::<Vec<_>>(),
+            [41, 40, 39, 38, 37, 36]
+        );
+        assert_eq!(cmds[0], turned);
+        // Cheaper than the same packet written from nothing.
+        let from_nothing = InputPacket::new(7, None, &cmds);
+        assert!(p.encode().unwrap().len() < from_nothing.encode().unwrap().len());
+        // A base the server may have let go of is not used.
+        for tick in 41..41 + INPUT_BASE_SPAN {
+            h.record(InputCmd::default(), tick);
+        }
+        assert_eq!(h.packet_through(h.last_seq, 7, 35, 8).unwrap().base_seq, 0);
+    }
+
     #[test]
     fn packets_carry_every_unacknowledged_command_in_the_window() {
         let mut h = InputHistory::default();
@@ -360,10 +460,10 @@ mod tests {
         for tick in 0..80 {
             h.record(InputCmd::default(), tick);
         }
-        let seqs = |p: InputPacket| p.cmds.iter().map(|c| c.seq).collect::<Vec<u32>>();
+        let seqs = |p: InputPacket| cmds_of(&p).iter().map(|c| c.seq).collect::<Vec<u32>>();
         let p = h.packet_through(h.last_seq, 9, 70, 32).unwrap();
         assert_eq!(p.ack_snapshot, 9);
-        assert_eq!(p.cmds[0].client_tick, 79);
+        assert_eq!(cmds_of(&p)[0].client_tick, 79);
         assert_eq!(seqs(p.clone()), (71..=80).rev().collect::<Vec<_>>());
         assert!(InputPacket::decode(&p.encode().unwrap()).is_ok());
         assert_eq!(
@@ -377,7 +477,7 @@ mod tests {
             "always the newest"
         );
         assert_eq!(
-            h.packet_through(h.last_seq, 9, 0, 100).unwrap().cmds.len(),
+            h.packet_through(h.last_seq, 9, 0, 100).unwrap().len(),
             MAX_PACKET_CMDS
         );
         // Standing still costs a byte a command.
@@ -399,7 +499,7 @@ mod tests {
         let packets = h.packets(3, 5, 16);
         let seqs: Vec<Vec<u32>> = packets
             .iter()
-            .map(|p| p.cmds.iter().map(|c| c.seq).collect())
+            .map(|p| cmds_of(p).iter().map(|c| c.seq).collect())
             .collect();
         // Older ones first, each newest first; every new command goes at least once.
         assert_eq!(seqs.len(), 2, "{seqs:?}");

@@ -35,6 +35,21 @@ fn cmd(seq: u32) -> InputCmd {
     }
 }
 
+/// The command every fuzzed input packet is applied to when it names a base.
+pub fn input_base(seq: u32) -> InputCmd {
+    cmd(seq)
+}
+
+/// Command `seq`, turned a little and a frame later in view.
+fn turned(seq: u32) -> InputCmd {
+    InputCmd {
+        yaw: angle_of_steps(angle_steps(0.31)),
+        view_tick: 1202,
+        view_frac: 7_000,
+        ..cmd(seq)
+    }
+}
+
 fn welcome(protocol_version: u32) -> ServerMessage {
     ServerMessage::Welcome(Welcome {
         protocol_version,
@@ -193,14 +208,12 @@ pub fn server_message() -> Vec<Vec<u8>> {
 /// Seeds for [`crate::wire::client_datagram`].
 pub fn client_datagram() -> Vec<Vec<u8>> {
     encoded(&[
-        ClientDatagram::Input(InputPacket {
-            ack_snapshot: 5,
-            cmds: vec![cmd(300), cmd(299), cmd(298), cmd(297)],
-        }),
-        ClientDatagram::Input(InputPacket {
-            ack_snapshot: 0,
-            cmds: vec![cmd(1)],
-        }),
+        ClientDatagram::Input(InputPacket::new(
+            5,
+            Some(&input_base(296)),
+            &[turned(300), turned(299), cmd(298), cmd(297)],
+        )),
+        ClientDatagram::Input(InputPacket::new(0, None, &[cmd(1)])),
         ClientDatagram::Ping {
             client_time_us: 123_456_789,
         },

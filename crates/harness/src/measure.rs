@@ -279,6 +279,9 @@ pub struct ScenarioReport {
     pub rockets_per_min: f64,
     /// Hitscan shots per minute, everyone.
     pub shots_per_min: f64,
+    /// Input packets the server dropped because it no longer held the command they were
+    /// written against, over the whole run: an honest client never causes one.
+    pub unresolved_inputs: u64,
 }
 
 /// The nearest-rank `q` quantile (0 to 1) of sorted values, or 0 when there are none.
@@ -845,6 +848,11 @@ fn run_on(s: &mut Stepper, scenario: &Scenario) -> ScenarioReport {
         kills_per_min: (log.kills - start_log.0) as f64 / minutes,
         rockets_per_min: (log.rockets - start_log.1) as f64 / minutes,
         shots_per_min: (log.hitscan - start_log.2) as f64 / minutes,
+        unresolved_inputs: s
+            .server
+            .world()
+            .resource::<sightline_server::ServerStats>()
+            .unresolved_inputs,
     }
 }
 

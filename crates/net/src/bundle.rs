@@ -9,13 +9,15 @@
 //! numbered 0 to 5, so the marker cannot be mistaken for one.
 //!
 //! renet also acknowledges on every update, which for a 128 Hz server is every tick, and
-//! for a fast client every frame. An update that produced nothing but acknowledgements is
-//! held back ([`hold_acks`]) while the peer heard from us within [`ACK_HOLD`]: its
-//! acknowledgements ride the next snapshot or input instead, which supersedes them (renet
-//! repeats every range until the peer has acknowledged the acknowledgement).
+//! for a fast client every frame, and each acknowledgement costs about ten bytes in a
+//! bundle. So acknowledgements leave at most once per [`ACK_HOLD`] ([`Pacer`]): between,
+//! renet's acknowledgement packets are left out, and an update that produced nothing else
+//! is not sent while the peer heard from us within that time. Nothing is lost: renet
+//! repeats every range until the peer has acknowledged the acknowledgement, so the next
+//! one carries them all.
 
 use renetcode::NETCODE_MAX_PAYLOAD_BYTES;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// First byte of a bundle.
 const BUNDLE: u8 = 0xb5;
@@ -24,19 +26,48 @@ const RENET_ACK: u8 = 4;
 /// Bytes before each packet in a bundle: its length.
 const LENGTH_BYTES: usize = 2;
 
-/// How long acknowledgements alone may wait for company: longer than a 64 Hz snapshot
-/// interval, so on a server at 64 Hz snapshots they always find one, and short beside the
-/// time renet waits before resending a reliable message.
+/// How often acknowledgements go at most, and how long they may wait for company: longer
+/// than a 64 Hz snapshot interval, so on a server at 64 Hz snapshots they always find one,
+/// and short beside the time renet waits before resending a reliable message.
 pub const ACK_HOLD: Duration = Duration::from_millis(25);
 
-/// Whether `packets` are only acknowledgements, which may wait (see the module docs)
-/// when the last datagram to the peer went out `since_sent` ago.
-pub(crate) fn hold_acks(packets: &[Vec<u8>], since_sent: Duration) -> bool {
-    since_sent < ACK_HOLD && packets.iter().all(|p| p.first() == Some(&RENET_ACK))
+/// When the last datagram and the last acknowledgement went to one peer, to pace
+/// acknowledgements (see the module docs).
+#[derive(Debug, Default, Clone, Copy)]
+pub(crate) struct Pacer {
+    last_sent: Option<Instant>,
+    last_ack: Option<Instant>,
+}
+
+impl Pacer {
+    /// The payloads to send for an update's renet `packets` at `now`: bundled, without
+    /// acknowledgements sent within [`ACK_HOLD`], and none at all when only
+    /// acknowledgements remain and the peer heard from us within it.
+    pub(crate) fn payloads(&mut self, mut packets: Vec<Vec<u8>>, now: Instant) -> Vec<Vec<u8>> {
+        let within =
+            |t: Option<Instant>| t.is_some_and(|t| now.saturating_duration_since(t) < ACK_HOLD);
+        if within(self.last_ack) {
+            packets.retain(|p| !is_ack(p));
+        }
+        let acks_only = packets.iter().all(|p| is_ack(p));
+        if packets.is_empty() || (acks_only && within(self.last_sent)) {
+            return Vec::new();
+        }
+        self.last_sent = Some(now);
+        if packets.iter().any(|p| is_ack(p)) {
+            self.last_ack = Some(now);
+        }
+        bundle(packets)
+    }
+}
+
+/// Whether a renet packet is an acknowledgement.
+fn is_ack(packet: &[u8]) -> bool {
+    packet.first() == Some(&RENET_ACK)
 }
 
 /// Packs renet packets, in order, into as few netcode payloads as hold them.
-pub(crate) fn bundle(packets: Vec<Vec<u8>>) -> Vec<Vec<u8>> {
+fn bundle(packets: Vec<Vec<u8>>) -> Vec<Vec<u8>> {
     let mut payloads: Vec<Vec<Vec<u8>>> = Vec::new();
     let mut room = 0;
     for packet in packets {
@@ -146,11 +177,24 @@ mod tests {
     }
 
     #[test]
-    fn acknowledgements_alone_wait_a_little() {
-        let acks = vec![vec![RENET_ACK, 1]];
-        assert!(hold_acks(&acks, Duration::from_millis(8)));
-        assert!(!hold_acks(&acks, ACK_HOLD));
-        let with_snapshot = vec![vec![1, 2], vec![RENET_ACK, 1]];
-        assert!(!hold_acks(&with_snapshot, Duration::ZERO));
+    fn acknowledgements_leave_at_most_once_per_hold() {
+        let start = Instant::now();
+        let at = |ms: u64| start + Duration::from_millis(ms);
+        let input = || vec![1, 2, 3];
+        let ack = || vec![RENET_ACK, 1];
+        let mut pacer = Pacer::default();
+        // The first acknowledgement rides the first input.
+        let sent = pacer.payloads(vec![input(), ack()], at(0));
+        assert_eq!(unbundle(&sent[0]).unwrap().len(), 2);
+        // Within the hold, the input goes alone and acknowledgements alone wait.
+        assert_eq!(pacer.payloads(vec![input(), ack()], at(16)), vec![input()]);
+        assert!(pacer.payloads(vec![ack()], at(20)).is_empty());
+        // After it, acknowledgements ride along again.
+        let sent = pacer.payloads(vec![input(), ack()], at(33));
+        assert_eq!(unbundle(&sent[0]).unwrap().len(), 2);
+        // Alone, they go once nothing else has gone for the hold.
+        assert!(pacer.payloads(vec![ack()], at(50)).is_empty());
+        assert_eq!(pacer.payloads(vec![ack()], at(58)), vec![ack()]);
+        assert!(pacer.payloads(Vec::new(), at(200)).is_empty());
     }
 }

@@ -180,8 +180,8 @@ pub struct UdpServerTransport {
     /// Addresses that sent a well-formed connection request lately, and when.
     handshaking: HashMap<SocketAddr, Instant>,
     handshake_limiter: RateLimiter,
-    /// When each client was last sent a datagram, to hold back acknowledgements alone.
-    last_sent: HashMap<u64, Instant>,
+    /// Each client's acknowledgement pacing.
+    pacers: HashMap<u64, bundle::Pacer>,
 }
 
 /// Where a client's connection stands before netcode takes over.
@@ -203,8 +203,8 @@ pub struct UdpClientTransport {
     security: ClientSecurity,
     /// The socket, for conditions and statistics.
     pub socket: ConditionedSocket,
-    /// When the server was last sent a datagram, to hold back acknowledgements alone.
-    last_sent: Option<Instant>,
+    /// Acknowledgement pacing toward the server.
+    pacer: bundle::Pacer,
     /// Datagrams from the server holding a malformed bundle (dropped).
     pub malformed_bundles: u64,
 }
@@ -278,7 +278,7 @@ pub fn udp_server(
         public,
         handshaking: HashMap::new(),
         handshake_limiter: RateLimiter::new(auth::HANDSHAKE_BURST, auth::HANDSHAKES_PER_SECOND),
-        last_sent: HashMap::new(),
+        pacers: HashMap::new(),
     })
 }
 
@@ -339,7 +339,7 @@ pub fn udp_client(
         server,
         security: security.clone(),
         socket,
-        last_sent: None,
+        pacer: bundle::Pacer::default(),
         malformed_bundles: 0,
     })
 }
@@ -366,7 +366,7 @@ pub fn udp_client_with_token(
         server,
         security: ClientSecurity::default(),
         socket: client_socket(server)?,
-        last_sent: None,
+        pacer: bundle::Pacer::default(),
         malformed_bundles: 0,
     })
 }
@@ -594,24 +594,18 @@ pub(crate) fn server_send(
     let UdpServerTransport {
         netcode,
         socket,
-        last_sent,
+        pacers,
         ..
     } = &mut *transport;
     let now = Instant::now();
     let clients = server.clients_id();
-    last_sent.retain(|id, _| clients.contains(id));
+    pacers.retain(|id, _| clients.contains(id));
     for client_id in clients {
         let Ok(packets) = server.get_packets_to_send(client_id) else {
             continue;
         };
-        let since = last_sent
-            .get(&client_id)
-            .map_or(Duration::MAX, |t| now - *t);
-        if packets.is_empty() || bundle::hold_acks(&packets, since) {
-            continue;
-        }
-        last_sent.insert(client_id, now);
-        for packet in bundle::bundle(packets) {
+        let pacer = pacers.entry(client_id).or_default();
+        for packet in pacer.payloads(packets, now) {
             match netcode.generate_payload_packet(client_id, &packet) {
                 Ok((addr, payload)) => socket.send_to(payload, addr),
                 Err(e) => {
@@ -739,14 +733,7 @@ pub(crate) fn client_send(
     {
         let now = Instant::now();
         let packets = client.get_packets_to_send();
-        let since = transport.last_sent.map_or(Duration::MAX, |t| now - t);
-        let packets = if packets.is_empty() || bundle::hold_acks(&packets, since) {
-            Vec::new()
-        } else {
-            transport.last_sent = Some(now);
-            bundle::bundle(packets)
-        };
-        for packet in packets {
+        for packet in transport.pacer.payloads(packets, now) {
             match netcode.generate_payload_packet(&packet) {
                 Ok((addr, payload)) => transport.socket.send_to(payload, addr),
                 Err(e) => {

@@ -1,34 +1,52 @@
-//! The commands of an input packet, encoded against each other. A packet carries every
-//! command the server has not yet acknowledged within a time window (up to
-//! [`MAX_PACKET_CMDS`]), newest first; consecutive commands are mostly the same, so each
-//! older one is written as what changed from the one after it:
+//! Input packets: the commands a client sends each frame, written against each other and
+//! against a command the server already holds.
 //!
-//! - the newest command in full: sequence, client tick and view tick as LEB128 varints,
-//!   forward and right as f32, yaw and pitch as i16 steps of the angle grid
-//!   ([`sightline_sim::angle_steps`]: a sanitized command's angles lie on it), buttons and
-//!   weapon slot as bytes, the view fraction as u16;
-//! - each older command as a byte of flags, then only the fields the flags name: the
-//!   sequence and client-tick gaps when they are not 1, forward and right when changed,
-//!   yaw and pitch as the zigzagged change in steps, buttons and slot together, the view
-//!   time (tick difference, zigzag, and fraction).
+//! A packet carries every command the server has not yet simulated, within a redundancy
+//! window (up to [`MAX_PACKET_CMDS`]). Consecutive commands are mostly the same, so the
+//! packet is a chain, oldest first: each command is written as what changed from the one
+//! before it, and the oldest as what changed from the packet's *base*. The base is a
+//! command of the client's that the server has received (its number, `base_seq`, travels
+//! in the packet; the client learns it from snapshots), so the newest command costs what
+//! changed since then rather than every field. Without a base (`base_seq` 0, as when a
+//! client starts) the chain starts from the all-zero command, which writes the first
+//! command in full through the same code.
 //!
-//! A command repeated unchanged costs one byte; turning the view costs two to four. Decoding
-//! checks every count, gap and length, and takes varints only in their shortest form (one
-//! encoding per packet), so no bytes make it allocate more than the packet
-//! holds or produce a sequence of zero or out of order.
+//! A link is a byte of flags, then only the fields it flags:
+//!
+//! - the sequence gap when it is not 1, as a LEB128 varint;
+//! - the client-tick gap when it differs from the sequence gap, as the zigzagged
+//!   difference;
+//! - forward and right, each as an f32, when changed;
+//! - yaw and pitch as the zigzagged change in steps of the angle grid
+//!   ([`sightline_sim::angle_steps`]: a sanitized command's angles lie on it);
+//! - buttons and weapon slot together, as two bytes;
+//! - the view time, as the zigzagged tick gap and the new fraction (u16).
+//!
+//! A command repeated unchanged costs one byte; a frame's turn two to four more. The
+//! header is the acknowledged snapshot and the base as varints, then the count. Reading
+//! checks the form (counts, shortest varints, every flagged change a real one where that
+//! can be told without the base, finite numbers); [`InputPacket::commands`] applies the
+//! chain to the base and refuses any flag that names no change, so one list of commands
+//! has one encoding.
 
 use crate::bytes::{Reader, put_f32, put_varint, put_zigzag};
+use crate::codec::{DecodeError, Wire};
 use serde::de::Error as _;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
-use sightline_sim::{Buttons, InputCmd, angle_of_steps, angle_steps};
+use sightline_sim::{Buttons, InputCmd, WEAPON_SLOTS, angle_of_steps, angle_steps};
 
 /// Most commands an input packet may carry: half a second at 128 Hz, so that down to
 /// 5 frames a second each packet still repeats the previous frame's commands.
 pub const MAX_PACKET_CMDS: usize = 64;
 
-/// Largest encoding of one command (flags, two gaps, two numbers, two angle changes,
+/// How far a base may lie behind the newest command its client has sent: the server keeps
+/// the last this many commands it received from each client, by sequence, so a command
+/// this far back cannot yet have been replaced by a newer one.
+pub const INPUT_BASE_SPAN: u32 = 128;
+
+/// Largest encoding of one link (flags, two gaps, two numbers, two angle changes,
 /// buttons and slot, view).
-pub(crate) const MAX_CMD_BYTES: usize = 1 + 5 + 5 + 8 + 3 + 3 + 2 + 5 + 2;
+const MAX_LINK_BYTES: usize = 1 + 5 + 5 + 8 + 3 + 3 + 2 + 5 + 2;
 
 const SEQ_GAP: u8 = 1 << 0;
 const TICK_GAP: u8 = 1 << 1;
@@ -39,188 +57,340 @@ const PITCH: u8 = 1 << 5;
 const BUTTONS: u8 = 1 << 6;
 const VIEW: u8 = 1 << 7;
 
-/// Which fields of `c` differ from `newer`, the command after it, as flag bits.
-fn change_flags(newer: &InputCmd, c: &InputCmd) -> u8 {
-    let mut flags = 0;
-    let mut set = |bit: u8, changed: bool| {
-        if changed {
-            flags |= bit;
-        }
-    };
-    set(SEQ_GAP, newer.seq.wrapping_sub(c.seq) != 1);
-    set(TICK_GAP, newer.client_tick.wrapping_sub(c.client_tick) != 1);
-    // Bit comparisons: -0.0 and NaN (refused on decode anyway) travel exactly.
-    set(FORWARD, c.forward.to_bits() != newer.forward.to_bits());
-    set(RIGHT, c.right.to_bits() != newer.right.to_bits());
-    set(YAW, angle_steps(c.yaw) != angle_steps(newer.yaw));
-    set(PITCH, angle_steps(c.pitch) != angle_steps(newer.pitch));
-    set(
-        BUTTONS,
-        (c.buttons, c.weapon_slot) != (newer.buttons, newer.weapon_slot),
-    );
-    set(
-        VIEW,
-        (c.view_tick, c.view_frac) != (newer.view_tick, newer.view_frac),
-    );
-    flags
+/// One link of the chain: what changed from the command before. Fields not flagged keep
+/// their defaults.
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+struct Link {
+    flags: u8,
+    seq_gap: u32,
+    /// The client-tick gap less the sequence gap.
+    tick_offset: i32,
+    forward: f32,
+    right: f32,
+    yaw: i16,
+    pitch: i16,
+    buttons: u8,
+    slot: u8,
+    view_gap: i32,
+    view_frac: u16,
 }
 
-/// Encodes commands (newest first) as described in the module docs.
-pub fn encode(cmds: &[InputCmd]) -> Vec<u8> {
-    let mut out = Vec::with_capacity(1 + cmds.len() * 4);
-    out.push(cmds.len().min(u8::MAX as usize) as u8);
-    let Some(first) = cmds.first() else {
-        return out;
-    };
-    put_varint(&mut out, first.seq.into());
-    put_varint(&mut out, first.client_tick.into());
-    for v in [first.forward, first.right] {
-        put_f32(&mut out, v);
+impl Link {
+    /// What changed from `prev` to the newer `c`.
+    fn between(prev: &InputCmd, c: &InputCmd) -> Self {
+        let seq_gap = c.seq.wrapping_sub(prev.seq);
+        let tick_gap = c.client_tick.wrapping_sub(prev.client_tick);
+        let mut link = Self {
+            seq_gap,
+            // Reinterpreted, not converted: any gap has an offset and comes back exactly.
+            tick_offset: tick_gap.wrapping_sub(seq_gap) as i32,
+            forward: c.forward,
+            right: c.right,
+            yaw: angle_steps(c.yaw).wrapping_sub(angle_steps(prev.yaw)),
+            pitch: angle_steps(c.pitch).wrapping_sub(angle_steps(prev.pitch)),
+            buttons: c.buttons.0,
+            slot: c.weapon_slot,
+            view_gap: c.view_tick.wrapping_sub(prev.view_tick) as i32,
+            view_frac: c.view_frac,
+            flags: 0,
+        };
+        let mut set = |bit: u8, changed: bool| {
+            if changed {
+                link.flags |= bit;
+            }
+        };
+        set(SEQ_GAP, seq_gap != 1);
+        set(TICK_GAP, link.tick_offset != 0);
+        // Bit comparisons: -0.0 travels exactly.
+        set(FORWARD, c.forward.to_bits() != prev.forward.to_bits());
+        set(RIGHT, c.right.to_bits() != prev.right.to_bits());
+        set(YAW, link.yaw != 0);
+        set(PITCH, link.pitch != 0);
+        set(
+            BUTTONS,
+            (c.buttons, c.weapon_slot) != (prev.buttons, prev.weapon_slot),
+        );
+        set(
+            VIEW,
+            (c.view_tick, c.view_frac) != (prev.view_tick, prev.view_frac),
+        );
+        link.unflagged_cleared()
     }
-    for a in [first.yaw, first.pitch] {
-        out.extend_from_slice(&angle_steps(a).to_le_bytes());
+
+    /// This link with the fields its flags leave out at their defaults, as they are
+    /// when read: one link, one value.
+    fn unflagged_cleared(self) -> Self {
+        fn keep<T: Default>(flags: u8, bit: u8, v: T) -> T {
+            if flags & bit != 0 { v } else { T::default() }
+        }
+        let f = self.flags;
+        Self {
+            flags: self.flags,
+            seq_gap: keep(f, SEQ_GAP, self.seq_gap),
+            tick_offset: keep(f, TICK_GAP, self.tick_offset),
+            forward: keep(f, FORWARD, self.forward),
+            right: keep(f, RIGHT, self.right),
+            yaw: keep(f, YAW, self.yaw),
+            pitch: keep(f, PITCH, self.pitch),
+            buttons: keep(f, BUTTONS, self.buttons),
+            slot: keep(f, BUTTONS, self.slot),
+            view_gap: keep(f, VIEW, self.view_gap),
+            view_frac: keep(f, VIEW, self.view_frac),
+        }
     }
-    out.extend_from_slice(&[first.buttons.0, first.weapon_slot]);
-    put_varint(&mut out, first.view_tick.into());
-    out.extend_from_slice(&first.view_frac.to_le_bytes());
-    for pair in cmds.windows(2) {
-        let (newer, c) = (&pair[0], &pair[1]);
-        let seq_gap = newer.seq.wrapping_sub(c.seq);
-        let tick_gap = newer.client_tick.wrapping_sub(c.client_tick);
-        let view_gap = c.view_tick.wrapping_sub(newer.view_tick) as i32;
-        let flags = change_flags(newer, c);
-        out.push(flags);
-        if flags & SEQ_GAP != 0 {
-            put_varint(&mut out, seq_gap.into());
+
+    /// The command after `prev` this link describes; `None` when its sequence would pass
+    /// the counter's range.
+    fn apply(&self, prev: &InputCmd) -> Option<InputCmd> {
+        let has = |bit: u8| self.flags & bit != 0;
+        let seq_gap = if has(SEQ_GAP) { self.seq_gap } else { 1 };
+        let mut c = *prev;
+        c.seq = prev.seq.checked_add(seq_gap)?;
+        c.client_tick = prev
+            .client_tick
+            .wrapping_add(seq_gap)
+            .wrapping_add(self.tick_offset as u32);
+        if has(FORWARD) {
+            c.forward = self.forward;
         }
-        if flags & TICK_GAP != 0 {
-            put_varint(&mut out, tick_gap.into());
+        if has(RIGHT) {
+            c.right = self.right;
         }
-        for (bit, v) in [(FORWARD, c.forward), (RIGHT, c.right)] {
-            if flags & bit != 0 {
-                put_f32(&mut out, v);
+        if has(YAW) {
+            c.yaw = angle_of_steps(angle_steps(prev.yaw).wrapping_add(self.yaw));
+        }
+        if has(PITCH) {
+            c.pitch = angle_of_steps(angle_steps(prev.pitch).wrapping_add(self.pitch));
+        }
+        if has(BUTTONS) {
+            c.buttons = Buttons(self.buttons);
+            c.weapon_slot = self.slot;
+        }
+        if has(VIEW) {
+            c.view_tick = prev.view_tick.wrapping_add(self.view_gap as u32);
+            c.view_frac = self.view_frac;
+        }
+        Some(c)
+    }
+
+    fn write(&self, out: &mut Vec<u8>) {
+        let has = |bit: u8| self.flags & bit != 0;
+        out.push(self.flags);
+        if has(SEQ_GAP) {
+            put_varint(out, self.seq_gap.into());
+        }
+        if has(TICK_GAP) {
+            put_zigzag(out, self.tick_offset);
+        }
+        for (bit, v) in [(FORWARD, self.forward), (RIGHT, self.right)] {
+            if has(bit) {
+                put_f32(out, v);
             }
         }
-        for (bit, now, then) in [(YAW, c.yaw, newer.yaw), (PITCH, c.pitch, newer.pitch)] {
-            if flags & bit != 0 {
-                put_zigzag(
-                    &mut out,
-                    angle_steps(now).wrapping_sub(angle_steps(then)).into(),
-                );
+        for (bit, v) in [(YAW, self.yaw), (PITCH, self.pitch)] {
+            if has(bit) {
+                put_zigzag(out, v.into());
             }
         }
-        if flags & BUTTONS != 0 {
-            out.extend_from_slice(&[c.buttons.0, c.weapon_slot]);
+        if has(BUTTONS) {
+            out.extend_from_slice(&[self.buttons, self.slot]);
         }
-        if flags & VIEW != 0 {
-            // Zigzag: small steps either way stay small.
-            put_zigzag(&mut out, view_gap);
-            out.extend_from_slice(&c.view_frac.to_le_bytes());
+        if has(VIEW) {
+            put_zigzag(out, self.view_gap);
+            out.extend_from_slice(&self.view_frac.to_le_bytes());
         }
     }
-    out
+
+    /// Reads a link, refusing what no encoder writes: a gap of 0 or 1 flagged, a zero
+    /// change, an angle change past an i16, a number that is not finite, a weapon slot out
+    /// of range.
+    fn read(r: &mut Reader) -> Result<Self, &'static str> {
+        let mut link = Self {
+            flags: r.byte()?,
+            ..Self::default()
+        };
+        let has = |bit: u8| link.flags & bit != 0;
+        if has(SEQ_GAP) {
+            link.seq_gap = r.varint()?;
+            if link.seq_gap <= 1 {
+                return Err("input sequence gap out of range");
+            }
+        }
+        if has(TICK_GAP) {
+            link.tick_offset = nonzero(r.zigzag()?)?;
+        }
+        if has(FORWARD) {
+            link.forward = finite(r.f32()?)?;
+        }
+        if has(RIGHT) {
+            link.right = finite(r.f32()?)?;
+        }
+        if has(YAW) {
+            link.yaw = angle_change(r.zigzag()?)?;
+        }
+        if has(PITCH) {
+            link.pitch = angle_change(r.zigzag()?)?;
+        }
+        if has(BUTTONS) {
+            link.buttons = r.byte()?;
+            link.slot = r.byte()?;
+            if link.slot > WEAPON_SLOTS {
+                return Err("weapon slot out of range");
+            }
+        }
+        if has(VIEW) {
+            link.view_gap = r.zigzag()?;
+            link.view_frac = r.u16()?;
+        }
+        Ok(link)
+    }
 }
 
-/// `from` turned by `change` steps; a change past an i16's range (a second encoding of
-/// a smaller one) is refused.
-fn angle_changed(from: f32, change: i32) -> Result<f32, CmdsError> {
-    let change = i16::try_from(change).map_err(|_| CmdsError("angle change out of range"))?;
-    Ok(angle_of_steps(angle_steps(from).wrapping_add(change)))
+fn nonzero(v: i32) -> Result<i32, &'static str> {
+    if v == 0 {
+        return Err("a change of zero flagged");
+    }
+    Ok(v)
 }
 
-/// Why encoded commands were refused.
+fn finite(v: f32) -> Result<f32, &'static str> {
+    if !v.is_finite() {
+        return Err("input command holds NaN or infinity");
+    }
+    Ok(v)
+}
+
+/// A change past an i16's range would be a second encoding of a smaller one.
+fn angle_change(v: i32) -> Result<i16, &'static str> {
+    let v = i16::try_from(nonzero(v)?).map_err(|_| "angle change out of range")?;
+    Ok(v)
+}
+
+/// Why an input packet's commands could not be had.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CmdsError(pub &'static str);
 
-impl From<&'static str> for CmdsError {
-    fn from(e: &'static str) -> Self {
-        Self(e)
-    }
+/// Inputs from a client, sent once per frame that made new commands, on the unreliable
+/// channel, as a chain of changes (see the module docs). Reading checks its form;
+/// [`Self::commands`] applies it to the base.
+#[derive(Debug, Clone, PartialEq)]
+pub struct InputPacket {
+    /// Newest snapshot sequence the client has received (0 = none): the baseline a
+    /// delta-compressing server may encode against.
+    pub ack_snapshot: u32,
+    /// The command the chain starts from, one the server has received; 0 for none.
+    pub base_seq: u32,
+    /// Oldest first.
+    links: Vec<Link>,
 }
 
-/// Decodes what [`encode`] wrote: 1 to [`MAX_PACKET_CMDS`] commands, sequence numbers
-/// non-zero and strictly decreasing, nothing left over.
-pub fn decode(bytes: &[u8]) -> Result<Vec<InputCmd>, CmdsError> {
-    let mut r = Reader(bytes);
-    let count = r.byte()? as usize;
-    if count == 0 || count > MAX_PACKET_CMDS {
-        return Err(CmdsError("command count out of range"));
-    }
-    let mut cmds = Vec::with_capacity(count);
-    let mut newer = InputCmd {
-        seq: r.varint()?,
-        client_tick: r.varint()?,
-        forward: r.f32()?,
-        right: r.f32()?,
-        yaw: angle_of_steps(r.u16()? as i16),
-        pitch: angle_of_steps(r.u16()? as i16),
-        buttons: Buttons(r.byte()?),
-        weapon_slot: r.byte()?,
-        view_tick: r.varint()?,
-        view_frac: r.u16()?,
-    };
-    if newer.seq == 0 {
-        return Err(CmdsError("input sequence 0 is reserved"));
-    }
-    cmds.push(newer);
-    for _ in 1..count {
-        let flags = r.byte()?;
-        let mut c = newer;
-        let seq_gap = if flags & SEQ_GAP != 0 { r.varint()? } else { 1 };
-        // Strictly older, and never down to the reserved 0.
-        if seq_gap == 0 || seq_gap >= newer.seq {
-            return Err(CmdsError("input sequence gap out of range"));
+impl InputPacket {
+    /// A packet of `cmds` (newest first, sequence numbers falling, each above the base's),
+    /// written against `base` (or the all-zero command).
+    pub fn new(ack_snapshot: u32, base: Option<&InputCmd>, cmds: &[InputCmd]) -> Self {
+        let zero = InputCmd::default();
+        let mut prev = base.unwrap_or(&zero);
+        let mut links = Vec::with_capacity(cmds.len());
+        for c in cmds.iter().rev() {
+            links.push(Link::between(prev, c));
+            prev = c;
         }
-        c.seq = newer.seq - seq_gap;
-        let tick_gap = if flags & TICK_GAP != 0 {
-            r.varint()?
-        } else {
-            1
+        Self {
+            ack_snapshot,
+            base_seq: base.map_or(0, |b| b.seq),
+            links,
+        }
+    }
+
+    /// Commands carried.
+    pub fn len(&self) -> usize {
+        self.links.len()
+    }
+
+    /// Whether it carries none (never, once read).
+    pub fn is_empty(&self) -> bool {
+        self.links.is_empty()
+    }
+
+    /// The commands, newest first, applied to `base`: the command numbered
+    /// [`Self::base_seq`], or `None` when that is 0. Refuses a base of another number,
+    /// a flag that names no change, and a sequence past the counter's range.
+    pub fn commands(&self, base: Option<&InputCmd>) -> Result<Vec<InputCmd>, CmdsError> {
+        let mut prev = match (self.base_seq, base) {
+            (0, None) => InputCmd::default(),
+            (seq, Some(b)) if seq == b.seq && seq != 0 => *b,
+            _ => return Err(CmdsError("not the packet's base")),
         };
-        c.client_tick = newer.client_tick.wrapping_sub(tick_gap);
-        if flags & FORWARD != 0 {
-            c.forward = r.f32()?;
+        let mut cmds = Vec::with_capacity(self.links.len());
+        for link in &self.links {
+            let c = link
+                .apply(&prev)
+                .ok_or(CmdsError("input sequence out of range"))?;
+            // A flag must name a real change, or one packet would have two encodings.
+            if Link::between(&prev, &c).flags != link.flags {
+                return Err(CmdsError(
+                    "a command flagged as changed where nothing changed",
+                ));
+            }
+            cmds.push(c);
+            prev = c;
         }
-        if flags & RIGHT != 0 {
-            c.right = r.f32()?;
-        }
-        if flags & YAW != 0 {
-            c.yaw = angle_changed(newer.yaw, r.zigzag()?)?;
-        }
-        if flags & PITCH != 0 {
-            c.pitch = angle_changed(newer.pitch, r.zigzag()?)?;
-        }
-        if flags & BUTTONS != 0 {
-            c.buttons = Buttons(r.byte()?);
-            c.weapon_slot = r.byte()?;
-        }
-        if flags & VIEW != 0 {
-            let gap = r.zigzag()?;
-            c.view_tick = newer.view_tick.wrapping_add(gap as u32);
-            c.view_frac = r.u16()?;
-        }
-        // A flag must name a real change, or one packet would have two encodings.
-        if flags != change_flags(&newer, &c) {
-            return Err(CmdsError(
-                "a command flagged as changed where nothing changed",
-            ));
-        }
-        cmds.push(c);
-        newer = c;
+        cmds.reverse();
+        Ok(cmds)
     }
-    r.finish()?;
-    Ok(cmds)
+
+    fn to_bytes(&self) -> Vec<u8> {
+        let mut out = Vec::with_capacity(12 + self.links.len() * 4);
+        put_varint(&mut out, self.ack_snapshot.into());
+        put_varint(&mut out, self.base_seq.into());
+        out.push(self.links.len().min(u8::MAX as usize) as u8);
+        for link in &self.links {
+            link.write(&mut out);
+        }
+        out
+    }
+
+    fn read(bytes: &[u8]) -> Result<Self, &'static str> {
+        let mut r = Reader(bytes);
+        let ack_snapshot = r.varint()?;
+        let base_seq = r.varint()?;
+        let count = r.byte()? as usize;
+        if count == 0 || count > MAX_PACKET_CMDS {
+            return Err("command count out of range");
+        }
+        let links = (0..count)
+            .map(|_| Link::read(&mut r))
+            .collect::<Result<_, _>>()?;
+        r.finish()?;
+        Ok(Self {
+            ack_snapshot,
+            base_seq,
+            links,
+        })
+    }
 }
 
-/// Serde glue: the commands travel as one byte string in the encoding above.
-pub(crate) fn serialize<S: Serializer>(cmds: &[InputCmd], s: S) -> Result<S::Ok, S::Error> {
-    encode(cmds).serialize(s)
+impl Wire for InputPacket {
+    /// Its byte string's length, the header and the links.
+    const MAX_BYTES: usize = 16 + MAX_PACKET_CMDS * MAX_LINK_BYTES;
+
+    /// Its form is checked as it is read; its commands, as they are applied.
+    fn validate(&self) -> Result<(), DecodeError> {
+        Ok(())
+    }
 }
 
-/// Serde glue: reads the byte string and decodes it.
-pub(crate) fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<InputCmd>, D::Error> {
-    let bytes = Vec::<u8>::deserialize(d)?;
-    decode(&bytes).map_err(|e| D::Error::custom(e.0))
+impl Serialize for InputPacket {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        self.to_bytes().serialize(s)
+    }
+}
+
+impl<'de> Deserialize<'de> for InputPacket {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let bytes = Vec::<u8>::deserialize(d)?;
+        Self::read(&bytes).map_err(D::Error::custom)
+    }
 }
 
 #[cfg(test)]
@@ -242,14 +412,28 @@ mod tests {
         }
     }
 
+    /// The packet's own bytes, without serde's length.
+    fn bytes(p: &InputPacket) -> Vec<u8> {
+        p.to_bytes()
+    }
+
+    fn read(bytes: &[u8]) -> Result<InputPacket, &'static str> {
+        InputPacket::read(bytes)
+    }
+
     #[test]
     fn commands_round_trip_and_repeats_cost_one_byte() {
         let same: Vec<InputCmd> = (1..=32).rev().map(cmd).collect();
-        let bytes = encode(&same);
-        let newest = encode(&same[..1]).len();
-        assert_eq!(bytes.len(), newest + 31, "one flag byte per older command");
-        assert!(newest <= 1 + 26);
-        assert_eq!(decode(&bytes), Ok(same.clone()));
+        let full = InputPacket::new(3, None, &same);
+        let oldest = bytes(&InputPacket::new(3, None, &same[31..])).len();
+        assert_eq!(
+            bytes(&full).len(),
+            oldest + 31,
+            "one flag byte per newer command"
+        );
+        assert!(oldest <= 3 + 26);
+        assert_eq!(read(&bytes(&full)), Ok(full.clone()));
+        assert_eq!(full.commands(None), Ok(same.clone()));
         let mut turning = same;
         for (i, c) in turning.iter_mut().enumerate() {
             c.yaw = angle_of_steps(angle_steps(i as f32 * 0.01));
@@ -268,50 +452,100 @@ mod tests {
                 c.client_tick = 7;
             }
         }
-        assert_eq!(decode(&encode(&turning)), Ok(turning));
+        let p = InputPacket::new(0, None, &turning);
+        assert_eq!(read(&bytes(&p)).unwrap().commands(None), Ok(turning));
+    }
+
+    #[test]
+    fn a_base_the_server_holds_makes_the_newest_command_cheap() {
+        let mut base = cmd(40);
+        base.view_tick = 80;
+        let mut newest = cmd(44);
+        newest.yaw = angle_of_steps(angle_steps(0.3));
+        newest.view_tick = 84;
+        let cmds = [newest, cmd(43), cmd(42), cmd(41)];
+        let full = bytes(&InputPacket::new(9, None, &cmds[..1]));
+        let p = InputPacket::new(9, Some(&base), &cmds);
+        // Flags, gap, a turn and a view change, and three repeats: less than the newest
+        // command alone in full.
+        assert!(
+            bytes(&p).len() < full.len(),
+            "{} vs {}",
+            bytes(&p).len(),
+            full.len()
+        );
+        let back = read(&bytes(&p)).unwrap();
+        assert_eq!(back.base_seq, 40);
+        assert_eq!(back.commands(Some(&base)), Ok(cmds.to_vec()));
+        // Another base, or none, is refused rather than misread.
+        assert!(back.commands(None).is_err());
+        assert!(back.commands(Some(&cmd(39))).is_err());
+        let mut impostor = base;
+        impostor.seq = 0;
+        assert!(
+            InputPacket::new(9, None, &cmds)
+                .commands(Some(&impostor))
+                .is_err()
+        );
     }
 
     #[test]
     fn hostile_bytes_are_refused() {
-        let good = encode(&[cmd(5), cmd(4)]);
+        let good = bytes(&InputPacket::new(7, None, &[cmd(5), cmd(4)]));
         for cut in 0..good.len() {
-            assert!(decode(&good[..cut]).is_err(), "cut at {cut}");
+            assert!(read(&good[..cut]).is_err(), "cut at {cut}");
         }
         let mut trailing = good.clone();
         trailing.push(0);
-        assert!(decode(&trailing).is_err());
+        assert!(read(&trailing).is_err());
+        // Header: ack 7, base 0, then the count.
         let mut zero = good.clone();
-        zero[0] = 0;
-        assert!(decode(&zero).is_err(), "no commands");
+        zero[2] = 0;
+        assert!(read(&zero).is_err(), "no commands");
         let mut many = good.clone();
-        many[0] = MAX_PACKET_CMDS as u8 + 1;
-        assert!(decode(&many).is_err(), "too many");
-        // Older commands must stay above sequence 0: a gap of 5 from 5 is refused.
-        let mut gap = encode(&[cmd(5)]);
-        gap[0] = 2;
-        gap.extend_from_slice(&[SEQ_GAP, 5]);
-        assert!(decode(&gap).is_err());
-        gap.truncate(gap.len() - 1);
-        gap.push(4);
-        assert_eq!(decode(&gap).unwrap()[1].seq, 1);
-        // A flag that names no change (a gap of one, an equal number) is refused: every
-        // packet has one encoding.
-        gap.truncate(gap.len() - 1);
-        gap.push(1);
-        assert!(decode(&gap).is_err());
-        let mut same = encode(&[cmd(5)]);
-        same[0] = 2;
+        many[2] = MAX_PACKET_CMDS as u8 + 1;
+        assert!(read(&many).is_err(), "too many");
+        let one = || bytes(&InputPacket::new(7, None, &[cmd(5)]));
+        // A gap of one flagged, or of zero, is refused; so is a zero change.
+        for link in [
+            vec![SEQ_GAP, 1],
+            vec![SEQ_GAP, 0],
+            vec![TICK_GAP, 0],
+            vec![YAW, 0],
+        ] {
+            let mut p = one();
+            p[2] = 2;
+            p.extend_from_slice(&link);
+            assert!(read(&p).is_err(), "{link:?}");
+        }
+        // A flag naming no change is found when the chain is applied.
+        let mut same = one();
+        same[2] = 2;
         same.push(FORWARD);
         same.extend_from_slice(&1.0f32.to_le_bytes());
-        assert!(decode(&same).is_err());
-        assert!(decode(&encode(&[cmd(0)])).is_err(), "sequence 0");
-        // An angle change past an i16 would be a second encoding of a smaller one.
-        let mut turn = encode(&[cmd(5)]);
-        turn[0] = 2;
+        assert!(read(&same).unwrap().commands(None).is_err());
+        // Sequence numbers cannot pass the counter's range.
+        let mut past = one();
+        past[2] = 2;
+        past.push(SEQ_GAP);
+        put_varint(&mut past, u32::MAX.into());
+        assert!(read(&past).unwrap().commands(None).is_err());
+        // Not finite, a slot out of range, an angle change past an i16.
+        let mut nan = one();
+        nan[2] = 2;
+        nan.push(RIGHT);
+        nan.extend_from_slice(&f32::NAN.to_le_bytes());
+        assert!(read(&nan).is_err());
+        let mut slot = one();
+        slot[2] = 2;
+        slot.extend_from_slice(&[BUTTONS, 0, WEAPON_SLOTS + 1]);
+        assert!(read(&slot).is_err());
+        let mut turn = one();
+        turn[2] = 2;
         turn.push(YAW);
         put_zigzag(&mut turn, 40_000);
-        assert!(decode(&turn).is_err());
+        assert!(read(&turn).is_err());
         // A varint of six bytes, or a fifth byte with high bits, is refused.
-        assert!(decode(&[1, 0xff, 0xff, 0xff, 0xff, 0x7f]).is_err());
+        assert!(read(&[0xff, 0xff, 0xff, 0xff, 0x7f, 0, 1, 0]).is_err());
     }
 }

@@ -1,9 +1,9 @@
 //! The unreliable channel's two messages: what a client sends (inputs, pings) and what
 //! the server sends (snapshots, pongs), each wrapped so one channel carries both.
 
+use crate::cmds::InputPacket;
 use crate::codec::{DecodeError, Wire};
 use crate::delta::SnapshotPacket;
-use crate::messages::InputPacket;
 use serde::{Deserialize, Serialize};
 
 /// Unreliable messages from a client.

@@ -34,16 +34,16 @@ mod token;
 mod tests;
 
 pub use channel::{Channel, connection_config};
-pub use cmds::MAX_PACKET_CMDS;
+pub use cmds::{CmdsError, INPUT_BASE_SPAN, InputPacket, MAX_PACKET_CMDS};
 pub use codec::{DecodeError, EncodeError, Wire, peek_welcome_version};
 pub use datagrams::{ClientDatagram, ServerDatagram};
 pub use delta::{
     CLIENT_BASELINES, MAX_BASELINE_AGE, SnapshotHistory, SnapshotPacket, Unresolved, carried,
 };
 pub use messages::{
-    ClientMessage, InputPacket, MAX_CHAT_LEN, MAX_NAME_LEN, MAX_SERVER_NAME_LEN,
-    MAX_SNAPSHOT_PLAYERS, MAX_SNAPSHOT_PROJECTILES, PlayerSnap, ProjectileSnap, ResumeSecret,
-    ScoreLine, ServerMessage, Snapshot, Welcome,
+    ClientMessage, MAX_CHAT_LEN, MAX_NAME_LEN, MAX_SERVER_NAME_LEN, MAX_SNAPSHOT_PLAYERS,
+    MAX_SNAPSHOT_PROJECTILES, PlayerSnap, ProjectileSnap, ResumeSecret, ScoreLine, ServerMessage,
+    Snapshot, Welcome,
 };
 pub use text::{RESERVED_NAMES, clean_text, is_reserved_name, name_key};
 pub use token::{
@@ -51,7 +51,7 @@ pub use token::{
 };
 
 /// Version of this protocol; a client and server must agree on it exactly.
-pub const PROTOCOL_VERSION: u32 = 10;
+pub const PROTOCOL_VERSION: u32 = 11;
 
 /// Identifies Sightline traffic to netcode, which drops packets of other games. It does not
 /// change with [`PROTOCOL_VERSION`], so a mismatched client still reaches the handshake

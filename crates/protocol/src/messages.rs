@@ -1,11 +1,10 @@
 //! The messages themselves.
 
-use crate::cmds::{MAX_CMD_BYTES, MAX_PACKET_CMDS};
 use crate::codec::{DecodeError, Wire};
 use serde::{Deserialize, Serialize};
 use sightline_combat::{GameMode, Team, WeaponKind};
 use sightline_movement::{GridState, MoveFlags, PlayerState};
-use sightline_sim::{Buttons, InputCmd, MAX_PITCH_DEG, PlayerId, WEAPON_SLOTS};
+use sightline_sim::{Buttons, InputCmd, MAX_PITCH_DEG, PlayerId};
 
 /// Longest player name, in bytes.
 pub const MAX_NAME_LEN: usize = 32;
@@ -287,49 +286,6 @@ impl Wire for ServerMessage {
             Self::MatchEnded { winner } => check_text("winner", winner, MAX_CHAT_LEN),
             Self::MapChange { map_name, .. } => check_map_name(map_name),
         }
-    }
-}
-
-/// Inputs from a client, sent once per frame that made new commands, on the unreliable
-/// channel.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct InputPacket {
-    /// Newest snapshot sequence the client has received (0 = none): the baseline a
-    /// delta-compressing server may encode against.
-    pub ack_snapshot: u32,
-    /// Newest command first, then every earlier one the server has not acknowledged
-    /// within the client's redundancy window, at most [`MAX_PACKET_CMDS`] in all; encoded
-    /// against each other (see [`crate::cmds`]).
-    #[serde(with = "crate::cmds")]
-    pub cmds: Vec<InputCmd>,
-}
-
-impl Wire for InputPacket {
-    const MAX_BYTES: usize = 16 + MAX_PACKET_CMDS * MAX_CMD_BYTES;
-
-    fn validate(&self) -> Result<(), DecodeError> {
-        if self.cmds.is_empty() || self.cmds.len() > MAX_PACKET_CMDS {
-            return Err(invalid(format!(
-                "input packet carries {} commands (1 to {MAX_PACKET_CMDS} allowed)",
-                self.cmds.len()
-            )));
-        }
-        if self.cmds.windows(2).any(|w| w[1].seq >= w[0].seq) {
-            return Err(invalid("input commands not newest-first"));
-        }
-        for cmd in &self.cmds {
-            let numbers = [cmd.forward, cmd.right, cmd.yaw, cmd.pitch];
-            if numbers.iter().any(|n| !n.is_finite()) {
-                return Err(invalid("input command holds NaN or infinity"));
-            }
-            if cmd.weapon_slot > WEAPON_SLOTS {
-                return Err(invalid("weapon slot out of range"));
-            }
-            if cmd.seq == 0 {
-                return Err(invalid("input sequence 0 is reserved"));
-            }
-        }
-        Ok(())
     }
 }
 

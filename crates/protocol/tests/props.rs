@@ -157,22 +157,34 @@ fn input_cmd() -> impl Strategy<Value = InputCmd> {
         )
 }
 
-/// 1 to [`MAX_PACKET_CMDS`] commands, newest (highest non-zero sequence) first.
-fn input_packet() -> impl Strategy<Value = InputPacket> {
+/// 1 to [`MAX_PACKET_CMDS`] commands, newest (highest non-zero sequence) first, and the
+/// base they are written against (below all of them), if any.
+fn input_cmds() -> impl Strategy<Value = (Option<InputCmd>, Vec<InputCmd>)> {
     (
-        u32_any(),
-        prop::collection::btree_set(1u32.., 1..=MAX_PACKET_CMDS),
-        prop::collection::vec(input_cmd(), MAX_PACKET_CMDS),
+        prop::collection::btree_set(1u32.., 2..=MAX_PACKET_CMDS + 1),
+        prop::collection::vec(input_cmd(), MAX_PACKET_CMDS + 1),
+        any::<bool>(),
     )
-        .prop_map(|(ack_snapshot, seqs, cmds)| InputPacket {
-            ack_snapshot,
-            cmds: seqs
+        .prop_map(|(seqs, cmds, based)| {
+            let mut cmds: Vec<InputCmd> = seqs
                 .into_iter()
                 .rev()
                 .zip(cmds)
                 .map(|(seq, cmd)| InputCmd { seq, ..cmd })
-                .collect(),
+                .collect();
+            let base = cmds.pop().expect("two or more");
+            // Without a base, the lowest number is a command too, while there is room.
+            if !based && cmds.len() < MAX_PACKET_CMDS {
+                cmds.push(base);
+            }
+            (based.then_some(base), cmds)
         })
+}
+
+fn input_packet() -> impl Strategy<Value = InputPacket> {
+    (u32_any(), input_cmds()).prop_map(|(ack_snapshot, (base, cmds))| {
+        InputPacket::new(ack_snapshot, base.as_ref(), &cmds)
+    })
 }
 
 fn weapon() -> impl Strategy<Value = WeaponKind> {
@@ -604,6 +616,15 @@ wire_properties!(
 
 proptest! {
     #![proptest_config(config())]
+
+    /// Commands written against a base, or none, come back exactly from their bytes.
+    #[test]
+    fn input_packets_give_back_their_commands(ack in u32_any(), (base, cmds) in input_cmds()) {
+        let packet = InputPacket::new(ack, base.as_ref(), &cmds);
+        let read = InputPacket::decode(&packet.encode().unwrap());
+        prop_assert_eq!(read.as_ref(), Ok(&packet));
+        prop_assert_eq!(packet.commands(base.as_ref()), Ok(cmds));
+    }
 
     /// A snapshot encoded in full, or against any baseline, resolves to itself.
     #[test]

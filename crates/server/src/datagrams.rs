@@ -81,9 +81,26 @@ pub(crate) fn receive_datagrams(
                 conn.refuse_command(&mut server, now, &mut stats);
                 continue;
             }
+            // The chain starts from a command this client sent before; one no longer
+            // held is dropped and counted (the next packets name a newer base), one that
+            // does not apply to it is malformed.
+            let base = match packet.base_seq {
+                0 => None,
+                seq => match buffer.received(seq) {
+                    Some(base) => Some(*base),
+                    None => {
+                        stats.unresolved_inputs = stats.unresolved_inputs.saturating_add(1);
+                        continue;
+                    }
+                },
+            };
+            let Ok(cmds) = packet.commands(base.as_ref()) else {
+                conn.offend_malformed(&mut server, false, now, &mut stats);
+                continue;
+            };
             conn.conduct.last_command_at = now;
             buffer.ack_snapshot = buffer.ack_snapshot.max(packet.ack_snapshot);
-            for cmd in packet.cmds.iter().rev() {
+            for cmd in cmds.iter().rev() {
                 if buffer.push(*cmd, ack_tick) == Push::TooFarAhead {
                     conn.refuse_command(&mut server, now, &mut stats);
                     break;

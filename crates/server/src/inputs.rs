@@ -4,6 +4,7 @@
 use crate::stats::ServerStats;
 use bevy::prelude::*;
 use sightline_combat::ViewWindow;
+use sightline_protocol::INPUT_BASE_SPAN;
 use sightline_sim::{BotControlled, CurrentCmd, Held, InputCmd, PlayerId, Tick, TickConfig};
 use std::collections::VecDeque;
 
@@ -101,6 +102,9 @@ pub struct InputBuffer {
     /// Newest snapshot the client acknowledged.
     pub ack_snapshot: u32,
     timing: InputTiming,
+    /// The last [`INPUT_BASE_SPAN`] commands received, at their sequence modulo the span:
+    /// what input packets are written against.
+    received: Box<[InputCmd]>,
 }
 
 impl InputBuffer {
@@ -124,7 +128,15 @@ impl InputBuffer {
             holds: 0,
             ack_snapshot: 0,
             timing: InputTiming::default(),
+            received: vec![InputCmd::default(); INPUT_BASE_SPAN as usize].into_boxed_slice(),
         }
+    }
+
+    /// The received command numbered `seq`, while it is among the last
+    /// [`INPUT_BASE_SPAN`] received; never for 0.
+    pub fn received(&self, seq: u32) -> Option<&InputCmd> {
+        let cmd = &self.received[(seq % INPUT_BASE_SPAN) as usize];
+        (seq != 0 && cmd.seq == seq).then_some(cmd)
     }
 
     /// Adds a received command, sent in a packet that acknowledged the snapshot of
@@ -132,12 +144,19 @@ impl InputBuffer {
     /// buffer keeps what it holds and refuses a newer command; one older than everything
     /// waiting (it fills a hole) takes the place of the newest.
     pub fn push(&mut self, cmd: InputCmd, ack_tick: Option<u32>) -> Push {
+        // No underflow: seq > last_simulated here.
+        if cmd.seq > self.last_simulated && cmd.seq - self.last_simulated > self.max_ahead {
+            return Push::TooFarAhead;
+        }
+        // Kept as received, simulated or not: the client may write later packets
+        // against any command the server acknowledges. A late copy of an older command
+        // never replaces a newer one.
+        let slot = &mut self.received[(cmd.seq % INPUT_BASE_SPAN) as usize];
+        if cmd.seq > slot.seq {
+            *slot = cmd;
+        }
         if cmd.seq <= self.last_simulated {
             return Push::Duplicate;
-        }
-        // No underflow: seq > last_simulated here.
-        if cmd.seq - self.last_simulated > self.max_ahead {
-            return Push::TooFarAhead;
         }
         let at = match self.pending.binary_search_by_key(&cmd.seq, |w| w.cmd.seq) {
             Ok(_) => return Push::Duplicate,

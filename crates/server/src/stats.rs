@@ -17,6 +17,9 @@ pub struct ServerStats {
     pub kicks: u64,
     /// Commands refused as impossible (a sequence far ahead, an unknown acknowledgement).
     pub refused_commands: u64,
+    /// Input packets dropped because the command they were written against is no longer
+    /// held (older than the last `INPUT_BASE_SPAN` received, or never received).
+    pub unresolved_inputs: u64,
 }
 
 /// renet sends an unreliable message longer than this in slices, one datagram each: a

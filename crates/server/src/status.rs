@@ -40,7 +40,7 @@ impl StatusSources<'_, '_> {
             "status: players={} bots={} tick_p50_ms={p50:.3} tick_p99_ms={p99:.3} \
              tick_max_ms={max:.3} out_kBps={:.1} in_kBps={:.1} kicks={} strikes={} \
              malformed={} malformed_bundles={} over_budget={} refused_commands={} \
-             refused_shots={} \
+             unresolved_inputs={} refused_shots={} \
              junk_datagrams={} handshakes_refused={} connections_refused={} \
              tokens_issued={} tokens_refused={} token_requests_dropped={}",
             self.slots.len(),
@@ -53,6 +53,7 @@ impl StatusSources<'_, '_> {
             net.malformed_bundles,
             stats.over_budget,
             stats.refused_commands,
+            stats.unresolved_inputs,
             self.lagcomp.refused,
             net.junk_datagrams,
             net.handshakes_refused,
