@@ -269,7 +269,7 @@ impl Attacker {
     }
 
     fn input(&mut self, ack: u32, cmds: Vec<InputCmd>) {
-        let packet = InputPacket::new(ack, None, &cmds);
+        let packet = InputPacket::new(ack, 0, None, &cmds);
         let bytes = ClientDatagram::Input(packet).encode().unwrap();
         self.send(Channel::Unreliable, bytes);
     }

@@ -81,7 +81,7 @@ pub fn join(s: &mut Stepper, i: usize, name: &str) -> Welcome {
 
 /// Sends input commands (newest first) in one packet.
 pub fn inputs(s: &mut Stepper, i: usize, cmds: Vec<InputCmd>) {
-    let packet = InputPacket::new(0, None, &cmds);
+    let packet = InputPacket::new(0, 0, None, &cmds);
     send(
         s,
         i,

@@ -183,7 +183,7 @@ impl InputHistory {
         let mut newest = self.last_seq;
         while newest > self.sent_seq.max(acked_seq) {
             let cmds = self.cmds_through(newest, acked_seq, window);
-            let Some(p) = self.packet_of(ack_snapshot, &cmds) else {
+            let Some(p) = self.packet_of(ack_snapshot, acked_seq, &cmds) else {
                 break;
             };
             packets.push(p);
@@ -208,12 +208,18 @@ impl InputHistory {
             .collect()
     }
 
-    /// A packet of `cmds` (newest first), written against the base when it is older than
-    /// all of them.
-    fn packet_of(&self, ack_snapshot: u32, cmds: &[InputCmd]) -> Option<InputPacket> {
+    /// A packet of `cmds` (newest first), acknowledging snapshot `ack_snapshot` (which
+    /// says `acked_seq` was simulated), written against the base when it is older than all
+    /// of them.
+    fn packet_of(
+        &self,
+        ack_snapshot: u32,
+        acked_seq: u32,
+        cmds: &[InputCmd],
+    ) -> Option<InputPacket> {
         let oldest = cmds.last()?.seq;
         let base = self.base().filter(|b| b.seq < oldest);
-        Some(InputPacket::new(ack_snapshot, base, cmds))
+        Some(InputPacket::new(ack_snapshot, acked_seq, base, cmds))
     }
 
     #[cfg(test)]
@@ -224,7 +230,8 @@ impl InputHistory {
         acked_seq: u32,
         window: usize,
     ) -> Option<InputPacket> {
-        self.packet_of(ack_snapshot, &self.cmds_through(newest, acked_seq, window))
+        let cmds = self.cmds_through(newest, acked_seq, window);
+        self.packet_of(ack_snapshot, acked_seq, &cmds)
     }
 
     /// Commands a packet repeats: [`MIN_REDUNDANCY_SECONDS`] or [`REDUNDANCY_FRAMES`]
@@ -424,7 +431,7 @@ mod tests {
         // One snapshot alone proves nothing; the next, with no repeats between, proves
         // the newest simulated command came from us.
         h.note_snapshot(5, 20, 3);
-        assert_eq!(h.packet_through(41, 5, 20, 8).unwrap().base_seq, 0);
+        assert_eq!(h.packet_through(41, 5, 20, 8).unwrap().base_offset, None);
         h.note_snapshot(6, 30, 4);
         assert_eq!(
             h.base_seq, 0,
@@ -434,7 +441,7 @@ mod tests {
         h.note_snapshot(6, 38, 4);
         assert_eq!(h.base_seq, 35, "an older snapshot teaches nothing");
         let p = h.packet_through(41, 7, 35, 8).unwrap();
-        assert_eq!(p.base_seq, 35);
+        assert_eq!(p.base_seq(35), Some(35));
         let base = h.base().copied();
         let read = InputPacket::decode(&p.encode().unwrap()).unwrap();
         let cmds = read.commands(base.as_ref()).unwrap();
@@ -444,13 +451,16 @@ mod tests {
         );
         assert_eq!(cmds[0], turned);
         // Cheaper than the same packet written from nothing.
-        let from_nothing = InputPacket::new(7, None, &cmds);
+        let from_nothing = InputPacket::new(7, 35, None, &cmds);
         assert!(p.encode().unwrap().len() < from_nothing.encode().unwrap().len());
         // A base the server may have let go of is not used.
         for tick in 41..41 + INPUT_BASE_SPAN {
             h.record(InputCmd::default(), tick);
         }
-        assert_eq!(h.packet_through(h.last_seq, 7, 35, 8).unwrap().base_seq, 0);
+        assert_eq!(
+            h.packet_through(h.last_seq, 7, 35, 8).unwrap().base_offset,
+            None
+        );
     }
 
     #[test]

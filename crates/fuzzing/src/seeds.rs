@@ -35,6 +35,10 @@ fn cmd(seq: u32) -> InputCmd {
     }
 }
 
+/// What every fuzzed input packet's acknowledged snapshot says was the newest command
+/// simulated: the packet's base offset counts back from it.
+pub const INPUT_ACKED: u32 = 298;
+
 /// The command every fuzzed input packet is applied to when it names a base.
 pub fn input_base(seq: u32) -> InputCmd {
     cmd(seq)
@@ -210,10 +214,11 @@ pub fn client_datagram() -> Vec<Vec<u8>> {
     encoded(&[
         ClientDatagram::Input(InputPacket::new(
             5,
+            INPUT_ACKED,
             Some(&input_base(296)),
             &[turned(300), turned(299), cmd(298), cmd(297)],
         )),
-        ClientDatagram::Input(InputPacket::new(0, None, &[cmd(1)])),
+        ClientDatagram::Input(InputPacket::new(0, 0, None, &[cmd(1)])),
         ClientDatagram::Ping {
             client_time_us: 123_456_789,
         },

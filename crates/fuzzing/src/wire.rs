@@ -63,8 +63,9 @@ pub fn server_message(data: &[u8]) {
 
 /// Unreliable client datagrams, as the server reads them. A canonical input datagram is
 /// its variant tag (0) followed by the input packet's own encoding. A packet whose chain
-/// applies (from nothing, or to [`crate::seeds::input_base`]) gives commands that write,
-/// against the same base, the very same packet.
+/// applies (from nothing, or to [`crate::seeds::input_base`] counted back from
+/// [`crate::seeds::INPUT_ACKED`]) gives commands that write, against the same base, the
+/// very same packet.
 pub fn client_datagram(data: &[u8]) {
     let Some(ClientDatagram::Input(packet)) = decode_checked::<ClientDatagram>(data) else {
         return;
@@ -73,10 +74,11 @@ pub fn client_datagram(data: &[u8]) {
         assert_eq!(data[0], 0);
         assert_eq!(InputPacket::decode(&data[1..]).as_ref(), Ok(&packet));
     }
-    let base = (packet.base_seq != 0).then(|| crate::seeds::input_base(packet.base_seq));
+    let acked = crate::seeds::INPUT_ACKED;
+    let base = packet.base_seq(acked).map(crate::seeds::input_base);
     if let Ok(cmds) = packet.commands(base.as_ref()) {
         assert_eq!(
-            InputPacket::new(packet.ack_snapshot, base.as_ref(), &cmds),
+            InputPacket::new(packet.ack_snapshot, acked, base.as_ref(), &cmds),
             packet
         );
     }

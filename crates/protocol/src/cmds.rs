@@ -5,11 +5,13 @@
 //! window (up to [`MAX_PACKET_CMDS`]). Consecutive commands are mostly the same, so the
 //! packet is a chain, oldest first: each command is written as what changed from the one
 //! before it, and the oldest as what changed from the packet's *base*. The base is a
-//! command of the client's that the server has received (its number, `base_seq`, travels
-//! in the packet; the client learns it from snapshots), so the newest command costs what
-//! changed since then rather than every field. Without a base (`base_seq` 0, as when a
-//! client starts) the chain starts from the all-zero command, which writes the first
-//! command in full through the same code.
+//! command of the client's that the server has received (the client learns which from
+//! snapshots), so the newest command costs what changed since then rather than every
+//! field. The packet names its base by how far it lies before the newest command the
+//! acknowledged snapshot says the server simulated, which is usually the base itself: one
+//! byte, however long the session. Without a base (as when a client starts) the chain
+//! starts from the all-zero command, which writes the first command in full through the
+//! same code.
 //!
 //! A link is a byte of flags, then only the fields it flags:
 //!
@@ -23,7 +25,8 @@
 //! - the view time, as the zigzagged tick gap and the new fraction (u16).
 //!
 //! A command repeated unchanged costs one byte; a frame's turn two to four more. The
-//! header is the acknowledged snapshot and the base as varints, then the count. Reading
+//! header is the acknowledged snapshot and the base's offset (plus one; 0 for none) as
+//! varints; the links run to the end of the packet's bytes. Reading
 //! checks the form (counts, shortest varints, every flagged change a real one where that
 //! can be told without the base, finite numbers); [`InputPacket::commands`] applies the
 //! chain to the base and refuses any flag that names no change, so one list of commands
@@ -278,16 +281,23 @@ pub struct InputPacket {
     /// Newest snapshot sequence the client has received (0 = none): the baseline a
     /// delta-compressing server may encode against.
     pub ack_snapshot: u32,
-    /// The command the chain starts from, one the server has received; 0 for none.
-    pub base_seq: u32,
+    /// How many commands the base lies before that snapshot's `ack_input_seq`
+    /// ([`Self::base_seq`]); `None` when the chain starts from nothing.
+    pub base_offset: Option<u32>,
     /// Oldest first.
     links: Vec<Link>,
 }
 
 impl InputPacket {
     /// A packet of `cmds` (newest first, sequence numbers falling, each above the base's),
-    /// written against `base` (or the all-zero command).
-    pub fn new(ack_snapshot: u32, base: Option<&InputCmd>, cmds: &[InputCmd]) -> Self {
+    /// acknowledging snapshot `ack_snapshot`, which says `acked_seq` was the newest command
+    /// simulated; written against `base` (or the all-zero command).
+    pub fn new(
+        ack_snapshot: u32,
+        acked_seq: u32,
+        base: Option<&InputCmd>,
+        cmds: &[InputCmd],
+    ) -> Self {
         let zero = InputCmd::default();
         let mut prev = base.unwrap_or(&zero);
         let mut links = Vec::with_capacity(cmds.len());
@@ -297,9 +307,15 @@ impl InputPacket {
         }
         Self {
             ack_snapshot,
-            base_seq: base.map_or(0, |b| b.seq),
+            base_offset: base.map(|b| acked_seq.wrapping_sub(b.seq)),
             links,
         }
+    }
+
+    /// The base's sequence number, given the acknowledged snapshot's `ack_input_seq`;
+    /// `None` for a chain from nothing.
+    pub fn base_seq(&self, acked_seq: u32) -> Option<u32> {
+        self.base_offset.map(|o| acked_seq.wrapping_sub(o))
     }
 
     /// Commands carried.
@@ -313,12 +329,13 @@ impl InputPacket {
     }
 
     /// The commands, newest first, applied to `base`: the command numbered
-    /// [`Self::base_seq`], or `None` when that is 0. Refuses a base of another number,
-    /// a flag that names no change, and a sequence past the counter's range.
+    /// [`Self::base_seq`], or `None` for a chain from nothing. Refuses a missing or
+    /// unwanted base, a flag that names no change, and a sequence past the counter's
+    /// range.
     pub fn commands(&self, base: Option<&InputCmd>) -> Result<Vec<InputCmd>, CmdsError> {
-        let mut prev = match (self.base_seq, base) {
-            (0, None) => InputCmd::default(),
-            (seq, Some(b)) if seq == b.seq && seq != 0 => *b,
+        let mut prev = match (self.base_offset, base) {
+            (None, None) => InputCmd::default(),
+            (Some(_), Some(b)) if b.seq != 0 => *b,
             _ => return Err(CmdsError("not the packet's base")),
         };
         let mut cmds = Vec::with_capacity(self.links.len());
@@ -342,8 +359,7 @@ impl InputPacket {
     fn to_bytes(&self) -> Vec<u8> {
         let mut out = Vec::with_capacity(12 + self.links.len() * 4);
         put_varint(&mut out, self.ack_snapshot.into());
-        put_varint(&mut out, self.base_seq.into());
-        out.push(self.links.len().min(u8::MAX as usize) as u8);
+        put_varint(&mut out, self.base_offset.map_or(0, |o| u64::from(o) + 1));
         for link in &self.links {
             link.write(&mut out);
         }
@@ -353,18 +369,23 @@ impl InputPacket {
     fn read(bytes: &[u8]) -> Result<Self, &'static str> {
         let mut r = Reader(bytes);
         let ack_snapshot = r.varint()?;
-        let base_seq = r.varint()?;
-        let count = r.byte()? as usize;
-        if count == 0 || count > MAX_PACKET_CMDS {
-            return Err("command count out of range");
+        let base_offset = match r.varint64()? {
+            0 => None,
+            n => Some(u32::try_from(n - 1).map_err(|_| "base offset out of range")?),
+        };
+        let mut links = Vec::new();
+        while !r.0.is_empty() {
+            if links.len() == MAX_PACKET_CMDS {
+                return Err("too many commands");
+            }
+            links.push(Link::read(&mut r)?);
         }
-        let links = (0..count)
-            .map(|_| Link::read(&mut r))
-            .collect::<Result<_, _>>()?;
-        r.finish()?;
+        if links.is_empty() {
+            return Err("no commands");
+        }
         Ok(Self {
             ack_snapshot,
-            base_seq,
+            base_offset,
             links,
         })
     }
@@ -372,7 +393,7 @@ impl InputPacket {
 
 impl Wire for InputPacket {
     /// Its byte string's length, the header and the links.
-    const MAX_BYTES: usize = 16 + MAX_PACKET_CMDS * MAX_LINK_BYTES;
+    const MAX_BYTES: usize = 20 + MAX_PACKET_CMDS * MAX_LINK_BYTES;
 
     /// Its form is checked as it is read; its commands, as they are applied.
     fn validate(&self) -> Result<(), DecodeError> {
@@ -412,7 +433,11 @@ mod tests {
         }
     }
 
-    /// The packet's own bytes, without serde's length.
+    /// A packet from nothing, acknowledging snapshot 3.
+    fn plain(cmds: &[InputCmd]) -> InputPacket {
+        InputPacket::new(3, 0, None, cmds)
+    }
+
     fn bytes(p: &InputPacket) -> Vec<u8> {
         p.to_bytes()
     }
@@ -424,14 +449,14 @@ mod tests {
     #[test]
     fn commands_round_trip_and_repeats_cost_one_byte() {
         let same: Vec<InputCmd> = (1..=32).rev().map(cmd).collect();
-        let full = InputPacket::new(3, None, &same);
-        let oldest = bytes(&InputPacket::new(3, None, &same[31..])).len();
+        let full = plain(&same);
+        let oldest = bytes(&plain(&same[31..])).len();
         assert_eq!(
             bytes(&full).len(),
             oldest + 31,
             "one flag byte per newer command"
         );
-        assert!(oldest <= 3 + 26);
+        assert!(oldest <= 2 + 26);
         assert_eq!(read(&bytes(&full)), Ok(full.clone()));
         assert_eq!(full.commands(None), Ok(same.clone()));
         let mut turning = same;
@@ -452,7 +477,7 @@ mod tests {
                 c.client_tick = 7;
             }
         }
-        let p = InputPacket::new(0, None, &turning);
+        let p = plain(&turning);
         assert_eq!(read(&bytes(&p)).unwrap().commands(None), Ok(turning));
     }
 
@@ -464,8 +489,10 @@ mod tests {
         newest.yaw = angle_of_steps(angle_steps(0.3));
         newest.view_tick = 84;
         let cmds = [newest, cmd(43), cmd(42), cmd(41)];
-        let full = bytes(&InputPacket::new(9, None, &cmds[..1]));
-        let p = InputPacket::new(9, Some(&base), &cmds);
+        let full = bytes(&plain(&cmds[..1]));
+        // The acknowledged snapshot said 40 was simulated: the base is 0 back.
+        let p = InputPacket::new(9, 40, Some(&base), &cmds);
+        assert_eq!(bytes(&p)[1], 1, "an offset of 0, plus one");
         // Flags, gap, a turn and a view change, and three repeats: less than the newest
         // command alone in full.
         assert!(
@@ -475,37 +502,39 @@ mod tests {
             full.len()
         );
         let back = read(&bytes(&p)).unwrap();
-        assert_eq!(back.base_seq, 40);
-        assert_eq!(back.commands(Some(&base)), Ok(cmds.to_vec()));
-        // Another base, or none, is refused rather than misread.
-        assert!(back.commands(None).is_err());
-        assert!(back.commands(Some(&cmd(39))).is_err());
-        let mut impostor = base;
-        impostor.seq = 0;
-        assert!(
-            InputPacket::new(9, None, &cmds)
-                .commands(Some(&impostor))
-                .is_err()
+        assert_eq!(back.base_seq(40), Some(40));
+        assert_eq!(
+            InputPacket::new(9, 43, Some(&base), &cmds).base_offset,
+            Some(3)
         );
+        assert_eq!(back.commands(Some(&base)), Ok(cmds.to_vec()));
+        // No base for a packet that has one, or one for a packet without, is refused.
+        assert!(back.commands(None).is_err());
+        assert!(plain(&cmds).commands(Some(&base)).is_err());
     }
 
     #[test]
     fn hostile_bytes_are_refused() {
-        let good = bytes(&InputPacket::new(7, None, &[cmd(5), cmd(4)]));
+        let good = bytes(&plain(&[cmd(5), cmd(4)]));
+        // Cut short, the links end early: refused, or (cut between links) fewer commands.
+        // On the wire the byte string's length comes first, so a cut datagram is refused
+        // before this.
         for cut in 0..good.len() {
-            assert!(read(&good[..cut]).is_err(), "cut at {cut}");
+            if let Ok(p) = read(&good[..cut]) {
+                assert_eq!(p.len(), 1, "cut at {cut}");
+            }
         }
-        let mut trailing = good.clone();
-        trailing.push(0);
-        assert!(read(&trailing).is_err());
-        // Header: ack 7, base 0, then the count.
-        let mut zero = good.clone();
-        zero[2] = 0;
-        assert!(read(&zero).is_err(), "no commands");
-        let mut many = good.clone();
-        many[2] = MAX_PACKET_CMDS as u8 + 1;
+        let mut cut = InputPacket::encode(&plain(&[cmd(5), cmd(4)])).unwrap();
+        cut.pop();
+        assert!(InputPacket::decode(&cut).is_err());
+        // Header: ack 3, no base; then the links, to the end.
+        assert!(read(&[3, 0]).is_err(), "no commands");
+        let mut many = bytes(&plain(&[cmd(1)]));
+        many.extend_from_slice(&[0; MAX_PACKET_CMDS]);
         assert!(read(&many).is_err(), "too many");
-        let one = || bytes(&InputPacket::new(7, None, &[cmd(5)]));
+        many.pop();
+        assert_eq!(read(&many).unwrap().len(), MAX_PACKET_CMDS);
+        let one = || bytes(&plain(&[cmd(5)]));
         // A gap of one flagged, or of zero, is refused; so is a zero change.
         for link in [
             vec![SEQ_GAP, 1],
@@ -514,38 +543,36 @@ mod tests {
             vec![YAW, 0],
         ] {
             let mut p = one();
-            p[2] = 2;
             p.extend_from_slice(&link);
             assert!(read(&p).is_err(), "{link:?}");
         }
         // A flag naming no change is found when the chain is applied.
         let mut same = one();
-        same[2] = 2;
         same.push(FORWARD);
         same.extend_from_slice(&1.0f32.to_le_bytes());
         assert!(read(&same).unwrap().commands(None).is_err());
         // Sequence numbers cannot pass the counter's range.
         let mut past = one();
-        past[2] = 2;
         past.push(SEQ_GAP);
         put_varint(&mut past, u32::MAX.into());
         assert!(read(&past).unwrap().commands(None).is_err());
         // Not finite, a slot out of range, an angle change past an i16.
         let mut nan = one();
-        nan[2] = 2;
         nan.push(RIGHT);
         nan.extend_from_slice(&f32::NAN.to_le_bytes());
         assert!(read(&nan).is_err());
         let mut slot = one();
-        slot[2] = 2;
         slot.extend_from_slice(&[BUTTONS, 0, WEAPON_SLOTS + 1]);
         assert!(read(&slot).is_err());
         let mut turn = one();
-        turn[2] = 2;
         turn.push(YAW);
         put_zigzag(&mut turn, 40_000);
         assert!(read(&turn).is_err());
-        // A varint of six bytes, or a fifth byte with high bits, is refused.
-        assert!(read(&[0xff, 0xff, 0xff, 0xff, 0x7f, 0, 1, 0]).is_err());
+        // A base offset past a u32, a varint of six bytes, or a fifth byte with high bits.
+        let mut far = vec![3];
+        put_varint(&mut far, u64::from(u32::MAX) + 2);
+        far.push(0);
+        assert!(read(&far).is_err());
+        assert!(read(&[0xff, 0xff, 0xff, 0xff, 0x7f, 0, 0]).is_err());
     }
 }

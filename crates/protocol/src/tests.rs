@@ -91,7 +91,7 @@ fn samples() -> (Vec<Vec<u8>>, Vec<fn(&[u8]) -> bool>) {
         .encode()
         .unwrap(),
         welcome().encode().unwrap(),
-        InputPacket::new(5, None, &[cmd(4), cmd(3), cmd(2), cmd(1)])
+        InputPacket::new(5, 0, None, &[cmd(4), cmd(3), cmd(2), cmd(1)])
             .encode()
             .unwrap(),
         full_bytes(&snapshot(MAX_SNAPSHOT_PLAYERS)),
@@ -117,7 +117,7 @@ fn every_message_round_trips() {
         ServerMessage::decode(&welcome().encode().unwrap()),
         Ok(welcome())
     );
-    let packet = InputPacket::new(5, None, &[cmd(4), cmd(3)]);
+    let packet = InputPacket::new(5, 0, None, &[cmd(4), cmd(3)]);
     let read = InputPacket::decode(&packet.encode().unwrap()).unwrap();
     assert_eq!(read, packet);
     assert_eq!(read.commands(None), Ok(vec![cmd(4), cmd(3)]));
@@ -188,7 +188,7 @@ fn non_finite_numbers_are_refused() {
     for bad in [f32::NAN, f32::INFINITY, f32::NEG_INFINITY] {
         let mut c = cmd(2);
         c.forward = bad;
-        let packet = InputPacket::new(0, None, &[c]);
+        let packet = InputPacket::new(0, 0, None, &[c]);
         // Refused as it is read: the packet's own encoding checks its numbers.
         assert!(matches!(
             InputPacket::decode(&packet.encode().unwrap()),
@@ -232,6 +232,7 @@ fn held_buttons_other_than_jump_and_crouch_are_refused() {
 fn out_of_range_values_are_refused() {
     let too_many = InputPacket::new(
         0,
+        0,
         None,
         &(1..=MAX_PACKET_CMDS as u32 + 1)
             .rev()
@@ -239,15 +240,15 @@ fn out_of_range_values_are_refused() {
             .collect::<Vec<_>>(),
     );
     assert!(InputPacket::decode(&too_many.encode().unwrap()).is_err());
-    let empty = InputPacket::new(0, None, &[]);
+    let empty = InputPacket::new(0, 0, None, &[]);
     assert!(InputPacket::decode(&empty.encode().unwrap()).is_err());
     // Out of order, the older command's gap runs the sequence past its range.
-    let unordered = InputPacket::new(0, None, &[cmd(1), cmd(2)]);
+    let unordered = InputPacket::new(0, 0, None, &[cmd(1), cmd(2)]);
     let read = InputPacket::decode(&unordered.encode().unwrap()).unwrap();
     assert!(read.commands(None).is_err());
     let mut slot = cmd(1);
     slot.weapon_slot = 9;
-    let bad_slot = InputPacket::new(0, None, &[slot]);
+    let bad_slot = InputPacket::new(0, 0, None, &[slot]);
     assert!(InputPacket::decode(&bad_slot.encode().unwrap()).is_err());
 
     let mut snap = snapshot(2);
@@ -312,7 +313,7 @@ fn datagrams_wrap_inputs_snapshots_and_pings() {
         client_time_us: 123_456,
     };
     assert_eq!(ClientDatagram::decode(&ping.encode().unwrap()), Ok(ping));
-    let input = ClientDatagram::Input(InputPacket::new(1, None, &[cmd(2), cmd(1)]));
+    let input = ClientDatagram::Input(InputPacket::new(1, 0, None, &[cmd(2), cmd(1)]));
     assert_eq!(ClientDatagram::decode(&input.encode().unwrap()), Ok(input));
     let full = ServerDatagram::Snapshot(SnapshotPacket::encode(
         &snapshot(MAX_SNAPSHOT_PLAYERS),

@@ -182,8 +182,8 @@ fn input_cmds() -> impl Strategy<Value = (Option<InputCmd>, Vec<InputCmd>)> {
 }
 
 fn input_packet() -> impl Strategy<Value = InputPacket> {
-    (u32_any(), input_cmds()).prop_map(|(ack_snapshot, (base, cmds))| {
-        InputPacket::new(ack_snapshot, base.as_ref(), &cmds)
+    (u32_any(), u32_any(), input_cmds()).prop_map(|(ack_snapshot, acked, (base, cmds))| {
+        InputPacket::new(ack_snapshot, acked, base.as_ref(), &cmds)
     })
 }
 
@@ -619,10 +619,15 @@ proptest! {
 
     /// Commands written against a base, or none, come back exactly from their bytes.
     #[test]
-    fn input_packets_give_back_their_commands(ack in u32_any(), (base, cmds) in input_cmds()) {
-        let packet = InputPacket::new(ack, base.as_ref(), &cmds);
+    fn input_packets_give_back_their_commands(
+        ack in u32_any(),
+        acked in u32_any(),
+        (base, cmds) in input_cmds(),
+    ) {
+        let packet = InputPacket::new(ack, acked, base.as_ref(), &cmds);
         let read = InputPacket::decode(&packet.encode().unwrap());
         prop_assert_eq!(read.as_ref(), Ok(&packet));
+        prop_assert_eq!(packet.base_seq(acked), base.map(|b| b.seq));
         prop_assert_eq!(packet.commands(base.as_ref()), Ok(cmds));
     }
 

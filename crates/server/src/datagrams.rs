@@ -81,18 +81,22 @@ pub(crate) fn receive_datagrams(
                 conn.refuse_command(&mut server, now, &mut stats);
                 continue;
             }
-            // The chain starts from a command this client sent before; one no longer
-            // held is dropped and counted (the next packets name a newer base), one that
-            // does not apply to it is malformed.
-            let base = match packet.base_seq {
-                0 => None,
-                seq => match buffer.received(seq) {
-                    Some(base) => Some(*base),
-                    None => {
+            // The chain starts from a command this client sent before, counted back from
+            // what the acknowledged snapshot said was simulated; one no longer held is
+            // dropped and counted (the next packets name a newer base).
+            let base = match packet.base_offset {
+                None => None,
+                Some(_) => {
+                    let held = counter
+                        .acked_input_of(packet.ack_snapshot)
+                        .and_then(|acked| packet.base_seq(acked))
+                        .and_then(|seq| buffer.received(seq));
+                    let Some(base) = held else {
                         stats.unresolved_inputs = stats.unresolved_inputs.saturating_add(1);
                         continue;
-                    }
-                },
+                    };
+                    Some(*base)
+                }
             };
             let Ok(cmds) = packet.commands(base.as_ref()) else {
                 conn.offend_malformed(&mut server, false, now, &mut stats);

@@ -70,11 +70,19 @@ impl SnapshotCounter {
     /// The tick of a snapshot this client says it holds, if it is one of the recent
     /// snapshots sent to it; `None` for a number never sent or long gone.
     pub fn tick_of(&self, seq: u32) -> Option<u32> {
-        self.recent
-            .iter()
-            .rev()
-            .find(|(s, ..)| *s == seq)
-            .map(|(_, tick, _)| *tick)
+        self.find(seq).map(|(_, tick, _)| *tick)
+    }
+
+    /// The newest of the client's commands that a recent snapshot said was simulated:
+    /// what input packets count their base back from.
+    pub fn acked_input_of(&self, seq: u32) -> Option<u32> {
+        self.find(seq)
+            .and_then(|(.., sent)| sent.as_ref())
+            .map(|s| s.ack_input_seq)
+    }
+
+    fn find(&self, seq: u32) -> Option<&(u32, u32, Option<Arc<Snapshot>>)> {
+        self.recent.iter().rev().find(|(s, ..)| *s == seq)
     }
 }
 

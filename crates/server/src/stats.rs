@@ -17,8 +17,9 @@ pub struct ServerStats {
     pub kicks: u64,
     /// Commands refused as impossible (a sequence far ahead, an unknown acknowledgement).
     pub refused_commands: u64,
-    /// Input packets dropped because the command they were written against is no longer
-    /// held (older than the last `INPUT_BASE_SPAN` received, or never received).
+    /// Input packets dropped because the command they were written against is not held:
+    /// their acknowledged snapshot is no longer remembered, or the command is older than
+    /// the last `INPUT_BASE_SPAN` received, or was never received.
     pub unresolved_inputs: u64,
 }
 
