@@ -8,7 +8,7 @@
 //! `cargo run --release -p sightline-bench -- load` runs 16, 32 and 64 players; the test
 //! suite runs a short version with a few.
 
-use crate::realtime::ServerThread;
+use crate::realtime::{JoinTimes, ServerThread};
 use bevy::prelude::*;
 use sightline_client::{ClientPlugin, CommandRate, ConnectionStatus, InputSource};
 use sightline_net::{
@@ -70,8 +70,9 @@ pub struct LoadReport {
     pub tick_ms: (f32, f32, f32),
     /// Ticks while measured.
     pub ticks: usize,
-    /// The longest tick while players were joining, milliseconds.
-    pub join_tick_max_ms: f32,
+    /// Players who joined, and what their joins cost: the longest tick, and the longest
+    /// whole server frame, in the frames in which they joined and the frames after.
+    pub joins: JoinTimes,
     /// Bytes a second per client, each way, as the link carries them (UDP/IP and
     /// netcode headers included): from the server, to the server.
     pub down_bytes_per_s: f64,
@@ -91,7 +92,7 @@ pub struct LoadReport {
 
 impl LoadReport {
     /// The table's header, in the columns [`LoadReport`]'s `Display` writes.
-    pub const HEADER: &'static str = "| link | players | tick median / p99 / max ms | longest tick while joining ms | down B/s per client | up B/s per client | datagrams /s down / up | B per moving player per snapshot | largest snapshot B | snapshots sent in slices | players moving % | client fps |\n|---|---:|---|---:|---:|---:|---|---:|---:|---:|---:|---:|";
+    pub const HEADER: &'static str = "| link | players | tick median / p99 / max ms | frames with a join: longest tick / frame ms | other frames meanwhile: longest ms | down B/s per client | up B/s per client | datagrams /s down / up | B per moving player per snapshot | largest snapshot B | snapshots sent in slices | players moving % | client fps |\n|---|---:|---|---:|---:|---:|---:|---|---:|---:|---:|---:|---:|";
 
     /// Mean encoded snapshot, bytes.
     pub fn snapshot_mean(&self) -> f64 {
@@ -115,13 +116,15 @@ impl fmt::Display for LoadReport {
         let (p50, p99, max) = self.tick_ms;
         write!(
             f,
-            "| {} | {} | {:.3} / {:.3} / {:.3} | {:.3} | {:.0} | {:.0} | {:.0} / {:.0} | {:.1} | {} | {} | {:.0} | {:.0} |",
+            "| {} | {} | {:.3} / {:.3} / {:.3} | {:.3} / {:.3} | {:.3} | {:.0} | {:.0} | {:.0} / {:.0} | {:.1} | {} | {} | {:.0} | {:.0} |",
             self.link,
             self.players,
             p50,
             p99,
             max,
-            self.join_tick_max_ms,
+            self.joins.tick_max_us / 1000.0,
+            self.joins.frame_max_us / 1000.0,
+            self.joins.other_frame_max_us / 1000.0,
             self.down_bytes_per_s,
             self.up_bytes_per_s,
             self.down_datagrams_per_s,
@@ -248,8 +251,7 @@ pub fn load(config: &LoadConfig) -> LoadReport {
         }
         update_all(&mut clients, &mut frames);
     }
-    let join_ticks = shared.take_ticks();
-    report.join_tick_max_ms = join_ticks.iter().copied().fold(0.0, f32::max) / 1000.0;
+    report.joins = shared.take_joins();
     let warm_until = Instant::now() + Duration::from_secs_f64(config.warmup);
     while Instant::now() < warm_until && !server.is_finished() {
         update_all(&mut clients, &mut frames);
@@ -309,6 +311,10 @@ mod tests {
         println!("{}\n{report}", LoadReport::HEADER);
         assert!(!report.server_panicked);
         assert_eq!(report.joined, 3, "{report:?}");
+        // Every join was seen and timed.
+        assert_eq!(report.joins.joins, 3, "{report:?}");
+        assert!(report.joins.frame_max_us >= report.joins.tick_max_us);
+        assert!(report.joins.tick_max_us > 0.0, "{report:?}");
         assert!(report.ticks > 128, "{report:?}");
         // Snapshots at 64 Hz to each client, input packets once a client frame.
         assert!(report.down_datagrams_per_s > 50.0, "{report:?}");

@@ -5,7 +5,7 @@
 use bevy::prelude::*;
 use sightline_map::CurrentMap;
 use sightline_net::{AdmissionLimits, Security, ServerNetPlugin, ShutdownSignal};
-use sightline_server::{Pacing, ServerConfig, SnapshotStats, TickTimes, server_app};
+use sightline_server::{Pacing, PlayerSlots, ServerConfig, SnapshotStats, TickTimes, server_app};
 use sightline_sim::Tick;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU32, Ordering};
@@ -18,6 +18,30 @@ pub struct Shared {
     tick: Arc<AtomicU32>,
     tick_us: Arc<Mutex<Vec<f32>>>,
     snapshots: Arc<Mutex<SnapshotStats>>,
+    joins: Arc<Mutex<JoinTimes>>,
+}
+
+/// How long the server's frames took when players joined: what a join costs the loop.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct JoinTimes {
+    /// Players who took a slot.
+    pub joins: u64,
+    /// The longest tick in those frames and the frames after them (a newcomer's first
+    /// snapshot, sent in full, may fall in the next), microseconds.
+    pub tick_max_us: f32,
+    /// The longest of those frames as a whole, microseconds: receiving (the handshake
+    /// and the spawn happen there), the ticks, and sending to everyone.
+    pub frame_max_us: f32,
+    /// The longest of the other frames meanwhile, for comparison, microseconds.
+    pub other_frame_max_us: f32,
+}
+
+/// When the server's current frame began, and how many players it had before it.
+#[derive(Resource, Default)]
+struct FrameStart {
+    at: Option<std::time::Instant>,
+    players: usize,
+    joined_last_frame: bool,
 }
 
 impl Shared {
@@ -35,14 +59,41 @@ impl Shared {
     pub fn snapshots(&self) -> SnapshotStats {
         *self.snapshots.lock().expect("poisoned")
     }
+
+    /// What joins have cost since the last call.
+    pub fn take_joins(&self) -> JoinTimes {
+        std::mem::take(&mut *self.joins.lock().expect("poisoned"))
+    }
 }
 
+fn start_frame(mut start: ResMut<FrameStart>) {
+    start.at = Some(std::time::Instant::now());
+}
+
+/// Runs last in a frame: copies out what the caller reads, and times the frame when a
+/// player joined in it (or in the frame before).
 fn share(
     tick: Res<Tick>,
     mut times: ResMut<TickTimes>,
     snapshots: Res<SnapshotStats>,
+    slots: Res<PlayerSlots>,
+    mut start: ResMut<FrameStart>,
     shared: Res<Shared>,
 ) {
+    let joined = slots.len() > start.players;
+    let frame_us = start.at.map_or(0.0, |at| at.elapsed().as_secs_f32() * 1e6);
+    let mut joins = shared.joins.lock().expect("poisoned");
+    if joined || start.joined_last_frame {
+        joins.joins += slots.len().saturating_sub(start.players) as u64;
+        let tick_max = times.samples_us.iter().copied().fold(0.0, f32::max);
+        joins.tick_max_us = joins.tick_max_us.max(tick_max);
+        joins.frame_max_us = joins.frame_max_us.max(frame_us);
+    } else {
+        joins.other_frame_max_us = joins.other_frame_max_us.max(frame_us);
+    }
+    drop(joins);
+    start.players = slots.len();
+    start.joined_last_frame = joined;
     shared.tick.store(tick.0, Ordering::Relaxed);
     if !times.samples_us.is_empty() {
         shared
@@ -90,6 +141,8 @@ impl ServerThread {
                 .spawn(move || {
                     server_app(config, map, net, Pacing::RealTime(signal))
                         .insert_resource(shared)
+                        .init_resource::<FrameStart>()
+                        .add_systems(First, start_frame)
                         .add_systems(Last, share)
                         .run();
                 })
