@@ -2,14 +2,16 @@
 //! acknowledged, its baseline (Quake 3's delta-compressed snapshots, on the integer grid
 //! states lie on).
 //!
-//! A [`SnapshotPacket`] carries the header (its tick, time and acknowledged command
-//! counted from the baseline's), then the world against the baseline:
+//! A [`SnapshotPacket`] carries the header (its tick, time, acknowledged command and
+//! repeat count counted from the baseline's), then the world against the baseline:
 //!
 //! - the ids of baseline players who are gone;
 //! - for each player whose state differs from its reference, its id, a mask of changed
 //!   fields (the seven that move every snapshot first, so a runner's mask is one byte),
 //!   and each changed field as the zigzagged difference from the reference, wrapped to
-//!   the field's width. A player's reference is its state in the baseline with its
+//!   the field's width (view angles and velocities, which a snapshot shows coarsely for
+//!   players other than its recipient's and those near it
+//!   ([`PlayerSnap::as_seen_by_others`]), in whole quanta when they are). A player's reference is its state in the baseline with its
 //!   position carried, for the time between the two snapshots, at the mean of its
 //!   baseline velocity and its new one: a player running straight costs nothing at all,
 //!   and one speeding up or turning pays for the change of velocity, not again for the
@@ -25,7 +27,7 @@
 //! [`MAX_BASELINE_AGE`] back; the client keeps the last [`CLIENT_BASELINES`] it resolved
 //! ([`SnapshotHistory`]) and acknowledges the newest.
 
-use crate::bytes::{Reader, put_f32, put_varint, put_zigzag, unzigzag};
+use crate::bytes::{Reader, put_f32, put_varint, put_zigzag, unzigzag, zigzag};
 use crate::codec::DecodeError;
 use crate::messages::{
     MAX_SNAPSHOT_PLAYERS, MAX_SNAPSHOT_PROJECTILES, PlayerSnap, ProjectileSnap, Snapshot,
@@ -35,7 +37,7 @@ use serde::de::Error as _;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use sightline_combat::WeaponKind;
 use sightline_movement::grid::{POS_STEPS, VEL_STEPS};
-use sightline_sim::{Buttons, PlayerId};
+use sightline_sim::{Buttons, MAX_PITCH_STEPS, PlayerId};
 use std::collections::VecDeque;
 
 /// Most snapshots back a server encodes against (half a second at 64 Hz): an older
@@ -56,6 +58,19 @@ const FIELDS: usize = 17;
 
 /// Each field's width in bits: differences wrap within it.
 const WIDTH: [u32; FIELDS] = [32, 32, 16, 16, 16, 32, 16, 16, 16, 8, 8, 8, 8, 8, 8, 8, 8];
+
+/// Steps of a view angle others see a player's at: 1/1024 turn, 0.35 degrees (see
+/// [`PlayerSnap::as_seen_by_others`]).
+pub const OTHERS_ANGLE_STEP: i16 = 64;
+/// Steps of velocity others see a player's at: 1/16 m/s.
+pub const OTHERS_VEL_STEP: i16 = 16;
+
+/// Each field's quantum: a change that is a whole number of them travels in them (the
+/// fields others see coarsely; see [`put_change`]).
+const QUANTUM: [i32; FIELDS] = {
+    let (a, v) = (OTHERS_ANGLE_STEP as i32, OTHERS_VEL_STEP as i32);
+    [1, 1, a, v, v, 1, a, v, 1, 1, 1, 1, 1, 1, 1, 1, 1]
+};
 
 /// Indices of the position fields, x, y, z, and of the velocity fields.
 const POS: [usize; 3] = [0, 5, 1];
@@ -119,6 +134,62 @@ fn from_fields(id: PlayerId, f: &[i32; FIELDS]) -> Result<PlayerSnap, DecodeErro
 /// `v` wrapped into a signed number of `bits` bits.
 fn wrap(v: i64, bits: u32) -> i32 {
     ((v << (64 - bits)) >> (64 - bits)) as i32
+}
+
+/// Writes field change `d` for a field of quantum `q`: zigzagged, and for a quantum above
+/// one, shifted left a bit, which is clear when `d` is a whole number of quanta (sent in
+/// them) and set when not (sent in steps). A player others see coarsely thus pays for a
+/// turn in quanta, one byte up to 31 of them; its own client's copy, exact, pays a bit.
+fn put_change(out: &mut Vec<u8>, d: i32, q: i32) {
+    if q == 1 {
+        return put_zigzag(out, d);
+    }
+    let coded = if d % q == 0 {
+        u64::from(zigzag(d / q)) << 1
+    } else {
+        (u64::from(zigzag(d)) << 1) | 1
+    };
+    put_varint(out, coded);
+}
+
+/// Reads what [`put_change`] wrote, refusing a whole number of quanta sent in steps.
+fn read_change(r: &mut Reader, q: i32) -> Result<i32, &'static str> {
+    if q == 1 {
+        return r.zigzag();
+    }
+    let coded = r.varint64()?;
+    let n = unzigzag(u32::try_from(coded >> 1).map_err(|_| "field change too large")?);
+    if coded & 1 == 0 {
+        return n.checked_mul(q).ok_or("field change too large");
+    }
+    if n % q == 0 {
+        return Err("a whole number of quanta sent in steps");
+    }
+    Ok(n)
+}
+
+impl PlayerSnap {
+    /// This player as a snapshot shows it to everyone but its own client: view angles on
+    /// [`OTHERS_ANGLE_STEP`] and velocity on [`OTHERS_VEL_STEP`], rounded to the nearest.
+    /// Only its own client predicts from its state, and that needs every step. Others
+    /// draw a body's facing, which a third of a degree moves by 2.4 mm at its edge (a
+    /// pixel at 3 m); and they follow its velocity only past the newest snapshot, for at
+    /// most 100 ms, where 1/32 m/s is 3 mm. Positions stay exact. Turning and running
+    /// then cost a byte a field where they cost two.
+    pub fn as_seen_by_others(mut self) -> Self {
+        let round = |v: i16, step: i16| {
+            let step = i32::from(step);
+            let v = (i32::from(v) + step / 2).div_euclid(step) * step;
+            v.clamp(i32::from(i16::MIN), i32::from(i16::MAX) / step * step) as i16
+        };
+        // A yaw past the half turn wraps round to the other end.
+        let half = OTHERS_ANGLE_STEP / 2;
+        self.yaw = self.yaw.wrapping_add(half).div_euclid(OTHERS_ANGLE_STEP) * OTHERS_ANGLE_STEP;
+        let max_pitch = MAX_PITCH_STEPS / OTHERS_ANGLE_STEP * OTHERS_ANGLE_STEP;
+        self.pitch = round(self.pitch, OTHERS_ANGLE_STEP).clamp(-max_pitch, max_pitch);
+        self.vel = self.vel.map(|v| round(v, OTHERS_VEL_STEP));
+        self
+    }
 }
 
 /// What a player is expected to be: its baseline state, moved for the time between the
@@ -236,7 +307,8 @@ pub struct SnapshotPacket {
     pub ack_input_seq: u32,
     /// [`Snapshot::input_queue`].
     pub input_queue: u8,
-    /// [`Snapshot::repeated_inputs`].
+    /// [`Snapshot::repeated_inputs`]; in a delta, the repeats since the baseline's
+    /// (wrapping).
     pub repeated_inputs: u32,
     /// [`Snapshot::pushes`].
     pub pushes: u8,
@@ -258,6 +330,7 @@ struct Header {
     server_tick: u32,
     server_time_us: u64,
     ack_input_seq: u32,
+    repeated_inputs: u32,
 }
 
 impl Header {
@@ -266,6 +339,7 @@ impl Header {
             server_tick: b.server_tick,
             server_time_us: b.server_time_us,
             ack_input_seq: b.ack_input_seq,
+            repeated_inputs: b.repeated_inputs,
         })
     }
 }
@@ -325,7 +399,9 @@ impl SnapshotPacket {
             server_time_us: snapshot.server_time_us.wrapping_sub(header.server_time_us),
             ack_input_seq: snapshot.ack_input_seq.wrapping_sub(header.ack_input_seq),
             input_queue: snapshot.input_queue,
-            repeated_inputs: snapshot.repeated_inputs,
+            repeated_inputs: snapshot
+                .repeated_inputs
+                .wrapping_sub(header.repeated_inputs),
             pushes: snapshot.pushes,
             server_tick_us: snapshot.server_tick_us,
             removed,
@@ -384,7 +460,7 @@ impl SnapshotPacket {
             server_time_us,
             ack_input_seq: header.ack_input_seq.wrapping_add(self.ack_input_seq),
             input_queue: self.input_queue,
-            repeated_inputs: self.repeated_inputs,
+            repeated_inputs: header.repeated_inputs.wrapping_add(self.repeated_inputs),
             pushes: self.pushes,
             server_tick_us: self.server_tick_us,
             players,
@@ -421,7 +497,7 @@ impl SnapshotPacket {
             put_varint(&mut out, c.mask.into());
             for (i, d) in c.deltas.iter().enumerate() {
                 if c.mask & (1 << i) != 0 {
-                    put_zigzag(&mut out, *d);
+                    put_change(&mut out, *d, QUANTUM[i]);
                 }
             }
         }
@@ -485,8 +561,7 @@ impl SnapshotPacket {
                 if mask & (1 << i) == 0 {
                     continue;
                 }
-                let z = r.varint()?;
-                *d = unzigzag(z);
+                *d = read_change(r, QUANTUM[i])?;
                 // One encoding: no zero change, and nothing past the field's width.
                 if *d == 0 || wrap((*d).into(), WIDTH[i]) != *d {
                     return Err("a field change of zero or past its width");
@@ -574,17 +649,6 @@ impl<'de> Deserialize<'de> for SnapshotPacket {
         let bytes = Vec::<u8>::deserialize(d)?;
         Self::read(&mut Reader(&bytes)).map_err(D::Error::custom)
     }
-}
-
-/// Player `id` of `baseline` as a delta at `time_us` leaves it when it sends no change
-/// for it: carried along its velocity. A server sending a far player less often puts
-/// this in place of the player's state, so what it keeps is what the client resolves.
-pub fn carried(baseline: &Snapshot, id: PlayerId, time_us: u64) -> Option<PlayerSnap> {
-    // Snapshot players are in id order.
-    let i = baseline.players.binary_search_by_key(&id, |p| p.id).ok()?;
-    let base = &baseline.players[i];
-    let reference = Reference::of(base, glide_us(Some(baseline), time_us));
-    from_fields(id, &reference.unchanged()).ok()
 }
 
 /// Why a snapshot packet could not be resolved.

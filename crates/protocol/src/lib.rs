@@ -38,7 +38,8 @@ pub use cmds::{CmdsError, INPUT_BASE_SPAN, InputPacket, MAX_PACKET_CMDS};
 pub use codec::{DecodeError, EncodeError, Wire, peek_welcome_version};
 pub use datagrams::{ClientDatagram, ServerDatagram};
 pub use delta::{
-    CLIENT_BASELINES, MAX_BASELINE_AGE, SnapshotHistory, SnapshotPacket, Unresolved, carried,
+    CLIENT_BASELINES, MAX_BASELINE_AGE, OTHERS_ANGLE_STEP, OTHERS_VEL_STEP, SnapshotHistory,
+    SnapshotPacket, Unresolved,
 };
 pub use messages::{
     ClientMessage, MAX_CHAT_LEN, MAX_NAME_LEN, MAX_SERVER_NAME_LEN, MAX_SNAPSHOT_PLAYERS,

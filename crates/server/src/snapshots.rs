@@ -3,7 +3,7 @@
 
 use crate::connection::{Connection, ConnectionStage};
 use crate::inputs::InputBuffer;
-use crate::interest::Interest;
+use crate::interest::{HEAR_RADIUS, Interest};
 use crate::stats::{SLICE_BYTES, SnapshotStats, TickTimes};
 use bevy::prelude::*;
 use sightline_combat::{Arsenal, ItemSpot, Pushes, Rocket, SpawnCount, Vitals, items_present};
@@ -12,7 +12,7 @@ use sightline_movement::grid::POS_STEPS;
 use sightline_net::RenetServer;
 use sightline_protocol::{
     Channel, EncodeError, MAX_BASELINE_AGE, MAX_SNAPSHOT_PROJECTILES, PlayerSnap, ProjectileSnap,
-    ServerDatagram, Snapshot, SnapshotPacket, Wire, carried,
+    ServerDatagram, Snapshot, SnapshotPacket, Wire,
 };
 use sightline_sim::{CurrentCmd, PlayerId, Tick, TickConfig};
 use std::collections::VecDeque;
@@ -151,6 +151,7 @@ pub(crate) fn send_snapshots(
     };
     snapshot.players.sort_by_key(|p| p.id);
     let everyone = std::mem::take(&mut snapshot.players);
+    let coarse: Vec<PlayerSnap> = everyone.iter().map(|p| p.as_seen_by_others()).collect();
     // One snapshot, its players chosen and its header rewritten for each recipient, and
     // encoded against what that recipient holds.
     for (conn, mut buffer, mut counter, me, interest, pushes) in &mut clients {
@@ -169,16 +170,13 @@ pub(crate) fn send_snapshots(
             },
             repeated_inputs: timing.repeats,
             pushes: pushes.map_or(0, |p| p.0),
-            players: everyone
-                .iter()
-                .filter(|p| interest.is_none_or(|i| i.sends(p.id, tick.0)))
-                .copied()
-                .collect(),
+            players: shown_to(me.copied(), &everyone, &coarse, |id| {
+                interest.is_none_or(|i| i.sends(id, tick.0))
+            }),
             ..snapshot.clone()
         };
         let baseline = counter.baseline(buffer.ack_snapshot);
         let baseline = baseline.as_deref();
-        carry_far_players(&mut sent, baseline, me.copied());
         match encode_within_budget(&mut sent, baseline, me.copied()) {
             Ok(bytes) => {
                 let moving = sent.players.iter().filter(|p| p.vel != [0; 3]).count();
@@ -192,17 +190,6 @@ pub(crate) fn send_snapshots(
     }
 }
 
-/// Beyond this distance from a client's player, another player whose state the client
-/// can carry from its baseline to within [`CARRY_TOLERANCE`] is not sent (see
-/// [`carry_far_players`]), metres: at that distance the tolerance is under a pixel.
-pub const FAR_RADIUS: f32 = 20.0;
-
-/// How far a carried state may be from the truth: position in grid steps (1 cm, under a
-/// pixel beyond [`FAR_RADIUS`]), view angles in angle steps (5 degrees of a body's facing
-/// at 20 m or more), velocity in grid steps (1 m/s: only a client extrapolating past the
-/// newest snapshot follows it, for at most 100 ms).
-const CARRY_TOLERANCE: (i64, i32, i32) = (10, 910, 256);
-
 /// Squared distance between two grid positions, in steps.
 fn squared_distance(a: [i32; 3], b: [i32; 3]) -> i64 {
     (0..3)
@@ -210,59 +197,34 @@ fn squared_distance(a: [i32; 3], b: [i32; 3]) -> i64 {
         .sum()
 }
 
-/// Whether `carried` stands in for `truth` within [`CARRY_TOLERANCE`], its position
-/// aside: velocity and view close, everything else (health, weapon, ammunition, flags,
-/// what it steers) the same. A carry changes only the position, so this can be asked of
-/// the baseline's state before the carry is worked out.
-fn close_but_position(carried: &PlayerSnap, truth: &PlayerSnap) -> bool {
-    let (_, angle, vel) = CARRY_TOLERANCE;
-    let turned = |a: i16, b: i16| i32::from(a.wrapping_sub(b)).abs() <= angle;
-    (0..3).all(|i| (i32::from(carried.vel[i]) - i32::from(truth.vel[i])).abs() <= vel)
-        && turned(carried.yaw, truth.yaw)
-        && turned(carried.pitch, truth.pitch)
-        && PlayerSnap {
-            pos: truth.pos,
-            vel: truth.vel,
-            yaw: truth.yaw,
-            pitch: truth.pitch,
-            ..*carried
-        } == *truth
-}
-
-/// Far players the client can carry are not sent: where the client will carry a far
-/// player from the baseline ([`sightline_protocol::carried`]) is within
-/// [`CARRY_TOLERANCE`] of the truth, that state takes the truth's place, costs nothing to
-/// send, and is what the server keeps as sent. Each snapshot compares with the truth
-/// again, so the client's picture of a far player is never further off than the
-/// tolerance, however old the baseline.
-fn carry_far_players(sent: &mut Snapshot, baseline: Option<&Snapshot>, me: Option<PlayerId>) {
-    let (Some(base), Some(from)) = (
-        baseline,
-        me.and_then(|me| sent.players.iter().find(|p| p.id == me))
-            .map(|p| p.pos),
-    ) else {
-        return;
-    };
-    let far = ((FAR_RADIUS * POS_STEPS) as i64).pow(2);
-    let time = sent.server_time_us;
-    let (pos_tolerance, ..) = CARRY_TOLERANCE;
-    for p in &mut sent.players {
-        if Some(p.id) == me || squared_distance(p.pos, from) <= far {
-            continue;
-        }
-        // Snapshot players are in id order.
-        let Ok(i) = base.players.binary_search_by_key(&p.id, |b| b.id) else {
-            continue;
-        };
-        if !close_but_position(&base.players[i], p) {
-            continue;
-        }
-        if let Some(c) = carried(base, p.id, time).filter(|c| {
-            c.grid().in_range() && squared_distance(c.pos, p.pos) <= pos_tolerance.pow(2)
-        }) {
-            *p = c;
-        }
-    }
+/// Everyone `interest` lets a client see, as it is shown them: its own player exact, and
+/// everyone else as [`PlayerSnap::as_seen_by_others`], coarser where nobody sees the
+/// difference, but with the exact velocity within [`HEAR_RADIUS`]: near enough to touch,
+/// where its prediction carries them forward over a round trip to collide with.
+fn shown_to(
+    me: Option<PlayerId>,
+    everyone: &[PlayerSnap],
+    coarse: &[PlayerSnap],
+    sends: impl Fn(PlayerId) -> bool,
+) -> Vec<PlayerSnap> {
+    let near = ((HEAR_RADIUS * POS_STEPS) as i64).pow(2);
+    let from = everyone.iter().find(|p| Some(p.id) == me).map(|p| p.pos);
+    everyone
+        .iter()
+        .zip(coarse)
+        .filter(|(p, _)| sends(p.id))
+        .map(|(exact, coarse)| {
+            let close = from.is_some_and(|from| squared_distance(exact.pos, from) <= near);
+            match (Some(exact.id) == me, close) {
+                (true, _) => *exact,
+                (false, true) => PlayerSnap {
+                    vel: exact.vel,
+                    ..*coarse
+                },
+                (false, false) => *coarse,
+            }
+        })
+        .collect()
 }
 
 /// `sent` as a datagram against `baseline`, within [`SLICE_BYTES`] where it can be: when

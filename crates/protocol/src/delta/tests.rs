@@ -122,6 +122,78 @@ fn a_runner_costs_nothing_and_a_turning_runner_a_few_bytes() {
 }
 
 #[test]
+fn players_seen_coarsely_turn_and_steer_for_a_byte_a_field() {
+    let ids: Vec<u8> = (0..16).collect();
+    let coarse = |s: &Snapshot| Snapshot {
+        players: s.players.iter().map(|p| p.as_seen_by_others()).collect(),
+        ..s.clone()
+    };
+    let base = coarse(&snapshot(100, &ids));
+    let header = SnapshotPacket::encode(&snapshot(101, &[]), Some(&snapshot(100, &[]))).to_bytes();
+    // Turning 4 degrees and steering by 0.6 m/s between the two snapshots.
+    let mut turning = ran(&base, 1);
+    for p in &mut turning.players {
+        p.yaw += 728;
+        p.vel[0] -= 150;
+        p.vel[2] += 140;
+        p.pos[0] -= 1;
+    }
+    let turning = coarse(&turning);
+    let (resolved, bytes) = round_trip(&turning, Some(&base));
+    assert_eq!(resolved.players, turning.players);
+    // Id, mask, what the glide misses of the position on either axis, yaw, and the two
+    // velocities: a byte each.
+    let per_player = (bytes - header.len()) as f32 / 16.0;
+    assert!(per_player <= 7.0, "{per_player} bytes per turning runner");
+    // Exact values pay a bit more, and come back exact.
+    let mut own = turning.clone();
+    own.players[3].yaw += 1;
+    own.players[3].vel[1] -= 3;
+    let (resolved, own_bytes) = round_trip(&own, Some(&base));
+    assert_eq!(resolved.players, own.players);
+    assert!(own_bytes > bytes);
+}
+
+#[test]
+fn others_see_angles_and_velocity_rounded_within_their_ranges() {
+    let mut p = player(1);
+    p.yaw = i16::MAX;
+    p.pitch = sightline_sim::MAX_PITCH_STEPS;
+    p.vel = [i16::MAX, i16::MIN, 23];
+    let seen = p.as_seen_by_others();
+    assert_eq!(seen.yaw, i16::MIN, "the half turn wraps");
+    assert_eq!(seen.pitch % OTHERS_ANGLE_STEP, 0);
+    assert!(
+        seen.pitch <= sightline_sim::MAX_PITCH_STEPS,
+        "never past the tilt limit"
+    );
+    assert_eq!(seen.vel, [i16::MAX / 16 * 16, i16::MIN, 16]);
+    assert_eq!(seen.pos, p.pos, "positions stay exact");
+    assert_eq!(
+        seen.as_seen_by_others(),
+        seen,
+        "rounding twice changes nothing"
+    );
+    p.yaw = -40;
+    p.vel = [-8, 8, -9];
+    let seen = p.as_seen_by_others();
+    assert_eq!((seen.yaw, seen.vel), (-64, [0, 16, -16]));
+}
+
+#[test]
+fn a_whole_number_of_quanta_sent_in_steps_is_refused() {
+    let base = snapshot(10, &[1]);
+    let mut next = ran(&base, 1);
+    next.players[0].yaw += 64;
+    let mut bytes = SnapshotPacket::encode(&next, Some(&base)).to_bytes();
+    // The yaw change, one quantum: zigzag 2, shifted: 4. In steps: 128 zigzagged, shifted,
+    // the low bit set: 257, two bytes.
+    let at = bytes.iter().rposition(|&b| b == 4).expect("the yaw change");
+    bytes.splice(at..=at, [0x81, 0x02]);
+    assert!(SnapshotPacket::from_bytes(&bytes).is_err());
+}
+
+#[test]
 fn a_delta_needs_its_own_baseline() {
     let base = snapshot(10, &[1, 2]);
     let next = ran(&base, 1);
@@ -258,17 +330,4 @@ fn the_history_resolves_against_what_it_kept_and_forgets_the_oldest() {
     let kept = ran(&first, 16);
     let packet = SnapshotPacket::encode(&ran(&prev, 1), Some(&kept));
     assert!(history.resolve(&packet).is_ok());
-}
-
-#[test]
-fn a_player_left_unsent_resolves_to_where_it_was_carried() {
-    let base = snapshot(10, &[1, 2]);
-    let mut next = ran(&base, 1);
-    next.players[1].vel[0] += 300; // speeding up: its reference misses it a little
-    let later = next.server_time_us;
-    next.players[1] = carried(&base, PlayerId(2), later).expect("in the baseline");
-    let packet = SnapshotPacket::encode(&next, Some(&base));
-    assert_eq!(packet.changed, vec![], "nothing to send for either");
-    assert_eq!(packet.resolve(Some(&base)).unwrap().players, next.players);
-    assert_eq!(carried(&base, PlayerId(7), later), None);
 }
