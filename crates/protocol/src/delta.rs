@@ -6,12 +6,15 @@
 //! repeat count counted from the baseline's), then the world against the baseline:
 //!
 //! - the ids of baseline players who are gone;
-//! - for each player whose state differs from its reference, its id, a mask of changed
-//!   fields (the seven that move every snapshot first, so a runner's mask is one byte),
-//!   and each changed field as the zigzagged difference from the reference, wrapped to
-//!   the field's width (view angles and velocities, which a snapshot shows coarsely for
-//!   players other than its recipient's and those near it
-//!   ([`PlayerSnap::as_seen_by_others`]), in whole quanta when they are). A player's reference is its state in the baseline with its
+//! - for each player whose state differs from its reference, a head and then each
+//!   changed field. The head is a varint: a mask of the changed fields (those that change
+//!   as a player runs and turns first) above two bits that count the ids skipped since
+//!   the player listed before (3: its id follows in a byte), so a runner listed after its
+//!   neighbour takes a one-byte head. Each changed field is the zigzagged difference from
+//!   the reference, wrapped to the field's width; view angles and velocities, which a
+//!   snapshot shows coarsely to all but the player's own client
+//!   ([`PlayerSnap::as_seen_by_others`]), travel in whole quanta when they are. A
+//!   player's reference is its state in the baseline with its
 //!   position carried, for the time between the two snapshots, at the mean of its
 //!   baseline velocity and its new one: a player running straight costs nothing at all,
 //!   and one speeding up or turning pays for the change of velocity, not again for the
@@ -76,11 +79,17 @@ const QUANTUM: [i32; FIELDS] = {
 const POS: [usize; 3] = [0, 5, 1];
 const VEL: [usize; 3] = [3, 7, 4];
 
+/// Low bits of a changed player's head (its mask's varint) that say how many ids were
+/// skipped since the last player listed, or [`ID_FOLLOWS`] when its id follows in a byte.
+const ID_BITS: u32 = 2;
+/// See [`ID_BITS`].
+const ID_FOLLOWS: u16 = 3;
+
 /// Bit set in the packet's flags when the item bits follow.
 const HAS_ITEMS: u8 = 1;
 
-/// Largest encoding of one changed player: id, mask, every field.
-const MAX_CHANGE_BYTES: usize = 1 + 3 + FIELDS * 5;
+/// Largest encoding of one changed player: head, id, every field.
+const MAX_CHANGE_BYTES: usize = 3 + 1 + FIELDS * 5;
 /// Largest encoding of one rocket: id, owner, position and velocity.
 const MAX_PROJECTILE_BYTES: usize = 3 + 1 + 24;
 
@@ -492,9 +501,19 @@ impl SnapshotPacket {
         put_varint(&mut out, self.removed.len() as u64);
         out.extend(self.removed.iter().map(|id| id.0));
         put_varint(&mut out, self.changed.len() as u64);
+        let mut next_id = 0u16;
         for c in &self.changed {
-            out.push(c.id.0);
-            put_varint(&mut out, c.mask.into());
+            // The id's distance past the one expected shares the mask's varint: a player
+            // listed right after another (or up to two skipped) costs no byte of id.
+            // Out of order (a snapshot no server sends) is written out, and refused when read.
+            let skip = u16::from(c.id.0)
+                .checked_sub(next_id)
+                .map_or(ID_FOLLOWS, |s| s.min(ID_FOLLOWS));
+            put_varint(&mut out, (u64::from(c.mask) << ID_BITS) | u64::from(skip));
+            if skip == ID_FOLLOWS {
+                out.push(c.id.0);
+            }
+            next_id = u16::from(c.id.0) + 1;
             for (i, d) in c.deltas.iter().enumerate() {
                 if c.mask & (1 << i) != 0 {
                     put_change(&mut out, *d, QUANTUM[i]);
@@ -547,12 +566,22 @@ impl SnapshotPacket {
         let removed = read_ids(r)?;
         let count = read_count(r, MAX_SNAPSHOT_PLAYERS)?;
         let mut changed: Vec<PlayerChange> = Vec::with_capacity(count);
+        let mut next_id = 0u16;
         for _ in 0..count {
-            let id = PlayerId(r.byte()?);
-            if changed.last().is_some_and(|c| c.id >= id) {
-                return Err("players not in increasing id order");
-            }
-            let mask = r.varint()?;
+            let head = r.varint()?;
+            let (mask, skip) = (head >> ID_BITS, (head & u32::from(ID_FOLLOWS)) as u16);
+            let id = if skip < ID_FOLLOWS {
+                next_id + skip
+            } else {
+                let id = u16::from(r.byte()?);
+                // One encoding: an id the head could have given is not written out.
+                if id < next_id + ID_FOLLOWS {
+                    return Err("players not in increasing id order, or an id written out");
+                }
+                id
+            };
+            let id = PlayerId(u8::try_from(id).map_err(|_| "player id past 255")?);
+            next_id = u16::from(id.0) + 1;
             if mask >> FIELDS != 0 {
                 return Err("unknown fields");
             }

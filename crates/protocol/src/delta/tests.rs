@@ -266,21 +266,28 @@ fn hostile_bytes_are_refused() {
     assert!(packet(0, 1, &[0, 0, 0]).is_err(), "items missing");
     assert!(packet(0, 0, &[2, 3, 3, 0, 0]).is_err(), "removed twice");
     assert!(packet(0, 0, &[65]).is_err(), "too many removed");
+    // A change: its head (mask above two bits of ids skipped; 3: the id follows), then
+    // the fields. Player 4 first: mask 1 (field 0), id written out.
     assert!(
-        packet(0, 0, &[0, 1, 4, 1, 0, 0]).is_err(),
+        packet(0, 0, &[0, 1, 7, 4, 0, 0]).is_err(),
         "a change of zero"
     );
-    assert!(packet(0, 0, &[0, 1, 4, 1, 2, 0]).is_ok(), "a change of one");
+    assert!(packet(0, 0, &[0, 1, 7, 4, 2, 0]).is_ok(), "a change of one");
     // Field 9 (health) is 8 bits wide: 127 fits, 128 would be a second encoding of -128.
-    assert!(packet(0, 0, &[0, 1, 4, 0x80, 0x04, 0xfe, 0x01, 0]).is_ok());
-    assert!(packet(0, 0, &[0, 1, 4, 0x80, 0x04, 0x80, 0x02, 0]).is_err());
+    assert!(packet(0, 0, &[0, 1, 0x83, 0x10, 4, 0xfe, 0x01, 0]).is_ok());
+    assert!(packet(0, 0, &[0, 1, 0x83, 0x10, 4, 0x80, 0x02, 0]).is_err());
     assert!(
-        packet(0, 0, &[0, 1, 4, 0x80, 0x80, 0x08, 1, 0]).is_err(),
+        packet(0, 0, &[0, 1, 0x83, 0x80, 0x20, 4, 1, 0]).is_err(),
         "field 17"
     );
-    assert!(packet(0, 0, &[0, 2, 4, 0, 4, 0, 0]).is_err(), "ids repeat");
+    assert!(packet(0, 0, &[0, 2, 3, 4, 3, 4, 0]).is_err(), "ids repeat");
+    assert!(packet(0, 0, &[0, 2, 3, 4, 3, 2, 0]).is_err(), "ids fall");
+    // Player 1, one id skipped, in the head; written out it is a second encoding.
+    assert!(packet(0, 0, &[0, 1, 1, 0]).is_ok());
+    assert!(packet(0, 0, &[0, 1, 3, 1, 0]).is_err(), "an id written out");
+    assert!(packet(0, 0, &[0, 2, 0, 0, 0]).is_ok(), "players 0 and 1");
     assert!(
-        packet(0, 0, &[1, 4, 1, 4, 0, 0]).is_err(),
+        packet(0, 0, &[1, 4, 1, 3, 4, 0]).is_err(),
         "removed and changed"
     );
     assert!(
