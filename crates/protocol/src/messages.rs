@@ -403,8 +403,9 @@ impl PlayerSnap {
 /// The world as the server saw it after one tick, for one recipient.
 ///
 /// Snapshots are numbered and clients acknowledge the newest they received in every
-/// [`InputPacket`], so the server sends each as changes from one the client is known to
-/// hold ([`crate::SnapshotPacket`]); this is the whole snapshot a packet resolves to.
+/// [`crate::InputPacket`], so the server sends each as changes from one the client is
+/// known to hold ([`crate::SnapshotPacket`]); this is the whole snapshot a packet
+/// resolves to.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Snapshot {
     /// Snapshot number, from 1, one per snapshot sent to this client.
