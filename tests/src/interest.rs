@@ -1,13 +1,15 @@
-//! Interest management end to end: a client is not sent the players hidden from it, and
-//! is sent the ones it can see.
+//! Interest management end to end: a client is not sent the players and rockets hidden
+//! from it, and is sent the ones it can see.
 
 use bevy::prelude::*;
 use sightline_client::{ConnectionStatus, LatestSnapshot, LocalPlayer};
+use sightline_combat::{Rocket, launch_rocket};
 use sightline_harness::Stepper;
 use sightline_map::CurrentMap;
 use sightline_movement::{GridState, MoveParams, PlayerState};
+use sightline_protocol::MAX_SNAPSHOT_PROJECTILES;
 use sightline_server::{HEAR_RADIUS, ServerConfig};
-use sightline_sim::{PlayerId, Tick, TickConfig};
+use sightline_sim::{InputCmd, PlayerId, Tick, TickConfig};
 use std::collections::HashMap;
 
 /// Whether nothing of the map lies between the two players' eyes: a plain sight line,
@@ -166,4 +168,93 @@ fn snapshots_show_positions_exactly_and_others_angles_and_far_speeds_rounded() {
     eprintln!("{exact} exact, {rounded} rounded");
     assert!(exact > 2_000, "{exact} velocities compared exactly");
     assert!(rounded > 1_000, "{rounded} far player states compared");
+}
+
+#[test]
+fn hidden_rockets_are_left_out_and_near_or_visible_ones_sent() {
+    let config = ServerConfig {
+        name: "test".into(),
+        max_players: 16,
+        bots: 11,
+        tick: TickConfig::new(128, 64).unwrap(),
+        ..Default::default()
+    };
+    let mut s = Stepper::new(config, "depot");
+    s.add_client("viewer", 5);
+    s.run_for(3.0);
+    let client = s.clients[0].world_mut();
+    let me = *client
+        .query_filtered::<&PlayerId, With<LocalPlayer>>()
+        .single(client)
+        .expect("our player");
+    let map = s.server.world().resource::<CurrentMap>().clone();
+    let params = MoveParams::default();
+    let (mut sent, mut hidden, mut in_sight_but_hidden) = (0, 0, 0);
+    let (mut last_seq, mut next_id) = (0, 50_000u16);
+    for step in 0..12_000u32 {
+        // Every few ticks each bot fires a rocket, each its own way round.
+        if step % 24 == 0 {
+            let world = s.server.world_mut();
+            let bots: Vec<(PlayerId, PlayerState)> = world
+                .query::<(&PlayerId, &PlayerState)>()
+                .iter(world)
+                .filter(|(id, _)| **id != me)
+                .map(|(id, s)| (*id, *s))
+                .collect();
+            for (i, (owner, state)) in bots.into_iter().enumerate() {
+                let cmd = InputCmd {
+                    yaw: (step / 24 + i as u32) as f32 * 0.7,
+                    ..Default::default()
+                };
+                world.spawn(launch_rocket(next_id, owner, &state, &cmd, &params));
+                next_id = next_id.wrapping_add(1).max(50_000);
+            }
+        }
+        s.step();
+        let Some(snapshot) = s.clients[0].world().resource::<LatestSnapshot>().0.clone() else {
+            continue;
+        };
+        let tick = s.server.world().resource::<Tick>().0;
+        if snapshot.seq == last_seq || snapshot.server_tick != tick {
+            continue;
+        }
+        last_seq = snapshot.seq;
+        let world = s.server.world_mut();
+        let mine = *world
+            .query::<(&PlayerId, &PlayerState)>()
+            .iter(world)
+            .find(|(id, _)| **id == me)
+            .expect("ours")
+            .1;
+        let eye = params.eye_position(&mine);
+        let rockets: Vec<Rocket> = world.query::<&Rocket>().iter(world).cloned().collect();
+        // Past the cap, the nearest are sent and the rest wait, in sight or not.
+        if snapshot.projectiles.len() == MAX_SNAPSHOT_PROJECTILES {
+            continue;
+        }
+        for rocket in rockets {
+            if snapshot.projectiles.iter().any(|p| p.id == rocket.id) {
+                sent += 1;
+                continue;
+            }
+            hidden += 1;
+            assert!(
+                rocket.pos.distance(mine.pos) > HEAR_RADIUS,
+                "a rocket within earshot was left out"
+            );
+            assert!(
+                !snapshot.players.iter().any(|p| p.id == rocket.owner),
+                "a rocket left out whose shooter was sent"
+            );
+            if map.world.is_clear(eye, rocket.pos - eye) {
+                in_sight_but_hidden += 1;
+            }
+        }
+    }
+    eprintln!("{sent} rockets sent, {hidden} hidden, {in_sight_but_hidden} in plain sight");
+    assert!(sent > 500 && hidden > 500, "{sent} sent, {hidden} hidden");
+    assert!(
+        in_sight_but_hidden * 100 <= hidden,
+        "{in_sight_but_hidden} of {hidden} hidden rockets were in plain sight"
+    );
 }

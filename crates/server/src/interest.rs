@@ -1,5 +1,5 @@
-//! Interest management: which players each client is sent, so a hidden enemy's position
-//! never reaches a client and a wallhack has nothing to draw.
+//! Interest management: which players and rockets each client is sent, so a hidden
+//! enemy's position never reaches a client and a wallhack has nothing to draw.
 //!
 //! A client is sent its own player, its team-mates, every player within earshot
 //! ([`HEAR_RADIUS`]) and every player it could see: a clear line from its eye to the
@@ -12,16 +12,21 @@
 //! flickers at a doorway's edge. Two clients share one
 //! check per cycle: whoever's turn comes first looks, and the other uses its answer.
 //!
+//! A rocket is sent to its owner, to everyone its owner is sent to (they saw it leave),
+//! within earshot, and to whoever could see it now, halfway, or where it will be by the
+//! check after next ([`rocket_in_view`]); once sent, it too stays sent for the linger.
+//!
 //! What a wallhack can still see: players within earshot or inside the margin of a
-//! sight line, team-mates, every rocket in flight (rockets are loud and few), and where
-//! each shot came from ([`sightline_protocol::ServerMessage::Fired`] carries the shooter's
-//! position for everyone's sound and tracers).
+//! sight line, team-mates, rockets that will come into view before the next check, and
+//! where each shot came from ([`sightline_protocol::ServerMessage::Fired`] carries the
+//! shooter's position for everyone's sound and tracers).
 
 use crate::connection::{Connection, ConnectionStage};
 use bevy::prelude::*;
-use sightline_combat::Team;
+use sightline_combat::{Rocket, Team};
 use sightline_map::{CollisionWorld, CurrentMap};
 use sightline_movement::{MoveParams, PlayerState};
+use sightline_protocol::ProjectileSnap;
 use sightline_sim::{PlayerId, Tick, TickConfig};
 use std::collections::HashMap;
 
@@ -40,10 +45,13 @@ pub const REFRESH_TICKS: u32 = 8;
 pub const LINGER_SECONDS: f32 = 0.5;
 
 /// The players one client is sent: by player id, the tick until which it is sent
-/// (0: not sent). An array, not a map: every snapshot asks it of every player.
+/// (0: not sent). An array, not a map: every snapshot asks it of every player. And the
+/// rockets it is sent, by rocket id, likewise.
 #[derive(Component, Debug, Clone)]
 pub struct Interest {
     until: Box<[u32; 256]>,
+    /// Rocket ids and the tick until which each is sent; few, so a list.
+    rockets: Vec<(u16, u32)>,
     /// Whether the client's view has been checked since it joined.
     looked: bool,
 }
@@ -52,6 +60,7 @@ impl Default for Interest {
     fn default() -> Self {
         Self {
             until: Box::new([0; 256]),
+            rockets: Vec::new(),
             looked: false,
         }
     }
@@ -68,6 +77,39 @@ impl Interest {
         let until = &mut self.until[usize::from(id.0)];
         *until = (*until).max(tick);
     }
+
+    /// Whether `rocket` is sent to this client (whose player is `me`) after `tick`: its
+    /// own, fired by someone it is sent, or seen or heard lately.
+    pub fn sends_rocket(&self, rocket: &ProjectileSnap, me: Option<PlayerId>, tick: u32) -> bool {
+        Some(rocket.owner) == me
+            || self.sends(rocket.owner, tick)
+            || self
+                .rockets
+                .iter()
+                .any(|&(id, until)| id == rocket.id && until >= tick)
+    }
+
+    /// Sends rocket `id` until `tick`, or longer if it already was.
+    fn send_rocket_until(&mut self, id: u16, tick: u32) {
+        match self.rockets.iter_mut().find(|(r, _)| *r == id) {
+            Some((_, until)) => *until = (*until).max(tick),
+            None => self.rockets.push((id, tick)),
+        }
+    }
+}
+
+/// How far ahead a rocket's flight is looked along, seconds: past the check after next
+/// (two [`REFRESH_TICKS`] at 128 Hz) and a round trip, so a rocket coming round a corner
+/// is there when it comes round.
+pub const ROCKET_LOOKAHEAD: f32 = 0.25;
+
+/// Whether an eye at `eye` could see `rocket` now, halfway along its next
+/// [`ROCKET_LOOKAHEAD`] of flight, or at its end.
+pub fn rocket_in_view(world: &CollisionWorld, eye: Vec3, rocket: &Rocket) -> bool {
+    let ahead = rocket.vel * ROCKET_LOOKAHEAD;
+    [rocket.pos, rocket.pos + ahead * 0.5, rocket.pos + ahead]
+        .into_iter()
+        .any(|point| world.is_clear(eye, point - eye))
 }
 
 /// Whether a viewer at `viewer` could see a player at `target` across `world`, or will
@@ -127,6 +169,7 @@ pub(crate) fn refresh_interest(
     map: Res<CurrentMap>,
     params: Res<MoveParams>,
     players: Query<(&PlayerId, &PlayerState, Option<&Team>)>,
+    rockets: Query<&Rocket>,
     mut viewers: Query<(
         &Connection,
         &PlayerId,
@@ -161,6 +204,15 @@ pub(crate) fn refresh_interest(
                     }));
             if sent {
                 interest.send_until(*id, until);
+            }
+        }
+        interest.rockets.retain(|&(_, until)| until >= tick.0);
+        let eye_at = params.eye_position(eye);
+        for rocket in &rockets {
+            let sent = rocket.pos.distance(eye.pos) <= HEAR_RADIUS
+                || (look && rocket_in_view(&map.world, eye_at, rocket));
+            if sent {
+                interest.send_rocket_until(rocket.id, until);
             }
         }
     }
@@ -232,6 +284,53 @@ mod tests {
             &standing(1.0, 0.0),
             &params
         ));
+    }
+
+    #[test]
+    fn a_wall_hides_a_rocket_until_its_flight_comes_round() {
+        let world = wall();
+        let eye = Vec3::new(-20.0, 1.6, 0.0);
+        let rocket = |x: f32, z: f32, vel: Vec3| Rocket {
+            id: 1,
+            owner: PlayerId(9),
+            pos: Vec3::new(x, 1.5, z),
+            vel,
+            age: 0.0,
+        };
+        assert!(!rocket_in_view(&world, eye, &rocket(3.0, 0.0, Vec3::ZERO)));
+        assert!(rocket_in_view(&world, eye, &rocket(3.0, 4.0, Vec3::ZERO)));
+        // Behind the wall now, out beside it within the look-ahead (28 m/s: 7 m).
+        let out = rocket(3.0, 0.0, Vec3::new(0.0, 0.0, 28.0));
+        assert!(rocket_in_view(&world, eye, &out));
+        // Across the middle of its path only.
+        let across = rocket(3.0, 3.5, Vec3::new(0.0, 0.0, -28.0));
+        assert!(rocket_in_view(&world, eye, &across));
+    }
+
+    #[test]
+    fn rockets_are_sent_to_their_owner_and_whoever_sees_the_owner() {
+        let mut interest = Interest::default();
+        let rocket = ProjectileSnap {
+            id: 7,
+            owner: PlayerId(2),
+            pos: [0.0; 3],
+            vel: [0.0; 3],
+        };
+        assert!(!interest.sends_rocket(&rocket, Some(PlayerId(1)), 10));
+        assert!(
+            interest.sends_rocket(&rocket, Some(PlayerId(2)), 10),
+            "its owner"
+        );
+        interest.send_until(PlayerId(2), 12);
+        assert!(
+            interest.sends_rocket(&rocket, Some(PlayerId(1)), 10),
+            "its shooter seen"
+        );
+        assert!(!interest.sends_rocket(&rocket, Some(PlayerId(1)), 13));
+        interest.send_rocket_until(7, 20);
+        interest.send_rocket_until(7, 15);
+        assert!(interest.sends_rocket(&rocket, Some(PlayerId(1)), 20));
+        assert!(!interest.sends_rocket(&rocket, Some(PlayerId(1)), 21));
     }
 
     #[test]

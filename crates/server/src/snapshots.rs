@@ -139,7 +139,6 @@ pub(crate) fn send_snapshots(
             .collect(),
         projectiles: rockets
             .iter()
-            .take(MAX_SNAPSHOT_PROJECTILES)
             .map(|r| ProjectileSnap {
                 id: r.id,
                 owner: r.owner,
@@ -152,6 +151,7 @@ pub(crate) fn send_snapshots(
     snapshot.players.sort_by_key(|p| p.id);
     let everyone = std::mem::take(&mut snapshot.players);
     let coarse: Vec<PlayerSnap> = everyone.iter().map(|p| p.as_seen_by_others()).collect();
+    let rockets = std::mem::take(&mut snapshot.projectiles);
     // One snapshot, its players chosen and its header rewritten for each recipient, and
     // encoded against what that recipient holds.
     for (conn, mut buffer, mut counter, me, interest, pushes) in &mut clients {
@@ -172,6 +172,9 @@ pub(crate) fn send_snapshots(
             pushes: pushes.map_or(0, |p| p.0),
             players: shown_to(me.copied(), &everyone, &coarse, |id| {
                 interest.is_none_or(|i| i.sends(id, tick.0))
+            }),
+            projectiles: rockets_shown_to(me.copied(), &everyone, &rockets, |r| {
+                interest.is_none_or(|i| i.sends_rocket(r, me.copied(), tick.0))
             }),
             ..snapshot.clone()
         };
@@ -225,6 +228,35 @@ fn shown_to(
             }
         })
         .collect()
+}
+
+/// The rockets `sends` lets a client see, at most [`MAX_SNAPSHOT_PROJECTILES`]: past that,
+/// its own first, then the nearest.
+fn rockets_shown_to(
+    me: Option<PlayerId>,
+    everyone: &[PlayerSnap],
+    rockets: &[ProjectileSnap],
+    sends: impl Fn(&ProjectileSnap) -> bool,
+) -> Vec<ProjectileSnap> {
+    let mut shown: Vec<ProjectileSnap> = rockets.iter().filter(|r| sends(r)).copied().collect();
+    if shown.len() > MAX_SNAPSHOT_PROJECTILES {
+        let from = everyone
+            .iter()
+            .find(|p| Some(p.id) == me)
+            .map_or(Vec3::ZERO, |p| p.state().pos);
+        shown.sort_by(|a, b| {
+            let key = |r: &ProjectileSnap| {
+                (
+                    Some(r.owner) != me,
+                    Vec3::from_array(r.pos).distance_squared(from),
+                )
+            };
+            let (ka, kb) = (key(a), key(b));
+            ka.0.cmp(&kb.0).then(ka.1.total_cmp(&kb.1))
+        });
+        shown.truncate(MAX_SNAPSHOT_PROJECTILES);
+    }
+    shown
 }
 
 /// `sent` as a datagram against `baseline`, within [`SLICE_BYTES`] where it can be: when
@@ -282,6 +314,27 @@ mod tests {
         assert_eq!(c.tick_of(100 - ACKABLE_SNAPSHOTS as u32 + 1), Some(2 * 36));
         assert_eq!(c.tick_of(100 - ACKABLE_SNAPSHOTS as u32), None, "too old");
         assert_eq!(c.tick_of(101), None, "never sent");
+    }
+
+    #[test]
+    fn past_the_cap_a_client_gets_its_own_rockets_then_the_nearest() {
+        let me = PlayerSnap::new(PlayerId(1), &PlayerState::default());
+        let rocket = |id: u16, owner: u8, x: f32| ProjectileSnap {
+            id,
+            owner: PlayerId(owner),
+            pos: [x, 0.0, 0.0],
+            vel: [0.0; 3],
+        };
+        let mut rockets: Vec<ProjectileSnap> = (0..100u16)
+            .map(|i| rocket(i, 2, 100.0 - f32::from(i)))
+            .collect();
+        rockets.push(rocket(500, 1, 90.0));
+        let shown = rockets_shown_to(Some(PlayerId(1)), &[me], &rockets, |r| r.id != 99);
+        assert_eq!(shown.len(), MAX_SNAPSHOT_PROJECTILES);
+        assert_eq!(shown[0].id, 500, "our own, however far");
+        assert_eq!(shown[1].id, 98, "then the nearest sent (99 is not)");
+        let few = rockets_shown_to(Some(PlayerId(1)), &[me], &rockets[..5], |_| true);
+        assert_eq!(few, rockets[..5], "under the cap, as they come");
     }
 
     #[test]
