@@ -70,6 +70,10 @@ pub struct NetStats {
     pub receive_errors: u64,
     /// Datagrams from connected clients holding a malformed bundle of packets.
     pub malformed_bundles: u64,
+    /// Bytes the server's socket has sent, with UDP/IP headers (over UDP only).
+    pub sent_bytes: u64,
+    /// Bytes the server's socket has received, with UDP/IP headers (over UDP only).
+    pub received_bytes: u64,
 }
 
 /// Runs renet for a server: over UDP ([`Self::udp`]) or an in-memory network.

@@ -532,6 +532,10 @@ pub(crate) fn server_receive(
             Vec::new()
         }
     };
+    // What the socket carried so far, headers included, for the status line's bandwidth
+    // (renet's own count includes the acknowledgements the pacer left out).
+    stats.sent_bytes = transport.socket.sent.bytes;
+    stats.received_bytes = transport.socket.received.bytes;
     let (secure, limits) = (transport.secure.is_some(), transport.limits);
     for (addr, mut bytes) in datagrams {
         if !transport.screen(addr, &bytes, &connected, now, &mut stats) {

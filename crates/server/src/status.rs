@@ -1,11 +1,11 @@
 //! The status line: players, tick times, bandwidth and what was refused, logged every
 //! minute and when the server stops.
 
-use crate::connection::{Connection, PlayerSlots};
+use crate::connection::PlayerSlots;
 use crate::stats::{ServerStats, TickTimes};
 use bevy::prelude::*;
 use sightline_combat::LagCompStats;
-use sightline_net::{NetStats, RenetServer};
+use sightline_net::NetStats;
 use sightline_sim::BotControlled;
 
 /// Seconds between status lines.
@@ -15,24 +15,27 @@ const LOG_INTERVAL: f64 = 60.0;
 #[derive(bevy::ecs::system::SystemParam)]
 pub(crate) struct StatusSources<'w, 's> {
     times: ResMut<'w, TickTimes>,
-    server: Res<'w, RenetServer>,
     slots: Res<'w, PlayerSlots>,
     bots: Query<'w, 's, (), With<BotControlled>>,
-    connections: Query<'w, 's, &'static Connection>,
     stats: Res<'w, ServerStats>,
     net: Res<'w, NetStats>,
     lagcomp: Res<'w, LagCompStats>,
+    real: Res<'w, Time<Real>>,
+    /// When the last line was written, and the socket's byte counts then.
+    last: Local<'s, (f64, u64, u64)>,
 }
 
 impl StatusSources<'_, '_> {
     /// The status line as `key=value` pairs (for hosts' log tools and for tests), then
     /// a fresh start for the tick times.
     fn line(&mut self) -> String {
-        let (mut out, mut inn) = (0.0, 0.0);
-        for c in &self.connections {
-            out += self.server.bytes_sent_per_sec(c.client_id);
-            inn += self.server.bytes_received_per_sec(c.client_id);
-        }
+        // Since the last line, as the socket counted it.
+        let now = self.real.elapsed_secs_f64();
+        let (then, sent, received) = *self.last;
+        let seconds = (now - then).max(1e-3);
+        let out = self.net.sent_bytes.saturating_sub(sent) as f64 / seconds;
+        let inn = self.net.received_bytes.saturating_sub(received) as f64 / seconds;
+        *self.last = (now, self.net.sent_bytes, self.net.received_bytes);
         let (p50, p99, max) = self.times.summary_ms().unwrap_or_default();
         self.times.samples_us.clear();
         let (stats, net) = (&*self.stats, &*self.net);
