@@ -31,7 +31,7 @@ fn cmd(seq: u32) -> InputCmd {
         buttons: Buttons::JUMP.with(Buttons::FIRE),
         weapon_slot: 2,
         view_tick: 1200,
-        view_frac: 40_000,
+        view_frac: 39_936,
     }
 }
 
@@ -49,7 +49,7 @@ fn turned(seq: u32) -> InputCmd {
     InputCmd {
         yaw: angle_of_steps(angle_steps(0.31)),
         view_tick: 1202,
-        view_frac: 7_000,
+        view_frac: 6_912,
         ..cmd(seq)
     }
 }

@@ -27,6 +27,16 @@ pub(crate) fn unzigzag(z: u32) -> i32 {
     ((z >> 1) as i32) ^ -((z & 1) as i32)
 }
 
+/// `v` zigzagged, for 64 bits.
+pub(crate) fn zigzag64(v: i64) -> u64 {
+    ((v << 1) ^ (v >> 63)) as u64
+}
+
+/// The signed number `z` zigzags, for 64 bits.
+pub(crate) fn unzigzag64(z: u64) -> i64 {
+    ((z >> 1) as i64) ^ -((z & 1) as i64)
+}
+
 /// Writes `v` as four little-endian bytes.
 pub(crate) fn put_f32(out: &mut Vec<u8>, v: f32) {
     out.extend_from_slice(&v.to_le_bytes());
@@ -84,11 +94,6 @@ impl Reader<'_> {
     pub(crate) fn f32(&mut self) -> Result<f32, &'static str> {
         let b = [self.byte()?, self.byte()?, self.byte()?, self.byte()?];
         Ok(f32::from_le_bytes(b))
-    }
-
-    /// Two little-endian bytes.
-    pub(crate) fn u16(&mut self) -> Result<u16, &'static str> {
-        Ok(u16::from_le_bytes([self.byte()?, self.byte()?]))
     }
 
     /// Refuses bytes left over.

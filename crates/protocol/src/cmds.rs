@@ -22,7 +22,8 @@
 //! - yaw and pitch as the zigzagged change in steps of the angle grid
 //!   ([`sightline_sim::angle_steps`]: a sanitized command's angles lie on it);
 //! - buttons and weapon slot together, as two bytes;
-//! - the view time, as the zigzagged tick gap and the new fraction (u16).
+//! - the view time, as the zigzagged change in steps of 1/256 tick
+//!   ([`sightline_sim::VIEW_FRAC_STEP`]: a sanitized command's view time lies on them).
 //!
 //! A command repeated unchanged costs one byte; a frame's turn two to four more. The
 //! header is the acknowledged snapshot and the base's offset (plus one; 0 for none) as
@@ -32,11 +33,11 @@
 //! chain to the base and refuses any flag that names no change, so one list of commands
 //! has one encoding.
 
-use crate::bytes::{Reader, put_f32, put_varint, put_zigzag};
+use crate::bytes::{Reader, put_f32, put_varint, put_zigzag, unzigzag64, zigzag64};
 use crate::codec::{DecodeError, Wire};
 use serde::de::Error as _;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
-use sightline_sim::{Buttons, InputCmd, WEAPON_SLOTS, angle_of_steps, angle_steps};
+use sightline_sim::{Buttons, InputCmd, VIEW_FRAC_STEP, WEAPON_SLOTS, angle_of_steps, angle_steps};
 
 /// Most commands an input packet may carry: half a second at 128 Hz, so that down to
 /// 5 frames a second each packet still repeats the previous frame's commands.
@@ -49,7 +50,15 @@ pub const INPUT_BASE_SPAN: u32 = 128;
 
 /// Largest encoding of one link (flags, two gaps, two numbers, two angle changes,
 /// buttons and slot, view).
-const MAX_LINK_BYTES: usize = 1 + 5 + 5 + 8 + 3 + 3 + 2 + 5 + 2;
+const MAX_LINK_BYTES: usize = 1 + 5 + 5 + 8 + 3 + 3 + 2 + 6;
+
+/// A command's view time in steps of [`VIEW_FRAC_STEP`]: 40 bits.
+fn view_steps(c: &InputCmd) -> i64 {
+    (i64::from(c.view_tick) << 8) | i64::from(c.view_frac / VIEW_FRAC_STEP)
+}
+
+/// Longest view time in steps: past a u32 of ticks.
+const MAX_VIEW_STEPS: i64 = (1 << 40) - 1;
 
 const SEQ_GAP: u8 = 1 << 0;
 const TICK_GAP: u8 = 1 << 1;
@@ -74,8 +83,8 @@ struct Link {
     pitch: i16,
     buttons: u8,
     slot: u8,
-    view_gap: i32,
-    view_frac: u16,
+    /// The view time's change in steps of [`VIEW_FRAC_STEP`].
+    view: i64,
 }
 
 impl Link {
@@ -93,8 +102,7 @@ impl Link {
             pitch: angle_steps(c.pitch).wrapping_sub(angle_steps(prev.pitch)),
             buttons: c.buttons.0,
             slot: c.weapon_slot,
-            view_gap: c.view_tick.wrapping_sub(prev.view_tick) as i32,
-            view_frac: c.view_frac,
+            view: view_steps(c) - view_steps(prev),
             flags: 0,
         };
         let mut set = |bit: u8, changed: bool| {
@@ -113,10 +121,7 @@ impl Link {
             BUTTONS,
             (c.buttons, c.weapon_slot) != (prev.buttons, prev.weapon_slot),
         );
-        set(
-            VIEW,
-            (c.view_tick, c.view_frac) != (prev.view_tick, prev.view_frac),
-        );
+        set(VIEW, link.view != 0);
         link.unflagged_cleared()
     }
 
@@ -137,8 +142,7 @@ impl Link {
             pitch: keep(f, PITCH, self.pitch),
             buttons: keep(f, BUTTONS, self.buttons),
             slot: keep(f, BUTTONS, self.slot),
-            view_gap: keep(f, VIEW, self.view_gap),
-            view_frac: keep(f, VIEW, self.view_frac),
+            view: keep(f, VIEW, self.view),
         }
     }
 
@@ -170,8 +174,12 @@ impl Link {
             c.weapon_slot = self.slot;
         }
         if has(VIEW) {
-            c.view_tick = prev.view_tick.wrapping_add(self.view_gap as u32);
-            c.view_frac = self.view_frac;
+            let view = view_steps(prev).checked_add(self.view)?;
+            if !(0..=MAX_VIEW_STEPS).contains(&view) {
+                return None;
+            }
+            c.view_tick = (view >> 8) as u32;
+            c.view_frac = (view & 0xff) as u16 * VIEW_FRAC_STEP;
         }
         Some(c)
     }
@@ -199,8 +207,7 @@ impl Link {
             out.extend_from_slice(&[self.buttons, self.slot]);
         }
         if has(VIEW) {
-            put_zigzag(out, self.view_gap);
-            out.extend_from_slice(&self.view_frac.to_le_bytes());
+            put_varint(out, zigzag64(self.view));
         }
     }
 
@@ -242,8 +249,10 @@ impl Link {
             }
         }
         if has(VIEW) {
-            link.view_gap = r.zigzag()?;
-            link.view_frac = r.u16()?;
+            link.view = unzigzag64(r.varint64()?);
+            if link.view == 0 || link.view.abs() > MAX_VIEW_STEPS {
+                return Err("view time change out of range");
+            }
         }
         Ok(link)
     }
@@ -342,7 +351,7 @@ impl InputPacket {
         for link in &self.links {
             let c = link
                 .apply(&prev)
-                .ok_or(CmdsError("input sequence out of range"))?;
+                .ok_or(CmdsError("input sequence or view time out of range"))?;
             // A flag must name a real change, or one packet would have two encodings.
             if Link::between(&prev, &c).flags != link.flags {
                 return Err(CmdsError(
@@ -429,7 +438,7 @@ mod tests {
             buttons: Buttons::JUMP,
             weapon_slot: 0,
             view_tick: 90,
-            view_frac: 777,
+            view_frac: 3 * VIEW_FRAC_STEP,
         }
     }
 
@@ -464,7 +473,7 @@ mod tests {
             c.yaw = angle_of_steps(angle_steps(i as f32 * 0.01));
             c.pitch = angle_of_steps(angle_steps(-(i as f32) * 0.02));
             c.buttons = Buttons(i as u8 & 0b11111);
-            c.view_frac = i as u16 * 3;
+            c.view_frac = i as u16 * VIEW_FRAC_STEP;
         }
         // Gaps other than one, in sequence and in client tick.
         for (i, c) in turning.iter_mut().enumerate() {

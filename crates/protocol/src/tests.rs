@@ -16,7 +16,7 @@ fn cmd(seq: u32) -> InputCmd {
         buttons: Buttons::JUMP,
         weapon_slot: 2,
         view_tick: 1200,
-        view_frac: 40_000,
+        view_frac: 39_936,
     }
 }
 

@@ -18,7 +18,8 @@ use sightline_protocol::{
     Snapshot, SnapshotPacket, Welcome, Wire, clean_text,
 };
 use sightline_sim::{
-    Buttons, InputCmd, MAX_TICK_HZ, MIN_TICK_HZ, PlayerId, WEAPON_SLOTS, angle_of_steps,
+    Buttons, InputCmd, MAX_TICK_HZ, MIN_TICK_HZ, PlayerId, VIEW_FRAC_STEP, WEAPON_SLOTS,
+    angle_of_steps,
 };
 use std::fmt::Debug;
 
@@ -129,7 +130,7 @@ fn input_cmd() -> impl Strategy<Value = InputCmd> {
         any::<u8>(),
         0..=WEAPON_SLOTS,
         u32_any(),
-        any::<u16>(),
+        any::<u8>(),
     )
         .prop_map(
             |(
@@ -151,7 +152,8 @@ fn input_cmd() -> impl Strategy<Value = InputCmd> {
                     buttons: Buttons(buttons),
                     weapon_slot,
                     view_tick,
-                    view_frac,
+                    // Sanitized: the fraction on its steps.
+                    view_frac: u16::from(view_frac) * VIEW_FRAC_STEP,
                 }
             },
         )

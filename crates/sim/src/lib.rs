@@ -12,8 +12,8 @@ mod session;
 mod tick;
 
 pub use input::{
-    ANGLE_STEPS, Buttons, InputCmd, MAX_PITCH_DEG, MAX_PITCH_STEPS, SanitizeError, WEAPON_SLOTS,
-    angle_of_steps, angle_steps, wrap_angle,
+    ANGLE_STEPS, Buttons, InputCmd, MAX_PITCH_DEG, MAX_PITCH_STEPS, SanitizeError, VIEW_FRAC_STEP,
+    WEAPON_SLOTS, angle_of_steps, angle_steps, wrap_angle,
 };
 pub use player::{BotControlled, CurrentCmd, Held, Player, PlayerId, PlayerName};
 pub use session::{EndSession, SessionAppExt, despawn_all, end_session};
