@@ -25,13 +25,13 @@
 //! - the view time, as the zigzagged change in steps of 1/256 tick
 //!   ([`sightline_sim::VIEW_FRAC_STEP`]: a sanitized command's view time lies on them).
 //!
-//! A command repeated unchanged costs one byte; a frame's turn two to four more. The
-//! header is the acknowledged snapshot and the base's offset (plus one; 0 for none) as
-//! varints; the links run to the end of the packet's bytes. Reading
-//! checks the form (counts, shortest varints, every flagged change a real one where that
-//! can be told without the base, finite numbers); [`InputPacket::commands`] applies the
-//! chain to the base and refuses any flag that names no change, so one list of commands
-//! has one encoding.
+//! A command repeated unchanged costs one byte; a frame's turn and view change three to
+//! five. The header is the acknowledged snapshot and the base's offset (plus one; 0 for
+//! none) as varints; the links run to the end of the packet's bytes. Reading checks the
+//! form (counts, shortest varints, every flagged change a real one where that can be told
+//! without the base, finite numbers); [`InputPacket::commands`] applies the chain to the
+//! base and refuses any flag that names no change, so one list of commands has one
+//! encoding.
 
 use crate::bytes::{Reader, put_f32, put_varint, put_zigzag, unzigzag64, zigzag64};
 use crate::codec::{DecodeError, Wire};
@@ -300,7 +300,8 @@ pub struct InputPacket {
 impl InputPacket {
     /// A packet of `cmds` (newest first, sequence numbers falling, each above the base's),
     /// acknowledging snapshot `ack_snapshot`, which says `acked_seq` was the newest command
-    /// simulated; written against `base` (or the all-zero command).
+    /// simulated; written against `base` (or the all-zero command). The commands are
+    /// sanitized ones: a view time off its steps would be cut to them.
     pub fn new(
         ack_snapshot: u32,
         acked_seq: u32,
