@@ -258,7 +258,11 @@ mod tests {
         };
         raw = raw.sanitized().unwrap();
         assert_eq!(raw.view_frac, 768);
-        assert_eq!(raw.sanitized().unwrap(), raw, "sanitizing twice changes nothing");
+        assert_eq!(
+            raw.sanitized().unwrap(),
+            raw,
+            "sanitizing twice changes nothing"
+        );
     }
 
     #[test]
