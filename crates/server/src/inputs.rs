@@ -144,7 +144,7 @@ impl InputBuffer {
     /// buffer keeps what it holds and refuses a newer command; one older than everything
     /// waiting (it fills a hole) takes the place of the newest.
     pub fn push(&mut self, cmd: InputCmd, ack_tick: Option<u32>) -> Push {
-        // No underflow: seq > last_simulated here.
+        // No underflow: seq is above last_simulated when subtracted.
         if cmd.seq > self.last_simulated && cmd.seq - self.last_simulated > self.max_ahead {
             return Push::TooFarAhead;
         }
@@ -333,6 +333,29 @@ mod tests {
 
     fn buffer() -> InputBuffer {
         InputBuffer::new(TickConfig::new(128, 64).unwrap())
+    }
+
+    #[test]
+    fn received_commands_are_kept_for_packets_to_be_written_against() {
+        let mut b = buffer();
+        for seq in 1..=200 {
+            b.push(cmd(seq), None);
+            if seq % 2 == 0 {
+                b.take_next();
+            }
+        }
+        assert_eq!(b.received(200).map(|c| c.seq), Some(200));
+        assert_eq!(
+            b.received(73).map(|c| c.seq),
+            Some(73),
+            "the last 128 are held"
+        );
+        assert_eq!(b.received(72), None, "an older one has made way");
+        assert_eq!(b.received(0), None);
+        // A late copy of an older command never takes a newer one's place.
+        b.push(cmd(72), None);
+        assert_eq!(b.received(200).map(|c| c.seq), Some(200));
+        assert_eq!(b.received(72), None);
     }
 
     #[test]
