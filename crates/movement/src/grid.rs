@@ -4,7 +4,9 @@
 //! 1/1024 m, velocities in 1/256 m/s (within about 128 m/s either way), view angles in
 //! 1/65536 of a turn. The client's prediction puts each tick it predicts on the same grid
 //! ([`on_grid`]), so the two still agree bit for bit, and a snapshot carries the state as
-//! small integers ([`GridState`]) that decode to the very floats the server holds.
+//! small integers ([`GridState`]) that decode to the very floats the server holds (to the
+//! player's own client; everyone else is shown its view angles and velocity on a coarser
+//! step, which they only draw and extrapolate from).
 //!
 //! Why nobody sees it: a position moves at most half a millimetre, a tenth of the 5 mm
 //! skin that keeps players off walls (so snapping never pushes one into a wall) and far
