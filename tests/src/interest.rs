@@ -7,7 +7,7 @@ use sightline_combat::{Rocket, launch_rocket};
 use sightline_harness::Stepper;
 use sightline_map::CurrentMap;
 use sightline_movement::{GridState, MoveParams, PlayerState};
-use sightline_protocol::MAX_SNAPSHOT_PROJECTILES;
+use sightline_protocol::{MAX_SNAPSHOT_PROJECTILES, Snapshot};
 use sightline_server::{HEAR_RADIUS, ServerConfig};
 use sightline_sim::{InputCmd, PlayerId, Tick, TickConfig};
 use std::collections::HashMap;
@@ -19,8 +19,9 @@ fn eye_to_eye(map: &CurrentMap, params: &MoveParams, a: &PlayerState, b: &Player
     map.world.is_clear(eye, params.eye_position(b) - eye)
 }
 
-#[test]
-fn hidden_players_are_left_out_and_visible_ones_sent() {
+/// Depot with 11 server bots and one client (seeded `seed`), 3 s into play: the stepper,
+/// and the client's player.
+fn depot_with_bots_and_a_viewer(seed: u64) -> (Stepper, PlayerId) {
     let config = ServerConfig {
         name: "test".into(),
         max_players: 16,
@@ -29,28 +30,44 @@ fn hidden_players_are_left_out_and_visible_ones_sent() {
         ..Default::default()
     };
     let mut s = Stepper::new(config, "depot");
-    s.add_client("viewer", 3);
+    s.add_client("viewer", seed);
     s.run_for(3.0);
     let client = s.clients[0].world_mut();
     let me = *client
         .query_filtered::<&PlayerId, With<LocalPlayer>>()
         .single(client)
         .expect("our player");
+    (s, me)
+}
+
+/// The client's newest snapshot, when it is new since `last_seq` and describes the
+/// server's current tick, so the server's world can be compared with it.
+fn fresh_snapshot(s: &Stepper, last_seq: &mut u32) -> Option<Snapshot> {
+    let snapshot = s.clients[0]
+        .world()
+        .resource::<LatestSnapshot>()
+        .0
+        .clone()?;
+    let tick = s.server.world().resource::<Tick>().0;
+    if snapshot.seq == *last_seq || snapshot.server_tick != tick {
+        return None;
+    }
+    *last_seq = snapshot.seq;
+    Some(snapshot)
+}
+
+#[test]
+fn hidden_players_are_left_out_and_visible_ones_sent() {
+    let (mut s, me) = depot_with_bots_and_a_viewer(3);
     let map = s.server.world().resource::<CurrentMap>().clone();
     let params = MoveParams::default();
     let (mut pairs, mut hidden, mut in_sight_but_hidden) = (0, 0, 0);
     let mut last_seq = 0;
     for _ in 0..20_000 {
         s.step();
-        let Some(snapshot) = s.clients[0].world().resource::<LatestSnapshot>().0.clone() else {
+        let Some(snapshot) = fresh_snapshot(&s, &mut last_seq) else {
             continue;
         };
-        // Compare with the server's world of the snapshot's own tick.
-        let tick = s.server.world().resource::<Tick>().0;
-        if snapshot.seq == last_seq || snapshot.server_tick != tick {
-            continue;
-        }
-        last_seq = snapshot.seq;
         let world = s.server.world_mut();
         let states: Vec<(PlayerId, PlayerState)> = world
             .query::<(&PlayerId, &PlayerState)>()
@@ -172,21 +189,7 @@ fn snapshots_show_positions_exactly_and_others_angles_and_far_speeds_rounded() {
 
 #[test]
 fn hidden_rockets_are_left_out_and_near_or_visible_ones_sent() {
-    let config = ServerConfig {
-        name: "test".into(),
-        max_players: 16,
-        bots: 11,
-        tick: TickConfig::new(128, 64).unwrap(),
-        ..Default::default()
-    };
-    let mut s = Stepper::new(config, "depot");
-    s.add_client("viewer", 5);
-    s.run_for(3.0);
-    let client = s.clients[0].world_mut();
-    let me = *client
-        .query_filtered::<&PlayerId, With<LocalPlayer>>()
-        .single(client)
-        .expect("our player");
+    let (mut s, me) = depot_with_bots_and_a_viewer(5);
     let map = s.server.world().resource::<CurrentMap>().clone();
     let params = MoveParams::default();
     let (mut sent, mut hidden, mut in_sight_but_hidden) = (0, 0, 0);
@@ -211,14 +214,9 @@ fn hidden_rockets_are_left_out_and_near_or_visible_ones_sent() {
             }
         }
         s.step();
-        let Some(snapshot) = s.clients[0].world().resource::<LatestSnapshot>().0.clone() else {
+        let Some(snapshot) = fresh_snapshot(&s, &mut last_seq) else {
             continue;
         };
-        let tick = s.server.world().resource::<Tick>().0;
-        if snapshot.seq == last_seq || snapshot.server_tick != tick {
-            continue;
-        }
-        last_seq = snapshot.seq;
         let world = s.server.world_mut();
         let mine = *world
             .query::<(&PlayerId, &PlayerState)>()

@@ -159,6 +159,8 @@ pub(crate) fn send_snapshots(
             continue;
         }
         let timing = buffer.take_timing();
+        // The recipient's own player, found once: what is near it and what waits.
+        let own = me.and_then(|me| everyone.iter().find(|p| p.id == *me));
         let mut sent = Snapshot {
             seq: counter.next(tick.0),
             ack_input_seq: buffer.last_simulated(),
@@ -170,17 +172,17 @@ pub(crate) fn send_snapshots(
             },
             repeated_inputs: timing.repeats,
             pushes: pushes.map_or(0, |p| p.0),
-            players: shown_to(me.copied(), &everyone, &coarse, |id| {
+            players: shown_to(own, &everyone, &coarse, |id| {
                 interest.is_none_or(|i| i.sends(id, tick.0))
             }),
-            projectiles: rockets_shown_to(me.copied(), &everyone, &rockets, |r| {
+            projectiles: rockets_shown_to(own, &rockets, |r| {
                 interest.is_none_or(|i| i.sends_rocket(r, me.copied(), tick.0))
             }),
             ..snapshot.clone()
         };
         let baseline = counter.baseline(buffer.ack_snapshot);
         let baseline = baseline.as_deref();
-        match encode_within_budget(&mut sent, baseline, me.copied()) {
+        match encode_within_budget(&mut sent, baseline, own) {
             Ok(bytes) => {
                 let moving = sent.players.iter().filter(|p| p.vel != [0; 3]).count();
                 weights.count(bytes.len(), sent.players.len(), moving);
@@ -205,13 +207,13 @@ fn squared_distance(a: [i32; 3], b: [i32; 3]) -> i64 {
 /// difference, but with the exact velocity within [`HEAR_RADIUS`]: near enough to touch,
 /// where its prediction carries them forward over a round trip to collide with.
 fn shown_to(
-    me: Option<PlayerId>,
+    own: Option<&PlayerSnap>,
     everyone: &[PlayerSnap],
     coarse: &[PlayerSnap],
     sends: impl Fn(PlayerId) -> bool,
 ) -> Vec<PlayerSnap> {
     let near = ((HEAR_RADIUS * POS_STEPS) as i64).pow(2);
-    let from = everyone.iter().find(|p| Some(p.id) == me).map(|p| p.pos);
+    let (me, from) = (own.map(|p| p.id), own.map(|p| p.pos));
     everyone
         .iter()
         .zip(coarse)
@@ -230,20 +232,17 @@ fn shown_to(
         .collect()
 }
 
-/// The rockets `sends` lets a client see, at most [`MAX_SNAPSHOT_PROJECTILES`]: past that,
-/// its own first, then the nearest.
+/// The rockets `sends` lets a client (whose player is `own`) see, at most
+/// [`MAX_SNAPSHOT_PROJECTILES`]: past that, its own first, then the nearest.
 fn rockets_shown_to(
-    me: Option<PlayerId>,
-    everyone: &[PlayerSnap],
+    own: Option<&PlayerSnap>,
     rockets: &[ProjectileSnap],
     sends: impl Fn(&ProjectileSnap) -> bool,
 ) -> Vec<ProjectileSnap> {
     let mut shown: Vec<ProjectileSnap> = rockets.iter().filter(|r| sends(r)).copied().collect();
     if shown.len() > MAX_SNAPSHOT_PROJECTILES {
-        let from = everyone
-            .iter()
-            .find(|p| Some(p.id) == me)
-            .map_or(Vec3::ZERO, |p| p.state().pos);
+        let me = own.map(|p| p.id);
+        let from = own.map_or(Vec3::ZERO, |p| p.state().pos);
         shown.sort_by(|a, b| {
             let key = |r: &ProjectileSnap| {
                 (
@@ -262,17 +261,15 @@ fn rockets_shown_to(
 /// `sent` as a datagram against `baseline`, within [`SLICE_BYTES`] where it can be: when
 /// the players new to this client (not in its baseline) do not all fit, as when it joins
 /// a full server, the farthest of them wait for the next snapshots, which bring them
-/// once the client acknowledges this one. Its own player never waits.
+/// once the client acknowledges this one. Its own player (`own`) never waits.
 fn encode_within_budget(
     sent: &mut Snapshot,
     baseline: Option<&Snapshot>,
-    me: Option<PlayerId>,
+    own: Option<&PlayerSnap>,
 ) -> Result<Vec<u8>, EncodeError> {
     // A player sent in full takes at least this many bytes.
     const MIN_NEW_ENTRY: usize = 12;
-    let from = me
-        .and_then(|me| sent.players.iter().find(|p| p.id == me))
-        .map_or([0; 3], |p| p.pos);
+    let (me, from) = (own.map(|p| p.id), own.map_or([0; 3], |p| p.pos));
     let distance = |p: &PlayerSnap| squared_distance(p.pos, from);
     loop {
         let packet = SnapshotPacket::encode(sent, baseline);
@@ -329,11 +326,11 @@ mod tests {
             .map(|i| rocket(i, 2, 100.0 - f32::from(i)))
             .collect();
         rockets.push(rocket(500, 1, 90.0));
-        let shown = rockets_shown_to(Some(PlayerId(1)), &[me], &rockets, |r| r.id != 99);
+        let shown = rockets_shown_to(Some(&me), &rockets, |r| r.id != 99);
         assert_eq!(shown.len(), MAX_SNAPSHOT_PROJECTILES);
         assert_eq!(shown[0].id, 500, "our own, however far");
         assert_eq!(shown[1].id, 98, "then the nearest sent (99 is not)");
-        let few = rockets_shown_to(Some(PlayerId(1)), &[me], &rockets[..5], |_| true);
+        let few = rockets_shown_to(Some(&me), &rockets[..5], |_| true);
         assert_eq!(few, rockets[..5], "under the cap, as they come");
     }
 
