@@ -7,9 +7,10 @@ use sightline_client::CombatCue;
 use sightline_combat::CombatEvent;
 use sightline_harness::Stepper;
 use sightline_interpolation::{InterpolationSettings, RenderTime};
+use sightline_movement::PlayerState;
 use sightline_net::ConditionerSettings;
 use sightline_server::ServerConfig;
-use sightline_sim::{Tick, TickConfig};
+use sightline_sim::{PlayerId, Tick, TickConfig};
 
 #[test]
 fn an_explosion_is_shown_when_the_world_is_drawn_at_its_tick() {
@@ -28,9 +29,17 @@ fn an_explosion_is_shown_when_the_world_is_drawn_at_its_tick() {
     s.run_for(3.0);
     let tick = *s.server.world().resource::<Tick>();
     let at = s.server.world().resource::<TickConfig>().tick_time_us(tick) as f64 / 1e6;
+    // Beside the watcher, who hears it (bursts out of sight and earshot are not sent).
+    let beside = {
+        let w = s.server.world_mut();
+        let mut players = w.query::<&PlayerState>();
+        players.iter(w).next().expect("the watcher plays").pos + Vec3::X
+    };
     s.server.world_mut().write_message(CombatEvent::Exploded {
-        at: Vec3::new(1.0, 2.0, 3.0),
+        at: beside,
         tick: tick.0,
+        rocket: 1,
+        owner: PlayerId(9),
     });
     let mut shown = None;
     for _ in 0..128 {

@@ -10,7 +10,7 @@ use sightline_net::{
 };
 use sightline_protocol::{
     Channel, ClientDatagram, ClientMessage, InputPacket, PROTOCOL_VERSION, ServerMessage, Snapshot,
-    Wire,
+    Welcome, Wire,
 };
 use sightline_sim::{Buttons, InputCmd};
 use std::io::{BufRead, BufReader, Read, Write};
@@ -20,9 +20,9 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 /// A dedicated server started for one test, its output collected as it runs.
-struct Server {
-    child: Child,
-    addr: SocketAddr,
+pub(crate) struct Server {
+    pub(crate) child: Child,
+    pub(crate) addr: SocketAddr,
     log: Arc<Mutex<String>>,
     readers: Vec<std::thread::JoinHandle<()>>,
 }
@@ -30,11 +30,11 @@ struct Server {
 impl Server {
     /// Starts `sightline-server` on a free loopback port for at most `seconds`, with
     /// `extra` flags, and waits until it says it is serving.
-    fn start(seconds: u32, extra: &[&str]) -> Self {
+    pub(crate) fn start(seconds: u32, extra: &[&str]) -> Self {
         Self::start_with_bots(seconds, 1, extra)
     }
 
-    fn start_with_bots(seconds: u32, bots: u8, extra: &[&str]) -> Self {
+    pub(crate) fn start_with_bots(seconds: u32, bots: u8, extra: &[&str]) -> Self {
         let port = free_udp_port();
         let mut child = Command::new(binaries().join("sightline-server"))
             .args(["--bind", "127.0.0.1", "--port", &port.to_string()])
@@ -89,13 +89,23 @@ impl Server {
         server
     }
 
-    fn said(&self, text: &str) -> bool {
+    pub(crate) fn said(&self, text: &str) -> bool {
         self.log.lock().expect("poisoned").contains(text)
+    }
+
+    /// What it logged so far.
+    pub(crate) fn log(&self) -> String {
+        self.log.lock().expect("poisoned").clone()
+    }
+
+    /// Whether the process is still running.
+    pub(crate) fn child_running(&mut self) -> bool {
+        matches!(self.child.try_wait(), Ok(None))
     }
 
     /// Asks the server to stop now (SIGTERM, as a host's service manager would) and
     /// returns what [`Self::finish`] does.
-    fn stop(self) -> (String, String) {
+    pub(crate) fn stop(self) -> (String, String) {
         let _ = Command::new("kill")
             .args(["-TERM", &self.child.id().to_string()])
             .status();
@@ -104,7 +114,7 @@ impl Server {
 
     /// Waits for the server to stop by itself; returns its log and its final status
     /// line.
-    fn finish(self) -> (String, String) {
+    pub(crate) fn finish(self) -> (String, String) {
         let out = wait(self.child, Duration::from_secs(60), "server");
         for reader in self.readers {
             reader.join().expect("the log reader finished");
@@ -123,10 +133,10 @@ impl Server {
 
 /// The tick budget at the 64 Hz these servers run: the 99th percentile tick must fit in
 /// it whatever the attackers do.
-const TICK_BUDGET_MS: f64 = 1000.0 / 64.0;
+pub(crate) const TICK_BUDGET_MS: f64 = 1000.0 / 64.0;
 
 /// An honest headless client playing for `seconds`.
-fn honest(server: SocketAddr, seconds: u32) -> Child {
+pub(crate) fn honest(server: SocketAddr, seconds: u32) -> Child {
     Command::new(binaries().join("sightline"))
         .args(["--headless", "--connect", &server.to_string()])
         .args(["--name", "honest", "--run-seconds", &seconds.to_string()])
@@ -138,7 +148,17 @@ fn honest(server: SocketAddr, seconds: u32) -> Child {
 
 /// Waits for an honest client and checks it played undisturbed: it saw every player
 /// and received snapshots at the rate it should, none of them malformed.
-fn check_honest(child: Child, seconds: u32) -> String {
+pub(crate) fn check_honest(child: Child, seconds: u32) -> String {
+    let summary = finish_honest(child);
+    // 32 snapshots a second at a 64 Hz tick, less the time taken to join.
+    let expected = 32 * (seconds as u64 - 2);
+    assert!(field(&summary, "snapshots") >= expected, "{summary}");
+    summary
+}
+
+/// Waits for an honest client and returns its summary: it must have ended well (never
+/// dropped or kicked) with no malformed message.
+pub(crate) fn finish_honest(child: Child) -> String {
     let out = wait(child, Duration::from_secs(60), "honest client");
     let stdout = String::from_utf8_lossy(&out.stdout).to_string();
     let stderr = String::from_utf8_lossy(&out.stderr);
@@ -152,27 +172,24 @@ fn check_honest(child: Child, seconds: u32) -> String {
         .unwrap_or_else(|| panic!("no summary:\n{stdout}\n{stderr}"))
         .to_string();
     assert_eq!(field(&summary, "malformed"), 0, "{summary}");
-    // 32 snapshots a second at a 64 Hz tick, less the time taken to join.
-    let expected = 32 * (seconds as u64 - 2);
-    assert!(field(&summary, "snapshots") >= expected, "{summary}");
     summary
 }
 
 /// A client of this process that speaks the protocol by hand over real UDP.
-struct Attacker {
-    app: App,
+pub(crate) struct Attacker {
+    pub(crate) app: App,
 }
 
 impl Attacker {
-    fn connect(server: SocketAddr, security: &ClientSecurity) -> Self {
+    pub(crate) fn connect(server: SocketAddr, security: &ClientSecurity) -> Self {
         Self::with(ClientNetPlugin::udp(server, security).expect("socket opens"))
     }
 
-    fn with_transport(transport: UdpClientTransport) -> Self {
+    pub(crate) fn with_transport(transport: UdpClientTransport) -> Self {
         Self::with(ClientNetPlugin::from_transport(transport))
     }
 
-    fn with(net: ClientNetPlugin) -> Self {
+    pub(crate) fn with(net: ClientNetPlugin) -> Self {
         let mut app = App::new();
         app.add_plugins((TaskPoolPlugin::default(), bevy::time::TimePlugin, net));
         app.finish();
@@ -181,7 +198,7 @@ impl Attacker {
     }
 
     /// Runs the app for a while, about 250 frames a second.
-    fn pump(&mut self, seconds: f64) {
+    pub(crate) fn pump(&mut self, seconds: f64) {
         let end = Instant::now() + Duration::from_secs_f64(seconds);
         while Instant::now() < end {
             self.app.update();
@@ -190,7 +207,7 @@ impl Attacker {
     }
 
     /// Pumps until connected; false if the transport gave up or time ran out.
-    fn connected(&mut self, limit: f64) -> bool {
+    pub(crate) fn connected(&mut self, limit: f64) -> bool {
         let end = Instant::now() + Duration::from_secs_f64(limit);
         while Instant::now() < end {
             self.pump(0.02);
@@ -205,15 +222,15 @@ impl Attacker {
         false
     }
 
-    fn client(&mut self) -> Mut<'_, RenetClient> {
+    pub(crate) fn client(&mut self) -> Mut<'_, RenetClient> {
         self.app.world_mut().resource_mut::<RenetClient>()
     }
 
-    fn send(&mut self, channel: Channel, bytes: Vec<u8>) {
+    pub(crate) fn send(&mut self, channel: Channel, bytes: Vec<u8>) {
         self.client().send_message(channel, bytes);
     }
 
-    fn hello(&mut self, name: &str) {
+    pub(crate) fn hello(&mut self, name: &str) {
         let hello = ClientMessage::Hello {
             protocol_version: PROTOCOL_VERSION,
             name: name.into(),
@@ -223,7 +240,7 @@ impl Attacker {
     }
 
     /// Reliable messages received since last asked (junk from a server would panic).
-    fn reliable(&mut self) -> Vec<ServerMessage> {
+    pub(crate) fn reliable(&mut self) -> Vec<ServerMessage> {
         let mut client = self.client();
         std::iter::from_fn(|| client.receive_message(Channel::Reliable))
             .map(|b| ServerMessage::decode(&b).expect("the server sends valid messages"))
@@ -231,29 +248,28 @@ impl Attacker {
     }
 
     /// Snapshots received since last asked.
-    fn snapshots(&mut self) -> Vec<Snapshot> {
+    pub(crate) fn snapshots(&mut self) -> Vec<Snapshot> {
         crate::raw::received_snapshots(self.app.world_mut())
     }
 
-    /// Says Hello and pumps until the Welcome.
-    fn join(&mut self, name: &str) {
+    /// Says Hello and pumps until the Welcome, which it returns.
+    pub(crate) fn join(&mut self, name: &str) -> Welcome {
         assert!(self.connected(10.0), "{name} could not connect");
         self.hello(name);
         for _ in 0..500 {
             self.pump(0.01);
-            if self
-                .reliable()
-                .iter()
-                .any(|m| matches!(m, ServerMessage::Welcome(_)))
-            {
-                return;
+            if let Some(welcome) = self.reliable().into_iter().find_map(|m| match m {
+                ServerMessage::Welcome(w) => Some(w),
+                _ => None,
+            }) {
+                return welcome;
             }
         }
         panic!("no Welcome for {name}");
     }
 
     /// Pumps until the server refuses it, returning why; `None` if it never does.
-    fn refusal(&mut self, limit: f64) -> Option<String> {
+    pub(crate) fn refusal(&mut self, limit: f64) -> Option<String> {
         let end = Instant::now() + Duration::from_secs_f64(limit);
         while Instant::now() < end {
             self.pump(0.02);
@@ -268,14 +284,14 @@ impl Attacker {
         None
     }
 
-    fn input(&mut self, ack: u32, cmds: Vec<InputCmd>) {
+    pub(crate) fn input(&mut self, ack: u32, cmds: Vec<InputCmd>) {
         let packet = InputPacket::new(ack, 0, None, &cmds);
         let bytes = ClientDatagram::Input(packet).encode().unwrap();
         self.send(Channel::Unreliable, bytes);
     }
 }
 
-fn cmd(seq: u32) -> InputCmd {
+pub(crate) fn cmd(seq: u32) -> InputCmd {
     InputCmd {
         seq,
         forward: 1.0,
@@ -598,4 +614,118 @@ fn a_matchmaker_holding_the_key_issues_tokens_the_server_accepts() {
     std::fs::remove_file(&path).ok();
     let (log, _) = server.stop();
     assert!(log.contains("matched joined"), "{log}");
+}
+
+#[test]
+fn shots_acknowledging_an_old_snapshot_buy_a_near_client_no_older_view() {
+    let server = Server::start(60, &[]);
+    let mut cheat = Attacker::connect(server.addr, &ClientSecurity::default());
+    cheat.join("staleacker");
+    let mut received: Vec<Snapshot> = Vec::new();
+    let (mut seq, mut shots) = (1, 0);
+    let start = Instant::now();
+    while start.elapsed() < Duration::from_secs(3) {
+        cheat.pump(1.0 / 64.0);
+        received.extend(cheat.snapshots());
+        let Some(newest) = received.iter().map(|s| s.server_tick).max() else {
+            continue;
+        };
+        // Acknowledges a snapshot 100 ms older than the one it holds, and claims to see
+        // 390 ms back: inside what that snapshot alone allowed, not what its ~0 ms round
+        // trip explains.
+        let Some(stale) = received
+            .iter()
+            .filter(|s| s.server_tick + 6 <= newest)
+            .max_by_key(|s| s.server_tick)
+        else {
+            continue;
+        };
+        let mut c = InputCmd {
+            seq,
+            buttons: Buttons::FIRE,
+            ..Default::default()
+        };
+        c.set_view_time(f64::from(newest) - 0.39 * 64.0);
+        cheat.input(stale.seq, vec![c]);
+        seq += 1;
+        shots += 1;
+    }
+    drop(cheat);
+    let (_, status) = server.stop();
+    assert!(shots > 100);
+    assert!(field(&status, "refused_shots") >= 10, "{status}");
+}
+
+#[test]
+fn connections_that_never_finish_a_token_request_leave_room_for_a_player() {
+    use socket2::{Domain, Socket, Type};
+    use std::sync::atomic::{AtomicBool, Ordering};
+    let server = Server::start(40, &[]);
+    let target: socket2::SockAddr = server.addr.into();
+    let stop = Arc::new(AtomicBool::new(false));
+    // 48 addresses of 127.0.0.0/8, each holding four connections that send one byte and
+    // wait, opened again as soon as the server closes them.
+    let attack = {
+        let stop = Arc::clone(&stop);
+        std::thread::spawn(move || {
+            let open = |from: std::net::Ipv4Addr| -> Option<Socket> {
+                let s = Socket::new(Domain::IPV4, Type::STREAM, None).ok()?;
+                s.bind(&SocketAddr::new(from.into(), 0).into()).ok()?;
+                s.connect_timeout(&target, Duration::from_secs(1)).ok()?;
+                (&s).write_all(&[0]).ok()?;
+                s.set_nonblocking(true).ok()?;
+                Some(s)
+            };
+            let hosts: Vec<std::net::Ipv4Addr> = (0..48u8)
+                .map(|i| std::net::Ipv4Addr::new(127, 10 + i / 16, i % 16, 1 + i))
+                .collect();
+            let mut held: Vec<(std::net::Ipv4Addr, Option<Socket>)> = hosts
+                .iter()
+                .flat_map(|h| std::iter::repeat_n(*h, 4))
+                .map(|h| (h, None))
+                .collect();
+            let mut reopened = 0u32;
+            while !stop.load(Ordering::Relaxed) {
+                for (host, socket) in &mut held {
+                    let closed = match socket {
+                        None => true,
+                        Some(s) => {
+                            let mut byte = [std::mem::MaybeUninit::new(0u8)];
+                            match s.recv(&mut byte) {
+                                Ok(n) => n == 0,
+                                Err(e) => e.kind() != std::io::ErrorKind::WouldBlock,
+                            }
+                        }
+                    };
+                    if closed {
+                        *socket = open(*host);
+                        reopened += 1;
+                    }
+                }
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            reopened
+        })
+    };
+    std::thread::sleep(Duration::from_secs(1));
+    for _ in 0..5 {
+        let asked = Instant::now();
+        let token = fetch_token(server.addr, "");
+        assert!(token.is_ok(), "{token:?}");
+        assert!(
+            asked.elapsed() < Duration::from_secs(2),
+            "{:?}",
+            asked.elapsed()
+        );
+        std::thread::sleep(Duration::from_millis(300));
+    }
+    stop.store(true, Ordering::Relaxed);
+    let reopened = attack.join().unwrap();
+    assert!(
+        reopened > 192,
+        "the attack held its connections open: {reopened}"
+    );
+    let (_, status) = server.stop();
+    assert!(field(&status, "tokens_issued") >= 5, "{status}");
+    assert!(field(&status, "token_requests_dropped") > 0, "{status}");
 }

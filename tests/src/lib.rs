@@ -1,12 +1,14 @@
 //! Sightline's end-to-end tests, grouped by topic into modules of this crate so they build
 //! into a single test binary. Most run the server and clients in one process on
-//! `sightline_harness`'s [`Stepper`](sightline_harness::Stepper); `loopback`, `hostile`
-//! and `windowed` run the real binaries.
+//! `sightline_harness`'s [`Stepper`](sightline_harness::Stepper); `loopback`, `hostile`,
+//! `transport`, `faults` and `windowed` run the real binaries.
 
 #[cfg(test)]
 mod bodies;
 #[cfg(test)]
 mod events;
+#[cfg(test)]
+mod faults;
 #[cfg(test)]
 mod frames;
 #[cfg(test)]
@@ -27,5 +29,7 @@ mod netcode;
 mod raw;
 #[cfg(test)]
 mod session;
+#[cfg(test)]
+mod transport;
 #[cfg(test)]
 mod windowed;

@@ -81,9 +81,9 @@ impl Args {
 #[derive(Resource, Debug, Clone, Default)]
 pub struct RemoteSecurity(pub ClientSecurity);
 
-/// The log filter: renetcode logs an error for every undecodable datagram, which an
-/// attacker could turn into a flood of lines; its drops are counted instead.
-pub const LOG_FILTER: &str = "wgpu=error,naga=warn,bevy_render=warn,renetcode=off";
+/// The log filter: quiet renderer crates, and nothing the network can trigger per packet
+/// (the transport's drops are counted instead: [`sightline_net::TRANSPORT_LOG_FILTER`]).
+pub const LOG_FILTER: &str = "wgpu=error,naga=warn,bevy_render=warn,renetcode=off,renet=error";
 
 /// Prints `msg` with the usage and exits with status 2.
 pub fn usage_error(msg: impl std::fmt::Display) -> ! {

@@ -6,7 +6,9 @@ use crate::args::{Args, LOG_FILTER, resolve, seed_for, usage_error};
 use bevy::app::ScheduleRunnerPlugin;
 use bevy::log::LogPlugin;
 use bevy::prelude::*;
-use sightline_client::{ClientPlugin, ClientStats, ConnectionStatus, InputPacing, InputSource};
+use sightline_client::{
+    ClientPlugin, ClientStats, ConnectionStatus, EarlierSessions, InputPacing, InputSource,
+};
 use sightline_net::{
     ClientNetPlugin, ClockSync, ConditionerSettings, LinkConditions, RunFor, ShutdownPlugin,
     ShutdownSignal,
@@ -91,6 +93,7 @@ pub fn run(args: &Args, conditions: ConditionerSettings) -> ExitCode {
 fn report_on_exit(
     exits: MessageReader<AppExit>,
     stats: Res<ClientStats>,
+    earlier: Res<EarlierSessions>,
     prediction: Res<PredictionStats>,
     pacing: Res<InputPacing>,
     sync: Res<ClockSync>,
@@ -106,7 +109,7 @@ fn report_on_exit(
         ConnectionStatus::Disconnected(reason) => Some(reason.clone()),
         other => Some(format!("never joined the server (last state: {other:?})")),
     };
-    let summary = stats.summary_with(&prediction, &pacing, &sync, &tick);
+    let summary = stats.summary_with(&earlier, &prediction, &pacing, &sync, &tick);
     *outcome.0.lock().expect("poisoned") = Some((summary, failure));
 }
 

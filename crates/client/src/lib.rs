@@ -26,7 +26,7 @@ pub use input::{
 pub use pacing::{InputPacing, MAX_DILATION, SETTLE_LIMIT, SHORT_SHARE, TARGET_MIN_QUEUE};
 pub use reconnect::{RESUME_WINDOW_SECONDS, Reconnect, backoff_seconds};
 pub use snapshots::LatestSnapshot;
-pub use stats::{ClientStats, PlayerSeen};
+pub use stats::{ClientStats, EarlierSessions, PlayerSeen};
 pub use status::{ConnectionStatus, ServerInfo};
 
 use bevy::app::RunFixedMainLoopSystems;
@@ -159,6 +159,8 @@ impl Plugin for ClientPlugin {
             .init_resource::<InputPacing>()
             .init_resource::<clock::PingSchedule>()
             .init_resource::<Reconnect>()
+            .init_resource::<EarlierSessions>()
+            .init_resource::<RecentFrames>()
             .add_message::<CombatCue>()
             .init_resource::<TimedCues>()
             .reset_on_session_end::<TimedCues>()
@@ -176,8 +178,12 @@ impl Plugin for ClientPlugin {
             .reset_on_session_end::<InputPacing>()
             .reset_on_session_end::<clock::PingSchedule>()
             .reset_on_session_end::<Reconnect>()
-            .add_systems(EndSession, connection::forget_map)
+            .add_systems(
+                EndSession,
+                (connection::forget_map, stats::remember_session),
+            )
             .add_systems(Startup, keep_up_with_slow_frames)
+            .add_systems(Last, limit_catch_up_to_the_frame_rate)
             .add_systems(PreUpdate, reconnect::retry_connection.before(RenetReceive))
             .configure_sets(
                 PreUpdate,
@@ -190,6 +196,7 @@ impl Plugin for ClientPlugin {
             .add_systems(
                 PreUpdate,
                 (
+                    stats::count_refused_packets,
                     connection::send_hello,
                     connection::receive_reliable,
                     snapshots::receive_datagrams,
@@ -236,8 +243,44 @@ impl Plugin for ClientPlugin {
 /// about 2 frames a second the commands still keep pace. Slower than that, time is lost.
 pub const MAX_FRAME_CATCH_UP: std::time::Duration = std::time::Duration::from_millis(500);
 
+/// The least time a long frame catches up on, whatever the frame rate.
+pub const MIN_FRAME_CATCH_UP: std::time::Duration = std::time::Duration::from_millis(100);
+
 fn keep_up_with_slow_frames(mut time: ResMut<Time<Virtual>>) {
     time.set_max_delta(MAX_FRAME_CATCH_UP);
+}
+
+/// Real frame times of the last frames, newest last.
+#[derive(Resource, Debug, Default)]
+struct RecentFrames(std::collections::VecDeque<f64>);
+
+/// Frames [`RecentFrames`] keeps.
+const RECENT_FRAMES: usize = 32;
+
+/// What the next frame may catch up on: four of this client's usual frames, within
+/// [`MIN_FRAME_CATCH_UP`] and [`MAX_FRAME_CATCH_UP`], so a client that always draws
+/// slowly still makes a command per server tick, but a hitch (a frame far longer than
+/// usual: the process paused, the disk stalled) is not caught up in a burst of commands
+/// the server would then run half a second late, each one pulling prediction back. The
+/// hitch costs the commands of its time instead, which the server covers as it covers
+/// any gap, and one correction.
+fn limit_catch_up_to_the_frame_rate(
+    real: Res<Time<Real>>,
+    mut frames: ResMut<RecentFrames>,
+    mut virt: ResMut<Time<Virtual>>,
+) {
+    frames.0.push_back(real.delta_secs_f64());
+    if frames.0.len() > RECENT_FRAMES {
+        frames.0.pop_front();
+    }
+    let mut sorted: Vec<f64> = frames.0.iter().copied().collect();
+    sorted.sort_by(f64::total_cmp);
+    let usual = sorted[sorted.len() / 2];
+    let limit = (4.0 * usual).clamp(
+        MIN_FRAME_CATCH_UP.as_secs_f64(),
+        MAX_FRAME_CATCH_UP.as_secs_f64(),
+    );
+    virt.set_max_delta(std::time::Duration::from_secs_f64(limit));
 }
 
 #[cfg(test)]

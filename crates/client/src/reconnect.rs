@@ -61,12 +61,16 @@ impl Reconnect {
     }
 }
 
-/// Opens a fresh connection to the same server when a try is due.
+/// Opens a fresh connection to the same server when a try is due; at once when the
+/// transport already holds one (a standby connection took over from a silent one).
 pub(crate) fn retry_connection(world: &mut World) {
     let now = world.resource::<Time<Real>>().elapsed_secs_f64();
+    let ready = world
+        .get_resource::<UdpClientTransport>()
+        .is_some_and(|t| t.rebound());
     let due = {
         let r = world.resource::<Reconnect>();
-        r.active() && now >= r.next_try
+        r.active() && (ready || now >= r.next_try)
     };
     if !due
         || !matches!(
@@ -88,10 +92,14 @@ pub(crate) fn retry_connection(world: &mut World) {
     reconnect.resuming = true;
     // A new session: the old one's players, snapshots and predictions mean nothing now.
     sightline_sim::end_session(world);
-    info!("reconnecting to {server} (try {})", reconnect.attempts);
-    match sightline_net::connect_udp(world, server, &security) {
-        Ok(()) => {}
-        Err(e) => warn!("cannot reconnect: {e}"),
+    world.resource_mut::<crate::EarlierSessions>().reconnects += 1;
+    if sightline_net::resume_udp(world) {
+        info!("resuming on the new connection to {server}");
+    } else {
+        info!("reconnecting to {server} (try {})", reconnect.attempts);
+        if let Err(e) = sightline_net::connect_udp(world, server, &security) {
+            warn!("cannot reconnect: {e}");
+        }
     }
     world.insert_resource(reconnect);
 }

@@ -2,8 +2,8 @@
 
 use crate::InputPacing;
 use bevy::prelude::*;
-use sightline_net::ClockSync;
-use sightline_prediction::PredictionStats;
+use sightline_net::{ClockSync, UdpClientTransport};
+use sightline_prediction::{CorrectionCauses, PredictionStats};
 use sightline_sim::{PlayerId, TickConfig};
 use std::collections::{BTreeMap, VecDeque};
 
@@ -85,34 +85,129 @@ impl ClientStats {
     /// see the mean wait); `rtt_ms` and `rtt_jitter_ms` (clock-sync pings). A key press
     /// reaches the server's simulation after about half a frame, half the round trip and
     /// the buffer.
+    ///
+    /// Counts cover the whole run: `earlier` holds the sessions a reconnection ended,
+    /// and `sessions` and `reconnects` say how many there were. Players seen, the queue
+    /// and the round trip are the last session's.
     pub fn summary_with(
         &self,
+        earlier: &EarlierSessions,
         prediction: &PredictionStats,
         pacing: &InputPacing,
         sync: &ClockSync,
         tick: &TickConfig,
     ) -> String {
-        let causes = prediction.causes;
+        let mut run = earlier.clone();
+        run.add(self, prediction, pacing);
+        let causes = run.causes;
         let queue = pacing.mean_queue();
         let ms = |s: Option<f64>| s.map_or(0.0, |s| s * 1000.0);
         format!(
-            "{} corrections={} own={} late={} other={} collision={} knockback={} killed={} \
-             resets={} teleports={} \
-             repeats={} queue_min={queue:.2} buffer_min_ms={:.1} rtt_ms={:.1} rtt_jitter_ms={:.1}",
-            self.summary(),
-            prediction.corrections.len(),
+            "snapshots={} stale={} malformed={} unresolved={} players_seen={} players_moved={} \
+             corrections={} own={} late={} other={} collision={} knockback={} killed={} \
+             resets={} teleports={} repeats={} sessions={} reconnects={} \
+             queue_min={queue:.2} buffer_min_ms={:.1} rtt_ms={:.1} rtt_jitter_ms={:.1}",
+            run.snapshots,
+            run.stale_snapshots,
+            run.malformed,
+            run.unresolved,
+            self.seen.len(),
+            self.players_moved(1.0),
+            run.corrections,
             causes.own,
             causes.late,
             causes.other,
             causes.collision,
             causes.knockback,
             causes.killed,
-            prediction.resets,
-            prediction.teleports,
-            pacing.repeats,
+            run.resets,
+            run.teleports,
+            run.repeats,
+            run.sessions + 1,
+            run.reconnects,
             (queue - 1.0).max(0.0) * 1000.0 / tick.tick_hz as f64,
             ms(sync.rtt_mean()),
             ms(sync.rtt_jitter()),
         )
     }
+}
+
+/// The counts of the sessions this run already ended, kept across them: a reconnection
+/// starts every session statistic afresh, and a summary of the run must not lose what
+/// happened before it.
+#[derive(Resource, Debug, Default, Clone)]
+pub struct EarlierSessions {
+    /// Sessions ended.
+    pub sessions: u64,
+    /// Reconnection tries made.
+    pub reconnects: u64,
+    /// Snapshots accepted, stale, malformed (with the transport's refused packets) and
+    /// unresolved ([`ClientStats`]).
+    pub snapshots: u64,
+    /// See `snapshots`.
+    pub stale_snapshots: u64,
+    /// See `snapshots`.
+    pub malformed: u64,
+    /// See `snapshots`.
+    pub unresolved: u64,
+    /// Visible corrections, and by cause.
+    pub corrections: u64,
+    /// See `corrections`.
+    pub causes: CorrectionCauses,
+    /// Prediction resets and teleports.
+    pub resets: u64,
+    /// See `resets`.
+    pub teleports: u64,
+    /// Commands the server repeated for want of ours.
+    pub repeats: u64,
+}
+
+impl EarlierSessions {
+    /// Adds one session's counts.
+    fn add(&mut self, stats: &ClientStats, prediction: &PredictionStats, pacing: &InputPacing) {
+        self.snapshots += stats.snapshots;
+        self.stale_snapshots += stats.stale_snapshots;
+        self.malformed += stats.malformed;
+        self.unresolved += stats.unresolved;
+        self.corrections += prediction.corrections.len() as u64;
+        let (run, session) = (&mut self.causes, prediction.causes);
+        run.own += session.own;
+        run.late += session.late;
+        run.other += session.other;
+        run.collision += session.collision;
+        run.knockback += session.knockback;
+        run.killed += session.killed;
+        self.resets += prediction.resets;
+        self.teleports += prediction.teleports;
+        self.repeats += u64::from(pacing.repeats);
+    }
+}
+
+/// Folds the ending session's counts into [`EarlierSessions`] (in [`EndSession`], whose
+/// resets apply after it).
+///
+/// [`EndSession`]: sightline_sim::EndSession
+pub(crate) fn remember_session(
+    mut earlier: ResMut<EarlierSessions>,
+    stats: Res<ClientStats>,
+    prediction: Res<PredictionStats>,
+    pacing: Res<InputPacing>,
+) {
+    earlier.sessions += 1;
+    earlier.add(&stats, &prediction, &pacing);
+}
+
+/// Counts the renet packets the transport refused as malformed messages, each frame, so
+/// every summary and graph that shows malformed input shows them too.
+pub(crate) fn count_refused_packets(
+    transport: Option<Res<UdpClientTransport>>,
+    mut stats: ResMut<ClientStats>,
+    mut seen: Local<u64>,
+) {
+    let refused = transport.map_or(0, |t| t.bad_packets);
+    if refused < *seen {
+        *seen = 0; // a new transport
+    }
+    stats.malformed += refused - *seen;
+    *seen = refused;
 }

@@ -33,8 +33,10 @@ pub const MAX_VIEW_STEP_BACK: f32 = 0.05;
 
 /// The view times a human player's current command may claim, in fractional ticks,
 /// bounded by what the server knows rather than by what the client says: the snapshot the
-/// command's packet acknowledged, the rewind limit, and the previous command's view time
-/// (view time moves forward with the commands).
+/// command's packet acknowledged, the server's own measure of the client's round trip
+/// (so acknowledging an older snapshot than it holds buys a client no older view), the
+/// rewind limit, and the previous command's view time (view time moves forward with the
+/// commands).
 ///
 /// A claim outside it is refused, not judged at its edge: a client with a 10 ms ping can
 /// no longer choose any moment of the last few hundred milliseconds to shoot at.
@@ -49,11 +51,17 @@ pub struct ViewWindow {
 impl ViewWindow {
     /// The window for a command taken at `now_tick`, whose packet acknowledged the
     /// snapshot of `ack_tick` (`None`: none the server can vouch for, so no rewind is
-    /// allowed at all), following a command that claimed `previous_view`.
+    /// allowed at all), following a command that claimed `previous_view`, from a client
+    /// whose round trip the transport measures at `round_trip` seconds.
+    ///
+    /// What a client draws is at most a round trip, its interpolation delay and a little
+    /// more old when its command runs, so the view may lie no further back than
+    /// `round_trip` plus [`MAX_VIEW_LAG`], whichever snapshot the packet names.
     pub fn new(
         now_tick: u32,
         ack_tick: Option<u32>,
         previous_view: Option<f64>,
+        round_trip: f32,
         tick_hz: u32,
     ) -> Self {
         let hz = tick_hz as f64;
@@ -62,7 +70,10 @@ impl ViewWindow {
             return Self::CLOSED;
         };
         let ack = ack as f64;
-        let mut oldest = (ack - MAX_VIEW_LAG as f64 * hz).max(now - MAX_REWIND as f64 * hz);
+        let latency = f64::from(round_trip.clamp(0.0, MAX_REWIND)) + f64::from(MAX_VIEW_LAG);
+        let mut oldest = (ack - MAX_VIEW_LAG as f64 * hz)
+            .max(now - MAX_REWIND as f64 * hz)
+            .max(now - latency * hz);
         if let Some(previous) = previous_view {
             oldest = oldest.max(previous - MAX_VIEW_STEP_BACK as f64 * hz);
         }
@@ -197,7 +208,7 @@ mod tests {
     #[test]
     fn a_view_window_follows_the_acknowledged_snapshot() {
         // 128 Hz, tick 1000, the command's packet acknowledged the snapshot of tick 980.
-        let w = ViewWindow::new(1000, Some(980), None, 128);
+        let w = ViewWindow::new(1000, Some(980), None, 0.15, 128);
         assert!(w.contains(980.0 - 12.8), "100 ms of interpolation delay");
         assert!(w.contains(980.0 + 5.0), "a little extrapolation");
         assert!(
@@ -207,14 +218,31 @@ mod tests {
         assert!(!w.contains(1001.0), "the future");
         assert!(!w.contains(f64::NAN));
         // The rewind limit bounds it too: a stale acknowledgement leaves nothing.
-        let stale = ViewWindow::new(1000, Some(900), None, 128);
+        let stale = ViewWindow::new(1000, Some(900), None, 0.15, 128);
         assert!(!stale.contains(900.0));
-        assert!(!ViewWindow::new(1000, None, None, 128).contains(1000.0));
+        assert!(!ViewWindow::new(1000, None, None, 0.15, 128).contains(1000.0));
+    }
+
+    #[test]
+    fn an_old_acknowledgement_buys_a_near_client_no_older_view() {
+        // 20 ms of round trip, but the packet names a snapshot 60 ms old: the window
+        // follows the round trip, not the snapshot.
+        let hz = 128.0;
+        let w = ViewWindow::new(1000, Some(992), None, 0.02, 128);
+        assert!(w.contains(1000.0 - 0.3 * hz), "the largest delay honoured");
+        assert!(!w.contains(1000.0 - 0.33 * hz));
+        assert!(
+            !w.contains(1000.0 - 0.39 * hz),
+            "what the snapshot alone allowed"
+        );
+        // A far client keeps what its round trip explains.
+        let far = ViewWindow::new(1000, Some(980), None, 0.1, 128);
+        assert!(far.contains(1000.0 - 0.35 * hz));
     }
 
     #[test]
     fn view_time_may_not_jump_back_from_the_previous_command() {
-        let w = ViewWindow::new(1000, Some(980), Some(975.0), 128);
+        let w = ViewWindow::new(1000, Some(980), Some(975.0), 0.15, 128);
         assert!(w.contains(975.0 - 6.0), "within 50 ms of the previous");
         assert!(!w.contains(975.0 - 7.0));
     }

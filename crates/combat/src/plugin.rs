@@ -58,6 +58,10 @@ pub enum CombatEvent {
         at: Vec3,
         /// The tick it happened in.
         tick: u32,
+        /// The rocket's id.
+        rocket: u16,
+        /// Who fired it.
+        owner: PlayerId,
     },
 }
 
@@ -456,8 +460,13 @@ fn fly_rockets(
             continue;
         };
         commands.entity(entity).despawn();
-        events.write(CombatEvent::Exploded { at, tick: tick.0 });
         let owner = rocket.owner;
+        events.write(CombatEvent::Exploded {
+            at,
+            tick: tick.0,
+            rocket: rocket.id,
+            owner,
+        });
         let mut hurt: Vec<(PlayerId, f32)> = Vec::new();
         for (id, mut state, ..) in &mut players {
             let Some((damage, push)) = rocket_splash(at, &state, &params) else {

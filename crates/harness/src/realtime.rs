@@ -19,6 +19,8 @@ pub struct Shared {
     tick_us: Arc<Mutex<Vec<f32>>>,
     snapshots: Arc<Mutex<SnapshotStats>>,
     joins: Arc<Mutex<JoinTimes>>,
+    /// A stall asked of the server's thread, milliseconds (0: none).
+    stall_ms: Arc<AtomicU32>,
 }
 
 /// How long the server's frames took when players joined: what a join costs the loop.
@@ -63,6 +65,21 @@ impl Shared {
     /// What joins have cost since the last call.
     pub fn take_joins(&self) -> JoinTimes {
         std::mem::take(&mut *self.joins.lock().expect("poisoned"))
+    }
+
+    /// Makes the server's thread stand still for `stall` at the start of its next frame,
+    /// as a paused VM or a swapping host would.
+    pub fn stall(&self, stall: std::time::Duration) {
+        let ms = u32::try_from(stall.as_millis()).unwrap_or(u32::MAX);
+        self.stall_ms.store(ms, Ordering::Relaxed);
+    }
+}
+
+/// Stands still when asked ([`Shared::stall`]).
+fn stall_when_asked(shared: Res<Shared>) {
+    let ms = shared.stall_ms.swap(0, Ordering::Relaxed);
+    if ms > 0 {
+        std::thread::sleep(std::time::Duration::from_millis(ms.into()));
     }
 }
 
@@ -142,7 +159,7 @@ impl ServerThread {
                     server_app(config, map, net, Pacing::RealTime(signal))
                         .insert_resource(shared)
                         .init_resource::<FrameStart>()
-                        .add_systems(First, start_frame)
+                        .add_systems(First, (stall_when_asked, start_frame).chain())
                         .add_systems(Last, share)
                         .run();
                 })

@@ -1,7 +1,10 @@
 //! The chaos soak: a real server over real UDP with bots, and clients through a bad link
 //! (latency, jitter, loss, duplication, reordering) joining and leaving every few
-//! seconds, all in real time. It checks what a host cares about over a long run: no
-//! panic, no desync, flat memory, every join completed.
+//! seconds, all in real time, with a bad day on top: the server stands still for seconds
+//! once, and a NAT changes one playing client's port. It checks what a host cares about
+//! over a long run: no panic, no desync, flat memory, every join completed, nobody
+//! dropped or sent back to reconnect by the stall, the rebound client playing again
+//! within [`REBIND_TARGET`].
 //!
 //! `cargo run --release -p sightline-bench -- soak` runs it for ten minutes; the test
 //! suite runs a short version.
@@ -11,7 +14,7 @@ use bevy::prelude::*;
 use sightline_client::{ClientPlugin, ConnectionStatus, InputSource, LatestSnapshot, Roster};
 use sightline_net::{
     AdmissionLimits, ClientNetPlugin, ClientSecurity, ConditionerSettings, LinkConditions,
-    SecureConfig, Security,
+    SecureConfig, Security, UdpClientTransport,
 };
 use sightline_server::{ServerConfig, TickTimes};
 use sightline_sim::TickConfig;
@@ -35,6 +38,10 @@ pub struct SoakConfig {
     pub link: ConditionerSettings,
     /// Map.
     pub map: String,
+    /// When the server stands still, seconds into the run, and for how long.
+    pub stall: Option<(f64, Duration)>,
+    /// When one playing client's NAT changes its port, seconds into the run.
+    pub rebind_at: Option<f64>,
 }
 
 impl Default for SoakConfig {
@@ -55,7 +62,22 @@ impl Default for SoakConfig {
                 loss_burst: 0.0,
             },
             map: "depot".into(),
+            stall: Some((240.0, Duration::from_millis(2500))),
+            rebind_at: Some(420.0),
         }
+    }
+}
+
+/// How soon a client whose port changed must be playing again on a clean link, seconds:
+/// 1.5 s of silence, then a handshake and a Hello, each a round trip or two.
+pub const REBIND_TARGET: f64 = 3.0;
+
+impl SoakConfig {
+    /// How soon a client whose port changed must be playing again through this soak's
+    /// link: [`REBIND_TARGET`] plus four of its round trips (the handshake's three and
+    /// the Hello's), which a clean link makes nothing.
+    pub fn rebind_limit(&self) -> f64 {
+        REBIND_TARGET + 8.0 * f64::from(self.link.latency_ms + self.link.jitter_ms) / 1000.0
     }
 }
 
@@ -80,6 +102,18 @@ pub struct SoakReport {
     pub rss_kb: (u64, u64),
     /// Server tick times, ms: median, 99th percentile, max.
     pub tick_ms: (f32, f32, f32),
+    /// Server stalls made, and their length, seconds.
+    pub stalls: Vec<f64>,
+    /// Playing sessions the server dropped or kicked.
+    pub dropped: u32,
+    /// Playing sessions that lost their connection and reconnected, but for the rebound
+    /// one.
+    pub reconnected: u32,
+    /// For each client whose port changed, how long until it played again, seconds
+    /// (`None`: it never did).
+    pub rebinds: Vec<Option<f64>>,
+    /// How long that may take through the soak's link ([`SoakConfig::rebind_limit`]).
+    pub rebind_limit: f64,
 }
 
 impl SoakReport {
@@ -99,6 +133,12 @@ impl SoakReport {
             && self.joins_started > 0
             && self.joins_completed == self.joins_started
             && self.rss_growth_pct() < 5.0
+            && self.dropped == 0
+            && self.reconnected == 0
+            && self
+                .rebinds
+                .iter()
+                .all(|r| r.is_some_and(|s| s <= self.rebind_limit))
     }
 }
 
@@ -125,6 +165,23 @@ impl fmt::Display for SoakReport {
             "| server panicked | {} |",
             if self.server_panicked { "yes" } else { "no" }
         )?;
+        for stall in &self.stalls {
+            writeln!(
+                f,
+                "| server stood still {stall:.1} s: sessions dropped / reconnected | {} / {} |",
+                self.dropped, self.reconnected
+            )?;
+        }
+        for rebind in &self.rebinds {
+            match rebind {
+                Some(s) => writeln!(
+                    f,
+                    "| client's port changed: playing again after | {s:.1} s (limit {:.1} s) |",
+                    self.rebind_limit
+                )?,
+                None => writeln!(f, "| client's port changed: playing again after | never |")?,
+            }
+        }
         writeln!(
             f,
             "| resident memory after warm-up / at the end | {} / {} kB ({:+.1} %) |",
@@ -164,6 +221,10 @@ enum Slot {
     Playing {
         app: Box<App>,
         until: Instant,
+        /// When its port changed, and whether it has since lost its connection.
+        rebound: Option<(Instant, bool)>,
+        /// Whether it lost its connection otherwise (counted once).
+        lost: bool,
     },
     /// About to leave: waiting (a second at most) for its view to agree with the server.
     Leaving {
@@ -233,13 +294,18 @@ pub fn soak(config: &SoakConfig) -> SoakReport {
     let (addr, shared) = (server.addr, server.shared.clone());
 
     let start = Instant::now();
-    let mut report = SoakReport::default();
+    let mut report = SoakReport {
+        rebind_limit: config.rebind_limit(),
+        ..Default::default()
+    };
     let mut slots: Vec<Slot> = (0..config.clients)
         .map(|i| Slot::Away {
             until: start + Duration::from_millis(200 * i as u64),
         })
         .collect();
     let mut sessions = 0u64;
+    let mut stall = config.stall;
+    let mut rebind_at = config.rebind_at;
     let mut next_sample = start;
     let mut baseline = None;
     let mut last_rss = resident_kb();
@@ -267,6 +333,8 @@ pub fn soak(config: &SoakConfig) -> SoakReport {
                         Some(Slot::Playing {
                             app: std::mem::replace(app, Box::new(App::empty())),
                             until: now + Duration::from_millis(stay),
+                            rebound: None,
+                            lost: false,
                         })
                     } else {
                         let failure = match app.world().resource::<ConnectionStatus>() {
@@ -284,12 +352,49 @@ pub fn soak(config: &SoakConfig) -> SoakReport {
                         })
                     }
                 }
-                Slot::Playing { app, until } => {
+                Slot::Playing {
+                    app,
+                    until,
+                    rebound,
+                    lost,
+                } => {
                     app.update();
-                    (now >= *until).then(|| Slot::Leaving {
-                        app: std::mem::replace(app, Box::new(App::empty())),
-                        until: now + Duration::from_secs(1),
-                    })
+                    match app.world().resource::<ConnectionStatus>() {
+                        ConnectionStatus::Disconnected(reason) => {
+                            warn!("soak: a playing session was dropped: {reason}");
+                            report.dropped += 1;
+                            Some(Slot::Away {
+                                until: now + Duration::from_secs(1),
+                            })
+                        }
+                        ConnectionStatus::Reconnecting(_) => {
+                            match rebound {
+                                Some((_, went)) => *went = true,
+                                None if !*lost => {
+                                    *lost = true;
+                                    report.reconnected += 1;
+                                }
+                                None => {}
+                            }
+                            None
+                        }
+                        status => {
+                            let back = status.is_connected()
+                                && app.world().resource::<LatestSnapshot>().0.is_some();
+                            if let Some((at, true)) = *rebound
+                                && back
+                            {
+                                report
+                                    .rebinds
+                                    .push(Some(now.duration_since(at).as_secs_f64()));
+                                *rebound = None;
+                            }
+                            (now >= *until && rebound.is_none()).then(|| Slot::Leaving {
+                                app: std::mem::replace(app, Box::new(App::empty())),
+                                until: now + Duration::from_secs(1),
+                            })
+                        }
+                    }
                 }
                 Slot::Leaving { app, until } => {
                     app.update();
@@ -313,6 +418,27 @@ pub fn soak(config: &SoakConfig) -> SoakReport {
                 *slot = next;
             }
         }
+        let elapsed = now.duration_since(start).as_secs_f64();
+        if let Some((at, length)) = stall
+            && elapsed >= at
+        {
+            stall = None;
+            shared.stall(length);
+            report.stalls.push(length.as_secs_f64());
+        }
+        if let Some(at) = rebind_at
+            && elapsed >= at
+            && let Some(Slot::Playing { app, rebound, .. }) =
+                slots.iter_mut().find(|s| matches!(s, Slot::Playing { .. }))
+        {
+            rebind_at = None;
+            let transport = app.world_mut().get_resource_mut::<UdpClientTransport>();
+            if let Some(mut transport) = transport
+                && transport.change_port().is_ok()
+            {
+                *rebound = Some((now, false));
+            }
+        }
         if now >= next_sample {
             next_sample = now + Duration::from_secs(5);
             last_rss = resident_kb();
@@ -323,10 +449,15 @@ pub fn soak(config: &SoakConfig) -> SoakReport {
         }
         std::thread::sleep(Duration::from_millis(2));
     }
-    // Joins still under way when time ran out are not counted against the run.
+    // Joins still under way when time ran out are not counted against the run; a
+    // rebound client still away never came back.
     for slot in &slots {
-        if matches!(slot, Slot::Joining { .. }) {
-            report.joins_started -= 1;
+        match slot {
+            Slot::Joining { .. } => report.joins_started -= 1,
+            Slot::Playing {
+                rebound: Some(_), ..
+            } => report.rebinds.push(None),
+            _ => {}
         }
     }
     drop(slots);
@@ -353,6 +484,8 @@ mod tests {
             warmup: 10.0,
             bots: 6,
             clients: 3,
+            stall: Some((8.0, Duration::from_millis(2500))),
+            rebind_at: Some(15.0),
             ..Default::default()
         });
         println!("{report}");
@@ -361,5 +494,9 @@ mod tests {
         assert_eq!(report.joins_completed, report.joins_started, "{report}");
         assert_eq!(report.desyncs, 0, "{report}");
         assert!(report.join_failures.is_empty(), "{report}");
+        assert_eq!(report.stalls.len(), 1, "{report}");
+        assert_eq!((report.dropped, report.reconnected), (0, 0), "{report}");
+        assert_eq!(report.rebinds.len(), 1, "{report}");
+        assert!(report.passed(), "{report}");
     }
 }

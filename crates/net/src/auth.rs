@@ -11,6 +11,7 @@
 //! from there.
 
 use crate::NetStats;
+use crate::limits::{GlobalBucket, HostKey, NetworkKey, RateLimiter, canonical_ip};
 use renetcode::{ConnectToken, NETCODE_KEY_BYTES, NETCODE_USER_DATA_BYTES, NetcodeServer};
 use sightline_protocol::{
     Framed, MAX_PASSWORD_LEN, NETCODE_PROTOCOL_ID, PROTOCOL_VERSION, TokenReply, TokenRequest,
@@ -29,25 +30,37 @@ pub const TOKEN_EXPIRE_SECONDS: u64 = 10;
 /// Seconds of silence after which netcode drops a connection (chosen by the server and
 /// sealed into the token, never by the client).
 pub const CONNECTION_TIMEOUT_SECONDS: i32 = 10;
-/// How long a TCP token request may take, start to finish.
+/// How long a client waits for its token, start to finish: connecting, asking and
+/// reading the whole reply.
 pub const TOKEN_REQUEST_DEADLINE: Duration = Duration::from_secs(3);
 /// How long a client keeps trying a token service that refuses connections (a server
 /// still starting).
 pub const TOKEN_CONNECT_PATIENCE: Duration = Duration::from_secs(5);
-/// Token requests being served at once, and from one address.
-const MAX_TCP_PENDING: usize = 64;
-const MAX_TCP_PER_ADDRESS: usize = 4;
+/// How long the service waits for a request's first bytes after accepting its
+/// connection: a client sends its request at once, so only a lost segment delays it.
+pub const FIRST_BYTES_DEADLINE: Duration = Duration::from_secs(1);
+/// How long the service gives a request, start to finish (reading it and writing the
+/// answer).
+pub const SERVE_DEADLINE: Duration = Duration::from_secs(2);
+/// Token requests being served at once: a pool a few dozen addresses cannot fill, as
+/// each host may hold [`MAX_TCP_PER_HOST`] and each network [`MAX_TCP_PER_NETWORK`].
+const MAX_TCP_PENDING: usize = 512;
+const MAX_TCP_PER_HOST: usize = 2;
+const MAX_TCP_PER_NETWORK: usize = 16;
 /// TCP connections accepted per frame, so a connection flood cannot stall the tick.
-const ACCEPTS_PER_FRAME: usize = 16;
-/// Token requests one address may make in a burst, and regains per second.
+const ACCEPTS_PER_FRAME: usize = 64;
+/// Token requests one host may make in a burst, and regains per second.
 const TOKEN_BURST: f32 = 8.0;
 const TOKENS_PER_SECOND: f32 = 1.0;
+/// Wrong passwords the whole server takes in a burst, and per second: past them every
+/// request is refused unchecked for a moment, so many addresses together still guess
+/// slowly.
+const PASSWORD_GUESS_BURST: f32 = 30.0;
+const PASSWORD_GUESSES_PER_SECOND: f32 = 5.0;
 /// Handshake packets one address may send in a burst and per second (a netcode client
 /// sends ten a second while connecting).
 pub(crate) const HANDSHAKE_BURST: f32 = 20.0;
 pub(crate) const HANDSHAKES_PER_SECOND: f32 = 20.0;
-/// Addresses tracked by the rate limiters; the oldest are forgotten past this.
-const MAX_TRACKED_ADDRESSES: usize = 4096;
 /// Size of a netcode connection request packet: prefix, version info, protocol id,
 /// expiry, nonce and the sealed private token.
 pub(crate) const CONNECTION_REQUEST_BYTES: usize = 1 + 13 + 8 + 8 + 24 + 1024;
@@ -174,64 +187,80 @@ pub(crate) fn user_data_matches(data: &[u8; NETCODE_USER_DATA_BYTES], ip: IpAddr
     address_user_data(canonical_ip(ip)) == *data
 }
 
-/// A token bucket per address: `burst` at once, `per_second` regained.
-pub(crate) struct RateLimiter {
-    burst: f32,
-    per_second: f32,
-    buckets: HashMap<IpAddr, (f32, Instant)>,
+/// Who holds a place in the token service's pool, and since when.
+#[derive(Debug, Clone, Copy)]
+struct Place {
+    host: HostKey,
+    network: NetworkKey,
+    started: Instant,
 }
 
-impl RateLimiter {
-    pub(crate) fn new(burst: f32, per_second: f32) -> Self {
-        Self {
-            burst,
-            per_second,
-            buckets: HashMap::new(),
-        }
-    }
+/// What a newcomer gets in the pool.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Admit {
+    Yes,
+    /// Yes, in the place of the request at this index, which is dropped.
+    Instead(usize),
+    No,
+}
 
-    /// Takes one from `ip`'s bucket; false when it is empty.
-    pub(crate) fn allow(&mut self, ip: IpAddr, now: Instant) -> bool {
-        if self.buckets.len() >= MAX_TRACKED_ADDRESSES && !self.buckets.contains_key(&ip) {
-            // Full buckets tell nothing; forgetting them is free. If every address is
-            // active, forget them all rather than grow: worst case a burst more each.
-            let (burst, per_second) = (self.burst, self.per_second);
-            self.buckets.retain(|_, (tokens, at)| {
-                *tokens + now.duration_since(*at).as_secs_f32() * per_second < burst
-            });
-            if self.buckets.len() >= MAX_TRACKED_ADDRESSES {
-                self.buckets.clear();
-            }
-        }
-        let (tokens, at) = self.buckets.entry(ip).or_insert((self.burst, now));
-        *tokens =
-            (*tokens + now.duration_since(*at).as_secs_f32() * self.per_second).min(self.burst);
-        *at = now;
-        if *tokens >= 1.0 {
-            *tokens -= 1.0;
-            true
-        } else {
-            false
-        }
+/// Whether a connection from `host` in `network` gets a place among `pool`. Within its
+/// host's and network's shares it does, if there is room; when the pool is full, the
+/// network holding the most places gives up its oldest request for it, unless the
+/// newcomer's own network would then hold as many (max-min fairness: however many
+/// connections a few networks open, a newcomer from elsewhere is served).
+fn admit(pool: &[Place], host: HostKey, network: NetworkKey) -> Admit {
+    let of_host = pool.iter().filter(|p| p.host == host).count();
+    let of_network = pool.iter().filter(|p| p.network == network).count();
+    if of_host >= MAX_TCP_PER_HOST || of_network >= MAX_TCP_PER_NETWORK {
+        return Admit::No;
     }
+    if pool.len() < MAX_TCP_PENDING {
+        return Admit::Yes;
+    }
+    let mut per_network: HashMap<NetworkKey, usize> = HashMap::new();
+    for p in pool {
+        *per_network.entry(p.network).or_default() += 1;
+    }
+    let Some((&crowded, &most)) = per_network.iter().max_by_key(|(k, n)| (**n, **k)) else {
+        return Admit::Yes;
+    };
+    if most <= of_network + 1 {
+        return Admit::No;
+    }
+    pool.iter()
+        .enumerate()
+        .filter(|(_, p)| p.network == crowded)
+        .min_by_key(|(_, p)| p.started)
+        .map_or(Admit::No, |(i, _)| Admit::Instead(i))
 }
 
 /// A token request being read or answered.
 struct Pending {
     stream: TcpStream,
     peer: IpAddr,
-    started: Instant,
+    place: Place,
     inbox: Vec<u8>,
     outbox: Option<(Vec<u8>, usize)>,
 }
 
+impl Pending {
+    /// Whether it has had its time: no first bytes within [`FIRST_BYTES_DEADLINE`], or
+    /// not served within [`SERVE_DEADLINE`].
+    fn overdue(&self, now: Instant) -> bool {
+        let age = now.saturating_duration_since(self.place.started);
+        age > SERVE_DEADLINE || (self.inbox.is_empty() && age > FIRST_BYTES_DEADLINE)
+    }
+}
+
 /// The server's token service: a non-blocking TCP listener polled once a frame, with
-/// every cost bounded per frame.
+/// every cost bounded per frame and the pool of requests shared fairly between hosts
+/// and networks.
 pub struct TokenService {
     listener: TcpListener,
     pending: Vec<Pending>,
     limiter: RateLimiter,
-    next_client_id: u64,
+    guesses: GlobalBucket,
 }
 
 impl TokenService {
@@ -243,8 +272,7 @@ impl TokenService {
             listener,
             pending: Vec::new(),
             limiter: RateLimiter::new(TOKEN_BURST, TOKENS_PER_SECOND),
-            // Unpredictable ids: one client cannot guess another's.
-            next_client_id: u64::from_le_bytes(renetcode::generate_random_bytes()),
+            guesses: GlobalBucket::new(PASSWORD_GUESS_BURST, PASSWORD_GUESSES_PER_SECOND),
         })
     }
 
@@ -264,18 +292,25 @@ impl TokenService {
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
                 Err(_) => break,
             };
-            let from_peer = self.pending.iter().filter(|p| p.peer == peer.ip()).count();
-            if self.pending.len() >= MAX_TCP_PENDING
-                || from_peer >= MAX_TCP_PER_ADDRESS
-                || stream.set_nonblocking(true).is_err()
-            {
+            let place = Place {
+                host: HostKey::of(peer.ip()),
+                network: NetworkKey::of(peer.ip()),
+                started: now,
+            };
+            let pool: Vec<Place> = self.pending.iter().map(|p| p.place).collect();
+            let admitted = admit(&pool, place.host, place.network);
+            if admitted == Admit::No || stream.set_nonblocking(true).is_err() {
                 stats.token_requests_dropped += 1;
                 continue; // dropping the stream closes it
+            }
+            if let Admit::Instead(i) = admitted {
+                stats.token_requests_dropped += 1;
+                self.pending.swap_remove(i);
             }
             self.pending.push(Pending {
                 stream,
                 peer: peer.ip(),
-                started: now,
+                place,
                 inbox: Vec::new(),
                 outbox: None,
             });
@@ -284,11 +319,11 @@ impl TokenService {
         let Self {
             pending,
             limiter,
-            next_client_id,
+            guesses,
             ..
         } = self;
         for (i, p) in pending.iter_mut().enumerate() {
-            if now.duration_since(p.started) > TOKEN_REQUEST_DEADLINE {
+            if p.overdue(now) {
                 stats.token_requests_dropped += 1;
                 finished.push(i);
                 continue;
@@ -296,10 +331,7 @@ impl TokenService {
             if p.outbox.is_none() {
                 match read_request(p) {
                     Ok(Some(request)) => {
-                        let issuer = Issuer {
-                            limiter,
-                            next_client_id,
-                        };
+                        let issuer = Issuer { limiter, guesses };
                         let reply =
                             issuer.answer(&request, p, netcode, config, limits, public, stats, now);
                         let bytes = reply
@@ -335,10 +367,11 @@ impl TokenService {
     }
 }
 
-/// What answering a request changes: the rate limiter and the client id counter.
+/// What answering a request changes: the per-host rate limiter and the server's
+/// allowance of wrong passwords.
 struct Issuer<'a> {
     limiter: &'a mut RateLimiter,
-    next_client_id: &'a mut u64,
+    guesses: &'a mut GlobalBucket,
 }
 
 impl Issuer<'_> {
@@ -370,15 +403,24 @@ impl Issuer<'_> {
                 ),
             );
         }
-        if let Some(password) = &config.password
-            && !constant_time_eq(password.as_bytes(), request.password.as_bytes())
-        {
-            return refuse(stats, "wrong password".into());
+        if let Some(password) = &config.password {
+            // Refused unchecked while the allowance is spent, or a guess could still
+            // come out right.
+            if !self.guesses.has(now) {
+                return refuse(
+                    stats,
+                    "too many wrong passwords on this server; try again in a few seconds".into(),
+                );
+            }
+            if !constant_time_eq(password.as_bytes(), request.password.as_bytes()) {
+                self.guesses.take();
+                return refuse(stats, "wrong password".into());
+            }
         }
         let connected_here = netcode
             .clients_id_iter()
             .filter_map(|id| netcode.client_addr(id))
-            .filter(|addr| same_ip(addr.ip(), p.peer))
+            .filter(|addr| p.place.host == HostKey::of(addr.ip()))
             .count();
         if connected_here >= limits.max_per_address {
             return refuse(
@@ -389,10 +431,17 @@ impl Issuer<'_> {
                 ),
             );
         }
-        *self.next_client_id = self.next_client_id.wrapping_add(1);
+        // Unpredictable, so one client cannot guess another's id (nor learn from its own
+        // how many came before), and unused.
+        let client_id = loop {
+            let id = u64::from_le_bytes(renetcode::generate_random_bytes());
+            if netcode.client_addr(id).is_none() {
+                break id;
+            }
+        };
         let token = issue_token(
             &config.key,
-            *self.next_client_id,
+            client_id,
             p.peer,
             public,
             netcode.current_time(),
@@ -435,20 +484,6 @@ fn read_request(p: &mut Pending) -> Result<Option<TokenRequest>, ()> {
     }
 }
 
-/// The IPv4 address behind an IPv4-mapped IPv6 one, so both forms count as one host.
-fn canonical_ip(ip: IpAddr) -> IpAddr {
-    match ip {
-        IpAddr::V6(v6) => v6.to_ipv4_mapped().map_or(IpAddr::V6(v6), IpAddr::V4),
-        v4 => v4,
-    }
-}
-
-/// Whether two addresses are the same host (an IPv4 address and its IPv6-mapped form
-/// are).
-pub(crate) fn same_ip(a: IpAddr, b: IpAddr) -> bool {
-    canonical_ip(a) == canonical_ip(b)
-}
-
 /// Compares secrets without revealing through timing how much of them matched.
 fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
     let mut diff = (a.len() ^ b.len()) as u8 | u8::from(a.len() != b.len());
@@ -471,8 +506,18 @@ pub fn request_token(
     receive
 }
 
-/// Asks for a token, blocking up to [`TOKEN_REQUEST_DEADLINE`] for each step.
+/// Asks for a token, blocking up to [`TOKEN_REQUEST_DEADLINE`] once connected (and up
+/// to [`TOKEN_CONNECT_PATIENCE`] knocking on a service that is still starting).
 pub fn fetch_token(server: SocketAddr, password: &str) -> Result<ConnectToken, String> {
+    fetch_token_within(server, password, TOKEN_REQUEST_DEADLINE)
+}
+
+/// [`fetch_token`] with `deadline` for the exchange once connected.
+fn fetch_token_within(
+    server: SocketAddr,
+    password: &str,
+    deadline: Duration,
+) -> Result<ConnectToken, String> {
     if password.len() > MAX_PASSWORD_LEN {
         return Err(format!("passwords are at most {MAX_PASSWORD_LEN} bytes"));
     }
@@ -480,7 +525,7 @@ pub fn fetch_token(server: SocketAddr, password: &str) -> Result<ConnectToken, S
     // few seconds, as netcode keeps sending its connection request.
     let started = Instant::now();
     let mut stream = loop {
-        match TcpStream::connect_timeout(&server, TOKEN_REQUEST_DEADLINE) {
+        match TcpStream::connect_timeout(&server, deadline) {
             Ok(stream) => break stream,
             Err(e)
                 if e.kind() == io::ErrorKind::ConnectionRefused
@@ -496,10 +541,18 @@ pub fn fetch_token(server: SocketAddr, password: &str) -> Result<ConnectToken, S
             }
         }
     };
-    let timeouts = stream
-        .set_read_timeout(Some(TOKEN_REQUEST_DEADLINE))
-        .and_then(|()| stream.set_write_timeout(Some(TOKEN_REQUEST_DEADLINE)));
-    timeouts.map_err(|e| format!("token request to {server}: {e}"))?;
+    // One deadline for the whole exchange, not one per read: a server dripping a byte
+    // at a time cannot hold the client past it.
+    let deadline = Instant::now() + deadline;
+    let left = || {
+        deadline
+            .checked_duration_since(Instant::now())
+            .filter(|d| !d.is_zero())
+            .ok_or_else(|| format!("{server} took too long to answer the token request"))
+    };
+    stream
+        .set_write_timeout(Some(left()?))
+        .map_err(|e| format!("token request to {server}: {e}"))?;
     let request = TokenRequest {
         protocol_version: PROTOCOL_VERSION,
         password: password.to_string(),
@@ -514,10 +567,30 @@ pub fn fetch_token(server: SocketAddr, password: &str) -> Result<ConnectToken, S
         .map_err(|e| format!("token request to {server}: {e}"))?;
     // Reads at most one whole reply; a server cannot make the client buffer more.
     let mut reply = Vec::new();
-    stream
-        .take((TokenReply::MAX_BYTES + 2) as u64)
-        .read_to_end(&mut reply)
-        .map_err(|e| format!("token reply from {server}: {e}"))?;
+    let mut chunk = [0u8; 512];
+    while reply.len() < TokenReply::MAX_BYTES + 2 {
+        stream
+            .set_read_timeout(Some(left()?))
+            .map_err(|e| format!("token reply from {server}: {e}"))?;
+        let want = chunk.len().min(TokenReply::MAX_BYTES + 2 - reply.len());
+        match stream.read(&mut chunk[..want]) {
+            Ok(0) => break,
+            Ok(n) => reply.extend_from_slice(&chunk[..n]),
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
+                ) =>
+            {
+                left()?;
+            }
+            Err(e) => return Err(format!("token reply from {server}: {e}")),
+        }
+        if let Framed::Complete(_) | Framed::TooLarge = framed(&reply, TokenReply::MAX_BYTES) {
+            break;
+        }
+    }
     let Framed::Complete(len) = framed(&reply, TokenReply::MAX_BYTES) else {
         return Err(format!("{server} did not answer with a token"));
     };
@@ -570,19 +643,81 @@ mod tests {
         assert!(!user_data_matches(&data, IpAddr::V6(Ipv6Addr::LOCALHOST)));
     }
 
-    #[test]
-    fn rate_limits_allow_a_burst_then_a_steady_trickle() {
-        let mut limiter = RateLimiter::new(5.0, 0.5);
-        let ip = IpAddr::V4(Ipv4Addr::LOCALHOST);
-        let t0 = Instant::now();
-        assert_eq!((0..10).filter(|_| limiter.allow(ip, t0)).count(), 5);
-        assert!(!limiter.allow(ip, t0 + Duration::from_millis(1500)));
-        assert!(limiter.allow(ip, t0 + Duration::from_millis(2100)));
-        // Another address has its own bucket, and the table stays bounded.
-        for i in 0..(MAX_TRACKED_ADDRESSES as u32 + 10) {
-            assert!(limiter.allow(IpAddr::V4(Ipv4Addr::from(i)), t0));
+    fn place(ip: &str, started: Instant) -> Place {
+        let ip: IpAddr = ip.parse().unwrap();
+        Place {
+            host: HostKey::of(ip),
+            network: NetworkKey::of(ip),
+            started,
         }
-        assert!(limiter.buckets.len() <= MAX_TRACKED_ADDRESSES);
+    }
+
+    #[test]
+    fn the_pool_is_shared_by_host_and_network_and_a_newcomer_displaces_the_crowd() {
+        let t0 = Instant::now();
+        let newcomer = place("198.51.100.7", t0);
+        // Each host and network has its share.
+        let two = vec![place("10.0.0.1", t0); MAX_TCP_PER_HOST];
+        assert_eq!(admit(&two, two[0].host, two[0].network), Admit::No);
+        let net: Vec<Place> = (0..MAX_TCP_PER_NETWORK)
+            .map(|i| place(&format!("10.0.0.{i}"), t0))
+            .collect();
+        let other_host = place("10.0.0.200", t0);
+        assert_eq!(admit(&net, other_host.host, other_host.network), Admit::No);
+        assert_eq!(admit(&net, newcomer.host, newcomer.network), Admit::Yes);
+        // A full pool, held by a few dozen networks: the crowded one gives way.
+        // 32 networks of 8 hosts, each holding its full shares.
+        let full: Vec<Place> = (0..MAX_TCP_PENDING)
+            .map(|i| {
+                let at = t0 + Duration::from_millis(i as u64);
+                place(&format!("10.0.{}.{}", i / 16, i % 16 / 2 + 1), at)
+            })
+            .collect();
+        match admit(&full, newcomer.host, newcomer.network) {
+            Admit::Instead(i) => {
+                let gone = full[i].network;
+                let count = full.iter().filter(|p| p.network == gone).count();
+                assert_eq!(
+                    count, MAX_TCP_PER_NETWORK,
+                    "a most crowded network gives way"
+                );
+                let same = full.iter().filter(|p| p.network == gone);
+                assert!(
+                    same.clone().all(|p| p.started >= full[i].started),
+                    "its oldest"
+                );
+            }
+            other => panic!("a newcomer from elsewhere must get in, got {other:?}"),
+        }
+        // A network already holding as many as the most crowded gets no more.
+        let even: Vec<Place> = (0..MAX_TCP_PENDING)
+            .map(|i| place(&format!("10.{}.0.{}", i / 2, i % 2 + 1), t0))
+            .collect();
+        let third = place("10.0.0.3", t0);
+        assert_eq!(admit(&even, third.host, third.network), Admit::No);
+    }
+
+    #[test]
+    fn a_token_service_that_drips_its_reply_cannot_hold_a_client_past_the_deadline() {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap();
+        let dripper = std::thread::spawn(move || {
+            let (mut stream, _) = listener.accept().unwrap();
+            // A length prefix promising a whole reply, then a byte now and then.
+            let _ = stream.write_all(&[0x40, 0x00]);
+            for _ in 0..40 {
+                std::thread::sleep(Duration::from_millis(50));
+                if stream.write_all(&[0]).is_err() {
+                    break;
+                }
+            }
+        });
+        let start = Instant::now();
+        let result = fetch_token_within(addr, "", Duration::from_millis(400));
+        let took = start.elapsed();
+        assert!(result.is_err(), "{result:?}");
+        assert!(took < Duration::from_millis(1000), "took {took:?}");
+        dripper.join().unwrap();
     }
 
     #[test]

@@ -104,10 +104,10 @@ fn bundle(packets: Vec<Vec<u8>>) -> Vec<Vec<u8>> {
 
 /// A bundle whose lengths do not add up, or holds an empty packet.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct MalformedBundle;
+pub struct MalformedBundle;
 
 /// The renet packets in a netcode payload: a bundle's, or the payload itself.
-pub(crate) fn unbundle(payload: &[u8]) -> Result<Vec<&[u8]>, MalformedBundle> {
+pub fn unbundle(payload: &[u8]) -> Result<Vec<&[u8]>, MalformedBundle> {
     let Some((&BUNDLE, mut rest)) = payload.split_first() else {
         return Ok(vec![payload]);
     };

@@ -10,6 +10,8 @@ mod bundle;
 mod cli;
 mod clock;
 mod conditioner;
+mod guard;
+mod limits;
 mod memory;
 mod shutdown;
 mod udp;
@@ -20,23 +22,32 @@ pub use auth::{
     request_token,
 };
 pub use bevy_renet::{RenetClient, RenetReceive, RenetSend, RenetServer, RenetServerEvent};
-pub use bundle::ACK_HOLD;
+pub use bundle::{ACK_HOLD, MalformedBundle, unbundle};
 pub use cli::{FakeLinkArgs, parse_args};
 pub use clock::{CLOCK_WINDOW, ClockSync, SLEW_RATE, STEP_THRESHOLD, ServerClock};
 pub use conditioner::{ConditionerSettings, LinkConditioner};
+pub use guard::{PacketFault, PacketGuard, SLICE_SIZE};
+pub use limits::{HostKey, LruMap, NetworkKey};
 pub use memory::{MemoryClientLink, MemoryNetwork};
 pub use renet::{Bytes, ClientId, DisconnectReason, ServerEvent};
 pub use renetcode::ConnectToken;
 pub use shutdown::{RunFor, ShutdownPlugin, ShutdownSignal};
 pub use udp::{
-    ClientSecurity, ConditionedSocket, UdpClientTransport, UdpServerTransport, UdpSetupError,
-    WireCount, udp_client, udp_client_with_token, udp_server,
+    ACK_SILENCE, ClientSecurity, ConditionedSocket, MAX_RELIABLE_BACKLOG, RESEND_BYTES_PER_SECOND,
+    SILENCE_BEFORE_STANDBY, UdpClientTransport, UdpServerTransport, UdpSetupError, WireCount,
+    resume_udp, udp_client, udp_client_with_token, udp_server,
 };
 
 use bevy::prelude::*;
 use bevy_renet::{RenetClientPlugin, RenetServerPlugin};
 use std::net::SocketAddr;
 use std::sync::Mutex;
+
+/// Log filter directives that silence what the network can trigger per packet:
+/// renetcode logs an error for every undecodable datagram and renet a warning for every
+/// message it drops for memory. Those drops are counted instead ([`NetStats`]), so no
+/// sender can flood a log.
+pub const TRANSPORT_LOG_FILTER: &str = "renetcode=off,renet=error";
 
 /// How the link misbehaves on purpose, for testing netcode by hand: applies to a UDP
 /// transport's traffic both ways (`--fake-latency`, `--fake-jitter`, `--fake-loss`, and
@@ -74,6 +85,32 @@ pub struct NetStats {
     pub sent_bytes: u64,
     /// Bytes the server's socket has received, with UDP/IP headers (over UDP only).
     pub received_bytes: u64,
+    /// renet packets from connected clients refused before renet read them
+    /// ([`PacketGuard`]).
+    pub bad_packets: u64,
+    /// Connections dropped for sending on without acknowledging what they were sent.
+    pub ack_stalls: u64,
+    /// Resent reliable packets held back by a connection's resend budget (renet sends
+    /// them again later).
+    pub resends_held: u64,
+}
+
+/// Most packet faults kept for the game between two of its frames; more are still
+/// counted in [`NetStats::bad_packets`].
+pub const MAX_PACKET_FAULTS: usize = 256;
+
+/// renet packets refused since the game last looked, and who sent them: the server
+/// strikes the senders. Filled by the transports, drained by the game each frame.
+#[derive(Resource, Debug, Default)]
+pub struct PacketFaults(pub Vec<(ClientId, PacketFault)>);
+
+impl PacketFaults {
+    /// Notes a refused packet, within [`MAX_PACKET_FAULTS`].
+    pub fn push(&mut self, client: ClientId, fault: PacketFault) {
+        if self.0.len() < MAX_PACKET_FAULTS {
+            self.0.push((client, fault));
+        }
+    }
 }
 
 /// Runs renet for a server: over UDP ([`Self::udp`]) or an in-memory network.
@@ -118,7 +155,8 @@ impl Plugin for ServerNetPlugin {
         app.add_plugins(RenetServerPlugin)
             .insert_resource(RenetServer::new(sightline_protocol::connection_config()))
             .init_resource::<LinkConditions>()
-            .init_resource::<NetStats>();
+            .init_resource::<NetStats>()
+            .init_resource::<PacketFaults>();
         match &self.0 {
             ServerTransport::Udp(ready) => {
                 let transport = ready

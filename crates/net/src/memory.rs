@@ -20,7 +20,8 @@
 //! as few bytes as it needs, a 16-byte authentication tag) inside a UDP/IPv4 datagram (28
 //! bytes of headers).
 
-use crate::{ConditionerSettings, LinkConditioner};
+use crate::guard::PacketGuard;
+use crate::{ConditionerSettings, LinkConditioner, NetStats, PacketFaults};
 use bevy::prelude::*;
 use bevy_renet::{
     RenetClient, RenetClientPlugin, RenetReceive, RenetSend, RenetServer, RenetServerPlugin,
@@ -273,11 +274,11 @@ impl MemoryClientLink {
 #[derive(Resource)]
 struct ServerLinks {
     network: MemoryNetwork,
-    links: Vec<(ClientId, Arc<Link>)>,
+    links: Vec<(ClientId, Arc<Link>, PacketGuard)>,
 }
 
 #[derive(Resource)]
-struct ClientLink(MemoryClientLink);
+struct ClientLink(MemoryClientLink, PacketGuard);
 
 impl Drop for ClientLink {
     // A client app that goes away closes its link, as a process exit closes a socket.
@@ -302,7 +303,7 @@ pub(crate) fn add_server_systems(app: &mut App, network: MemoryNetwork) {
 }
 
 pub(crate) fn add_client_systems(app: &mut App, link: MemoryClientLink) {
-    app.insert_resource(ClientLink(link))
+    app.insert_resource(ClientLink(link, PacketGuard::from_server()))
         .add_systems(
             PreUpdate,
             client_receive
@@ -316,26 +317,35 @@ fn drain(queue: &Mutex<VecDeque<Vec<u8>>>) -> VecDeque<Vec<u8>> {
     std::mem::take(&mut *queue.lock().expect("memory link poisoned"))
 }
 
-/// Accepts new links, drops closed ones and hands received packets to renet.
+/// Accepts new links, drops closed ones and hands received packets to renet, each
+/// checked first as over UDP.
 fn server_receive(
     mut links: ResMut<ServerLinks>,
     mut server: ResMut<RenetServer>,
+    mut stats: ResMut<NetStats>,
+    mut faults: ResMut<PacketFaults>,
     time: Res<Time<Real>>,
 ) {
     let now = time.elapsed();
     let accepted = std::mem::take(&mut links.network.0.lock().expect("poisoned").pending);
     for (id, link) in accepted {
         server.add_connection(id);
-        links.links.push((id, link));
+        links.links.push((id, link, PacketGuard::from_client()));
     }
-    links.links.retain(|(id, link)| {
+    links.links.retain_mut(|(id, link, guard)| {
         if link.closed.load(Ordering::Relaxed) {
             server.remove_connection(*id);
             return false;
         }
         for packet in link.arrive(&link.to_server, &link.up, now) {
-            // A packet for a connection renet already dropped is simply discarded.
-            let _ = server.process_packet_from(&packet, *id);
+            match guard.check(&packet) {
+                // A packet for a connection renet already dropped is simply discarded.
+                Ok(()) => drop(server.process_packet_from(&packet, *id)),
+                Err(fault) => {
+                    stats.bad_packets += 1;
+                    faults.push(*id, fault);
+                }
+            }
         }
         true
     });
@@ -344,31 +354,39 @@ fn server_receive(
 /// Sends renet's outgoing packets and closes links the server disconnected.
 fn server_send(mut links: ResMut<ServerLinks>, mut server: ResMut<RenetServer>) {
     for id in server.disconnections_id() {
-        if let Some((_, link)) = links.links.iter().find(|(l, _)| *l == id) {
+        if let Some((_, link, _)) = links.links.iter().find(|(l, ..)| *l == id) {
             link.closed.store(true, Ordering::Relaxed);
         }
         server.remove_connection(id);
     }
     links
         .links
-        .retain(|(_, link)| !link.closed.load(Ordering::Relaxed));
-    for (id, link) in &links.links {
+        .retain(|(_, link, _)| !link.closed.load(Ordering::Relaxed));
+    for (id, link, _) in &links.links {
         if let Ok(packets) = server.get_packets_to_send(*id) {
             link.send(&link.to_client, &link.down, &link.traffic_down, packets);
         }
     }
 }
 
-fn client_receive(link: Res<ClientLink>, mut client: ResMut<RenetClient>, time: Res<Time<Real>>) {
-    if link.0.link.closed.load(Ordering::Relaxed) {
+fn client_receive(
+    mut link: ResMut<ClientLink>,
+    mut client: ResMut<RenetClient>,
+    time: Res<Time<Real>>,
+) {
+    let ClientLink(link, guard) = &mut *link;
+    if link.link.closed.load(Ordering::Relaxed) {
         if !client.is_disconnected() {
             client.disconnect_due_to_transport();
         }
         return;
     }
-    let link = &link.0.link;
+    let link = &link.link;
     for packet in link.arrive(&link.to_client, &link.down, time.elapsed()) {
-        client.process_packet(&packet);
+        // A refused packet is dropped; the client counts nothing more about it here.
+        if guard.check(&packet).is_ok() {
+            client.process_packet(&packet);
+        }
     }
 }
 

@@ -7,11 +7,12 @@
 //! idle, datagrams pass straight through.
 
 use crate::auth::{
-    self, AdmissionLimits, CONNECTION_REQUEST_BYTES, RateLimiter, SecureConfig, Security,
-    TokenService,
+    self, AdmissionLimits, CONNECTION_REQUEST_BYTES, SecureConfig, Security, TokenService,
 };
 use crate::bundle;
-use crate::{ConditionerSettings, LinkConditioner, LinkConditions, NetStats};
+use crate::guard::{self, PacketGuard};
+use crate::limits::{HostKey, LruMap, RateLimiter};
+use crate::{ConditionerSettings, LinkConditioner, LinkConditions, NetStats, PacketFaults};
 use bevy::prelude::*;
 use bevy_renet::{RenetClient, RenetServer};
 use renetcode::{
@@ -22,13 +23,30 @@ use sightline_protocol::NETCODE_PROTOCOL_ID;
 use std::collections::HashMap;
 use std::fmt;
 use std::io;
-use std::net::{IpAddr, SocketAddr, UdpSocket};
+use std::net::{SocketAddr, UdpSocket};
 use std::sync::{Mutex, mpsc};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 /// Addresses in the middle of a handshake remembered at once; a flood of well-formed
 /// requests from many addresses forgets the oldest.
 const MAX_HANDSHAKING: usize = 4096;
+/// How long a connection may go on sending without acknowledging anything it was sent,
+/// seconds. An honest client acknowledges every 50 ms ([`crate::ACK_HOLD`]) while packets
+/// reach it; one whose packets stop reaching it notices the silence within 1.5 s and
+/// reconnects.
+pub const ACK_SILENCE: Duration = Duration::from_secs(4);
+/// Datagrams each way since the last acknowledgement before [`ACK_SILENCE`] counts: the
+/// peer must have been sending, and been sent something to acknowledge.
+const ACK_SILENCE_DATAGRAMS: u32 = 20;
+/// Largest reliable backlog a connection may leave unacknowledged, bytes: an honest one
+/// holds a few kilobytes (joining a full server, a second of loss); renet would resend a
+/// backlog every 100 ms.
+pub const MAX_RELIABLE_BACKLOG: usize = 64 * 1024;
+/// Bytes of resent reliable packets a connection may be sent per second (and at once):
+/// renet resends every unacknowledged message each 100 ms, so a client that withholds
+/// acknowledgements would otherwise be sent its whole backlog ten times a second. An
+/// honest client at 400 ms round trip on a full server needs about a third of this.
+pub const RESEND_BYTES_PER_SECOND: f32 = 48.0 * 1024.0;
 
 /// A socket could not be set up.
 #[derive(Debug)]
@@ -117,6 +135,24 @@ impl ConditionedSocket {
         self.incoming.settings = settings;
     }
 
+    /// How it misbehaves now.
+    pub fn conditions(&self) -> ConditionerSettings {
+        self.outgoing.settings
+    }
+
+    /// Adds what another socket counted (one this one replaced) to its own counts.
+    fn absorb(&mut self, other: &ConditionedSocket) {
+        self.send_errors += other.send_errors;
+        for (mine, theirs) in [
+            (&mut self.sent, other.sent),
+            (&mut self.received, other.received),
+        ] {
+            mine.datagrams += theirs.datagrams;
+            mine.bytes += theirs.bytes;
+            mine.largest = mine.largest.max(theirs.largest);
+        }
+    }
+
     /// The address the socket is bound to.
     pub fn local_addr(&self) -> io::Result<SocketAddr> {
         self.socket.local_addr()
@@ -178,10 +214,72 @@ pub struct UdpServerTransport {
     limits: AdmissionLimits,
     public: SocketAddr,
     /// Addresses that sent a well-formed connection request lately, and when.
-    handshaking: HashMap<SocketAddr, Instant>,
+    handshaking: LruMap<SocketAddr, Instant>,
     handshake_limiter: RateLimiter,
-    /// Each client's acknowledgement pacing.
-    pacers: HashMap<u64, bundle::Pacer>,
+    /// Each connected client's packet checks, pacing and budgets.
+    peers: HashMap<u64, Peer>,
+}
+
+/// What the server's transport keeps for one connected client.
+struct Peer {
+    /// Its packets' checks.
+    guard: PacketGuard,
+    /// Acknowledgement pacing toward it.
+    pacer: bundle::Pacer,
+    /// Resent reliable bytes it may still be sent now.
+    resend_allowance: f32,
+    /// The newest reliable message id sent to it, plus one.
+    reliable_sent: u64,
+    /// When an acknowledgement from it last arrived, and payload datagrams each way since.
+    acked_at: Instant,
+    heard_since_ack: u32,
+    sent_since_ack: u32,
+    updated: Instant,
+}
+
+impl Peer {
+    fn new(now: Instant) -> Self {
+        Self {
+            guard: PacketGuard::from_client(),
+            pacer: bundle::Pacer::default(),
+            resend_allowance: RESEND_BYTES_PER_SECOND,
+            reliable_sent: 0,
+            acked_at: now,
+            heard_since_ack: 0,
+            sent_since_ack: 0,
+            updated: now,
+        }
+    }
+
+    /// Whether it has gone on sending without acknowledging what it was sent.
+    fn stopped_acknowledging(&self, now: Instant) -> bool {
+        now.saturating_duration_since(self.acked_at) > ACK_SILENCE
+            && self.heard_since_ack >= ACK_SILENCE_DATAGRAMS
+            && self.sent_since_ack >= ACK_SILENCE_DATAGRAMS
+    }
+
+    /// Whether `packet` may go now: a resent reliable packet spends the resend allowance
+    /// (refilled over time), anything else always may.
+    fn may_send(&mut self, packet: &[u8], now: Instant) -> bool {
+        let elapsed = now.saturating_duration_since(self.updated).as_secs_f32();
+        self.updated = now;
+        self.resend_allowance = (self.resend_allowance + elapsed * RESEND_BYTES_PER_SECOND)
+            .min(RESEND_BYTES_PER_SECOND);
+        let Some((first, last)) = guard::reliable_ids(packet) else {
+            return true;
+        };
+        let resend = first < self.reliable_sent;
+        self.reliable_sent = self.reliable_sent.max(last.saturating_add(1));
+        if !resend {
+            return true;
+        }
+        let cost = packet.len() as f32;
+        if self.resend_allowance < cost {
+            return false;
+        }
+        self.resend_allowance -= cost;
+        true
+    }
 }
 
 /// Where a client's connection stands before netcode takes over.
@@ -195,7 +293,23 @@ enum ClientPhase {
     Failed(String),
 }
 
+/// How long the server may be silent to a connected client before it opens a standby
+/// connection: the server sends at least ten datagrams a second (snapshots, or netcode's
+/// keep-alives), so silence this long means its packets no longer reach us (a NAT that
+/// changed our port) or it stands still.
+pub const SILENCE_BEFORE_STANDBY: Duration = Duration::from_millis(1500);
+/// How long after one standby connection another may be tried while the silence lasts.
+const STANDBY_RETRY: Duration = Duration::from_secs(3);
+
 /// The client's netcode endpoint.
+///
+/// When the server falls silent ([`SILENCE_BEFORE_STANDBY`]) it opens a *standby*
+/// connection from a fresh socket, beside the old one. If the old one speaks again (the
+/// server had stood still), the standby is dropped and nothing changed. If the standby
+/// connects first, the old path is dead (a NAT rebinding: the server sees our packets
+/// from a port it does not know and its answers go to one that is gone); the standby
+/// takes over ([`Self::timed_out`] says so) and the game resumes on it with its resume
+/// secret at once ([`resume_udp`]), not after netcode's 10 s timeout.
 #[derive(Resource)]
 pub struct UdpClientTransport {
     phase: ClientPhase,
@@ -207,6 +321,27 @@ pub struct UdpClientTransport {
     pacer: bundle::Pacer,
     /// Datagrams from the server holding a malformed bundle (dropped).
     pub malformed_bundles: u64,
+    /// The server's packets' checks.
+    guard: PacketGuard,
+    /// renet packets from the server refused before renet read them.
+    pub bad_packets: u64,
+    /// When a datagram from the server last arrived (or the connection started).
+    heard_at: Instant,
+    /// A second connection, opened while the server is silent.
+    standby: Option<Standby>,
+    standby_opened_at: Option<Instant>,
+    /// Whether a standby took over and the game has yet to start a session on it.
+    rebound: bool,
+    /// Standby connections opened, and those that took over.
+    pub standbys: u32,
+    /// See `standbys`.
+    pub rebinds: u32,
+}
+
+/// A standby connection (see [`UdpClientTransport`]).
+struct Standby {
+    phase: ClientPhase,
+    socket: ConditionedSocket,
 }
 
 /// How a client connects.
@@ -276,11 +411,17 @@ pub fn udp_server(
         tokens,
         limits,
         public,
-        handshaking: HashMap::new(),
+        handshaking: LruMap::new(MAX_HANDSHAKING),
         handshake_limiter: RateLimiter::new(auth::HANDSHAKE_BURST, auth::HANDSHAKES_PER_SECOND),
-        pacers: HashMap::new(),
+        peers: HashMap::new(),
     })
 }
+
+/// The receive buffer the server asks for, bytes: what clients send while the server
+/// stands still waits there, and on waking the server reads it rather than lose it.
+/// About 2.5 s of 16 players' input; the kernel gives at most `net.core.rmem_max`
+/// (raise it for larger servers).
+pub const SERVER_RECEIVE_BUFFER: usize = 8 * 1024 * 1024;
 
 /// Binds the game's UDP socket and, when it issues tokens, the TCP listener on the same
 /// port number.
@@ -290,6 +431,11 @@ fn bind_game_port(
 ) -> Result<(UdpSocket, SocketAddr, Option<TokenService>), UdpSetupError> {
     let socket =
         UdpSocket::bind(bind).map_err(|e| UdpSetupError(format!("cannot bind UDP {bind}: {e}")))?;
+    // Best effort: a smaller buffer only loses more of a long stall's input.
+    let buffer = socket2::SockRef::from(&socket);
+    if buffer.set_recv_buffer_size(SERVER_RECEIVE_BUFFER).is_err() {
+        debug!("cannot enlarge the socket's receive buffer");
+    }
     let local = socket
         .local_addr()
         .map_err(|e| UdpSetupError(format!("cannot read the bound address: {e}")))?;
@@ -311,8 +457,19 @@ pub fn udp_client(
     server: SocketAddr,
     security: &ClientSecurity,
 ) -> Result<UdpClientTransport, UdpSetupError> {
-    let socket = client_socket(server)?;
-    let phase = match security {
+    let phase = open_phase(server, security)?;
+    Ok(UdpClientTransport::new(
+        phase,
+        server,
+        security.clone(),
+        client_socket(server)?,
+    ))
+}
+
+/// How a new connection to `server` starts: asking for a token, or (insecure) speaking
+/// netcode at once.
+fn open_phase(server: SocketAddr, security: &ClientSecurity) -> Result<ClientPhase, UdpSetupError> {
+    Ok(match security {
         ClientSecurity::Secure { password } => {
             ClientPhase::AwaitingToken(Mutex::new(auth::request_token(server, password.clone())))
         }
@@ -333,14 +490,6 @@ pub fn udp_client(
             .map_err(|e| UdpSetupError(format!("cannot start netcode toward {server}: {e}")))?;
             ClientPhase::Netcode(Box::new(netcode))
         }
-    };
-    Ok(UdpClientTransport {
-        phase,
-        server,
-        security: security.clone(),
-        socket,
-        pacer: bundle::Pacer::default(),
-        malformed_bundles: 0,
     })
 }
 
@@ -361,14 +510,12 @@ pub fn udp_client_with_token(
         },
     )
     .map_err(|e| UdpSetupError(format!("cannot start netcode toward {server}: {e}")))?;
-    Ok(UdpClientTransport {
-        phase: ClientPhase::Netcode(Box::new(netcode)),
+    Ok(UdpClientTransport::new(
+        ClientPhase::Netcode(Box::new(netcode)),
         server,
-        security: ClientSecurity::default(),
-        socket: client_socket(server)?,
-        pacer: bundle::Pacer::default(),
-        malformed_bundles: 0,
-    })
+        ClientSecurity::default(),
+        client_socket(server)?,
+    ))
 }
 
 /// A client's socket, of the server's address family.
@@ -388,11 +535,15 @@ fn client_socket(server: SocketAddr) -> Result<ConditionedSocket, UdpSetupError>
 struct Admission<'a> {
     secure: bool,
     limits: AdmissionLimits,
-    /// Connections per IP address, kept up to date as clients come and go.
-    per_ip: &'a mut HashMap<IpAddr, usize>,
+    /// Connections per host, kept up to date as clients come and go.
+    per_host: &'a mut HashMap<HostKey, usize>,
     /// Connections netcode accepted that the server turns away.
     rejected: &'a mut Vec<u64>,
     stats: &'a mut NetStats,
+    /// Each connected client's checks and budgets.
+    peers: &'a mut HashMap<u64, Peer>,
+    faults: &'a mut PacketFaults,
+    now: Instant,
 }
 
 /// Does what a netcode server result asks: send a reply, deliver a payload to renet,
@@ -406,15 +557,31 @@ fn handle(
     match result {
         ServerResult::None => {}
         ServerResult::PacketToSend { addr, payload } => socket.send_to(payload, addr),
-        ServerResult::Payload { client_id, payload } => match bundle::unbundle(payload) {
-            Ok(packets) => {
-                for packet in packets {
+        ServerResult::Payload { client_id, payload } => {
+            let Some(peer) = admission.peers.get_mut(&client_id) else {
+                return; // turned away: renet never heard of it
+            };
+            let Ok(packets) = bundle::unbundle(payload) else {
+                admission.stats.malformed_bundles += 1;
+                return;
+            };
+            let acks = peer.guard.acks;
+            for packet in packets {
+                match peer.guard.check(packet) {
                     // A payload for a connection renet already dropped is discarded.
-                    let _ = server.process_packet_from(packet, client_id);
+                    Ok(()) => drop(server.process_packet_from(packet, client_id)),
+                    Err(fault) => {
+                        admission.stats.bad_packets += 1;
+                        admission.faults.push(client_id, fault);
+                    }
                 }
             }
-            Err(_) => admission.stats.malformed_bundles += 1,
-        },
+            if peer.guard.acks != acks {
+                (peer.acked_at, peer.heard_since_ack, peer.sent_since_ack) = (admission.now, 0, 0);
+            } else {
+                peer.heard_since_ack = peer.heard_since_ack.saturating_add(1);
+            }
+        }
         ServerResult::ClientConnected {
             client_id,
             addr,
@@ -422,7 +589,7 @@ fn handle(
             user_data,
         } => {
             let ip = addr.ip();
-            let here = admission.per_ip.entry(ip).or_default();
+            let here = admission.per_host.entry(HostKey::of(ip)).or_default();
             // A token only works from the address that asked for it.
             let wrong_address = admission.secure && !auth::user_data_matches(&user_data, ip);
             if wrong_address || *here >= admission.limits.max_per_address {
@@ -432,6 +599,7 @@ fn handle(
             }
             *here += 1;
             server.add_connection(client_id);
+            admission.peers.insert(client_id, Peer::new(admission.now));
             socket.send_to(payload, addr);
         }
         ServerResult::ClientDisconnected {
@@ -439,9 +607,10 @@ fn handle(
             addr,
             payload,
         } => {
-            if let Some(n) = admission.per_ip.get_mut(&addr.ip()) {
+            if let Some(n) = admission.per_host.get_mut(&HostKey::of(addr.ip())) {
                 *n = n.saturating_sub(1);
             }
+            admission.peers.remove(&client_id);
             server.remove_connection(client_id);
             if let Some(payload) = payload {
                 socket.send_to(payload, addr);
@@ -467,7 +636,7 @@ impl UdpServerTransport {
             return true;
         }
         let request = bytes.len() == CONNECTION_REQUEST_BYTES && bytes[0] == 0;
-        if let Some(since) = self.handshaking.get(&addr)
+        if let Some(since) = self.handshaking.peek(&addr)
             && now.duration_since(*since) < Duration::from_secs(auth::TOKEN_EXPIRE_SECONDS)
             && !request
         {
@@ -481,25 +650,20 @@ impl UdpServerTransport {
             stats.handshakes_refused += 1;
             return false;
         }
-        if self.handshaking.len() >= MAX_HANDSHAKING && !self.handshaking.contains_key(&addr) {
-            let horizon = Duration::from_secs(auth::TOKEN_EXPIRE_SECONDS);
-            self.handshaking
-                .retain(|_, since| now.duration_since(*since) < horizon);
-            if self.handshaking.len() >= MAX_HANDSHAKING {
-                self.handshaking.clear();
-            }
-        }
-        self.handshaking.insert(addr, now);
+        // Full, the table forgets the address least recently heard from.
+        *self.handshaking.get_or_insert_with(addr, || now) = now;
         true
     }
 }
 
-/// Serves token requests, receives datagrams into renet (screened first) and keeps
-/// netcode's connections alive.
+/// Serves token requests, receives datagrams into renet (screened first, each renet
+/// packet checked by its connection's [`PacketGuard`]) and keeps netcode's connections
+/// alive; drops connections that go on sending without acknowledging.
 pub(crate) fn server_receive(
     mut transport: ResMut<UdpServerTransport>,
     mut server: ResMut<RenetServer>,
     mut stats: ResMut<NetStats>,
+    mut faults: ResMut<PacketFaults>,
     time: Res<Time<Real>>,
 ) {
     let transport = &mut *transport;
@@ -518,9 +682,9 @@ pub(crate) fn server_receive(
         .clients_id_iter()
         .filter_map(|id| transport.netcode.client_addr(id))
         .collect();
-    let mut per_ip: HashMap<IpAddr, usize> = HashMap::new();
+    let mut per_host: HashMap<HostKey, usize> = HashMap::new();
     for addr in &connected {
-        *per_ip.entry(addr.ip()).or_default() += 1;
+        *per_host.entry(HostKey::of(addr.ip())).or_default() += 1;
     }
     let mut rejected = Vec::new();
     let now = Instant::now();
@@ -542,15 +706,21 @@ pub(crate) fn server_receive(
             continue;
         }
         let UdpServerTransport {
-            netcode, socket, ..
+            netcode,
+            socket,
+            peers,
+            ..
         } = &mut *transport;
         let result = netcode.process_packet(addr, &mut bytes);
         let mut admission = Admission {
             secure,
             limits,
-            per_ip: &mut per_ip,
+            per_host: &mut per_host,
             rejected: &mut rejected,
             stats: &mut stats,
+            peers,
+            faults: &mut faults,
+            now,
         };
         handle(result, socket, &mut server, &mut admission);
     }
@@ -559,15 +729,40 @@ pub(crate) fn server_receive(
         socket,
         secure,
         limits,
+        peers,
         ..
     } = &mut *transport;
+    // Checked after this frame's datagrams: acknowledgements that waited in the socket
+    // while the server itself stalled count as arrived.
+    let mut stalled = Vec::new();
+    for (client_id, peer) in peers.iter() {
+        let backlog = renet_reliable_backlog(&server, *client_id);
+        if peer.stopped_acknowledging(now) || backlog > MAX_RELIABLE_BACKLOG {
+            stalled.push((*client_id, backlog));
+        }
+    }
     let mut admission = Admission {
         secure: secure.is_some(),
         limits: *limits,
-        per_ip: &mut per_ip,
+        per_host: &mut per_host,
         rejected: &mut rejected,
         stats: &mut stats,
+        peers,
+        faults: &mut faults,
+        now,
     };
+    for (client_id, backlog) in stalled {
+        // A departure, not a kick: a client whose packets stopped reaching it may still
+        // come back with its resume secret.
+        warn!(
+            "client {client_id} went on sending without acknowledging ({} KiB unacknowledged); \
+             dropped",
+            backlog / 1024
+        );
+        admission.stats.ack_stalls += 1;
+        let result = netcode.disconnect(client_id);
+        handle(result, socket, &mut server, &mut admission);
+    }
     for client_id in netcode.clients_id() {
         let result = netcode.update_client(client_id);
         handle(result, socket, &mut server, &mut admission);
@@ -589,29 +784,46 @@ pub(crate) fn server_receive(
     }
 }
 
+/// Bytes of reliable messages sent to a client and not yet acknowledged.
+fn renet_reliable_backlog(server: &RenetServer, client_id: u64) -> usize {
+    let most = sightline_protocol::connection_config().server_channels_config
+        [usize::from(u8::from(sightline_protocol::Channel::Reliable))]
+    .max_memory_usage_bytes;
+    most.saturating_sub(
+        server.channel_available_memory(client_id, sightline_protocol::Channel::Reliable),
+    )
+}
+
 /// Sends renet's outgoing packets through netcode, bundled, holding back
-/// acknowledgements alone (see [`bundle`]).
+/// acknowledgements alone (see [`bundle`]) and resends past a connection's budget.
 pub(crate) fn server_send(
     mut transport: ResMut<UdpServerTransport>,
     mut server: ResMut<RenetServer>,
+    mut stats: ResMut<NetStats>,
 ) {
     let UdpServerTransport {
         netcode,
         socket,
-        pacers,
+        peers,
         ..
     } = &mut *transport;
     let now = Instant::now();
-    let clients = server.clients_id();
-    pacers.retain(|id, _| clients.contains(id));
-    for client_id in clients {
-        let Ok(packets) = server.get_packets_to_send(client_id) else {
+    for client_id in server.clients_id() {
+        let Ok(mut packets) = server.get_packets_to_send(client_id) else {
             continue;
         };
-        let pacer = pacers.entry(client_id).or_default();
-        for packet in pacer.payloads(packets, now) {
+        let Some(peer) = peers.get_mut(&client_id) else {
+            continue;
+        };
+        let before = packets.len();
+        packets.retain(|p| peer.may_send(p, now));
+        stats.resends_held += (before - packets.len()) as u64;
+        for packet in peer.pacer.payloads(packets, now) {
             match netcode.generate_payload_packet(client_id, &packet) {
-                Ok((addr, payload)) => socket.send_to(payload, addr),
+                Ok((addr, payload)) => {
+                    peer.sent_since_ack = peer.sent_since_ack.saturating_add(1);
+                    socket.send_to(payload, addr);
+                }
                 Err(e) => {
                     error!("cannot wrap a packet for client {client_id}: {e}");
                     break;
@@ -649,14 +861,16 @@ pub(crate) fn server_disconnect_on_exit(
     socket.flush();
 }
 
-/// Waits for the connect token, then receives datagrams into renet and keeps the
-/// connection alive.
+/// Waits for the connect token, then receives datagrams into renet (each renet packet
+/// checked by the [`PacketGuard`]) and keeps the connection alive; opens, drives and
+/// drops the standby connection.
 pub(crate) fn client_receive(
     mut transport: ResMut<UdpClientTransport>,
     mut client: ResMut<RenetClient>,
     time: Res<Time<Real>>,
 ) {
     let transport = &mut *transport;
+    let now = Instant::now();
     if let ClientPhase::AwaitingToken(answer) = &transport.phase {
         let answer = answer.lock().map(|a| a.try_recv());
         let next = match answer.unwrap_or(Err(mpsc::TryRecvError::Disconnected)) {
@@ -679,6 +893,7 @@ pub(crate) fn client_receive(
             },
         };
         transport.phase = next;
+        transport.heard_at = now;
     }
     let ClientPhase::Netcode(netcode) = &mut transport.phase else {
         if !client.is_disconnected() {
@@ -693,27 +908,39 @@ pub(crate) fn client_receive(
         }
         return;
     }
-    if client.is_disconnected() {
+    // Taken over by a standby: keep it alive until the game starts a session on it.
+    if client.is_disconnected() && !transport.rebound {
         if let Ok((addr, packet)) = netcode.disconnect() {
             socket.send_to(packet, addr);
         }
         return;
     }
-    if netcode.is_connected() {
-        client.set_connected();
-    } else if netcode.is_connecting() {
-        client.set_connecting();
+    if !transport.rebound {
+        if netcode.is_connected() {
+            client.set_connected();
+        } else if netcode.is_connecting() {
+            client.set_connecting();
+        }
     }
+    let mut heard = false;
     match socket.receive() {
         Ok(datagrams) => {
             for (addr, mut bytes) in datagrams {
                 if addr != netcode.server_addr() {
                     continue;
                 }
+                heard = true;
                 if let Some(payload) = netcode.process_packet(&mut bytes) {
-                    match bundle::unbundle(payload) {
-                        Ok(packets) => packets.into_iter().for_each(|p| client.process_packet(p)),
-                        Err(_) => transport.malformed_bundles += 1,
+                    let Ok(packets) = bundle::unbundle(payload) else {
+                        transport.malformed_bundles += 1;
+                        continue;
+                    };
+                    for packet in packets {
+                        match transport.guard.check(packet) {
+                            Ok(()) if !transport.rebound => client.process_packet(packet),
+                            Ok(()) => {}
+                            Err(_) => transport.bad_packets += 1,
+                        }
                     }
                 }
             }
@@ -723,6 +950,38 @@ pub(crate) fn client_receive(
     if let Some((packet, addr)) = netcode.update(time.delta()) {
         socket.send_to(packet, addr);
     }
+    if heard {
+        transport.heard_at = now;
+        if transport.drop_standby() {
+            info!(
+                "{} spoke again; standby connection dropped",
+                transport.server
+            );
+        }
+        return;
+    }
+    transport.open_standby_if_silent(now);
+    if transport.drive_standby(time.delta()) {
+        transport.take_standby(now);
+        client.disconnect_due_to_transport();
+    }
+}
+
+/// Starts a session on the connection a standby took over (see [`UdpClientTransport`]):
+/// a fresh renet client on it, the old one's state gone with the old path. False when
+/// there is none to resume on.
+pub fn resume_udp(world: &mut World) -> bool {
+    let Some(mut transport) = world.get_resource_mut::<UdpClientTransport>() else {
+        return false;
+    };
+    if !transport.rebound {
+        return false;
+    }
+    transport.rebound = false;
+    let mut client = RenetClient::new(sightline_protocol::connection_config());
+    client.set_connecting();
+    world.insert_resource(client);
+    true
 }
 
 /// Sends renet's outgoing packets through netcode, bundled, holding back
@@ -751,8 +1010,167 @@ pub(crate) fn client_send(
 }
 
 impl UdpClientTransport {
-    /// Tells the server this client is leaving, at once.
+    fn new(
+        phase: ClientPhase,
+        server: SocketAddr,
+        security: ClientSecurity,
+        socket: ConditionedSocket,
+    ) -> Self {
+        Self {
+            phase,
+            server,
+            security,
+            socket,
+            pacer: bundle::Pacer::default(),
+            malformed_bundles: 0,
+            guard: PacketGuard::from_server(),
+            bad_packets: 0,
+            heard_at: Instant::now(),
+            standby: None,
+            standby_opened_at: None,
+            rebound: false,
+            standbys: 0,
+            rebinds: 0,
+        }
+    }
+
+    /// Opens a standby connection when a connected server has been silent too long (at
+    /// most one at a time, and one per [`STANDBY_RETRY`]).
+    fn open_standby_if_silent(&mut self, now: Instant) {
+        let connected = matches!(&self.phase, ClientPhase::Netcode(n) if n.is_connected());
+        let silent = now.saturating_duration_since(self.heard_at) > SILENCE_BEFORE_STANDBY;
+        let may_retry = self
+            .standby_opened_at
+            .is_none_or(|at| now.saturating_duration_since(at) > STANDBY_RETRY);
+        if !connected || !silent || !may_retry || self.standby.is_some() {
+            return;
+        }
+        self.standby_opened_at = Some(now);
+        let opened = open_phase(self.server, &self.security)
+            .and_then(|phase| Ok((phase, client_socket(self.server)?)));
+        match opened {
+            Ok((phase, mut socket)) => {
+                info!(
+                    "no packets from {} for {:.1} s; opening a standby connection",
+                    self.server,
+                    now.saturating_duration_since(self.heard_at).as_secs_f32()
+                );
+                socket.set_conditions(self.socket.conditions());
+                self.standbys += 1;
+                self.standby = Some(Standby { phase, socket });
+            }
+            Err(e) => debug!("cannot open a standby connection: {e}"),
+        }
+    }
+
+    /// Drops the standby connection, if there is one (saying goodbye on it if it got
+    /// as far as connecting); true if there was.
+    fn drop_standby(&mut self) -> bool {
+        let Some(mut standby) = self.standby.take() else {
+            return false;
+        };
+        if let ClientPhase::Netcode(netcode) = &mut standby.phase
+            && let Ok((addr, packet)) = netcode.disconnect()
+        {
+            standby.socket.send_to(packet, addr);
+        }
+        standby.socket.flush();
+        true
+    }
+
+    /// Moves the standby connection along; true once it is connected.
+    fn drive_standby(&mut self, delta: Duration) -> bool {
+        let Some(standby) = &mut self.standby else {
+            return false;
+        };
+        if let ClientPhase::AwaitingToken(answer) = &standby.phase {
+            let answer = answer.lock().map(|a| a.try_recv());
+            standby.phase = match answer.unwrap_or(Err(mpsc::TryRecvError::Disconnected)) {
+                Err(mpsc::TryRecvError::Empty) => return false,
+                Ok(Ok(token)) => match NetcodeClient::new(
+                    unix_now(),
+                    ClientAuthentication::Secure {
+                        connect_token: token,
+                    },
+                ) {
+                    Ok(netcode) => ClientPhase::Netcode(Box::new(netcode)),
+                    Err(e) => ClientPhase::Failed(e.to_string()),
+                },
+                Ok(Err(reason)) => ClientPhase::Failed(reason),
+                Err(mpsc::TryRecvError::Disconnected) => ClientPhase::Failed(String::new()),
+            };
+        }
+        let ClientPhase::Netcode(netcode) = &mut standby.phase else {
+            self.standby = None; // it failed; the old connection may still time out
+            return false;
+        };
+        if netcode.disconnect_reason().is_some() {
+            self.standby = None;
+            return false;
+        }
+        if let Ok(datagrams) = standby.socket.receive() {
+            for (addr, mut bytes) in datagrams {
+                // Nothing but netcode's own packets comes before the game says Hello.
+                if addr == netcode.server_addr() {
+                    let _ = netcode.process_packet(&mut bytes);
+                }
+            }
+        }
+        if let Some((packet, addr)) = netcode.update(delta) {
+            standby.socket.send_to(packet, addr);
+        }
+        standby.socket.flush();
+        netcode.is_connected()
+    }
+
+    /// Makes the standby connection the one in use, and says goodbye on the old one.
+    fn take_standby(&mut self, now: Instant) {
+        let Some(standby) = self.standby.take() else {
+            return;
+        };
+        let mut old_socket = std::mem::replace(&mut self.socket, standby.socket);
+        let old_phase = std::mem::replace(&mut self.phase, standby.phase);
+        if let ClientPhase::Netcode(mut old) = old_phase
+            && let Ok((addr, packet)) = old.disconnect()
+        {
+            old_socket.send_to(&packet, addr);
+            old_socket.flush();
+        }
+        self.socket.absorb(&old_socket);
+        self.pacer = bundle::Pacer::default();
+        self.guard = PacketGuard::from_server();
+        self.heard_at = now;
+        self.rebound = true;
+        self.rebinds += 1;
+        warn!(
+            "the old connection to {} went silent and a new one answered; resuming on it",
+            self.server
+        );
+    }
+
+    /// Sends from a new local port from now on, without telling anyone, as a NAT that
+    /// rebinds does: the server sees the connection's packets come from an address it
+    /// does not know, and what it sends to the old one is lost. For fault tests (the
+    /// chaos soak).
+    pub fn change_port(&mut self) -> Result<(), UdpSetupError> {
+        let mut socket = client_socket(self.server)?;
+        socket.set_conditions(self.socket.conditions());
+        let old = std::mem::replace(&mut self.socket, socket);
+        self.socket.absorb(&old);
+        Ok(())
+    }
+
+    /// Sets how its sockets (the one in use and a standby's) misbehave.
+    pub fn set_conditions(&mut self, settings: ConditionerSettings) {
+        self.socket.set_conditions(settings);
+        if let Some(standby) = &mut self.standby {
+            standby.socket.set_conditions(settings);
+        }
+    }
+
+    /// Tells the server this client is leaving, at once (and drops a standby).
     pub fn goodbye(&mut self) {
+        self.drop_standby();
         self.socket.set_conditions(ConditionerSettings::default());
         if let ClientPhase::Netcode(netcode) = &mut self.phase
             && let Ok((addr, packet)) = netcode.disconnect()
@@ -765,6 +1183,13 @@ impl UdpClientTransport {
     /// Why the transport gave up, in words a player can act on: the token service's
     /// refusal, or netcode's reason (timed out, denied...). `None` while it is fine.
     pub fn failure(&self) -> Option<String> {
+        if self.rebound {
+            return Some(format!(
+                "no packets from {} for {:.1} s; resuming on a new connection",
+                self.server,
+                SILENCE_BEFORE_STANDBY.as_secs_f32()
+            ));
+        }
         match &self.phase {
             ClientPhase::AwaitingToken(_) => None,
             ClientPhase::Failed(reason) => Some(reason.clone()),
@@ -784,13 +1209,21 @@ impl UdpClientTransport {
     }
 
     /// Whether an established connection went silent (as opposed to being closed by the
-    /// server, refused or never made): the case worth reconnecting for.
+    /// server, refused or never made): the case worth reconnecting for. True too once a
+    /// standby connection took over, which the game resumes on at once.
     pub fn timed_out(&self) -> bool {
-        matches!(
-            &self.phase,
-            ClientPhase::Netcode(n)
-                if n.disconnect_reason() == Some(renetcode::DisconnectReason::ConnectionTimedOut)
-        )
+        self.rebound
+            || matches!(
+                &self.phase,
+                ClientPhase::Netcode(n)
+                    if n.disconnect_reason() == Some(renetcode::DisconnectReason::ConnectionTimedOut)
+            )
+    }
+
+    /// Whether a standby connection took over and waits for the game to resume on it
+    /// ([`resume_udp`]).
+    pub fn rebound(&self) -> bool {
+        self.rebound
     }
 
     /// How this transport connects (to connect again the same way).
@@ -826,6 +1259,6 @@ pub(crate) fn client_condition(
 ) {
     // A new transport (a reconnection) gets the conditions too.
     if conditions.is_changed() || transport.is_added() {
-        transport.socket.set_conditions(conditions.0);
+        transport.set_conditions(conditions.0);
     }
 }

@@ -1,14 +1,15 @@
 //! The server's side of combat: respawning the dead, and telling clients what happened.
 
 use crate::connection::{Connection, ConnectionStage};
+use crate::interest::{Interest, hears_explosion};
 use crate::outbox::Outgoing;
 use crate::spawn::choose_spawn;
 use bevy::prelude::*;
 use sightline_combat::{Arsenal, CombatEvent, HitZone, SpawnCount, Vitals, respawned};
 use sightline_map::CurrentMap;
-use sightline_movement::PlayerState;
-use sightline_protocol::ServerMessage;
-use sightline_sim::PlayerId;
+use sightline_movement::{MoveParams, PlayerState};
+use sightline_protocol::{ProjectileSnap, ServerMessage};
+use sightline_sim::{PlayerId, Tick};
 
 /// Brings back the dead whose respawn time is up, at the spawn point farthest from the
 /// living, with fresh health, weapons and spawn protection. A respawn is a teleport: the
@@ -33,12 +34,17 @@ pub(crate) fn respawn_players(
 }
 
 /// Turns combat events into reliable messages: fire and deaths for everyone, a hit
-/// confirmation for the shooter, a damage indicator for the victim.
+/// confirmation for the shooter, a damage indicator for the victim, a rocket's burst for
+/// whoever was sent the rocket or could see or hear the burst.
 pub(crate) fn send_combat_events(
     mut events: MessageReader<CombatEvent>,
     mut outbox: MessageWriter<Outgoing>,
     connections: Query<(&Connection, &PlayerId)>,
     positions: Query<(&PlayerId, &PlayerState)>,
+    views: Query<(&Connection, &PlayerId, &PlayerState, &Interest)>,
+    map: Res<CurrentMap>,
+    params: Res<MoveParams>,
+    now: Res<Tick>,
 ) {
     let client_of = |id: PlayerId| {
         connections
@@ -114,10 +120,32 @@ pub(crate) fn send_combat_events(
                     weapon,
                 })
             }
-            CombatEvent::Exploded { at, tick } => Outgoing::ToPlaying(ServerMessage::Exploded {
-                at: at.to_array(),
+            CombatEvent::Exploded {
+                at,
                 tick,
-            }),
+                rocket,
+                owner,
+            } => {
+                let msg = ServerMessage::Exploded {
+                    at: at.to_array(),
+                    tick,
+                };
+                let rocket = ProjectileSnap {
+                    id: rocket,
+                    owner,
+                    pos: at.to_array(),
+                    vel: [0.0; 3],
+                };
+                for (conn, me, state, interest) in &views {
+                    let told = conn.stage == ConnectionStage::Playing
+                        && (interest.sends_rocket(&rocket, Some(*me), now.0)
+                            || hears_explosion(&map.world, params.eye_position(state), at));
+                    if told {
+                        outbox.write(Outgoing::To(conn.client_id, msg.clone()));
+                    }
+                }
+                continue;
+            }
         };
         outbox.write(out);
     }

@@ -26,6 +26,24 @@ pub const STRIKE_DECAY_SECONDS: f64 = 2.0;
 /// pings, and the burst of a client catching up after a stall.
 pub const SPARE_DATAGRAMS_PER_SECOND: u32 = 64;
 
+/// What one frame may handle of a connection's unreliable messages: [`FRAME_DATAGRAMS`]
+/// and [`FRAME_BYTES`], or as much more as the allowed rate let it send since the last
+/// frame (`elapsed` seconds, at most [`crate::MAX_STALL_CATCH_UP`]): after the server
+/// stood still, the backlog a client sent meanwhile is read, not dropped.
+pub fn frame_budget(elapsed: f64, tick_hz: u32) -> (usize, usize) {
+    let rate = f64::from(tick_hz.saturating_add(SPARE_DATAGRAMS_PER_SECOND));
+    let elapsed = elapsed.clamp(0.0, crate::MAX_STALL_CATCH_UP.as_secs_f64());
+    let messages = ((rate * elapsed).ceil() as usize).max(FRAME_DATAGRAMS);
+    (messages, FRAME_BYTES * messages / FRAME_DATAGRAMS)
+}
+
+/// Reliable messages one frame may handle after `elapsed` seconds: [`FRAME_RELIABLE`]
+/// for each second that passed, and never fewer.
+pub fn frame_reliable(elapsed: f64) -> usize {
+    let seconds = elapsed.clamp(1.0, crate::MAX_STALL_CATCH_UP.as_secs_f64());
+    FRAME_RELIABLE * seconds.ceil() as usize
+}
+
 /// Something a connection did that an honest client does not.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Offence {
@@ -72,9 +90,10 @@ pub struct Conduct {
     worst: Option<Offence>,
     /// When a command last arrived (or the connection joined), real seconds.
     pub last_command_at: f64,
-    window_start: f64,
-    window_datagrams: u32,
-    flood_struck: bool,
+    /// Datagrams it may still send at the allowed rate, and when that was worked out.
+    allowance: f64,
+    counted_at: f64,
+    flood_struck_at: Option<f64>,
 }
 
 impl Conduct {
@@ -85,9 +104,10 @@ impl Conduct {
             decayed_at: now,
             worst: None,
             last_command_at: now,
-            window_start: now,
-            window_datagrams: 0,
-            flood_struck: false,
+            // A second's worth at the first count.
+            allowance: f64::INFINITY,
+            counted_at: now,
+            flood_struck_at: None,
         }
     }
 
@@ -118,24 +138,29 @@ impl Conduct {
         }
     }
 
-    /// Counts `n` datagrams (handled or dropped) against the rate of `tick_hz` +
-    /// `SPARE_DATAGRAMS_PER_SECOND` a second; returns true the first time in a second
-    /// that the rate is exceeded (one strike a second while a flood lasts).
+    /// Counts `n` datagrams (handled or dropped) that arrived since the last count
+    /// against the rate of `tick_hz` + [`SPARE_DATAGRAMS_PER_SECOND`] a second; returns
+    /// true when the rate is exceeded, at most once a second while a flood lasts.
+    ///
+    /// The allowance grows at the rate over the time since the last count, up to what
+    /// that time allows and never less than a second's worth: datagrams read together
+    /// may have been sent any time since the last read, so a backlog that waited while
+    /// the server stood still is what the client sent over that time, not a flood.
     pub fn count_datagrams(&mut self, n: usize, now: f64, tick_hz: u32) -> bool {
-        if now - self.window_start >= 1.0 {
-            self.window_start = now;
-            self.window_datagrams = 0;
-            self.flood_struck = false;
+        let rate = f64::from(tick_hz.saturating_add(SPARE_DATAGRAMS_PER_SECOND));
+        let elapsed = (now - self.counted_at).max(0.0);
+        self.counted_at = now;
+        self.allowance = (self.allowance + rate * elapsed).min(rate * elapsed.max(1.0));
+        self.allowance -= n as f64;
+        if self.allowance >= 0.0 {
+            return false;
         }
-        self.window_datagrams = self
-            .window_datagrams
-            .saturating_add(u32::try_from(n).unwrap_or(u32::MAX));
-        let allowed = tick_hz.saturating_add(SPARE_DATAGRAMS_PER_SECOND);
-        if self.window_datagrams > allowed && !self.flood_struck {
-            self.flood_struck = true;
-            return true;
+        self.allowance = 0.0;
+        if self.flood_struck_at.is_some_and(|at| now - at < 1.0) {
+            return false;
         }
-        false
+        self.flood_struck_at = Some(now);
+        true
     }
 
     /// Whether no command has arrived for longer than `limit` seconds (0: never idle).
@@ -235,6 +260,27 @@ mod tests {
         for frame in 0..20 {
             assert!(!honest.count_datagrams(64, frame as f64 * 0.5, 128));
         }
+    }
+
+    #[test]
+    fn a_backlog_the_server_s_own_stall_left_is_not_a_flood() {
+        let mut c = Conduct::new(0.0);
+        for frame in 1..=100 {
+            assert!(!c.count_datagrams(1, frame as f64 / 128.0, 128));
+        }
+        // The server stood still 2.5 s; an input packet a tick and pings waited.
+        let backlog = 128 * 5 / 2 + 5;
+        let woke = 100.0 / 128.0 + 2.5;
+        assert!(!c.count_datagrams(backlog, woke, 128));
+        assert!(!c.count_datagrams(1, woke + 1.0 / 128.0, 128));
+        // The same burst without the stall is one.
+        assert!(c.count_datagrams(backlog, woke + 2.0 / 128.0, 128));
+        // And the frame budget reads it all.
+        let (messages, bytes) = frame_budget(2.5, 128);
+        assert!(messages >= backlog && bytes >= FRAME_BYTES * 5);
+        assert_eq!(frame_budget(0.008, 128), (FRAME_DATAGRAMS, FRAME_BYTES));
+        assert_eq!(frame_reliable(0.008), FRAME_RELIABLE);
+        assert_eq!(frame_reliable(2.5), 3 * FRAME_RELIABLE);
     }
 
     #[test]

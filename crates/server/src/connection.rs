@@ -6,7 +6,7 @@ use crate::stats::ServerStats;
 use crate::wire::send_reliable;
 use bevy::platform::collections::HashMap;
 use bevy::prelude::*;
-use sightline_net::{ClientId, RenetServer};
+use sightline_net::{ClientId, PacketFault, RenetServer};
 use sightline_protocol::ServerMessage;
 use sightline_sim::PlayerId;
 use std::collections::BTreeSet;
@@ -45,7 +45,13 @@ pub struct Connection {
     pub conduct: Conduct,
     chat_tokens: f32,
     chat_updated: f64,
+    /// When a refused transport packet from it was last logged.
+    fault_logged_at: Option<f64>,
 }
+
+/// Seconds between log lines about one connection's refused transport packets: the
+/// rest are counted, not logged, so no sender can flood the log.
+const FAULT_LOG_INTERVAL: f64 = 60.0;
 
 impl Connection {
     /// A connection made at `now`, waiting for Hello.
@@ -57,6 +63,7 @@ impl Connection {
             conduct: Conduct::new(now),
             chat_tokens: CHAT_BURST,
             chat_updated: now,
+            fault_logged_at: None,
         }
     }
 
@@ -104,6 +111,28 @@ impl Connection {
             Offence::Malformed
         };
         self.offend(server, offence, now, stats);
+    }
+
+    /// Strikes the sender of a transport packet the transport refused, logging it at most
+    /// once per [`FAULT_LOG_INTERVAL`].
+    pub(crate) fn refuse_packet(
+        &mut self,
+        server: &mut RenetServer,
+        fault: PacketFault,
+        now: f64,
+        stats: &mut ServerStats,
+    ) {
+        if self
+            .fault_logged_at
+            .is_none_or(|at| now - at >= FAULT_LOG_INTERVAL)
+        {
+            self.fault_logged_at = Some(now);
+            info!(
+                "client {} sent {fault}; refused (more are counted, not logged)",
+                self.client_id
+            );
+        }
+        self.offend(server, Offence::Malformed, now, stats);
     }
 
     /// Counts a command no honest client could send, and strikes its sender.

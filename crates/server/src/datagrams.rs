@@ -2,15 +2,41 @@
 //! answered at once.
 
 use crate::conduct::{self, Offence};
-use crate::connection::{Connection, ConnectionStage};
+use crate::connection::{ClientIndex, Connection, ConnectionStage};
 use crate::inputs::{InputBuffer, Push};
 use crate::snapshots::SnapshotCounter;
+use crate::stalls::owed_ticks;
 use crate::stats::ServerStats;
 use crate::wire::encoded;
 use bevy::prelude::*;
-use sightline_net::RenetServer;
+use sightline_net::{PacketFaults, RenetServer};
 use sightline_protocol::{Channel, ClientDatagram, ServerDatagram, Wire};
 use sightline_sim::TickConfig;
+
+/// Strikes the senders of transport packets the transport refused (see
+/// [`sightline_net::PacketGuard`]): one strike each, as for a malformed message.
+pub(crate) fn strike_refused_packets(
+    mut faults: ResMut<PacketFaults>,
+    mut server: ResMut<RenetServer>,
+    index: Res<ClientIndex>,
+    mut connections: Query<&mut Connection>,
+    mut stats: ResMut<ServerStats>,
+    real: Res<Time<Real>>,
+) {
+    let now = real.elapsed_secs_f64();
+    for (client, fault) in faults.0.drain(..) {
+        let Some(mut conn) = index
+            .0
+            .get(&client)
+            .and_then(|e| connections.get_mut(*e).ok())
+        else {
+            continue;
+        };
+        if !matches!(conn.stage, ConnectionStage::Refused { .. }) {
+            conn.refuse_packet(&mut server, fault, now, &mut stats);
+        }
+    }
+}
 
 /// Reads input packets into each player's buffer and answers clock-sync pings at once,
 /// within each connection's per-frame budget; junk, floods and impossible commands earn
@@ -25,19 +51,24 @@ pub(crate) fn receive_datagrams(
     mut stats: ResMut<ServerStats>,
     config: Res<TickConfig>,
     time: Res<Time<Virtual>>,
+    fixed: Res<Time<Fixed>>,
     real: Res<Time<Real>>,
 ) {
     let now = real.elapsed_secs_f64();
+    // What arrived since the last frame, and the ticks about to run on it: after a stall
+    // of the server's own, both are large, and neither is the clients' doing.
+    let (max_messages, max_bytes) = conduct::frame_budget(real.delta_secs_f64(), config.tick_hz);
+    let owed = owed_ticks(&fixed, &time);
     for (mut conn, mut buffer, counter) in &mut connections {
         if matches!(conn.stage, ConnectionStage::Refused { .. }) {
             continue; // discarded unread by `drop_refused`
         }
-        let mut bytes_left = conduct::FRAME_BYTES;
+        let mut bytes_left = max_bytes;
         let batch = conduct::take_budgeted(
             &mut server,
             conn.client_id,
             Channel::Unreliable,
-            conduct::FRAME_DATAGRAMS,
+            max_messages,
             &mut bytes_left,
         );
         // Over the frame's budget is dropped unread; only the rate is an offence.
@@ -105,7 +136,7 @@ pub(crate) fn receive_datagrams(
             conn.conduct.last_command_at = now;
             buffer.ack_snapshot = buffer.ack_snapshot.max(packet.ack_snapshot);
             for cmd in cmds.iter().rev() {
-                if buffer.push(*cmd, ack_tick) == Push::TooFarAhead {
+                if buffer.push_within(*cmd, ack_tick, owed) == Push::TooFarAhead {
                     conn.refuse_command(&mut server, now, &mut stats);
                     break;
                 }

@@ -1,9 +1,11 @@
 //! Per-player input buffers: commands arrive in redundant, possibly reordered packets and
 //! leave at exactly one per tick (received by `crate::datagrams`).
 
+use crate::connection::Connection;
 use crate::stats::ServerStats;
 use bevy::prelude::*;
 use sightline_combat::ViewWindow;
+use sightline_net::RenetServer;
 use sightline_protocol::INPUT_BASE_SPAN;
 use sightline_sim::{BotControlled, CurrentCmd, Held, InputCmd, PlayerId, Tick, TickConfig};
 use std::collections::VecDeque;
@@ -144,8 +146,16 @@ impl InputBuffer {
     /// buffer keeps what it holds and refuses a newer command; one older than everything
     /// waiting (it fills a hole) takes the place of the newest.
     pub fn push(&mut self, cmd: InputCmd, ack_tick: Option<u32>) -> Push {
+        self.push_within(cmd, ack_tick, 0)
+    }
+
+    /// [`Self::push`] when `owed` ticks are about to run before the next command is
+    /// read: the server fell behind (it stood still), and the client's commands are
+    /// ahead of what it simulated by that much more than the limits allow.
+    pub fn push_within(&mut self, cmd: InputCmd, ack_tick: Option<u32>, owed: u32) -> Push {
+        let max_ahead = self.max_ahead.saturating_add(owed);
         // No underflow: seq is above last_simulated when subtracted.
-        if cmd.seq > self.last_simulated && cmd.seq - self.last_simulated > self.max_ahead {
+        if cmd.seq > self.last_simulated && cmd.seq - self.last_simulated > max_ahead {
             return Push::TooFarAhead;
         }
         // Kept as received, simulated or not: the client may write later packets
@@ -162,7 +172,7 @@ impl InputBuffer {
             Ok(_) => return Push::Duplicate,
             Err(at) => at,
         };
-        if self.pending.len() >= self.cap {
+        if self.pending.len() >= self.cap.saturating_add(owed as usize) {
             if at == self.pending.len() {
                 return Push::Full;
             }
@@ -281,6 +291,7 @@ pub(crate) fn consume_inputs(
     mut players: Query<
         (
             &PlayerId,
+            &Connection,
             &mut InputBuffer,
             &mut CurrentCmd,
             &mut Held,
@@ -291,10 +302,11 @@ pub(crate) fn consume_inputs(
     mut stats: ResMut<ServerStats>,
     tick: Res<Tick>,
     config: Res<TickConfig>,
+    server: Res<RenetServer>,
 ) {
     let mut order: Vec<_> = players.iter_mut().collect();
     order.sort_by_key(|(id, ..)| **id);
-    for (_, mut buffer, mut current, mut held, mut window) in order {
+    for (_, conn, mut buffer, mut current, mut held, mut window) in order {
         let previous_view = (buffer.last_simulated() > 0).then(|| current.0.view_time());
         let Some(cmd) = buffer.take_next() else {
             held.set_if_neq(Held(true));
@@ -312,6 +324,7 @@ pub(crate) fn consume_inputs(
             tick.0,
             buffer.last_ack_tick(),
             previous_view,
+            server.rtt(conn.client_id) as f32,
             config.tick_hz,
         );
     }

@@ -16,14 +16,20 @@
 //! within earshot, and to whoever could see it now, halfway, or where it will be by the
 //! check after next ([`rocket_in_view`]); once sent, it too stays sent for the linger.
 //!
+//! A rocket's burst goes to whoever is sent the rocket, and to whoever could see or hear
+//! where it burst ([`hears_explosion`]). An item spot's state (there or taken) changes for
+//! a client only when the client could see or hear the spot ([`Interest::items`]): until
+//! then it keeps what it last saw.
+//!
 //! What a wallhack can still see: players within earshot or inside the margin of a
-//! sight line, team-mates, rockets that will come into view before the next check, and
-//! where each shot came from ([`sightline_protocol::ServerMessage::Fired`] carries the
-//! shooter's position for everyone's sound and tracers).
+//! sight line, team-mates, rockets that will come into view before the next check,
+//! bursts within [`EXPLOSION_HEAR_RADIUS`], items within earshot, and where each shot
+//! came from ([`sightline_protocol::ServerMessage::Fired`] carries the shooter's position
+//! for everyone's sound and tracers).
 
 use crate::connection::{Connection, ConnectionStage};
 use bevy::prelude::*;
-use sightline_combat::{Rocket, Team};
+use sightline_combat::{ItemSpot, Rocket, Team};
 use sightline_map::{CollisionWorld, CurrentMap};
 use sightline_movement::{MoveParams, PlayerState};
 use sightline_protocol::ProjectileSnap;
@@ -44,6 +50,9 @@ pub const REFRESH_TICKS: u32 = 8;
 /// How long a player stays sent after it was last seen, seconds.
 pub const LINGER_SECONDS: f32 = 0.5;
 
+/// How far a rocket's burst is heard, metres: an explosion carries further than steps.
+pub const EXPLOSION_HEAR_RADIUS: f32 = 2.0 * HEAR_RADIUS;
+
 /// The players one client is sent: by player id, the tick until which it is sent
 /// (0: not sent). An array, not a map: every snapshot asks it of every player. And the
 /// rockets it is sent, by rocket id, likewise.
@@ -54,6 +63,9 @@ pub struct Interest {
     rockets: Vec<(u16, u32)>,
     /// Whether the client's view has been checked since it joined.
     looked: bool,
+    /// The item spots as this client last saw them (a bit per spot, set when the item is
+    /// there), which snapshots carry: every item is there until it sees otherwise.
+    pub items: u64,
 }
 
 impl Default for Interest {
@@ -62,6 +74,7 @@ impl Default for Interest {
             until: Box::new([0; 256]),
             rockets: Vec::new(),
             looked: false,
+            items: u64::MAX,
         }
     }
 }
@@ -110,6 +123,12 @@ pub fn rocket_in_view(world: &CollisionWorld, eye: Vec3, rocket: &Rocket) -> boo
     [rocket.pos, rocket.pos + ahead * 0.5, rocket.pos + ahead]
         .into_iter()
         .any(|point| world.is_clear(eye, point - eye))
+}
+
+/// Whether a client whose eye is at `eye` hears or sees a burst at `at`: within
+/// [`EXPLOSION_HEAR_RADIUS`], or in the open.
+pub fn hears_explosion(world: &CollisionWorld, eye: Vec3, at: Vec3) -> bool {
+    eye.distance(at) <= EXPLOSION_HEAR_RADIUS || world.is_clear(eye, at - eye)
 }
 
 /// Whether a viewer at `viewer` could see a player at `target` across `world`, or will
@@ -170,6 +189,7 @@ pub(crate) fn refresh_interest(
     params: Res<MoveParams>,
     players: Query<(&PlayerId, &PlayerState, Option<&Team>)>,
     rockets: Query<&Rocket>,
+    items: Query<&ItemSpot>,
     mut viewers: Query<(
         &Connection,
         &PlayerId,
@@ -215,8 +235,28 @@ pub(crate) fn refresh_interest(
                 interest.send_rocket_until(rocket.id, until);
             }
         }
+        // Only spots whose state differs from what the client last saw cost a look.
+        for spot in &items {
+            let bit = 1u64 << spot.index;
+            let there = spot.respawn_in <= 0.0;
+            if (interest.items & bit != 0) == there {
+                continue;
+            }
+            let seen = spot.pos.distance(eye.pos) <= HEAR_RADIUS
+                || (look && map.world.is_clear(eye_at, spot.pos + ITEM_LOOK_AT - eye_at));
+            if seen {
+                interest.items = if there {
+                    interest.items | bit
+                } else {
+                    interest.items & !bit
+                };
+            }
+        }
     }
 }
+
+/// Where on an item a sight line aims: above the floor it lies on.
+const ITEM_LOOK_AT: Vec3 = Vec3::new(0.0, 0.5, 0.0);
 
 #[cfg(test)]
 mod tests {

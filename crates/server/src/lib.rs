@@ -10,10 +10,11 @@
 // Modules, bottom up: each uses only those listed before it (and the config below);
 // `scripts/module-cycles` checks that none import each other in a circle.
 
-// Shared by many, using no other: strikes and budgets, where players appear, the
-// counters, encoding and sending at once.
+// Shared by many, using no other: the server's own stalls, strikes and budgets, where
+// players appear, the counters, encoding and sending at once.
 mod conduct;
 mod spawn;
+mod stalls;
 mod stats;
 mod wire;
 // One connection (its stage, conduct and slot), and the outbox that sends game messages
@@ -50,6 +51,7 @@ pub use rules::{INTERMISSION, MatchRules, MatchState};
 pub use sightline_combat::GameMode;
 pub use snapshots::SnapshotCounter;
 pub use spawn::choose_spawn;
+pub use stalls::{MAX_STALL_CATCH_UP, STALL_SECONDS, Stalls};
 pub use stats::{SLICE_BYTES, ServerStats, SnapshotStats, TickTimes};
 pub use teams::smaller_team;
 
@@ -167,14 +169,17 @@ impl Plugin for ServerPlugin {
             .init_resource::<SnapshotStats>()
             .init_resource::<MatchState>()
             .init_resource::<DepartedPlayers>()
+            .init_resource::<Stalls>()
             .add_message::<outbox::Outgoing>()
             .configure_sets(PreUpdate, ServerSet::Receive.after(RenetReceive))
             .configure_sets(PostUpdate, ServerSet::Send.before(RenetSend))
             .add_observer(sessions::on_server_event)
-            .add_systems(Startup, bots::spawn_bots)
+            .add_systems(Startup, (bots::spawn_bots, stalls::allow_catching_up))
             .add_systems(
                 PreUpdate,
                 (
+                    stalls::notice_stalls,
+                    datagrams::strike_refused_packets,
                     sessions::handle_reliable_messages,
                     datagrams::receive_datagrams,
                     sessions::drop_refused,

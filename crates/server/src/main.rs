@@ -238,9 +238,13 @@ fn main() -> ExitCode {
         idle_kick_seconds: args.idle_kick,
     };
     let mut app = server_app(config.clone(), map.clone(), net, Pacing::RealTime(signal));
-    // renetcode logs an error per undecodable datagram: junk is counted instead.
+    // Nothing the network does is logged per packet: it is counted instead.
     app.add_plugins(LogPlugin {
-        filter: format!("{},renetcode=off", bevy::log::DEFAULT_FILTER),
+        filter: format!(
+            "{},{}",
+            bevy::log::DEFAULT_FILTER,
+            sightline_net::TRANSPORT_LOG_FILTER
+        ),
         ..Default::default()
     })
     .insert_resource(LinkConditions(conditions));

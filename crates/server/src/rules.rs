@@ -2,6 +2,7 @@
 //! the final scores, then the next map of the rotation with everything reset.
 
 use crate::ServerConfig;
+use crate::interest::Interest;
 use crate::outbox::Outgoing;
 use crate::spawn::choose_spawn;
 use bevy::prelude::*;
@@ -96,6 +97,7 @@ pub(crate) fn run_match(
         &mut SpawnCount,
     )>,
     leftovers: Query<Entity, Or<(With<ItemSpot>, With<Rocket>)>>,
+    mut views: Query<&mut Interest>,
 ) {
     let rules = &config.rules;
     let dt = tick.dt();
@@ -128,6 +130,10 @@ pub(crate) fn run_match(
             commands.entity(e).despawn();
         }
         spawn_items_for(&mut commands, &map);
+        // Every item is back, and everyone knows it.
+        for mut view in &mut views {
+            view.items = u64::MAX;
+        }
         let mut placed = Vec::new();
         for (_, mut score, _, mut player, mut vitals, mut arsenal, mut spawns) in &mut players {
             let spawn = choose_spawn(&map.def.spawns, &placed);

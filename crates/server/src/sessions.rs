@@ -124,7 +124,7 @@ pub(crate) struct Admission<'w, 's> {
     players: PresentPlayers<'w, 's>,
     slots: ResMut<'w, PlayerSlots>,
     departed: ResMut<'w, DepartedPlayers>,
-    holders: Query<'w, 's, (Entity, &'static Resumable)>,
+    holders: Query<'w, 's, (Entity, &'static Resumable, &'static PlayerId)>,
     leaving: Leaving<'w, 's>,
     index: Res<'w, ClientIndex>,
     config: Res<'w, ServerConfig>,
@@ -154,7 +154,7 @@ pub(crate) fn handle_reliable_messages(
             &mut server,
             conn.client_id,
             Channel::Reliable,
-            conduct::FRAME_RELIABLE,
+            conduct::frame_reliable(time.delta_secs_f64()),
             &mut bytes_left,
         );
         if batch.dropped > 0 {
@@ -239,15 +239,17 @@ impl Admission<'_, '_> {
         admitted: &[Admitted],
         now: f64,
     ) -> Option<Admitted> {
-        let back = resume.and_then(|secret| self.come_back(&secret, server, now));
+        let back = resume.and_then(|secret| self.come_back(&secret, server, admitted, now));
         let Some(id) = back.as_ref().map(|b| b.id).or_else(|| self.free_slot()) else {
             let reason = format!("server is full ({} players)", self.config.max_players);
             conn.refuse(server, reason, now);
             return None;
         };
+        // A player taken over from a connection still present keeps its own name.
         let taken: Vec<&str> = self
             .players
             .iter()
+            .filter(|p| back.as_ref().is_none_or(|b| *p.0 != b.id))
             .map(|p| p.1.0.as_str())
             .chain(admitted.iter().map(|a| a.name.as_str()))
             .collect();
@@ -319,15 +321,22 @@ impl Admission<'_, '_> {
 
     /// The player a secret proves, coming back within the minute: from the departed, or
     /// from a connection the server has not yet noticed is dead (the client timed out
-    /// first).
+    /// first, or its address changed). A place is claimed once: a holder whose player
+    /// was given to another connection earlier this frame (its components go only when
+    /// the frame's commands apply) is no longer there to take.
     fn come_back(
         &mut self,
         secret: &ResumeSecret,
         server: &mut RenetServer,
+        admitted: &[Admitted],
         now: f64,
     ) -> Option<Departed> {
         self.departed.take(secret, now).or_else(|| {
-            let holder = self.holders.iter().find(|(_, r)| r.0 == *secret)?.0;
+            let holder = self
+                .holders
+                .iter()
+                .find(|(_, r, id)| r.0 == *secret && !admitted.iter().any(|a| a.id == **id))?
+                .0;
             take_over(
                 holder,
                 &self.leaving,

@@ -4,6 +4,7 @@
 use crate::connection::{Connection, ConnectionStage};
 use crate::inputs::InputBuffer;
 use crate::interest::{HEAR_RADIUS, Interest};
+use crate::stalls::catching_up;
 use crate::stats::{SLICE_BYTES, SnapshotStats, TickTimes};
 use bevy::prelude::*;
 use sightline_combat::{Arsenal, ItemSpot, Pushes, Rocket, SpawnCount, Vitals, items_present};
@@ -111,8 +112,11 @@ pub(crate) fn send_snapshots(
     )>,
     times: Res<TickTimes>,
     mut weights: ResMut<SnapshotStats>,
+    fixed: Res<Time<Fixed>>,
 ) {
-    if !config.is_snapshot_tick(*tick) {
+    // Catching up after a stall, the snapshots of the ticks in between would all leave
+    // in this frame: only the last ones go.
+    if !config.is_snapshot_tick(*tick) || catching_up(&fixed) {
         return;
     }
     // What every recipient shares; each gets its own header and players.
@@ -149,6 +153,7 @@ pub(crate) fn send_snapshots(
         items: items_present(items.iter().copied()),
     };
     snapshot.players.sort_by_key(|p| p.id);
+    let spots = items.iter().fold(0u64, |bits, s| bits | (1 << s.index));
     let everyone = std::mem::take(&mut snapshot.players);
     let coarse: Vec<PlayerSnap> = everyone.iter().map(|p| p.as_seen_by_others()).collect();
     let rockets = std::mem::take(&mut snapshot.projectiles);
@@ -178,6 +183,7 @@ pub(crate) fn send_snapshots(
             projectiles: rockets_shown_to(own, &rockets, |r| {
                 interest.is_none_or(|i| i.sends_rocket(r, me.copied(), tick.0))
             }),
+            items: interest.map_or(snapshot.items, |i| i.items & spots),
             ..snapshot.clone()
         };
         let baseline = counter.baseline(buffer.ack_snapshot);

@@ -2,6 +2,7 @@
 //! minute and when the server stops.
 
 use crate::connection::PlayerSlots;
+use crate::stalls::Stalls;
 use crate::stats::{ServerStats, TickTimes};
 use bevy::prelude::*;
 use sightline_combat::LagCompStats;
@@ -20,6 +21,7 @@ pub(crate) struct StatusSources<'w, 's> {
     stats: Res<'w, ServerStats>,
     net: Res<'w, NetStats>,
     lagcomp: Res<'w, LagCompStats>,
+    stalls: Res<'w, Stalls>,
     real: Res<'w, Time<Real>>,
     /// When the last line was written, and the socket's byte counts then.
     last: Local<'s, (f64, u64, u64)>,
@@ -42,10 +44,12 @@ impl StatusSources<'_, '_> {
         format!(
             "status: players={} bots={} tick_p50_ms={p50:.3} tick_p99_ms={p99:.3} \
              tick_max_ms={max:.3} out_kBps={:.1} in_kBps={:.1} kicks={} strikes={} \
-             malformed={} malformed_bundles={} over_budget={} refused_commands={} \
+             malformed={} malformed_bundles={} bad_packets={} ack_stalls={} resends_held={} \
+             over_budget={} refused_commands={} \
              unresolved_inputs={} refused_shots={} \
              junk_datagrams={} handshakes_refused={} connections_refused={} \
-             tokens_issued={} tokens_refused={} token_requests_dropped={}",
+             tokens_issued={} tokens_refused={} token_requests_dropped={} \
+             stalls={} stall_max_ms={:.0} ticks_caught_up={} skipped_ms={:.0}",
             self.slots.len(),
             self.bots.iter().count(),
             out / 1000.0,
@@ -54,6 +58,9 @@ impl StatusSources<'_, '_> {
             stats.strikes,
             stats.malformed_packets,
             net.malformed_bundles,
+            net.bad_packets,
+            net.ack_stalls,
+            net.resends_held,
             stats.over_budget,
             stats.refused_commands,
             stats.unresolved_inputs,
@@ -64,6 +71,10 @@ impl StatusSources<'_, '_> {
             net.tokens_issued,
             net.tokens_refused,
             net.token_requests_dropped,
+            self.stalls.count,
+            self.stalls.longest * 1000.0,
+            self.stalls.ticks_caught_up,
+            self.stalls.skipped * 1000.0,
         )
     }
 }
