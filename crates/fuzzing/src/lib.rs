@@ -1,4 +1,5 @@
-//! Fuzz bodies for every decoder and parser that reads outside input: the four wire
+//! Fuzz bodies for every decoder and parser that reads outside input: the transport path
+//! (decrypted netcode payloads into a renet connection, both ways), the four wire
 //! message types and [`peek_welcome_version`](sightline_protocol::peek_welcome_version),
 //! the map loader, console lines, `+command` arguments, and the config file.
 //!
@@ -16,6 +17,7 @@ pub mod console;
 pub mod map;
 pub mod mutate;
 pub mod seeds;
+pub mod transport;
 pub mod wire;
 
 /// One fuzz target.
@@ -49,6 +51,24 @@ const WIRE_DICTIONARY: &[&[u8]] = &[
     &[64],
     &[0xc3, 0xa9],
     &[0x07],
+];
+
+/// Bytes that matter to renet's packets: their types, QUIC varint length prefixes, a
+/// slice's 1200 bytes and the largest counts, the bundle marker.
+const TRANSPORT_DICTIONARY: &[&[u8]] = &[
+    &[0],
+    &[1],
+    &[2],
+    &[3],
+    &[4],
+    &[0xb5],
+    &[0x44, 0xb0],
+    &[0x40, 0x00],
+    &[0x80, 0x00, 0x00, 0x00],
+    &[0xbf, 0xff, 0xff, 0xff],
+    &[0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff],
+    &[0x00, 0x01],
+    &[0xff, 0xff],
 ];
 
 const MAP_DICTIONARY: &[&[u8]] = &[
@@ -124,6 +144,20 @@ const CONSOLE_DICTIONARY: &[&[u8]] = &[
 
 /// Every target, in the order of `fuzz/Cargo.toml`.
 pub const TARGETS: &[Target] = &[
+    Target {
+        name: "transport_from_client",
+        body: transport::transport_from_client,
+        seeds: seeds::transport_from_client,
+        dictionary: TRANSPORT_DICTIONARY,
+        text: false,
+    },
+    Target {
+        name: "transport_from_server",
+        body: transport::transport_from_server,
+        seeds: seeds::transport_from_server,
+        dictionary: TRANSPORT_DICTIONARY,
+        text: false,
+    },
     Target {
         name: "client_message",
         body: wire::client_message,

@@ -251,6 +251,60 @@ pub fn server_datagram() -> Vec<Vec<u8>> {
     ])
 }
 
+/// Netcode payloads one side of a real renet connection sends the other for Sightline's
+/// messages (a Hello or Welcome, input packets or snapshots, a message long enough to be
+/// sliced, acknowledgements), as the transport seeds take them: each after its length
+/// as two little-endian bytes. `from_client` picks the side.
+fn renet_payloads(from_client: bool) -> Vec<Vec<u8>> {
+    use sightline_net::{RenetClient, RenetServer};
+    use sightline_protocol::{Channel, connection_config};
+    use std::time::Duration;
+    let mut server = RenetServer::new(connection_config());
+    let mut client = RenetClient::new(connection_config());
+    client.set_connected();
+    server.add_connection(1);
+    let mut seeds = Vec::new();
+    for round in 0..4u32 {
+        let hello = &client_message()[0];
+        client.send_message(Channel::Reliable, hello.clone());
+        for d in client_datagram() {
+            client.send_message(Channel::Unreliable, d);
+        }
+        client.send_message(Channel::Unreliable, vec![round as u8; 1500]);
+        for m in server_message().into_iter().take(3) {
+            server.send_message(1, Channel::Reliable, m);
+        }
+        for d in server_datagram() {
+            server.send_message(1, Channel::Unreliable, d);
+        }
+        server.send_message(1, Channel::Unreliable, vec![round as u8; 2500]);
+        let up = client.get_packets_to_send();
+        let down = server.get_packets_to_send(1).expect("client 1");
+        up.iter()
+            .for_each(|p| server.process_packet_from(p, 1).expect("client 1"));
+        down.iter().for_each(|p| client.process_packet(p));
+        let mut input = Vec::new();
+        for packet in if from_client { up } else { down } {
+            input.extend_from_slice(&(packet.len() as u16).to_le_bytes());
+            input.extend_from_slice(&packet);
+        }
+        seeds.push(input);
+        client.update(Duration::from_millis(60));
+        server.update(Duration::from_millis(60));
+    }
+    seeds
+}
+
+/// Seeds for [`crate::transport::transport_from_client`].
+pub fn transport_from_client() -> Vec<Vec<u8>> {
+    renet_payloads(true)
+}
+
+/// Seeds for [`crate::transport::transport_from_server`].
+pub fn transport_from_server() -> Vec<Vec<u8>> {
+    renet_payloads(false)
+}
+
 /// Seeds for [`crate::wire::welcome_version`]: this version's Welcome, a later one's with
 /// fields this version does not know, and a message that is not a Welcome.
 pub fn welcome_version() -> Vec<Vec<u8>> {

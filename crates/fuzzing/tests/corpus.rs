@@ -63,6 +63,8 @@ macro_rules! targets {
 }
 
 targets!(
+    transport_from_client,
+    transport_from_server,
     client_message,
     server_message,
     client_datagram,
