@@ -507,7 +507,7 @@ pub fn request_token(
 }
 
 /// Asks for a token, blocking up to [`TOKEN_REQUEST_DEADLINE`] once connected (and up
-/// to [`TOKEN_CONNECT_PATIENCE`] knocking on a service that is still starting).
+/// to `TOKEN_CONNECT_PATIENCE` knocking on a service that is still starting).
 pub fn fetch_token(server: SocketAddr, password: &str) -> Result<ConnectToken, String> {
     fetch_token_within(server, password, TOKEN_REQUEST_DEADLINE)
 }

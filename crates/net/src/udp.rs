@@ -1133,7 +1133,7 @@ impl UdpClientTransport {
         if let ClientPhase::Netcode(mut old) = old_phase
             && let Ok((addr, packet)) = old.disconnect()
         {
-            old_socket.send_to(&packet, addr);
+            old_socket.send_to(packet, addr);
             old_socket.flush();
         }
         self.socket.absorb(&old_socket);

@@ -139,7 +139,7 @@ impl Conduct {
     }
 
     /// Counts `n` datagrams (handled or dropped) that arrived since the last count
-    /// against the rate of `tick_hz` + [`SPARE_DATAGRAMS_PER_SECOND`] a second; returns
+    /// against the rate of `tick_hz` + `SPARE_DATAGRAMS_PER_SECOND` a second; returns
     /// true when the rate is exceeded, at most once a second while a flood lasts.
     ///
     /// The allowance grows at the rate over the time since the last count, up to what
