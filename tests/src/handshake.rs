@@ -208,3 +208,57 @@ fn look_alike_and_reserved_names_are_not_given_out() {
     assert!(names.contains(&"player"), "{names:?}");
     assert!(!names.iter().any(|n| n.contains('\u{200B}')), "{names:?}");
 }
+
+#[test]
+fn a_held_place_is_claimed_once_when_two_connections_show_its_secret_in_one_frame() {
+    use sightline_protocol::ClientMessage;
+    let mut s = Stepper::new(ServerConfig::default(), "duel");
+    let owner = s.add_raw_client();
+    s.step();
+    let welcome = raw::join(&mut s, owner, "owner");
+    let twins = [s.add_raw_client(), s.add_raw_client()];
+    s.steps(3);
+    // Both Hellos leave in the same step, so the server reads them in one frame.
+    for &twin in &twins {
+        let hello = ClientMessage::Hello {
+            protocol_version: PROTOCOL_VERSION,
+            name: "twin".into(),
+            resume: Some(welcome.resume),
+        };
+        raw::send(&mut s, twin, Channel::Reliable, hello.encode().unwrap());
+    }
+    let mut ids = [None, None];
+    for _ in 0..20 {
+        s.step();
+        for (i, &twin) in twins.iter().enumerate() {
+            for msg in raw::reliable(&mut s, twin) {
+                if let ServerMessage::Welcome(w) = msg {
+                    ids[i] = Some(w.your_id);
+                }
+            }
+        }
+    }
+    let [Some(a), Some(b)] = ids else {
+        panic!("both are welcomed: {ids:?}");
+    };
+    assert_ne!(a, b, "two connections were given one player");
+    assert!(a == welcome.your_id || b == welcome.your_id, "{ids:?}");
+    // Everyone present has an id of their own.
+    let mut present: Vec<PlayerId> = {
+        let w = s.server.world_mut();
+        w.query::<&PlayerId>().iter(w).copied().collect()
+    };
+    let all = present.len();
+    present.sort();
+    present.dedup();
+    assert_eq!(present.len(), all, "a player id is held twice");
+    // The taken-over player keeps its name; the other joined as someone new.
+    let names: Vec<String> = {
+        let w = s.server.world_mut();
+        w.query::<&sightline_sim::PlayerName>()
+            .iter(w)
+            .map(|n| n.0.clone())
+            .collect()
+    };
+    assert!(names.contains(&"owner".to_string()), "{names:?}");
+}

@@ -256,3 +256,88 @@ fn hidden_rockets_are_left_out_and_near_or_visible_ones_sent() {
         "{in_sight_but_hidden} of {hidden} hidden rockets were in plain sight"
     );
 }
+
+#[test]
+fn item_changes_and_bursts_out_of_sight_and_earshot_are_not_sent() {
+    use crate::raw;
+    use sightline_combat::{CombatEvent, ItemSpot};
+    use sightline_protocol::{PROTOCOL_VERSION, ServerMessage};
+    let config = ServerConfig {
+        name: "test".into(),
+        bots: 0,
+        tick: TickConfig::new(128, 64).unwrap(),
+        ..Default::default()
+    };
+    let mut s = Stepper::new(config, "depot");
+    let c = s.add_raw_client();
+    s.step();
+    raw::hello(&mut s, c, PROTOCOL_VERSION, "watcher");
+    s.run_for(1.0);
+    let map = s.server.world().resource::<CurrentMap>().clone();
+    let params = MoveParams::default();
+    let world = s.server.world_mut();
+    let eye = params.eye_position(
+        world
+            .query::<&PlayerState>()
+            .single(world)
+            .expect("the watcher plays"),
+    );
+    let spots: Vec<ItemSpot> = world.query::<&ItemSpot>().iter(world).copied().collect();
+    // Hidden: far, and no line from the eye reaches anywhere around it. Seen: in the open.
+    let around = |p: Vec3| {
+        [
+            Vec3::ZERO,
+            Vec3::X,
+            -Vec3::X,
+            Vec3::Z,
+            -Vec3::Z,
+            Vec3::Y,
+            Vec3::Y * 2.0,
+        ]
+        .map(|d| p + d)
+    };
+    let hidden = spots.iter().find(|spot| {
+        spot.pos.distance(eye) > 30.0
+            && around(spot.pos)
+                .iter()
+                .all(|p| !map.world.is_clear(eye, *p - eye))
+    });
+    let seen = spots
+        .iter()
+        .find(|spot| map.world.is_clear(eye, spot.pos + Vec3::Y * 0.5 - eye));
+    let (Some(hidden), Some(seen)) = (hidden.copied(), seen.copied()) else {
+        panic!("depot has an item in view and one hidden from the first spawn: {spots:?}");
+    };
+    // Both are taken.
+    let world = s.server.world_mut();
+    for mut spot in world.query::<&mut ItemSpot>().iter_mut(world) {
+        if spot.index == hidden.index || spot.index == seen.index {
+            spot.respawn_in = 20.0;
+        }
+    }
+    s.run_for(0.5);
+    raw::reliable(&mut s, c);
+    let items = raw::snapshots(&mut s, c).last().expect("snapshots").items;
+    assert_ne!(items & (1 << hidden.index), 0, "a hidden pick-up was shown");
+    assert_eq!(items & (1 << seen.index), 0, "a pick-up in view was not");
+    // A burst where nobody who could see or hear it is watching is not sent; one in view
+    // is.
+    for (at, rocket) in [(hidden.pos, 77), (seen.pos, 78)] {
+        let tick = s.server.world().resource::<Tick>().0;
+        s.server.world_mut().write_message(CombatEvent::Exploded {
+            at: at + Vec3::Y,
+            tick,
+            rocket,
+            owner: PlayerId(40),
+        });
+    }
+    s.run_for(0.3);
+    let bursts: Vec<[f32; 3]> = raw::reliable(&mut s, c)
+        .into_iter()
+        .filter_map(|m| match m {
+            ServerMessage::Exploded { at, .. } => Some(at),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(bursts, vec![(seen.pos + Vec3::Y).to_array()], "{hidden:?}");
+}

@@ -273,19 +273,40 @@ fn limit_catch_up_to_the_frame_rate(
     if frames.0.len() > RECENT_FRAMES {
         frames.0.pop_front();
     }
-    let mut sorted: Vec<f64> = frames.0.iter().copied().collect();
+    virt.set_max_delta(catch_up_limit(&frames.0));
+}
+
+/// Four of the usual (median) frames of `frames`, within [`MIN_FRAME_CATCH_UP`] and
+/// [`MAX_FRAME_CATCH_UP`].
+fn catch_up_limit(frames: &std::collections::VecDeque<f64>) -> std::time::Duration {
+    let mut sorted: Vec<f64> = frames.iter().copied().collect();
     sorted.sort_by(f64::total_cmp);
-    let usual = sorted[sorted.len() / 2];
+    let usual = sorted.get(sorted.len() / 2).copied().unwrap_or(0.0);
     let limit = (4.0 * usual).clamp(
         MIN_FRAME_CATCH_UP.as_secs_f64(),
         MAX_FRAME_CATCH_UP.as_secs_f64(),
     );
-    virt.set_max_delta(std::time::Duration::from_secs_f64(limit));
+    std::time::Duration::from_secs_f64(limit)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_hitch_is_not_caught_up_but_a_slow_client_is() {
+        let ms = |frames: &[f64]| catch_up_limit(&frames.iter().copied().collect()).as_millis();
+        let mut steady = vec![1.0 / 60.0; 31];
+        steady.push(1.0);
+        assert_eq!(
+            ms(&steady),
+            100,
+            "a second's hitch at 60 fps catches up 0.1 s"
+        );
+        assert_eq!(ms(&[0.3; 32]), 500, "3 fps catches up what it must");
+        assert_eq!(ms(&[0.1; 32]), 400);
+        assert_eq!(ms(&[]), 100);
+    }
 
     #[test]
     fn feeds_keep_only_their_newest_entries() {

@@ -211,3 +211,49 @@ pub(crate) fn count_refused_packets(
     stats.malformed += refused - *seen;
     *seen = refused;
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use sightline_prediction::CorrectionCause;
+
+    #[test]
+    fn a_summary_counts_the_sessions_a_reconnection_ended() {
+        let mut earlier = EarlierSessions::default();
+        let mut stats = ClientStats {
+            snapshots: 100,
+            malformed: 1,
+            ..Default::default()
+        };
+        let mut prediction = PredictionStats::default();
+        prediction.corrections.push(0.3);
+        prediction.causes.count(CorrectionCause::Late);
+        prediction.resets = 1;
+        let pacing = InputPacing::default();
+        earlier.sessions += 1;
+        earlier.add(&stats, &prediction, &pacing);
+        earlier.reconnects = 1;
+        // The next session starts afresh.
+        stats.snapshots = 50;
+        stats.malformed = 0;
+        let fresh = PredictionStats::default();
+        let summary = stats.summary_with(
+            &earlier,
+            &fresh,
+            &pacing,
+            &ClockSync::default(),
+            &TickConfig::default(),
+        );
+        for field in [
+            "snapshots=150",
+            "malformed=1",
+            "corrections=1",
+            "late=1",
+            "resets=1",
+            "sessions=2",
+            "reconnects=1",
+        ] {
+            assert!(summary.contains(field), "{field} in {summary}");
+        }
+    }
+}

@@ -736,6 +736,9 @@ pub(crate) fn server_receive(
     // while the server itself stalled count as arrived.
     let mut stalled = Vec::new();
     for (client_id, peer) in peers.iter() {
+        if !server.is_connected(*client_id) {
+            continue; // already on its way out
+        }
         let backlog = renet_reliable_backlog(&server, *client_id);
         if peer.stopped_acknowledging(now) || backlog > MAX_RELIABLE_BACKLOG {
             stalled.push((*client_id, backlog));

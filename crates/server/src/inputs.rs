@@ -372,6 +372,22 @@ mod tests {
     }
 
     #[test]
+    fn ticks_about_to_run_after_a_stall_widen_the_buffer_s_limits() {
+        let mut b = buffer();
+        b.push(cmd(1), None);
+        b.take_next();
+        let far = 1 + (MAX_SEQ_AHEAD_SECONDS * 128.0) as u32 + 64;
+        assert_eq!(b.push(cmd(far), None), Push::TooFarAhead);
+        // The server stood still half a second: 64 ticks are about to run.
+        assert_eq!(b.push_within(cmd(far), None, 64), Push::Queued);
+        // And it holds that much more than its usual second of commands.
+        for seq in 2..2 + 128 + 64 {
+            assert_eq!(b.push_within(cmd(seq), None, 64), Push::Queued, "{seq}");
+        }
+        assert_eq!(b.push_within(cmd(far - 1), None, 64), Push::Full);
+    }
+
+    #[test]
     fn commands_leave_in_sequence_order_once_each() {
         let mut b = buffer();
         for seq in [3, 1, 2, 3, 2] {
