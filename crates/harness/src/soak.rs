@@ -74,10 +74,11 @@ pub const REBIND_TARGET: f64 = 3.0;
 
 impl SoakConfig {
     /// How soon a client whose port changed must be playing again through this soak's
-    /// link: [`REBIND_TARGET`] plus four of its round trips (the handshake's three and
-    /// the Hello's), which a clean link makes nothing.
+    /// link: [`REBIND_TARGET`] plus six of its slowest round trips (the handshake's three,
+    /// the Hello's, the first snapshot's half, and one lost on the way), which a clean
+    /// link makes nothing.
     pub fn rebind_limit(&self) -> f64 {
-        REBIND_TARGET + 8.0 * f64::from(self.link.latency_ms + self.link.jitter_ms) / 1000.0
+        REBIND_TARGET + 12.0 * f64::from(self.link.latency_ms + self.link.jitter_ms) / 1000.0
     }
 }
 

@@ -12,6 +12,7 @@
 
 use crate::NetStats;
 use crate::limits::{GlobalBucket, HostKey, NetworkKey, RateLimiter, canonical_ip};
+use bevy::log::debug;
 use renetcode::{ConnectToken, NETCODE_KEY_BYTES, NETCODE_USER_DATA_BYTES, NetcodeServer};
 use sightline_protocol::{
     Framed, MAX_PASSWORD_LEN, NETCODE_PROTOCOL_ID, PROTOCOL_VERSION, TokenReply, TokenRequest,
@@ -49,6 +50,9 @@ const MAX_TCP_PER_HOST: usize = 2;
 const MAX_TCP_PER_NETWORK: usize = 16;
 /// TCP connections accepted per frame, so a connection flood cannot stall the tick.
 const ACCEPTS_PER_FRAME: usize = 64;
+/// Time between two polls of the token service that counts as the server standing
+/// still rather than a request being slow.
+const STALL_GAP: Duration = Duration::from_millis(250);
 /// Token requests one host may make in a burst, and regains per second.
 const TOKEN_BURST: f32 = 8.0;
 const TOKENS_PER_SECOND: f32 = 1.0;
@@ -204,15 +208,16 @@ enum Admit {
     No,
 }
 
-/// Whether a connection from `host` in `network` gets a place among `pool`. Within its
-/// host's and network's shares it does, if there is room; when the pool is full, the
+/// Whether a connection from `host` in `network` gets a place among `pool`, where one
+/// host may hold `per_host` (more than [`MAX_TCP_PER_HOST`] when the server lets one
+/// address hold more connections). Within its host's and network's shares it does, if there is room; when the pool is full, the
 /// network holding the most places gives up its oldest request for it, unless the
 /// newcomer's own network would then hold as many (max-min fairness: however many
 /// connections a few networks open, a newcomer from elsewhere is served).
-fn admit(pool: &[Place], host: HostKey, network: NetworkKey) -> Admit {
+fn admit(pool: &[Place], host: HostKey, network: NetworkKey, per_host: usize) -> Admit {
     let of_host = pool.iter().filter(|p| p.host == host).count();
     let of_network = pool.iter().filter(|p| p.network == network).count();
-    if of_host >= MAX_TCP_PER_HOST || of_network >= MAX_TCP_PER_NETWORK {
+    if of_host >= per_host || of_network >= MAX_TCP_PER_NETWORK.max(per_host) {
         return Admit::No;
     }
     if pool.len() < MAX_TCP_PENDING {
@@ -261,6 +266,8 @@ pub struct TokenService {
     pending: Vec<Pending>,
     limiter: RateLimiter,
     guesses: GlobalBucket,
+    /// When it was last polled, to tell the server's own stalls from slow requests.
+    polled_at: Option<Instant>,
 }
 
 impl TokenService {
@@ -273,6 +280,7 @@ impl TokenService {
             pending: Vec::new(),
             limiter: RateLimiter::new(TOKEN_BURST, TOKENS_PER_SECOND),
             guesses: GlobalBucket::new(PASSWORD_GUESS_BURST, PASSWORD_GUESSES_PER_SECOND),
+            polled_at: None,
         })
     }
 
@@ -286,6 +294,17 @@ impl TokenService {
         stats: &mut NetStats,
     ) {
         let now = Instant::now();
+        // A request is not late for the time the server itself stood still: the
+        // deadlines move on by a stall's length.
+        let gap = self
+            .polled_at
+            .map_or(Duration::ZERO, |at| now.saturating_duration_since(at));
+        self.polled_at = Some(now);
+        if gap > STALL_GAP {
+            for p in &mut self.pending {
+                p.place.started += gap;
+            }
+        }
         for _ in 0..ACCEPTS_PER_FRAME {
             let (stream, peer) = match self.listener.accept() {
                 Ok(accepted) => accepted,
@@ -298,7 +317,8 @@ impl TokenService {
                 started: now,
             };
             let pool: Vec<Place> = self.pending.iter().map(|p| p.place).collect();
-            let admitted = admit(&pool, place.host, place.network);
+            let per_host = MAX_TCP_PER_HOST.max(limits.max_per_address);
+            let admitted = admit(&pool, place.host, place.network, per_host);
             if admitted == Admit::No || stream.set_nonblocking(true).is_err() {
                 stats.token_requests_dropped += 1;
                 continue; // dropping the stream closes it
@@ -512,7 +532,10 @@ pub fn fetch_token(server: SocketAddr, password: &str) -> Result<ConnectToken, S
     fetch_token_within(server, password, TOKEN_REQUEST_DEADLINE)
 }
 
-/// [`fetch_token`] with `deadline` for the exchange once connected.
+/// [`fetch_token`] with `deadline` for each exchange once connected. A busy service may
+/// close a connection unanswered (its pool was full, or the server stood still past the
+/// request's deadline): that is tried again, a few times within
+/// `TOKEN_CONNECT_PATIENCE`, while an answer (a token or a refusal) is final.
 fn fetch_token_within(
     server: SocketAddr,
     password: &str,
@@ -521,9 +544,34 @@ fn fetch_token_within(
     if password.len() > MAX_PASSWORD_LEN {
         return Err(format!("passwords are at most {MAX_PASSWORD_LEN} bytes"));
     }
+    let started = Instant::now();
+    let mut tries = 0;
+    loop {
+        tries += 1;
+        match exchange(server, password, deadline, started) {
+            Err(Unanswered(why)) if tries < 4 && started.elapsed() < TOKEN_CONNECT_PATIENCE => {
+                debug!("token request to {server} unanswered ({why}); trying again");
+                std::thread::sleep(Duration::from_millis(100 * tries));
+            }
+            Err(Unanswered(why)) => return Err(why),
+            Ok(answer) => return answer,
+        }
+    }
+}
+
+/// A token exchange that ended without an answer, and why.
+struct Unanswered(String);
+
+/// One token exchange: connect, ask, read the answer. `Ok` holds the answer (a token, or
+/// why not); `Err`, a connection that ended without one.
+fn exchange(
+    server: SocketAddr,
+    password: &str,
+    deadline: Duration,
+    started: Instant,
+) -> Result<Result<ConnectToken, String>, Unanswered> {
     // A server that is starting refuses connections for a moment: keep knocking for a
     // few seconds, as netcode keeps sending its connection request.
-    let started = Instant::now();
     let mut stream = loop {
         match TcpStream::connect_timeout(&server, deadline) {
             Ok(stream) => break stream,
@@ -534,44 +582,46 @@ fn fetch_token_within(
                 std::thread::sleep(Duration::from_millis(200));
             }
             Err(e) => {
-                return Err(format!(
+                return Ok(Err(format!(
                     "cannot reach {server}'s token service over TCP ({e}); if it runs with \
                      --insecure, connect with --insecure too"
-                ));
+                )));
             }
         }
     };
     // One deadline for the whole exchange, not one per read: a server dripping a byte
-    // at a time cannot hold the client past it.
+    // at a time cannot hold the client past it. Running out of time is an answer (the
+    // server is too slow), not a reason to ask again.
     let deadline = Instant::now() + deadline;
+    let too_slow = || format!("{server} took too long to answer the token request");
     let left = || {
         deadline
             .checked_duration_since(Instant::now())
             .filter(|d| !d.is_zero())
-            .ok_or_else(|| format!("{server} took too long to answer the token request"))
+    };
+    let unanswered = |e: io::Error| Unanswered(format!("token request to {server}: {e}"));
+    let Some(timeout) = left() else {
+        return Ok(Err(too_slow()));
     };
     stream
-        .set_write_timeout(Some(left()?))
-        .map_err(|e| format!("token request to {server}: {e}"))?;
+        .set_write_timeout(Some(timeout))
+        .map_err(unanswered)?;
     let request = TokenRequest {
         protocol_version: PROTOCOL_VERSION,
         password: password.to_string(),
     };
-    let bytes = request
-        .encode()
-        .ok()
-        .and_then(|b| frame(&b))
-        .ok_or("the token request is too large")?;
-    stream
-        .write_all(&bytes)
-        .map_err(|e| format!("token request to {server}: {e}"))?;
+    let Some(bytes) = request.encode().ok().and_then(|b| frame(&b)) else {
+        return Ok(Err("the token request is too large".into()));
+    };
+    stream.write_all(&bytes).map_err(unanswered)?;
     // Reads at most one whole reply; a server cannot make the client buffer more.
     let mut reply = Vec::new();
     let mut chunk = [0u8; 512];
     while reply.len() < TokenReply::MAX_BYTES + 2 {
-        stream
-            .set_read_timeout(Some(left()?))
-            .map_err(|e| format!("token reply from {server}: {e}"))?;
+        let Some(timeout) = left() else {
+            return Ok(Err(too_slow()));
+        };
+        stream.set_read_timeout(Some(timeout)).map_err(unanswered)?;
         let want = chunk.len().min(TokenReply::MAX_BYTES + 2 - reply.len());
         match stream.read(&mut chunk[..want]) {
             Ok(0) => break,
@@ -581,21 +631,29 @@ fn fetch_token_within(
                 if matches!(
                     e.kind(),
                     io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
-                ) =>
-            {
-                left()?;
-            }
-            Err(e) => return Err(format!("token reply from {server}: {e}")),
+                ) => {}
+            Err(e) => return Err(unanswered(e)),
         }
         if let Framed::Complete(_) | Framed::TooLarge = framed(&reply, TokenReply::MAX_BYTES) {
             break;
         }
     }
-    let Framed::Complete(len) = framed(&reply, TokenReply::MAX_BYTES) else {
-        return Err(format!("{server} did not answer with a token"));
+    let len = match framed(&reply, TokenReply::MAX_BYTES) {
+        Framed::Complete(len) => len,
+        Framed::Incomplete if reply.is_empty() => {
+            return Err(Unanswered(format!(
+                "{server} closed the token request unanswered"
+            )));
+        }
+        _ => return Ok(Err(format!("{server} did not answer with a token"))),
     };
-    let reply = TokenReply::decode(&reply[2..2 + len])
-        .map_err(|e| format!("bad token reply from {server}: {e}"))?;
+    Ok(read_reply(server, &reply[2..2 + len]))
+}
+
+/// What a token reply says: a token for `server`, or why not.
+fn read_reply(server: SocketAddr, reply: &[u8]) -> Result<ConnectToken, String> {
+    let reply =
+        TokenReply::decode(reply).map_err(|e| format!("bad token reply from {server}: {e}"))?;
     match reply {
         TokenReply::Refused { reason } => Err(format!("the server refused: {reason}")),
         TokenReply::Granted { token } => {
@@ -658,13 +716,24 @@ mod tests {
         let newcomer = place("198.51.100.7", t0);
         // Each host and network has its share.
         let two = vec![place("10.0.0.1", t0); MAX_TCP_PER_HOST];
-        assert_eq!(admit(&two, two[0].host, two[0].network), Admit::No);
+        assert_eq!(
+            admit(&two, two[0].host, two[0].network, MAX_TCP_PER_HOST),
+            Admit::No
+        );
+        // A server letting one address hold more connections lets it ask for more.
+        assert_eq!(admit(&two, two[0].host, two[0].network, 4), Admit::Yes);
         let net: Vec<Place> = (0..MAX_TCP_PER_NETWORK)
             .map(|i| place(&format!("10.0.0.{i}"), t0))
             .collect();
         let other_host = place("10.0.0.200", t0);
-        assert_eq!(admit(&net, other_host.host, other_host.network), Admit::No);
-        assert_eq!(admit(&net, newcomer.host, newcomer.network), Admit::Yes);
+        assert_eq!(
+            admit(&net, other_host.host, other_host.network, MAX_TCP_PER_HOST),
+            Admit::No
+        );
+        assert_eq!(
+            admit(&net, newcomer.host, newcomer.network, MAX_TCP_PER_HOST),
+            Admit::Yes
+        );
         // A full pool, held by a few dozen networks: the crowded one gives way.
         // 32 networks of 8 hosts, each holding its full shares.
         let full: Vec<Place> = (0..MAX_TCP_PENDING)
@@ -673,7 +742,7 @@ mod tests {
                 place(&format!("10.0.{}.{}", i / 16, i % 16 / 2 + 1), at)
             })
             .collect();
-        match admit(&full, newcomer.host, newcomer.network) {
+        match admit(&full, newcomer.host, newcomer.network, MAX_TCP_PER_HOST) {
             Admit::Instead(i) => {
                 let gone = full[i].network;
                 let count = full.iter().filter(|p| p.network == gone).count();
@@ -694,7 +763,10 @@ mod tests {
             .map(|i| place(&format!("10.{}.0.{}", i / 2, i % 2 + 1), t0))
             .collect();
         let third = place("10.0.0.3", t0);
-        assert_eq!(admit(&even, third.host, third.network), Admit::No);
+        assert_eq!(
+            admit(&even, third.host, third.network, MAX_TCP_PER_HOST),
+            Admit::No
+        );
     }
 
     #[test]
