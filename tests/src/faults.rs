@@ -43,6 +43,7 @@ fn a_server_that_stands_still_for_seconds_kicks_nobody_and_catches_up() {
         assert!(field(&summary, "snapshots") >= 32 * 7, "{summary}");
     }
     let (log, status) = server.stop();
+    eprintln!("{status}");
     assert_eq!(field(&status, "kicks"), 0, "{status}");
     assert_eq!(field(&status, "strikes"), 0, "{status}");
     assert!(field(&status, "stalls") >= 1, "{status}");
@@ -59,6 +60,7 @@ fn a_client_that_stands_still_for_a_second_resynchronises_at_most_once() {
     std::thread::sleep(Duration::from_secs(4));
     pause(player.id(), Duration::from_secs(1));
     let summary = finish_honest(player);
+    eprintln!("after a 1 s hitch: {summary}");
     assert!(field(&summary, "resets") <= 1, "{summary}");
     assert_eq!(field(&summary, "reconnects"), 0, "{summary}");
     let (_, status) = server.stop();
@@ -207,6 +209,7 @@ fn a_client_whose_nat_changes_its_port_plays_again_within_three_seconds() {
     drop(nat);
     let (log, _) = server.stop();
     let back = back.unwrap_or_else(|| panic!("never played again\n{summary}\n{log}"));
+    eprintln!("playing again {back:?} after the rebinding; {summary}");
     assert!(
         back < Duration::from_secs(3),
         "playing again only after {back:?}\n{summary}"

@@ -224,6 +224,10 @@ fn crafted_transport_packets_cost_the_server_nothing_and_their_senders_their_con
         mute.pump_for(1.0 / 64.0);
     }
     let lasted = start.elapsed();
+    eprintln!(
+        "a client that never acknowledges: dropped after {lasted:?}, sent {} bytes",
+        mute.received
+    );
     assert!(
         mute.netcode.is_disconnected(),
         "a client that never acknowledges stayed"
@@ -240,6 +244,7 @@ fn crafted_transport_packets_cost_the_server_nothing_and_their_senders_their_con
 
     let summary = check_honest(player, 14);
     let (log, status) = server.stop();
+    eprintln!("{status}\n{} log lines", log.lines().count());
     assert!(field(&status, "bad_packets") >= 100, "{status}");
     assert!(field(&status, "ack_stalls") >= 1, "{status}");
     assert!(field(&status, "kicks") >= 2, "{status}");
