@@ -202,6 +202,7 @@ impl Plugin for ClientPlugin {
                     snapshots::receive_datagrams,
                     snapshots::apply_snapshot,
                     connection::notice_disconnect,
+                    reconnect::allow_standby,
                 )
                     .chain()
                     .in_set(ClientSet::Receive)

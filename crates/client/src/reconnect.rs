@@ -61,6 +61,21 @@ impl Reconnect {
     }
 }
 
+/// Lets the transport open a standby connection when the server falls silent only while
+/// the game could resume on it: in the game, with a resume secret.
+pub(crate) fn allow_standby(
+    status: Res<ConnectionStatus>,
+    reconnect: Res<Reconnect>,
+    transport: Option<ResMut<UdpClientTransport>>,
+) {
+    let allowed = status.is_connected() && reconnect.secret.is_some();
+    if let Some(mut transport) = transport
+        && transport.standby_allowed() != allowed
+    {
+        transport.allow_standby(allowed);
+    }
+}
+
 /// Opens a fresh connection to the same server when a try is due; at once when the
 /// transport already holds one (a standby connection took over from a silent one).
 pub(crate) fn retry_connection(world: &mut World) {

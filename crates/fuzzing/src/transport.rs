@@ -7,9 +7,10 @@
 //! one input can build up the state a later packet meets (a slice's first half, a sent
 //! packet an acknowledgement names). Besides not panicking, renet must never give up on
 //! a packet the guard passed: the guard passes only what renet reads cleanly. (renet may
-//! still give up on its own side: a peer whose packets leave hundreds of gaps in their
-//! numbering makes renet's acknowledgement too long to write, which ends that peer's
-//! connection and nothing else.)
+//! still give up on its own side: a peer whose packet numbers leave hundreds of gaps
+//! makes renet's acknowledgement too long to write, which ends that peer's connection and
+//! nothing else. The guard keeps each gap within 256 of the newest number, and the
+//! transports' packet rate bounds how many a peer can leave before that happens.)
 
 use sightline_net::{Bytes, DisconnectReason, PacketGuard, RenetClient, RenetServer, unbundle};
 use sightline_protocol::{Channel, connection_config};
@@ -97,11 +98,10 @@ fn run(mut side: impl Side, mut guard: PacketGuard, data: &[u8]) {
             }
         }
         side.update();
-        if matches!(
-            side.disconnected(),
-            Some(DisconnectReason::PacketSerialization(_))
-        ) {
-            return;
+        match side.disconnected() {
+            None => {}
+            Some(DisconnectReason::PacketSerialization(_)) => return,
+            Some(reason) => panic!("renet gave up after what the guard passed ({reason})"),
         }
     }
 }

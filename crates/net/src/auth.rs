@@ -31,8 +31,9 @@ pub const TOKEN_EXPIRE_SECONDS: u64 = 10;
 /// Seconds of silence after which netcode drops a connection (chosen by the server and
 /// sealed into the token, never by the client).
 pub const CONNECTION_TIMEOUT_SECONDS: i32 = 10;
-/// How long a client waits for its token, start to finish: connecting, asking and
-/// reading the whole reply.
+/// How long a client waits to connect to the token service, and then for one exchange
+/// (asking and reading the whole answer); an exchange the service closed unanswered is
+/// tried again a few times within `TOKEN_CONNECT_PATIENCE`.
 pub const TOKEN_REQUEST_DEADLINE: Duration = Duration::from_secs(3);
 /// How long a client keeps trying a token service that refuses connections (a server
 /// still starting).

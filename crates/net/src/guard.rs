@@ -16,7 +16,13 @@
 //! - a slice's index below its count, every slice but the last exactly
 //!   [`SLICE_SIZE`] bytes and the last not empty, and every slice of one message naming
 //!   the same count ([`SliceLedger`]);
-//! - acknowledgement ranges that renet can read back.
+//! - acknowledgement ranges that renet can read back;
+//! - a packet number no more than [`SEQUENCE_WINDOW`] behind the newest seen: renet
+//!   keeps the numbers it must acknowledge as ranges, and numbers arriving below earlier
+//!   ones, with gaps, grow that list without bound, each costing time in proportion to
+//!   its length (an honest peer's numbers only rise, reordered by a few at most).
+//!
+//! How many packets a peer may send is the transports' to bound (a rate per connection).
 //!
 //! A packet that fails is dropped and reported ([`PacketFault`]), never logged on its
 //! own: the server strikes its sender and counts it.
@@ -42,6 +48,9 @@ const UNRELIABLE: u8 = 1;
 /// How far behind the newest sliced message an older one's slices are still taken: more
 /// than an honest peer has in flight at once (at most one sliced snapshot a tick).
 const SLICE_WINDOW: u64 = 256;
+/// How far behind the newest packet number a packet's may be: about two seconds of an
+/// honest peer's packets, far more than reordering on any link delays one.
+pub const SEQUENCE_WINDOW: u64 = 256;
 
 /// Why a packet was not given to renet.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -57,6 +66,10 @@ pub enum PacketFault {
     /// A slice naming another count than earlier slices of its message, or of a message
     /// so far behind the newest that its slices are no longer taken.
     InconsistentSlice,
+    /// A packet numbered further behind the newest than reordering explains.
+    OutOfOrder,
+    /// More packets than a Sightline peer sends (counted by the transport's rate).
+    TooMany,
 }
 
 impl PacketFault {
@@ -68,6 +81,8 @@ impl PacketFault {
             Self::Oversized => "a message longer than the protocol allows",
             Self::BadSlice => "an impossible message slice",
             Self::InconsistentSlice => "a message slice contradicting earlier ones",
+            Self::OutOfOrder => "a transport packet numbered far behind the others",
+            Self::TooMany => "transport packets faster than any client sends them",
         }
     }
 }
@@ -90,6 +105,8 @@ struct Caps {
 pub struct PacketGuard {
     caps: Caps,
     slices: SliceLedger,
+    /// The newest packet number passed.
+    newest: Option<u64>,
     /// Acknowledgement packets passed, for noticing a peer that stops acknowledging.
     pub acks: u64,
 }
@@ -115,14 +132,34 @@ impl PacketGuard {
         Self {
             caps,
             slices: SliceLedger::default(),
+            newest: None,
             acks: 0,
         }
     }
 
     /// Whether renet may read `packet`.
     pub fn check(&mut self, packet: &[u8]) -> Result<(), PacketFault> {
+        let (sequence, ack) = self.read(packet)?;
+        if let Some(newest) = self.newest
+            && sequence.saturating_add(SEQUENCE_WINDOW) < newest
+        {
+            return Err(PacketFault::OutOfOrder);
+        }
+        self.newest = Some(self.newest.map_or(sequence, |n| n.max(sequence)));
+        if ack {
+            self.acks = self.acks.saturating_add(1);
+        }
+        Ok(())
+    }
+
+    /// Reads `packet` through; its number, and whether it is an acknowledgement.
+    fn read(&mut self, packet: &[u8]) -> Result<(u64, bool), PacketFault> {
         let mut r = Reader(packet);
         let kind = r.u8()?;
+        let sequence = match kind {
+            SMALL_RELIABLE..=ACK => r.varint()?,
+            _ => return Err(PacketFault::UnknownKind),
+        };
         match kind {
             SMALL_RELIABLE | SMALL_UNRELIABLE => {
                 let (channel, cap) = if kind == SMALL_RELIABLE {
@@ -130,7 +167,6 @@ impl PacketGuard {
                 } else {
                     (UNRELIABLE, self.caps.unreliable)
                 };
-                r.varint()?; // packet sequence
                 if r.u8()? != channel {
                     return Err(PacketFault::UnknownKind);
                 }
@@ -148,7 +184,6 @@ impl PacketGuard {
             }
             RELIABLE_SLICE => return Err(PacketFault::BadSlice),
             UNRELIABLE_SLICE => {
-                r.varint()?; // packet sequence
                 if r.u8()? != UNRELIABLE {
                     return Err(PacketFault::UnknownKind);
                 }
@@ -163,10 +198,10 @@ impl PacketGuard {
                 if !r.0.is_empty() {
                     return Err(PacketFault::Malformed);
                 }
-                return self.slices.admit(message, count);
+                self.slices.admit(message, count)?;
+                return Ok((sequence, false));
             }
             ACK => {
-                r.varint()?; // packet sequence
                 let end = r.varint()?;
                 let size = r.varint()?;
                 let mut start = end.checked_sub(size).ok_or(PacketFault::Malformed)?;
@@ -180,12 +215,11 @@ impl PacketGuard {
                     let size = r.varint()?;
                     start = end.checked_sub(size).ok_or(PacketFault::Malformed)?;
                 }
-                self.acks = self.acks.saturating_add(1);
             }
             _ => return Err(PacketFault::UnknownKind),
         }
         if r.0.is_empty() {
-            Ok(())
+            Ok((sequence, kind == ACK))
         } else {
             Err(PacketFault::Malformed)
         }
@@ -222,15 +256,18 @@ impl Slice {
     /// Whether it can be part of a message of at most `cap` bytes, as renet slices one:
     /// only a message longer than one slice is sliced.
     fn check(&self, cap: usize) -> Result<(), PacketFault> {
+        // The count first: the sums below then stay small.
         let most = cap.div_ceil(SLICE_SIZE) as u64;
-        let last = self.index + 1 == self.count;
-        let len_ok = if last {
+        if self.count < 2 || self.count > most || self.index >= self.count {
+            return Err(PacketFault::BadSlice);
+        }
+        let len_ok = if self.index + 1 == self.count {
             let total = (self.count - 1) * SLICE_SIZE as u64 + self.len;
             self.len >= 1 && self.len <= SLICE_SIZE as u64 && total <= cap as u64
         } else {
             self.len == SLICE_SIZE as u64
         };
-        if self.count < 2 || self.count > most || self.index >= self.count || !len_ok {
+        if !len_ok {
             return Err(PacketFault::BadSlice);
         }
         Ok(())
@@ -426,6 +463,46 @@ mod tests {
         );
         assert_eq!(g.check(&slice(5, 10, 0, 2, SLICE_SIZE)), Ok(()));
         assert!(g.slices.counts.len() <= SLICE_WINDOW as usize);
+    }
+
+    #[test]
+    fn packets_numbered_far_behind_the_newest_are_refused() {
+        let mut g = PacketGuard::from_client();
+        let empty = |seq: u64| {
+            let mut p = vec![SMALL_UNRELIABLE];
+            varint(&mut p, seq);
+            p.extend_from_slice(&[UNRELIABLE, 0, 0]);
+            p
+        };
+        assert_eq!(g.check(&empty(1000)), Ok(()));
+        assert_eq!(g.check(&empty(990)), Ok(()), "reordered a little");
+        assert_eq!(g.check(&empty(1000 - SEQUENCE_WINDOW)), Ok(()));
+        assert_eq!(
+            g.check(&empty(1000 - SEQUENCE_WINDOW - 1)),
+            Err(PacketFault::OutOfOrder)
+        );
+        assert_eq!(g.check(&empty(5000)), Ok(()), "a gap ahead is loss");
+        assert_eq!(g.check(&empty(1000)), Err(PacketFault::OutOfOrder));
+        // A refused acknowledgement does not count as one.
+        let acks = g.acks;
+        assert_eq!(
+            g.check(&[ACK, 0x53, 0x89, 3, 0, 0, 9]),
+            Err(PacketFault::Malformed)
+        );
+        assert_eq!(g.acks, acks);
+    }
+
+    #[test]
+    fn a_huge_slice_count_is_refused_not_overflowed() {
+        let mut p = vec![UNRELIABLE_SLICE, 0, UNRELIABLE, 0];
+        varint(&mut p, (1 << 62) - 2);
+        varint(&mut p, (1 << 62) - 1);
+        varint(&mut p, 1);
+        p.push(0);
+        assert_eq!(
+            PacketGuard::from_server().check(&p),
+            Err(PacketFault::BadSlice)
+        );
     }
 
     #[test]

@@ -12,7 +12,9 @@ use crate::auth::{
 use crate::bundle;
 use crate::guard::{self, PacketGuard};
 use crate::limits::{HostKey, LruMap, RateLimiter};
-use crate::{ConditionerSettings, LinkConditioner, LinkConditions, NetStats, PacketFaults};
+use crate::{
+    ConditionerSettings, LinkConditioner, LinkConditions, NetStats, PacketFault, PacketFaults,
+};
 use bevy::prelude::*;
 use bevy_renet::{RenetClient, RenetServer};
 use renetcode::{
@@ -39,9 +41,61 @@ pub const ACK_SILENCE: Duration = Duration::from_secs(4);
 /// peer must have been sending, and been sent something to acknowledge.
 const ACK_SILENCE_DATAGRAMS: u32 = 20;
 /// Largest reliable backlog a connection may leave unacknowledged, bytes: an honest one
-/// holds a few kilobytes (joining a full server, a second of loss); renet would resend a
-/// backlog every 100 ms.
-pub const MAX_RELIABLE_BACKLOG: usize = 64 * 1024;
+/// holds a few kilobytes (joining a full server, a second of loss), and after the
+/// server caught up 5 s of a full server's ticks at once, under a hundred. One that
+/// acknowledges everything but the reliable channel reaches it; renet would resend the
+/// backlog every 100 ms (held to [`RESEND_BYTES_PER_SECOND`]) until its own 1 MiB.
+pub const MAX_RELIABLE_BACKLOG: usize = 256 * 1024;
+/// renet packets a peer may send per second (and at once): a 144 fps client sends about
+/// three a frame, a 128 Hz server a few hundred a second. More are dropped before renet
+/// reads them: renet's work per packet is small, but not nothing.
+pub const PACKETS_PER_SECOND: f64 = 1024.0;
+
+/// A peer's packets counted against [`PACKETS_PER_SECOND`] over the time they had to
+/// arrive: the allowance grows at the rate over the time since the last count, up to
+/// what that time allows and never less than a second's worth, so a backlog that waited
+/// in the socket while this side stood still is not a flood.
+#[derive(Debug, Clone)]
+struct PacketRate {
+    allowance: f64,
+    counted_at: Instant,
+    flood_noted_at: Option<Instant>,
+}
+
+impl PacketRate {
+    fn new(now: Instant) -> Self {
+        Self {
+            allowance: PACKETS_PER_SECOND,
+            counted_at: now,
+            flood_noted_at: None,
+        }
+    }
+
+    /// Takes one packet's allowance at `now`; false when it is spent.
+    fn take(&mut self, now: Instant) -> bool {
+        let elapsed = now.saturating_duration_since(self.counted_at).as_secs_f64();
+        self.counted_at = now;
+        self.allowance = (self.allowance + PACKETS_PER_SECOND * elapsed)
+            .min(PACKETS_PER_SECOND * elapsed.max(1.0));
+        if self.allowance < 1.0 {
+            return false;
+        }
+        self.allowance -= 1.0;
+        true
+    }
+
+    /// Whether a flood should be reported now: once a second while it lasts.
+    fn report_flood(&mut self, now: Instant) -> bool {
+        let due = self
+            .flood_noted_at
+            .is_none_or(|at| now.saturating_duration_since(at) >= Duration::from_secs(1));
+        if due {
+            self.flood_noted_at = Some(now);
+        }
+        due
+    }
+}
+
 /// Bytes of resent reliable packets a connection may be sent per second (and at once):
 /// renet resends every unacknowledged message each 100 ms, so a client that withholds
 /// acknowledgements would otherwise be sent its whole backlog ten times a second. An
@@ -222,8 +276,9 @@ pub struct UdpServerTransport {
 
 /// What the server's transport keeps for one connected client.
 struct Peer {
-    /// Its packets' checks.
+    /// Its packets' checks and rate.
     guard: PacketGuard,
+    rate: PacketRate,
     /// Acknowledgement pacing toward it.
     pacer: bundle::Pacer,
     /// Resent reliable bytes it may still be sent now.
@@ -241,6 +296,7 @@ impl Peer {
     fn new(now: Instant) -> Self {
         Self {
             guard: PacketGuard::from_client(),
+            rate: PacketRate::new(now),
             pacer: bundle::Pacer::default(),
             resend_allowance: RESEND_BYTES_PER_SECOND,
             reliable_sent: 0,
@@ -321,12 +377,15 @@ pub struct UdpClientTransport {
     pacer: bundle::Pacer,
     /// Datagrams from the server holding a malformed bundle (dropped).
     pub malformed_bundles: u64,
-    /// The server's packets' checks.
+    /// The server's packets' checks and rate.
     guard: PacketGuard,
+    rate: PacketRate,
     /// renet packets from the server refused before renet read them.
     pub bad_packets: u64,
     /// When a datagram from the server last arrived (or the connection started).
     heard_at: Instant,
+    /// Whether the game could resume on a standby (it was welcomed, with a secret).
+    standby_allowed: bool,
     /// A second connection, opened while the server is silent.
     standby: Option<Standby>,
     standby_opened_at: Option<Instant>,
@@ -567,6 +626,13 @@ fn handle(
             };
             let acks = peer.guard.acks;
             for packet in packets {
+                if !peer.rate.take(admission.now) {
+                    admission.stats.bad_packets += 1;
+                    if peer.rate.report_flood(admission.now) {
+                        admission.faults.push(client_id, PacketFault::TooMany);
+                    }
+                    continue;
+                }
                 match peer.guard.check(packet) {
                     // A payload for a connection renet already dropped is discarded.
                     Ok(()) => drop(server.process_packet_from(packet, client_id)),
@@ -763,8 +829,20 @@ pub(crate) fn server_receive(
             backlog / 1024
         );
         admission.stats.ack_stalls += 1;
-        let result = netcode.disconnect(client_id);
-        handle(result, socket, &mut server, &mut admission);
+        // Without netcode's goodbye: a client still listening hears nothing more, as when
+        // its path died, and resumes on a new connection instead of taking the goodbye
+        // as final.
+        if let ServerResult::ClientDisconnected {
+            client_id, addr, ..
+        } = netcode.disconnect(client_id)
+        {
+            let silent = ServerResult::ClientDisconnected {
+                client_id,
+                addr,
+                payload: None,
+            };
+            handle(silent, socket, &mut server, &mut admission);
+        }
     }
     for client_id in netcode.clients_id() {
         let result = netcode.update_client(client_id);
@@ -939,6 +1017,10 @@ pub(crate) fn client_receive(
                         continue;
                     };
                     for packet in packets {
+                        if !transport.rate.take(now) {
+                            transport.bad_packets += 1;
+                            continue;
+                        }
                         match transport.guard.check(packet) {
                             Ok(()) if !transport.rebound => client.process_packet(packet),
                             Ok(()) => {}
@@ -1027,8 +1109,10 @@ impl UdpClientTransport {
             pacer: bundle::Pacer::default(),
             malformed_bundles: 0,
             guard: PacketGuard::from_server(),
+            rate: PacketRate::new(Instant::now()),
             bad_packets: 0,
             heard_at: Instant::now(),
+            standby_allowed: false,
             standby: None,
             standby_opened_at: None,
             rebound: false,
@@ -1040,7 +1124,8 @@ impl UdpClientTransport {
     /// Opens a standby connection when a connected server has been silent too long (at
     /// most one at a time, and one per [`STANDBY_RETRY`]).
     fn open_standby_if_silent(&mut self, now: Instant) {
-        let connected = matches!(&self.phase, ClientPhase::Netcode(n) if n.is_connected());
+        let connected = self.standby_allowed
+            && matches!(&self.phase, ClientPhase::Netcode(n) if n.is_connected());
         let silent = now.saturating_duration_since(self.heard_at) > SILENCE_BEFORE_STANDBY;
         let may_retry = self
             .standby_opened_at
@@ -1142,6 +1227,7 @@ impl UdpClientTransport {
         self.socket.absorb(&old_socket);
         self.pacer = bundle::Pacer::default();
         self.guard = PacketGuard::from_server();
+        self.rate = PacketRate::new(now);
         self.heard_at = now;
         self.rebound = true;
         self.rebinds += 1;
@@ -1221,6 +1307,17 @@ impl UdpClientTransport {
                 ClientPhase::Netcode(n)
                     if n.disconnect_reason() == Some(renetcode::DisconnectReason::ConnectionTimedOut)
             )
+    }
+
+    /// Lets a silent connection be replaced by a standby, or not: only a game that could
+    /// resume on one (in it, with a resume secret) should allow it.
+    pub fn allow_standby(&mut self, allowed: bool) {
+        self.standby_allowed = allowed;
+    }
+
+    /// Whether a standby may be opened ([`Self::allow_standby`]).
+    pub fn standby_allowed(&self) -> bool {
+        self.standby_allowed
     }
 
     /// Whether a standby connection took over and waits for the game to resume on it

@@ -126,9 +126,11 @@ pub fn rocket_in_view(world: &CollisionWorld, eye: Vec3, rocket: &Rocket) -> boo
 }
 
 /// Whether a client whose eye is at `eye` hears or sees a burst at `at`: within
-/// [`EXPLOSION_HEAR_RADIUS`], or in the open.
+/// [`EXPLOSION_HEAR_RADIUS`], or in the open. A rocket bursts on the surface it hit, so
+/// the sight line ends a little short of it, on the viewer's side.
 pub fn hears_explosion(world: &CollisionWorld, eye: Vec3, at: Vec3) -> bool {
-    eye.distance(at) <= EXPLOSION_HEAR_RADIUS || world.is_clear(eye, at - eye)
+    let short = at + (eye - at).normalize_or_zero() * 0.05;
+    eye.distance(at) <= EXPLOSION_HEAR_RADIUS || world.is_clear(eye, short - eye)
 }
 
 /// Whether a viewer at `viewer` could see a player at `target` across `world`, or will
@@ -345,6 +347,16 @@ mod tests {
         // Across the middle of its path only.
         let across = rocket(3.0, 3.5, Vec3::new(0.0, 0.0, -28.0));
         assert!(rocket_in_view(&world, eye, &across));
+    }
+
+    #[test]
+    fn a_burst_on_a_wall_is_seen_from_its_side_and_heard_nearby() {
+        let world = wall();
+        // On the wall's face toward x < 0, 30 m from a viewer on that side.
+        let on_face = Vec3::new(-0.25, 1.0, 0.0);
+        assert!(hears_explosion(&world, Vec3::new(-30.0, 1.6, 0.0), on_face));
+        assert!(!hears_explosion(&world, Vec3::new(30.0, 1.6, 0.0), on_face));
+        assert!(hears_explosion(&world, Vec3::new(10.0, 1.6, 0.0), on_face));
     }
 
     #[test]

@@ -174,7 +174,12 @@ impl Plugin for ServerPlugin {
             .configure_sets(PreUpdate, ServerSet::Receive.after(RenetReceive))
             .configure_sets(PostUpdate, ServerSet::Send.before(RenetSend))
             .add_observer(sessions::on_server_event)
-            .add_systems(Startup, (bots::spawn_bots, stalls::allow_catching_up))
+            .init_resource::<stalls::LastFrameEnd>()
+            .add_systems(Startup, bots::spawn_bots)
+            .add_systems(
+                First,
+                stalls::allow_catching_up.before(bevy::time::TimeSystems),
+            )
             .add_systems(
                 PreUpdate,
                 (
@@ -216,6 +221,6 @@ impl Plugin for ServerPlugin {
                 ),
             )
             .add_systems(PostUpdate, outbox::send_outgoing.in_set(ServerSet::Send))
-            .add_systems(Last, status::log_on_exit);
+            .add_systems(Last, (status::log_on_exit, stalls::note_frame_end));
     }
 }

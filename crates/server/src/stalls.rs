@@ -2,10 +2,13 @@
 //! events, and nobody honest may pay for them.
 //!
 //! While the process stands still, clients go on sending; on waking, the server finds
-//! seconds of input in its socket at once. So the simulation catches up every tick it
-//! owes (up to [`MAX_STALL_CATCH_UP`], where Bevy's default gives up after a quarter
-//! second and leaves the simulation behind real time, every client's commands then far
-//! ahead of it), sends snapshots only once the catching up is nearly done (the ones in
+//! seconds of input in its socket at once. So after a frame that began long after the
+//! last one ended (the process did not run: [`allow_catching_up`]), the simulation
+//! catches up every tick it owes, up to [`MAX_STALL_CATCH_UP`], where Bevy's default
+//! gives up after a quarter second and leaves the simulation behind real time, every
+//! client's commands then far ahead of it. A server whose own ticks overrun keeps
+//! Bevy's quarter second and runs in slow motion instead, serving the network every
+//! frame, rather than turning into frames of seconds; sends snapshots only once the catching up is nearly done (the ones in
 //! between would arrive together and stale), and the input checks measure what a client
 //! sent over the time it had to send it, with the ticks about to run counted in
 //! ([`owed_ticks`]). Each stall is logged (at most once per [`STALL_LOG_INTERVAL`]) and
@@ -17,6 +20,8 @@ use std::time::Duration;
 /// Longest stall whose ticks are caught up afterwards; past it, the rest of the lost time
 /// is skipped and counted.
 pub const MAX_STALL_CATCH_UP: Duration = Duration::from_secs(5);
+/// What any other frame may catch up (Bevy's default).
+const NORMAL_CATCH_UP: Duration = Duration::from_millis(250);
 /// A frame this much longer than a tick counts as a stall.
 pub const STALL_SECONDS: f64 = 0.25;
 /// Ticks still owed in a frame past which a snapshot tick sends nothing: the next
@@ -25,10 +30,22 @@ pub const CATCH_UP_SNAPSHOT_SKIP: u32 = 8;
 /// Seconds between log lines about stalls; every stall is counted.
 const STALL_LOG_INTERVAL: f64 = 10.0;
 
+/// When the last frame ended, and how long the process was idle before this one.
+#[derive(Resource, Debug, Default)]
+pub(crate) struct LastFrameEnd {
+    at: Option<std::time::Instant>,
+    idle: Duration,
+}
+
+/// Notes when a frame ends (the last thing it does).
+pub(crate) fn note_frame_end(mut end: ResMut<LastFrameEnd>) {
+    end.at = Some(std::time::Instant::now());
+}
+
 /// The server's stalls over its life.
 #[derive(Resource, Debug, Default, Clone, PartialEq)]
 pub struct Stalls {
-    /// Frames that came at least [`STALL_SECONDS`] after the one before.
+    /// Frames that began at least [`STALL_SECONDS`] after the one before ended.
     pub count: u64,
     /// The longest, seconds.
     pub longest: f64,
@@ -39,9 +56,20 @@ pub struct Stalls {
     logged_at: Option<f64>,
 }
 
-/// Lets the simulation catch up on a stall's ticks (see the module docs).
-pub(crate) fn allow_catching_up(mut time: ResMut<Time<Virtual>>) {
-    time.set_max_delta(MAX_STALL_CATCH_UP);
+/// Before the clocks advance: a frame that begins long after the last one ended
+/// follows a stall, and may catch up its ticks; any other keeps Bevy's quarter second
+/// (see the module docs).
+pub(crate) fn allow_catching_up(mut end: ResMut<LastFrameEnd>, mut time: ResMut<Time<Virtual>>) {
+    let idle = end.at.map_or(Duration::ZERO, |at| at.elapsed());
+    end.idle = idle;
+    let limit = if idle.as_secs_f64() >= STALL_SECONDS {
+        MAX_STALL_CATCH_UP
+    } else {
+        NORMAL_CATCH_UP
+    };
+    if time.max_delta() != limit {
+        time.set_max_delta(limit);
+    }
 }
 
 /// Ticks the fixed schedule will run this frame, read before it runs: the time owed
@@ -58,17 +86,19 @@ pub fn catching_up(fixed: &Time<Fixed>) -> bool {
     fixed.overstep() >= fixed.timestep() * CATCH_UP_SNAPSHOT_SKIP
 }
 
-/// Notices a frame that came long after the one before and says what catching up costs.
+/// Notices a frame that began long after the one before ended (not one whose own ticks
+/// ran long) and says what catching up costs.
 pub(crate) fn notice_stalls(
     real: Res<Time<Real>>,
     virt: Res<Time<Virtual>>,
     fixed: Res<Time<Fixed>>,
+    end: Res<LastFrameEnd>,
     mut stalls: ResMut<Stalls>,
 ) {
-    let gap = real.delta().as_secs_f64();
-    if gap < STALL_SECONDS {
+    if end.idle.as_secs_f64() < STALL_SECONDS {
         return;
     }
+    let gap = real.delta().as_secs_f64();
     let skipped = (gap - virt.delta().as_secs_f64()).max(0.0);
     let ticks = owed_ticks(&fixed, &virt);
     stalls.count += 1;
