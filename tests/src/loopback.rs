@@ -7,7 +7,8 @@ use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 /// Builds the binaries (a no-op when `cargo test` already built them) and returns the
-/// folder they are in.
+/// folder they are in; `SIGHTLINE_BINARIES` names another folder to test instead (a
+/// release build, or an older version to show a test fails on it), and nothing is built.
 ///
 /// Built in one cargo command, as `cargo test --workspace` builds them, the server has the
 /// game's Bevy features unified in, so it links rendering and audio it never uses. That
@@ -15,6 +16,9 @@ use std::time::{Duration, Instant};
 /// built on its own, is checked by `scripts/check-server-deps`. Building it alone here
 /// would relink the binary other tests may be starting at that moment.
 pub(crate) fn binaries() -> PathBuf {
+    if let Some(folder) = std::env::var_os("SIGHTLINE_BINARIES") {
+        return PathBuf::from(folder);
+    }
     let status = Command::new(env!("CARGO"))
         .args([
             "build",

@@ -107,6 +107,8 @@ pub struct SoakReport {
     pub stalls: Vec<f64>,
     /// Playing sessions the server dropped or kicked.
     pub dropped: u32,
+    /// Why they were, and how often.
+    pub drop_reasons: std::collections::BTreeMap<String, u32>,
     /// Playing sessions that lost their connection and reconnected, but for the rebound
     /// one.
     pub reconnected: u32,
@@ -172,6 +174,9 @@ impl fmt::Display for SoakReport {
                 "| server stood still {stall:.1} s: sessions dropped / reconnected | {} / {} |",
                 self.dropped, self.reconnected
             )?;
+        }
+        for (reason, n) in &self.drop_reasons {
+            writeln!(f, "| sessions dropped: {reason} | {n} |")?;
         }
         for rebind in &self.rebinds {
             match rebind {
@@ -364,6 +369,7 @@ pub fn soak(config: &SoakConfig) -> SoakReport {
                         ConnectionStatus::Disconnected(reason) => {
                             warn!("soak: a playing session was dropped: {reason}");
                             report.dropped += 1;
+                            *report.drop_reasons.entry(reason.clone()).or_default() += 1;
                             Some(Slot::Away {
                                 until: now + Duration::from_secs(1),
                             })

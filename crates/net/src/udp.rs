@@ -74,9 +74,12 @@ impl PacketRate {
     /// Takes one packet's allowance at `now`; false when it is spent.
     fn take(&mut self, now: Instant) -> bool {
         let elapsed = now.saturating_duration_since(self.counted_at).as_secs_f64();
-        self.counted_at = now;
-        self.allowance = (self.allowance + PACKETS_PER_SECOND * elapsed)
-            .min(PACKETS_PER_SECOND * elapsed.max(1.0));
+        // Packets read together (one `now`) share one refill.
+        if elapsed > 0.0 {
+            self.counted_at = now;
+            self.allowance = (self.allowance + PACKETS_PER_SECOND * elapsed)
+                .min(PACKETS_PER_SECOND * elapsed.max(1.0));
+        }
         if self.allowance < 1.0 {
             return false;
         }
@@ -1360,5 +1363,53 @@ pub(crate) fn client_condition(
     // A new transport (a reconnection) gets the conditions too.
     if conditions.is_changed() || transport.is_added() {
         transport.set_conditions(conditions.0);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_peer_s_packets_are_counted_over_the_time_they_had_to_arrive() {
+        let t0 = Instant::now();
+        let at = |ms: u64| t0 + Duration::from_millis(ms);
+        let mut rate = PacketRate::new(t0);
+        let burst = PACKETS_PER_SECOND as usize;
+        assert_eq!((0..2 * burst).filter(|_| rate.take(t0)).count(), burst);
+        assert!(rate.report_flood(t0));
+        assert!(!rate.report_flood(at(500)), "once a second");
+        assert_eq!((0..burst).filter(|_| rate.take(at(500))).count(), burst / 2);
+        // This side stood still 3 s: what waited meanwhile is read.
+        assert_eq!(
+            (0..4 * burst).filter(|_| rate.take(at(3500))).count(),
+            3 * burst
+        );
+    }
+
+    #[test]
+    fn resends_spend_a_budget_and_new_messages_do_not() {
+        let t0 = Instant::now();
+        let mut peer = Peer::new(t0);
+        let reliable = |id: u8, len: usize| {
+            let mut p = vec![0, 0, 0, 0, 1, id, 0x40 | (len >> 8) as u8, len as u8];
+            p.extend(std::iter::repeat_n(7, len));
+            p
+        };
+        for id in 0..40 {
+            assert!(
+                peer.may_send(&reliable(id, 1000), t0),
+                "new messages always go"
+            );
+        }
+        let resent = (0..100)
+            .filter(|_| peer.may_send(&reliable(3, 1000), t0))
+            .count();
+        assert_eq!(resent, (RESEND_BYTES_PER_SECOND / 1008.0) as usize);
+        assert!(
+            peer.may_send(&[1, 0, 1, 0, 0], t0),
+            "unreliable packets always go"
+        );
+        assert!(peer.may_send(&reliable(3, 1000), t0 + Duration::from_secs(1)));
     }
 }

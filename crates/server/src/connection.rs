@@ -113,8 +113,9 @@ impl Connection {
         self.offend(server, offence, now, stats);
     }
 
-    /// Strikes the sender of a transport packet the transport refused, logging it at most
-    /// once per [`FAULT_LOG_INTERVAL`].
+    /// Strikes the sender of a transport packet the transport refused (a flood of them,
+    /// reported once a second while it lasts, as a flood), logging it at most once per
+    /// [`FAULT_LOG_INTERVAL`].
     pub(crate) fn refuse_packet(
         &mut self,
         server: &mut RenetServer,
@@ -132,7 +133,11 @@ impl Connection {
                 self.client_id
             );
         }
-        self.offend(server, Offence::Malformed, now, stats);
+        let offence = match fault {
+            PacketFault::TooMany => Offence::Flood,
+            _ => Offence::Malformed,
+        };
+        self.offend(server, offence, now, stats);
     }
 
     /// Counts a command no honest client could send, and strikes its sender.

@@ -51,7 +51,7 @@ pub use rules::{INTERMISSION, MatchRules, MatchState};
 pub use sightline_combat::GameMode;
 pub use snapshots::SnapshotCounter;
 pub use spawn::choose_spawn;
-pub use stalls::{MAX_STALL_CATCH_UP, STALL_SECONDS, Stalls};
+pub use stalls::{MAX_STALL_CATCH_UP, STALL_SECONDS, Stalls, TickCost};
 pub use stats::{SLICE_BYTES, ServerStats, SnapshotStats, TickTimes};
 pub use teams::smaller_team;
 
@@ -174,12 +174,8 @@ impl Plugin for ServerPlugin {
             .configure_sets(PreUpdate, ServerSet::Receive.after(RenetReceive))
             .configure_sets(PostUpdate, ServerSet::Send.before(RenetSend))
             .add_observer(sessions::on_server_event)
-            .init_resource::<stalls::LastFrameEnd>()
+            .init_resource::<stalls::TickCost>()
             .add_systems(Startup, bots::spawn_bots)
-            .add_systems(
-                First,
-                stalls::allow_catching_up.before(bevy::time::TimeSystems),
-            )
             .add_systems(
                 PreUpdate,
                 (
@@ -221,6 +217,6 @@ impl Plugin for ServerPlugin {
                 ),
             )
             .add_systems(PostUpdate, outbox::send_outgoing.in_set(ServerSet::Send))
-            .add_systems(Last, (status::log_on_exit, stalls::note_frame_end));
+            .add_systems(Last, (status::log_on_exit, stalls::allow_catching_up));
     }
 }

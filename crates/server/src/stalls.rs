@@ -2,50 +2,46 @@
 //! events, and nobody honest may pay for them.
 //!
 //! While the process stands still, clients go on sending; on waking, the server finds
-//! seconds of input in its socket at once. So after a frame that began long after the
-//! last one ended (the process did not run: [`allow_catching_up`]), the simulation
-//! catches up every tick it owes, up to [`MAX_STALL_CATCH_UP`], where Bevy's default
-//! gives up after a quarter second and leaves the simulation behind real time, every
-//! client's commands then far ahead of it. A server whose own ticks overrun keeps
-//! Bevy's quarter second and runs in slow motion instead, serving the network every
-//! frame, rather than turning into frames of seconds; sends snapshots only once the catching up is nearly done (the ones in
-//! between would arrive together and stale), and the input checks measure what a client
-//! sent over the time it had to send it, with the ticks about to run counted in
-//! ([`owed_ticks`]). Each stall is logged (at most once per [`STALL_LOG_INTERVAL`]) and
-//! counted on the status line.
+//! seconds of input in its socket at once. So the simulation catches up every tick it
+//! owes, up to [`MAX_STALL_CATCH_UP`], where Bevy's default gives up after a quarter
+//! second and leaves the simulation behind real time, every client's commands then far
+//! ahead of it. A server whose own ticks overrun (their usual cost is most of a tick:
+//! [`TickCost`]) keeps Bevy's quarter second instead, and runs in slow motion serving
+//! the network every frame rather than in frames of seconds; one long tick (a stall
+//! that fell inside it) does not change the usual cost. Snapshots are sent only once the
+//! catching up is nearly done (the ones in between would arrive together and stale), and
+//! the input checks measure what a client sent over the time it had to send it, with the
+//! ticks about to run counted in ([`owed_ticks`]). Each stall is logged (at most once per
+//! [`STALL_LOG_INTERVAL`]) and counted on the status line.
 
+use crate::stats::TickTimes;
 use bevy::prelude::*;
+use std::collections::VecDeque;
 use std::time::Duration;
 
 /// Longest stall whose ticks are caught up afterwards; past it, the rest of the lost time
 /// is skipped and counted.
 pub const MAX_STALL_CATCH_UP: Duration = Duration::from_secs(5);
-/// What any other frame may catch up (Bevy's default).
+/// What an overrunning server catches up in a frame (Bevy's default).
 const NORMAL_CATCH_UP: Duration = Duration::from_millis(250);
-/// A frame this much longer than a tick counts as a stall.
+/// A frame this long counts as a stall, seconds.
 pub const STALL_SECONDS: f64 = 0.25;
 /// Ticks still owed in a frame past which a snapshot tick sends nothing: the next
 /// snapshots would leave in the same frame.
 pub const CATCH_UP_SNAPSHOT_SKIP: u32 = 8;
 /// Seconds between log lines about stalls; every stall is counted.
 const STALL_LOG_INTERVAL: f64 = 10.0;
-
-/// When the last frame ended, and how long the process was idle before this one.
-#[derive(Resource, Debug, Default)]
-pub(crate) struct LastFrameEnd {
-    at: Option<std::time::Instant>,
-    idle: Duration,
-}
-
-/// Notes when a frame ends (the last thing it does).
-pub(crate) fn note_frame_end(mut end: ResMut<LastFrameEnd>) {
-    end.at = Some(std::time::Instant::now());
-}
+/// Frames whose last tick's cost [`TickCost`] keeps.
+const COST_FRAMES: usize = 32;
+/// Share of a tick's time its usual cost may take before the server counts as
+/// overrunning.
+const OVERRUN_SHARE: f64 = 0.8;
 
 /// The server's stalls over its life.
 #[derive(Resource, Debug, Default, Clone, PartialEq)]
 pub struct Stalls {
-    /// Frames that began at least [`STALL_SECONDS`] after the one before ended.
+    /// Frames that came at least [`STALL_SECONDS`] after the one before, the server not
+    /// overrunning.
     pub count: u64,
     /// The longest, seconds.
     pub longest: f64,
@@ -56,19 +52,40 @@ pub struct Stalls {
     logged_at: Option<f64>,
 }
 
-/// Before the clocks advance: a frame that begins long after the last one ended
-/// follows a stall, and may catch up its ticks; any other keeps Bevy's quarter second
-/// (see the module docs).
-pub(crate) fn allow_catching_up(mut end: ResMut<LastFrameEnd>, mut time: ResMut<Time<Virtual>>) {
-    let idle = end.at.map_or(Duration::ZERO, |at| at.elapsed());
-    end.idle = idle;
-    let limit = if idle.as_secs_f64() >= STALL_SECONDS {
-        MAX_STALL_CATCH_UP
-    } else {
+/// What a tick usually costs: the last tick's duration in each of the last
+/// [`COST_FRAMES`] frames, microseconds.
+#[derive(Resource, Debug, Default)]
+pub struct TickCost(VecDeque<u32>);
+
+impl TickCost {
+    /// Whether the usual (median) tick takes most of a tick's time.
+    pub fn overrunning(&self, timestep: Duration) -> bool {
+        let mut sorted: Vec<u32> = self.0.iter().copied().collect();
+        sorted.sort_unstable();
+        let usual = sorted.get(sorted.len() / 2).copied().unwrap_or(0);
+        f64::from(usual) > OVERRUN_SHARE * timestep.as_secs_f64() * 1e6
+    }
+}
+
+/// At the end of a frame: notes what its last tick cost, and lets the next frame catch
+/// up a stall's ticks unless the server is overrunning (see the module docs).
+pub(crate) fn allow_catching_up(
+    times: Res<TickTimes>,
+    fixed: Res<Time<Fixed>>,
+    mut cost: ResMut<TickCost>,
+    mut virt: ResMut<Time<Virtual>>,
+) {
+    cost.0.push_back(times.last_us());
+    if cost.0.len() > COST_FRAMES {
+        cost.0.pop_front();
+    }
+    let limit = if cost.overrunning(fixed.timestep()) {
         NORMAL_CATCH_UP
+    } else {
+        MAX_STALL_CATCH_UP
     };
-    if time.max_delta() != limit {
-        time.set_max_delta(limit);
+    if virt.max_delta() != limit {
+        virt.set_max_delta(limit);
     }
 }
 
@@ -86,19 +103,19 @@ pub fn catching_up(fixed: &Time<Fixed>) -> bool {
     fixed.overstep() >= fixed.timestep() * CATCH_UP_SNAPSHOT_SKIP
 }
 
-/// Notices a frame that began long after the one before ended (not one whose own ticks
-/// ran long) and says what catching up costs.
+/// Notices a frame that came long after the one before (the server not overrunning)
+/// and says what catching up costs.
 pub(crate) fn notice_stalls(
     real: Res<Time<Real>>,
     virt: Res<Time<Virtual>>,
     fixed: Res<Time<Fixed>>,
-    end: Res<LastFrameEnd>,
+    cost: Res<TickCost>,
     mut stalls: ResMut<Stalls>,
 ) {
-    if end.idle.as_secs_f64() < STALL_SECONDS {
+    let gap = real.delta().as_secs_f64();
+    if gap < STALL_SECONDS || cost.overrunning(fixed.timestep()) {
         return;
     }
-    let gap = real.delta().as_secs_f64();
     let skipped = (gap - virt.delta().as_secs_f64()).max(0.0);
     let ticks = owed_ticks(&fixed, &virt);
     stalls.count += 1;
@@ -125,6 +142,19 @@ pub(crate) fn notice_stalls(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn one_long_tick_is_not_an_overrun_but_usually_long_ones_are() {
+        let step = Duration::from_micros(7812);
+        let mut cost = TickCost::default();
+        cost.0.extend([400; 31]);
+        cost.0.push_back(2_500_000);
+        assert!(!cost.overrunning(step), "a stall inside a tick");
+        cost.0.clear();
+        cost.0.extend([7000; 20]);
+        cost.0.extend([400; 12]);
+        assert!(cost.overrunning(step));
+    }
 
     #[test]
     fn ticks_owed_count_the_frame_and_what_was_left_over() {

@@ -62,12 +62,14 @@ pub struct TickTimes {
     started: Option<Instant>,
     /// Durations collected so far.
     pub samples_us: Vec<f32>,
+    /// The latest, kept when the samples are taken away.
+    last_us: f32,
 }
 
 impl TickTimes {
     /// The latest tick's duration, microseconds.
     pub fn last_us(&self) -> u32 {
-        self.samples_us.last().map_or(0, |&us| us as u32)
+        self.last_us as u32
     }
 
     /// (median, 99th percentile, max) of the samples, in milliseconds.
@@ -90,6 +92,8 @@ pub(crate) fn start_tick_timer(mut times: ResMut<TickTimes>) {
 /// Records the tick's duration, once its snapshots are sent.
 pub(crate) fn end_tick_timer(mut times: ResMut<TickTimes>) {
     if let Some(start) = times.started.take() {
-        times.samples_us.push(start.elapsed().as_secs_f32() * 1e6);
+        let us = start.elapsed().as_secs_f32() * 1e6;
+        times.last_us = us;
+        times.samples_us.push(us);
     }
 }
