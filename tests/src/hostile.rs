@@ -631,8 +631,9 @@ fn shots_acknowledging_an_old_snapshot_buy_a_near_client_no_older_view() {
             continue;
         };
         // Acknowledges a snapshot 100 ms older than the one it holds, and claims to see
-        // 390 ms back: inside what that snapshot alone allowed, not what its ~0 ms round
-        // trip explains.
+        // 350 ms behind the newest (360-390 ms behind the tick its command runs in):
+        // inside what that snapshot and the rewind limit allowed, not what its round trip
+        // of a few milliseconds explains.
         let Some(stale) = received
             .iter()
             .filter(|s| s.server_tick + 6 <= newest)
@@ -645,7 +646,7 @@ fn shots_acknowledging_an_old_snapshot_buy_a_near_client_no_older_view() {
             buttons: Buttons::FIRE,
             ..Default::default()
         };
-        c.set_view_time(f64::from(newest) - 0.39 * 64.0);
+        c.set_view_time(f64::from(newest) - 0.35 * 64.0);
         cheat.input(stale.seq, vec![c]);
         seq += 1;
         shots += 1;
