@@ -5,7 +5,9 @@
 use bevy::prelude::*;
 use sightline_map::CurrentMap;
 use sightline_net::{AdmissionLimits, Security, ServerNetPlugin, ShutdownSignal};
-use sightline_server::{Pacing, PlayerSlots, ServerConfig, SnapshotStats, TickTimes, server_app};
+use sightline_server::{
+    Pacing, PlayerSlots, ServerConfig, ServerStats, SnapshotStats, TickTimes, server_app,
+};
 use sightline_sim::Tick;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU32, Ordering};
@@ -21,6 +23,8 @@ pub struct Shared {
     joins: Arc<Mutex<JoinTimes>>,
     /// A stall asked of the server's thread, milliseconds (0: none).
     stall_ms: Arc<AtomicU32>,
+    /// Strikes given and connections kicked so far.
+    conduct: Arc<Mutex<(u64, u64)>>,
 }
 
 /// How long the server's frames took when players joined: what a join costs the loop.
@@ -67,6 +71,11 @@ impl Shared {
         std::mem::take(&mut *self.joins.lock().expect("poisoned"))
     }
 
+    /// Strikes given and connections kicked so far.
+    pub fn conduct(&self) -> (u64, u64) {
+        *self.conduct.lock().expect("poisoned")
+    }
+
     /// Makes the server's thread stand still for `stall` at the start of its next frame,
     /// as a paused VM or a swapping host would.
     pub fn stall(&self, stall: std::time::Duration) {
@@ -96,7 +105,9 @@ fn share(
     slots: Res<PlayerSlots>,
     mut start: ResMut<FrameStart>,
     shared: Res<Shared>,
+    stats: Res<ServerStats>,
 ) {
+    *shared.conduct.lock().expect("poisoned") = (stats.strikes, stats.kicks);
     let joined = slots.len() > start.players;
     let frame_us = start.at.map_or(0.0, |at| at.elapsed().as_secs_f32() * 1e6);
     let mut joins = shared.joins.lock().expect("poisoned");
@@ -159,7 +170,15 @@ impl ServerThread {
                     server_app(config, map, net, Pacing::RealTime(signal))
                         .insert_resource(shared)
                         .init_resource::<FrameStart>()
-                        .add_systems(First, (stall_when_asked, start_frame).chain())
+                        // The stall falls inside a frame, after its clock was read: the
+                        // harder case (a process stopped between frames shows as a long
+                        // frame, which the server sees at once).
+                        .add_systems(
+                            First,
+                            (stall_when_asked, start_frame)
+                                .chain()
+                                .after(bevy::time::TimeSystems),
+                        )
                         .add_systems(Last, share)
                         .run();
                 })
@@ -182,5 +201,78 @@ impl ServerThread {
     pub fn stop(self) -> bool {
         self.signal.0.store(true, Ordering::Relaxed);
         self.handle.join().is_err()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use sightline_client::{ClientPlugin, ConnectionStatus, InputSource};
+    use sightline_net::{AdmissionLimits, ClientNetPlugin, ClientSecurity, SecureConfig};
+    use std::time::{Duration, Instant};
+
+    /// A client app over UDP, its own frames as fast as it goes (a command a tick, and
+    /// an input packet a frame), on a thread of its own until `stop`.
+    fn fast_client(
+        addr: SocketAddr,
+        seed: u64,
+        stop: Arc<std::sync::atomic::AtomicBool>,
+    ) -> JoinHandle<bool> {
+        std::thread::spawn(move || {
+            let mut app = App::new();
+            app.add_plugins((
+                TaskPoolPlugin::default(),
+                bevy::time::TimePlugin,
+                ClientNetPlugin::udp(addr, &ClientSecurity::default()).expect("socket"),
+                ClientPlugin {
+                    name: format!("fast{seed}"),
+                    input: InputSource::Bot { seed },
+                },
+            ));
+            app.finish();
+            app.cleanup();
+            while !stop.load(Ordering::Relaxed) {
+                app.update();
+                std::thread::sleep(Duration::from_millis(1));
+            }
+            app.world().resource::<ConnectionStatus>().is_connected()
+        })
+    }
+
+    #[test]
+    fn a_stall_inside_a_frame_strikes_no_honest_client() {
+        let config = ServerConfig {
+            bots: 2,
+            ..Default::default()
+        };
+        let server = ServerThread::start(
+            config,
+            crate::load_map("duel"),
+            Security::Secure(SecureConfig::random()),
+            AdmissionLimits { max_per_address: 8 },
+        );
+        let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let clients: Vec<_> = (0..2)
+            .map(|i| fast_client(server.addr, i, Arc::clone(&stop)))
+            .collect();
+        std::thread::sleep(Duration::from_secs(3));
+        let before = server.shared.tick();
+        // The server's thread stands still 2.5 s after reading its clock for a frame.
+        server.shared.stall(Duration::from_millis(2500));
+        let stalled = Instant::now();
+        std::thread::sleep(Duration::from_secs(5));
+        stop.store(true, Ordering::Relaxed);
+        let still_in: Vec<bool> = clients.into_iter().map(|c| c.join().unwrap()).collect();
+        let (strikes, kicks) = server.shared.conduct();
+        let ticks = server.shared.tick() - before;
+        let elapsed = stalled.elapsed().as_secs_f64() + 3.0;
+        assert!(!server.stop(), "the server panicked");
+        assert_eq!((strikes, kicks), (0, 0), "honest clients struck");
+        assert_eq!(still_in, [true, true]);
+        // Every tick of the stall was caught up: about 128 a second all along.
+        assert!(
+            f64::from(ticks) > 128.0 * (elapsed - 3.0) * 0.9,
+            "{ticks} ticks"
+        );
     }
 }

@@ -109,6 +109,8 @@ pub struct SoakReport {
     pub dropped: u32,
     /// Why they were, and how often.
     pub drop_reasons: std::collections::BTreeMap<String, u32>,
+    /// Strikes the server gave (every client is honest: none should be).
+    pub strikes: u64,
     /// Playing sessions that lost their connection and reconnected, but for the rebound
     /// one.
     pub reconnected: u32,
@@ -137,6 +139,7 @@ impl SoakReport {
             && self.joins_completed == self.joins_started
             && self.rss_growth_pct() < 5.0
             && self.dropped == 0
+            && self.strikes == 0
             && self.reconnected == 0
             && self
                 .rebinds
@@ -175,6 +178,11 @@ impl fmt::Display for SoakReport {
                 self.dropped, self.reconnected
             )?;
         }
+        writeln!(
+            f,
+            "| strikes against these honest clients | {} |",
+            self.strikes
+        )?;
         for (reason, n) in &self.drop_reasons {
             writeln!(f, "| sessions dropped: {reason} | {n} |")?;
         }
@@ -471,6 +479,7 @@ pub fn soak(config: &SoakConfig) -> SoakReport {
     if baseline.is_none() {
         report.rss_kb = (last_rss, last_rss);
     }
+    report.strikes = shared.conduct().0;
     report.server_panicked = server.stop();
     report.seconds = start.elapsed().as_secs_f64();
     // The server's own summary over every tick of the run.
@@ -503,6 +512,7 @@ mod tests {
         assert!(report.join_failures.is_empty(), "{report}");
         assert_eq!(report.stalls.len(), 1, "{report}");
         assert_eq!((report.dropped, report.reconnected), (0, 0), "{report}");
+        assert_eq!(report.strikes, 0, "{report}");
         assert_eq!(report.rebinds.len(), 1, "{report}");
         assert!(report.passed(), "{report}");
     }

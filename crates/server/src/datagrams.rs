@@ -5,7 +5,7 @@ use crate::conduct::{self, Offence};
 use crate::connection::{ClientIndex, Connection, ConnectionStage};
 use crate::inputs::{InputBuffer, Push};
 use crate::snapshots::SnapshotCounter;
-use crate::stalls::owed_ticks;
+use crate::stalls::{FrameLag, owed_ticks};
 use crate::stats::ServerStats;
 use crate::wire::encoded;
 use bevy::prelude::*;
@@ -53,12 +53,16 @@ pub(crate) fn receive_datagrams(
     time: Res<Time<Virtual>>,
     fixed: Res<Time<Fixed>>,
     real: Res<Time<Real>>,
+    lag: Res<FrameLag>,
 ) {
-    let now = real.elapsed_secs_f64();
+    // Now, as it is while the datagrams are read: a stall inside this frame (after its
+    // clock was read) is time the clients had to send them.
+    let now = real.elapsed_secs_f64() + lag.0.as_secs_f64();
     // What arrived since the last frame, and the ticks about to run on it: after a stall
     // of the server's own, both are large, and neither is the clients' doing.
-    let (max_messages, max_bytes) = conduct::frame_budget(real.delta_secs_f64(), config.tick_hz);
-    let owed = owed_ticks(&fixed, &time);
+    let elapsed = real.delta_secs_f64() + lag.0.as_secs_f64();
+    let (max_messages, max_bytes) = conduct::frame_budget(elapsed, config.tick_hz);
+    let owed = owed_ticks(&fixed, &time, *lag);
     for (mut conn, mut buffer, counter) in &mut connections {
         if matches!(conn.stage, ConnectionStage::Refused { .. }) {
             continue; // discarded unread by `drop_refused`

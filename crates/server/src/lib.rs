@@ -51,7 +51,7 @@ pub use rules::{INTERMISSION, MatchRules, MatchState};
 pub use sightline_combat::GameMode;
 pub use snapshots::SnapshotCounter;
 pub use spawn::choose_spawn;
-pub use stalls::{MAX_STALL_CATCH_UP, STALL_SECONDS, Stalls, TickCost};
+pub use stalls::{FrameLag, MAX_STALL_CATCH_UP, STALL_SECONDS, Stalls, TickCost};
 pub use stats::{SLICE_BYTES, ServerStats, SnapshotStats, TickTimes};
 pub use teams::smaller_team;
 
@@ -127,7 +127,15 @@ pub fn server_app(
                 MinimalPlugins.set(bevy::app::ScheduleRunnerPlugin::run_loop(dt)),
                 ShutdownPlugin,
             ))
-            .insert_resource(signal);
+            .insert_resource(signal)
+            .add_systems(
+                PreUpdate,
+                // After the socket is read: the lag covers all the time the datagrams
+                // had to arrive.
+                stalls::measure_frame_lag
+                    .after(RenetReceive)
+                    .before(ServerSet::Receive),
+            );
         }
         Pacing::Manual => {
             app.add_plugins((TaskPoolPlugin::default(), bevy::time::TimePlugin))
@@ -175,6 +183,7 @@ impl Plugin for ServerPlugin {
             .configure_sets(PostUpdate, ServerSet::Send.before(RenetSend))
             .add_observer(sessions::on_server_event)
             .init_resource::<stalls::TickCost>()
+            .init_resource::<stalls::FrameLag>()
             .add_systems(Startup, bots::spawn_bots)
             .add_systems(
                 PreUpdate,

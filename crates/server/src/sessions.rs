@@ -140,6 +140,7 @@ pub(crate) fn handle_reliable_messages(
     mut stats: ResMut<ServerStats>,
     mut outbox: MessageWriter<Outgoing>,
     time: Res<Time<Real>>,
+    lag: Res<crate::stalls::FrameLag>,
 ) {
     let now = time.elapsed_secs_f64();
     let mut admitted: Vec<Admitted> = Vec::new();
@@ -154,7 +155,7 @@ pub(crate) fn handle_reliable_messages(
             &mut server,
             conn.client_id,
             Channel::Reliable,
-            conduct::frame_reliable(time.delta_secs_f64()),
+            conduct::frame_reliable(time.delta_secs_f64() + lag.0.as_secs_f64()),
             &mut bytes_left,
         );
         if batch.dropped > 0 {

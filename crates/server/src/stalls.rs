@@ -52,6 +52,18 @@ pub struct Stalls {
     logged_at: Option<f64>,
 }
 
+/// How long after this frame's clock was read its datagrams were read: a stall that fell
+/// inside the frame, after Bevy read the time, shows here, not in the frame's delta (which
+/// the next frame's carries). Measured only in real time ([`crate::Pacing::RealTime`]);
+/// zero on the manual clock.
+#[derive(Resource, Debug, Default, Clone, Copy)]
+pub struct FrameLag(pub Duration);
+
+/// Measures [`FrameLag`], once the socket is read and before the server handles it.
+pub(crate) fn measure_frame_lag(real: Res<Time<Real>>, mut lag: ResMut<FrameLag>) {
+    lag.0 = real.last_update().map_or(Duration::ZERO, |at| at.elapsed());
+}
+
 /// What a tick usually costs: the last tick's duration in each of the last
 /// [`COST_FRAMES`] frames, microseconds.
 #[derive(Resource, Debug, Default)]
@@ -89,10 +101,11 @@ pub(crate) fn allow_catching_up(
     }
 }
 
-/// Ticks the fixed schedule will run this frame, read before it runs: the time owed
-/// from earlier frames and this frame's.
-pub fn owed_ticks(fixed: &Time<Fixed>, virt: &Time<Virtual>) -> u32 {
-    let owed = fixed.overstep() + virt.delta();
+/// Ticks the fixed schedule will run this frame and the next, read before they run: the
+/// time owed from earlier frames, this frame's, and the frame's lag, which the next frame
+/// will owe.
+pub fn owed_ticks(fixed: &Time<Fixed>, virt: &Time<Virtual>, lag: FrameLag) -> u32 {
+    let owed = fixed.overstep() + virt.delta() + lag.0;
     let step = fixed.timestep().as_secs_f64().max(1e-6);
     (owed.as_secs_f64() / step).floor().min(u32::MAX as f64) as u32
 }
@@ -117,7 +130,7 @@ pub(crate) fn notice_stalls(
         return;
     }
     let skipped = (gap - virt.delta().as_secs_f64()).max(0.0);
-    let ticks = owed_ticks(&fixed, &virt);
+    let ticks = owed_ticks(&fixed, &virt, FrameLag::default());
     stalls.count += 1;
     stalls.longest = stalls.longest.max(gap);
     stalls.ticks_caught_up += u64::from(ticks);
@@ -161,7 +174,13 @@ mod tests {
         let mut fixed = Time::<Fixed>::from_hz(128.0);
         let mut virt = Time::<Virtual>::from_max_delta(MAX_STALL_CATCH_UP);
         virt.advance_by(Duration::from_millis(2500));
-        assert_eq!(owed_ticks(&fixed, &virt), 320);
+        assert_eq!(owed_ticks(&fixed, &virt, FrameLag::default()), 320);
+        let lag = FrameLag(Duration::from_millis(500));
+        assert_eq!(
+            owed_ticks(&fixed, &virt, lag),
+            384,
+            "a stall inside the frame"
+        );
         fixed.accumulate_overstep(Duration::from_millis(80));
         assert!(catching_up(&fixed), "80 ms is over 8 ticks");
         fixed.discard_overstep(Duration::from_millis(75));
