@@ -65,7 +65,7 @@ pub(crate) fn measure_frame_lag(real: Res<Time<Real>>, mut lag: ResMut<FrameLag>
 }
 
 /// What a tick usually costs: the last tick's duration in each of the last
-/// [`COST_FRAMES`] frames, microseconds.
+/// 32 frames (`COST_FRAMES`), microseconds.
 #[derive(Resource, Debug, Default)]
 pub struct TickCost(VecDeque<u32>);
 
