@@ -10,12 +10,14 @@
 // Modules, bottom up: each uses only those listed before it (and the config below);
 // `scripts/module-cycles` checks that none import each other in a circle.
 
-// Shared by many, using no other: the server's own stalls, strikes and budgets, where
-// players appear, the counters, encoding and sending at once.
+// The counters.
+mod stats;
+// The server's own stalls, told from overruns by the tick times.
+mod stalls;
+// Shared by many: strikes and budgets (which allow for stalls), where players appear,
+// encoding and sending at once.
 mod conduct;
 mod spawn;
-mod stalls;
-mod stats;
 mod wire;
 // One connection (its stage, conduct and slot), and the outbox that sends game messages
 // to every connection in the game.
