@@ -220,7 +220,7 @@ mod tests {
     use super::*;
     use sightline_client::{ClientPlugin, ConnectionStatus, InputSource};
     use sightline_net::{AdmissionLimits, ClientNetPlugin, ClientSecurity, SecureConfig};
-    use std::time::{Duration, Instant};
+    use std::time::Duration;
 
     /// A client app over UDP, its own frames as fast as it goes (a command a tick, and
     /// an input packet a frame), on a thread of its own until `stop`.
@@ -270,26 +270,23 @@ mod tests {
         let before = server.shared.tick();
         // The server's thread stands still 2.5 s after reading its clock for a frame.
         server.shared.stall(Duration::from_millis(2500));
-        let stalled = Instant::now();
         std::thread::sleep(Duration::from_secs(5));
         stop.store(true, Ordering::Relaxed);
         let still_in: Vec<bool> = clients.into_iter().map(|c| c.join().unwrap()).collect();
         let (strikes, kicks) = server.shared.conduct();
         let ticks = server.shared.tick() - before;
-        let elapsed = stalled.elapsed().as_secs_f64();
         let stalls = server.shared.stalls();
         assert!(!server.stop(), "the server panicked");
         assert_eq!((strikes, kicks), (0, 0), "honest clients struck");
         assert_eq!(still_in, [true, true]);
         // A server whose own ticks overrun (a debug build on a loaded machine can) keeps
         // Bevy's quarter second of catching up by design, and does not count the stall;
-        // one that counted it caught up every tick: about 128 a second all along.
+        // one that counted it ran every tick the stall owed (2.5 s at 128 Hz) at once. How
+        // many more it ran in the 5 s depends on the machine's load, so is not checked.
         if stalls.count > 0 {
             assert!(stalls.longest >= 2.4, "{stalls:?}");
-            assert!(
-                f64::from(ticks) > 128.0 * elapsed * 0.9,
-                "{ticks} ticks in {elapsed:.2} s"
-            );
+            assert!(stalls.ticks_caught_up >= 300, "{stalls:?}");
+            assert!(u64::from(ticks) >= stalls.ticks_caught_up, "{ticks} ticks");
         } else {
             eprintln!("the server was overrunning: the stall's ticks were not caught up");
         }
