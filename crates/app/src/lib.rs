@@ -37,7 +37,7 @@ use bevy::app::PluginGroupBuilder;
 use bevy::prelude::*;
 use bevy::window::{PresentMode, WindowResolution};
 use sightline_client::{ClientPlugin, InputSource};
-use sightline_console::ConsolePlugin;
+use sightline_console::{ConfigLocation, ConsolePlugin};
 use sightline_net::{ClientNetPlugin, ClientSecurity, ConditionerSettings, LinkConditions};
 use std::path::PathBuf;
 
@@ -97,8 +97,11 @@ impl PluginGroup for GamePlugins {
             })
             .add(ConsolePlugin {
                 startup: self.startup,
-                config: self.config,
+                config: self
+                    .config
+                    .map_or(ConfigLocation::Platform, ConfigLocation::At),
             })
+            .add(sightline_console_ui::ConsoleUiPlugin)
             .add(cvars::CvarsPlugin)
             .add(session::SessionPlugin)
             .add(menu::MenuPlugin)

@@ -2,7 +2,6 @@
 //! away with `--connect`, or plays offline with `--map`. `--headless` runs without a
 //! window, a bot at the controls. `+command args` pairs run in the console at start-up.
 
-use clap::{CommandFactory, Parser};
 use sightline_app::{
     Args, GamePlugins, ScreenshotAt, parse_window, run_headless, usage_error, windowed_app,
 };
@@ -15,24 +14,7 @@ fn main() -> ExitCode {
     // args_os: std::env::args panics on an argument that is not UTF-8.
     let args = std::env::args_os().map(|a| a.to_string_lossy().into_owned());
     let (flags, mut startup) = split_plus_commands(args);
-    let args = match Args::try_parse_from(&flags) {
-        Ok(a) => a,
-        Err(e) => {
-            // Same treatment as the server: usage and status 2 for bad flags.
-            if matches!(
-                e.kind(),
-                clap::error::ErrorKind::DisplayHelp | clap::error::ErrorKind::DisplayVersion
-            ) {
-                e.exit();
-            }
-            let text = e.render().to_string();
-            eprint!("{text}");
-            if !text.contains("Usage:") {
-                eprintln!("\n{}", Args::command().render_usage());
-            }
-            return ExitCode::from(2);
-        }
-    };
+    let args: Args = sightline_net::parse_args_from(flags);
     if let Some(s) = args.run_seconds
         && !(s.is_finite() && s > 0.0)
     {

@@ -137,8 +137,10 @@ fn draw_menu(
             }
             ui.separator();
             ui.collapsing("Settings", |ui| {
-                for (handle, min, max) in [(cvar::SENSITIVITY, 0.1, 20.0), (cvar::FOV, 60.0, 130.0)]
-                {
+                for handle in [cvar::SENSITIVITY, cvar::FOV] {
+                    let Some((min, max)) = cvars.range(handle.name()) else {
+                        continue;
+                    };
                     let mut value = cvars.read(handle);
                     ui.horizontal(|ui| {
                         ui.label(handle.name());

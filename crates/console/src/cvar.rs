@@ -28,6 +28,11 @@ pub enum CvarKind {
         /// Longest allowed, in bytes.
         max_len: usize,
     },
+    /// One word of a list (a game mode, a skill), in any case; read as written in the list.
+    Choice {
+        /// The words allowed, lower case.
+        options: &'static [&'static str],
+    },
 }
 
 /// A cvar's value.
@@ -171,6 +176,11 @@ impl CvarDef {
                     Err(bad(format!("text of at most {max_len} bytes")))
                 }
             }
+            CvarKind::Choice { options } => options
+                .iter()
+                .find(|o| o.eq_ignore_ascii_case(t))
+                .map(|o| CvarValue::Text((*o).to_string()))
+                .ok_or_else(|| bad(format!("one of {}", options.join(", ")))),
         }
     }
 }
@@ -179,9 +189,15 @@ impl CvarDef {
 pub trait CvarType: Default {
     /// The value as this type, if the cvar is of a kind this type reads.
     fn from_value(value: &CvarValue) -> Option<Self>;
+    /// This type's value as a cvar's.
+    fn into_value(self) -> CvarValue;
 }
 
 impl CvarType for f64 {
+    fn into_value(self) -> CvarValue {
+        CvarValue::Float(self)
+    }
+
     fn from_value(value: &CvarValue) -> Option<Self> {
         match *value {
             CvarValue::Float(x) => Some(x),
@@ -193,6 +209,10 @@ impl CvarType for f64 {
 }
 
 impl CvarType for i64 {
+    fn into_value(self) -> CvarValue {
+        CvarValue::Int(self)
+    }
+
     fn from_value(value: &CvarValue) -> Option<Self> {
         match *value {
             CvarValue::Int(i) => Some(i),
@@ -203,6 +223,10 @@ impl CvarType for i64 {
 }
 
 impl CvarType for bool {
+    fn into_value(self) -> CvarValue {
+        CvarValue::Bool(self)
+    }
+
     fn from_value(value: &CvarValue) -> Option<Self> {
         match *value {
             CvarValue::Bool(b) => Some(b),
@@ -212,6 +236,10 @@ impl CvarType for bool {
 }
 
 impl CvarType for String {
+    fn into_value(self) -> CvarValue {
+        CvarValue::Text(self)
+    }
+
     fn from_value(value: &CvarValue) -> Option<Self> {
         match value {
             CvarValue::Text(t) => Some(t.clone()),
@@ -220,8 +248,9 @@ impl CvarType for String {
     }
 }
 
-/// A cvar named once, as a constant, and read through it: code cannot misspell the name,
-/// and [`Cvars::check`] (run by the registering crate's tests) proves each handle names a
+/// A cvar named once, as a constant, and read through it: code cannot misspell the name.
+/// [`cvar_table!`](crate::cvar_table) declares each handle with its cvar's definition, so
+/// the two cannot disagree; [`Cvars::check`] proves a handle made by hand names a
 /// registered cvar of a kind that reads as `T`.
 pub struct CvarHandle<T> {
     name: &'static str,
@@ -274,8 +303,19 @@ pub struct Cvars {
 
 impl Cvars {
     /// Adds a cvar at its default value (replacing one of the same name).
+    ///
+    /// # Panics
+    /// When the default is not a value of the cvar's own kind and range: the tables are
+    /// code, and such a cvar could never be set back to its default.
     pub fn register(&mut self, def: CvarDef) {
         let value = def.default.clone();
+        assert_eq!(
+            def.parse(&value.to_string()).as_ref(),
+            Ok(&value),
+            "cvar {}: the default does not fit its kind {:?}",
+            def.name,
+            def.kind
+        );
         self.vars.insert(def.name, Cvar { def, value });
     }
 
@@ -331,6 +371,15 @@ impl Cvars {
         }
     }
 
+    /// A number cvar's range, from its table (for a slider, say).
+    pub fn range(&self, name: &str) -> Option<(f64, f64)> {
+        match self.get(name)?.def.kind {
+            CvarKind::Int { min, max } => Some((min as f64, max as f64)),
+            CvarKind::Float { min, max } => Some((min, max)),
+            CvarKind::Bool | CvarKind::Text { .. } | CvarKind::Choice { .. } => None,
+        }
+    }
+
     /// A number cvar's value (ints and bools convert), or 0.
     pub fn number(&self, name: &str) -> f64 {
         match self.get(name).map(|c| &c.value) {
@@ -353,6 +402,54 @@ impl Cvars {
     pub fn iter(&self) -> impl Iterator<Item = &Cvar> {
         self.vars.values()
     }
+}
+
+/// Declares one side's cvars in one table: for each, a typed [`CvarHandle`] constant and
+/// its definition (name, kind with its range, default, flags, help), and a function
+/// returning every definition to register. The default is written in the handle's type,
+/// and [`Cvars::register`] checks it against the kind and range: a table that
+/// contradicts itself fails at registration, the first time any test builds the app.
+///
+/// ```
+/// sightline_console::cvar_table! {
+///     /// Every cvar of this example.
+///     pub fn example_cvars;
+///     NETGRAPH: i64 = "cl_netgraph", Int { min: 0, max: 2 }, 0, SAVED,
+///         "network graph: 0 off, 1 text, 2 graphs";
+/// }
+/// let mut cvars = sightline_console::Cvars::default();
+/// for def in example_cvars() {
+///     cvars.register(def);
+/// }
+/// assert_eq!(cvars.read(NETGRAPH), 0);
+/// ```
+#[macro_export]
+macro_rules! cvar_table {
+    (
+        $(#[$table_meta:meta])*
+        $vis:vis fn $table:ident;
+        $(
+            $handle:ident: $ty:ty = $name:literal, $kind:ident $({ $($range:tt)* })?,
+                $default:expr, $flags:ident, $help:literal;
+        )*
+    ) => {
+        $(
+            #[doc = concat!("`", $name, "`: ", $help, ".")]
+            $vis const $handle: $crate::CvarHandle<$ty> = $crate::CvarHandle::new($name);
+        )*
+        $(#[$table_meta])*
+        $vis fn $table() -> ::std::vec::Vec<$crate::CvarDef> {
+            ::std::vec![$(
+                $crate::CvarDef {
+                    name: $name,
+                    kind: $crate::CvarKind::$kind $({ $($range)* })?,
+                    default: $crate::CvarType::into_value(<$ty>::from($default)),
+                    help: $help,
+                    flags: $crate::CvarFlags::$flags,
+                },
+            )*]
+        }
+    };
 }
 
 #[cfg(test)]
@@ -434,5 +531,50 @@ pub(crate) mod tests {
         assert_eq!(c.read(misspelt), 0.0);
         assert!(c.check(CvarHandle::<i64>::new("cl_interp")).is_err());
         assert!(c.check(CvarHandle::<String>::new("cl_netgraph")).is_err());
+    }
+
+    #[test]
+    fn a_choice_takes_one_of_its_words_in_any_case() {
+        let mode = CvarDef {
+            name: "mode",
+            kind: CvarKind::Choice {
+                options: &["dm", "tdm"],
+            },
+            default: CvarValue::Text("dm".into()),
+            help: "game mode",
+            flags: CvarFlags::NONE,
+        };
+        assert_eq!(mode.parse(" TDM "), Ok(CvarValue::Text("tdm".into())));
+        let err = mode.parse("ctf").unwrap_err();
+        assert!(err.to_string().contains("expected one of dm, tdm"), "{err}");
+    }
+
+    #[test]
+    #[should_panic(expected = "the default does not fit")]
+    fn a_default_outside_its_range_is_refused_at_registration() {
+        let mut c = Cvars::default();
+        c.register(CvarDef {
+            name: "fov",
+            kind: CvarKind::Float {
+                min: 60.0,
+                max: 130.0,
+            },
+            default: CvarValue::Float(200.0),
+            help: "field of view",
+            flags: CvarFlags::SAVED,
+        });
+    }
+
+    #[test]
+    #[should_panic(expected = "the default does not fit")]
+    fn a_default_of_another_type_is_refused_at_registration() {
+        let mut c = Cvars::default();
+        c.register(CvarDef {
+            name: "sensitivity",
+            kind: CvarKind::Int { min: 0, max: 10 },
+            default: CvarValue::Float(3.0),
+            help: "mouse",
+            flags: CvarFlags::SAVED,
+        });
     }
 }

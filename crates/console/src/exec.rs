@@ -26,6 +26,10 @@ const BUILTINS: &[(&str, &str)] = &[
     ("echo", "print the rest of the line"),
     ("exec", "exec FILE: run each line of FILE"),
     ("help", "help [NAME]: what a command or variable does"),
+    (
+        "set",
+        "set NAME VALUE: set a variable (the same as NAME VALUE)",
+    ),
     ("unbind", "unbind KEY: remove a binding"),
     ("unbindall", "remove every binding"),
 ];
@@ -127,10 +131,15 @@ fn run(
     read: &mut ReadFile<'_>,
     depth: usize,
 ) {
-    for words in parse_line(line) {
+    for mut words in parse_line(line) {
+        // `set NAME VALUE` (Quake's spelling, as in `+set fraglimit 30`) is `NAME VALUE`.
+        if words.len() > 2 && words[0].eq_ignore_ascii_case("set") {
+            words.remove(0);
+        }
         let name = words[0].to_ascii_lowercase();
         let args = &words[1..];
         match name.as_str() {
+            "set" => console.print("usage: set NAME VALUE"),
             "help" => help(args.first().map(String::as_str), cvars, declared, console),
             "cvarlist" => {
                 for c in cvars.iter() {
@@ -298,6 +307,31 @@ pub fn complete(prefix: &str, cvars: &Cvars, declared: &ConsoleCommands) -> (Str
     (common, candidates)
 }
 
+impl Console {
+    /// Completes the command or variable being typed (the first word, before any
+    /// space): fills in what all candidates share, and prints them when there are several.
+    pub fn complete_input(&mut self, cvars: &Cvars, declared: &ConsoleCommands) {
+        let first = self
+            .input
+            .split_whitespace()
+            .next()
+            .unwrap_or("")
+            .to_string();
+        if first.is_empty() || self.input.contains(' ') {
+            return;
+        }
+        let (common, all) = complete(&first, cvars, declared);
+        if all.len() > 1 {
+            self.print(all.join("  "));
+        }
+        self.input = if all.len() == 1 {
+            format!("{common} ")
+        } else {
+            common
+        };
+    }
+}
+
 /// Runs the lines queued since the last update.
 pub(crate) fn run_pending(
     mut console: ResMut<Console>,
@@ -407,6 +441,36 @@ mod tests {
             &mut console,
         );
         assert_eq!(cvars.text("name"), "Big Al");
+    }
+
+    #[test]
+    fn set_is_the_same_as_naming_the_variable() {
+        let (mut cvars, mut binds, declared, mut console) = setup();
+        execute_line(
+            "set cl_netgraph 1; SET name \"Big Al\"",
+            &mut cvars,
+            &mut binds,
+            &declared,
+            &mut console,
+        );
+        assert_eq!(cvars.number("cl_netgraph"), 1.0);
+        assert_eq!(cvars.text("name"), "Big Al");
+        execute_line(
+            "set cl_netgraph",
+            &mut cvars,
+            &mut binds,
+            &declared,
+            &mut console,
+        );
+        assert_eq!(last(&console), "usage: set NAME VALUE");
+        execute_line(
+            "set nope 1",
+            &mut cvars,
+            &mut binds,
+            &declared,
+            &mut console,
+        );
+        assert!(last(&console).contains("unknown command or variable \"nope\""));
     }
 
     #[test]

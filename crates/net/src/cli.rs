@@ -7,7 +7,17 @@ use clap::error::ErrorKind;
 /// Parses the command line; on a bad flag or value prints the error and the usage line
 /// and exits with status 2 (help and version requests exit 0 as usual).
 pub fn parse_args<A: Parser>() -> A {
-    A::try_parse().unwrap_or_else(|e| {
+    parse_args_from(std::env::args_os())
+}
+
+/// [`parse_args`] from the given arguments (the program's name first), such as those
+/// left once the `+command` lines are taken out.
+pub fn parse_args_from<A: Parser, I, T>(args: I) -> A
+where
+    I: IntoIterator<Item = T>,
+    T: Into<std::ffi::OsString> + Clone,
+{
+    A::try_parse_from(args).unwrap_or_else(|e| {
         if matches!(e.kind(), ErrorKind::DisplayHelp | ErrorKind::DisplayVersion) {
             e.exit();
         }

@@ -23,7 +23,7 @@ pub use auth::{
 };
 pub use bevy_renet::{RenetClient, RenetReceive, RenetSend, RenetServer, RenetServerEvent};
 pub use bundle::{ACK_HOLD, MalformedBundle, unbundle};
-pub use cli::{FakeLinkArgs, parse_args};
+pub use cli::{FakeLinkArgs, parse_args, parse_args_from};
 pub use clock::{CLOCK_WINDOW, ClockSync, SLEW_RATE, STEP_THRESHOLD, ServerClock};
 pub use conditioner::{ConditionerSettings, LinkConditioner};
 pub use guard::{PacketFault, PacketGuard, SLICE_SIZE};

@@ -36,13 +36,16 @@ mod teams;
 mod datagrams;
 mod resume;
 mod sessions;
-// The rest: combat told to clients, bots, the status line.
+// The rest: combat told to clients, bots, the status line, and the host's settings as
+// console variables.
 mod bots;
 mod combat;
+mod cvars;
 mod status;
 
 pub use conduct::{Conduct, KICK_STRIKES, Offence};
 pub use connection::{ClientIndex, Connection, ConnectionStage, PlayerSlots};
+pub use cvars::{cvar, map_list, server_cvar_registry};
 pub use inputs::{
     HOLD_GRACE_SECONDS, HOLD_SHARE, InputBuffer, InputTiming, MAX_BUFFERED_SECONDS,
     MAX_SEQ_AHEAD_SECONDS, Push,

@@ -3,13 +3,15 @@
 use bevy::log::LogPlugin;
 use bevy::prelude::*;
 use clap::{CommandFactory, Parser};
+use sightline_console::{
+    Bindings, Console, ConsoleCommands, Cvars, execute_line, split_plus_commands,
+};
 use sightline_map::{CurrentMap, MapSource, find_map};
 use sightline_net::{
     AdmissionLimits, FakeLinkArgs, LinkConditions, RunFor, SecureConfig, Security, ServerNetPlugin,
     ShutdownSignal, load_key_file,
 };
-use sightline_server::{GameMode, MatchRules, Pacing, ServerConfig, server_app};
-use sightline_sim::TickConfig;
+use sightline_server::{Pacing, ServerConfig, cvar, server_app, server_cvar_registry};
 use std::net::{IpAddr, SocketAddr};
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -17,8 +19,17 @@ use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 /// Sightline dedicated server.
+///
+/// Settings are console variables: each flag below sets one (named in brackets, with its
+/// default and range in `help NAME` terms), `+set NAME VALUE` or `+NAME VALUE` sets any,
+/// and `+exec FILE` runs a file of console lines. The `+` lines run in order, then the
+/// flags, which therefore win.
 #[derive(Parser, Debug)]
-#[command(version, about)]
+#[command(
+    version,
+    about,
+    after_help = "Console lines may follow as +name args, e.g. +exec server.cfg +set fraglimit 30"
+)]
 struct Args {
     /// UDP port to listen on.
     #[arg(long, default_value_t = 27015)]
@@ -26,43 +37,46 @@ struct Args {
     /// Address to bind.
     #[arg(long, default_value = "0.0.0.0")]
     bind: IpAddr,
-    /// Map name (looked up in maps/) or path to a .ron map file.
-    #[arg(long, default_value = "duel")]
-    map: String,
-    /// Most players at once, bots included.
-    #[arg(long, default_value_t = 16, value_parser = clap::value_parser!(u8).range(1..=64))]
-    max_players: u8,
-    /// Simulation ticks per second (20-128).
-    #[arg(long, default_value_t = 128, value_parser = clap::value_parser!(u32).range(20..=128))]
-    tickrate: u32,
-    /// Snapshots per second; must divide the tick rate [default: half the tick rate, or
-    /// the tick rate when that is odd].
+    /// Map name (looked up in maps/) or path to a .ron map file [map; default duel].
     #[arg(long)]
-    snapshot_rate: Option<u32>,
-    /// Server name shown to players.
-    #[arg(long, default_value = "Sightline server")]
-    name: String,
-    /// Bots to add.
-    #[arg(long, default_value_t = 0, value_parser = clap::value_parser!(u8).range(0..=64))]
-    bots: u8,
-    /// How well bots fight: easy, normal or hard.
-    #[arg(long, value_enum, default_value_t = sightline_bots::BotSkill::Normal)]
-    bot_skill: sightline_bots::BotSkill,
-    /// Game mode: dm (everyone for themselves) or tdm (red against blue).
-    #[arg(long, value_enum, default_value_t = GameMode::Deathmatch)]
-    mode: GameMode,
-    /// Frags that win a match (a player's, or a team's); 0 for none.
-    #[arg(long, default_value_t = 20, value_parser = clap::value_parser!(u16).range(0..=1000))]
-    fraglimit: u16,
-    /// Minutes a match lasts at most; 0 for no limit.
-    #[arg(long, default_value_t = 10.0)]
-    timelimit: f32,
-    /// Maps to play in turn, one match each, comma-separated [default: --map only].
-    #[arg(long, value_delimiter = ',')]
-    maps: Vec<String>,
-    /// Password players must give to join; empty for a public server.
-    #[arg(long, default_value = "", hide_default_value = true)]
-    password: String,
+    map: Option<String>,
+    /// Most players at once, bots included, 1-64 [maxplayers; default 16].
+    #[arg(long)]
+    max_players: Option<String>,
+    /// Simulation ticks per second, 20-128 [sv_tickrate; default 128].
+    #[arg(long)]
+    tickrate: Option<String>,
+    /// Snapshots per second; must divide the tick rate [sv_snapshotrate; default: half
+    /// the tick rate, or the tick rate when that is odd].
+    #[arg(long)]
+    snapshot_rate: Option<String>,
+    /// Server name shown to players [sv_hostname; default "Sightline server"].
+    #[arg(long)]
+    name: Option<String>,
+    /// Bots to add, 0-64 [bots; default 0].
+    #[arg(long)]
+    bots: Option<String>,
+    /// How well bots fight: easy, normal or hard [bot_skill; default normal].
+    #[arg(long)]
+    bot_skill: Option<String>,
+    /// Game mode: dm (everyone for themselves) or tdm (red against blue) [mode; default
+    /// dm].
+    #[arg(long)]
+    mode: Option<String>,
+    /// Frags that win a match (a player's, or a team's), 0-1000; 0 for none [fraglimit;
+    /// default 20].
+    #[arg(long)]
+    fraglimit: Option<String>,
+    /// Minutes a match lasts at most, 0-1440; 0 for no limit [timelimit; default 10].
+    #[arg(long)]
+    timelimit: Option<String>,
+    /// Maps to play in turn, one match each, comma-separated [sv_maplist; default: the
+    /// map only].
+    #[arg(long)]
+    maps: Option<String>,
+    /// Password players must give to join; empty for a public server [sv_password].
+    #[arg(long)]
+    password: Option<String>,
     /// File holding the key connect tokens are sealed with (64 hexadecimal digits), to
     /// share with a matchmaker that issues tokens for this server [default: a fresh
     /// random key each start, tokens from this server only].
@@ -79,12 +93,13 @@ struct Args {
     /// only, since anyone can then occupy slots from forged addresses.
     #[arg(long, conflicts_with_all = ["password", "key_file", "no_token_service"])]
     insecure: bool,
-    /// Most connections from one IP address.
-    #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(u8).range(1..=64))]
-    max_per_address: u8,
-    /// Seconds without any input after which a player is kicked; 0 never kicks.
-    #[arg(long, default_value_t = sightline_server::DEFAULT_IDLE_KICK_SECONDS)]
-    idle_kick: f32,
+    /// Most connections from one IP address, 1-64 [sv_max_per_address; default 4].
+    #[arg(long)]
+    max_per_address: Option<String>,
+    /// Seconds without any input after which a player is kicked, 0-86400; 0 never kicks
+    /// [sv_idle_kick; default 30].
+    #[arg(long)]
+    idle_kick: Option<String>,
     #[command(flatten)]
     fake: FakeLinkArgs,
     /// Stop cleanly after this many seconds (for tests and scripted runs).
@@ -92,66 +107,100 @@ struct Args {
     run_seconds: Option<f64>,
 }
 
+impl Args {
+    /// The flags that set cvars, as (flag, cvar, value) for those given.
+    fn cvar_flags(&self) -> Vec<(&'static str, &'static str, &str)> {
+        [
+            ("--map", cvar::MAP.name(), &self.map),
+            ("--max-players", cvar::MAXPLAYERS.name(), &self.max_players),
+            ("--tickrate", cvar::SV_TICKRATE.name(), &self.tickrate),
+            (
+                "--snapshot-rate",
+                cvar::SV_SNAPSHOTRATE.name(),
+                &self.snapshot_rate,
+            ),
+            ("--name", cvar::SV_HOSTNAME.name(), &self.name),
+            ("--bots", cvar::BOTS.name(), &self.bots),
+            ("--bot-skill", cvar::BOT_SKILL.name(), &self.bot_skill),
+            ("--mode", cvar::MODE.name(), &self.mode),
+            ("--fraglimit", cvar::FRAGLIMIT.name(), &self.fraglimit),
+            ("--timelimit", cvar::TIMELIMIT.name(), &self.timelimit),
+            ("--maps", cvar::SV_MAPLIST.name(), &self.maps),
+            ("--password", cvar::SV_PASSWORD.name(), &self.password),
+            (
+                "--max-per-address",
+                cvar::SV_MAX_PER_ADDRESS.name(),
+                &self.max_per_address,
+            ),
+            ("--idle-kick", cvar::SV_IDLE_KICK.name(), &self.idle_kick),
+        ]
+        .into_iter()
+        .filter_map(|(flag, name, value)| Some((flag, name, value.as_deref()?)))
+        .collect()
+    }
+}
+
+/// Prints a usage error and exits with status 2.
+fn usage_error(message: impl std::fmt::Display) -> ! {
+    Args::command()
+        .error(clap::error::ErrorKind::ValueValidation, message)
+        .exit()
+}
+
+/// The server's cvars: the defaults, then the `+` lines in order (what they print goes
+/// to standard error), then the flags given.
+fn settings(args: &Args, lines: &[String]) -> Cvars {
+    let mut cvars = server_cvar_registry();
+    let mut console = Console::default();
+    for line in lines {
+        execute_line(
+            line,
+            &mut cvars,
+            &mut Bindings::default(),
+            &ConsoleCommands::default(),
+            &mut console,
+        );
+    }
+    for line in console.lines() {
+        eprintln!("{line}");
+    }
+    for (flag, name, value) in args.cvar_flags() {
+        if let Err(e) = cvars.set(name, value) {
+            usage_error(format!("{flag}: {e}"));
+        }
+    }
+    cvars
+}
+
 fn main() -> ExitCode {
-    let args: Args = sightline_net::parse_args();
-    let snapshot_hz = args
-        .snapshot_rate
-        .unwrap_or(if args.tickrate.is_multiple_of(2) {
-            args.tickrate / 2
-        } else {
-            args.tickrate
-        });
-    let tick = match TickConfig::new(args.tickrate, snapshot_hz) {
-        Ok(t) => t,
-        Err(e) => Args::command()
-            .error(clap::error::ErrorKind::ValueValidation, e)
-            .exit(),
-    };
+    // args_os: std::env::args panics on an argument that is not UTF-8.
+    let (flags, lines) =
+        split_plus_commands(std::env::args_os().map(|a| a.to_string_lossy().into_owned()));
+    let args: Args = sightline_net::parse_args_from(flags);
     if let Some(s) = args.run_seconds
         && !(s.is_finite() && s > 0.0)
     {
-        Args::command()
-            .error(
-                clap::error::ErrorKind::ValueValidation,
-                "--run-seconds must be a positive number",
-            )
-            .exit();
+        usage_error("--run-seconds must be a positive number");
     }
-    if !(args.timelimit.is_finite() && (0.0..=1440.0).contains(&args.timelimit)) {
-        Args::command()
-            .error(
-                clap::error::ErrorKind::ValueValidation,
-                "--timelimit must be minutes from 0 (none) to 1440",
-            )
-            .exit();
-    }
+    let cvars = settings(&args, &lines);
+    let config = match ServerConfig::from_cvars(&cvars) {
+        Ok(config) => config,
+        Err(e) => usage_error(e),
+    };
+    let tick = config.tick;
     // Every map of the rotation must load now, not when its turn comes.
-    for name in &args.maps {
+    for name in &config.rules.rotation {
         if let Err(e) = MapSource::load(&find_map(name)) {
-            eprintln!("error: --maps: {e}");
+            eprintln!("error: {}: {e}", cvar::SV_MAPLIST.name());
             return ExitCode::FAILURE;
         }
     }
-    if args.bots > args.max_players {
-        Args::command()
-            .error(
-                clap::error::ErrorKind::ValueValidation,
-                format!(
-                    "--bots {} exceeds --max-players {}",
-                    args.bots, args.max_players
-                ),
-            )
-            .exit();
-    }
     let conditions = match args.fake.settings() {
         Ok(c) => c,
-        Err(e) => Args::command()
-            .error(clap::error::ErrorKind::ValueValidation, e)
-            .exit(),
+        Err(e) => usage_error(e),
     };
-    let name = sightline_protocol::clean_text(&args.name, sightline_protocol::MAX_SERVER_NAME_LEN);
-
-    let first_map = args.maps.first().unwrap_or(&args.map);
+    let map_name = cvars.read(cvar::MAP);
+    let first_map = config.rules.rotation.first().unwrap_or(&map_name);
     let map = match MapSource::load(&find_map(first_map)) {
         Ok(m) => CurrentMap::new(m),
         Err(e) => {
@@ -159,24 +208,9 @@ fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    if !(args.idle_kick.is_finite() && (0.0..=86_400.0).contains(&args.idle_kick)) {
-        Args::command()
-            .error(
-                clap::error::ErrorKind::ValueValidation,
-                "--idle-kick must be seconds from 0 (never) to 86400",
-            )
-            .exit();
-    }
-    if args.password.len() > sightline_protocol::MAX_PASSWORD_LEN {
-        Args::command()
-            .error(
-                clap::error::ErrorKind::ValueValidation,
-                format!(
-                    "--password is at most {} bytes",
-                    sightline_protocol::MAX_PASSWORD_LEN
-                ),
-            )
-            .exit();
+    let password = cvars.read(cvar::SV_PASSWORD);
+    if args.insecure && !password.is_empty() {
+        usage_error("--insecure takes no password: nothing would check it");
     }
     let security = if args.insecure {
         warn!("--insecure: connections are neither authenticated nor encrypted");
@@ -194,18 +228,18 @@ fn main() -> ExitCode {
         };
         Security::Secure(SecureConfig {
             key,
-            password: (!args.password.is_empty()).then(|| args.password.clone()),
+            password: (!password.is_empty()).then(|| password.clone()),
             issue_tokens: !args.no_token_service,
         })
     };
     let limits = AdmissionLimits {
-        max_per_address: args.max_per_address as usize,
+        max_per_address: cvars.read(cvar::SV_MAX_PER_ADDRESS) as usize,
     };
     let bind = SocketAddr::new(args.bind, args.port);
     let net = ServerNetPlugin::udp(
         bind,
         args.public_address,
-        args.max_players as usize,
+        config.max_players as usize,
         security,
         limits,
     );
@@ -223,20 +257,6 @@ fn main() -> ExitCode {
         eprintln!("warning: cannot install the Ctrl-C/SIGTERM handler: {e}");
     }
 
-    let config = ServerConfig {
-        name,
-        max_players: args.max_players,
-        bots: args.bots,
-        bot_skill: args.bot_skill,
-        rules: MatchRules {
-            mode: args.mode,
-            fraglimit: args.fraglimit as i32,
-            timelimit: args.timelimit * 60.0,
-            rotation: args.maps.clone(),
-        },
-        tick,
-        idle_kick_seconds: args.idle_kick,
-    };
     let mut app = server_app(config.clone(), map.clone(), net, Pacing::RealTime(signal));
     // Nothing the network does is logged per packet: it is counted instead.
     app.add_plugins(LogPlugin {
@@ -258,7 +278,7 @@ fn main() -> ExitCode {
     } else {
         format!(
             "connect tokens over TCP {local}{}",
-            if args.password.is_empty() {
+            if password.is_empty() {
                 ""
             } else {
                 ", password required"

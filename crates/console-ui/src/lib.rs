@@ -1,18 +1,31 @@
-//! The drop-down console panel.
+//! The game window's drop-down console: an egui panel (backquote/tilde) over the
+//! headless core in `sightline-console`, with scrollback, history and tab completion.
+//! Only the windowed game adds it; the dedicated server speaks the same console language
+//! without it.
 
-use crate::{Console, ConsoleCommands, Cvars, complete};
 use bevy::prelude::*;
 use bevy_egui::{EguiContexts, egui};
+use sightline_console::{Console, ConsoleCommands, Cvars};
+
+/// The console window. Needs [`sightline_console::ConsolePlugin`] and bevy_egui.
+pub struct ConsoleUiPlugin;
+
+impl Plugin for ConsoleUiPlugin {
+    fn build(&self, app: &mut App) {
+        app.add_systems(Update, toggle_console)
+            .add_systems(bevy_egui::EguiPrimaryContextPass, draw_console);
+    }
+}
 
 /// Backquote (the tilde key on US layouts) opens and closes the console.
-pub(crate) fn toggle_console(keys: Res<ButtonInput<KeyCode>>, mut console: ResMut<Console>) {
+fn toggle_console(keys: Res<ButtonInput<KeyCode>>, mut console: ResMut<Console>) {
     if keys.just_pressed(KeyCode::Backquote) {
         console.open = !console.open;
     }
 }
 
 /// Draws the console over the top 40 % of the screen while it is open.
-pub(crate) fn draw_console(
+fn draw_console(
     mut contexts: EguiContexts,
     mut console: ResMut<Console>,
     cvars: Res<Cvars>,
@@ -45,23 +58,7 @@ pub(crate) fn draw_console(
                         console.recall(up);
                     }
                     if tab {
-                        let first = console
-                            .input
-                            .split_whitespace()
-                            .next()
-                            .unwrap_or("")
-                            .to_string();
-                        if !first.is_empty() && !console.input.contains(' ') {
-                            let (common, all) = complete(&first, &cvars, &declared);
-                            if all.len() > 1 {
-                                console.print(all.join("  "));
-                            }
-                            console.input = if all.len() == 1 {
-                                format!("{common} ")
-                            } else {
-                                common
-                            };
-                        }
+                        console.complete_input(&cvars, &declared);
                     }
                     let input_height = 24.0;
                     egui::ScrollArea::vertical()

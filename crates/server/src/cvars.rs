@@ -1,0 +1,164 @@
+//! The server's console variables: one table of the settings a host chooses, in the
+//! console language the game speaks (`sightline-console`), so a flag, a `+set` on the
+//! command line and a line of an `exec`ed file set the same variable with the same
+//! checks. [`ServerConfig::from_cvars`] reads them once they are all set, before the
+//! server starts; none is changed while it runs yet, so none carries a flag.
+
+use crate::{DEFAULT_IDLE_KICK_SECONDS, GameMode, MatchRules, ServerConfig};
+use sightline_bots::BotSkill;
+use sightline_console::Cvars;
+use sightline_protocol::{MAX_PASSWORD_LEN, MAX_SERVER_NAME_LEN, clean_text};
+use sightline_sim::TickConfig;
+
+/// The server's cvars: one table, each a typed handle and its definition.
+pub mod cvar {
+    use super::*;
+
+    sightline_console::cvar_table! {
+        /// Every server cvar's definition, to register.
+        pub fn server_cvars;
+        SV_HOSTNAME: String = "sv_hostname", Text { max_len: MAX_SERVER_NAME_LEN },
+            "Sightline server", NONE, "the server's name, shown to players";
+        MAXPLAYERS: i64 = "maxplayers", Int { min: 1, max: 64 }, 16, NONE,
+            "most players at once, bots included";
+        SV_TICKRATE: i64 = "sv_tickrate", Int { min: 20, max: 128 }, 128, NONE,
+            "simulation ticks per second";
+        SV_SNAPSHOTRATE: i64 = "sv_snapshotrate", Int { min: 0, max: 128 }, 0,
+            NONE,
+            "snapshots per second, dividing the tick rate; 0 for half the tick rate (the \
+             tick rate when that is odd)";
+        MAP: String = "map", Text { max_len: 256 }, "duel", NONE,
+            "the map to play: a name in maps/ or a path to a .ron file";
+        SV_MAPLIST: String = "sv_maplist", Text { max_len: 1024 }, "", NONE,
+            "maps to play in turn, one match each, comma-separated; empty for the map alone";
+        MODE: String = "mode", Choice { options: &["dm", "tdm"] }, "dm", NONE,
+            "game mode: dm (everyone for themselves) or tdm (red against blue)";
+        FRAGLIMIT: i64 = "fraglimit", Int { min: 0, max: 1000 }, 20, NONE,
+            "frags that win a match (a player's, or a team's); 0 for none";
+        TIMELIMIT: f64 = "timelimit", Float { min: 0.0, max: 1440.0 }, 10.0, NONE,
+            "minutes a match lasts at most; 0 for no limit";
+        BOTS: i64 = "bots", Int { min: 0, max: 64 }, 0, NONE,
+            "bots to add, within maxplayers";
+        BOT_SKILL: String = "bot_skill", Choice { options: &["easy", "normal", "hard"] },
+            "normal", NONE, "how well bots fight: easy, normal or hard";
+        SV_PASSWORD: String = "sv_password", Text { max_len: MAX_PASSWORD_LEN }, "",
+            NONE, "password players must give to join; empty for a public server";
+        SV_MAX_PER_ADDRESS: i64 = "sv_max_per_address", Int { min: 1, max: 64 }, 4,
+            NONE, "most connections from one IP address";
+        SV_IDLE_KICK: f64 = "sv_idle_kick", Float { min: 0.0, max: 86400.0 },
+            DEFAULT_IDLE_KICK_SECONDS, NONE,
+            "seconds without any input after which a player is kicked; 0 never kicks";
+    }
+}
+
+/// A registry of the server's cvars at their defaults.
+pub fn server_cvar_registry() -> Cvars {
+    let mut cvars = Cvars::default();
+    for def in cvar::server_cvars() {
+        cvars.register(def);
+    }
+    cvars
+}
+
+impl ServerConfig {
+    /// The server's settings from its cvars, or why they do not go together (each cvar
+    /// is already within its range; these are the checks between cvars).
+    pub fn from_cvars(cvars: &Cvars) -> Result<Self, String> {
+        let tick_hz = cvars.read(cvar::SV_TICKRATE) as u32;
+        let snapshot_hz = match cvars.read(cvar::SV_SNAPSHOTRATE) as u32 {
+            0 if tick_hz.is_multiple_of(2) => tick_hz / 2,
+            0 => tick_hz,
+            hz => hz,
+        };
+        let tick = TickConfig::new(tick_hz, snapshot_hz).map_err(|e| e.to_string())?;
+        let max_players = cvars.read(cvar::MAXPLAYERS) as u8;
+        let bots = cvars.read(cvar::BOTS) as u8;
+        if bots > max_players {
+            return Err(format!("bots {bots} exceeds maxplayers {max_players}"));
+        }
+        let mode = match cvars.read(cvar::MODE).as_str() {
+            "tdm" => GameMode::TeamDeathmatch,
+            _ => GameMode::Deathmatch,
+        };
+        let bot_skill = match cvars.read(cvar::BOT_SKILL).as_str() {
+            "easy" => BotSkill::Easy,
+            "hard" => BotSkill::Hard,
+            _ => BotSkill::Normal,
+        };
+        Ok(Self {
+            name: clean_text(&cvars.read(cvar::SV_HOSTNAME), MAX_SERVER_NAME_LEN),
+            max_players,
+            bots,
+            bot_skill,
+            rules: MatchRules {
+                mode,
+                fraglimit: cvars.read(cvar::FRAGLIMIT) as i32,
+                timelimit: (cvars.read(cvar::TIMELIMIT) * 60.0) as f32,
+                rotation: map_list(&cvars.read(cvar::SV_MAPLIST)),
+            },
+            tick,
+            idle_kick_seconds: cvars.read(cvar::SV_IDLE_KICK) as f32,
+        })
+    }
+}
+
+/// The maps of `sv_maplist`, in order, blanks left out.
+pub fn map_list(text: &str) -> Vec<String> {
+    text.split(',')
+        .map(str::trim)
+        .filter(|m| !m.is_empty())
+        .map(str::to_string)
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_defaults_are_the_default_config() {
+        let config = ServerConfig::from_cvars(&server_cvar_registry()).unwrap();
+        let default = ServerConfig::default();
+        assert_eq!(config.name, default.name);
+        assert_eq!(config.max_players, default.max_players);
+        assert_eq!(config.tick, default.tick);
+        assert_eq!(config.rules.fraglimit, default.rules.fraglimit);
+        assert_eq!(config.rules.timelimit, default.rules.timelimit);
+        assert_eq!(config.idle_kick_seconds, default.idle_kick_seconds);
+    }
+
+    #[test]
+    fn settings_that_do_not_go_together_are_refused() {
+        let mut cvars = server_cvar_registry();
+        cvars.set_handle(cvar::SV_TICKRATE, "128").unwrap();
+        cvars.set_handle(cvar::SV_SNAPSHOTRATE, "50").unwrap();
+        assert!(ServerConfig::from_cvars(&cvars).is_err());
+        cvars.set_handle(cvar::SV_SNAPSHOTRATE, "0").unwrap();
+        cvars.set_handle(cvar::MAXPLAYERS, "4").unwrap();
+        cvars.set_handle(cvar::BOTS, "5").unwrap();
+        let Err(err) = ServerConfig::from_cvars(&cvars) else {
+            panic!("more bots than players accepted");
+        };
+        assert!(err.contains("exceeds maxplayers 4"), "{err}");
+    }
+
+    #[test]
+    fn the_match_settings_are_read_as_typed() {
+        let mut cvars = server_cvar_registry();
+        for (name, value) in [
+            ("mode", "TDM"),
+            ("bot_skill", "hard"),
+            ("timelimit", "2.5"),
+            ("sv_maplist", "duel, ,arena"),
+            ("sv_tickrate", "63"),
+        ] {
+            cvars.set(name, value).unwrap();
+        }
+        let config = ServerConfig::from_cvars(&cvars).unwrap();
+        assert_eq!(config.rules.mode, GameMode::TeamDeathmatch);
+        assert_eq!(config.bot_skill, BotSkill::Hard);
+        assert_eq!(config.rules.timelimit, 150.0);
+        assert_eq!(config.rules.rotation, ["duel", "arena"]);
+        assert_eq!((config.tick.tick_hz, config.tick.snapshot_hz()), (63, 63));
+    }
+}
