@@ -1,55 +1,21 @@
-//! Connecting: Hello, checking the Welcome, the roster of players, disconnection.
+//! Connecting: Hello, decoding what the server sends, checking the Welcome, changing
+//! maps, disconnection.
 
 use crate::status::{ConnectionStatus, ServerInfo};
-use crate::{ClientStats, LocalPlayer};
+use crate::{ClientStats, FromServer, LocalPlayer};
 use bevy::prelude::*;
 use sightline_map::{CurrentMap, MapSource, find_map_by_name};
 use sightline_movement::PlayerState;
 use sightline_net::RenetClient;
 use sightline_protocol::{
-    Channel, ClientMessage, DecodeError, MAX_NAME_LEN, MAX_SNAPSHOT_PLAYERS, PROTOCOL_VERSION,
-    ServerMessage, Welcome, Wire, clean_text, peek_welcome_version,
+    Channel, ClientMessage, DecodeError, MAX_NAME_LEN, PROTOCOL_VERSION, ServerMessage, Welcome,
+    Wire, clean_text, peek_welcome_version,
 };
-use sightline_sim::{PlayerId, TickConfig};
-use std::collections::BTreeMap;
+use sightline_sim::TickConfig;
 
 /// The name this client asks the server for (the server may adjust it).
 #[derive(Resource, Debug, Clone, Default, PartialEq, Eq)]
 pub struct DesiredName(pub String);
-
-/// A player as the server announced it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct RosterEntry {
-    /// Display name.
-    pub name: String,
-    /// Whether a bot plays it.
-    pub bot: bool,
-    /// Round trip to the server, milliseconds, once reported.
-    pub ping_ms: Option<u16>,
-    /// Kills less suicides.
-    pub frags: i32,
-    /// Deaths.
-    pub deaths: u32,
-    /// Team in team games.
-    pub team: Option<sightline_combat::Team>,
-}
-
-/// Everyone in the game, by id: at most [`MAX_SNAPSHOT_PLAYERS`], as many as a snapshot
-/// can describe.
-#[derive(Resource, Debug, Default)]
-pub struct Roster(pub BTreeMap<PlayerId, RosterEntry>);
-
-impl Roster {
-    /// Adds or replaces a player; refuses a newcomer when the roster is full, since a
-    /// server announcing more players than it can describe is not to be believed.
-    pub fn insert(&mut self, id: PlayerId, entry: RosterEntry) -> bool {
-        if self.0.len() >= MAX_SNAPSHOT_PLAYERS && !self.0.contains_key(&id) {
-            return false;
-        }
-        self.0.insert(id, entry);
-        true
-    }
-}
 
 pub(crate) fn in_game(status: Res<ConnectionStatus>, local: Query<(), With<LocalPlayer>>) -> bool {
     status.is_connected() && !local.is_empty()
@@ -74,51 +40,61 @@ pub(crate) fn send_hello(
     }
 }
 
-/// Gives up on the server with a reason the player can read.
-fn leave(client: &mut RenetClient, status: &mut ConnectionStatus, reason: String) {
+/// Gives up on the server with a reason the player can read. Without a transport (a
+/// demo played back) there is nothing to disconnect.
+fn leave(client: Option<&mut RenetClient>, status: &mut ConnectionStatus, reason: String) {
     error!("{reason}");
-    client.disconnect();
+    if let Some(client) = client {
+        client.disconnect();
+    }
     *status = ConnectionStatus::Disconnected(reason);
 }
 
-/// Handles Welcome, Refused, joins, leaves and chat.
-pub(crate) fn receive_reliable(
-    mut commands: Commands,
+/// Decodes what the server sent on the reliable channel, once, into [`FromServer`]
+/// messages. A message that cannot be decoded is counted and dropped, unless it ends the
+/// connection (a Welcome of another protocol version, or one this client cannot take).
+pub(crate) fn decode_reliable(
     mut client: ResMut<RenetClient>,
     mut status: ResMut<ConnectionStatus>,
-    mut roster: ResMut<Roster>,
     mut stats: ResMut<ClientStats>,
-    mut fixed: ResMut<Time<Fixed>>,
-    mut chat: ResMut<crate::ChatLog>,
-    mut feed: ResMut<crate::KillFeed>,
-    mut cues: MessageWriter<crate::CombatCue>,
-    mut timed: ResMut<crate::TimedCues>,
-    time: Res<Time<Real>>,
-    config: Res<TickConfig>,
-    mut match_info: ResMut<crate::MatchInfo>,
-    mut reconnect: ResMut<crate::Reconnect>,
-    buffers: Query<Entity, With<sightline_interpolation::SnapshotBuffer>>,
+    mut inbound: MessageWriter<FromServer>,
 ) {
     while let Some(bytes) = client.receive_message(Channel::Reliable) {
-        let msg = match ServerMessage::decode(&bytes) {
-            Ok(msg) => msg,
+        match ServerMessage::decode(&bytes) {
+            Ok(msg) => {
+                inbound.write(FromServer(msg));
+            }
             Err(e) => {
                 if let Some(reason) = fatal_decode_error(&status, &bytes, &e) {
-                    leave(&mut client, &mut status, reason);
+                    leave(Some(&mut client), &mut status, reason);
                     return;
                 }
                 stats.malformed += 1;
                 debug!("dropped a server message: {e}");
-                continue;
             }
-        };
+        }
+    }
+}
+
+/// Takes the server's Welcome (or refusal): the map, the tick rate and this client's own
+/// player; a second Welcome is counted as malformed.
+pub(crate) fn take_welcome(
+    mut commands: Commands,
+    mut inbound: MessageReader<FromServer>,
+    mut client: Option<ResMut<RenetClient>>,
+    mut status: ResMut<ConnectionStatus>,
+    mut stats: ResMut<ClientStats>,
+    mut fixed: ResMut<Time<Fixed>>,
+    mut reconnect: ResMut<crate::Reconnect>,
+) {
+    for FromServer(msg) in inbound.read() {
         match msg {
             ServerMessage::Welcome(welcome) => {
                 if *status != ConnectionStatus::AwaitingWelcome {
                     stats.malformed += 1;
                     continue;
                 }
-                match accept_welcome(&welcome) {
+                match accept_welcome(welcome) {
                     Ok((map, tick)) => {
                         info!(
                             "joined \"{}\" as player {} on {} ({} Hz tick, {} Hz snapshots)",
@@ -139,128 +115,52 @@ pub(crate) fn receive_reliable(
                             LocalPlayer,
                         ));
                         reconnect.welcomed(welcome.resume);
-                        *status = ConnectionStatus::Connected(ServerInfo { welcome });
+                        *status = ConnectionStatus::Connected(ServerInfo {
+                            welcome: welcome.clone(),
+                        });
                     }
                     Err(reason) => {
-                        leave(&mut client, &mut status, reason);
+                        leave(client.as_deref_mut(), &mut status, reason);
                         return;
                     }
                 }
             }
             ServerMessage::Refused { reason } => {
                 let reason = format!("server refused the connection: {reason}");
-                leave(&mut client, &mut status, reason);
+                leave(client.as_deref_mut(), &mut status, reason);
                 return;
             }
-            ServerMessage::PlayerJoined { id, name, bot } => {
-                let entry = RosterEntry {
-                    name,
-                    bot,
-                    ping_ms: None,
-                    frags: 0,
-                    deaths: 0,
-                    team: None,
-                };
-                let name = entry.name.clone();
-                if roster.insert(id, entry) {
-                    info!("{name} joined");
-                } else {
-                    stats.malformed += 1;
-                    debug!("dropped a join beyond {MAX_SNAPSHOT_PLAYERS} players");
+            _ => {}
+        }
+    }
+}
+
+/// Moves to the server's next map, which must be the same file as the server's; the
+/// remote players' snapshot buffers start over there.
+pub(crate) fn change_map(
+    mut commands: Commands,
+    mut inbound: MessageReader<FromServer>,
+    mut client: Option<ResMut<RenetClient>>,
+    mut status: ResMut<ConnectionStatus>,
+    buffers: Query<Entity, With<sightline_interpolation::SnapshotBuffer>>,
+) {
+    for FromServer(msg) in inbound.read() {
+        let ServerMessage::MapChange { map_name, map_hash } = msg else {
+            continue;
+        };
+        match load_map(map_name, *map_hash) {
+            Ok(map) => {
+                info!("the server moves to {map_name}");
+                commands.insert_resource(map);
+                for entity in &buffers {
+                    commands
+                        .entity(entity)
+                        .insert(sightline_interpolation::SnapshotBuffer::default());
                 }
             }
-            ServerMessage::PlayerLeft { id, reason } => {
-                if let Some(p) = roster.0.remove(&id) {
-                    info!("{} left ({reason})", p.name);
-                }
-            }
-            ServerMessage::Scoreboard(lines) => {
-                for line in lines {
-                    if let Some(p) = roster.0.get_mut(&line.id) {
-                        p.ping_ms = line.ping_ms;
-                        p.frags = line.frags;
-                        p.deaths = line.deaths;
-                        p.team = line.team;
-                    }
-                }
-            }
-            ServerMessage::Killed {
-                victim,
-                killer,
-                weapon,
-            } => {
-                let name = |id| {
-                    roster
-                        .0
-                        .get(&id)
-                        .map_or("?".to_string(), |p: &RosterEntry| p.name.clone())
-                };
-                feed.push(crate::KillFeedEntry {
-                    killer: name(killer),
-                    victim: name(victim),
-                    weapon,
-                });
-            }
-            ServerMessage::Match {
-                mode,
-                fraglimit,
-                time_left_s,
-                intermission,
-            } => {
-                let winner = if intermission {
-                    match_info.winner.take()
-                } else {
-                    None
-                };
-                *match_info = crate::MatchInfo {
-                    team_game: mode.teams(),
-                    fraglimit,
-                    time_left_s,
-                    intermission,
-                    winner,
-                };
-            }
-            ServerMessage::MatchEnded { winner } => {
-                info!("{winner}");
-                match_info.intermission = true;
-                match_info.winner = Some(winner);
-            }
-            ServerMessage::MapChange { map_name, map_hash } => {
-                match load_map(&map_name, map_hash) {
-                    Ok(map) => {
-                        info!("the server moves to {map_name}");
-                        commands.insert_resource(map);
-                        for entity in &buffers {
-                            commands
-                                .entity(entity)
-                                .insert(sightline_interpolation::SnapshotBuffer::default());
-                        }
-                    }
-                    Err(reason) => {
-                        leave(&mut client, &mut status, reason);
-                        return;
-                    }
-                }
-            }
-            event @ (ServerMessage::HitConfirm { .. }
-            | ServerMessage::Damaged { .. }
-            | ServerMessage::Fired { .. }
-            | ServerMessage::Exploded { .. }) => match crate::CombatCue::from_server(&event) {
-                Some((cue, Some(tick))) => {
-                    let at = crate::cues::tick_seconds(tick, &config);
-                    if let Some(early) = timed.push(at, time.elapsed_secs_f64(), cue) {
-                        cues.write(early);
-                    }
-                }
-                Some((cue, None)) => {
-                    cues.write(cue);
-                }
-                None => {}
-            },
-            ServerMessage::Chat { from, text } => {
-                let name = roster.0.get(&from).map_or("?", |p| p.name.as_str());
-                info!("{name}: {text}");
-                chat.push(name.to_string(), text);
+            Err(reason) => {
+                leave(client.as_deref_mut(), &mut status, reason);
+                return;
             }
         }
     }
@@ -356,6 +256,7 @@ pub(crate) fn forget_map(mut commands: Commands) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use sightline_sim::PlayerId;
 
     /// Map names a hostile server might send to make a client open something else.
     const HOSTILE_MAP_NAMES: [&str; 6] = [
@@ -456,28 +357,5 @@ mod tests {
         let err = ServerMessage::decode(&[1]).unwrap_err();
         let reason = fatal_decode_error(&playing, &other, &err).unwrap();
         assert!(reason.contains("protocol version"), "{reason}");
-    }
-
-    #[test]
-    fn the_roster_holds_no_more_players_than_a_snapshot_can_name() {
-        let entry = |name: &str| RosterEntry {
-            name: name.into(),
-            bot: false,
-            ping_ms: None,
-            frags: 0,
-            deaths: 0,
-            team: None,
-        };
-        let mut roster = Roster::default();
-        for id in 0..=u8::MAX {
-            let fits = usize::from(id) < MAX_SNAPSHOT_PLAYERS;
-            assert_eq!(roster.insert(PlayerId(id), entry("p")), fits, "{id}");
-        }
-        assert_eq!(roster.0.len(), MAX_SNAPSHOT_PLAYERS);
-        // A player already present can still be renamed when the roster is full.
-        assert!(roster.insert(PlayerId(0), entry("renamed")));
-        assert_eq!(roster.0[&PlayerId(0)].name, "renamed");
-        roster.0.remove(&PlayerId(1));
-        assert!(roster.insert(PlayerId(200), entry("late")));
     }
 }

@@ -169,6 +169,31 @@ pub(crate) fn release_timed_cues(
     }
 }
 
+/// Combat messages as cues: at once for what concerns this player (a hit confirmed,
+/// damage taken), in step with the drawn world for what others did.
+pub(crate) fn queue_cues(
+    mut inbound: MessageReader<crate::FromServer>,
+    mut cues: MessageWriter<CombatCue>,
+    mut timed: ResMut<TimedCues>,
+    time: Res<Time<Real>>,
+    config: Res<TickConfig>,
+) {
+    for crate::FromServer(msg) in inbound.read() {
+        match CombatCue::from_server(msg) {
+            Some((cue, Some(tick))) => {
+                let at = tick_seconds(tick, &config);
+                if let Some(early) = timed.push(at, time.elapsed_secs_f64(), cue) {
+                    cues.write(early);
+                }
+            }
+            Some((cue, None)) => {
+                cues.write(cue);
+            }
+            None => {}
+        }
+    }
+}
+
 /// Server time of the start of tick `tick`, seconds, on the clock snapshots carry.
 pub(crate) fn tick_seconds(tick: u32, config: &TickConfig) -> f64 {
     config.tick_time_us(sightline_sim::Tick(tick)) as f64 / 1e6
