@@ -40,10 +40,8 @@ pub struct CameraPlugin;
 
 impl Plugin for CameraPlugin {
     fn build(&self, app: &mut App) {
-        app.init_resource::<EyeHeight>()
-            .init_resource::<MuzzleFlash>()
-            .reset_on_session_end::<EyeHeight>()
-            .reset_on_session_end::<MuzzleFlash>()
+        app.init_session_resource::<EyeHeight>()
+            .init_session_resource::<MuzzleFlash>()
             .add_systems(Startup, spawn_camera)
             .add_systems(FixedFirst, remember_previous_state)
             .add_systems(

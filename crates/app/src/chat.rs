@@ -21,8 +21,7 @@ pub struct ChatPlugin;
 
 impl Plugin for ChatPlugin {
     fn build(&self, app: &mut App) {
-        app.init_resource::<ChatInput>()
-            .reset_on_session_end::<ChatInput>()
+        app.init_session_resource::<ChatInput>()
             .add_systems(
                 Update,
                 (open_chat.run_if(in_state(AppState::Playing)), hold_focus).chain(),

@@ -30,8 +30,7 @@ pub struct HudPlugin;
 
 impl Plugin for HudPlugin {
     fn build(&self, app: &mut App) {
-        app.init_resource::<Feedback>()
-            .reset_on_session_end::<Feedback>()
+        app.init_session_resource::<Feedback>()
             .add_systems(Update, take_feedback)
             .add_systems(
                 EguiPrimaryContextPass,

@@ -210,19 +210,13 @@ pub struct InterpolationPlugin;
 impl Plugin for InterpolationPlugin {
     fn build(&self, app: &mut App) {
         app.init_resource::<InterpolationSettings>()
-            .init_resource::<DelayEstimator>()
-            .init_resource::<RenderTime>()
-            .init_resource::<InterpolationStats>()
-            .init_resource::<StreamClock>()
+            .init_session_resource::<DelayEstimator>()
+            .init_session_resource::<RenderTime>()
+            .init_session_resource::<InterpolationStats>()
+            .init_session_resource::<StreamClock>()
             .init_resource::<MoveParams>()
-            .reset_on_session_end::<DelayEstimator>()
-            .reset_on_session_end::<RenderTime>()
-            .reset_on_session_end::<InterpolationStats>()
-            .reset_on_session_end::<StreamClock>()
-            .init_resource::<ProjectileTracks>()
-            .init_resource::<DrawnProjectiles>()
-            .reset_on_session_end::<ProjectileTracks>()
-            .reset_on_session_end::<DrawnProjectiles>()
+            .init_session_resource::<ProjectileTracks>()
+            .init_session_resource::<DrawnProjectiles>()
             .add_systems(
                 Update,
                 (

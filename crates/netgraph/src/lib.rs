@@ -73,9 +73,8 @@ pub struct NetgraphPlugin;
 impl Plugin for NetgraphPlugin {
     fn build(&self, app: &mut App) {
         app.init_resource::<NetgraphMode>()
-            .init_resource::<Netgraph>()
+            .init_session_resource::<Netgraph>()
             // Its counters are differences against the client's, which start again at zero.
-            .reset_on_session_end::<Netgraph>()
             .add_systems(Update, gather)
             .add_systems(EguiPrimaryContextPass, draw);
     }

@@ -300,19 +300,13 @@ pub struct PredictionPlugin;
 impl Plugin for PredictionPlugin {
     fn build(&self, app: &mut App) {
         app.init_resource::<PredictionSettings>()
-            .init_resource::<PredictionHistory>()
-            .init_resource::<PredictionStats>()
-            .init_resource::<ServerUpdate>()
-            .init_resource::<OtherPlayers>()
-            .init_resource::<SeenPushes>()
-            .init_resource::<RoundTrip>()
+            .init_session_resource::<PredictionHistory>()
+            .init_session_resource::<PredictionStats>()
+            .init_session_resource::<ServerUpdate>()
+            .init_session_resource::<OtherPlayers>()
+            .init_session_resource::<SeenPushes>()
+            .init_session_resource::<RoundTrip>()
             .init_resource::<MoveParams>()
-            .reset_on_session_end::<PredictionHistory>()
-            .reset_on_session_end::<PredictionStats>()
-            .reset_on_session_end::<ServerUpdate>()
-            .reset_on_session_end::<OtherPlayers>()
-            .reset_on_session_end::<SeenPushes>()
-            .reset_on_session_end::<RoundTrip>()
             .add_systems(
                 FixedUpdate,
                 predict_local_player

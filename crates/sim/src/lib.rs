@@ -61,7 +61,7 @@ impl Plugin for SimulationPlugin {
             .world_mut()
             .get_resource_or_insert_with(TickConfig::default);
         app.insert_resource(Time::<Fixed>::from_hz(config.tick_hz as f64))
-            .init_resource::<Tick>()
+            .init_session_resource::<Tick>()
             .configure_sets(
                 FixedUpdate,
                 (
@@ -77,7 +77,6 @@ impl Plugin for SimulationPlugin {
             )
             .add_systems(FixedUpdate, tick::advance_tick.in_set(SimSet::BeginTick))
             // A client's next session starts with no players and its own tick count.
-            .reset_on_session_end::<Tick>()
             .add_systems(EndSession, despawn_all::<Player>);
     }
 }

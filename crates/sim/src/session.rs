@@ -21,11 +21,19 @@ pub fn end_session(world: &mut World) {
 
 /// Registering session state with a plugin's other resources.
 pub trait SessionAppExt {
-    /// Puts `R` back to its default when a session ends.
+    /// Initialises `R` and puts it back to its default when a session ends: the one call
+    /// for state that lasts a session.
+    fn init_session_resource<R: Resource + Default>(&mut self) -> &mut Self;
+    /// Puts `R` back to its default when a session ends (for a resource inserted with a
+    /// value of its own).
     fn reset_on_session_end<R: Resource + Default>(&mut self) -> &mut Self;
 }
 
 impl SessionAppExt for App {
+    fn init_session_resource<R: Resource + Default>(&mut self) -> &mut Self {
+        self.init_resource::<R>().reset_on_session_end::<R>()
+    }
+
     fn reset_on_session_end<R: Resource + Default>(&mut self) -> &mut Self {
         self.add_systems(EndSession, reset_resource::<R>)
     }
@@ -49,6 +57,9 @@ mod tests {
     #[derive(Resource, Default, Debug, PartialEq)]
     struct Count(u32);
 
+    #[derive(Resource, Default, Debug, PartialEq)]
+    struct Other(u32);
+
     #[derive(Component)]
     struct Marker;
 
@@ -57,11 +68,14 @@ mod tests {
         let mut app = App::new();
         app.insert_resource(Count(7))
             .reset_on_session_end::<Count>()
+            .init_session_resource::<Other>()
             .add_systems(EndSession, despawn_all::<Marker>);
         let marked = app.world_mut().spawn(Marker).id();
         let kept = app.world_mut().spawn_empty().id();
+        app.world_mut().resource_mut::<Other>().0 = 3;
         end_session(app.world_mut());
         assert_eq!(*app.world().resource::<Count>(), Count(0));
+        assert_eq!(*app.world().resource::<Other>(), Other(0));
         assert!(app.world().get_entity(marked).is_err());
         assert!(app.world().get_entity(kept).is_ok());
         // Without the schedule (a server, say), ending a session does nothing.
