@@ -45,14 +45,14 @@ fn client_status_after_welcome(welcome: Vec<u8>) -> ConnectionStatus {
     let network = MemoryNetwork::new();
     let mut server = manual_app(dt);
     server.add_plugins(ServerNetPlugin::memory(network.clone()));
-    let mut client = manual_app(dt);
-    client.add_plugins((
+    let mut client = sightline_client::client_app(
         ClientNetPlugin::memory(network.connect()),
         ClientPlugin {
             name: "tester".into(),
             input: InputSource::Bot { seed: 1 },
         },
-    ));
+        sightline_net::Pacing::Manual(dt),
+    );
     let mut sent = false;
     for _ in 0..30 {
         server.update();

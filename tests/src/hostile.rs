@@ -511,16 +511,14 @@ fn a_dropped_player_reconnects_by_itself_to_the_same_slot_team_and_place() {
     use sightline_client::{ClientPlugin, ConnectionStatus, InputSource, Reconnect};
     use sightline_net::{ConditionerSettings, LinkConditions};
     let server = Server::start_with_bots(120, 3, &["--mode", "tdm", "--max-per-address", "8"]);
-    let mut app = App::new();
-    app.add_plugins((
-        TaskPoolPlugin::default(),
-        bevy::time::TimePlugin,
+    let mut app = sightline_client::client_app(
         ClientNetPlugin::udp(server.addr, &ClientSecurity::default()).unwrap(),
         ClientPlugin {
             name: "traveller".into(),
             input: InputSource::Bot { seed: 7 },
         },
-    ));
+        sightline_net::Pacing::Stepped,
+    );
     app.finish();
     app.cleanup();
     let joined = |app: &mut App| match app.world().resource::<ConnectionStatus>() {

@@ -172,3 +172,46 @@ fn a_snapshot_before_the_welcome_never_gives_us_a_second_body() {
         );
     }
 }
+
+/// A demo drives the simulation by taking a command source's place: here the bots'
+/// brains give way to a script, and the bots do what it says.
+#[test]
+fn another_command_source_can_take_the_bots_place() {
+    use bevy::prelude::*;
+    use sightline_server::{CommandSource, CommandSourcesExt};
+    use sightline_sim::{BotControlled, CurrentCmd};
+    fn yaw_for(id: PlayerId) -> f32 {
+        0.5 + f32::from(id.0) * 0.25
+    }
+    fn scripted(mut bots: Query<(&PlayerId, &mut CurrentCmd), With<BotControlled>>) {
+        for (id, mut cmd) in &mut bots {
+            cmd.0.yaw = yaw_for(*id);
+            cmd.0.pitch = 0.0;
+        }
+    }
+    let mut s = Stepper::new(config(2, 64, 32), "duel");
+    s.server
+        .replace_command_source(CommandSource::Bots, scripted);
+    s.add_client("watcher", 3);
+    s.run_for(1.0);
+    let w = s.server.world_mut();
+    let bots: Vec<(PlayerId, f32)> = w
+        .query_filtered::<(&PlayerId, &PlayerState), With<BotControlled>>()
+        .iter(w)
+        .map(|(id, state)| (*id, state.yaw))
+        .collect();
+    assert_eq!(bots.len(), 2);
+    for (id, yaw) in bots {
+        // The movement step keeps angles on a fine grid.
+        assert!((yaw - yaw_for(id)).abs() < 1e-3, "{id:?}: {yaw}");
+    }
+    // The network's commands still drive the player who joined.
+    let w = s.server.world_mut();
+    let seqs: Vec<u32> = w
+        .query_filtered::<&CurrentCmd, Without<BotControlled>>()
+        .iter(w)
+        .map(|cmd| cmd.0.seq)
+        .collect();
+    assert_eq!(seqs.len(), 1);
+    assert!(seqs[0] > 32, "{seqs:?}");
+}

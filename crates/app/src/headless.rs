@@ -3,15 +3,14 @@
 //! `ClientStats::summary_with`).
 
 use crate::args::{Args, LOG_FILTER, resolve, seed_for, usage_error};
-use bevy::app::ScheduleRunnerPlugin;
 use bevy::log::LogPlugin;
 use bevy::prelude::*;
 use sightline_client::{
     ClientPlugin, ClientStats, ConnectionStatus, EarlierSessions, InputPacing, InputSource,
+    client_app,
 };
 use sightline_net::{
-    ClientNetPlugin, ClockSync, ConditionerSettings, LinkConditions, RunFor, ShutdownPlugin,
-    ShutdownSignal,
+    ClientNetPlugin, ClockSync, ConditionerSettings, LinkConditions, Pacing, RunFor, ShutdownSignal,
 };
 use sightline_prediction::PredictionStats;
 use sightline_sim::TickConfig;
@@ -45,24 +44,18 @@ pub fn run(args: &Args, conditions: ConditionerSettings) -> ExitCode {
         eprintln!("warning: cannot install the Ctrl-C handler: {e}");
     }
     let outcome = Outcome::default();
-    let mut app = App::new();
-    app.add_plugins((
-        // Poll at the fastest tick rate a server may use; the fixed tick adapts on Welcome.
-        MinimalPlugins.set(ScheduleRunnerPlugin::run_loop(Duration::from_secs_f64(
-            1.0 / 128.0,
-        ))),
-        LogPlugin {
-            filter: LOG_FILTER.into(),
-            ..Default::default()
-        },
+    let mut app = client_app(
         net,
-        ShutdownPlugin,
         ClientPlugin {
             name: name.clone(),
             input: InputSource::Bot { seed },
         },
-    ))
-    .insert_resource(signal)
+        Pacing::RealTime(signal),
+    );
+    app.add_plugins(LogPlugin {
+        filter: LOG_FILTER.into(),
+        ..Default::default()
+    })
     .insert_resource(LinkConditions(conditions))
     .insert_resource(outcome.clone())
     .add_systems(Update, quit_when_disconnected)

@@ -3,19 +3,16 @@
 
 use bevy::prelude::*;
 use sightline_map::{CurrentMap, MapSource, find_map};
-use sightline_net::{AdmissionLimits, SecureConfig, Security, ServerNetPlugin, ShutdownSignal};
-use sightline_server::ServerConfig;
+use sightline_net::{AdmissionLimits, SecureConfig, Security, ServerNetPlugin};
+use sightline_server::{ServerConfig, ServerThread};
 use sightline_sim::TickConfig;
 use std::net::SocketAddr;
-use std::sync::atomic::Ordering;
-use std::thread::JoinHandle;
 
 /// A server running on a thread of this process. Dropping it stops the server.
 pub struct EmbeddedServer {
     /// Where it listens (loopback, a free port).
     pub addr: SocketAddr,
-    signal: ShutdownSignal,
-    thread: Option<JoinHandle<()>>,
+    _thread: ServerThread,
 }
 
 impl EmbeddedServer {
@@ -41,37 +38,18 @@ impl EmbeddedServer {
             AdmissionLimits::default(),
         )
         .map_err(|e| e.to_string())?;
-        let signal = ShutdownSignal::default();
-        let stop = signal.clone();
-        let current = CurrentMap::new(source);
-        let thread = std::thread::Builder::new()
-            .name("sightline-server".into())
-            .spawn(move || {
-                sightline_server::server_app(
-                    config,
-                    current,
-                    net,
-                    sightline_server::Pacing::RealTime(stop),
-                )
-                .run();
-            })
-            .map_err(|e| format!("cannot start the server thread: {e}"))?;
+        let thread = ServerThread::spawn(
+            "sightline-server",
+            config,
+            CurrentMap::new(source),
+            net,
+            |_| {},
+        )
+        .map_err(|e| format!("cannot start the server thread: {e}"))?;
         info!("practice server for {map} on {addr} with {bots} bots");
         Ok(Self {
             addr,
-            signal,
-            thread: Some(thread),
+            _thread: thread,
         })
-    }
-}
-
-impl Drop for EmbeddedServer {
-    fn drop(&mut self) {
-        self.signal.0.store(true, Ordering::Relaxed);
-        if let Some(thread) = self.thread.take()
-            && thread.join().is_err()
-        {
-            error!("the practice server thread panicked");
-        }
     }
 }

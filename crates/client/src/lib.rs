@@ -43,10 +43,24 @@ pub use status::{ConnectionStatus, ServerInfo};
 use bevy::app::RunFixedMainLoopSystems;
 use bevy::prelude::*;
 use sightline_interpolation::InterpolationPlugin;
-use sightline_net::{ClockSync, RenetClient, RenetReceive, ServerClock};
+use sightline_net::{
+    ClientNetPlugin, ClockSync, Pacing, RenetClient, RenetReceive, ServerClock, paced_app,
+};
 use sightline_prediction::{PredictionPlugin, PredictionSet};
 use sightline_protocol::SnapshotHistory;
 use sightline_sim::{EndSession, SessionAppExt, SimSet, SimulationPlugin};
+
+/// The one place a client app without a window is assembled, beside the server's
+/// `server_app`: the headless binary ([`Pacing::RealTime`]), the harness's soak, load
+/// test and stepper, and the tests differ only in their clock and their transport, `net`.
+/// (The game window adds the same [`ClientPlugin`] to Bevy's default plugins.)
+pub fn client_app(net: ClientNetPlugin, client: ClientPlugin, pacing: Pacing) -> App {
+    // Polls at the fastest tick rate a server may use; the fixed tick adapts on Welcome.
+    let frame = std::time::Duration::from_secs_f64(1.0 / f64::from(sightline_sim::MAX_TICK_HZ));
+    let mut app = paced_app(pacing, frame);
+    app.add_plugins((net, client));
+    app
+}
 
 /// Sends a message to the server. One above its cap (a bug here, since everything the
 /// client sends is bounded where it is made) is dropped with a warning: the server would

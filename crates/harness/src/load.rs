@@ -8,11 +8,11 @@
 //! `cargo run --release -p sightline-bench -- load` runs 16, 32 and 64 players; the test
 //! suite runs a short version with a few.
 
-use crate::realtime::{JoinTimes, ServerThread};
+use crate::realtime::{JoinTimes, MeasuredServer};
 use bevy::prelude::*;
-use sightline_client::{ClientPlugin, CommandRate, ConnectionStatus, InputSource};
+use sightline_client::{ClientPlugin, CommandRate, ConnectionStatus, InputSource, client_app};
 use sightline_net::{
-    AdmissionLimits, ClientNetPlugin, ClientSecurity, ConditionerSettings, LinkConditions,
+    AdmissionLimits, ClientNetPlugin, ClientSecurity, ConditionerSettings, LinkConditions, Pacing,
     Security, UdpClientTransport, WireCount,
 };
 use sightline_server::{ServerConfig, SnapshotStats, TickTimes};
@@ -138,18 +138,16 @@ impl fmt::Display for LoadReport {
     }
 }
 
-fn client_app(server: std::net::SocketAddr, seed: u64, config: &LoadConfig) -> App {
-    let mut app = App::new();
-    app.insert_resource(LinkConditions(config.link));
-    app.add_plugins((
-        TaskPoolPlugin::default(),
-        bevy::time::TimePlugin,
+fn load_client(server: std::net::SocketAddr, seed: u64, config: &LoadConfig) -> App {
+    let mut app = client_app(
         ClientNetPlugin::udp(server, &ClientSecurity::Insecure).expect("socket opens"),
         ClientPlugin {
             name: format!("load{seed}"),
             input: InputSource::Bot { seed },
         },
-    ));
+        Pacing::Stepped,
+    );
+    app.insert_resource(LinkConditions(config.link));
     app.insert_resource(CommandRate(config.cmd_rate));
     app.finish();
     app.cleanup();
@@ -189,7 +187,7 @@ pub fn load(config: &LoadConfig) -> LoadReport {
         tick,
         ..Default::default()
     };
-    let server = ServerThread::start(
+    let server = MeasuredServer::start(
         server_config,
         map,
         // Without connect tokens: the token service hands one address eight at once and
@@ -246,7 +244,7 @@ pub fn load(config: &LoadConfig) -> LoadReport {
         && !server.is_finished()
     {
         if clients.len() < players && Instant::now() >= next_join {
-            clients.push(client_app(addr, clients.len() as u64 + 1, config));
+            clients.push(load_client(addr, clients.len() as u64 + 1, config));
             next_join += config.join_every;
         }
         update_all(&mut clients, &mut frames);

@@ -4,15 +4,14 @@
 
 use bevy::prelude::*;
 use sightline_map::CurrentMap;
-use sightline_net::{AdmissionLimits, Security, ServerNetPlugin, ShutdownSignal};
+use sightline_net::{AdmissionLimits, Security, ServerNetPlugin};
 use sightline_server::{
-    Pacing, PlayerSlots, ServerConfig, ServerStats, SnapshotStats, Stalls, TickTimes, server_app,
+    PlayerSlots, ServerConfig, ServerStats, ServerThread, SnapshotStats, Stalls, TickTimes,
 };
 use sightline_sim::Tick;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
-use std::thread::JoinHandle;
 
 /// What the server thread shares, copied out at the end of each of its frames.
 #[derive(Resource, Clone, Default)]
@@ -144,17 +143,17 @@ fn share(
     *shared.snapshots.lock().expect("poisoned") = *snapshots;
 }
 
-/// A running server thread.
-pub struct ServerThread {
+/// A real server on a thread of its own ([`ServerThread`]), with what it measures about
+/// itself shared for the caller.
+pub struct MeasuredServer {
     /// Where clients reach it.
     pub addr: SocketAddr,
     /// What it measures.
     pub shared: Shared,
-    signal: ShutdownSignal,
-    handle: JoinHandle<()>,
+    thread: ServerThread,
 }
 
-impl ServerThread {
+impl MeasuredServer {
     /// Binds a server for `config` on 127.0.0.1 (a free port) and runs it in real time.
     pub fn start(
         config: ServerConfig,
@@ -170,56 +169,46 @@ impl ServerThread {
             limits,
         )
         .expect("the server binds");
-        let signal = ShutdownSignal::default();
         let shared = Shared::default();
-        let handle = {
-            let (signal, shared) = (signal.clone(), shared.clone());
-            // Named, so a profiler can tell the server's time from the clients'.
-            std::thread::Builder::new()
-                .name("server".into())
-                .spawn(move || {
-                    server_app(config, map, net, Pacing::RealTime(signal))
-                        .insert_resource(shared)
-                        .init_resource::<FrameStart>()
-                        // The stall falls inside a frame, after its clock was read: the
-                        // harder case (a process stopped between frames shows as a long
-                        // frame, which the server sees at once).
-                        .add_systems(
-                            First,
-                            (stall_when_asked, start_frame)
-                                .chain()
-                                .after(bevy::time::TimeSystems),
-                        )
-                        .add_systems(Last, share)
-                        .run();
-                })
-                .expect("the server thread starts")
-        };
+        let probes = shared.clone();
+        let thread = ServerThread::spawn("server", config, map, net, move |app| {
+            app.insert_resource(probes)
+                .init_resource::<FrameStart>()
+                // The stall falls inside a frame, after its clock was read: the harder
+                // case (a process stopped between frames shows as a long frame, which the
+                // server sees at once).
+                .add_systems(
+                    First,
+                    (stall_when_asked, start_frame)
+                        .chain()
+                        .after(bevy::time::TimeSystems),
+                )
+                .add_systems(Last, share);
+        })
+        .expect("the server thread starts");
         Self {
             addr,
             shared,
-            signal,
-            handle,
+            thread,
         }
     }
 
     /// Whether the server has stopped (it should not before [`Self::stop`]).
     pub fn is_finished(&self) -> bool {
-        self.handle.is_finished()
+        self.thread.is_finished()
     }
 
     /// Stops the server; whether it had panicked.
     pub fn stop(self) -> bool {
-        self.signal.0.store(true, Ordering::Relaxed);
-        self.handle.join().is_err()
+        self.thread.stop()
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use sightline_client::{ClientPlugin, ConnectionStatus, InputSource};
-    use sightline_net::{AdmissionLimits, ClientNetPlugin, ClientSecurity, SecureConfig};
+    use sightline_client::{ClientPlugin, ConnectionStatus, InputSource, client_app};
+    use sightline_net::{AdmissionLimits, ClientNetPlugin, ClientSecurity, Pacing, SecureConfig};
     use std::time::Duration;
 
     /// A client app over UDP, its own frames as fast as it goes (a command a tick, and
@@ -228,18 +217,16 @@ mod tests {
         addr: SocketAddr,
         seed: u64,
         stop: Arc<std::sync::atomic::AtomicBool>,
-    ) -> JoinHandle<bool> {
+    ) -> std::thread::JoinHandle<bool> {
         std::thread::spawn(move || {
-            let mut app = App::new();
-            app.add_plugins((
-                TaskPoolPlugin::default(),
-                bevy::time::TimePlugin,
+            let mut app = client_app(
                 ClientNetPlugin::udp(addr, &ClientSecurity::default()).expect("socket"),
                 ClientPlugin {
                     name: format!("fast{seed}"),
                     input: InputSource::Bot { seed },
                 },
-            ));
+                Pacing::Stepped,
+            );
             app.finish();
             app.cleanup();
             while !stop.load(Ordering::Relaxed) {
@@ -256,7 +243,7 @@ mod tests {
             bots: 2,
             ..Default::default()
         };
-        let server = ServerThread::start(
+        let server = MeasuredServer::start(
             config,
             crate::load_map("duel"),
             Security::Secure(SecureConfig::random()),

@@ -9,11 +9,13 @@
 //! `cargo run --release -p sightline-bench -- soak` runs it for ten minutes; the test
 //! suite runs a short version.
 
-use crate::realtime::ServerThread;
+use crate::realtime::MeasuredServer;
 use bevy::prelude::*;
-use sightline_client::{ClientPlugin, ConnectionStatus, InputSource, LatestSnapshot, Roster};
+use sightline_client::{
+    ClientPlugin, ConnectionStatus, InputSource, LatestSnapshot, Roster, client_app,
+};
 use sightline_net::{
-    AdmissionLimits, ClientNetPlugin, ClientSecurity, ConditionerSettings, LinkConditions,
+    AdmissionLimits, ClientNetPlugin, ClientSecurity, ConditionerSettings, LinkConditions, Pacing,
     SecureConfig, Security, UdpClientTransport,
 };
 use sightline_server::{ServerConfig, TickTimes};
@@ -252,18 +254,16 @@ enum Slot {
     },
 }
 
-fn client_app(server: SocketAddr, link: ConditionerSettings, seed: u64) -> App {
-    let mut app = App::new();
-    app.add_plugins((
-        TaskPoolPlugin::default(),
-        bevy::time::TimePlugin,
+fn soak_client(server: SocketAddr, link: ConditionerSettings, seed: u64) -> App {
+    let mut app = client_app(
         ClientNetPlugin::udp(server, &ClientSecurity::default()).expect("socket opens"),
         ClientPlugin {
             name: format!("soak{}", seed % 100),
             input: InputSource::Bot { seed },
         },
-    ))
-    .insert_resource(LinkConditions(link));
+        Pacing::Stepped,
+    );
+    app.insert_resource(LinkConditions(link));
     app.finish();
     app.cleanup();
     app
@@ -299,7 +299,7 @@ pub fn soak(config: &SoakConfig) -> SoakReport {
         tick,
         ..Default::default()
     };
-    let server = ServerThread::start(
+    let server = MeasuredServer::start(
         server_config,
         map,
         Security::Secure(SecureConfig::random()),
@@ -332,7 +332,7 @@ pub fn soak(config: &SoakConfig) -> SoakReport {
                 Slot::Away { until } if now >= *until => {
                     sessions += 1;
                     report.joins_started += 1;
-                    let app = client_app(addr, config.link, hash(sessions));
+                    let app = soak_client(addr, config.link, hash(sessions));
                     Some(Slot::Joining {
                         app: Box::new(app),
                         since: now,

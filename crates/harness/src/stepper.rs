@@ -14,12 +14,13 @@
 
 use bevy::prelude::*;
 use bevy::time::TimeUpdateStrategy;
-use sightline_client::{ClientPlugin, InputSource};
+use sightline_client::{ClientPlugin, InputSource, client_app};
 use sightline_map::{CurrentMap, MapSource, find_map};
 use sightline_net::{
-    ClientNetPlugin, ConditionerSettings, MemoryClientLink, MemoryNetwork, ServerNetPlugin,
+    ClientNetPlugin, ConditionerSettings, MemoryClientLink, MemoryNetwork, Pacing, ServerNetPlugin,
+    paced_app,
 };
-use sightline_server::{Pacing, ServerConfig, server_app};
+use sightline_server::{ServerConfig, server_app};
 use sightline_sim::PlayerId;
 use sightline_sim::hash::{hash, unit};
 use std::time::Duration;
@@ -132,10 +133,7 @@ pub fn load_map(name: &str) -> CurrentMap {
 
 /// An app with time under manual control, advancing `dt` per update.
 pub fn manual_app(dt: Duration) -> App {
-    let mut app = App::new();
-    app.add_plugins((TaskPoolPlugin::default(), bevy::time::TimePlugin))
-        .insert_resource(TimeUpdateStrategy::ManualDuration(dt));
-    app
+    paced_app(Pacing::Manual(dt), dt)
 }
 
 impl Stepper {
@@ -147,7 +145,7 @@ impl Stepper {
             config,
             load_map(map),
             ServerNetPlugin::memory(network.clone()),
-            Pacing::Manual,
+            Pacing::Manual(dt),
         );
         server.finish();
         server.cleanup();
@@ -227,15 +225,15 @@ impl Stepper {
         seed: u64,
         frames: Frames,
     ) -> usize {
-        let mut app = manual_app(self.dt);
         self.links.push(link.clone());
-        app.add_plugins((
+        let app = client_app(
             ClientNetPlugin::memory(link),
             ClientPlugin {
                 name: name.to_string(),
                 input: InputSource::Bot { seed },
             },
-        ));
+            Pacing::Manual(self.dt),
+        );
         self.push_client(app, frames)
     }
 

@@ -31,7 +31,7 @@ pub use limits::{HostKey, LruMap, NetworkKey};
 pub use memory::{MemoryClientLink, MemoryNetwork};
 pub use renet::{Bytes, ClientId, DisconnectReason, ServerEvent};
 pub use renetcode::ConnectToken;
-pub use shutdown::{RunFor, ShutdownPlugin, ShutdownSignal};
+pub use shutdown::{Pacing, RunFor, ShutdownPlugin, ShutdownSignal, paced_app};
 pub use udp::{
     ACK_SILENCE, ClientSecurity, ConditionedSocket, MAX_RELIABLE_BACKLOG, RESEND_BYTES_PER_SECOND,
     SILENCE_BEFORE_STANDBY, UdpClientTransport, UdpServerTransport, UdpSetupError, WireCount,

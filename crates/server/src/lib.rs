@@ -42,6 +42,8 @@ mod bots;
 mod combat;
 mod cvars;
 mod status;
+// The server on a thread of its own (offline play, the harness).
+mod thread;
 
 pub use conduct::{Conduct, KICK_STRIKES, Offence};
 pub use connection::{ClientIndex, Connection, ConnectionStage, PlayerSlots};
@@ -59,12 +61,14 @@ pub use spawn::choose_spawn;
 pub use stalls::{FrameLag, MAX_STALL_CATCH_UP, STALL_SECONDS, Stalls, TickCost};
 pub use stats::{SLICE_BYTES, ServerStats, SnapshotStats, TickTimes};
 pub use teams::smaller_team;
+pub use thread::ServerThread;
 
 use bevy::prelude::*;
 use sightline_combat::{CombatPlugin, CombatSystems};
 use sightline_map::CurrentMap;
 use sightline_movement::MovementPlugin;
-use sightline_net::{RenetReceive, RenetSend, ServerNetPlugin, ShutdownPlugin, ShutdownSignal};
+pub use sightline_net::Pacing;
+use sightline_net::{RenetReceive, RenetSend, ServerNetPlugin, paced_app};
 use sightline_sim::{SimSet, SimulationPlugin, TickConfig};
 
 /// Default for [`ServerConfig::idle_kick_seconds`].
@@ -105,16 +109,6 @@ impl Default for ServerConfig {
     }
 }
 
-/// How a server app's clock advances.
-pub enum Pacing {
-    /// In real time: the loop paced at the tick rate, stopping on the signal (or
-    /// Ctrl-C, or a [`sightline_net::RunFor`]). Call `run` on the app.
-    RealTime(ShutdownSignal),
-    /// By hand: each `update` advances the clock by exactly one tick, so a test or a
-    /// measurement is reproducible.
-    Manual,
-}
-
 /// The one place a server app is assembled: the dedicated server, offline play, the
 /// chaos soak (all [`Pacing::RealTime`]) and the in-process stepper ([`Pacing::Manual`])
 /// differ only in their clock and their transport, `net`.
@@ -125,30 +119,53 @@ pub fn server_app(
     pacing: Pacing,
 ) -> App {
     let dt = std::time::Duration::from_nanos(1_000_000_000 / config.tick.tick_hz.max(1) as u64);
-    let mut app = App::new();
-    match pacing {
-        Pacing::RealTime(signal) => {
-            app.add_plugins((
-                MinimalPlugins.set(bevy::app::ScheduleRunnerPlugin::run_loop(dt)),
-                ShutdownPlugin,
-            ))
-            .insert_resource(signal)
-            .add_systems(
-                PreUpdate,
-                // After the socket is read: the lag covers all the time the datagrams
-                // had to arrive.
-                stalls::measure_frame_lag
-                    .after(RenetReceive)
-                    .before(ServerSet::Receive),
-            );
-        }
-        Pacing::Manual => {
-            app.add_plugins((TaskPoolPlugin::default(), bevy::time::TimePlugin))
-                .insert_resource(bevy::time::TimeUpdateStrategy::ManualDuration(dt));
-        }
+    let real_time = pacing.is_real_time();
+    let mut app = paced_app(pacing, dt);
+    if real_time {
+        app.add_systems(
+            PreUpdate,
+            // After the socket is read: the lag covers all the time the datagrams had to
+            // arrive.
+            stalls::measure_frame_lag
+                .after(RenetReceive)
+                .before(ServerSet::Receive),
+        );
     }
     app.add_plugins((net, ServerPlugin { config, map }));
     app
+}
+
+/// Where the players' commands come from, each tick in [`SimSet::ReadInputs`]: every
+/// source a set of systems writing players' `CurrentCmd`. Another source, such as a
+/// demo's recorded commands, takes one's place with
+/// [`CommandSourcesExt::replace_command_source`] and drives the same simulation.
+#[derive(SystemSet, Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum CommandSource {
+    /// Connected players' commands from the network, through their input buffers.
+    Network,
+    /// The bots' brains.
+    Bots,
+}
+
+/// Replacing a [`CommandSource`] of a server app.
+pub trait CommandSourcesExt {
+    /// Stops `source` and runs `systems` in its place, in [`SimSet::ReadInputs`].
+    fn replace_command_source<M>(
+        &mut self,
+        source: CommandSource,
+        systems: impl IntoScheduleConfigs<bevy::ecs::system::ScheduleSystem, M>,
+    ) -> &mut Self;
+}
+
+impl CommandSourcesExt for App {
+    fn replace_command_source<M>(
+        &mut self,
+        source: CommandSource,
+        systems: impl IntoScheduleConfigs<bevy::ecs::system::ScheduleSystem, M>,
+    ) -> &mut Self {
+        self.configure_sets(FixedUpdate, source.run_if(|| false))
+            .add_systems(FixedUpdate, systems.in_set(SimSet::ReadInputs))
+    }
 }
 
 /// Work the server does outside the fixed tick, around renet's receiving and sending.
@@ -184,6 +201,10 @@ impl Plugin for ServerPlugin {
             .init_resource::<DepartedPlayers>()
             .init_resource::<Stalls>()
             .add_message::<outbox::Outgoing>()
+            .configure_sets(
+                FixedUpdate,
+                (CommandSource::Network, CommandSource::Bots).in_set(SimSet::ReadInputs),
+            )
             .configure_sets(PreUpdate, ServerSet::Receive.after(RenetReceive))
             .configure_sets(PostUpdate, ServerSet::Send.before(RenetSend))
             .add_observer(sessions::on_server_event)
@@ -207,7 +228,8 @@ impl Plugin for ServerPlugin {
                 FixedUpdate,
                 (
                     stats::start_tick_timer.before(SimSet::BeginTick),
-                    (inputs::consume_inputs, bots::drive_bots).in_set(SimSet::ReadInputs),
+                    inputs::consume_inputs.in_set(CommandSource::Network),
+                    bots::drive_bots.in_set(CommandSource::Bots),
                     (combat::respawn_players, rules::run_match)
                         .chain()
                         .in_set(SimSet::Combat)
