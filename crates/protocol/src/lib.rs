@@ -14,7 +14,11 @@
 //! player's state its spawn count ([`PlayerSnap::spawn_count`]), so a respawn or a new
 //! match is known for a teleport rather than taken for movement; 7, the count of pushes
 //! a player took; 8, combat events stamped with their tick; 9, player states as grid
-//! integers; 10, snapshots sent as changes from one the client acknowledged ([`delta`]).
+//! integers; 10, snapshots sent as changes from one the client acknowledged ([`delta`]);
+//! 11, input packets written against a command the server already holds ([`cmds`]: the
+//! base named by its offset from the acknowledged snapshot's), view times in steps of
+//! 1/256 tick, and others' view angles and velocities in coarser steps than a player's own
+//! ([`OTHERS_ANGLE_STEP`], [`OTHERS_VEL_STEP`]).
 //!
 //! Decoding never trusts the sender: oversized, truncated, trailing-garbage, out-of-range
 //! and non-finite inputs all come back as a [`DecodeError`] for the caller to drop and
