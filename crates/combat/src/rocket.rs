@@ -96,15 +96,7 @@ pub fn rocket_splash(at: Vec3, state: &PlayerState, params: &MoveParams) -> Opti
 #[cfg(test)]
 mod tests {
     use super::*;
-    use bevy::math::Quat;
-
-    fn floor() -> CollisionWorld {
-        CollisionWorld::from_boxes([(
-            Vec3::new(0.0, -0.5, 0.0),
-            Vec3::new(50.0, 0.5, 50.0),
-            Quat::IDENTITY,
-        )])
-    }
+    use sightline_map::test_support::open_floor;
 
     #[test]
     fn a_rocket_at_your_feet_bursts_on_the_floor_and_lifts_you() {
@@ -115,7 +107,7 @@ mod tests {
             ..default()
         };
         let mut rocket = launch_rocket(1, PlayerId(0), &me, &down, &params);
-        let world = floor();
+        let world = open_floor();
         let mut ticks = 0;
         let at = loop {
             ticks += 1;
