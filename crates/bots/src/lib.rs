@@ -215,12 +215,13 @@ fn fight(
 mod tests {
     use super::*;
     use bevy::math::Quat;
+    use sightline_map::test_support::floor_box;
     use sightline_movement::step;
 
     fn arena() -> CollisionWorld {
         let wall = |c: Vec3, h: Vec3| (c, h, Quat::IDENTITY);
         CollisionWorld::from_boxes([
-            wall(Vec3::new(0.0, -0.5, 0.0), Vec3::new(10.0, 0.5, 10.0)),
+            floor_box(10.0),
             wall(Vec3::new(10.5, 2.0, 0.0), Vec3::new(0.5, 2.0, 10.0)),
             wall(Vec3::new(-10.5, 2.0, 0.0), Vec3::new(0.5, 2.0, 10.0)),
             wall(Vec3::new(0.0, 2.0, 10.5), Vec3::new(10.0, 2.0, 0.5)),

@@ -256,17 +256,8 @@ pub(crate) fn forget_map(mut commands: Commands) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use sightline_map::test_support::HOSTILE_MAP_NAMES;
     use sightline_sim::PlayerId;
-
-    /// Map names a hostile server might send to make a client open something else.
-    const HOSTILE_MAP_NAMES: [&str; 6] = [
-        "../../etc/passwd",
-        "/dev/zero",
-        "duel/../duel",
-        "C:\\x",
-        "",
-        "duel.ron",
-    ];
 
     fn welcome(map_name: &str, map_hash: u64) -> Welcome {
         Welcome {

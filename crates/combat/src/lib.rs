@@ -10,33 +10,43 @@
 //! and burst ([`launch_rocket`], [`fly_rocket`], [`rocket_splash`]), which the client also
 //! runs to predict its own rocket jumps.
 
+// Rules, each a pure function of its inputs.
+mod aim;
 mod arsenal;
 mod damage;
 mod hitbox;
 mod items;
 mod lagcomp;
-mod plugin;
 mod respawn;
+mod rocket;
 mod spawns;
 mod spread;
 mod teams;
 mod weapons;
 
+// What combat tells the rest of the game, and what it keeps per player.
+mod events;
+mod score;
+
+// The server's systems that run the rules each tick.
+mod plugin;
+
+pub use aim::aim_direction;
 pub use arsenal::{Ammo, Arsenal, Shot, step_arsenal};
 pub use damage::{
     Damage, MAX_ARMOR, MAX_HEALTH, RESPAWN_DELAY, SPAWN_HEALTH, SPAWN_PROTECTION, Vitals, splash,
 };
+pub use events::CombatEvent;
 pub use hitbox::{HitZone, Hitbox, ray_capsule, ray_hit, ray_sphere};
 pub use items::{ItemSpot, items_present, pick_up, respawn_time, spawn_items_for};
 pub use lagcomp::{
     HitboxHistory, LagCompStats, MAX_REWIND, MAX_VIEW_LAG, MAX_VIEW_LEAD, MAX_VIEW_STEP_BACK,
     ViewWindow, clamp_view_time,
 };
-pub use plugin::{
-    CombatEvent, CombatPlugin, CombatSystems, Rocket, Score, aim_direction, fly_rocket,
-    launch_rocket, rocket_splash, silenced,
-};
+pub use plugin::{CombatPlugin, CombatSystems, silenced};
 pub use respawn::respawned;
+pub use rocket::{Rocket, fly_rocket, launch_rocket, rocket_splash};
+pub use score::Score;
 pub use spawns::{Pushes, SpawnCount};
 pub use spread::pellet_direction;
 pub use teams::{GameMode, Team};

@@ -22,16 +22,8 @@ fn encoded<T: Wire>(messages: &[T]) -> Vec<Vec<u8>> {
 
 fn cmd(seq: u32) -> InputCmd {
     InputCmd {
-        seq,
-        client_tick: seq + 10,
-        forward: 1.0,
-        right: -0.5,
-        yaw: angle_of_steps(angle_steps(0.3)),
-        pitch: angle_of_steps(angle_steps(-0.2)),
         buttons: Buttons::JUMP.with(Buttons::FIRE),
-        weapon_slot: 2,
-        view_tick: 1200,
-        view_frac: 39_936,
+        ..sightline_sim::test_support::wire_cmd(seq)
     }
 }
 

@@ -6,6 +6,9 @@ mod collision;
 mod format;
 mod load;
 
+#[cfg(any(test, feature = "test-support"))]
+pub mod test_support;
+
 pub use collision::{CastHit, CollisionWorld, SKIN};
 pub use format::{Ambient, Brush, ItemKind, ItemSpot, Light, MapDef, Rgb, SpawnPoint, Sun};
 pub use load::{

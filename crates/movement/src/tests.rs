@@ -2,6 +2,7 @@
 
 use crate::{Body, MoveParams, MoveWorld, PlayerState, step, step_among};
 use bevy::math::{Quat, Vec3};
+use sightline_map::test_support::floor_box;
 use sightline_map::{CollisionWorld, SKIN};
 use sightline_sim::{Buttons, InputCmd};
 
@@ -30,11 +31,7 @@ fn test_params_match_the_defaults() {
 }
 
 fn floor() -> (Vec3, Vec3, Quat) {
-    (
-        Vec3::new(0.0, -0.5, 0.0),
-        Vec3::new(100.0, 0.5, 100.0),
-        Quat::IDENTITY,
-    )
+    floor_box(100.0)
 }
 
 fn flat_world() -> CollisionWorld {

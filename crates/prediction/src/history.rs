@@ -98,13 +98,7 @@ impl PredictionHistory {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn cmd(seq: u32) -> InputCmd {
-        InputCmd {
-            seq,
-            ..Default::default()
-        }
-    }
+    use sightline_sim::test_support::cmd;
 
     #[test]
     fn acknowledging_drops_older_steps_and_returns_the_acked_one() {

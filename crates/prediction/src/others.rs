@@ -110,16 +110,8 @@ fn carried(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use bevy::math::Quat;
+    use sightline_map::test_support::open_floor;
     use sightline_movement::MoveFlags;
-
-    fn floor() -> CollisionWorld {
-        CollisionWorld::from_boxes([(
-            Vec3::new(0.0, -0.5, 0.0),
-            Vec3::new(50.0, 0.5, 50.0),
-            Quat::IDENTITY,
-        )])
-    }
 
     fn runner(x: f32, vx: f32) -> PlayerState {
         let mut s = PlayerState::at(Vec3::new(x, 0.01, 0.0), 0.0);
@@ -146,7 +138,7 @@ mod tests {
         };
         let me = runner(0.0, 0.0);
         let dt = 0.125;
-        let at = others.at(14, &me, &floor(), &params, dt);
+        let at = others.at(14, &me, &open_floor(), &params, dt);
         // Four ticks on for the one moved before us, three for the one moved after.
         assert!(
             (at[0].pos.x - (-4.0 + 2.0 * 4.0 * dt)).abs() < 1e-5,
@@ -158,13 +150,13 @@ mod tests {
         );
         // The acknowledged command itself sees them where the snapshot had them.
         assert_eq!(
-            others.at(10, &me, &floor(), &params, dt)[0],
+            others.at(10, &me, &open_floor(), &params, dt)[0],
             others.players[0].state
         );
     }
 
     #[test]
-    fn a_carried_player_stops_at_us_and_at_the_floor() {
+    fn a_carried_player_stops_at_us_and_at_the_open_floor() {
         let params = MoveParams::default();
         let me = runner(0.0, 0.0);
         let mut faller = PlayerState::at(Vec3::new(-3.0, 1.0, 0.0), 0.0);
@@ -182,7 +174,7 @@ mod tests {
                 },
             ],
         };
-        let at = others.at(40, &me, &floor(), &params, 1.0 / 64.0);
+        let at = others.at(40, &me, &open_floor(), &params, 1.0 / 64.0);
         let gap = Body::of(&at[0], &params).gap(&Body::of(&me, &params));
         assert!((0.0..0.01).contains(&gap), "ran into us: gap {gap}");
         assert!(at[1].pos.y >= 0.0 && at[1].pos.y < 0.02, "{:?}", at[1]);
@@ -209,7 +201,7 @@ mod tests {
         };
         assert!(
             others
-                .at(5, &runner(0.0, 0.0), &floor(), &params, 0.01)
+                .at(5, &runner(0.0, 0.0), &open_floor(), &params, 0.01)
                 .is_empty()
         );
     }

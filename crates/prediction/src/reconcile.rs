@@ -99,9 +99,8 @@ mod tests {
 
     fn cmd(seq: u32, forward: f32) -> InputCmd {
         InputCmd {
-            seq,
             forward,
-            ..Default::default()
+            ..sightline_sim::test_support::cmd(seq)
         }
     }
 

@@ -430,16 +430,13 @@ mod tests {
 
     fn cmd(seq: u32) -> InputCmd {
         InputCmd {
-            seq,
             client_tick: seq + 100,
-            forward: 1.0,
-            right: -0.5,
             yaw: angle_of_steps(angle_steps(0.25)),
             pitch: angle_of_steps(angle_steps(-0.1)),
-            buttons: Buttons::JUMP,
             weapon_slot: 0,
             view_tick: 90,
             view_frac: 3 * VIEW_FRAC_STEP,
+            ..sightline_sim::test_support::wire_cmd(seq)
         }
     }
 

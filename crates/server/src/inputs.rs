@@ -337,10 +337,9 @@ mod tests {
 
     fn cmd(seq: u32) -> InputCmd {
         InputCmd {
-            seq,
             forward: 1.0,
             buttons: Buttons::JUMP.with(Buttons::FIRE),
-            ..Default::default()
+            ..sightline_sim::test_support::cmd(seq)
         }
     }
 

@@ -263,6 +263,7 @@ const ITEM_LOOK_AT: Vec3 = Vec3::new(0.0, 0.5, 0.0);
 #[cfg(test)]
 mod tests {
     use super::*;
+    use sightline_map::test_support::floor_box;
     use sightline_movement::MoveFlags;
 
     fn standing(x: f32, z: f32) -> PlayerState {
@@ -276,11 +277,7 @@ mod tests {
     /// A floor, and a wall 4 m wide and 4 m tall across x = 0, from z = -2 to z = 2.
     fn wall() -> CollisionWorld {
         CollisionWorld::from_boxes([
-            (
-                Vec3::new(0.0, -0.5, 0.0),
-                Vec3::new(50.0, 0.5, 50.0),
-                Quat::IDENTITY,
-            ),
+            floor_box(50.0),
             (
                 Vec3::new(0.0, 2.0, 0.0),
                 Vec3::new(0.25, 2.0, 2.0),

@@ -11,6 +11,9 @@ mod player;
 mod session;
 mod tick;
 
+#[cfg(any(test, feature = "test-support"))]
+pub mod test_support;
+
 pub use input::{
     ANGLE_STEPS, Buttons, InputCmd, MAX_PITCH_DEG, MAX_PITCH_STEPS, SanitizeError, VIEW_FRAC_STEP,
     WEAPON_SLOTS, angle_of_steps, angle_steps, wrap_angle,

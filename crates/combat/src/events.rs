@@ -1,0 +1,54 @@
+//! The combat messages: what happened in a tick's fighting, for the network and the logs.
+
+use crate::{HitZone, WeaponKind};
+use bevy::prelude::*;
+use sightline_sim::PlayerId;
+
+/// Something that happened in combat, for the network and the logs.
+#[derive(Message, Debug, Clone, PartialEq)]
+pub enum CombatEvent {
+    /// A weapon went off.
+    Fired {
+        /// Who fired.
+        shooter: PlayerId,
+        /// With what.
+        weapon: WeaponKind,
+        /// From where (the eye).
+        origin: Vec3,
+        /// Which way.
+        dir: Vec3,
+        /// The tick it happened in.
+        tick: u32,
+    },
+    /// A shot or splash struck a player.
+    Hit {
+        /// Who fired.
+        shooter: PlayerId,
+        /// Who was hit.
+        target: PlayerId,
+        /// Health and armour taken.
+        damage: f32,
+        /// Where.
+        zone: HitZone,
+    },
+    /// A player died.
+    Killed {
+        /// Who died.
+        victim: PlayerId,
+        /// Who killed them (themselves included).
+        killer: PlayerId,
+        /// With what.
+        weapon: WeaponKind,
+    },
+    /// A rocket burst.
+    Exploded {
+        /// Where.
+        at: Vec3,
+        /// The tick it happened in.
+        tick: u32,
+        /// The rocket's id.
+        rocket: u16,
+        /// Who fired it.
+        owner: PlayerId,
+    },
+}

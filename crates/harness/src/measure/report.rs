@@ -1,0 +1,112 @@
+//! What a measurement found, per client and for the whole scenario, and the statistics
+//! that sum it up.
+
+/// What one measurement found, for one client or pooled over several.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct NetcodeReport {
+    /// Frames per second the client ran at (the mean when pooled).
+    pub fps: f64,
+    /// Prediction corrections per minute per client.
+    pub corrections_per_min: f64,
+    /// Mean correction size, metres (0 when none).
+    pub correction_mean: f64,
+    /// 99th percentile correction size, metres.
+    pub correction_p99: f64,
+    /// Largest correction, metres.
+    pub correction_max: f64,
+    /// Corrections per minute per client by the cause prediction gave them, in the order
+    /// of `CorrectionCauses::as_array`: our own movement mispredicted, our input late (the
+    /// server repeated a command), no prediction to compare; and other players' doing: a
+    /// collision, knockback, being killed.
+    pub corrections_by_cause_per_min: [f64; 6],
+    /// Of the corrections, those that came while the server had the player dead, per
+    /// minute per client (observed by the harness, whatever their cause).
+    pub corrections_while_dead_per_min: f64,
+    /// Teleports (respawns) prediction adopted without a correction, per minute per
+    /// client.
+    pub teleports_per_min: f64,
+    /// Times prediction gave up waiting for the server and started over, per client.
+    pub resets: f64,
+    /// Ticks the server repeated a client's command, per minute per client.
+    pub repeats_per_min: f64,
+    /// Ticks the server held the player waiting for a late command, per minute (each
+    /// delays the player's commands by a tick until pacing drains it, and corrects
+    /// nothing).
+    pub held_per_min: f64,
+    /// Key press to the server simulating the command, milliseconds: mean.
+    pub input_latency_ms_mean: f64,
+    /// Its 99th percentile.
+    pub input_latency_ms_p99: f64,
+    /// Mean time a command waits in the server's buffer, milliseconds.
+    pub input_buffer_ms: f64,
+    /// Hitscan shots fired by the client(s) in the span.
+    pub shots: u64,
+    /// Age of the world each shot was judged against (server time less the view time its
+    /// command carried), milliseconds: mean.
+    pub shot_age_ms_mean: f64,
+    /// Its 99th percentile.
+    pub shot_age_ms_p99: f64,
+    /// Mean distance between where a remote player was drawn and where the server had it
+    /// at the drawn time, metres.
+    pub interp_error_mean: f64,
+    /// 99th percentile of that distance, metres.
+    pub interp_error_p99: f64,
+    /// Largest of that distance, metres.
+    pub interp_error_max: f64,
+    /// Share of remote-player frames drawn past the newest snapshot, percent.
+    pub extrapolated_pct: f64,
+    /// Share of the client's frames in which it also drew its own player as a remote
+    /// player (a ghost of itself), percent.
+    pub self_drawn_pct: f64,
+    /// Share of remote-player frames in which a player that had respawned was still drawn
+    /// where it fell, left out of the interpolation error (the client holds it there until
+    /// a snapshot of the new life arrives, so cannot know the tick between two snapshots
+    /// at which it respawned), percent.
+    pub respawn_frames_pct: f64,
+    /// Interpolation delay over the frames, milliseconds: mean.
+    pub interp_delay_ms_mean: f64,
+    /// Its 99th percentile.
+    pub interp_delay_ms_p99: f64,
+    /// Frames whose render time was earlier than the previous frame's, per client.
+    pub render_steps_back: f64,
+    /// Largest such step back, milliseconds.
+    pub render_step_back_max_ms: f64,
+    /// Bytes per second per client, client to server, with netcode's and UDP/IP's headers.
+    pub up_bytes_per_s: f64,
+    /// Bytes per second per client, server to client, with the same headers.
+    pub down_bytes_per_s: f64,
+}
+
+/// What a scenario found.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ScenarioReport {
+    /// Each measured client, in the scenario's order.
+    pub clients: Vec<NetcodeReport>,
+    /// All of them pooled.
+    pub pooled: NetcodeReport,
+    /// Deaths per minute, everyone on the server.
+    pub kills_per_min: f64,
+    /// Rockets fired per minute, everyone.
+    pub rockets_per_min: f64,
+    /// Hitscan shots per minute, everyone.
+    pub shots_per_min: f64,
+    /// Input packets the server dropped because it no longer held the command they were
+    /// written against, over the whole run: an honest client never causes one.
+    pub unresolved_inputs: u64,
+}
+
+/// The nearest-rank `q` quantile (0 to 1) of sorted values, or 0 when there are none.
+pub fn percentile(sorted: &[f64], q: f64) -> f64 {
+    if sorted.is_empty() {
+        return 0.0;
+    }
+    sorted[((sorted.len() - 1) as f64 * q).round() as usize]
+}
+
+/// The mean of `values`, or 0 when there are none.
+pub(crate) fn mean(values: &[f64]) -> f64 {
+    if values.is_empty() {
+        return 0.0;
+    }
+    values.iter().sum::<f64>() / values.len() as f64
+}

@@ -1,0 +1,594 @@
+//! The client's end: its netcode endpoint, the token request before it, the standby
+//! connection that survives a NAT rebinding, and the systems that drive it.
+
+use super::socket::{ConditionedSocket, PacketRate, UdpSetupError, unix_now};
+use crate::auth;
+use crate::bundle;
+use crate::guard::PacketGuard;
+use crate::{ConditionerSettings, LinkConditions};
+use bevy::prelude::*;
+use bevy_renet::RenetClient;
+use renetcode::{ClientAuthentication, ConnectToken, NetcodeClient};
+use sightline_protocol::NETCODE_PROTOCOL_ID;
+use std::net::{SocketAddr, UdpSocket};
+use std::sync::{Mutex, mpsc};
+use std::time::{Duration, Instant};
+
+/// Where a client's connection stands before netcode takes over.
+enum ClientPhase {
+    /// Waiting for the token service's answer.
+    /// (In a mutex only because resources must be `Sync`.)
+    AwaitingToken(Mutex<mpsc::Receiver<Result<ConnectToken, String>>>),
+    /// Speaking netcode.
+    Netcode(Box<NetcodeClient>),
+    /// No connection could be made, and why.
+    Failed(String),
+}
+
+/// How long the server may be silent to a connected client before it opens a standby
+/// connection: the server sends at least ten datagrams a second (snapshots, or netcode's
+/// keep-alives), so silence this long means its packets no longer reach us (a NAT that
+/// changed our port) or it stands still.
+pub const SILENCE_BEFORE_STANDBY: Duration = Duration::from_millis(1500);
+/// How long after one standby connection another may be tried while the silence lasts.
+const STANDBY_RETRY: Duration = Duration::from_secs(3);
+
+/// The client's netcode endpoint.
+///
+/// When the server falls silent ([`SILENCE_BEFORE_STANDBY`]) it opens a *standby*
+/// connection from a fresh socket, beside the old one. If the old one speaks again (the
+/// server had stood still), the standby is dropped and nothing changed. If the standby
+/// connects first, the old path is dead (a NAT rebinding: the server sees our packets
+/// from a port it does not know and its answers go to one that is gone); the standby
+/// takes over ([`Self::timed_out`] says so) and the game resumes on it with its resume
+/// secret at once ([`resume_udp`]), not after netcode's 10 s timeout.
+#[derive(Resource)]
+pub struct UdpClientTransport {
+    phase: ClientPhase,
+    server: SocketAddr,
+    security: ClientSecurity,
+    /// The socket, for conditions and statistics.
+    pub socket: ConditionedSocket,
+    /// Acknowledgement pacing toward the server.
+    pacer: bundle::Pacer,
+    /// Datagrams from the server holding a malformed bundle (dropped).
+    pub malformed_bundles: u64,
+    /// The server's packets' checks and rate.
+    guard: PacketGuard,
+    rate: PacketRate,
+    /// renet packets from the server refused before renet read them.
+    pub bad_packets: u64,
+    /// When a datagram from the server last arrived (or the connection started).
+    heard_at: Instant,
+    /// Whether the game could resume on a standby (it was welcomed, with a secret).
+    standby_allowed: bool,
+    /// A second connection, opened while the server is silent.
+    standby: Option<Standby>,
+    standby_opened_at: Option<Instant>,
+    /// Whether a standby took over and the game has yet to start a session on it.
+    rebound: bool,
+    /// Standby connections opened, and those that took over.
+    pub standbys: u32,
+    /// See `standbys`.
+    pub rebinds: u32,
+}
+
+/// A standby connection (see [`UdpClientTransport`]).
+struct Standby {
+    phase: ClientPhase,
+    socket: ConditionedSocket,
+}
+
+/// How a client connects.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ClientSecurity {
+    /// Ask the server's token service for a connect token, giving this password (empty
+    /// for a public server).
+    Secure {
+        /// The server's password.
+        password: String,
+    },
+    /// Connect without a token, to a server started with `--insecure`.
+    Insecure,
+}
+
+impl Default for ClientSecurity {
+    fn default() -> Self {
+        Self::Secure {
+            password: String::new(),
+        }
+    }
+}
+
+/// Opens a client socket toward `server`; in secure mode the token request starts at
+/// once on a background thread.
+pub fn udp_client(
+    server: SocketAddr,
+    security: &ClientSecurity,
+) -> Result<UdpClientTransport, UdpSetupError> {
+    let phase = open_phase(server, security)?;
+    Ok(UdpClientTransport::new(
+        phase,
+        server,
+        security.clone(),
+        client_socket(server)?,
+    ))
+}
+
+/// How a new connection to `server` starts: asking for a token, or (insecure) speaking
+/// netcode at once.
+fn open_phase(server: SocketAddr, security: &ClientSecurity) -> Result<ClientPhase, UdpSetupError> {
+    Ok(match security {
+        ClientSecurity::Secure { password } => {
+            ClientPhase::AwaitingToken(Mutex::new(auth::request_token(server, password.clone())))
+        }
+        ClientSecurity::Insecure => {
+            let now = unix_now();
+            // Unique enough among the clients of one server: time in nanoseconds mixed
+            // with pid.
+            let client_id = now.as_nanos() as u64 ^ ((std::process::id() as u64) << 40);
+            let netcode = NetcodeClient::new(
+                now,
+                ClientAuthentication::Unsecure {
+                    protocol_id: NETCODE_PROTOCOL_ID,
+                    client_id,
+                    server_addr: server,
+                    user_data: None,
+                },
+            )
+            .map_err(|e| {
+                UdpSetupError::new(format!("cannot start netcode toward {server}: {e}"))
+            })?;
+            ClientPhase::Netcode(Box::new(netcode))
+        }
+    })
+}
+
+/// Opens a client socket toward `server` with a connect token issued elsewhere (by a
+/// matchmaker holding the server's key). The token's first address is replaced by
+/// `server`, the address actually dialled. Reconnecting after a drop asks the server's
+/// own token service, as a matchmaker's token is good for one connection.
+pub fn udp_client_with_token(
+    server: SocketAddr,
+    mut token: ConnectToken,
+) -> Result<UdpClientTransport, UdpSetupError> {
+    token.server_addresses = [None; 32];
+    token.server_addresses[0] = Some(server);
+    let netcode = NetcodeClient::new(
+        unix_now(),
+        ClientAuthentication::Secure {
+            connect_token: token,
+        },
+    )
+    .map_err(|e| UdpSetupError::new(format!("cannot start netcode toward {server}: {e}")))?;
+    Ok(UdpClientTransport::new(
+        ClientPhase::Netcode(Box::new(netcode)),
+        server,
+        ClientSecurity::default(),
+        client_socket(server)?,
+    ))
+}
+
+/// A client's socket, of the server's address family.
+fn client_socket(server: SocketAddr) -> Result<ConditionedSocket, UdpSetupError> {
+    let bind: SocketAddr = if server.is_ipv4() {
+        "0.0.0.0:0".parse().expect("valid address")
+    } else {
+        "[::]:0".parse().expect("valid address")
+    };
+    let socket = UdpSocket::bind(bind)
+        .map_err(|e| UdpSetupError::new(format!("cannot open a UDP socket: {e}")))?;
+    ConditionedSocket::new(socket)
+        .map_err(|e| UdpSetupError::new(format!("cannot configure the socket: {e}")))
+}
+
+/// Waits for the connect token, then receives datagrams into renet (each renet packet
+/// checked by the [`PacketGuard`]) and keeps the connection alive; opens, drives and
+/// drops the standby connection.
+pub(crate) fn client_receive(
+    mut transport: ResMut<UdpClientTransport>,
+    mut client: ResMut<RenetClient>,
+    time: Res<Time<Real>>,
+) {
+    let transport = &mut *transport;
+    let now = Instant::now();
+    if let ClientPhase::AwaitingToken(answer) = &transport.phase {
+        let answer = answer.lock().map(|a| a.try_recv());
+        let next = match answer.unwrap_or(Err(mpsc::TryRecvError::Disconnected)) {
+            Err(mpsc::TryRecvError::Empty) => {
+                client.set_connecting();
+                return;
+            }
+            Err(mpsc::TryRecvError::Disconnected) => {
+                ClientPhase::Failed("the token request ended without an answer".into())
+            }
+            Ok(Err(reason)) => ClientPhase::Failed(reason),
+            Ok(Ok(token)) => match NetcodeClient::new(
+                unix_now(),
+                ClientAuthentication::Secure {
+                    connect_token: token,
+                },
+            ) {
+                Ok(netcode) => ClientPhase::Netcode(Box::new(netcode)),
+                Err(e) => ClientPhase::Failed(format!("cannot use the connect token: {e}")),
+            },
+        };
+        transport.phase = next;
+        transport.heard_at = now;
+    }
+    let ClientPhase::Netcode(netcode) = &mut transport.phase else {
+        if !client.is_disconnected() {
+            client.disconnect_due_to_transport();
+        }
+        return;
+    };
+    let socket = &mut transport.socket;
+    if netcode.disconnect_reason().is_some() {
+        if !client.is_disconnected() {
+            client.disconnect_due_to_transport();
+        }
+        return;
+    }
+    // Taken over by a standby: keep it alive until the game starts a session on it.
+    if client.is_disconnected() && !transport.rebound {
+        if let Ok((addr, packet)) = netcode.disconnect() {
+            socket.send_to(packet, addr);
+        }
+        return;
+    }
+    if !transport.rebound {
+        if netcode.is_connected() {
+            client.set_connected();
+        } else if netcode.is_connecting() {
+            client.set_connecting();
+        }
+    }
+    let mut heard = false;
+    match socket.receive() {
+        Ok(datagrams) => {
+            for (addr, mut bytes) in datagrams {
+                if addr != netcode.server_addr() {
+                    continue;
+                }
+                heard = true;
+                if let Some(payload) = netcode.process_packet(&mut bytes) {
+                    let Ok(packets) = bundle::unbundle(payload) else {
+                        transport.malformed_bundles += 1;
+                        continue;
+                    };
+                    for packet in packets {
+                        if !transport.rate.take(now) {
+                            transport.bad_packets += 1;
+                            continue;
+                        }
+                        match transport.guard.check(packet) {
+                            Ok(()) if !transport.rebound => client.process_packet(packet),
+                            Ok(()) => {}
+                            Err(_) => transport.bad_packets += 1,
+                        }
+                    }
+                }
+            }
+        }
+        Err(e) => debug!("UDP receive failed: {e}"),
+    }
+    if let Some((packet, addr)) = netcode.update(time.delta()) {
+        socket.send_to(packet, addr);
+    }
+    if heard {
+        transport.heard_at = now;
+        if transport.drop_standby() {
+            info!(
+                "{} spoke again; standby connection dropped",
+                transport.server
+            );
+        }
+        return;
+    }
+    transport.open_standby_if_silent(now);
+    if transport.drive_standby(time.delta()) {
+        transport.take_standby(now);
+        client.disconnect_due_to_transport();
+    }
+}
+
+/// Starts a session on the connection a standby took over (see [`UdpClientTransport`]):
+/// a fresh renet client on it, the old one's state gone with the old path. False when
+/// there is none to resume on.
+pub fn resume_udp(world: &mut World) -> bool {
+    let Some(mut transport) = world.get_resource_mut::<UdpClientTransport>() else {
+        return false;
+    };
+    if !transport.rebound {
+        return false;
+    }
+    transport.rebound = false;
+    let mut client = RenetClient::new(sightline_protocol::connection_config());
+    client.set_connecting();
+    world.insert_resource(client);
+    true
+}
+
+/// Sends renet's outgoing packets through netcode, bundled, holding back
+/// acknowledgements alone (see [`bundle`]).
+pub(crate) fn client_send(
+    mut transport: ResMut<UdpClientTransport>,
+    mut client: ResMut<RenetClient>,
+) {
+    let transport = &mut *transport;
+    if let ClientPhase::Netcode(netcode) = &mut transport.phase
+        && netcode.is_connected()
+    {
+        let now = Instant::now();
+        let packets = client.get_packets_to_send();
+        for packet in transport.pacer.payloads(packets, now) {
+            match netcode.generate_payload_packet(&packet) {
+                Ok((addr, payload)) => transport.socket.send_to(payload, addr),
+                Err(e) => {
+                    error!("cannot wrap a packet for the server: {e}");
+                    break;
+                }
+            }
+        }
+    }
+    transport.socket.flush();
+}
+
+impl UdpClientTransport {
+    fn new(
+        phase: ClientPhase,
+        server: SocketAddr,
+        security: ClientSecurity,
+        socket: ConditionedSocket,
+    ) -> Self {
+        Self {
+            phase,
+            server,
+            security,
+            socket,
+            pacer: bundle::Pacer::default(),
+            malformed_bundles: 0,
+            guard: PacketGuard::from_server(),
+            rate: PacketRate::new(Instant::now()),
+            bad_packets: 0,
+            heard_at: Instant::now(),
+            standby_allowed: false,
+            standby: None,
+            standby_opened_at: None,
+            rebound: false,
+            standbys: 0,
+            rebinds: 0,
+        }
+    }
+
+    /// Opens a standby connection when a connected server has been silent too long (at
+    /// most one at a time, and one per [`STANDBY_RETRY`]).
+    fn open_standby_if_silent(&mut self, now: Instant) {
+        let connected = self.standby_allowed
+            && matches!(&self.phase, ClientPhase::Netcode(n) if n.is_connected());
+        let silent = now.saturating_duration_since(self.heard_at) > SILENCE_BEFORE_STANDBY;
+        let may_retry = self
+            .standby_opened_at
+            .is_none_or(|at| now.saturating_duration_since(at) > STANDBY_RETRY);
+        if !connected || !silent || !may_retry || self.standby.is_some() {
+            return;
+        }
+        self.standby_opened_at = Some(now);
+        let opened = open_phase(self.server, &self.security)
+            .and_then(|phase| Ok((phase, client_socket(self.server)?)));
+        match opened {
+            Ok((phase, mut socket)) => {
+                info!(
+                    "no packets from {} for {:.1} s; opening a standby connection",
+                    self.server,
+                    now.saturating_duration_since(self.heard_at).as_secs_f32()
+                );
+                socket.set_conditions(self.socket.conditions());
+                self.standbys += 1;
+                self.standby = Some(Standby { phase, socket });
+            }
+            Err(e) => debug!("cannot open a standby connection: {e}"),
+        }
+    }
+
+    /// Drops the standby connection, if there is one (saying goodbye on it if it got
+    /// as far as connecting); true if there was.
+    fn drop_standby(&mut self) -> bool {
+        let Some(mut standby) = self.standby.take() else {
+            return false;
+        };
+        if let ClientPhase::Netcode(netcode) = &mut standby.phase
+            && let Ok((addr, packet)) = netcode.disconnect()
+        {
+            standby.socket.send_to(packet, addr);
+        }
+        standby.socket.flush();
+        true
+    }
+
+    /// Moves the standby connection along; true once it is connected.
+    fn drive_standby(&mut self, delta: Duration) -> bool {
+        let Some(standby) = &mut self.standby else {
+            return false;
+        };
+        if let ClientPhase::AwaitingToken(answer) = &standby.phase {
+            let answer = answer.lock().map(|a| a.try_recv());
+            standby.phase = match answer.unwrap_or(Err(mpsc::TryRecvError::Disconnected)) {
+                Err(mpsc::TryRecvError::Empty) => return false,
+                Ok(Ok(token)) => match NetcodeClient::new(
+                    unix_now(),
+                    ClientAuthentication::Secure {
+                        connect_token: token,
+                    },
+                ) {
+                    Ok(netcode) => ClientPhase::Netcode(Box::new(netcode)),
+                    Err(e) => ClientPhase::Failed(e.to_string()),
+                },
+                Ok(Err(reason)) => ClientPhase::Failed(reason),
+                Err(mpsc::TryRecvError::Disconnected) => ClientPhase::Failed(String::new()),
+            };
+        }
+        let ClientPhase::Netcode(netcode) = &mut standby.phase else {
+            self.standby = None; // it failed; the old connection may still time out
+            return false;
+        };
+        if netcode.disconnect_reason().is_some() {
+            self.standby = None;
+            return false;
+        }
+        if let Ok(datagrams) = standby.socket.receive() {
+            for (addr, mut bytes) in datagrams {
+                // Nothing but netcode's own packets comes before the game says Hello.
+                if addr == netcode.server_addr() {
+                    let _ = netcode.process_packet(&mut bytes);
+                }
+            }
+        }
+        if let Some((packet, addr)) = netcode.update(delta) {
+            standby.socket.send_to(packet, addr);
+        }
+        standby.socket.flush();
+        netcode.is_connected()
+    }
+
+    /// Makes the standby connection the one in use, and says goodbye on the old one.
+    fn take_standby(&mut self, now: Instant) {
+        let Some(standby) = self.standby.take() else {
+            return;
+        };
+        let mut old_socket = std::mem::replace(&mut self.socket, standby.socket);
+        let old_phase = std::mem::replace(&mut self.phase, standby.phase);
+        if let ClientPhase::Netcode(mut old) = old_phase
+            && let Ok((addr, packet)) = old.disconnect()
+        {
+            old_socket.send_to(packet, addr);
+            old_socket.flush();
+        }
+        self.socket.absorb(&old_socket);
+        self.pacer = bundle::Pacer::default();
+        self.guard = PacketGuard::from_server();
+        self.rate = PacketRate::new(now);
+        self.heard_at = now;
+        self.rebound = true;
+        self.rebinds += 1;
+        warn!(
+            "the old connection to {} went silent and a new one answered; resuming on it",
+            self.server
+        );
+    }
+
+    /// Sends from a new local port from now on, without telling anyone, as a NAT that
+    /// rebinds does: the server sees the connection's packets come from an address it
+    /// does not know, and what it sends to the old one is lost. For fault tests (the
+    /// chaos soak).
+    pub fn change_port(&mut self) -> Result<(), UdpSetupError> {
+        let mut socket = client_socket(self.server)?;
+        socket.set_conditions(self.socket.conditions());
+        let old = std::mem::replace(&mut self.socket, socket);
+        self.socket.absorb(&old);
+        Ok(())
+    }
+
+    /// Sets how its sockets (the one in use and a standby's) misbehave.
+    pub fn set_conditions(&mut self, settings: ConditionerSettings) {
+        self.socket.set_conditions(settings);
+        if let Some(standby) = &mut self.standby {
+            standby.socket.set_conditions(settings);
+        }
+    }
+
+    /// Tells the server this client is leaving, at once (and drops a standby).
+    pub fn goodbye(&mut self) {
+        self.drop_standby();
+        self.socket.set_conditions(ConditionerSettings::default());
+        if let ClientPhase::Netcode(netcode) = &mut self.phase
+            && let Ok((addr, packet)) = netcode.disconnect()
+        {
+            self.socket.send_to(packet, addr);
+        }
+        self.socket.flush();
+    }
+
+    /// Why the transport gave up, in words a player can act on: the token service's
+    /// refusal, or netcode's reason (timed out, denied...). `None` while it is fine.
+    pub fn failure(&self) -> Option<String> {
+        if self.rebound {
+            return Some(format!(
+                "no packets from {} for {:.1} s; resuming on a new connection",
+                self.server,
+                SILENCE_BEFORE_STANDBY.as_secs_f32()
+            ));
+        }
+        match &self.phase {
+            ClientPhase::AwaitingToken(_) => None,
+            ClientPhase::Failed(reason) => Some(reason.clone()),
+            ClientPhase::Netcode(netcode) => netcode.disconnect_reason().map(|r| match r {
+                renetcode::DisconnectReason::ConnectionDenied => {
+                    "the server denied the connection (full, or too many from your address)"
+                        .to_string()
+                }
+                other => format!("{} ({other})", self.server),
+            }),
+        }
+    }
+
+    /// The server's address.
+    pub fn server(&self) -> SocketAddr {
+        self.server
+    }
+
+    /// Whether an established connection went silent (as opposed to being closed by the
+    /// server, refused or never made): the case worth reconnecting for. True too once a
+    /// standby connection took over, which the game resumes on at once.
+    pub fn timed_out(&self) -> bool {
+        self.rebound
+            || matches!(
+                &self.phase,
+                ClientPhase::Netcode(n)
+                    if n.disconnect_reason() == Some(renetcode::DisconnectReason::ConnectionTimedOut)
+            )
+    }
+
+    /// Lets a silent connection be replaced by a standby, or not: only a game that could
+    /// resume on one (in it, with a resume secret) should allow it.
+    pub fn allow_standby(&mut self, allowed: bool) {
+        self.standby_allowed = allowed;
+    }
+
+    /// Whether a standby may be opened ([`Self::allow_standby`]).
+    pub fn standby_allowed(&self) -> bool {
+        self.standby_allowed
+    }
+
+    /// Whether a standby connection took over and waits for the game to resume on it
+    /// ([`resume_udp`]).
+    pub fn rebound(&self) -> bool {
+        self.rebound
+    }
+
+    /// How this transport connects (to connect again the same way).
+    pub fn security(&self) -> &ClientSecurity {
+        &self.security
+    }
+}
+
+/// Tells the server goodbye when the app exits.
+pub(crate) fn client_disconnect_on_exit(
+    exit: MessageReader<AppExit>,
+    mut transport: ResMut<UdpClientTransport>,
+) {
+    if !exit.is_empty() {
+        transport.goodbye();
+    }
+}
+
+/// Applies [`LinkConditions`] to the client's socket when they change.
+pub(crate) fn client_condition(
+    conditions: Res<LinkConditions>,
+    mut transport: ResMut<UdpClientTransport>,
+) {
+    // A new transport (a reconnection) gets the conditions too.
+    if conditions.is_changed() || transport.is_added() {
+        transport.set_conditions(conditions.0);
+    }
+}
