@@ -1,8 +1,7 @@
 //! A remote player's recent states and how to sample them at any moment.
 
-use crate::Drawn;
 use bevy::prelude::*;
-use sightline_movement::PlayerState;
+use sightline_movement::{MoveFlags, PlayerState};
 use sightline_sim::InputCmd;
 use std::collections::VecDeque;
 use std::f32::consts::{PI, TAU};
@@ -27,6 +26,23 @@ pub enum DrawMode {
     /// Before the oldest snapshot: the player had not come into view at the drawn time
     /// (it has just joined, or the server has just begun to send it), so it is not drawn.
     Unseen,
+}
+
+/// Where an interpolated player is drawn this frame.
+#[derive(Component, Debug, Default, Clone, Copy, PartialEq)]
+pub struct Drawn {
+    /// Feet position.
+    pub pos: Vec3,
+    /// View yaw.
+    pub yaw: f32,
+    /// View pitch.
+    pub pitch: f32,
+    /// Movement bits of the nearer state.
+    pub flags: MoveFlags,
+    /// How the position was found.
+    pub mode: DrawMode,
+    /// The server time it represents, seconds.
+    pub time: f64,
 }
 
 /// A remote player's states keyed by server time (seconds), oldest first, each with the
@@ -193,7 +209,6 @@ pub fn sample(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use sightline_movement::MoveFlags;
 
     fn state(x: f32, vx: f32, yaw: f32) -> PlayerState {
         PlayerState {

@@ -302,3 +302,84 @@ fn main() -> ExitCode {
         AppExit::Error(_) => ExitCode::FAILURE,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args(flags: &[&str]) -> Args {
+        Args::try_parse_from(std::iter::once("sightline-server").chain(flags.iter().copied()))
+            .expect("valid flags")
+    }
+
+    #[test]
+    fn plus_lines_run_in_order_then_the_flags_win() {
+        let dir = std::env::temp_dir().join(format!("sightline-cfg-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let file = dir.join("server.cfg");
+        std::fs::write(
+            &file,
+            "// a host's file\nsv_hostname \"Friday night\"\nfraglimit 40\nmode TDM\nbots 3\n",
+        )
+        .unwrap();
+        let (flags, lines) = split_plus_commands(
+            [
+                "sightline-server",
+                "+exec",
+                file.to_str().unwrap(),
+                "+set",
+                "bots",
+                "5",
+                "--fraglimit",
+                "7",
+            ]
+            .map(String::from),
+        );
+        let cvars = settings(&Args::try_parse_from(flags).unwrap(), &lines);
+        let config = ServerConfig::from_cvars(&cvars).unwrap();
+        assert_eq!(config.name, "Friday night");
+        assert_eq!(config.rules.fraglimit, 7, "the flag wins over the file");
+        assert_eq!(config.bots, 5, "a later line wins over the file");
+        assert!(config.rules.mode.teams());
+        std::fs::remove_dir_all(dir).unwrap();
+    }
+
+    #[test]
+    fn every_cvar_flag_names_a_server_cvar() {
+        let every = args(&[
+            "--map",
+            "duel",
+            "--max-players",
+            "8",
+            "--tickrate",
+            "64",
+            "--snapshot-rate",
+            "32",
+            "--name",
+            "x",
+            "--bots",
+            "1",
+            "--bot-skill",
+            "easy",
+            "--mode",
+            "dm",
+            "--fraglimit",
+            "1",
+            "--timelimit",
+            "1",
+            "--maps",
+            "duel",
+            "--password",
+            "p",
+            "--max-per-address",
+            "2",
+            "--idle-kick",
+            "5",
+        ]);
+        let cvars = server_cvar_registry();
+        for (flag, name, _) in every.cvar_flags() {
+            assert!(cvars.get(name).is_some(), "{flag} sets unknown {name}");
+        }
+        assert_eq!(every.cvar_flags().len(), cvar::server_cvars().len());
+    }
+}

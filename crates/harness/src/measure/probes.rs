@@ -331,15 +331,6 @@ impl Probe {
                 self.respawn_frames += 1;
                 continue;
             }
-            if d.pos.distance(true_pos) > 1.0 {
-                static N: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
-                if N.fetch_add(1, std::sync::atomic::Ordering::Relaxed) < 10 {
-                    eprintln!(
-                        "TEMP id {id:?} time {:.4} drawn {:?} true {true_pos:?} mode {:?}",
-                        d.time, d.pos, d.mode
-                    );
-                }
-            }
             self.errors.push(d.pos.distance(true_pos) as f64);
         }
     }

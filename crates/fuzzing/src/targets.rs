@@ -1,0 +1,240 @@
+//! The table of fuzz targets: each body with its seeds and the dictionary that helps
+//! libFuzzer past the decoder's first checks.
+
+use crate::{console, map, seeds, transport, wire};
+
+/// One fuzz target.
+pub struct Target {
+    /// Its name: `fuzz/fuzz_targets/<name>.rs` and the seed folder `fuzz/corpus/<name>/`.
+    pub name: &'static str,
+    /// Runs one input, panicking when an invariant breaks.
+    pub body: fn(&[u8]),
+    /// Valid inputs to start from; checked in as `fuzz/corpus/<name>/seed-<n>`.
+    pub seeds: fn() -> Vec<Vec<u8>>,
+    /// Fragments worth splicing into inputs: keywords, separators, edge values.
+    pub dictionary: &'static [&'static [u8]],
+    /// Whether the input is text, where generated inputs should stay UTF-8 to get past
+    /// the first check.
+    pub text: bool,
+}
+
+/// Bytes that matter to bincode: varint prefixes (251 to 253 announce 2, 4 and 8 bytes
+/// follow), NaN and infinity as little-endian f32, and the largest values.
+const WIRE_DICTIONARY: &[&[u8]] = &[
+    &[0],
+    &[1],
+    &[250],
+    &[251, 0, 0],
+    &[251, 0xff, 0xff],
+    &[252, 0xff, 0xff, 0xff, 0xff],
+    &[253, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff],
+    &[0x00, 0x00, 0xc0, 0x7f],
+    &[0x00, 0x00, 0x80, 0x7f],
+    &[0x00, 0x00, 0x80, 0xff],
+    &[64],
+    &[0xc3, 0xa9],
+    &[0x07],
+];
+
+/// Bytes that matter to renet's packets: their types, QUIC varint length prefixes, a
+/// slice's 1200 bytes and the largest counts, the bundle marker.
+const TRANSPORT_DICTIONARY: &[&[u8]] = &[
+    &[0],
+    &[1],
+    &[2],
+    &[3],
+    &[4],
+    &[0xb5],
+    &[0x44, 0xb0],
+    &[0x40, 0x00],
+    &[0x80, 0x00, 0x00, 0x00],
+    &[0xbf, 0xff, 0xff, 0xff],
+    &[0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff],
+    &[0x00, 0x01],
+    &[0xff, 0xff],
+];
+
+const MAP_DICTIONARY: &[&[u8]] = &[
+    b"name: \"m\",",
+    b"sky: (0.5, 0.5, 0.5),",
+    b"sun: (direction: (0.0, -1.0, 0.0), color: (1.0, 1.0, 1.0), illuminance: 1.0),",
+    b"ambient: (color: (1.0, 1.0, 1.0), brightness: 1.0),",
+    b"brushes: [",
+    b"Box(min: (-1.0, -1.0, -1.0), max: (1.0, 1.0, 1.0), color: (0.5, 0.5, 0.5)),",
+    b"Rotated(center: (0.0, 0.0, 0.0), half_extents: (1.0, 1.0, 1.0), yaw: 45.0, color: (0.1, 0.1, 0.1)),",
+    b"spawns: [(pos: (0.0, 0.0, 0.0), yaw: 90.0)],",
+    b"items: [(kind: Ammo, pos: (0.0, 0.0, 0.0))],",
+    b"lights: [(pos: (0.0, 1.0, 0.0), color: (1.0, 1.0, 1.0), intensity: 1.0, range: 1.0)],",
+    b"NaN",
+    b"inf",
+    b"-inf",
+    b"1e39",
+    b"1e-40",
+    b"-0.0",
+    b"1000.0",
+    b"360.0",
+    b"(",
+    b")",
+    b"[",
+    b"]",
+    b",",
+    b":",
+    b"\"",
+    b"//",
+    b"/*",
+    b"*/",
+    b"\r\n",
+    b"Some(",
+    b"#![enable(implicit_some)]",
+];
+
+const CONSOLE_DICTIONARY: &[&[u8]] = &[
+    b";",
+    b"\"",
+    b"//",
+    b"/",
+    b" ",
+    b"\t",
+    b"\n",
+    b"\r",
+    b"\0",
+    b"+",
+    b"-",
+    b"--name",
+    b"exec ",
+    b"exec config.cfg\n",
+    b"bind ",
+    b"unbind ",
+    b"unbindall",
+    b"echo ",
+    b"help ",
+    b"cvarlist",
+    b"clear",
+    b"name ",
+    b"cl_netgraph ",
+    b"cl_interp ",
+    b"cl_timenudge ",
+    b"r_vsync ",
+    b"r_msaa ",
+    b"version ",
+    b"connect ",
+    b"1e308",
+    b"NaN",
+    b"0.5",
+    b"\xc2\x85",
+    b"\xe2\x80\xa8",
+];
+
+/// Every target, in the order of `fuzz/Cargo.toml`.
+pub const TARGETS: &[Target] = &[
+    Target {
+        name: "transport_from_client",
+        body: transport::transport_from_client,
+        seeds: seeds::transport_from_client,
+        dictionary: TRANSPORT_DICTIONARY,
+        text: false,
+    },
+    Target {
+        name: "transport_from_server",
+        body: transport::transport_from_server,
+        seeds: seeds::transport_from_server,
+        dictionary: TRANSPORT_DICTIONARY,
+        text: false,
+    },
+    Target {
+        name: "client_message",
+        body: wire::client_message,
+        seeds: seeds::client_message,
+        dictionary: WIRE_DICTIONARY,
+        text: false,
+    },
+    Target {
+        name: "server_message",
+        body: wire::server_message,
+        seeds: seeds::server_message,
+        dictionary: WIRE_DICTIONARY,
+        text: false,
+    },
+    Target {
+        name: "client_datagram",
+        body: wire::client_datagram,
+        seeds: seeds::client_datagram,
+        dictionary: WIRE_DICTIONARY,
+        text: false,
+    },
+    Target {
+        name: "server_datagram",
+        body: wire::server_datagram,
+        seeds: seeds::server_datagram,
+        dictionary: WIRE_DICTIONARY,
+        text: false,
+    },
+    Target {
+        name: "welcome_version",
+        body: wire::welcome_version,
+        seeds: seeds::welcome_version,
+        dictionary: WIRE_DICTIONARY,
+        text: false,
+    },
+    Target {
+        name: "map_file",
+        body: map::map_file,
+        seeds: seeds::map_file,
+        dictionary: MAP_DICTIONARY,
+        text: true,
+    },
+    Target {
+        name: "console_line",
+        body: console::console_line,
+        seeds: seeds::console_line,
+        dictionary: CONSOLE_DICTIONARY,
+        text: true,
+    },
+    Target {
+        name: "plus_commands",
+        body: console::plus_commands,
+        seeds: seeds::plus_commands,
+        dictionary: CONSOLE_DICTIONARY,
+        text: true,
+    },
+    Target {
+        name: "console_exec",
+        body: console::console_exec,
+        seeds: seeds::console_exec,
+        dictionary: CONSOLE_DICTIONARY,
+        text: true,
+    },
+    Target {
+        name: "config_file",
+        body: console::config_file,
+        seeds: seeds::config_file,
+        dictionary: CONSOLE_DICTIONARY,
+        text: true,
+    },
+];
+
+/// `target`'s dictionary in libFuzzer's format (`fuzz/dict/<name>.dict`): one quoted
+/// token a line, bytes outside printable ASCII escaped as `\xNN`.
+pub fn libfuzzer_dictionary(target: &Target) -> String {
+    let mut out = format!(
+        "# {}: written from sightline-fuzzing's TARGETS.\n",
+        target.name
+    );
+    for token in target.dictionary {
+        out.push('"');
+        for &b in *token {
+            match b {
+                b'"' | b'\\' => out.push_str(&format!("\\{}", b as char)),
+                0x20..=0x7e => out.push(b as char),
+                _ => out.push_str(&format!("\\x{b:02X}")),
+            }
+        }
+        out.push_str("\"\n");
+    }
+    out
+}
+
+/// The target called `name`.
+pub fn target(name: &str) -> Option<&'static Target> {
+    TARGETS.iter().find(|t| t.name == name)
+}
