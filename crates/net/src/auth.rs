@@ -11,6 +11,7 @@
 //! from there.
 
 use crate::NetStats;
+use crate::bans::AddressBans;
 use crate::limits::{GlobalBucket, HostKey, NetworkKey, RateLimiter, canonical_ip};
 use bevy::log::debug;
 use renetcode::{ConnectToken, NETCODE_KEY_BYTES, NETCODE_USER_DATA_BYTES, NetcodeServer};
@@ -292,6 +293,7 @@ impl TokenService {
         config: &SecureConfig,
         limits: AdmissionLimits,
         public: SocketAddr,
+        bans: &AddressBans,
         stats: &mut NetStats,
     ) {
         let now = Instant::now();
@@ -353,8 +355,17 @@ impl TokenService {
                 match read_request(p) {
                     Ok(Some(request)) => {
                         let issuer = Issuer { limiter, guesses };
-                        let reply =
-                            issuer.answer(&request, p, netcode, config, limits, public, stats, now);
+                        let reply = match bans.refusal(p.peer) {
+                            // Before any other work: a banned address costs nothing more.
+                            Some(reason) => {
+                                stats.tokens_refused += 1;
+                                TokenReply::Refused {
+                                    reason: format!("banned from this server: {reason}"),
+                                }
+                            }
+                            None => issuer
+                                .answer(&request, p, netcode, config, limits, public, stats, now),
+                        };
                         let bytes = reply
                             .encode()
                             .ok()

@@ -6,10 +6,12 @@
 //! here too, beside the transports whose timing it measures.
 
 mod auth;
+mod bans;
 mod bundle;
 mod cli;
 mod clock;
 mod conditioner;
+mod connectionless;
 mod guard;
 mod limits;
 mod memory;
@@ -21,11 +23,16 @@ pub use auth::{
     TOKEN_REQUEST_DEADLINE, TokenService, fetch_token, issue_token, load_key_file, parse_key,
     request_token,
 };
+pub use bans::{AddressBans, IpPrefix};
 pub use bevy_renet::{RenetClient, RenetReceive, RenetSend, RenetServer, RenetServerEvent};
 pub use bundle::{ACK_HOLD, MalformedBundle, unbundle};
 pub use cli::{FakeLinkArgs, parse_args, parse_args_from};
 pub use clock::{CLOCK_WINDOW, ClockSync, SLEW_RATE, STEP_THRESHOLD, ServerClock};
 pub use conditioner::{ConditionerSettings, LinkConditioner};
+pub use connectionless::{
+    CONNECTIONLESS_HEADER, Connectionless, MAX_CONNECTIONLESS_BYTES, MAX_CONNECTIONLESS_PER_FRAME,
+    MAX_CONNECTIONLESS_REPLIES,
+};
 pub use guard::{PacketFault, PacketGuard, SLICE_SIZE};
 pub use limits::{HostKey, LruMap, NetworkKey};
 pub use memory::{MemoryClientLink, MemoryNetwork};
@@ -156,7 +163,9 @@ impl Plugin for ServerNetPlugin {
             .insert_resource(RenetServer::new(sightline_protocol::connection_config()))
             .init_resource::<LinkConditions>()
             .init_resource::<NetStats>()
-            .init_resource::<PacketFaults>();
+            .init_resource::<PacketFaults>()
+            .init_resource::<AddressBans>()
+            .init_resource::<Connectionless>();
         match &self.0 {
             ServerTransport::Udp(ready) => {
                 let transport = ready

@@ -8,6 +8,7 @@ use crate::auth::{
 use crate::bundle;
 use crate::guard::{self, PacketGuard};
 use crate::limits::{HostKey, LruMap, RateLimiter};
+use crate::{AddressBans, Connectionless};
 use crate::{ConditionerSettings, LinkConditions, NetStats, PacketFault, PacketFaults};
 use bevy::prelude::*;
 use bevy_renet::RenetServer;
@@ -221,6 +222,8 @@ struct Admission<'a> {
     /// Each connected client's checks and budgets.
     peers: &'a mut HashMap<u64, Peer>,
     faults: &'a mut PacketFaults,
+    /// Addresses refused even with a valid token (a matchmaker's, or none at all).
+    bans: &'a AddressBans,
     now: Instant,
 }
 
@@ -277,7 +280,8 @@ fn handle(
             let here = admission.per_host.entry(HostKey::of(ip)).or_default();
             // A token only works from the address that asked for it.
             let wrong_address = admission.secure && !auth::user_data_matches(&user_data, ip);
-            if wrong_address || *here >= admission.limits.max_per_address {
+            let banned = admission.bans.refusal(ip).is_some();
+            if wrong_address || banned || *here >= admission.limits.max_per_address {
                 admission.stats.connections_refused += 1;
                 admission.rejected.push(client_id);
                 return;
@@ -349,16 +353,20 @@ pub(crate) fn server_receive(
     mut server: ResMut<RenetServer>,
     mut stats: ResMut<NetStats>,
     mut faults: ResMut<PacketFaults>,
+    mut connectionless: ResMut<Connectionless>,
+    bans: Res<AddressBans>,
     time: Res<Time<Real>>,
 ) {
     let transport = &mut *transport;
     transport.netcode.update(time.delta());
+    connectionless.inbox.clear();
     if let (Some(tokens), Some(config)) = (&mut transport.tokens, &transport.secure) {
         tokens.poll(
             &transport.netcode,
             config,
             transport.limits,
             transport.public,
+            &bans,
             &mut stats,
         );
     }
@@ -387,6 +395,10 @@ pub(crate) fn server_receive(
     stats.received_bytes = transport.socket.received.bytes;
     let (secure, limits) = (transport.secure.is_some(), transport.limits);
     for (addr, mut bytes) in datagrams {
+        if Connectionless::is_connectionless(&bytes) {
+            connectionless.receive(addr, &bytes);
+            continue;
+        }
         if !transport.screen(addr, &bytes, &connected, now, &mut stats) {
             continue;
         }
@@ -405,6 +417,7 @@ pub(crate) fn server_receive(
             stats: &mut stats,
             peers,
             faults: &mut faults,
+            bans: &bans,
             now,
         };
         handle(result, socket, &mut server, &mut admission);
@@ -437,6 +450,7 @@ pub(crate) fn server_receive(
         stats: &mut stats,
         peers,
         faults: &mut faults,
+        bans: &bans,
         now,
     };
     for (client_id, backlog) in stalled {
@@ -500,6 +514,7 @@ pub(crate) fn server_send(
     mut transport: ResMut<UdpServerTransport>,
     mut server: ResMut<RenetServer>,
     mut stats: ResMut<NetStats>,
+    mut connectionless: ResMut<Connectionless>,
 ) {
     let UdpServerTransport {
         netcode,
@@ -507,6 +522,9 @@ pub(crate) fn server_send(
         peers,
         ..
     } = &mut *transport;
+    for (addr, bytes) in connectionless.outbox.drain(..) {
+        socket.send_to(&bytes, addr);
+    }
     let now = Instant::now();
     for client_id in server.clients_id() {
         let Ok(mut packets) = server.get_packets_to_send(client_id) else {
