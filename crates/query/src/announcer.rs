@@ -1,0 +1,140 @@
+//! The game server's side of the master protocol: heartbeats on a schedule, and the
+//! answer to each master's `getinfo`. Pure: the caller owns the socket and the clock.
+
+use crate::master_protocol::{GAME_TAG, MASTER_PROTOCOL, MasterPacket, decode, encode};
+use std::net::SocketAddr;
+use std::time::{Duration, Instant};
+
+/// How often a game server sends heartbeats by default (Quake 3's rate); the master
+/// forgets a server after 15 minutes, so two may be lost.
+pub const HEARTBEAT_INTERVAL: Duration = Duration::from_secs(300);
+/// `getinfo` answers allowed per heartbeat: a master asks once, a duplicate is allowed,
+/// and forged `getinfo`s cannot make the server flood a master.
+const ANSWERS_PER_HEARTBEAT: u8 = 2;
+
+#[derive(Debug)]
+struct MasterLink {
+    addr: SocketAddr,
+    next: Option<Instant>,
+    answers_left: u8,
+}
+
+/// Announces one game server to its masters.
+#[derive(Debug)]
+pub struct Announcer {
+    masters: Vec<MasterLink>,
+    interval: Duration,
+}
+
+fn canonical(addr: SocketAddr) -> SocketAddr {
+    SocketAddr::new(addr.ip().to_canonical(), addr.port())
+}
+
+impl Announcer {
+    /// An announcer for `masters`, heartbeating every `interval` (the first at once).
+    pub fn new(masters: Vec<SocketAddr>, interval: Duration) -> Self {
+        Self {
+            masters: masters
+                .into_iter()
+                .map(|addr| MasterLink {
+                    addr,
+                    next: None,
+                    answers_left: 0,
+                })
+                .collect(),
+            interval,
+        }
+    }
+
+    /// The heartbeats to send now, each with its master's address.
+    pub fn due(&mut self, now: Instant) -> Vec<(SocketAddr, Vec<u8>)> {
+        let heartbeat = encode(&MasterPacket::Heartbeat {
+            game: GAME_TAG.into(),
+            protocol: MASTER_PROTOCOL,
+        });
+        let mut out = Vec::new();
+        for m in &mut self.masters {
+            if m.next.is_none_or(|t| now >= t) {
+                m.next = Some(now + self.interval);
+                m.answers_left = ANSWERS_PER_HEARTBEAT;
+                out.push((m.addr, heartbeat.clone()));
+            }
+        }
+        out
+    }
+
+    /// The info response to a master's `getinfo`, echoing its challenge with
+    /// `protocol_version` (the game protocol). Anything else, from anyone else, or past
+    /// the answers one heartbeat allows, gets `None`.
+    pub fn answer(
+        &mut self,
+        from: SocketAddr,
+        bytes: &[u8],
+        protocol_version: u32,
+    ) -> Option<Vec<u8>> {
+        let from = canonical(from);
+        let master = self
+            .masters
+            .iter_mut()
+            .find(|m| canonical(m.addr) == from && m.answers_left > 0)?;
+        let Ok(MasterPacket::GetInfo { challenge }) = decode(bytes) else {
+            return None;
+        };
+        master.answers_left -= 1;
+        Some(encode(&MasterPacket::InfoResponse {
+            challenge,
+            protocol: protocol_version,
+            game: GAME_TAG.into(),
+        }))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn master() -> SocketAddr {
+        "192.0.2.50:27950".parse().unwrap()
+    }
+
+    #[test]
+    fn heartbeats_follow_the_interval() {
+        let mut a = Announcer::new(vec![master()], Duration::from_secs(300));
+        let t0 = Instant::now();
+        let first = a.due(t0);
+        assert_eq!(first.len(), 1);
+        assert_eq!(first[0].0, master());
+        assert!(matches!(
+            decode(&first[0].1),
+            Ok(MasterPacket::Heartbeat {
+                protocol: MASTER_PROTOCOL,
+                ..
+            })
+        ));
+        assert!(a.due(t0 + Duration::from_secs(299)).is_empty());
+        assert_eq!(a.due(t0 + Duration::from_secs(300)).len(), 1);
+    }
+
+    #[test]
+    fn answers_only_its_masters_and_only_after_a_heartbeat() {
+        let mut a = Announcer::new(vec![master()], Duration::from_secs(300));
+        let getinfo = encode(&MasterPacket::GetInfo { challenge: 0xabc });
+        assert_eq!(a.answer(master(), &getinfo, 11), None, "no heartbeat yet");
+        a.due(Instant::now());
+        let stranger: SocketAddr = "192.0.2.51:27950".parse().unwrap();
+        assert_eq!(a.answer(stranger, &getinfo, 11), None);
+        assert_eq!(a.answer(master(), b"\xFF\xFF\xFF\xFFgetinfo", 11), None);
+        let mapped: SocketAddr = "[::ffff:192.0.2.50]:27950".parse().unwrap();
+        let reply = a.answer(mapped, &getinfo, 11).expect("answered");
+        assert_eq!(
+            decode(&reply),
+            Ok(MasterPacket::InfoResponse {
+                challenge: 0xabc,
+                protocol: 11,
+                game: GAME_TAG.into()
+            })
+        );
+        assert!(a.answer(master(), &getinfo, 11).is_some());
+        assert_eq!(a.answer(master(), &getinfo, 11), None, "two per heartbeat");
+    }
+}
