@@ -45,4 +45,12 @@ impl GameMode {
     pub fn teams(self) -> bool {
         self == GameMode::TeamDeathmatch
     }
+
+    /// Its short name, as the `mode` setting spells it: `dm` or `tdm`.
+    pub fn keyword(self) -> &'static str {
+        match self {
+            GameMode::Deathmatch => "dm",
+            GameMode::TeamDeathmatch => "tdm",
+        }
+    }
 }

@@ -89,6 +89,12 @@ impl CvarFlags {
         read_only: true,
         needs_restart: false,
     };
+    /// Applied at the next start, not saved.
+    pub const RESTART: Self = Self {
+        saved: false,
+        read_only: false,
+        needs_restart: true,
+    };
     /// Saved, and applied at the next start.
     pub const SAVED_RESTART: Self = Self {
         saved: true,
@@ -296,7 +302,7 @@ pub struct Cvar {
 }
 
 /// Every registered cvar, by name.
-#[derive(Resource, Debug, Default)]
+#[derive(Resource, Debug, Default, Clone)]
 pub struct Cvars {
     vars: BTreeMap<&'static str, Cvar>,
 }

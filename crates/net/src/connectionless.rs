@@ -5,7 +5,7 @@
 //! game answers from the game's own socket.
 
 use bevy::prelude::*;
-use std::net::SocketAddr;
+use std::net::{SocketAddr, TcpStream};
 
 /// The header that marks a connectionless datagram.
 pub const CONNECTIONLESS_HEADER: [u8; 4] = [0xFF; 4];
@@ -58,5 +58,24 @@ impl Connectionless {
             return;
         }
         self.outbox.push((to, bytes));
+    }
+}
+
+/// TCP connections to the game's port that are not token requests (Source RCON), handed
+/// over by the token service with the bytes it read from them, for the game to serve or
+/// drop. Emptied by whoever serves them; at most [`MAX_FOREIGN_STREAMS`] wait.
+#[derive(Resource, Debug, Default)]
+pub struct ForeignStreams(pub Vec<(TcpStream, SocketAddr, Vec<u8>)>);
+
+/// Most handed-over connections waiting; older ones are closed.
+pub const MAX_FOREIGN_STREAMS: usize = 8;
+
+impl ForeignStreams {
+    /// Keeps a handed-over connection, closing the oldest past the limit.
+    pub fn push(&mut self, stream: TcpStream, peer: SocketAddr, read: Vec<u8>) {
+        if self.0.len() >= MAX_FOREIGN_STREAMS {
+            self.0.remove(0);
+        }
+        self.0.push((stream, peer, read));
     }
 }

@@ -62,7 +62,21 @@ pub enum ClientMessage {
         /// What was said.
         text: String,
     },
+    /// A console command for the server, from a player who knows its `rcon_password`
+    /// (inside netcode's encryption, so neither travels in the clear).
+    Rcon {
+        /// The server's rcon password.
+        password: String,
+        /// The console line to run.
+        command: String,
+    },
 }
+
+/// Longest rcon command a client may send, bytes.
+pub const MAX_RCON_COMMAND_LEN: usize = 256;
+
+/// Longest rcon password, bytes.
+pub const MAX_RCON_PASSWORD_LEN: usize = 64;
 
 impl Wire for ClientMessage {
     const MAX_BYTES: usize = 512;
@@ -74,6 +88,13 @@ impl Wire for ClientMessage {
             Self::Chat { text } => {
                 if text.len() > MAX_CHAT_LEN {
                     Err(invalid("chat line too long"))
+                } else {
+                    Ok(())
+                }
+            }
+            Self::Rcon { password, command } => {
+                if password.len() > MAX_RCON_PASSWORD_LEN || command.len() > MAX_RCON_COMMAND_LEN {
+                    Err(invalid("rcon password or command too long"))
                 } else {
                     Ok(())
                 }
@@ -215,6 +236,24 @@ pub enum ServerMessage {
         /// Content hash of the map file.
         map_hash: u64,
     },
+    /// Words from the server itself, one line.
+    ServerText {
+        /// What they are.
+        kind: ServerTextKind,
+        /// The line (cleaned, at most [`MAX_CHAT_LEN`] bytes).
+        text: String,
+    },
+}
+
+/// What a [`ServerMessage::ServerText`] line is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum ServerTextKind {
+    /// The host's `say`: shown with the chat.
+    Say,
+    /// The message of the day, on joining.
+    Motd,
+    /// Output of an rcon command this client sent: shown in its console.
+    Rcon,
 }
 
 /// One scoreboard row.
@@ -285,6 +324,7 @@ impl Wire for ServerMessage {
             Self::Match { .. } => Ok(()),
             Self::MatchEnded { winner } => check_text("winner", winner, MAX_CHAT_LEN),
             Self::MapChange { map_name, .. } => check_map_name(map_name),
+            Self::ServerText { text, .. } => check_text("server text", text, MAX_CHAT_LEN),
         }
     }
 }

@@ -2,44 +2,83 @@
 
 use crate::ServerConfig;
 use crate::connection::PlayerSlots;
+use crate::outbox::Outgoing;
 use crate::spawn::choose_spawn;
 use crate::teams::team_for_newcomer;
 use bevy::prelude::*;
 use sightline_bots::{decide, hash, sense};
-use sightline_combat::{Score, Vitals};
+use sightline_combat::{Score, Team, Vitals};
 use sightline_map::CurrentMap;
 use sightline_movement::{MoveParams, PlayerState};
+use sightline_protocol::ServerMessage;
 use sightline_sim::{BotControlled, CurrentCmd, Player, PlayerId, PlayerName, Tick, TickConfig};
 
-/// Adds the configured number of bots at start-up.
-pub(crate) fn spawn_bots(
+/// A bot the host kicked: the first to go when [`keep_bot_count`] trims the bots.
+#[derive(Component, Debug)]
+pub(crate) struct LeavingBot;
+
+/// Keeps as many bots as the `bots` setting asks (within the free slots): adds the
+/// missing ones, and takes away the kicked ones first, then the last added.
+pub(crate) fn keep_bot_count(
     mut commands: Commands,
     config: Res<ServerConfig>,
     map: Res<CurrentMap>,
     mut slots: ResMut<PlayerSlots>,
+    mut outbox: MessageWriter<Outgoing>,
+    bots: Query<(Entity, &PlayerId, &PlayerName, Has<LeavingBot>), With<BotControlled>>,
+    everyone: Query<(&PlayerState, Option<&Team>)>,
+    mut warned: Local<bool>,
 ) {
-    let mut occupied = Vec::new();
-    let mut teams = Vec::new();
-    for i in 0..config.bots {
+    let wanted = usize::from(config.bots);
+    let mut present: Vec<(Entity, PlayerId, u32, bool)> = bots
+        .iter()
+        .map(|(e, id, name, leaving)| (e, *id, bot_number(&name.0), leaving))
+        .collect();
+    // Kicked first, then the highest numbers.
+    present.sort_by_key(|(_, _, number, leaving)| (!leaving, std::cmp::Reverse(*number)));
+    let excess = present.len().saturating_sub(wanted);
+    let kicked = present.iter().filter(|p| p.3).count();
+    for (entity, id, _, _) in present.iter().take(excess.max(kicked)) {
+        commands.entity(*entity).despawn();
+        slots.release(*id);
+        outbox.write(Outgoing::ToPlaying(ServerMessage::PlayerLeft {
+            id: *id,
+            reason: "removed by the server".into(),
+        }));
+    }
+    let staying = present.len() - excess.max(kicked);
+    let mut occupied: Vec<Vec3> = everyone.iter().map(|(s, _)| s.pos).collect();
+    let mut teams: Vec<Team> = everyone.iter().filter_map(|(_, t)| t.copied()).collect();
+    let mut numbers: Vec<u32> = present
+        .iter()
+        .skip(excess.max(kicked))
+        .map(|p| p.2)
+        .collect();
+    for _ in staying..wanted {
         let Some(id) = slots.take() else {
-            warn!(
-                "no room for bot {}: the server holds {} players",
-                i + 1,
-                config.max_players
-            );
+            if !*warned {
+                *warned = true;
+                warn!(
+                    "no room for {} bots: the server holds {} players",
+                    wanted, config.max_players
+                );
+            }
             break;
         };
+        let number = (1..).find(|n| !numbers.contains(n)).unwrap_or(1);
+        numbers.push(number);
         let spawn = choose_spawn(&map.def.spawns, &occupied);
         occupied.push(spawn.pos);
         let team = team_for_newcomer(&config.rules, teams.iter().copied());
         teams.extend(team);
+        let name = format!("Bot {number}");
         let mut bot = commands.spawn((
             Player,
             id,
-            PlayerName(format!("Bot {}", i + 1)),
+            PlayerName(name.clone()),
             sightline_combat::respawned(spawn),
             BotControlled {
-                seed: hash(0x5167_4854, i as u64, 0),
+                seed: hash(0x5167_4854, u64::from(number - 1), 0),
             },
             Score::default(),
             BotMemory::default(),
@@ -47,7 +86,19 @@ pub(crate) fn spawn_bots(
         if let Some(team) = team {
             bot.insert(team);
         }
+        outbox.write(Outgoing::ToPlaying(ServerMessage::PlayerJoined {
+            id,
+            name,
+            bot: true,
+        }));
     }
+}
+
+/// The number in a bot's name ("Bot 3"), 0 if none.
+fn bot_number(name: &str) -> u32 {
+    name.strip_prefix("Bot ")
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(0)
 }
 
 /// What a bot remembers between ticks: which enemy it has in view, and since when.

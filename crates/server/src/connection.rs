@@ -43,6 +43,8 @@ pub struct Connection {
     pub malformed: u32,
     /// Its strikes and budgets.
     pub conduct: Conduct,
+    /// When it connected, real seconds (for the host's `status`).
+    pub connected_at: f64,
     chat_tokens: f32,
     chat_updated: f64,
     /// When a refused transport packet from it was last logged.
@@ -61,6 +63,7 @@ impl Connection {
             stage: ConnectionStage::AwaitingHello { since: now },
             malformed: 0,
             conduct: Conduct::new(now),
+            connected_at: now,
             chat_tokens: CHAT_BURST,
             chat_updated: now,
             fault_logged_at: None,

@@ -2,12 +2,15 @@
 //! console language the game speaks (`sightline-console`), so a flag, a `+set` on the
 //! command line and a line of an `exec`ed file set the same variable with the same
 //! checks. [`ServerConfig::from_cvars`] reads them once they are all set, before the
-//! server starts; none is changed while it runs yet, so none carries a flag.
+//! server starts, and again after each line of the host's console (`admin`): those
+//! marked RESTART take effect at the next start, the rest at once.
 
 use crate::{DEFAULT_IDLE_KICK_SECONDS, GameMode, MatchRules, ServerConfig};
 use sightline_bots::BotSkill;
 use sightline_console::Cvars;
-use sightline_protocol::{MAX_PASSWORD_LEN, MAX_SERVER_NAME_LEN, clean_text};
+use sightline_protocol::{
+    MAX_CHAT_LEN, MAX_PASSWORD_LEN, MAX_RCON_PASSWORD_LEN, MAX_SERVER_NAME_LEN, clean_text,
+};
 use sightline_sim::TickConfig;
 
 /// The server's cvars: one table, each a typed handle and its definition.
@@ -19,19 +22,20 @@ pub mod cvar {
         pub fn server_cvars;
         SV_HOSTNAME: String = "sv_hostname", Text { max_len: MAX_SERVER_NAME_LEN },
             "Sightline server", NONE, "the server's name, shown to players";
-        MAXPLAYERS: i64 = "maxplayers", Int { min: 1, max: 64 }, 16, NONE,
+        MAXPLAYERS: i64 = "maxplayers", Int { min: 1, max: 64 }, 16, RESTART,
             "most players at once, bots included";
-        SV_TICKRATE: i64 = "sv_tickrate", Int { min: 20, max: 128 }, 128, NONE,
+        SV_TICKRATE: i64 = "sv_tickrate", Int { min: 20, max: 128 }, 128, RESTART,
             "simulation ticks per second";
         SV_SNAPSHOTRATE: i64 = "sv_snapshotrate", Int { min: 0, max: 128 }, 0,
-            NONE,
+            RESTART,
             "snapshots per second, dividing the tick rate; 0 for half the tick rate (the \
              tick rate when that is odd)";
-        MAP: String = "map", Text { max_len: 256 }, "duel", NONE,
-            "the map to play: a name in maps/ or a path to a .ron file";
+        MAP: String = "sv_map", Text { max_len: 256 }, "duel", RESTART,
+            "the map the server starts on: a name in maps/ or a path to a .ron file (the \
+             map command changes it now)";
         SV_MAPLIST: String = "sv_maplist", Text { max_len: 1024 }, "", NONE,
             "maps to play in turn, one match each, comma-separated; empty for the map alone";
-        MODE: String = "mode", Choice { options: &["dm", "tdm"] }, "dm", NONE,
+        MODE: String = "mode", Choice { options: &["dm", "tdm"] }, "dm", RESTART,
             "game mode: dm (everyone for themselves) or tdm (red against blue)";
         FRAGLIMIT: i64 = "fraglimit", Int { min: 0, max: 1000 }, 20, NONE,
             "frags that win a match (a player's, or a team's); 0 for none";
@@ -48,6 +52,23 @@ pub mod cvar {
         SV_IDLE_KICK: f64 = "sv_idle_kick", Float { min: 0.0, max: 86400.0 },
             DEFAULT_IDLE_KICK_SECONDS, NONE,
             "seconds without any input after which a player is kicked; 0 never kicks";
+        RCON_PASSWORD: String = "rcon_password", Text { max_len: MAX_RCON_PASSWORD_LEN },
+            "", NONE,
+            "password for remote admin (Source RCON over TCP, and rcon from the game's \
+             console); empty turns remote admin off";
+        SV_MOTD: String = "sv_motd", Text { max_len: MAX_CHAT_LEN }, "", NONE,
+            "message of the day, shown to each player on joining; empty for none";
+        SV_MASTERS: String = "sv_masters", Text { max_len: 1024 }, "", RESTART,
+            "master lists to announce the server to, comma-separated HOST:PORT; empty for \
+             none (an unlisted server)";
+        RCON_PORT: i64 = "rcon_port", Int { min: 0, max: 65535 }, 0, RESTART,
+            "TCP port for Source RCON; 0 shares the game's port number with the token \
+             service";
+        SV_BANFILE: String = "sv_banfile", Text { max_len: 1024 }, "", RESTART,
+            "file the bans are kept in; empty for bans.txt beside the config file (or in \
+             the working directory)";
+        SV_MASTER_INTERVAL: f64 = "sv_master_interval", Float { min: 1.0, max: 3600.0 },
+            180.0, RESTART, "seconds between announcements to the master lists";
     }
 }
 
@@ -98,6 +119,7 @@ impl ServerConfig {
             },
             tick,
             idle_kick_seconds: cvars.read(cvar::SV_IDLE_KICK) as f32,
+            motd: clean_text(&cvars.read(cvar::SV_MOTD), MAX_CHAT_LEN),
         })
     }
 }

@@ -13,6 +13,8 @@
 
 // The counters.
 mod stats;
+// Console lines for the server from its host, and where each came from.
+mod inbox;
 // The server's own stalls, told from overruns by the tick times.
 mod stalls;
 // Shared by many: strikes and budgets (which allow for stalls), where players appear,
@@ -46,24 +48,40 @@ mod status;
 // The server assembled, and on a thread of its own (offline play, the harness).
 mod plugin;
 mod thread;
+// The host's console (a dedicated server's): bans kept on disk, the commands, and where
+// lines come from: the terminal and Source RCON.
+mod admin;
+mod bans;
+mod query;
+mod rcon;
+mod terminal;
 
+pub use admin::{
+    AdminPlugin, AdminSet, PasswordCheck, RCON_FAILURES_BEFORE_LOCKOUT, RCON_LOCKOUT, RconLockout,
+    ServerCvars, admin_words, config_text,
+};
+pub use bans::{Ban, BanList, MAX_BANS};
 pub use conduct::{Conduct, KICK_STRIKES, Offence};
 pub use connection::{ClientIndex, Connection, ConnectionStage, PlayerSlots};
 pub use cvars::{cvar, map_list, server_cvar_registry};
+pub use inbox::{AdminInbox, AdminLine, AdminOrigin, MAX_PENDING_LINES};
 pub use inputs::{
     HOLD_GRACE_SECONDS, HOLD_SHARE, InputBuffer, InputTiming, MAX_BUFFERED_SECONDS,
     MAX_SEQ_AHEAD_SECONDS, Push,
 };
 pub use interest::{HEAR_RADIUS, Interest, LINGER_SECONDS, REFRESH_TICKS, SIGHT_MARGIN, could_see};
 pub use plugin::{CommandSource, CommandSourcesExt, ServerPlugin, ServerSet, server_app};
+pub use query::{Queries, QueryPlugin};
+pub use rcon::{RconListen, RconPacket, RconPlugin};
 pub use resume::{Departed, DepartedPlayers, RESUME_SECONDS, Resumable};
-pub use rules::{INTERMISSION, MatchRules, MatchState};
+pub use rules::{INTERMISSION, MatchOrder, MatchOrders, MatchRules, MatchState};
 pub use sightline_combat::GameMode;
 pub use snapshots::SnapshotCounter;
 pub use spawn::choose_spawn;
 pub use stalls::{FrameLag, MAX_STALL_CATCH_UP, STALL_SECONDS, Stalls, TickCost};
 pub use stats::{SLICE_BYTES, ServerStats, SnapshotStats, TickTimes};
 pub use teams::smaller_team;
+pub use terminal::TerminalPlugin;
 pub use thread::ServerThread;
 
 use bevy::prelude::*;
@@ -92,6 +110,8 @@ pub struct ServerConfig {
     /// playing client sends a command every tick, even standing still, so silence means
     /// a broken or hostile client holding a slot.
     pub idle_kick_seconds: f32,
+    /// Message of the day, shown to each player on joining; empty for none.
+    pub motd: String,
 }
 
 impl Default for ServerConfig {
@@ -104,6 +124,7 @@ impl Default for ServerConfig {
             rules: MatchRules::default(),
             tick: TickConfig::default(),
             idle_kick_seconds: DEFAULT_IDLE_KICK_SECONDS,
+            motd: String::new(),
         }
     }
 }

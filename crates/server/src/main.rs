@@ -8,12 +8,15 @@ use sightline_console::{
 };
 use sightline_map::{CurrentMap, MapSource, find_map};
 use sightline_net::{
-    AdmissionLimits, FakeLinkArgs, LinkConditions, RunFor, SecureConfig, Security, ServerNetPlugin,
-    ShutdownSignal, load_key_file,
+    AdmissionLimits, FakeLinkArgs, IdentityFileError, LinkConditions, RunFor, SecureConfig,
+    Security, ServerIdentity, ServerNetPlugin, ShutdownSignal, fingerprint, load_key_file,
 };
-use sightline_server::{Pacing, ServerConfig, cvar, server_app, server_cvar_registry};
-use std::net::{IpAddr, SocketAddr};
-use std::path::PathBuf;
+use sightline_server::{
+    AdminPlugin, BanList, Pacing, QueryPlugin, RconListen, RconPlugin, ServerConfig,
+    TerminalPlugin, admin_words, cvar, server_app, server_cvar_registry,
+};
+use std::net::{IpAddr, SocketAddr, TcpListener, ToSocketAddrs};
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
@@ -82,6 +85,11 @@ struct Args {
     /// random key each start, tokens from this server only].
     #[arg(long, value_name = "PATH")]
     key_file: Option<PathBuf>,
+    /// File holding this server's identity key (64 hexadecimal digits, readable by its
+    /// owner only), made on the first start: clients remember the server by it, as SSH
+    /// does, and warn when it changes.
+    #[arg(long, value_name = "PATH", default_value = "sightline-identity.key")]
+    identity_file: PathBuf,
     /// Hand out no tokens over TCP: only a matchmaker holding --key-file's key does.
     #[arg(long, requires = "key_file")]
     no_token_service: bool,
@@ -100,6 +108,28 @@ struct Args {
     /// [sv_idle_kick; default 30].
     #[arg(long)]
     idle_kick: Option<String>,
+    /// Password for remote admin (Source RCON, and rcon from the game); remote admin is
+    /// off without one [rcon_password].
+    #[arg(long)]
+    rcon_password: Option<String>,
+    /// TCP port for Source RCON; 0 shares the game's port number [rcon_port; default 0].
+    #[arg(long)]
+    rcon_port: Option<String>,
+    /// Message of the day, shown to each player on joining [sv_motd].
+    #[arg(long)]
+    motd: Option<String>,
+    /// A master list to announce the server to, HOST:PORT; repeat for several
+    /// [sv_masters].
+    #[arg(long = "master", value_name = "HOST:PORT")]
+    masters: Vec<String>,
+    /// Seconds between announcements to the master lists, 1-3600 [sv_master_interval;
+    /// default 180].
+    #[arg(long)]
+    master_interval: Option<String>,
+    /// File the bans are kept in [sv_banfile; default bans.txt beside the config file,
+    /// or in the working directory].
+    #[arg(long, value_name = "PATH")]
+    ban_file: Option<String>,
     #[command(flatten)]
     fake: FakeLinkArgs,
     /// Stop cleanly after this many seconds (for tests and scripted runs).
@@ -109,7 +139,7 @@ struct Args {
 
 impl Args {
     /// The flags that set cvars, as (flag, cvar, value) for those given.
-    fn cvar_flags(&self) -> Vec<(&'static str, &'static str, &str)> {
+    fn cvar_flags(&self) -> Vec<(&'static str, &'static str, String)> {
         [
             ("--map", cvar::MAP.name(), &self.map),
             ("--max-players", cvar::MAXPLAYERS.name(), &self.max_players),
@@ -133,9 +163,26 @@ impl Args {
                 &self.max_per_address,
             ),
             ("--idle-kick", cvar::SV_IDLE_KICK.name(), &self.idle_kick),
+            (
+                "--rcon-password",
+                cvar::RCON_PASSWORD.name(),
+                &self.rcon_password,
+            ),
+            ("--rcon-port", cvar::RCON_PORT.name(), &self.rcon_port),
+            ("--motd", cvar::SV_MOTD.name(), &self.motd),
+            (
+                "--master-interval",
+                cvar::SV_MASTER_INTERVAL.name(),
+                &self.master_interval,
+            ),
+            ("--ban-file", cvar::SV_BANFILE.name(), &self.ban_file),
         ]
         .into_iter()
-        .filter_map(|(flag, name, value)| Some((flag, name, value.as_deref()?)))
+        .filter_map(|(flag, name, value)| Some((flag, name, value.clone()?)))
+        .chain(
+            (!self.masters.is_empty())
+                .then(|| ("--master", cvar::SV_MASTERS.name(), self.masters.join(","))),
+        )
         .collect()
     }
 }
@@ -147,25 +194,61 @@ fn usage_error(message: impl std::fmt::Display) -> ! {
         .exit()
 }
 
+/// The config file run at start-up when no `+exec` names one, if it exists.
+const DEFAULT_CONFIG: &str = "server.cfg";
+
+/// The config file the server runs: the first `+exec`'s, or [`DEFAULT_CONFIG`] (run
+/// first when present and no `+exec` is given). `writeconfig` writes there, and the bans
+/// are kept beside it.
+fn config_file(lines: &mut Vec<String>) -> PathBuf {
+    let exec = lines.iter().find_map(|line| {
+        let words = sightline_console::parse_line(line).into_iter().next()?;
+        match words.as_slice() {
+            [cmd, file] if cmd.eq_ignore_ascii_case("exec") => Some(PathBuf::from(file)),
+            _ => None,
+        }
+    });
+    exec.unwrap_or_else(|| {
+        let default = PathBuf::from(DEFAULT_CONFIG);
+        if default.is_file() {
+            lines.insert(0, format!("exec {DEFAULT_CONFIG}"));
+        }
+        default
+    })
+}
+
 /// The server's cvars: the defaults, then the `+` lines in order (what they print goes
-/// to standard error), then the flags given.
+/// to standard error), then the flags given. `map NAME` among the lines (`+map duel`,
+/// as in Quake) names the map to start on.
 fn settings(args: &Args, lines: &[String]) -> Cvars {
     let mut cvars = server_cvar_registry();
     let mut console = Console::default();
+    let mut commands = ConsoleCommands::default();
+    commands.register("map", "map NAME: the map to start on");
     for line in lines {
-        execute_line(
+        let outcome = execute_line(
             line,
             &mut cvars,
             &mut Bindings::default(),
-            &ConsoleCommands::default(),
+            &commands,
             &mut console,
         );
+        for command in outcome.commands {
+            match command.args.as_slice() {
+                [name] => {
+                    if let Err(e) = cvars.set_handle(cvar::MAP, name) {
+                        console.print(format!("error: map: {e}"));
+                    }
+                }
+                _ => console.print("usage: map NAME"),
+            }
+        }
     }
     for line in console.lines() {
         eprintln!("{line}");
     }
     for (flag, name, value) in args.cvar_flags() {
-        if let Err(e) = cvars.set(name, value) {
+        if let Err(e) = cvars.set(name, &value) {
             usage_error(format!("{flag}: {e}"));
         }
     }
@@ -174,8 +257,9 @@ fn settings(args: &Args, lines: &[String]) -> Cvars {
 
 fn main() -> ExitCode {
     // args_os: std::env::args panics on an argument that is not UTF-8.
-    let (flags, lines) =
+    let (flags, mut lines) =
         split_plus_commands(std::env::args_os().map(|a| a.to_string_lossy().into_owned()));
+    let config_path = config_file(&mut lines);
     let args: Args = sightline_net::parse_args_from(flags);
     if let Some(s) = args.run_seconds
         && !(s.is_finite() && s > 0.0)
@@ -226,11 +310,37 @@ fn main() -> ExitCode {
             },
             None => SecureConfig::random().key,
         };
+        // Only the token service shows the identity; without it none is kept.
+        let identity = if args.no_token_service {
+            ServerIdentity::random()
+        } else {
+            match ServerIdentity::load_or_create(&args.identity_file) {
+                Ok(identity) => identity,
+                Err(IdentityFileError::CannotWrite(e)) => {
+                    // Printed: the log starts with the app.
+                    eprintln!(
+                        "warning: cannot keep the server's identity key ({e}): using one for \
+                         this run only, so clients that remember this server will see its key \
+                         change"
+                    );
+                    ServerIdentity::random()
+                }
+                Err(IdentityFileError::Unusable(e)) => {
+                    eprintln!("error: --identity-file {e}");
+                    return ExitCode::FAILURE;
+                }
+            }
+        };
         Security::Secure(SecureConfig {
             key,
+            identity,
             password: (!password.is_empty()).then(|| password.clone()),
             issue_tokens: !args.no_token_service,
         })
+    };
+    let security_fingerprint = match &security {
+        Security::Secure(config) => fingerprint(&config.identity.public_key()),
+        Security::Insecure => String::new(),
     };
     let limits = AdmissionLimits {
         max_per_address: cvars.read(cvar::SV_MAX_PER_ADDRESS) as usize,
@@ -271,13 +381,18 @@ fn main() -> ExitCode {
     if let Some(s) = args.run_seconds {
         app.insert_resource(RunFor(Duration::from_secs_f64(s)));
     }
+    if let Err(e) = add_hosting(&mut app, &args, cvars, &config_path, local) {
+        eprintln!("error: {e}");
+        return ExitCode::FAILURE;
+    }
     let admission = if args.insecure {
         "INSECURE (no tokens, no encryption)".to_string()
     } else if args.no_token_service {
         "tokens from the matchmaker only".to_string()
     } else {
         format!(
-            "connect tokens over TCP {local}{}",
+            "connect tokens over TCP {local} (identity key {}){}",
+            security_fingerprint,
             if password.is_empty() {
                 ""
             } else {
@@ -301,6 +416,70 @@ fn main() -> ExitCode {
         AppExit::Success => ExitCode::SUCCESS,
         AppExit::Error(_) => ExitCode::FAILURE,
     }
+}
+
+/// The host's side of the server: its console (on the terminal, over Source RCON and
+/// from players with the rcon password) with the ban list, and its answers to server
+/// queries and master lists. An error stops the server: a ban list that cannot be read
+/// (never silently unbanning everyone), an RCON port that cannot be had, a master that
+/// cannot be resolved.
+fn add_hosting(
+    app: &mut App,
+    args: &Args,
+    cvars: Cvars,
+    config_path: &Path,
+    local: SocketAddr,
+) -> Result<(), String> {
+    let ban_file = match cvars.read(cvar::SV_BANFILE) {
+        path if !path.is_empty() => PathBuf::from(path),
+        _ => config_path.with_file_name("bans.txt"),
+    };
+    let bans = BanList::load(&ban_file)?;
+    let rcon_port = match cvars.read(cvar::RCON_PORT) as u16 {
+        0 => local.port(),
+        port => port,
+    };
+    let shares_token_port = rcon_port == local.port() && !args.insecure && !args.no_token_service;
+    let listen = if shares_token_port {
+        RconListen::Shared
+    } else {
+        let at = SocketAddr::new(args.bind, rcon_port);
+        RconListen::Own(
+            TcpListener::bind(at)
+                .map_err(|e| format!("cannot listen for RCON on TCP {at}: {e}"))?,
+        )
+    };
+    let mut masters = Vec::new();
+    for master in sightline_server::map_list(&cvars.read(cvar::SV_MASTERS)) {
+        let resolved = master
+            .to_socket_addrs()
+            .map_err(|e| format!("master {master}: {e}"))?
+            .find(|a| a.is_ipv4() == local.is_ipv4())
+            .ok_or_else(|| format!("master {master}: no address of this server's IP family"))?;
+        masters.push(resolved);
+    }
+    let interval = Duration::from_secs_f64(cvars.read(cvar::SV_MASTER_INTERVAL));
+    if !masters.is_empty() {
+        info!(
+            "announcing to {} master list(s) every {interval:?}",
+            masters.len()
+        );
+    }
+    if !cvars.read(cvar::RCON_PASSWORD).is_empty() {
+        info!("remote admin (Source RCON) on TCP port {rcon_port}");
+    }
+    let words = admin_words(&cvars);
+    app.add_plugins((
+        AdminPlugin {
+            cvars,
+            bans,
+            config_file: config_path.to_path_buf(),
+        },
+        TerminalPlugin { words },
+        RconPlugin::new(listen),
+        QueryPlugin { masters, interval },
+    ));
+    Ok(())
 }
 
 #[cfg(test)]

@@ -102,6 +102,7 @@ impl Plugin for ServerPlugin {
             .init_resource::<TickTimes>()
             .init_resource::<SnapshotStats>()
             .init_resource::<MatchState>()
+            .init_resource::<rules::MatchOrders>()
             .init_resource::<DepartedPlayers>()
             .init_resource::<Stalls>()
             .add_message::<outbox::Outgoing>()
@@ -112,9 +113,10 @@ impl Plugin for ServerPlugin {
             .configure_sets(PreUpdate, ServerSet::Receive.after(RenetReceive))
             .configure_sets(PostUpdate, ServerSet::Send.before(RenetSend))
             .add_observer(sessions::on_server_event)
+            // At start-up, so the first tick has its bots; then whenever `bots` changes.
+            .add_systems(Startup, bots::keep_bot_count)
             .init_resource::<stalls::TickCost>()
             .init_resource::<stalls::FrameLag>()
-            .add_systems(Startup, bots::spawn_bots)
             .add_systems(
                 PreUpdate,
                 (
@@ -150,6 +152,7 @@ impl Plugin for ServerPlugin {
             .add_systems(
                 Update,
                 (
+                    bots::keep_bot_count,
                     status::log_every_minute,
                     sessions::broadcast_scoreboard,
                     rules::broadcast_match,

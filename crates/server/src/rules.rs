@@ -79,12 +79,38 @@ fn leader(mode: GameMode, players: &[(String, i32, Option<Team>)]) -> Option<(St
     }
 }
 
-/// Ends the match when a limit is reached; starts the next after the intermission.
+/// What the host asked of the match (the console's `restart`, `nextmap`, `map` and
+/// `endmatch`), carried out at the next tick.
+pub enum MatchOrder {
+    /// Start the match again on this map.
+    Restart,
+    /// Start the next match of the rotation now.
+    NextMap,
+    /// Start a match on this map now.
+    Map(MapSource),
+    /// End the match now: the intermission, then the next match.
+    End,
+}
+
+/// The host's order for the match, if any.
+#[derive(Resource, Default)]
+pub struct MatchOrders(pub Option<MatchOrder>);
+
+/// Which map the next match is played on.
+enum NextMatch {
+    Same,
+    Rotation,
+    Map(MapSource),
+}
+
+/// Ends the match when a limit is reached (or the host says so); starts the next after
+/// the intermission (or at once, when the host says so).
 pub(crate) fn run_match(
     mut commands: Commands,
     config: Res<ServerConfig>,
     tick: Res<TickConfig>,
     mut state: ResMut<MatchState>,
+    mut orders: ResMut<MatchOrders>,
     mut map: ResMut<CurrentMap>,
     mut outbox: MessageWriter<Outgoing>,
     mut players: Query<(
@@ -101,30 +127,52 @@ pub(crate) fn run_match(
 ) {
     let rules = &config.rules;
     let dt = tick.dt();
-    if let Some((left, _)) = state.intermission.as_mut() {
+    let mut end_now = false;
+    let mut next = match orders.0.take() {
+        Some(MatchOrder::Restart) => Some(NextMatch::Same),
+        Some(MatchOrder::NextMap) => Some(NextMatch::Rotation),
+        Some(MatchOrder::Map(source)) => Some(NextMatch::Map(source)),
+        Some(MatchOrder::End) => {
+            end_now = state.intermission.is_none();
+            None
+        }
+        None => None,
+    };
+    if next.is_none()
+        && let Some((left, _)) = state.intermission.as_mut()
+    {
         *left -= dt;
         if *left > 0.0 {
             return;
         }
+        next = Some(NextMatch::Rotation);
+    }
+    if let Some(next) = next {
         // The next match: perhaps another map; everyone back at a spawn, scores zeroed.
         state.intermission = None;
         state.elapsed = 0.0;
-        if !rules.rotation.is_empty() {
-            state.rotation_index = (state.rotation_index + 1) % rules.rotation.len();
-            let next = &rules.rotation[state.rotation_index];
-            match MapSource::load(&find_map(next)) {
-                Ok(source) if source.def.name != map.def.name || source.hash != map.hash => {
-                    *map = CurrentMap::new(source);
-                    info!("next map: {}", map.def.name);
-                    let msg = ServerMessage::MapChange {
-                        map_name: map.def.name.clone(),
-                        map_hash: map.hash,
-                    };
-                    outbox.write(Outgoing::ToPlaying(msg));
-                }
-                Ok(_) => {}
-                Err(e) => error!("cannot load the next map, staying: {e}"),
+        let source = match next {
+            NextMatch::Same => None,
+            NextMatch::Map(source) => Some(source),
+            NextMatch::Rotation if rules.rotation.is_empty() => None,
+            NextMatch::Rotation => {
+                state.rotation_index = (state.rotation_index + 1) % rules.rotation.len();
+                let name = &rules.rotation[state.rotation_index];
+                MapSource::load(&find_map(name))
+                    .inspect_err(|e| error!("cannot load the next map, staying: {e}"))
+                    .ok()
             }
+        };
+        if let Some(source) = source
+            && (source.def.name != map.def.name || source.hash != map.hash)
+        {
+            *map = CurrentMap::new(source);
+            info!("next map: {}", map.def.name);
+            let msg = ServerMessage::MapChange {
+                map_name: map.def.name.clone(),
+                map_hash: map.hash,
+            };
+            outbox.write(Outgoing::ToPlaying(msg));
         }
         for e in &leftovers {
             commands.entity(e).despawn();
@@ -144,17 +192,18 @@ pub(crate) fn run_match(
         }
         return;
     }
+    if state.intermission.is_some() {
+        return;
+    }
     state.elapsed += dt;
     let standings: Vec<(String, i32, Option<Team>)> = players
         .iter()
         .map(|(name, score, team, ..)| (name.0.clone(), score.frags, team.copied()))
         .collect();
-    let Some((name, frags)) = leader(rules.mode, &standings) else {
-        return;
-    };
+    let (name, frags) = leader(rules.mode, &standings).unwrap_or(("Nobody".into(), 0));
     let by_frags = rules.fraglimit > 0 && frags >= rules.fraglimit;
     let by_time = rules.timelimit > 0.0 && state.elapsed >= rules.timelimit;
-    if !(by_frags || by_time) {
+    if !(by_frags || by_time || end_now) || standings.is_empty() && !end_now {
         return;
     }
     let winner = format!("{name} wins with {frags} frags");

@@ -5,6 +5,7 @@
 use crate::ServerConfig;
 use crate::conduct::{self, Offence};
 use crate::connection::{ClientIndex, Connection, ConnectionStage, PlayerSlots};
+use crate::inbox::{AdminInbox, AdminLine, AdminOrigin};
 use crate::inputs::InputBuffer;
 use crate::interest::Interest;
 use crate::outbox::{Outgoing, send_to_playing};
@@ -23,7 +24,7 @@ use sightline_movement::PlayerState;
 use sightline_net::{ClientId, DisconnectReason, RenetServer, RenetServerEvent, ServerEvent};
 use sightline_protocol::{
     Channel, ClientMessage, MAX_CHAT_LEN, MAX_NAME_LEN, PROTOCOL_VERSION, ResumeSecret, ScoreLine,
-    ServerMessage, Welcome, Wire, clean_text,
+    ServerMessage, ServerTextKind, Welcome, Wire, clean_text,
 };
 use sightline_sim::{BotControlled, Player, PlayerId, PlayerName};
 
@@ -141,6 +142,7 @@ pub(crate) fn handle_reliable_messages(
     mut outbox: MessageWriter<Outgoing>,
     time: Res<Time<Real>>,
     lag: Res<crate::stalls::FrameLag>,
+    mut admin: Option<ResMut<AdminInbox>>,
 ) {
     let now = time.elapsed_secs_f64();
     let mut admitted: Vec<Admitted> = Vec::new();
@@ -203,6 +205,30 @@ pub(crate) fn handle_reliable_messages(
                 }
                 (ClientMessage::Chat { text }, ConnectionStage::Playing) => {
                     chat.extend(chat_line(&admission.players, entity, &mut conn, &text, now));
+                }
+                (ClientMessage::Rcon { password, command }, ConnectionStage::Playing) => {
+                    // Rcon shares chat's allowance: it is as cheap to send.
+                    let queued = conn.allow_chat(now)
+                        && admin.as_mut().is_some_and(|inbox| {
+                            inbox.push(AdminLine {
+                                origin: AdminOrigin::Player(conn.client_id),
+                                line: command,
+                                password: Some(password),
+                                from: None,
+                            })
+                        });
+                    if !queued {
+                        let text = if admin.is_none() {
+                            "remote admin is off on this server"
+                        } else {
+                            "rcon: too many commands; wait a moment"
+                        };
+                        let reply = ServerMessage::ServerText {
+                            kind: ServerTextKind::Rcon,
+                            text: text.into(),
+                        };
+                        outbox.write(Outgoing::To(conn.client_id, reply));
+                    }
                 }
                 (msg, stage) => {
                     debug!(
@@ -386,6 +412,13 @@ impl Admission<'_, '_> {
                 bot,
             };
             send_reliable(server, client, &msg);
+        }
+        if !self.config.motd.is_empty() {
+            let motd = ServerMessage::ServerText {
+                kind: ServerTextKind::Motd,
+                text: self.config.motd.clone(),
+            };
+            send_reliable(server, client, &motd);
         }
     }
 }

@@ -8,7 +8,7 @@ use crate::auth::{
 use crate::bundle;
 use crate::guard::{self, PacketGuard};
 use crate::limits::{HostKey, LruMap, RateLimiter};
-use crate::{AddressBans, Connectionless};
+use crate::{AddressBans, Connectionless, ForeignStreams};
 use crate::{ConditionerSettings, LinkConditions, NetStats, PacketFault, PacketFaults};
 use bevy::prelude::*;
 use bevy_renet::RenetServer;
@@ -309,6 +309,33 @@ fn handle(
 }
 
 impl UdpServerTransport {
+    /// The address a connected client sends from.
+    pub fn client_addr(&self, client_id: u64) -> Option<SocketAddr> {
+        self.netcode.client_addr(client_id)
+    }
+
+    /// The address clients dial.
+    pub fn public_addr(&self) -> SocketAddr {
+        self.public
+    }
+
+    /// Changes the password players must give (`None`: none); `false` on an insecure
+    /// server, which checks no password.
+    pub fn set_password(&mut self, password: Option<String>) -> bool {
+        match &mut self.secure {
+            Some(config) => {
+                config.password = password;
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Changes the most connections one address may hold.
+    pub fn set_max_per_address(&mut self, max: usize) {
+        self.limits.max_per_address = max;
+    }
+
     /// Whether a datagram may go to netcode. From a connected or handshaking address,
     /// anything may (netcode authenticates it); from anyone else, only a connection
     /// request of the right size within the address's rate. Everything else is junk,
@@ -354,6 +381,7 @@ pub(crate) fn server_receive(
     mut stats: ResMut<NetStats>,
     mut faults: ResMut<PacketFaults>,
     mut connectionless: ResMut<Connectionless>,
+    mut foreign: ResMut<ForeignStreams>,
     bans: Res<AddressBans>,
     time: Res<Time<Real>>,
 ) {
@@ -369,6 +397,9 @@ pub(crate) fn server_receive(
             &bans,
             &mut stats,
         );
+        for f in tokens.take_foreign() {
+            foreign.push(f.stream, f.peer, f.read);
+        }
     }
     let connected: Vec<SocketAddr> = transport
         .netcode

@@ -1,0 +1,715 @@
+//! The host's console: the server's settings as live console variables, and the commands
+//! a dedicated server's host expects from Quake and Source (`status`, `kick`, `ban`,
+//! `say`, `map`, `restart`, `writeconfig`, `quit` ...). Lines arrive in the
+//! [`AdminInbox`] from the terminal, Source RCON or a player's `rcon`; each runs once a
+//! frame, with the whole world at hand, and its output goes back where it came from.
+//!
+//! A line that sets cvars is applied only if the settings still go together
+//! ([`ServerConfig::from_cvars`]); otherwise it is undone and says why, so a bad line
+//! changes nothing.
+
+use crate::ServerConfig;
+use crate::bans::{Ban, BanList, unix_now};
+use crate::bots::LeavingBot;
+use crate::connection::{Connection, ConnectionStage};
+use crate::cvars::cvar;
+use crate::inbox::{AdminInbox, AdminLine, AdminOrigin};
+use crate::outbox::Outgoing;
+use crate::rules::{MatchOrder, MatchOrders, MatchState};
+use crate::stats::ServerStats;
+use bevy::prelude::*;
+use sightline_combat::Score;
+use sightline_console::{Bindings, Console, ConsoleCommands, Cvars, execute_line, quote};
+use sightline_map::{CurrentMap, MapSource, find_map_by_name};
+use sightline_net::{HostKey, IpPrefix, LruMap, RenetServer, UdpServerTransport};
+use sightline_protocol::{MAX_CHAT_LEN, ServerMessage, ServerTextKind, clean_text};
+use sightline_sim::{BotControlled, PlayerId, PlayerName};
+use std::net::{IpAddr, SocketAddr};
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+/// The host's commands, with their help.
+const ADMIN_COMMANDS: &[(&str, &str)] = &[
+    ("status", "the map, the match and one line per player"),
+    ("players", "each player's id and name"),
+    (
+        "kick",
+        "kick ID|NAME [REASON]: remove a player (a bot is taken away)",
+    ),
+    (
+        "ban",
+        "ban ID|NAME|ADDRESS[/PREFIX] [MINUTES] [REASON]: refuse an address (0 or no \
+         minutes: for ever) and kick who plays from it",
+    ),
+    (
+        "unban",
+        "unban ADDRESS[/PREFIX]|N: lift a ban (N as numbered by banlist)",
+    ),
+    ("banlist", "the bans in force"),
+    ("say", "say TEXT: tell every player"),
+    (
+        "map",
+        "map NAME: play NAME (in maps/) from now, starting a new match",
+    ),
+    ("nextmap", "start the next match of sv_maplist now"),
+    ("restart", "start the match again on this map"),
+    ("endmatch", "end the match now, as if a limit was reached"),
+    (
+        "writeconfig",
+        "writeconfig [FILE]: write the settings that differ from their defaults (default: \
+         the config file the server started with)",
+    ),
+    ("quit", "stop the server"),
+];
+
+/// Failed passwords from one address before it is locked out.
+pub const RCON_FAILURES_BEFORE_LOCKOUT: u32 = 5;
+
+/// How long a lockout lasts.
+pub const RCON_LOCKOUT: Duration = Duration::from_secs(60);
+
+/// Addresses the lockout remembers; full, it forgets the least recently failed.
+const RCON_LOCKOUT_ADDRESSES: usize = 4096;
+
+/// Wrong rcon passwords by address: after [`RCON_FAILURES_BEFORE_LOCKOUT`] the address
+/// is refused unchecked for [`RCON_LOCKOUT`], and the lockout is logged once.
+#[derive(Resource)]
+pub struct RconLockout {
+    failures: LruMap<HostKey, (u32, Option<Instant>)>,
+    /// Wrong passwords over the server's life.
+    pub wrong: u64,
+    /// Lockouts over the server's life.
+    pub lockouts: u64,
+}
+
+impl Default for RconLockout {
+    fn default() -> Self {
+        Self {
+            failures: LruMap::new(RCON_LOCKOUT_ADDRESSES),
+            wrong: 0,
+            lockouts: 0,
+        }
+    }
+}
+
+/// What checking an rcon password found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PasswordCheck {
+    /// Right.
+    Accepted,
+    /// Wrong (and counted).
+    Wrong,
+    /// Not checked: the address is locked out, or remote admin is off.
+    Refused,
+}
+
+impl RconLockout {
+    /// Checks `given` against `password` for `ip`, counting failures.
+    pub fn check(
+        &mut self,
+        ip: IpAddr,
+        password: &str,
+        given: &str,
+        now: Instant,
+    ) -> PasswordCheck {
+        if password.is_empty() {
+            return PasswordCheck::Refused;
+        }
+        let key = HostKey::of(ip);
+        let entry = self.failures.get_or_insert_with(key, || (0, None));
+        if let Some(until) = entry.1 {
+            if now < until {
+                return PasswordCheck::Refused;
+            }
+            *entry = (0, None);
+        }
+        if constant_time_eq(password.as_bytes(), given.as_bytes()) {
+            entry.0 = 0;
+            return PasswordCheck::Accepted;
+        }
+        entry.0 += 1;
+        self.wrong += 1;
+        if entry.0 >= RCON_FAILURES_BEFORE_LOCKOUT {
+            entry.1 = Some(now + RCON_LOCKOUT);
+            self.lockouts += 1;
+            warn!(
+                "rcon: {ip} gave {RCON_FAILURES_BEFORE_LOCKOUT} wrong passwords; locked out \
+                 for {} s",
+                RCON_LOCKOUT.as_secs()
+            );
+        }
+        PasswordCheck::Wrong
+    }
+}
+
+/// Compares secrets without revealing through timing how much of them matched.
+fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
+    let mut diff = u8::from(a.len() != b.len());
+    for (i, x) in a.iter().enumerate() {
+        diff |= x ^ b.get(i).copied().unwrap_or(0);
+    }
+    diff == 0
+}
+
+/// Where the host's console runs its lines, in `Update`: sources queue lines before it,
+/// and collect their output after it.
+#[derive(SystemSet, Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct AdminSet;
+
+/// The server's settings, live: what the host's console reads and sets.
+#[derive(Resource, Clone)]
+pub struct ServerCvars(pub Cvars);
+
+/// What the console keeps between lines.
+#[derive(Resource)]
+struct AdminState {
+    commands: ConsoleCommands,
+    config_file: PathBuf,
+}
+
+/// The host's console: add it to a dedicated server with its settings (`cvars`, as the
+/// command line and config file left them), its ban list, and the config file
+/// `writeconfig` writes by default. Lines come from the terminal
+/// ([`crate::TerminalPlugin`]), Source RCON ([`crate::RconPlugin`]) and players' `rcon`.
+pub struct AdminPlugin {
+    /// The settings.
+    pub cvars: Cvars,
+    /// The bans, read from their file.
+    pub bans: BanList,
+    /// Where `writeconfig` writes without a file name.
+    pub config_file: PathBuf,
+}
+
+impl Plugin for AdminPlugin {
+    fn build(&self, app: &mut App) {
+        let mut commands = ConsoleCommands::default();
+        for (name, help) in ADMIN_COMMANDS {
+            commands.register(name, help);
+        }
+        app.insert_resource(ServerCvars(self.cvars.clone()))
+            .insert_resource(self.bans.clone())
+            .insert_resource(AdminState {
+                commands,
+                config_file: self.config_file.clone(),
+            })
+            .init_resource::<AdminInbox>()
+            .init_resource::<RconLockout>()
+            .add_systems(
+                Update,
+                (
+                    run_admin_lines,
+                    answer_players_rcon,
+                    crate::bans::expire_bans,
+                )
+                    .chain()
+                    .in_set(AdminSet),
+            );
+    }
+}
+
+/// Every name a console line may start with (for the terminal's completion).
+pub fn admin_words(cvars: &Cvars) -> Vec<String> {
+    let mut words: Vec<String> = ADMIN_COMMANDS.iter().map(|(n, _)| n.to_string()).collect();
+    words.extend(cvars.iter().map(|c| c.def.name.to_string()));
+    words.extend(["exec", "help", "cvarlist", "echo", "set"].map(String::from));
+    words.sort();
+    words.dedup();
+    words
+}
+
+/// Runs the lines that arrived since the last frame, in order.
+fn run_admin_lines(world: &mut World) {
+    let lines = std::mem::take(&mut world.resource_mut::<AdminInbox>().lines);
+    for line in lines {
+        let output = run_line(world, &line);
+        world
+            .resource_mut::<AdminInbox>()
+            .replies
+            .push((line.origin, output));
+    }
+}
+
+/// Runs one line and returns what it printed.
+fn run_line(world: &mut World, line: &AdminLine) -> Vec<String> {
+    let mut console = Console::default();
+    if let Some(given) = &line.password {
+        let ip = line
+            .from
+            .or_else(|| origin_address(world, line.origin))
+            .map(|a| a.ip());
+        let password = world.resource::<ServerCvars>().0.read(cvar::RCON_PASSWORD);
+        let check = match ip {
+            Some(ip) => {
+                world
+                    .resource_mut::<RconLockout>()
+                    .check(ip, &password, given, Instant::now())
+            }
+            None if !password.is_empty()
+                && constant_time_eq(password.as_bytes(), given.as_bytes()) =>
+            {
+                PasswordCheck::Accepted
+            }
+            None => PasswordCheck::Wrong,
+        };
+        match check {
+            PasswordCheck::Accepted => {}
+            PasswordCheck::Wrong => return vec!["rcon: wrong password".into()],
+            PasswordCheck::Refused if password.is_empty() => {
+                return vec!["rcon: remote admin is off (no rcon_password set)".into()];
+            }
+            PasswordCheck::Refused => {
+                return vec!["rcon: too many wrong passwords; try again later".into()];
+            }
+        }
+    }
+    if line.origin != AdminOrigin::Terminal {
+        let who = line.from.map_or("a player".to_string(), |a| a.to_string());
+        info!("rcon from {who}: {}", line.line);
+    }
+    let before = world.resource::<ServerCvars>().clone();
+    let outcome = world.resource_scope(|world, mut cvars: Mut<ServerCvars>| {
+        let state = world.resource::<AdminState>();
+        execute_line(
+            &line.line,
+            &mut cvars.0,
+            &mut Bindings::default(),
+            &state.commands,
+            &mut console,
+        )
+    });
+    apply_cvars(world, &before, &mut console);
+    for command in outcome.commands {
+        let args: Vec<&str> = command.args.iter().map(String::as_str).collect();
+        if let Err(e) = carry_out(world, &command.name, &args, &mut console) {
+            console.print(format!("error: {e}"));
+        }
+    }
+    console.lines().map(String::from).collect()
+}
+
+/// The address behind an origin, for a player's rcon.
+fn origin_address(world: &World, origin: AdminOrigin) -> Option<SocketAddr> {
+    match origin {
+        AdminOrigin::Player(client) => world
+            .get_resource::<UdpServerTransport>()?
+            .client_addr(client),
+        _ => None,
+    }
+}
+
+/// Applies the cvars a line changed: at once where the server can, or undoes them all
+/// when the settings no longer go together.
+fn apply_cvars(world: &mut World, before: &ServerCvars, console: &mut Console) {
+    let cvars = world.resource::<ServerCvars>().0.clone();
+    let config = match ServerConfig::from_cvars(&cvars) {
+        Ok(config) => config,
+        Err(e) => {
+            console.print(format!("error: {e}; nothing changed"));
+            world.insert_resource(before.clone());
+            return;
+        }
+    };
+    let changed =
+        |name: &str| before.0.get(name).map(|c| &c.value) != cvars.get(name).map(|c| &c.value);
+    if !cvars.iter().any(|c| changed(c.def.name)) {
+        return;
+    }
+    // What can change while the server runs; the rest waits for a restart (the console
+    // says so as it sets them).
+    let mut live = world.resource_mut::<ServerConfig>();
+    live.name = config.name;
+    live.bots = config.bots.min(live.max_players);
+    live.bot_skill = config.bot_skill;
+    live.rules.fraglimit = config.rules.fraglimit;
+    live.rules.timelimit = config.rules.timelimit;
+    live.rules.rotation = config.rules.rotation;
+    live.idle_kick_seconds = config.idle_kick_seconds;
+    live.motd = config.motd;
+    if let Some(mut transport) = world.get_resource_mut::<UdpServerTransport>() {
+        if changed(cvar::SV_PASSWORD.name()) {
+            let password = cvars.read(cvar::SV_PASSWORD);
+            if !transport.set_password((!password.is_empty()).then_some(password)) {
+                console.print("sv_password: this server runs --insecure and checks no password");
+            }
+        }
+        if changed(cvar::SV_MAX_PER_ADDRESS.name()) {
+            transport.set_max_per_address(cvars.read(cvar::SV_MAX_PER_ADDRESS) as usize);
+        }
+    }
+}
+
+/// A player as the console finds them.
+struct Target {
+    entity: Entity,
+    id: PlayerId,
+    name: String,
+    client: Option<u64>,
+    bot: bool,
+}
+
+/// The player `who` names: an id as `status` shows it, a whole name, or the start of
+/// exactly one name (letter case ignored).
+fn find_player(world: &mut World, who: &str) -> Result<Target, String> {
+    let mut query = world.query::<(
+        Entity,
+        &PlayerId,
+        &PlayerName,
+        Option<&Connection>,
+        Has<BotControlled>,
+    )>();
+    let all: Vec<Target> = query
+        .iter(world)
+        .map(|(entity, id, name, conn, bot)| Target {
+            entity,
+            id: *id,
+            name: name.0.clone(),
+            client: conn.map(|c| c.client_id),
+            bot,
+        })
+        .collect();
+    if let Ok(n) = who.parse::<u8>()
+        && let Some(i) = all.iter().position(|t| t.id.0 == n)
+    {
+        return Ok(all.into_iter().nth(i).expect("found"));
+    }
+    let lower = who.to_lowercase();
+    if let Some(i) = all.iter().position(|t| t.name.to_lowercase() == lower) {
+        return Ok(all.into_iter().nth(i).expect("found"));
+    }
+    let starts: Vec<usize> = (0..all.len())
+        .filter(|&i| all[i].name.to_lowercase().starts_with(&lower))
+        .collect();
+    match starts.as_slice() {
+        [i] => Ok(all.into_iter().nth(*i).expect("found")),
+        [] => Err(format!("no player \"{who}\" (status lists them)")),
+        _ => Err(format!(
+            "\"{who}\" names {} players; use the id",
+            starts.len()
+        )),
+    }
+}
+
+/// Carries out one of [`ADMIN_COMMANDS`].
+fn carry_out(
+    world: &mut World,
+    name: &str,
+    args: &[&str],
+    out: &mut Console,
+) -> Result<(), String> {
+    match (name, args) {
+        ("status", _) => status(world, out),
+        ("players", _) => {
+            let mut query = world.query::<(&PlayerId, &PlayerName, Has<BotControlled>)>();
+            let mut rows: Vec<_> = query
+                .iter(world)
+                .map(|(i, n, b)| (i.0, n.0.clone(), b))
+                .collect();
+            rows.sort();
+            for (id, name, bot) in rows {
+                out.print(format!("{id:>3} {name}{}", if bot { " (bot)" } else { "" }));
+            }
+        }
+        ("kick", [who, reason @ ..]) => {
+            let target = find_player(world, who)?;
+            let reason = words(reason, "kicked by the server");
+            kick(world, &target, &format!("kicked: {reason}"));
+            out.print(format!("kicked {} ({reason})", target.name));
+        }
+        ("ban", [who, rest @ ..]) => ban(world, who, rest, out)?,
+        ("unban", [which]) => {
+            let ban = world.resource_mut::<BanList>().remove(which)?;
+            out.print(format!("unbanned {}", ban.prefix));
+        }
+        ("banlist", []) => {
+            let now = unix_now();
+            let bans = world.resource::<BanList>();
+            if bans.iter().next().is_none() {
+                out.print("no bans");
+            }
+            for (i, ban) in bans.iter().enumerate() {
+                let left = match ban.until {
+                    None => "for ever".to_string(),
+                    Some(t) => format!("{} min left", t.saturating_sub(now).div_ceil(60)),
+                };
+                out.print(format!(
+                    "{:>3} {:<20} {left:<14} {} {}",
+                    i + 1,
+                    ban.prefix.to_string(),
+                    quote(&ban.name),
+                    ban.reason
+                ));
+            }
+        }
+        ("say", text) if !text.is_empty() => {
+            let text = clean_text(&format!("Host: {}", text.join(" ")), MAX_CHAT_LEN);
+            info!("say: {text}");
+            out.print(text.clone());
+            world.write_message(Outgoing::ToPlaying(ServerMessage::ServerText {
+                kind: ServerTextKind::Say,
+                text,
+            }));
+        }
+        ("map", [name]) => {
+            let source = find_map_by_name(name)
+                .and_then(|path| MapSource::load(&path))
+                .map_err(|e| format!("map {name}: {e}"))?;
+            out.print(format!("changing to {}", source.def.name));
+            world.resource_mut::<MatchOrders>().0 = Some(MatchOrder::Map(source));
+        }
+        ("nextmap", []) => {
+            order(world, MatchOrder::NextMap);
+            out.print("starting the next match");
+        }
+        ("restart", []) => {
+            order(world, MatchOrder::Restart);
+            out.print("restarting the match");
+        }
+        ("endmatch", []) => {
+            order(world, MatchOrder::End);
+            out.print("ending the match");
+        }
+        ("writeconfig", [] | [_]) => {
+            let path = args.first().map_or_else(
+                || world.resource::<AdminState>().config_file.clone(),
+                PathBuf::from,
+            );
+            let text = config_text(&world.resource::<ServerCvars>().0);
+            std::fs::write(&path, text)
+                .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+            out.print(format!("wrote {}", path.display()));
+        }
+        ("quit", []) => {
+            info!("quit from the console");
+            out.print("stopping the server");
+            world.write_message(AppExit::Success);
+        }
+        _ => {
+            let help = ADMIN_COMMANDS
+                .iter()
+                .find(|(n, _)| *n == name)
+                .map_or("", |(_, h)| h);
+            return Err(format!("usage: {help}"));
+        }
+    }
+    Ok(())
+}
+
+/// The words of the rest of a line, or `default` when there are none.
+fn words(rest: &[&str], default: &str) -> String {
+    if rest.is_empty() {
+        default.to_string()
+    } else {
+        clean_text(&rest.join(" "), MAX_CHAT_LEN)
+    }
+}
+
+/// Leaves `order` for the match rules' next tick.
+fn order(world: &mut World, order: MatchOrder) {
+    world.resource_mut::<MatchOrders>().0 = Some(order);
+}
+
+/// Removes a player: a connection is told why and dropped (it may not resume), a bot is
+/// taken away for good (one bot fewer).
+fn kick(world: &mut World, target: &Target, reason: &str) {
+    if target.bot {
+        world.entity_mut(target.entity).insert(LeavingBot);
+        let mut config = world.resource_mut::<ServerConfig>();
+        config.bots = config.bots.saturating_sub(1);
+        let bots = config.bots;
+        let _ = world
+            .resource_mut::<ServerCvars>()
+            .0
+            .set_handle(cvar::BOTS, &bots.to_string());
+        return;
+    }
+    let now = world.resource::<Time<Real>>().elapsed_secs_f64();
+    world.resource_scope(|world, mut server: Mut<RenetServer>| {
+        world.resource_mut::<ServerStats>().kicks += 1;
+        if let Some(mut conn) = world.get_mut::<Connection>(target.entity)
+            && !matches!(conn.stage, ConnectionStage::Refused { .. })
+        {
+            conn.refuse(&mut server, reason.to_string(), now);
+        }
+    });
+}
+
+/// `ban ID|NAME|ADDRESS[/PREFIX] [MINUTES] [REASON]`.
+fn ban(world: &mut World, who: &str, rest: &[&str], out: &mut Console) -> Result<(), String> {
+    let (prefix, name) = match who.parse::<IpPrefix>() {
+        Ok(prefix) => (prefix, String::new()),
+        Err(_) => {
+            let target = find_player(world, who)?;
+            if target.bot {
+                return Err(format!("{} is a bot; kick it instead", target.name));
+            }
+            let addr = target
+                .client
+                .and_then(|c| world.get_resource::<UdpServerTransport>()?.client_addr(c))
+                .ok_or_else(|| format!("{}'s address is unknown", target.name))?;
+            (IpPrefix::host(addr.ip()), target.name)
+        }
+    };
+    let (minutes, reason) = match rest.split_first() {
+        Some((m, reason)) if m.parse::<f64>().is_ok() => {
+            let m: f64 = m.parse().expect("checked");
+            if !(0.0..=525_600.0 * 10.0).contains(&m) {
+                return Err("minutes must be between 0 (for ever) and ten years".into());
+            }
+            (m, reason)
+        }
+        _ => (0.0, rest),
+    };
+    let reason = words(reason, "banned by the server");
+    let until = (minutes > 0.0).then(|| unix_now() + (minutes * 60.0).ceil() as u64);
+    world.resource_mut::<BanList>().add(Ban {
+        prefix,
+        until,
+        name: name.clone(),
+        reason: reason.clone(),
+    })?;
+    let length = if minutes > 0.0 {
+        format!("for {minutes} minutes")
+    } else {
+        "for ever".into()
+    };
+    info!("banned {prefix} {length}: {reason}");
+    out.print(format!("banned {prefix} {length} ({reason})"));
+    // Who plays from there goes now.
+    let mut query = world.query::<(Entity, &PlayerId, &PlayerName, &Connection)>();
+    let inside: Vec<Target> = query
+        .iter(world)
+        .map(|(entity, id, name, conn)| Target {
+            entity,
+            id: *id,
+            name: name.0.clone(),
+            client: Some(conn.client_id),
+            bot: false,
+        })
+        .collect();
+    for target in inside {
+        let addr = target
+            .client
+            .and_then(|c| world.get_resource::<UdpServerTransport>()?.client_addr(c));
+        if addr.is_some_and(|a| prefix.contains(a.ip())) {
+            kick(world, &target, &format!("banned: {reason}"));
+            out.print(format!("kicked {}", target.name));
+        }
+    }
+    Ok(())
+}
+
+/// `status`: the server, the match, then a line per player.
+fn status(world: &mut World, out: &mut Console) {
+    let config = world.resource::<ServerConfig>().clone();
+    let map = world.resource::<CurrentMap>().def.name.clone();
+    let state = world.resource::<MatchState>().clone();
+    let now = world.resource::<Time<Real>>().elapsed_secs_f64();
+    let left = if state.intermission.is_some() {
+        "intermission".to_string()
+    } else if config.rules.timelimit > 0.0 {
+        clock((config.rules.timelimit - state.elapsed).max(0.0) as f64) + " left"
+    } else {
+        "no time limit".into()
+    };
+    out.print(format!("hostname: {}", config.name));
+    out.print(format!(
+        "map     : {map} ({}), {left}, fraglimit {}",
+        config.rules.mode.keyword(),
+        config.rules.fraglimit
+    ));
+    let mut query = world.query::<(
+        &PlayerId,
+        &PlayerName,
+        &Score,
+        Option<&Connection>,
+        Has<BotControlled>,
+    )>();
+    let mut rows: Vec<(u8, String, i32, Option<(u64, f64)>, bool)> = query
+        .iter(world)
+        .map(|(id, name, score, conn, bot)| {
+            (
+                id.0,
+                name.0.clone(),
+                score.frags,
+                conn.map(|c| (c.client_id, c.connected_at)),
+                bot,
+            )
+        })
+        .collect();
+    rows.sort_by_key(|r| r.0);
+    let bots = rows.iter().filter(|r| r.4).count();
+    out.print(format!(
+        "players : {} humans, {bots} bots ({} max)",
+        rows.len() - bots,
+        config.max_players
+    ));
+    out.print(format!(
+        "{:>3} {:<24} {:>5} {:>5} {:>5} {:<22} {:>8}",
+        "id", "name", "score", "ping", "loss", "address", "time"
+    ));
+    let server = world.resource::<RenetServer>();
+    let transport = world.get_resource::<UdpServerTransport>();
+    for (id, name, frags, conn, bot) in rows {
+        let (ping, loss, addr, time) = match (conn, bot) {
+            (Some((client, since)), _) => {
+                let info = server.network_info(client).ok();
+                (
+                    info.as_ref()
+                        .map_or("-".into(), |i| format!("{:.0}", i.rtt * 1000.0)),
+                    info.map_or("-".into(), |i| format!("{:.0}%", i.packet_loss * 100.0)),
+                    transport
+                        .and_then(|t| t.client_addr(client))
+                        .map_or("-".into(), |a| a.to_string()),
+                    clock(now - since),
+                )
+            }
+            (None, true) => ("BOT".into(), "-".into(), "-".into(), "-".into()),
+            (None, false) => ("-".into(), "-".into(), "(dropped)".into(), "-".into()),
+        };
+        out.print(format!(
+            "{id:>3} {:<24} {frags:>5} {ping:>5} {loss:>5} {addr:<22} {time:>8}",
+            quote(&name)
+        ));
+    }
+}
+
+/// Seconds as `h:mm:ss` or `m:ss`.
+fn clock(seconds: f64) -> String {
+    let s = seconds.max(0.0) as u64;
+    if s >= 3600 {
+        format!("{}:{:02}:{:02}", s / 3600, s / 60 % 60, s % 60)
+    } else {
+        format!("{}:{:02}", s / 60, s % 60)
+    }
+}
+
+/// The settings that differ from their defaults, as a config file.
+pub fn config_text(cvars: &Cvars) -> String {
+    let mut text = String::from(
+        "// Sightline server settings, written by writeconfig. Run with +exec FILE.\n",
+    );
+    for c in cvars.iter().filter(|c| c.value != c.def.default) {
+        text.push_str(&format!("{} {}\n", c.def.name, quote(&c.value.to_string())));
+    }
+    text
+}
+
+/// Sends players the output of their `rcon` lines.
+fn answer_players_rcon(mut inbox: ResMut<AdminInbox>, mut outbox: MessageWriter<Outgoing>) {
+    let replies = inbox.take_replies(|o| matches!(o, AdminOrigin::Player(_)));
+    for (origin, lines) in replies {
+        let AdminOrigin::Player(client) = origin else {
+            continue;
+        };
+        for line in lines {
+            // One message a line, each cut to what a message may hold.
+            outbox.write(Outgoing::To(
+                client,
+                ServerMessage::ServerText {
+                    kind: ServerTextKind::Rcon,
+                    text: clean_text(&line, MAX_CHAT_LEN),
+                },
+            ));
+        }
+    }
+}

@@ -1,0 +1,554 @@
+//! Remote admin over Valve's Source RCON protocol, so existing tools (panels, bots,
+//! `rcon` clients) can run the host's console: TCP, little-endian packets of
+//! `size, id, type, body\0, \0`; `SERVERDATA_AUTH` with the `rcon_password`, then
+//! `SERVERDATA_EXECCOMMAND` lines answered by `SERVERDATA_RESPONSE_VALUE` packets (a long
+//! answer in several, and an empty `RESPONSE_VALUE` from the client mirrored back after
+//! them, which is how clients find the end of a split answer).
+//!
+//! It listens on the game's port number, sharing the token service's TCP listener (which
+//! hands over every connection that does not open with the token exchange's magic), or
+//! on a port of its own. It is off while `rcon_password` is empty. Everything is
+//! non-blocking and bounded: connections, bytes a connection may buffer, time to
+//! authenticate, and wrong passwords by address ([`RconLockout`]).
+
+use crate::admin::{PasswordCheck, RconLockout, ServerCvars};
+use crate::cvars::cvar;
+use crate::inbox::{AdminInbox, AdminLine, AdminOrigin};
+use bevy::prelude::*;
+use sightline_net::{ForeignStreams, HostKey};
+use std::io::{self, Read, Write};
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::time::{Duration, Instant};
+
+/// `SERVERDATA_AUTH`.
+pub const SERVERDATA_AUTH: i32 = 3;
+/// `SERVERDATA_AUTH_RESPONSE` (the same number as `SERVERDATA_EXECCOMMAND`, told apart by
+/// direction).
+pub const SERVERDATA_AUTH_RESPONSE: i32 = 2;
+/// `SERVERDATA_EXECCOMMAND`.
+pub const SERVERDATA_EXECCOMMAND: i32 = 2;
+/// `SERVERDATA_RESPONSE_VALUE`.
+pub const SERVERDATA_RESPONSE_VALUE: i32 = 0;
+
+/// Largest packet a client may send (its size field), as Valve's servers allow.
+pub const MAX_REQUEST_SIZE: i32 = 4096;
+/// Body bytes in one answer packet; longer answers are split.
+pub const ANSWER_CHUNK: usize = 4096;
+/// Most connections at once, and from one host.
+pub const MAX_CONNECTIONS: usize = 16;
+/// Most connections from one host at once.
+pub const MAX_PER_HOST: usize = 4;
+/// Time to authenticate after connecting.
+pub const AUTH_DEADLINE: Duration = Duration::from_secs(5);
+/// An authenticated connection silent this long is closed.
+pub const IDLE_TIMEOUT: Duration = Duration::from_secs(600);
+/// Most answer bytes waiting for a client that does not read; past it the connection is
+/// closed.
+pub const MAX_UNSENT: usize = 1 << 20;
+/// Most commands a connection may have waiting to run.
+const MAX_WAITING: usize = 16;
+
+/// One RCON packet.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RconPacket {
+    /// The request id, echoed in answers.
+    pub id: i32,
+    /// What it is (`SERVERDATA_*`).
+    pub kind: i32,
+    /// The body, without its terminating zero.
+    pub body: Vec<u8>,
+}
+
+impl RconPacket {
+    /// The packet's bytes.
+    pub fn encode(&self) -> Vec<u8> {
+        let size = (self.body.len() + 10) as i32;
+        let mut bytes = Vec::with_capacity(self.body.len() + 14);
+        bytes.extend_from_slice(&size.to_le_bytes());
+        bytes.extend_from_slice(&self.id.to_le_bytes());
+        bytes.extend_from_slice(&self.kind.to_le_bytes());
+        bytes.extend_from_slice(&self.body);
+        bytes.extend_from_slice(&[0, 0]);
+        bytes
+    }
+
+    /// Reads one packet from the front of `bytes`: `Ok(Some((packet, used)))`, `Ok(None)`
+    /// while it is incomplete, `Err` for bytes that are no RCON packet (the connection is
+    /// then closed).
+    pub fn decode(bytes: &[u8]) -> Result<Option<(Self, usize)>, String> {
+        let Some(size) = bytes.get(..4) else {
+            return Ok(None);
+        };
+        let size = i32::from_le_bytes(size.try_into().expect("4 bytes"));
+        if !(10..=MAX_REQUEST_SIZE).contains(&size) {
+            return Err(format!(
+                "packet size {size} outside 10..={MAX_REQUEST_SIZE}"
+            ));
+        }
+        let total = 4 + size as usize;
+        let Some(packet) = bytes.get(4..total) else {
+            return Ok(None);
+        };
+        let id = i32::from_le_bytes(packet[0..4].try_into().expect("4 bytes"));
+        let kind = i32::from_le_bytes(packet[4..8].try_into().expect("4 bytes"));
+        let rest = &packet[8..];
+        // The body ends at its first zero; what follows must be the empty string's zero.
+        let Some(end) = rest.iter().position(|&b| b == 0) else {
+            return Err("body without its terminating zero".into());
+        };
+        if rest.len() < end + 2 || rest[end + 1..].iter().any(|&b| b != 0) {
+            return Err("packet does not end with two zeros".into());
+        }
+        Ok(Some((
+            Self {
+                id,
+                kind,
+                body: rest[..end].to_vec(),
+            },
+            total,
+        )))
+    }
+}
+
+/// What a connection waits to send, in order: answers to commands not yet run hold back
+/// what comes after them.
+#[derive(Debug)]
+enum Queued {
+    Waiting(i32),
+    Ready(Vec<u8>),
+    /// Ready a frame later: the authentication answer follows its empty
+    /// `RESPONSE_VALUE` in a segment of its own, as clients that read one packet per
+    /// buffered read (and drop the rest of the buffer) need.
+    NextFrame(Vec<u8>),
+}
+
+/// One RCON connection.
+struct RconConnection {
+    number: u64,
+    stream: TcpStream,
+    peer: SocketAddr,
+    inbox: Vec<u8>,
+    queue: Vec<Queued>,
+    unsent: Vec<u8>,
+    authenticated: bool,
+    opened: Instant,
+    heard: Instant,
+    closing: bool,
+}
+
+impl RconConnection {
+    fn new(number: u64, stream: TcpStream, peer: SocketAddr, read: Vec<u8>, now: Instant) -> Self {
+        Self {
+            number,
+            stream,
+            peer,
+            inbox: read,
+            queue: Vec::new(),
+            unsent: Vec::new(),
+            authenticated: false,
+            opened: now,
+            heard: now,
+            closing: false,
+        }
+    }
+
+    /// Queues `packet` to send once everything before it is ready.
+    fn send(&mut self, packet: RconPacket) {
+        self.queue.push(Queued::Ready(packet.encode()));
+    }
+
+    /// Moves what is ready at the front of the queue to the bytes to write.
+    fn release(&mut self) {
+        let ready = self
+            .queue
+            .iter()
+            .take_while(|q| matches!(q, Queued::Ready(_)))
+            .count();
+        for q in self.queue.drain(..ready) {
+            if let Queued::Ready(bytes) = q {
+                self.unsent.extend_from_slice(&bytes);
+            }
+        }
+        if let Some(front) = self.queue.first_mut()
+            && let Queued::NextFrame(bytes) = front
+        {
+            *front = Queued::Ready(std::mem::take(bytes));
+        }
+        if self.unsent.len() > MAX_UNSENT {
+            // A client that does not read its answers is not waited for.
+            self.closing = true;
+            self.unsent.clear();
+            self.queue.clear();
+        }
+    }
+}
+
+/// Where RCON connections come from.
+pub enum RconListen {
+    /// The token service's listener on the game's port (it hands them over).
+    Shared,
+    /// A listener of RCON's own.
+    Own(TcpListener),
+}
+
+/// The RCON service.
+#[derive(Resource)]
+struct Rcon {
+    listen: RconListen,
+    connections: Vec<RconConnection>,
+    next_number: u64,
+    /// Connections refused (too many, or remote admin off) and closed for bad packets.
+    refused: u64,
+    malformed: u64,
+}
+
+/// Source RCON for the host's console.
+pub struct RconPlugin {
+    /// Where connections come from; taken when the plugin is built.
+    pub listen: std::sync::Mutex<Option<RconListen>>,
+}
+
+impl RconPlugin {
+    /// RCON on `listen`.
+    pub fn new(listen: RconListen) -> Self {
+        Self {
+            listen: std::sync::Mutex::new(Some(listen)),
+        }
+    }
+}
+
+impl Plugin for RconPlugin {
+    fn build(&self, app: &mut App) {
+        let listen = self
+            .listen
+            .lock()
+            .expect("poisoned")
+            .take()
+            .expect("RconPlugin added twice");
+        if let RconListen::Own(listener) = &listen
+            && let Err(e) = listener.set_nonblocking(true)
+        {
+            warn!("rcon: cannot make the listener non-blocking ({e}); remote admin is off");
+            return;
+        }
+        app.insert_resource(Rcon {
+            listen,
+            connections: Vec::new(),
+            next_number: 0,
+            refused: 0,
+            malformed: 0,
+        })
+        .add_systems(Update, read_rcon.before(crate::admin::AdminSet))
+        .add_systems(Update, answer_rcon.after(crate::admin::AdminSet));
+    }
+}
+
+/// Accepts connections and reads their packets: authentication is answered here,
+/// commands go to the console.
+fn read_rcon(
+    mut rcon: ResMut<Rcon>,
+    foreign: Option<ResMut<ForeignStreams>>,
+    cvars: Res<ServerCvars>,
+    mut lockout: ResMut<RconLockout>,
+    mut inbox: ResMut<AdminInbox>,
+) {
+    let now = Instant::now();
+    let password = cvars.0.read(cvar::RCON_PASSWORD);
+    let rcon = &mut *rcon;
+    let mut arrivals: Vec<(TcpStream, SocketAddr, Vec<u8>)> = Vec::new();
+    match &rcon.listen {
+        RconListen::Shared => {
+            if let Some(mut foreign) = foreign {
+                arrivals.append(&mut foreign.0);
+            }
+        }
+        RconListen::Own(listener) => {
+            for _ in 0..MAX_CONNECTIONS {
+                match listener.accept() {
+                    Ok((stream, peer)) => arrivals.push((stream, peer, Vec::new())),
+                    Err(_) => break,
+                }
+            }
+        }
+    }
+    for (stream, peer, read) in arrivals {
+        let host = HostKey::of(peer.ip());
+        let from_host = rcon
+            .connections
+            .iter()
+            .filter(|c| HostKey::of(c.peer.ip()) == host)
+            .count();
+        if password.is_empty()
+            || rcon.connections.len() >= MAX_CONNECTIONS
+            || from_host >= MAX_PER_HOST
+            || stream.set_nonblocking(true).is_err()
+        {
+            rcon.refused += 1;
+            continue; // dropping the stream closes it
+        }
+        rcon.next_number += 1;
+        let number = rcon.next_number;
+        rcon.connections
+            .push(RconConnection::new(number, stream, peer, read, now));
+    }
+    for conn in &mut rcon.connections {
+        if conn.closing {
+            continue;
+        }
+        let mut chunk = [0u8; 4096];
+        loop {
+            match conn.stream.read(&mut chunk) {
+                Ok(0) => {
+                    conn.closing = true;
+                    break;
+                }
+                Ok(n) => {
+                    conn.inbox.extend_from_slice(&chunk[..n]);
+                    conn.heard = now;
+                    // At most one whole packet and the next's start is kept unread.
+                    if conn.inbox.len() > 2 * (MAX_REQUEST_SIZE as usize + 4) {
+                        break;
+                    }
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(_) => {
+                    conn.closing = true;
+                    break;
+                }
+            }
+        }
+        loop {
+            let (packet, used) = match RconPacket::decode(&conn.inbox) {
+                Ok(Some(p)) => p,
+                Ok(None) => break,
+                Err(_) => {
+                    rcon.malformed += 1;
+                    conn.closing = true;
+                    break;
+                }
+            };
+            conn.inbox.drain(..used);
+            handle_packet(conn, packet, &password, &mut lockout, &mut inbox, now);
+            if conn.closing {
+                break;
+            }
+        }
+        let deadline = if conn.authenticated {
+            now.saturating_duration_since(conn.heard) > IDLE_TIMEOUT
+        } else {
+            now.saturating_duration_since(conn.opened) > AUTH_DEADLINE
+        };
+        if deadline || password.is_empty() {
+            conn.closing = true;
+        }
+    }
+}
+
+/// One packet from a connection.
+fn handle_packet(
+    conn: &mut RconConnection,
+    packet: RconPacket,
+    password: &str,
+    lockout: &mut RconLockout,
+    inbox: &mut AdminInbox,
+    now: Instant,
+) {
+    let empty = |id| RconPacket {
+        id,
+        kind: SERVERDATA_RESPONSE_VALUE,
+        body: Vec::new(),
+    };
+    match packet.kind {
+        SERVERDATA_AUTH => {
+            let given = String::from_utf8_lossy(&packet.body);
+            let check = lockout.check(conn.peer.ip(), password, &given, now);
+            conn.authenticated = check == PasswordCheck::Accepted;
+            conn.send(empty(packet.id));
+            let id = if conn.authenticated { packet.id } else { -1 };
+            let answer = RconPacket {
+                id,
+                kind: SERVERDATA_AUTH_RESPONSE,
+                body: Vec::new(),
+            };
+            conn.queue.push(Queued::NextFrame(answer.encode()));
+            if !conn.authenticated {
+                // Answered, then closed: one guess a connection.
+                conn.closing = true;
+            }
+        }
+        _ if !conn.authenticated => conn.closing = true,
+        SERVERDATA_EXECCOMMAND => {
+            let waiting = conn
+                .queue
+                .iter()
+                .filter(|q| matches!(q, Queued::Waiting(_)))
+                .count();
+            let line = String::from_utf8_lossy(&packet.body).into_owned();
+            let queued = waiting < MAX_WAITING
+                && inbox.push(AdminLine {
+                    origin: AdminOrigin::Rcon {
+                        connection: conn.number,
+                        request: packet.id,
+                    },
+                    line,
+                    password: None,
+                    from: Some(conn.peer),
+                });
+            if queued {
+                conn.queue.push(Queued::Waiting(packet.id));
+            } else {
+                conn.send(RconPacket {
+                    id: packet.id,
+                    kind: SERVERDATA_RESPONSE_VALUE,
+                    body: b"too many commands waiting; try again".to_vec(),
+                });
+            }
+        }
+        // The end-of-answer probe: mirrored back after everything before it.
+        SERVERDATA_RESPONSE_VALUE => conn.send(empty(packet.id)),
+        _ => conn.closing = true,
+    }
+}
+
+/// Sends the console's answers and whatever else is ready; closes what should close.
+fn answer_rcon(mut rcon: ResMut<Rcon>, mut inbox: ResMut<AdminInbox>) {
+    let replies = inbox.take_replies(|o| matches!(o, AdminOrigin::Rcon { .. }));
+    for (origin, lines) in replies {
+        let AdminOrigin::Rcon {
+            connection,
+            request,
+        } = origin
+        else {
+            continue;
+        };
+        let Some(conn) = rcon.connections.iter_mut().find(|c| c.number == connection) else {
+            continue; // gone meanwhile
+        };
+        let Some(slot) = conn
+            .queue
+            .iter()
+            .position(|q| matches!(q, Queued::Waiting(id) if *id == request))
+        else {
+            continue;
+        };
+        let mut text = lines.join("\n");
+        if !text.is_empty() {
+            text.push('\n');
+        }
+        // Zeros would end a body early.
+        let body: Vec<u8> = text.into_bytes().into_iter().filter(|&b| b != 0).collect();
+        let mut bytes = Vec::new();
+        let chunks: Vec<&[u8]> = if body.is_empty() {
+            vec![&[]]
+        } else {
+            body.chunks(ANSWER_CHUNK).collect()
+        };
+        for chunk in chunks {
+            bytes.extend(
+                RconPacket {
+                    id: request,
+                    kind: SERVERDATA_RESPONSE_VALUE,
+                    body: chunk.to_vec(),
+                }
+                .encode(),
+            );
+        }
+        conn.queue[slot] = Queued::Ready(bytes);
+    }
+    for conn in &mut rcon.connections {
+        conn.release();
+        while !conn.unsent.is_empty() {
+            match conn.stream.write(&conn.unsent) {
+                Ok(0) => {
+                    conn.closing = true;
+                    break;
+                }
+                Ok(n) => {
+                    conn.unsent.drain(..n);
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(_) => {
+                    conn.closing = true;
+                    conn.unsent.clear();
+                    break;
+                }
+            }
+        }
+    }
+    // A closing connection goes once what it was answered is written (or cannot be).
+    rcon.connections.retain(|c| {
+        // Commands run within the frame they arrive in, so nothing waits for long.
+        !(c.closing && c.unsent.is_empty() && c.queue.is_empty())
+    });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn packets_round_trip_and_bad_ones_are_refused() {
+        let p = RconPacket {
+            id: 7,
+            kind: SERVERDATA_EXECCOMMAND,
+            body: b"status".to_vec(),
+        };
+        let bytes = p.encode();
+        assert_eq!(bytes.len(), 4 + 10 + 6);
+        assert_eq!(
+            RconPacket::decode(&bytes),
+            Ok(Some((p.clone(), bytes.len())))
+        );
+        for cut in 0..bytes.len() {
+            assert_eq!(RconPacket::decode(&bytes[..cut]), Ok(None), "{cut}");
+        }
+        let mut huge = bytes.clone();
+        huge[..4].copy_from_slice(&(MAX_REQUEST_SIZE + 1).to_le_bytes());
+        assert!(RconPacket::decode(&huge).is_err());
+        let mut small = bytes.clone();
+        small[..4].copy_from_slice(&9i32.to_le_bytes());
+        assert!(RconPacket::decode(&small).is_err());
+        let mut no_zero = bytes.clone();
+        let n = no_zero.len();
+        no_zero[n - 2] = b'x';
+        no_zero[n - 1] = b'y';
+        assert!(RconPacket::decode(&no_zero).is_err());
+        // Arbitrary bytes never panic.
+        let mut seed = 1u64;
+        for _ in 0..20_000 {
+            seed = seed
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            let len = (seed >> 56) as usize % 40;
+            let junk: Vec<u8> = (0..len)
+                .map(|i| (seed >> (i % 8 * 8)) as u8 ^ i as u8)
+                .collect();
+            let _ = RconPacket::decode(&junk);
+        }
+    }
+
+    #[test]
+    fn answers_keep_their_order_behind_commands_still_running() {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let client = TcpStream::connect(listener.local_addr().unwrap()).unwrap();
+        let (stream, peer) = listener.accept().unwrap();
+        let mut conn = RconConnection::new(1, stream, peer, Vec::new(), Instant::now());
+        conn.queue.push(Queued::Waiting(5));
+        conn.send(RconPacket {
+            id: 6,
+            kind: SERVERDATA_RESPONSE_VALUE,
+            body: Vec::new(),
+        });
+        conn.release();
+        assert!(
+            conn.unsent.is_empty(),
+            "the mirror waits for the answer before it"
+        );
+        conn.queue[0] = Queued::Ready(b"answer".to_vec());
+        conn.release();
+        assert!(conn.unsent.starts_with(b"answer"));
+        drop(client);
+    }
+}
