@@ -16,6 +16,8 @@ mod handshake;
 #[cfg(test)]
 mod hostile;
 #[cfg(test)]
+mod hosting;
+#[cfg(test)]
 mod inputs;
 #[cfg(test)]
 mod interest;

@@ -27,6 +27,8 @@ pub(crate) fn binaries() -> PathBuf {
             "sightline-server",
             "-p",
             "sightline-app",
+            "-p",
+            "sightline-master",
             "--bins",
         ])
         .status()

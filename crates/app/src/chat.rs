@@ -6,10 +6,13 @@ use crate::session::AppState;
 use bevy::prelude::*;
 use bevy_egui::{EguiContexts, EguiPrimaryContextPass, egui};
 use leafwing_input_manager::prelude::ActionState;
-use sightline_client::ChatLog;
-use sightline_console::Console;
+use crate::cvars::cvar;
+use sightline_client::{ChatLog, FromServer};
+use sightline_console::{Console, ConsoleCommands, Cvars, RunCommand};
 use sightline_net::RenetClient;
-use sightline_protocol::{Channel, ClientMessage, MAX_CHAT_LEN};
+use sightline_protocol::{
+    Channel, ClientMessage, MAX_CHAT_LEN, ServerMessage, ServerTextKind, Wire,
+};
 use sightline_sim::SessionAppExt;
 
 /// The chat line being typed, while the chat box is open.
@@ -21,7 +24,14 @@ pub struct ChatPlugin;
 
 impl Plugin for ChatPlugin {
     fn build(&self, app: &mut App) {
+        app.world_mut()
+            .get_resource_or_insert_with(ConsoleCommands::default)
+            .register(
+                "rcon",
+                "rcon COMMAND: run COMMAND on the server's console (set rcon_password first)",
+            );
         app.init_session_resource::<ChatInput>()
+            .add_systems(Update, (send_rcon, print_rcon_replies))
             .add_systems(
                 Update,
                 (open_chat.run_if(in_state(AppState::Playing)), hold_focus).chain(),
@@ -30,6 +40,50 @@ impl Plugin for ChatPlugin {
                 EguiPrimaryContextPass,
                 draw_chat.run_if(in_state(AppState::Playing)),
             );
+    }
+}
+
+/// `rcon COMMAND`: sends the line with `rcon_password` over the game's own encrypted
+/// connection.
+fn send_rcon(
+    mut run: MessageReader<RunCommand>,
+    cvars: Res<Cvars>,
+    mut console: ResMut<Console>,
+    client: Option<ResMut<RenetClient>>,
+) {
+    let mut client = client;
+    for cmd in run.read().filter(|c| c.name == "rcon") {
+        let command = cmd
+            .args
+            .iter()
+            .map(|a| sightline_console::quote(a))
+            .collect::<Vec<_>>()
+            .join(" ");
+        let password = cvars.read(cvar::RCON_PASSWORD);
+        let message = ClientMessage::Rcon { password, command };
+        match client.as_mut().filter(|c| c.is_connected()) {
+            _ if cmd.args.is_empty() => console.print("usage: rcon COMMAND"),
+            _ if message.validate().is_err() => {
+                console.print("rcon: the command or the password is too long")
+            }
+            Some(client) => {
+                sightline_client::send_to_server(client, Channel::Reliable, &message)
+            }
+            None => console.print("rcon: not connected to a server"),
+        }
+    }
+}
+
+/// Prints the server's answers to rcon commands in the console.
+fn print_rcon_replies(mut inbound: MessageReader<FromServer>, mut console: ResMut<Console>) {
+    for FromServer(msg) in inbound.read() {
+        if let ServerMessage::ServerText {
+            kind: ServerTextKind::Rcon,
+            text,
+        } = msg
+        {
+            console.print(text.clone());
+        }
     }
 }
 

@@ -3,7 +3,7 @@
 
 use crate::{FromServer, Roster};
 use bevy::prelude::*;
-use sightline_protocol::ServerMessage;
+use sightline_protocol::{ServerMessage, ServerTextKind};
 use std::collections::VecDeque;
 
 /// One line of the kill feed.
@@ -97,11 +97,24 @@ pub(crate) fn record_chat(
     mut chat: ResMut<ChatLog>,
 ) {
     for FromServer(msg) in inbound.read() {
-        if let ServerMessage::Chat { from, text } = msg {
-            let name = roster.name(*from);
-            info!("{name}: {text}");
-            chat.push(name.to_string(), text.clone());
-        }
+        let name = match msg {
+            ServerMessage::Chat { from, .. } => roster.name(*from),
+            ServerMessage::ServerText {
+                kind: ServerTextKind::Say,
+                ..
+            } => "Host",
+            ServerMessage::ServerText {
+                kind: ServerTextKind::Motd,
+                ..
+            } => "Message of the day",
+            _ => continue,
+        };
+        let (ServerMessage::Chat { text, .. } | ServerMessage::ServerText { text, .. }) = msg
+        else {
+            continue;
+        };
+        info!("{name}: {text}");
+        chat.push(name.to_string(), text.clone());
     }
 }
 

@@ -441,9 +441,9 @@ fn carry_out(
             }
         }
         ("say", text) if !text.is_empty() => {
-            let text = clean_text(&format!("Host: {}", text.join(" ")), MAX_CHAT_LEN);
+            let text = clean_text(&text.join(" "), MAX_CHAT_LEN);
             info!("say: {text}");
-            out.print(text.clone());
+            out.print(format!("Host: {text}"));
             world.write_message(Outgoing::ToPlaying(ServerMessage::ServerText {
                 kind: ServerTextKind::Say,
                 text,
@@ -668,7 +668,7 @@ fn status(world: &mut World, out: &mut Console) {
         };
         out.print(format!(
             "{id:>3} {:<24} {frags:>5} {ping:>5} {loss:>5} {addr:<22} {time:>8}",
-            quote(&name)
+            format!("\"{name}\"")
         ));
     }
 }

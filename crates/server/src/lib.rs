@@ -72,7 +72,10 @@ pub use inputs::{
 pub use interest::{HEAR_RADIUS, Interest, LINGER_SECONDS, REFRESH_TICKS, SIGHT_MARGIN, could_see};
 pub use plugin::{CommandSource, CommandSourcesExt, ServerPlugin, ServerSet, server_app};
 pub use query::{Queries, QueryPlugin};
-pub use rcon::{RconListen, RconPacket, RconPlugin};
+pub use rcon::{
+    RconListen, RconPacket, RconPlugin, SERVERDATA_AUTH, SERVERDATA_AUTH_RESPONSE,
+    SERVERDATA_EXECCOMMAND, SERVERDATA_RESPONSE_VALUE,
+};
 pub use resume::{Departed, DepartedPlayers, RESUME_SECONDS, Resumable};
 pub use rules::{INTERMISSION, MatchOrder, MatchOrders, MatchRules, MatchState};
 pub use sightline_combat::GameMode;
