@@ -480,3 +480,43 @@ fn lan_discovery_and_the_master_list_find_servers() {
     master.wait().ok();
     std::fs::remove_dir_all(dir).ok();
 }
+
+#[test]
+fn a_player_with_the_rcon_password_runs_console_lines_in_game() {
+    use sightline_harness::Stepper;
+    use sightline_net::RenetClient;
+    use sightline_protocol::{Channel, ClientMessage};
+    use sightline_server::{AdminPlugin, BanList, RconLockout, ServerConfig, server_cvar_registry};
+
+    let mut cvars = server_cvar_registry();
+    cvars.set("rcon_password", "s3cret").unwrap();
+    let mut s = Stepper::new_with(ServerConfig::default(), "duel", |app| {
+        app.add_plugins(AdminPlugin {
+            cvars,
+            bans: BanList::default(),
+            config_file: std::env::temp_dir().join("sightline-unused.cfg"),
+        });
+    });
+    let c = s.add_client("admin", 1);
+    s.run_for(2.0);
+    let send = |s: &mut Stepper, password: &str, command: &str| {
+        let mut client = s.clients[c].world_mut().resource_mut::<RenetClient>();
+        let msg = ClientMessage::Rcon {
+            password: password.into(),
+            command: command.into(),
+        };
+        sightline_client::send_to_server(&mut client, Channel::Reliable, &msg);
+    };
+    send(&mut s, "guess", "fraglimit 3");
+    s.run_for(0.5);
+    let fraglimit = |s: &Stepper| s.server.world().resource::<ServerConfig>().rules.fraglimit;
+    assert_eq!(fraglimit(&s), 20, "a wrong password changes nothing");
+    assert_eq!(s.server.world().resource::<RconLockout>().wrong, 1);
+    send(&mut s, "s3cret", "fraglimit 7; sv_hostname \"Live rename\"");
+    s.run_for(0.5);
+    assert_eq!(fraglimit(&s), 7);
+    assert_eq!(
+        s.server.world().resource::<ServerConfig>().name,
+        "Live rename"
+    );
+}

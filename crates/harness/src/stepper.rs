@@ -139,6 +139,12 @@ pub fn manual_app(dt: Duration) -> App {
 impl Stepper {
     /// A server running `map` with `config`, and no clients yet.
     pub fn new(config: ServerConfig, map: &str) -> Self {
+        Self::new_with(config, map, |_| {})
+    }
+
+    /// [`Self::new`], with `extend` adding to the server app before it starts (the
+    /// host's console, say, which only the dedicated server adds).
+    pub fn new_with(config: ServerConfig, map: &str, extend: impl FnOnce(&mut App)) -> Self {
         let dt = Duration::from_nanos(1_000_000_000 / config.tick.tick_hz as u64);
         let network = MemoryNetwork::on_shared_clock();
         let mut server = server_app(
@@ -147,6 +153,7 @@ impl Stepper {
             ServerNetPlugin::memory(network.clone()),
             Pacing::Manual(dt),
         );
+        extend(&mut server);
         server.finish();
         server.cleanup();
         Self {

@@ -18,7 +18,11 @@
 //! 11, input packets written against a command the server already holds ([`cmds`]: the
 //! base named by its offset from the acknowledged snapshot's), view times in steps of
 //! 1/256 tick, and others' view angles and velocities in coarser steps than a player's own
-//! ([`OTHERS_ANGLE_STEP`], [`OTHERS_VEL_STEP`]).
+//! ([`OTHERS_ANGLE_STEP`], [`OTHERS_VEL_STEP`]); 12, the token exchange encrypted and
+//! authenticated (X25519 with the server's static key, SPAKE2 for the password, which no
+//! longer travels; it opens with [`TOKEN_EXCHANGE_MAGIC`]: see [`token`]), a player's
+//! `rcon` line ([`ClientMessage::Rcon`]) and the server's own words
+//! ([`ServerMessage::ServerText`]: the host's `say`, the message of the day, rcon output).
 //!
 //! Decoding never trusts the sender: oversized, truncated, trailing-garbage, out-of-range
 //! and non-finite inputs all come back as a [`DecodeError`] for the caller to drop and
@@ -32,7 +36,7 @@ mod datagrams;
 pub mod delta;
 mod messages;
 mod text;
-mod token;
+pub mod token;
 
 #[cfg(test)]
 mod tests;
@@ -46,17 +50,20 @@ pub use delta::{
     SnapshotPacket, Unresolved,
 };
 pub use messages::{
-    ClientMessage, MAX_CHAT_LEN, MAX_NAME_LEN, MAX_SERVER_NAME_LEN, MAX_SNAPSHOT_PLAYERS,
-    MAX_SNAPSHOT_PROJECTILES, PlayerSnap, ProjectileSnap, ResumeSecret, ScoreLine, ServerMessage,
-    Snapshot, Welcome,
+    ClientMessage, MAX_CHAT_LEN, MAX_NAME_LEN, MAX_RCON_COMMAND_LEN, MAX_RCON_PASSWORD_LEN,
+    MAX_SERVER_NAME_LEN, MAX_SNAPSHOT_PLAYERS, MAX_SNAPSHOT_PROJECTILES, PlayerSnap,
+    ProjectileSnap, ResumeSecret, ScoreLine, ServerMessage, ServerTextKind, Snapshot, Welcome,
 };
 pub use text::{RESERVED_NAMES, clean_text, is_reserved_name, name_key};
 pub use token::{
-    Framed, MAX_PASSWORD_LEN, MAX_TOKEN_BYTES, TokenReply, TokenRequest, frame, framed,
+    CLIENT_FINISH_MAX_BYTES, CLIENT_HELLO_BYTES, EXCHANGE_KEY_BYTES, ExchangeTag, Framed,
+    MAX_PASSWORD_LEN, MAX_TOKEN_BYTES, SEAL_TAG_BYTES, SERVER_FRAME_MAX_BYTES, SERVER_HELLO_BYTES,
+    SPAKE2_MESSAGE_BYTES, TOKEN_EXCHANGE_MAGIC, TOKEN_EXCHANGE_VERSION, TokenReply, TokenRequest,
+    frame, framed,
 };
 
 /// Version of this protocol; a client and server must agree on it exactly.
-pub const PROTOCOL_VERSION: u32 = 11;
+pub const PROTOCOL_VERSION: u32 = 12;
 
 /// Identifies Sightline traffic to netcode, which drops packets of other games. It does not
 /// change with [`PROTOCOL_VERSION`], so a mismatched client still reaches the handshake

@@ -249,7 +249,11 @@ fn run_line(world: &mut World, line: &AdminLine) -> Vec<String> {
             {
                 PasswordCheck::Accepted
             }
-            None => PasswordCheck::Wrong,
+            // No address to lock out (an in-memory transport): counted all the same.
+            None => {
+                world.resource_mut::<RconLockout>().wrong += 1;
+                PasswordCheck::Wrong
+            }
         };
         match check {
             PasswordCheck::Accepted => {}

@@ -244,7 +244,12 @@ fn settings(args: &Args, lines: &[String]) -> Cvars {
             }
         }
     }
-    for line in console.lines() {
+    // Before the start, every setting takes effect at the start: the console's reminder
+    // that some wait for a restart is for a running server.
+    for line in console
+        .lines()
+        .filter(|l| !l.ends_with("takes effect after a restart"))
+    {
         eprintln!("{line}");
     }
     for (flag, name, value) in args.cvar_flags() {
@@ -368,10 +373,11 @@ fn main() -> ExitCode {
     }
 
     let mut app = server_app(config.clone(), map.clone(), net, Pacing::RealTime(signal));
-    // Nothing the network does is logged per packet: it is counted instead.
+    // Nothing the network does is logged per packet: it is counted instead. The console's
+    // output goes to whoever typed the line (the terminal prints it), not to the log too.
     app.add_plugins(LogPlugin {
         filter: format!(
-            "{},{}",
+            "{},{},console=warn",
             bevy::log::DEFAULT_FILTER,
             sightline_net::TRANSPORT_LOG_FILTER
         ),
