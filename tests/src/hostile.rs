@@ -468,7 +468,7 @@ fn silent_players_are_kicked_and_silent_connections_dropped() {
 #[test]
 fn tokens_are_refused_without_the_password_or_beyond_the_address_limit() {
     let server = Server::start(60, &["--password", "hunter2", "--max-per-address", "1"]);
-    let refused = fetch_token(server.addr, "wrong").expect_err("wrong password");
+    let refused = fetch_token(server.addr, "wrong", None).expect_err("wrong password");
     assert!(refused.contains("wrong password"), "{refused}");
     // Without a token nothing connects: an insecure client gets no answer.
     let mut insecure = Attacker::connect(server.addr, &ClientSecurity::Insecure);
@@ -476,6 +476,7 @@ fn tokens_are_refused_without_the_password_or_beyond_the_address_limit() {
     // With it, one connection; a second from the same address is refused.
     let security = ClientSecurity::Secure {
         password: "hunter2".into(),
+        known_servers: None,
     };
     let mut first = Attacker::connect(server.addr, &security);
     first.join("first");
@@ -709,7 +710,7 @@ fn connections_that_never_finish_a_token_request_leave_room_for_a_player() {
     std::thread::sleep(Duration::from_secs(1));
     for _ in 0..5 {
         let asked = Instant::now();
-        let token = fetch_token(server.addr, "");
+        let token = fetch_token(server.addr, "", None);
         assert!(token.is_ok(), "{token:?}");
         assert!(
             asked.elapsed() < Duration::from_secs(2),

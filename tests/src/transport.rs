@@ -48,7 +48,7 @@ struct RawClient {
 
 impl RawClient {
     fn connect(server: SocketAddr) -> Self {
-        let token = fetch_token(server, "").expect("a token");
+        let token = fetch_token(server, "", None).expect("a token").token;
         let netcode = NetcodeClient::new(
             unix_now(),
             ClientAuthentication::Secure {

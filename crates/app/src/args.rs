@@ -71,8 +71,21 @@ impl Args {
         } else {
             ClientSecurity::Secure {
                 password: self.password.clone(),
+                known_servers: self.known_servers(),
             }
         }
+    }
+}
+
+impl Args {
+    /// The file of servers' identity keys, beside the config file: `known_servers` in
+    /// the folder of --config, or of the platform's config.
+    fn known_servers(&self) -> Option<PathBuf> {
+        let config = self
+            .config
+            .clone()
+            .or_else(sightline_console::config_path)?;
+        Some(config.parent()?.join("known_servers"))
     }
 }
 

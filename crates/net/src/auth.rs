@@ -9,20 +9,32 @@
 //! number: TCP's handshake proves the asker's address, so tokens cannot be farmed from
 //! forged addresses, and the asker's address goes into the token so it can only be used
 //! from there.
+//!
+//! The exchange itself is encrypted and authenticated (`kex`): the password is proven by
+//! SPAKE2 and never sent, the token comes back sealed, and the client remembers each
+//! server's identity key on first use (`known`). It opens with a magic number, so the
+//! same TCP port can serve other protocols: streams that do not begin with it are handed
+//! over ([`TokenService::take_foreign`]).
 
 use crate::NetStats;
 use crate::bans::AddressBans;
+use crate::kex::{
+    ClientHello, ClientKeys, FinishError, KexError, PublicKeyBytes, ServerIdentity, ServerKeys,
+    fingerprint, server_hello,
+};
+use crate::known::{KeyStatus, KnownServers};
 use crate::limits::{GlobalBucket, HostKey, NetworkKey, RateLimiter, canonical_ip};
-use bevy::log::debug;
+use bevy::log::{debug, warn};
 use renetcode::{ConnectToken, NETCODE_KEY_BYTES, NETCODE_USER_DATA_BYTES, NetcodeServer};
 use sightline_protocol::{
-    Framed, MAX_PASSWORD_LEN, NETCODE_PROTOCOL_ID, PROTOCOL_VERSION, TokenReply, TokenRequest,
-    Wire, frame, framed,
+    CLIENT_FINISH_MAX_BYTES, CLIENT_HELLO_BYTES, ExchangeTag, Framed, MAX_PASSWORD_LEN,
+    NETCODE_PROTOCOL_ID, PROTOCOL_VERSION, SERVER_FRAME_MAX_BYTES, TOKEN_EXCHANGE_MAGIC,
+    TOKEN_EXCHANGE_VERSION, TokenReply, TokenRequest, Wire, frame, framed,
 };
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::io::{self, Read, Write};
 use std::net::{IpAddr, Shutdown, SocketAddr, TcpListener, TcpStream};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
@@ -52,6 +64,12 @@ const MAX_TCP_PER_HOST: usize = 2;
 const MAX_TCP_PER_NETWORK: usize = 16;
 /// TCP connections accepted per frame, so a connection flood cannot stall the tick.
 const ACCEPTS_PER_FRAME: usize = 64;
+/// Client hellos answered per frame: each costs a few elliptic-curve multiplications
+/// (about 0.3 ms), so a crowd of them waits for the next frames rather than stalling this
+/// one.
+const HELLOS_PER_FRAME: usize = 32;
+/// Streams of another protocol waiting to be taken ([`TokenService::take_foreign`]).
+pub const MAX_FOREIGN_WAITING: usize = 8;
 /// Time between two polls of the token service that counts as the server standing
 /// still rather than a request being slow.
 const STALL_GAP: Duration = Duration::from_millis(250);
@@ -86,6 +104,8 @@ pub enum Security {
 pub struct SecureConfig {
     /// The key tokens are sealed with.
     pub key: [u8; NETCODE_KEY_BYTES],
+    /// The server's long-lived identity, which clients remember it by.
+    pub identity: ServerIdentity,
     /// The password a client must give for a token; `None` for a public server.
     pub password: Option<String>,
     /// Whether the server hands out tokens itself over TCP; off when only an external
@@ -94,10 +114,11 @@ pub struct SecureConfig {
 }
 
 impl SecureConfig {
-    /// A public server with a fresh random key, issuing its own tokens.
+    /// A public server with a fresh random key and identity, issuing its own tokens.
     pub fn random() -> Self {
         Self {
             key: renetcode::generate_random_bytes(),
+            identity: ServerIdentity::random(),
             password: None,
             issue_tokens: true,
         }
@@ -115,33 +136,6 @@ impl Default for AdmissionLimits {
     fn default() -> Self {
         Self { max_per_address: 4 }
     }
-}
-
-/// Reads a key file: 64 hexadecimal digits (32 bytes), whitespace around them allowed.
-pub fn load_key_file(path: &Path) -> Result<[u8; NETCODE_KEY_BYTES], String> {
-    let meta = std::fs::metadata(path).map_err(|e| format!("{}: {e}", path.display()))?;
-    if !meta.is_file() || meta.len() > 1024 {
-        return Err(format!("{}: not a key file", path.display()));
-    }
-    let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
-    parse_key(text.trim()).ok_or_else(|| {
-        format!(
-            "{}: a key file holds 64 hexadecimal digits (32 bytes)",
-            path.display()
-        )
-    })
-}
-
-/// Parses 64 hexadecimal digits into a key.
-pub fn parse_key(hex: &str) -> Option<[u8; NETCODE_KEY_BYTES]> {
-    if hex.len() != 2 * NETCODE_KEY_BYTES || !hex.is_ascii() {
-        return None;
-    }
-    let mut key = [0; NETCODE_KEY_BYTES];
-    for (i, byte) in key.iter_mut().enumerate() {
-        *byte = u8::from_str_radix(&hex[2 * i..2 * i + 2], 16).ok()?;
-    }
-    Some(key)
 }
 
 /// Makes a connect token for `client_ip` to join the server whose tokens name `server`,
@@ -242,13 +236,27 @@ fn admit(pool: &[Place], host: HostKey, network: NetworkKey, per_host: usize) ->
         .map_or(Admit::No, |(i, _)| Admit::Instead(i))
 }
 
+/// Where a token request stands.
+enum Stage {
+    /// Reading the client's hello.
+    Hello,
+    /// Hello answered: reading the client's confirmation and sealed request. `guess`: a
+    /// password guess was taken from the allowance for it, given back if it confirms.
+    Finish { keys: Box<ServerKeys>, guess: bool },
+    /// Writing the last answer, then closing.
+    Closing,
+}
+
 /// A token request being read or answered.
 struct Pending {
     stream: TcpStream,
-    peer: IpAddr,
+    peer: SocketAddr,
     place: Place,
     inbox: Vec<u8>,
     outbox: Option<(Vec<u8>, usize)>,
+    stage: Stage,
+    /// The client closed its side: what is in the inbox is all there will be.
+    closed: bool,
 }
 
 impl Pending {
@@ -256,7 +264,89 @@ impl Pending {
     /// not served within [`SERVE_DEADLINE`].
     fn overdue(&self, now: Instant) -> bool {
         let age = now.saturating_duration_since(self.place.started);
-        age > SERVE_DEADLINE || (self.inbox.is_empty() && age > FIRST_BYTES_DEADLINE)
+        let silent = matches!(self.stage, Stage::Hello) && self.inbox.is_empty();
+        age > SERVE_DEADLINE || (silent && age > FIRST_BYTES_DEADLINE)
+    }
+
+    /// Reads what has arrived, up to `limit` bytes in the inbox; `Err` for a broken
+    /// stream.
+    fn fill(&mut self, limit: usize) -> Result<(), ()> {
+        let mut chunk = [0u8; 512];
+        while self.inbox.len() < limit && !self.closed {
+            let want = (limit - self.inbox.len()).min(chunk.len());
+            match self.stream.read(&mut chunk[..want]) {
+                Ok(0) => self.closed = true,
+                Ok(n) => self.inbox.extend_from_slice(&chunk[..n]),
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(_) => return Err(()),
+            }
+        }
+        Ok(())
+    }
+
+    /// Answers with `reply` in the clear and closes: for what is refused before any key
+    /// exists, or to a client whose keys differ from ours.
+    fn answer_clear(&mut self, reply: &TokenReply) {
+        let mut body = vec![ExchangeTag::Clear as u8];
+        body.extend_from_slice(&reply.encode().unwrap_or_default());
+        self.outbox = Some((frame(&body).unwrap_or_default(), 0));
+        self.stage = Stage::Closing;
+    }
+}
+
+/// A stream that did not open with the token exchange's magic: another protocol on the
+/// same port (Source RCON), handed over with the bytes already read from it. It is
+/// non-blocking.
+#[derive(Debug)]
+pub struct ForeignStream {
+    /// The connection.
+    pub stream: TcpStream,
+    /// Who opened it.
+    pub peer: SocketAddr,
+    /// What the token service read from it (at least 4 bytes).
+    pub read: Vec<u8>,
+}
+
+/// A foreign stream waiting to be taken; it keeps its place in the pool until then.
+struct Waiting {
+    foreign: ForeignStream,
+    place: Place,
+}
+
+/// The server's allowance of password guesses. Every exchange with a private server
+/// lets the asker test one guess (SPAKE2), so each takes one from the allowance when the
+/// server answers its hello, and gives it back once the asker proves it knew the
+/// password; a returned guess is used before the bucket's.
+struct Guesses {
+    bucket: GlobalBucket,
+    returned: u32,
+}
+
+impl Guesses {
+    fn new() -> Self {
+        Self {
+            bucket: GlobalBucket::new(PASSWORD_GUESS_BURST, PASSWORD_GUESSES_PER_SECOND),
+            returned: 0,
+        }
+    }
+
+    /// Takes a guess, if one is left at `now`.
+    fn take(&mut self, now: Instant) -> bool {
+        if self.returned > 0 {
+            self.returned -= 1;
+            true
+        } else if self.bucket.has(now) {
+            self.bucket.take();
+            true
+        } else {
+            false
+        }
+    }
+
+    /// Gives back a guess that proved right.
+    fn give_back(&mut self) {
+        self.returned = (self.returned + 1).min(PASSWORD_GUESS_BURST as u32);
     }
 }
 
@@ -266,10 +356,25 @@ impl Pending {
 pub struct TokenService {
     listener: TcpListener,
     pending: Vec<Pending>,
+    foreign: VecDeque<Waiting>,
     limiter: RateLimiter,
-    guesses: GlobalBucket,
+    guesses: Guesses,
     /// When it was last polled, to tell the server's own stalls from slow requests.
     polled_at: Option<Instant>,
+}
+
+/// What a request in its last stage changes: the per-host rate limiter, the server's
+/// allowance of wrong passwords, and the statistics.
+struct Issuer<'a> {
+    limiter: &'a mut RateLimiter,
+    guesses: &'a mut Guesses,
+    stats: &'a mut NetStats,
+    netcode: &'a NetcodeServer,
+    config: &'a SecureConfig,
+    limits: AdmissionLimits,
+    public: SocketAddr,
+    bans: &'a AddressBans,
+    now: Instant,
 }
 
 impl TokenService {
@@ -280,10 +385,20 @@ impl TokenService {
         Ok(Self {
             listener,
             pending: Vec::new(),
+            foreign: VecDeque::new(),
             limiter: RateLimiter::new(TOKEN_BURST, TOKENS_PER_SECOND),
-            guesses: GlobalBucket::new(PASSWORD_GUESS_BURST, PASSWORD_GUESSES_PER_SECOND),
+            guesses: Guesses::new(),
             polled_at: None,
         })
+    }
+
+    /// The streams of other protocols that arrived since the last call (at most
+    /// [`MAX_FOREIGN_WAITING`]; older ones were dropped and counted in
+    /// [`NetStats::token_requests_dropped`], as are those left waiting past the
+    /// service's 2 s deadline). Until taken they hold their places in the pool: call it
+    /// every frame.
+    pub fn take_foreign(&mut self) -> Vec<ForeignStream> {
+        self.foreign.drain(..).map(|w| w.foreign).collect()
     }
 
     /// Accepts, reads and answers requests without ever blocking.
@@ -307,7 +422,90 @@ impl TokenService {
             for p in &mut self.pending {
                 p.place.started += gap;
             }
+            for w in &mut self.foreign {
+                w.place.started += gap;
+            }
         }
+        self.accept(limits, now, stats);
+        // Foreign streams nobody took in time are closed, so they cannot hold places.
+        let before = self.foreign.len();
+        self.foreign
+            .retain(|w| now.saturating_duration_since(w.place.started) <= SERVE_DEADLINE);
+        stats.token_requests_dropped += (before - self.foreign.len()) as u64;
+        let mut finished = Vec::new();
+        let mut foreign = Vec::new();
+        let mut hellos = 0;
+        let Self {
+            pending,
+            limiter,
+            guesses,
+            ..
+        } = self;
+        let mut issuer = Issuer {
+            limiter,
+            guesses,
+            stats,
+            netcode,
+            config,
+            limits,
+            public,
+            bans,
+            now,
+        };
+        for (i, p) in pending.iter_mut().enumerate() {
+            if p.overdue(now) {
+                issuer.stats.token_requests_dropped += 1;
+                finished.push(i);
+                continue;
+            }
+            if let Some((bytes, sent)) = &mut p.outbox {
+                match p.stream.write(&bytes[*sent..]) {
+                    Ok(n) => *sent += n,
+                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
+                    Err(_) => *sent = bytes.len(),
+                }
+                if *sent < bytes.len() {
+                    continue;
+                }
+                p.outbox = None;
+                if matches!(p.stage, Stage::Closing) {
+                    let _ = p.stream.shutdown(Shutdown::Write);
+                    finished.push(i);
+                    continue;
+                }
+            }
+            let step = match p.stage {
+                Stage::Hello => p
+                    .fill(CLIENT_HELLO_BYTES)
+                    .and_then(|()| read_hello(p, &mut hellos, &mut issuer)),
+                Stage::Finish { .. } => p
+                    .fill(2 + CLIENT_FINISH_MAX_BYTES)
+                    .and_then(|()| read_finish(p, &mut issuer)),
+                Stage::Closing => Ok(Step::Wait),
+            };
+            match step {
+                Ok(Step::Wait) => {}
+                Ok(Step::Foreign) => foreign.push(i),
+                Err(()) => {
+                    issuer.stats.token_requests_dropped += 1;
+                    finished.push(i);
+                }
+            }
+        }
+        // Removed from the end, so the indices still to remove stay valid.
+        let mut gone: Vec<(usize, bool)> = finished.into_iter().map(|i| (i, false)).collect();
+        gone.extend(foreign.into_iter().map(|i| (i, true)));
+        gone.sort_unstable();
+        for (i, handed_over) in gone.into_iter().rev() {
+            let p = self.pending.swap_remove(i);
+            if handed_over {
+                self.wait_foreign(p, stats);
+            }
+        }
+    }
+
+    /// Accepts new connections into the pool, fairly ([`admit`]).
+    fn accept(&mut self, limits: AdmissionLimits, now: Instant, stats: &mut NetStats) {
         for _ in 0..ACCEPTS_PER_FRAME {
             let (stream, peer) = match self.listener.accept() {
                 Ok(accepted) => accepted,
@@ -319,7 +517,14 @@ impl TokenService {
                 network: NetworkKey::of(peer.ip()),
                 started: now,
             };
-            let pool: Vec<Place> = self.pending.iter().map(|p| p.place).collect();
+            // Foreign streams count until handed over: the pool lists them after the
+            // requests.
+            let pool: Vec<Place> = self
+                .pending
+                .iter()
+                .map(|p| p.place)
+                .chain(self.foreign.iter().map(|w| w.place))
+                .collect();
             let per_host = MAX_TCP_PER_HOST.max(limits.max_per_address);
             let admitted = admit(&pool, place.host, place.network, per_host);
             if admitted == Admit::No || stream.set_nonblocking(true).is_err() {
@@ -328,140 +533,186 @@ impl TokenService {
             }
             if let Admit::Instead(i) = admitted {
                 stats.token_requests_dropped += 1;
-                self.pending.swap_remove(i);
+                if i < self.pending.len() {
+                    self.pending.swap_remove(i);
+                } else {
+                    self.foreign.remove(i - self.pending.len());
+                }
             }
             self.pending.push(Pending {
                 stream,
-                peer: peer.ip(),
+                peer,
                 place,
                 inbox: Vec::new(),
                 outbox: None,
+                stage: Stage::Hello,
+                closed: false,
             });
         }
-        let mut finished = Vec::new();
-        let Self {
-            pending,
-            limiter,
-            guesses,
-            ..
-        } = self;
-        for (i, p) in pending.iter_mut().enumerate() {
-            if p.overdue(now) {
-                stats.token_requests_dropped += 1;
-                finished.push(i);
-                continue;
-            }
-            if p.outbox.is_none() {
-                match read_request(p) {
-                    Ok(Some(request)) => {
-                        let issuer = Issuer { limiter, guesses };
-                        let reply = match bans.refusal(p.peer) {
-                            // Before any other work: a banned address costs nothing more.
-                            Some(reason) => {
-                                stats.tokens_refused += 1;
-                                TokenReply::Refused {
-                                    reason: format!("banned from this server: {reason}"),
-                                }
-                            }
-                            None => issuer
-                                .answer(&request, p, netcode, config, limits, public, stats, now),
-                        };
-                        let bytes = reply
-                            .encode()
-                            .ok()
-                            .and_then(|b| frame(&b))
-                            .unwrap_or_default();
-                        p.outbox = Some((bytes, 0));
-                    }
-                    Ok(None) => continue,
-                    Err(()) => {
-                        stats.token_requests_dropped += 1;
-                        finished.push(i);
-                        continue;
-                    }
-                }
-            }
-            if let Some((bytes, sent)) = &mut p.outbox {
-                match p.stream.write(&bytes[*sent..]) {
-                    Ok(n) => *sent += n,
-                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
-                    Err(_) => *sent = bytes.len(),
-                }
-                if *sent >= bytes.len() {
-                    let _ = p.stream.shutdown(Shutdown::Write);
-                    finished.push(i);
-                }
-            }
+    }
+
+    /// Queues a stream of another protocol to be taken, dropping the oldest past
+    /// [`MAX_FOREIGN_WAITING`].
+    fn wait_foreign(&mut self, p: Pending, stats: &mut NetStats) {
+        if self.foreign.len() >= MAX_FOREIGN_WAITING {
+            self.foreign.pop_front();
+            stats.token_requests_dropped += 1;
         }
-        for i in finished.into_iter().rev() {
-            self.pending.swap_remove(i);
+        self.foreign.push_back(Waiting {
+            foreign: ForeignStream {
+                stream: p.stream,
+                peer: p.peer,
+                read: p.inbox,
+            },
+            place: p.place,
+        });
+    }
+}
+
+/// What a request's stage did this frame.
+enum Step {
+    /// Nothing more to do until the next frame.
+    Wait,
+    /// Not a token exchange: hand it over.
+    Foreign,
+}
+
+/// Answers a whole client hello: cheap refusals first, in the clear and before any
+/// cryptography (a ban, the rate, the exchange's version, the guess allowance), then the
+/// server's hello.
+fn read_hello(p: &mut Pending, hellos: &mut usize, issuer: &mut Issuer) -> Result<Step, ()> {
+    let magic = TOKEN_EXCHANGE_MAGIC.len();
+    if p.inbox.len() >= magic && p.inbox[..magic] != TOKEN_EXCHANGE_MAGIC {
+        return Ok(Step::Foreign);
+    }
+    if p.inbox.len() < CLIENT_HELLO_BYTES {
+        return if p.closed { Err(()) } else { Ok(Step::Wait) };
+    }
+    if *hellos >= HELLOS_PER_FRAME {
+        return Ok(Step::Wait);
+    }
+    *hellos += 1;
+    let ip = p.peer.ip();
+    let refusal = if let Some(reason) = issuer.bans.refusal(ip) {
+        Some(format!("banned from this server: {reason}"))
+    } else if !issuer.limiter.allow(ip, issuer.now) {
+        Some("too many token requests; wait a few seconds".into())
+    } else if p.inbox[magic] != TOKEN_EXCHANGE_VERSION {
+        Some(format!(
+            "token exchange version {} is not this server's ({TOKEN_EXCHANGE_VERSION}); \
+             update the game",
+            p.inbox[magic]
+        ))
+    } else {
+        None
+    };
+    if let Some(reason) = refusal {
+        issuer.stats.tokens_refused += 1;
+        p.answer_clear(&TokenReply::Refused { reason });
+        return Ok(Step::Wait);
+    }
+    let password = issuer.config.password.as_deref().unwrap_or("");
+    let guess = issuer.config.password.is_some();
+    // Refused unchecked while the allowance is spent, or a guess could still come out
+    // right.
+    if guess && !issuer.guesses.take(issuer.now) {
+        issuer.stats.tokens_refused += 1;
+        p.answer_clear(&TokenReply::Refused {
+            reason: "too many wrong passwords on this server; try again in a few seconds".into(),
+        });
+        return Ok(Step::Wait);
+    }
+    match server_hello(&issuer.config.identity, password, &p.inbox) {
+        Ok((keys, hello)) => {
+            let mut body = vec![ExchangeTag::ServerHello as u8];
+            body.extend_from_slice(&hello);
+            p.outbox = Some((frame(&body).unwrap_or_default(), 0));
+            p.inbox.clear();
+            p.stage = Stage::Finish {
+                keys: Box::new(keys),
+                guess,
+            };
+            Ok(Step::Wait)
+        }
+        Err(KexError::Malformed | KexError::Version(_)) => {
+            if guess {
+                issuer.guesses.give_back(); // nothing was tested
+            }
+            Err(())
         }
     }
 }
 
-/// What answering a request changes: the per-host rate limiter and the server's
-/// allowance of wrong passwords.
-struct Issuer<'a> {
-    limiter: &'a mut RateLimiter,
-    guesses: &'a mut GlobalBucket,
+/// Checks a whole client finish: a wrong confirmation is a wrong password (counted, and
+/// answered in the clear); a right one gets the answer to its sealed request, sealed.
+fn read_finish(p: &mut Pending, issuer: &mut Issuer) -> Result<Step, ()> {
+    let Stage::Finish { keys, guess } = &p.stage else {
+        return Ok(Step::Wait);
+    };
+    let len = match framed(&p.inbox, CLIENT_FINISH_MAX_BYTES) {
+        Framed::Incomplete if p.closed => return Err(()),
+        Framed::Incomplete => return Ok(Step::Wait),
+        Framed::TooLarge => return Err(()),
+        Framed::Complete(len) => len,
+    };
+    let opened = keys.open_request(&p.inbox[2..2 + len]);
+    if *guess && opened != Err(FinishError::WrongConfirmation) {
+        issuer.guesses.give_back(); // the asker knew the password
+    }
+    let request = match opened {
+        Err(FinishError::WrongConfirmation) => {
+            issuer.stats.tokens_refused += 1;
+            let reason = if issuer.config.password.is_some() {
+                "wrong password"
+            } else {
+                "the token exchange failed (this server takes no password)"
+            };
+            p.answer_clear(&TokenReply::Refused {
+                reason: reason.into(),
+            });
+            return Ok(Step::Wait);
+        }
+        Err(FinishError::Tampered) => return Err(()),
+        Ok(bytes) => TokenRequest::decode(&bytes).map_err(|_| ())?,
+    };
+    let reply = issuer.answer(&request, p);
+    let mut body = vec![ExchangeTag::Sealed as u8];
+    body.extend_from_slice(&keys.seal_reply(&reply.encode().unwrap_or_default()));
+    p.outbox = Some((frame(&body).unwrap_or_default(), 0));
+    p.stage = Stage::Closing;
+    Ok(Step::Wait)
 }
 
 impl Issuer<'_> {
-    fn answer(
-        self,
-        request: &TokenRequest,
-        p: &Pending,
-        netcode: &NetcodeServer,
-        config: &SecureConfig,
-        limits: AdmissionLimits,
-        public: SocketAddr,
-        stats: &mut NetStats,
-        now: Instant,
-    ) -> TokenReply {
-        let refuse = |stats: &mut NetStats, reason: String| {
+    /// The answer to a confirmed request: a token, or why not.
+    fn answer(&mut self, request: &TokenRequest, p: &Pending) -> TokenReply {
+        let stats = &mut *self.stats;
+        let mut refuse = |reason: String| {
             stats.tokens_refused += 1;
             TokenReply::Refused { reason }
         };
-        if !self.limiter.allow(p.peer, now) {
-            return refuse(stats, "too many token requests; wait a few seconds".into());
+        // Banned while the exchange ran.
+        if let Some(reason) = self.bans.refusal(p.peer.ip()) {
+            return refuse(format!("banned from this server: {reason}"));
         }
         if request.protocol_version != PROTOCOL_VERSION {
-            return refuse(
-                stats,
-                format!(
-                    "protocol mismatch: server speaks version {PROTOCOL_VERSION}, client \
-                     speaks version {}",
-                    request.protocol_version
-                ),
-            );
+            return refuse(format!(
+                "protocol mismatch: server speaks version {PROTOCOL_VERSION}, client speaks \
+                 version {}",
+                request.protocol_version
+            ));
         }
-        if let Some(password) = &config.password {
-            // Refused unchecked while the allowance is spent, or a guess could still
-            // come out right.
-            if !self.guesses.has(now) {
-                return refuse(
-                    stats,
-                    "too many wrong passwords on this server; try again in a few seconds".into(),
-                );
-            }
-            if !constant_time_eq(password.as_bytes(), request.password.as_bytes()) {
-                self.guesses.take();
-                return refuse(stats, "wrong password".into());
-            }
-        }
+        let netcode = self.netcode;
         let connected_here = netcode
             .clients_id_iter()
             .filter_map(|id| netcode.client_addr(id))
             .filter(|addr| p.place.host == HostKey::of(addr.ip()))
             .count();
-        if connected_here >= limits.max_per_address {
-            return refuse(
-                stats,
-                format!(
-                    "too many connections from your address ({})",
-                    limits.max_per_address
-                ),
-            );
+        if connected_here >= self.limits.max_per_address {
+            return refuse(format!(
+                "too many connections from your address ({})",
+                self.limits.max_per_address
+            ));
         }
         // Unpredictable, so one client cannot guess another's id (nor learn from its own
         // how many came before), and unused.
@@ -472,76 +723,66 @@ impl Issuer<'_> {
             }
         };
         let token = issue_token(
-            &config.key,
+            &self.config.key,
             client_id,
-            p.peer,
-            public,
+            p.peer.ip(),
+            self.public,
             netcode.current_time(),
         );
         let mut bytes = Vec::new();
         match token.map(|t| t.write(&mut bytes)) {
             Ok(Ok(())) => {
-                stats.tokens_issued += 1;
+                self.stats.tokens_issued += 1;
                 TokenReply::Granted { token: bytes }
             }
-            _ => refuse(stats, "the server could not make a token".into()),
-        }
-    }
-}
-
-/// Reads what has arrived; `Ok(Some)` once a whole request is in, `Err` for anything
-/// that is not one.
-fn read_request(p: &mut Pending) -> Result<Option<TokenRequest>, ()> {
-    let max = TokenRequest::MAX_BYTES;
-    let mut chunk = [0u8; 256];
-    loop {
-        match p.stream.read(&mut chunk) {
-            Ok(0) => return Err(()),
-            Ok(n) => {
-                p.inbox.extend_from_slice(&chunk[..n]);
-                if p.inbox.len() > max + 2 {
-                    return Err(());
+            _ => {
+                self.stats.tokens_refused += 1;
+                TokenReply::Refused {
+                    reason: "the server could not make a token".into(),
                 }
             }
-            Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
-            Err(_) => return Err(()),
         }
-    }
-    match framed(&p.inbox, max) {
-        Framed::Incomplete => Ok(None),
-        Framed::TooLarge => Err(()),
-        Framed::Complete(len) => TokenRequest::decode(&p.inbox[2..2 + len])
-            .map(Some)
-            .map_err(|_| ()),
     }
 }
 
-/// Compares secrets without revealing through timing how much of them matched.
-fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
-    let mut diff = (a.len() ^ b.len()) as u8 | u8::from(a.len() != b.len());
-    for (i, x) in a.iter().enumerate() {
-        diff |= x ^ b.get(i).copied().unwrap_or(0);
-    }
-    diff == 0
+/// A connect token, and what the client learnt of the server's identity on the way.
+#[derive(Debug, Clone)]
+pub struct Granted {
+    /// The token, its first server address the one dialled.
+    pub token: ConnectToken,
+    /// How the server's identity key compares with the one remembered for it.
+    pub key: KeyStatus,
+    /// The server's identity key.
+    pub server_key: PublicKeyBytes,
 }
 
 /// Asks `server` for a connect token on a background thread, so a slow or silent server
 /// never stalls the game; the answer (or why there is none) arrives on the channel.
+/// `known_servers`: the file of servers' keys to check and remember (`None`: none).
 pub fn request_token(
     server: SocketAddr,
     password: String,
-) -> mpsc::Receiver<Result<ConnectToken, String>> {
+    known_servers: Option<PathBuf>,
+) -> mpsc::Receiver<Result<Granted, String>> {
     let (send, receive) = mpsc::channel();
     std::thread::spawn(move || {
-        let _ = send.send(fetch_token(server, &password));
+        let _ = send.send(fetch_token(server, &password, known_servers.as_deref()));
     });
     receive
 }
 
 /// Asks for a token, blocking up to [`TOKEN_REQUEST_DEADLINE`] once connected (and up
-/// to `TOKEN_CONNECT_PATIENCE` knocking on a service that is still starting).
-pub fn fetch_token(server: SocketAddr, password: &str) -> Result<ConnectToken, String> {
-    fetch_token_within(server, password, TOKEN_REQUEST_DEADLINE)
+/// to `TOKEN_CONNECT_PATIENCE` knocking on a service that is still starting). The
+/// server's key is checked against `known_servers` and remembered there (`None`: not
+/// remembered, always [`KeyStatus::New`]); a changed key is logged as a warning, naming
+/// the server and both keys' fingerprints, and the exchange goes on (the password is
+/// never exposed to whoever answers).
+pub fn fetch_token(
+    server: SocketAddr,
+    password: &str,
+    known_servers: Option<&Path>,
+) -> Result<Granted, String> {
+    fetch_token_within(server, password, known_servers, TOKEN_REQUEST_DEADLINE)
 }
 
 /// [`fetch_token`] with `deadline` for each exchange once connected. A busy service may
@@ -551,8 +792,9 @@ pub fn fetch_token(server: SocketAddr, password: &str) -> Result<ConnectToken, S
 fn fetch_token_within(
     server: SocketAddr,
     password: &str,
+    known_servers: Option<&Path>,
     deadline: Duration,
-) -> Result<ConnectToken, String> {
+) -> Result<Granted, String> {
     if password.len() > MAX_PASSWORD_LEN {
         return Err(format!("passwords are at most {MAX_PASSWORD_LEN} bytes"));
     }
@@ -560,7 +802,7 @@ fn fetch_token_within(
     let mut tries = 0;
     loop {
         tries += 1;
-        match exchange(server, password, deadline, started) {
+        match exchange(server, password, known_servers, deadline, started) {
             Err(Unanswered(why)) if tries < 4 && started.elapsed() < TOKEN_CONNECT_PATIENCE => {
                 debug!("token request to {server} unanswered ({why}); trying again");
                 std::thread::sleep(Duration::from_millis(100 * tries));
@@ -574,17 +816,108 @@ fn fetch_token_within(
 /// A token exchange that ended without an answer, and why.
 struct Unanswered(String);
 
-/// One token exchange: connect, ask, read the answer. `Ok` holds the answer (a token, or
-/// why not); `Err`, a connection that ended without one.
+/// The client's end of one connection to the token service, under one deadline for the
+/// whole exchange, not one per read: a server dripping a byte at a time cannot hold the
+/// client past it.
+struct Connection {
+    stream: TcpStream,
+    server: SocketAddr,
+    deadline: Instant,
+}
+
+/// What reading a frame from the server came to.
+enum Received {
+    Frame(Vec<u8>),
+    /// Closed before a byte of it came.
+    Closed,
+    /// The deadline passed.
+    TooSlow,
+    /// Not a frame of ours.
+    Garbage,
+}
+
+impl Connection {
+    fn left(&self) -> Option<Duration> {
+        self.deadline
+            .checked_duration_since(Instant::now())
+            .filter(|d| !d.is_zero())
+    }
+
+    fn unanswered(&self, e: io::Error) -> Unanswered {
+        Unanswered(format!("token request to {}: {e}", self.server))
+    }
+
+    fn too_slow(&self) -> String {
+        format!("{} took too long to answer the token request", self.server)
+    }
+
+    /// Sends `bytes`; `Ok(false)` when the deadline passed first.
+    fn send(&mut self, bytes: &[u8]) -> Result<bool, Unanswered> {
+        let Some(timeout) = self.left() else {
+            return Ok(false);
+        };
+        self.stream
+            .set_write_timeout(Some(timeout))
+            .map_err(|e| self.unanswered(e))?;
+        self.stream
+            .write_all(bytes)
+            .map_err(|e| self.unanswered(e))?;
+        Ok(true)
+    }
+
+    /// Reads one frame of at most [`SERVER_FRAME_MAX_BYTES`]: a server cannot make the
+    /// client buffer more.
+    fn receive(&mut self) -> Result<Received, Unanswered> {
+        let max = SERVER_FRAME_MAX_BYTES;
+        let mut reply = Vec::new();
+        let mut chunk = [0u8; 512];
+        loop {
+            match framed(&reply, max) {
+                Framed::Complete(len) => return Ok(Received::Frame(reply[2..2 + len].to_vec())),
+                Framed::TooLarge => return Ok(Received::Garbage),
+                Framed::Incomplete => {}
+            }
+            let Some(timeout) = self.left() else {
+                return Ok(Received::TooSlow);
+            };
+            self.stream
+                .set_read_timeout(Some(timeout))
+                .map_err(|e| self.unanswered(e))?;
+            // Never past the frame: the length is known once two bytes are in.
+            let whole = match reply.as_slice() {
+                [a, b, ..] => 2 + u16::from_be_bytes([*a, *b]) as usize,
+                _ => 2,
+            };
+            let want = chunk.len().min(whole - reply.len());
+            match self.stream.read(&mut chunk[..want]) {
+                Ok(0) if reply.is_empty() => return Ok(Received::Closed),
+                Ok(0) => return Ok(Received::Garbage),
+                Ok(n) => reply.extend_from_slice(&chunk[..n]),
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e)
+                    if matches!(
+                        e.kind(),
+                        io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
+                    ) => {}
+                Err(e) => return Err(self.unanswered(e)),
+            }
+        }
+    }
+}
+
+/// One token exchange: connect, then the four messages (see `sightline_protocol::token`).
+/// `Ok` holds the answer (a token, or why not); `Err`, a connection that ended without
+/// one.
 fn exchange(
     server: SocketAddr,
     password: &str,
+    known_servers: Option<&Path>,
     deadline: Duration,
     started: Instant,
-) -> Result<Result<ConnectToken, String>, Unanswered> {
+) -> Result<Result<Granted, String>, Unanswered> {
     // A server that is starting refuses connections for a moment: keep knocking for a
     // few seconds, as netcode keeps sending its connection request.
-    let mut stream = loop {
+    let stream = loop {
         match TcpStream::connect_timeout(&server, deadline) {
             Ok(stream) => break stream,
             Err(e)
@@ -601,65 +934,144 @@ fn exchange(
             }
         }
     };
-    // One deadline for the whole exchange, not one per read: a server dripping a byte
-    // at a time cannot hold the client past it. Running out of time is an answer (the
-    // server is too slow), not a reason to ask again.
-    let deadline = Instant::now() + deadline;
-    let too_slow = || format!("{server} took too long to answer the token request");
-    let left = || {
-        deadline
-            .checked_duration_since(Instant::now())
-            .filter(|d| !d.is_zero())
+    // Running out of time is an answer (the server is too slow), not a reason to ask
+    // again.
+    let mut conn = Connection {
+        stream,
+        server,
+        deadline: Instant::now() + deadline,
     };
-    let unanswered = |e: io::Error| Unanswered(format!("token request to {server}: {e}"));
-    let Some(timeout) = left() else {
-        return Ok(Err(too_slow()));
-    };
-    stream
-        .set_write_timeout(Some(timeout))
-        .map_err(unanswered)?;
-    let request = TokenRequest {
-        protocol_version: PROTOCOL_VERSION,
-        password: password.to_string(),
-    };
-    let Some(bytes) = request.encode().ok().and_then(|b| frame(&b)) else {
-        return Ok(Err("the token request is too large".into()));
-    };
-    stream.write_all(&bytes).map_err(unanswered)?;
-    // Reads at most one whole reply; a server cannot make the client buffer more.
-    let mut reply = Vec::new();
-    let mut chunk = [0u8; 512];
-    while reply.len() < TokenReply::MAX_BYTES + 2 {
-        let Some(timeout) = left() else {
-            return Ok(Err(too_slow()));
-        };
-        stream.set_read_timeout(Some(timeout)).map_err(unanswered)?;
-        let want = chunk.len().min(TokenReply::MAX_BYTES + 2 - reply.len());
-        match stream.read(&mut chunk[..want]) {
-            Ok(0) => break,
-            Ok(n) => reply.extend_from_slice(&chunk[..n]),
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-            Err(e)
-                if matches!(
-                    e.kind(),
-                    io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
-                ) => {}
-            Err(e) => return Err(unanswered(e)),
-        }
-        if let Framed::Complete(_) | Framed::TooLarge = framed(&reply, TokenReply::MAX_BYTES) {
-            break;
-        }
+    let hello = ClientHello::start(password);
+    if !conn.send(hello.bytes())? {
+        return Ok(Err(conn.too_slow()));
     }
-    let len = match framed(&reply, TokenReply::MAX_BYTES) {
-        Framed::Complete(len) => len,
-        Framed::Incomplete if reply.is_empty() => {
+    let keys = match conn.receive()? {
+        Received::Frame(body) => match body.split_first() {
+            Some((&tag, rest)) if tag == ExchangeTag::ServerHello as u8 => {
+                match hello.finish(rest) {
+                    Ok(keys) => keys,
+                    Err(_) => return Ok(Err(format!("{server} did not answer with a token"))),
+                }
+            }
+            _ => return Ok(Err(read_clear(server, &body))),
+        },
+        Received::Closed => {
             return Err(Unanswered(format!(
                 "{server} closed the token request unanswered"
             )));
         }
-        _ => return Ok(Err(format!("{server} did not answer with a token"))),
+        Received::TooSlow => return Ok(Err(conn.too_slow())),
+        Received::Garbage => return Ok(Err(format!("{server} did not answer with a token"))),
     };
-    Ok(read_reply(server, &reply[2..2 + len]))
+    let request = TokenRequest {
+        protocol_version: PROTOCOL_VERSION,
+    };
+    let finish = request
+        .encode()
+        .ok()
+        .and_then(|r| frame(&keys.finish_message(&r)));
+    let Some(finish) = finish else {
+        return Ok(Err("the token request is too large".into()));
+    };
+    if !keys.server_confirmed {
+        // Answer all the same, so the server counts the wrong guess; its answer adds
+        // nothing.
+        if conn.send(&finish).unwrap_or(false) {
+            let _ = conn.receive();
+        }
+        return Ok(Err(format!(
+            "{server}: wrong password, or someone between you and the server"
+        )));
+    }
+    let key = check_known(server, &keys.server_key, known_servers);
+    if !conn.send(&finish)? {
+        return Ok(Err(conn.too_slow()));
+    }
+    let answer = match conn.receive()? {
+        Received::Frame(body) => match body.split_first() {
+            Some((&tag, rest)) if tag == ExchangeTag::Sealed as u8 => {
+                open_reply(server, &keys, rest)
+            }
+            _ => Err(read_clear(server, &body)),
+        },
+        Received::Closed => {
+            return Err(Unanswered(format!(
+                "{server} closed the token request unanswered"
+            )));
+        }
+        Received::TooSlow => Err(conn.too_slow()),
+        Received::Garbage => Err(format!("{server} did not answer with a token")),
+    };
+    Ok(answer.map(|token| Granted {
+        token,
+        key,
+        server_key: keys.server_key,
+    }))
+}
+
+/// A sealed reply: a token for `server`, or why not. One that does not open was changed
+/// on the way.
+fn open_reply(
+    server: SocketAddr,
+    keys: &ClientKeys,
+    sealed: &[u8],
+) -> Result<ConnectToken, String> {
+    match keys.open_reply(sealed) {
+        Some(reply) => read_reply(server, &reply),
+        None => Err(format!(
+            "the token reply from {server} was changed on the way: someone may be between \
+             you and the server"
+        )),
+    }
+}
+
+/// Why a frame in the clear ends the exchange: only a refusal may come this way; a
+/// token never does.
+fn read_clear(server: SocketAddr, body: &[u8]) -> String {
+    let reply = match body.split_first() {
+        Some((&tag, rest)) if tag == ExchangeTag::Clear as u8 => TokenReply::decode(rest),
+        _ => return format!("{server} did not answer with a token"),
+    };
+    match reply {
+        Ok(TokenReply::Refused { reason }) => format!("the server refused: {reason}"),
+        Ok(TokenReply::Granted { .. }) => {
+            format!("{server} sent a token in the clear, which no Sightline server does; refused")
+        }
+        Err(e) => format!("bad token reply from {server}: {e}"),
+    }
+}
+
+/// Checks `key` against the known servers at `path` and remembers it there; warns of a
+/// changed key.
+fn check_known(server: SocketAddr, key: &PublicKeyBytes, path: Option<&Path>) -> KeyStatus {
+    let Some(path) = path else {
+        return KeyStatus::New;
+    };
+    let mut known = KnownServers::load(path);
+    for problem in known.problems().iter().take(4) {
+        warn!("known servers: {problem}");
+    }
+    let name = server.to_string();
+    let status = known.check(&name, key);
+    match status {
+        KeyStatus::Known => return status,
+        KeyStatus::New => debug!(
+            "first connection to {server}: remembering its key {}",
+            fingerprint(key)
+        ),
+        KeyStatus::Changed { previous } => warn!(
+            "the server at {server} presents a different identity key than before: it was \
+             {}, it is now {}. It may have been reinstalled, or someone may be between you \
+             and it (your password is not exposed either way). Remembering the new key in {}.",
+            fingerprint(&previous),
+            fingerprint(key),
+            path.display()
+        ),
+    }
+    if let Err(e) = known.remember(&name, *key) {
+        warn!("cannot remember {server}'s key in {}: {e}", path.display());
+    }
+    status
 }
 
 /// What a token reply says: a token for `server`, or why not.
@@ -687,17 +1099,6 @@ fn read_reply(server: SocketAddr, reply: &[u8]) -> Result<ConnectToken, String> 
 mod tests {
     use super::*;
     use std::net::{Ipv4Addr, Ipv6Addr};
-
-    #[test]
-    fn keys_are_64_hex_digits() {
-        let hex = "00112233445566778899aabbccddeeff00112233445566778899AABBCCDDEEFF";
-        let key = parse_key(hex).expect("valid");
-        assert_eq!(key[1], 0x11);
-        assert_eq!(key[31], 0xff);
-        assert_eq!(parse_key(&hex[..62]), None);
-        assert_eq!(parse_key(&hex.replace('0', "g")), None);
-        assert_eq!(parse_key("é".repeat(32).as_str()), None);
-    }
 
     #[test]
     fn the_address_in_a_token_matches_only_its_host() {
@@ -788,7 +1189,7 @@ mod tests {
         let dripper = std::thread::spawn(move || {
             let (mut stream, _) = listener.accept().unwrap();
             // A length prefix promising a whole reply, then a byte now and then.
-            let _ = stream.write_all(&[0x40, 0x00]);
+            let _ = stream.write_all(&[0x01, 0x00]);
             for _ in 0..40 {
                 std::thread::sleep(Duration::from_millis(50));
                 if stream.write_all(&[0]).is_err() {
@@ -797,19 +1198,435 @@ mod tests {
             }
         });
         let start = Instant::now();
-        let result = fetch_token_within(addr, "", Duration::from_millis(400));
+        let result = fetch_token_within(addr, "", None, Duration::from_millis(400));
         let took = start.elapsed();
         assert!(result.is_err(), "{result:?}");
         assert!(took < Duration::from_millis(1000), "took {took:?}");
         dripper.join().unwrap();
     }
 
+    /// A token service on loopback, polled by the test while a client runs on a thread.
+    struct Fixture {
+        service: TokenService,
+        netcode: NetcodeServer,
+        config: SecureConfig,
+        limits: AdmissionLimits,
+        bans: AddressBans,
+        stats: NetStats,
+        addr: SocketAddr,
+    }
+
+    impl Fixture {
+        fn new(password: Option<&str>) -> Self {
+            let service = TokenService::bind("127.0.0.1:0".parse().unwrap()).unwrap();
+            let addr = service.listener.local_addr().unwrap();
+            let mut config = SecureConfig::random();
+            config.password = password.map(String::from);
+            let netcode = NetcodeServer::new(renetcode::ServerConfig {
+                current_time: std::time::SystemTime::now()
+                    .duration_since(std::time::UNIX_EPOCH)
+                    .unwrap(),
+                max_clients: 4,
+                protocol_id: NETCODE_PROTOCOL_ID,
+                public_addresses: vec![addr],
+                authentication: renetcode::ServerAuthentication::Secure {
+                    private_key: config.key,
+                },
+            });
+            Self {
+                service,
+                netcode,
+                config,
+                limits: AdmissionLimits::default(),
+                bans: AddressBans::default(),
+                stats: NetStats::default(),
+                addr,
+            }
+        }
+
+        fn poll(&mut self) {
+            self.service.poll(
+                &self.netcode,
+                &self.config,
+                self.limits,
+                self.addr,
+                &self.bans,
+                &mut self.stats,
+            );
+            // Nothing the network sends grows the service past its bounds.
+            for p in &self.service.pending {
+                assert!(p.inbox.len() <= CLIENT_HELLO_BYTES.max(2 + CLIENT_FINISH_MAX_BYTES));
+                assert!(
+                    p.outbox
+                        .as_ref()
+                        .is_none_or(|(b, _)| b.len() <= 2 + SERVER_FRAME_MAX_BYTES)
+                );
+            }
+            assert!(self.service.foreign.len() <= MAX_FOREIGN_WAITING);
+        }
+
+        /// Runs `client` on a thread while polling the service, until it returns.
+        fn serve<T: Send + 'static>(
+            &mut self,
+            client: impl FnOnce(SocketAddr) -> T + Send + 'static,
+        ) -> T {
+            let addr = self.addr;
+            let client = std::thread::spawn(move || client(addr));
+            let end = Instant::now() + Duration::from_secs(20);
+            while !client.is_finished() && Instant::now() < end {
+                self.poll();
+                std::thread::sleep(Duration::from_millis(1));
+            }
+            client.join().expect("the client returns")
+        }
+
+        /// Polls until no request is pending (bounded).
+        fn settle(&mut self) {
+            let end = Instant::now() + Duration::from_secs(5);
+            self.poll();
+            while !self.service.pending.is_empty() && Instant::now() < end {
+                std::thread::sleep(Duration::from_millis(1));
+                self.poll();
+            }
+            assert!(self.service.pending.is_empty(), "requests left pending");
+        }
+
+        fn fetch(&mut self, password: &str, known: Option<PathBuf>) -> Result<Granted, String> {
+            let password = password.to_string();
+            self.serve(move |addr| fetch_token(addr, &password, known.as_deref()))
+        }
+    }
+
+    fn temp_path(name: &str) -> PathBuf {
+        let dir = std::env::temp_dir().join(format!("sightline-auth-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join(name);
+        let _ = std::fs::remove_file(&path);
+        path
+    }
+
+    /// A blocking client speaking the exchange by hand.
+    struct Raw(TcpStream);
+
+    impl Raw {
+        fn connect(addr: SocketAddr) -> Self {
+            let stream = TcpStream::connect(addr).unwrap();
+            stream
+                .set_read_timeout(Some(Duration::from_secs(5)))
+                .unwrap();
+            Self(stream)
+        }
+
+        fn send(&mut self, bytes: &[u8]) {
+            self.0.write_all(bytes).unwrap();
+        }
+
+        /// One frame's body, or `None` if the server closed without one.
+        fn frame(&mut self) -> Option<Vec<u8>> {
+            let mut len = [0; 2];
+            self.0.read_exact(&mut len).ok()?;
+            let mut body = vec![0; u16::from_be_bytes(len) as usize];
+            self.0.read_exact(&mut body).ok()?;
+            Some(body)
+        }
+    }
+
+    fn sealed_request() -> Vec<u8> {
+        TokenRequest {
+            protocol_version: PROTOCOL_VERSION,
+        }
+        .encode()
+        .unwrap()
+    }
+
     #[test]
-    fn secrets_compare_whole() {
-        assert!(constant_time_eq(b"hunter2", b"hunter2"));
-        assert!(!constant_time_eq(b"hunter2", b"hunter3"));
-        assert!(!constant_time_eq(b"hunter2", b"hunter22"));
-        assert!(!constant_time_eq(b"", b"x"));
-        assert!(constant_time_eq(b"", b""));
+    fn the_exchange_round_trips_and_the_server_key_is_remembered() {
+        let mut f = Fixture::new(None);
+        let known = temp_path("round_trip");
+        let granted = f.fetch("", Some(known.clone())).expect("a token");
+        assert_eq!(granted.key, KeyStatus::New);
+        assert_eq!(granted.server_key, f.config.identity.public_key());
+        assert_eq!(granted.token.protocol_id, NETCODE_PROTOCOL_ID);
+        assert_eq!(granted.token.server_addresses[0], Some(f.addr));
+        let again = f.fetch("", Some(known.clone())).expect("a token");
+        assert_eq!(again.key, KeyStatus::Known);
+        // Without a file nothing is remembered.
+        assert_eq!(f.fetch("", None).unwrap().key, KeyStatus::New);
+        assert_eq!(f.stats.tokens_issued, 3);
+        assert_eq!(f.stats.token_requests_dropped, 0);
+        // The password travels nowhere: a private server's exchange works the same.
+        let mut private = Fixture::new(Some("hunter2"));
+        assert!(private.fetch("hunter2", None).is_ok());
+    }
+
+    #[test]
+    fn a_changed_server_key_is_reported_remembered_and_still_served() {
+        let mut f = Fixture::new(None);
+        let known = temp_path("changed");
+        let first = f.fetch("", Some(known.clone())).unwrap();
+        f.config.identity = ServerIdentity::random();
+        let second = f.fetch("", Some(known.clone())).expect("still a token");
+        assert_eq!(
+            second.key,
+            KeyStatus::Changed {
+                previous: first.server_key
+            }
+        );
+        assert_ne!(second.server_key, first.server_key);
+        assert_eq!(f.fetch("", Some(known)).unwrap().key, KeyStatus::Known);
+    }
+
+    #[test]
+    fn a_wrong_password_is_refused_and_counted_and_the_client_learns_it() {
+        let mut f = Fixture::new(Some("hunter2"));
+        let refused = f.fetch("hunter3", None).expect_err("a wrong password");
+        assert!(
+            refused.contains("wrong password, or someone between you and the server"),
+            "{refused}"
+        );
+        // The client answered all the same, so the server counted the refusal.
+        assert_eq!(f.stats.tokens_refused, 1);
+        assert_eq!(f.stats.tokens_issued, 0);
+        // A public server takes no password, so one given is wrong too.
+        let mut public = Fixture::new(None);
+        assert!(public.fetch("hunter2", None).is_err());
+    }
+
+    #[test]
+    fn wrong_guesses_spend_the_allowance_and_right_ones_give_theirs_back() {
+        let mut f = Fixture::new(Some("hunter2"));
+        f.service.limiter = RateLimiter::new(1000.0, 1000.0);
+        let now = Instant::now();
+        let spend_all_but_one = |f: &mut Fixture| {
+            while f.service.guesses.take(now) {}
+            f.service.guesses.give_back();
+        };
+        // The last guess, rightly used, comes back.
+        spend_all_but_one(&mut f);
+        assert!(f.fetch("hunter2", None).is_ok());
+        assert!(f.fetch("hunter2", None).is_ok());
+        // Wrongly used, it is gone: the next asker is refused unchecked.
+        spend_all_but_one(&mut f);
+        assert!(f.fetch("nope", None).is_err());
+        let refused = f.fetch("hunter2", None).expect_err("no guesses left");
+        assert!(refused.contains("too many wrong passwords"), "{refused}");
+    }
+
+    #[test]
+    fn a_recorded_client_transcript_replayed_gets_no_token() {
+        let mut f = Fixture::new(Some("hunter2"));
+        let (hello, finish) = f.serve(|addr| {
+            let mut raw = Raw::connect(addr);
+            let client = ClientHello::start("hunter2");
+            let hello = client.bytes().to_vec();
+            raw.send(&hello);
+            let reply = raw.frame().expect("the server's hello");
+            let keys = client.finish(&reply[1..]).unwrap();
+            assert!(keys.server_confirmed);
+            let finish = frame(&keys.finish_message(&sealed_request())).unwrap();
+            raw.send(&finish);
+            let sealed = raw.frame().expect("the sealed reply");
+            assert_eq!(sealed[0], ExchangeTag::Sealed as u8);
+            (hello, finish)
+        });
+        assert_eq!(f.stats.tokens_issued, 1);
+        let answer = f.serve(move |addr| {
+            let mut raw = Raw::connect(addr);
+            raw.send(&hello);
+            raw.frame().expect("a fresh server hello");
+            raw.send(&finish);
+            raw.frame()
+        });
+        let answer = answer.expect("a refusal");
+        assert_eq!(answer[0], ExchangeTag::Clear as u8);
+        assert_eq!(
+            TokenReply::decode(&answer[1..]),
+            Ok(TokenReply::Refused {
+                reason: "wrong password".into()
+            })
+        );
+        assert_eq!(f.stats.tokens_issued, 1, "no token for the replay");
+        assert_eq!(f.stats.tokens_refused, 1);
+    }
+
+    #[test]
+    fn a_tampered_byte_anywhere_fails_cleanly() {
+        let mut f = Fixture::new(Some("pw"));
+        f.service.limiter = RateLimiter::new(1e6, 1e6);
+        // In the client's hello (past the magic), then in its finish.
+        let mut cases = 0;
+        for (in_hello, i) in (4..CLIENT_HELLO_BYTES)
+            .map(|i| (true, i))
+            .chain((0..2 + 32 + 16 + 1).map(|i| (false, i)))
+        {
+            // Each tampered exchange costs a guess: without a fresh allowance the later
+            // ones would be refused unchecked.
+            f.service.guesses = Guesses::new();
+            let got = f.serve(move |addr| {
+                let mut raw = Raw::connect(addr);
+                let client = ClientHello::start("pw");
+                let mut hello = client.bytes().to_vec();
+                if in_hello {
+                    hello[i] ^= 0x04;
+                }
+                raw.send(&hello);
+                let reply = raw.frame()?;
+                if reply[0] != ExchangeTag::ServerHello as u8 {
+                    return Some(reply);
+                }
+                let keys = client.finish(&reply[1..]).ok()?;
+                assert_eq!(keys.server_confirmed, !in_hello, "byte {i}");
+                let mut finish = frame(&keys.finish_message(&sealed_request())).unwrap();
+                if !in_hello {
+                    finish[i] ^= 0x04;
+                }
+                raw.send(&finish);
+                raw.frame()
+            });
+            f.settle();
+            cases += 1;
+            if let Some(body) = got {
+                assert_eq!(body[0], ExchangeTag::Clear as u8, "byte {i}: {body:?}");
+                let refused = TokenReply::decode(&body[1..]);
+                assert!(
+                    matches!(refused, Ok(TokenReply::Refused { .. })),
+                    "{refused:?}"
+                );
+            }
+        }
+        // Every one refused or dropped, and counted.
+        assert_eq!(f.stats.tokens_issued, 0);
+        assert_eq!(
+            f.stats.tokens_refused + f.stats.token_requests_dropped,
+            cases
+        );
+        f.service.guesses = Guesses::new();
+        // The guesses the tampering cost do not stop an honest client.
+        assert!(f.fetch("pw", None).is_ok());
+    }
+
+    #[test]
+    fn random_and_truncated_bytes_never_panic_and_cost_bounded_memory() {
+        let mut f = Fixture::new(Some("pw"));
+        f.service.limiter = RateLimiter::new(1e6, 1e6);
+        let mut seed = 0x9e37_79b9_7f4a_7c15_u64;
+        let mut next = move || {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed
+        };
+        let valid = ClientHello::start("pw").bytes().to_vec();
+        for round in 0..300 {
+            let len = (next() % 3000) as usize;
+            let mut bytes: Vec<u8> = (0..len).map(|_| next() as u8).collect();
+            match round % 3 {
+                // With the magic: a hello of random keys, or a truncated real one.
+                0 => {
+                    let keep = (next() as usize) % (valid.len() + 1);
+                    bytes.splice(0..0, valid[..keep].iter().copied());
+                }
+                // The magic and version, then random keys and frames.
+                1 => {
+                    bytes.splice(0..0, TOKEN_EXCHANGE_MAGIC);
+                    bytes.insert(4, TOKEN_EXCHANGE_VERSION);
+                }
+                _ => {}
+            }
+            f.service.guesses = Guesses::new();
+            let mut stream = TcpStream::connect(f.addr).unwrap();
+            let _ = stream.write_all(&bytes);
+            let _ = stream.shutdown(Shutdown::Write);
+            f.settle();
+            f.service.take_foreign();
+        }
+        assert_eq!(f.stats.tokens_issued, 0);
+        assert!(f.stats.token_requests_dropped > 0);
+    }
+
+    #[test]
+    fn a_foreign_stream_is_handed_over_with_its_bytes_and_keeps_its_place() {
+        let mut f = Fixture::new(None);
+        // A Source RCON login packet: size, id, type, password.
+        let rcon = b"\x0e\x00\x00\x00\x01\x00\x00\x00\x03\x00\x00\x00pw\x00\x00";
+        let mut client = TcpStream::connect(f.addr).unwrap();
+        client.write_all(rcon).unwrap();
+        let end = Instant::now() + Duration::from_secs(5);
+        while f.service.foreign.is_empty() && Instant::now() < end {
+            f.poll();
+        }
+        // While waiting it holds its place: with the host's other places taken too, a
+        // newcomer from the same host is turned away.
+        let per_host = MAX_TCP_PER_HOST.max(f.limits.max_per_address);
+        let others: Vec<TcpStream> = (1..per_host)
+            .map(|_| TcpStream::connect(f.addr).unwrap())
+            .collect();
+        f.poll();
+        let dropped = f.stats.token_requests_dropped;
+        let _extra = TcpStream::connect(f.addr).unwrap();
+        f.poll();
+        assert_eq!(f.stats.token_requests_dropped, dropped + 1);
+        let mut taken = f.service.take_foreign();
+        assert_eq!(taken.len(), 1);
+        let foreign = taken.pop().unwrap();
+        assert_eq!(foreign.read, rcon.to_vec());
+        assert_eq!(foreign.peer, client.local_addr().unwrap());
+        // The stream is whole: what the taker writes, the client reads.
+        let mut stream = foreign.stream;
+        stream.set_nonblocking(false).unwrap();
+        stream.write_all(b"ok").unwrap();
+        let mut two = [0; 2];
+        client.read_exact(&mut two).unwrap();
+        assert_eq!(&two, b"ok");
+        drop(others);
+    }
+
+    #[test]
+    fn foreign_streams_wait_in_bounds_and_not_past_their_deadline() {
+        let mut f = Fixture::new(None);
+        f.limits.max_per_address = 16;
+        let clients: Vec<TcpStream> = (0..MAX_FOREIGN_WAITING + 3)
+            .map(|_| {
+                let mut c = TcpStream::connect(f.addr).unwrap();
+                c.write_all(b"GET / HTTP/1.1\r\n\r\n").unwrap();
+                c
+            })
+            .collect();
+        let end = Instant::now() + Duration::from_secs(5);
+        while (f.stats.token_requests_dropped < 3 || !f.service.pending.is_empty())
+            && Instant::now() < end
+        {
+            f.poll();
+        }
+        assert_eq!(f.service.foreign.len(), MAX_FOREIGN_WAITING);
+        assert_eq!(f.stats.token_requests_dropped, 3, "the oldest dropped");
+        // Nobody takes them: past the deadline they are closed.
+        for w in &mut f.service.foreign {
+            w.place.started -= SERVE_DEADLINE + Duration::from_millis(100);
+        }
+        f.poll();
+        assert!(f.service.foreign.is_empty());
+        assert_eq!(
+            f.stats.token_requests_dropped,
+            3 + MAX_FOREIGN_WAITING as u64
+        );
+        drop(clients);
+    }
+
+    #[test]
+    fn a_banned_address_is_refused_in_the_clear_before_any_key_work() {
+        let mut f = Fixture::new(Some("pw"));
+        f.bans
+            .0
+            .push(("127.0.0.0/8".parse().unwrap(), "cheating".into()));
+        let refused = f.fetch("pw", None).expect_err("banned");
+        assert!(
+            refused.contains("banned from this server: cheating"),
+            "{refused}"
+        );
+        assert_eq!(f.stats.tokens_refused, 1);
+        // No guess was taken for it.
+        assert_eq!(f.service.guesses.returned, 0);
+        assert!(f.service.guesses.bucket.has(Instant::now()));
     }
 }

@@ -13,15 +13,18 @@ mod clock;
 mod conditioner;
 mod connectionless;
 mod guard;
+mod kex;
+mod keyfile;
+mod known;
 mod limits;
 mod memory;
 mod shutdown;
 mod udp;
 
 pub use auth::{
-    AdmissionLimits, CONNECTION_TIMEOUT_SECONDS, SecureConfig, Security, TOKEN_EXPIRE_SECONDS,
-    TOKEN_REQUEST_DEADLINE, TokenService, fetch_token, issue_token, load_key_file, parse_key,
-    request_token,
+    AdmissionLimits, CONNECTION_TIMEOUT_SECONDS, ForeignStream, Granted, MAX_FOREIGN_WAITING,
+    SecureConfig, Security, TOKEN_EXPIRE_SECONDS, TOKEN_REQUEST_DEADLINE, TokenService,
+    fetch_token, issue_token, request_token,
 };
 pub use bans::{AddressBans, IpPrefix};
 pub use bevy_renet::{RenetClient, RenetReceive, RenetSend, RenetServer, RenetServerEvent};
@@ -34,6 +37,9 @@ pub use connectionless::{
     MAX_CONNECTIONLESS_REPLIES,
 };
 pub use guard::{PacketFault, PacketGuard, SLICE_SIZE};
+pub use kex::{IdentityFileError, PublicKeyBytes, ServerIdentity, fingerprint};
+pub use keyfile::{load_key_file, parse_key};
+pub use known::{KeyStatus, KnownServers, MAX_KNOWN_SERVERS, MAX_KNOWN_SERVERS_BYTES};
 pub use limits::{HostKey, LruMap, NetworkKey};
 pub use memory::{MemoryClientLink, MemoryNetwork};
 pub use renet::{Bytes, ClientId, DisconnectReason, ServerEvent};

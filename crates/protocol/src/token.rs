@@ -3,7 +3,22 @@
 //! proves the client's address, so tokens (and the player slots they lead to) cannot be
 //! requested from forged addresses.
 //!
-//! Each message travels as a two-byte big-endian length and then its bincode encoding.
+//! The exchange is encrypted and authenticated (the keys and checks are
+//! `sightline_net`'s; the layout is here). Four messages:
+//!
+//! 1. client: [`TOKEN_EXCHANGE_MAGIC`], [`TOKEN_EXCHANGE_VERSION`], its ephemeral X25519
+//!    public key (32 bytes) and its SPAKE2 message (33 bytes): [`CLIENT_HELLO_BYTES`] in
+//!    all, unframed, so the listener can tell it from other protocols by its first bytes.
+//! 2. server, framed: [`ExchangeTag::ServerHello`], its static public key, its ephemeral
+//!    public key, its SPAKE2 message and its key confirmation (32 bytes each but SPAKE2's
+//!    33): [`SERVER_HELLO_BYTES`]; or [`ExchangeTag::Clear`] and a [`TokenReply::Refused`]
+//!    in the clear, for what is refused before any key exists (a ban, the rate).
+//! 3. client, framed: its key confirmation (32 bytes), then the sealed [`TokenRequest`]
+//!    (its encoding and a 16-byte tag).
+//! 4. server, framed: [`ExchangeTag::Sealed`] and the sealed [`TokenReply`]; or
+//!    [`ExchangeTag::Clear`] and a refusal when the client's confirmation is wrong.
+//!
+//! A frame is a two-byte big-endian length and then that many bytes.
 
 use crate::codec::{DecodeError, Wire};
 use serde::{Deserialize, Serialize};
@@ -14,22 +29,64 @@ pub const MAX_PASSWORD_LEN: usize = 64;
 /// 1.2 kB with one server address).
 pub const MAX_TOKEN_BYTES: usize = 2048;
 
-/// A client asks for a connect token.
+/// The first bytes of a token exchange: what tells it apart from the other protocols
+/// the server's TCP port serves (Source RCON).
+pub const TOKEN_EXCHANGE_MAGIC: [u8; 4] = *b"SLTX";
+/// The token exchange's own version, after the magic: the keys and checks cannot be
+/// versioned inside the encrypted request.
+pub const TOKEN_EXCHANGE_VERSION: u8 = 1;
+/// Size of an X25519 public key, and of a key confirmation (HMAC-SHA256).
+pub const EXCHANGE_KEY_BYTES: usize = 32;
+/// Size of a SPAKE2 message (Ed25519 group: a side byte and a point).
+pub const SPAKE2_MESSAGE_BYTES: usize = 33;
+/// Size of an AEAD tag (ChaCha20-Poly1305).
+pub const SEAL_TAG_BYTES: usize = 16;
+/// The client's first message: magic, version, ephemeral key, SPAKE2 message.
+pub const CLIENT_HELLO_BYTES: usize = 4 + 1 + EXCHANGE_KEY_BYTES + SPAKE2_MESSAGE_BYTES;
+/// The server's first answer, after its tag: static key, ephemeral key, SPAKE2 message,
+/// key confirmation.
+pub const SERVER_HELLO_BYTES: usize = 3 * EXCHANGE_KEY_BYTES + SPAKE2_MESSAGE_BYTES;
+/// Largest frame the client sends second: confirmation and sealed request.
+pub const CLIENT_FINISH_MAX_BYTES: usize =
+    EXCHANGE_KEY_BYTES + TokenRequest::MAX_BYTES + SEAL_TAG_BYTES;
+/// Largest frame the server sends: a tag and a sealed reply.
+pub const SERVER_FRAME_MAX_BYTES: usize = 1 + TokenReply::MAX_BYTES + SEAL_TAG_BYTES;
+
+/// What a frame from the server holds, by its first byte.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ExchangeTag {
+    /// A [`TokenReply`] in the clear; the client accepts only a refusal this way.
+    Clear = 0,
+    /// The server's hello (keys, SPAKE2 message, confirmation).
+    ServerHello = 1,
+    /// A sealed [`TokenReply`].
+    Sealed = 2,
+}
+
+impl ExchangeTag {
+    /// The tag a byte names, if any.
+    pub fn of(byte: u8) -> Option<Self> {
+        match byte {
+            0 => Some(Self::Clear),
+            1 => Some(Self::ServerHello),
+            2 => Some(Self::Sealed),
+            _ => None,
+        }
+    }
+}
+
+/// A client asks for a connect token (sealed; the password never travels, it is proven
+/// by the exchange).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct TokenRequest {
     /// The client's [`crate::PROTOCOL_VERSION`]. Must stay the first field.
     pub protocol_version: u32,
-    /// The server's password, empty for a public server.
-    pub password: String,
 }
 
 impl Wire for TokenRequest {
-    const MAX_BYTES: usize = 8 + MAX_PASSWORD_LEN;
+    const MAX_BYTES: usize = 8;
 
     fn validate(&self) -> Result<(), DecodeError> {
-        if self.password.len() > MAX_PASSWORD_LEN {
-            return Err(DecodeError::Invalid("password too long".into()));
-        }
         Ok(())
     }
 }
@@ -113,7 +170,6 @@ mod tests {
     fn requests_and_replies_round_trip_through_frames() {
         let req = TokenRequest {
             protocol_version: 4,
-            password: "hunter2".into(),
         };
         let framed_req = frame(&req.encode().unwrap()).unwrap();
         let Framed::Complete(len) = framed(&framed_req, TokenRequest::MAX_BYTES) else {
@@ -137,12 +193,7 @@ mod tests {
             framed(b"GET / HTTP/1.1", TokenRequest::MAX_BYTES),
             Framed::TooLarge
         );
-        let long = TokenRequest {
-            protocol_version: 4,
-            password: "x".repeat(MAX_PASSWORD_LEN + 1),
-        };
-        let bytes = bincode::serde::encode_to_vec(&long, bincode::config::standard()).unwrap();
-        assert!(TokenRequest::decode(&bytes).is_err());
+        assert!(TokenRequest::decode(&[4, 0]).is_err(), "trailing bytes");
         let bad = TokenReply::Refused {
             reason: "a\u{7}b".into(),
         };

@@ -11,6 +11,7 @@ use bevy_renet::RenetClient;
 use renetcode::{ClientAuthentication, ConnectToken, NetcodeClient};
 use sightline_protocol::NETCODE_PROTOCOL_ID;
 use std::net::{SocketAddr, UdpSocket};
+use std::path::PathBuf;
 use std::sync::{Mutex, mpsc};
 use std::time::{Duration, Instant};
 
@@ -18,7 +19,7 @@ use std::time::{Duration, Instant};
 enum ClientPhase {
     /// Waiting for the token service's answer.
     /// (In a mutex only because resources must be `Sync`.)
-    AwaitingToken(Mutex<mpsc::Receiver<Result<ConnectToken, String>>>),
+    AwaitingToken(Mutex<mpsc::Receiver<Result<auth::Granted, String>>>),
     /// Speaking netcode.
     Netcode(Box<NetcodeClient>),
     /// No connection could be made, and why.
@@ -82,11 +83,13 @@ struct Standby {
 /// How a client connects.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ClientSecurity {
-    /// Ask the server's token service for a connect token, giving this password (empty
+    /// Ask the server's token service for a connect token, proving this password (empty
     /// for a public server).
     Secure {
         /// The server's password.
         password: String,
+        /// The file of servers' identity keys to check and remember (`None`: none).
+        known_servers: Option<PathBuf>,
     },
     /// Connect without a token, to a server started with `--insecure`.
     Insecure,
@@ -96,6 +99,7 @@ impl Default for ClientSecurity {
     fn default() -> Self {
         Self::Secure {
             password: String::new(),
+            known_servers: None,
         }
     }
 }
@@ -119,9 +123,14 @@ pub fn udp_client(
 /// netcode at once.
 fn open_phase(server: SocketAddr, security: &ClientSecurity) -> Result<ClientPhase, UdpSetupError> {
     Ok(match security {
-        ClientSecurity::Secure { password } => {
-            ClientPhase::AwaitingToken(Mutex::new(auth::request_token(server, password.clone())))
-        }
+        ClientSecurity::Secure {
+            password,
+            known_servers,
+        } => ClientPhase::AwaitingToken(Mutex::new(auth::request_token(
+            server,
+            password.clone(),
+            known_servers.clone(),
+        ))),
         ClientSecurity::Insecure => {
             let now = unix_now();
             // Unique enough among the clients of one server: time in nanoseconds mixed
@@ -203,10 +212,10 @@ pub(crate) fn client_receive(
                 ClientPhase::Failed("the token request ended without an answer".into())
             }
             Ok(Err(reason)) => ClientPhase::Failed(reason),
-            Ok(Ok(token)) => match NetcodeClient::new(
+            Ok(Ok(granted)) => match NetcodeClient::new(
                 unix_now(),
                 ClientAuthentication::Secure {
-                    connect_token: token,
+                    connect_token: granted.token,
                 },
             ) {
                 Ok(netcode) => ClientPhase::Netcode(Box::new(netcode)),
@@ -415,10 +424,10 @@ impl UdpClientTransport {
             let answer = answer.lock().map(|a| a.try_recv());
             standby.phase = match answer.unwrap_or(Err(mpsc::TryRecvError::Disconnected)) {
                 Err(mpsc::TryRecvError::Empty) => return false,
-                Ok(Ok(token)) => match NetcodeClient::new(
+                Ok(Ok(granted)) => match NetcodeClient::new(
                     unix_now(),
                     ClientAuthentication::Secure {
-                        connect_token: token,
+                        connect_token: granted.token,
                     },
                 ) {
                     Ok(netcode) => ClientPhase::Netcode(Box::new(netcode)),
