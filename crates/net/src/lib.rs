@@ -33,8 +33,8 @@ pub use cli::{FakeLinkArgs, parse_args, parse_args_from};
 pub use clock::{CLOCK_WINDOW, ClockSync, SLEW_RATE, STEP_THRESHOLD, ServerClock};
 pub use conditioner::{ConditionerSettings, LinkConditioner};
 pub use connectionless::{
-    CONNECTIONLESS_HEADER, Connectionless, MAX_CONNECTIONLESS_BYTES, MAX_CONNECTIONLESS_PER_FRAME,
-    MAX_CONNECTIONLESS_REPLIES,
+    CONNECTIONLESS_HEADER, Connectionless, ForeignStreams, MAX_CONNECTIONLESS_BYTES,
+    MAX_CONNECTIONLESS_PER_FRAME, MAX_CONNECTIONLESS_REPLIES, MAX_FOREIGN_STREAMS,
 };
 pub use guard::{PacketFault, PacketGuard, SLICE_SIZE};
 pub use kex::{IdentityFileError, PublicKeyBytes, ServerIdentity, fingerprint};
@@ -171,7 +171,8 @@ impl Plugin for ServerNetPlugin {
             .init_resource::<NetStats>()
             .init_resource::<PacketFaults>()
             .init_resource::<AddressBans>()
-            .init_resource::<Connectionless>();
+            .init_resource::<Connectionless>()
+            .init_resource::<ForeignStreams>();
         match &self.0 {
             ServerTransport::Udp(ready) => {
                 let transport = ready

@@ -13,9 +13,10 @@ use sightline_combat::{GameMode, Team, WeaponKind};
 use sightline_movement::MoveFlags;
 use sightline_protocol::{
     ClientDatagram, ClientMessage, DecodeError, InputPacket, MAX_BASELINE_AGE, MAX_CHAT_LEN,
-    MAX_NAME_LEN, MAX_PACKET_CMDS, MAX_SERVER_NAME_LEN, MAX_SNAPSHOT_PLAYERS,
-    MAX_SNAPSHOT_PROJECTILES, PlayerSnap, ProjectileSnap, ScoreLine, ServerDatagram, ServerMessage,
-    Snapshot, SnapshotPacket, Welcome, Wire, clean_text,
+    MAX_NAME_LEN, MAX_PACKET_CMDS, MAX_RCON_COMMAND_LEN, MAX_RCON_PASSWORD_LEN,
+    MAX_SERVER_NAME_LEN, MAX_SNAPSHOT_PLAYERS, MAX_SNAPSHOT_PROJECTILES, PlayerSnap,
+    ProjectileSnap, ScoreLine, ServerDatagram, ServerMessage, ServerTextKind, Snapshot,
+    SnapshotPacket, Welcome, Wire, clean_text,
 };
 use sightline_sim::{
     Buttons, InputCmd, MAX_TICK_HZ, MIN_TICK_HZ, PlayerId, VIEW_FRAC_STEP, WEAPON_SLOTS,
@@ -310,6 +311,11 @@ fn client_message() -> impl Strategy<Value = ClientMessage> {
         }),
         // The server cleans chat itself, so any characters may come.
         text_of(any::<char>(), MAX_CHAT_LEN).prop_map(|text| ClientMessage::Chat { text }),
+        (
+            text_of(any::<char>(), MAX_RCON_PASSWORD_LEN / 4),
+            text_of(any::<char>(), MAX_RCON_COMMAND_LEN / 4)
+        )
+            .prop_map(|(password, command)| ClientMessage::Rcon { password, command }),
     ]
 }
 
@@ -442,6 +448,15 @@ fn server_message() -> impl Strategy<Value = ServerMessage> {
         shown_text(MAX_CHAT_LEN).prop_map(|winner| ServerMessage::MatchEnded { winner }),
         (map_name(), u64_any())
             .prop_map(|(map_name, map_hash)| ServerMessage::MapChange { map_name, map_hash }),
+        (
+            prop::sample::select(vec![
+                ServerTextKind::Say,
+                ServerTextKind::Motd,
+                ServerTextKind::Rcon
+            ]),
+            shown_text(MAX_CHAT_LEN)
+        )
+            .prop_map(|(kind, text)| ServerMessage::ServerText { kind, text }),
     ]
 }
 
@@ -686,6 +701,7 @@ fn server_variant(msg: &ServerMessage) -> usize {
         ServerMessage::Match { .. } => 11,
         ServerMessage::MatchEnded { .. } => 12,
         ServerMessage::MapChange { .. } => 13,
+        ServerMessage::ServerText { .. } => 14,
     }
 }
 
@@ -693,6 +709,7 @@ fn client_variant(msg: &ClientMessage) -> usize {
     match msg {
         ClientMessage::Hello { .. } => 0,
         ClientMessage::Chat { .. } => 1,
+        ClientMessage::Rcon { .. } => 2,
     }
 }
 
@@ -735,11 +752,11 @@ fn every_variant_is_generated() {
     let checks = [
         (
             "ServerMessage",
-            variants_seen(server_message(), server_variant, 14),
+            variants_seen(server_message(), server_variant, 15),
         ),
         (
             "ClientMessage",
-            variants_seen(client_message(), client_variant, 2),
+            variants_seen(client_message(), client_variant, 3),
         ),
         (
             "ClientDatagram",

@@ -50,8 +50,8 @@ mod plugin;
 mod thread;
 // The host's console (a dedicated server's): bans kept on disk, the commands, and where
 // lines come from: the terminal and Source RCON.
-mod admin;
 mod bans;
+mod admin;
 mod query;
 mod rcon;
 mod terminal;

@@ -560,6 +560,20 @@ mod tests {
             "2",
             "--idle-kick",
             "5",
+            "--rcon-password",
+            "r",
+            "--rcon-port",
+            "27020",
+            "--motd",
+            "hi",
+            "--master",
+            "127.0.0.1:27950",
+            "--master",
+            "127.0.0.2:27950",
+            "--master-interval",
+            "60",
+            "--ban-file",
+            "bans.txt",
         ]);
         let cvars = server_cvar_registry();
         for (flag, name, _) in every.cvar_flags() {
