@@ -40,6 +40,9 @@ pub mod cvar {
             "fake jitter on your traffic, ms";
         NET_FAKELOSS: f64 = "net_fakeloss", Float { min: 0.0, max: 100.0 }, 0.0, NONE,
             "fake packet loss on your traffic, percent";
+        CL_MASTERS: String = "cl_masters", Text { max_len: 512 }, "", SAVED,
+            "master servers the browser's Internet tab asks, comma-separated HOST:PORT \
+             (HOST alone uses the default master port)";
         VERSION: String = "version", Text { max_len: 32 }, env!("CARGO_PKG_VERSION"),
             READ_ONLY, "this build's version";
     }

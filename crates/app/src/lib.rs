@@ -8,6 +8,7 @@
 //! (for tests of whole sessions).
 
 mod args;
+mod browser;
 mod camera;
 mod chat;
 mod cvars;
@@ -105,6 +106,7 @@ impl PluginGroup for GamePlugins {
             .add(cvars::CvarsPlugin)
             .add(session::SessionPlugin)
             .add(menu::MenuPlugin)
+            .add(browser::BrowserPlugin)
             .add(input::InputPlugin)
             .add(camera::CameraPlugin)
             .add(world::WorldPlugin)

@@ -1,10 +1,15 @@
-//! The main menu: play offline, connect, settings, quit.
+//! The main menu: play offline, connect (or find servers in the browser), settings,
+//! quit.
 
+use crate::args::RemoteSecurity;
+use crate::browser::ServerBrowser;
 use crate::cvars::cvar;
 use crate::session::{AppState, Session, SessionRequest, Target};
 use bevy::prelude::*;
 use bevy_egui::{EguiContexts, EguiPrimaryContextPass, egui};
 use sightline_console::{Console, Cvars};
+use sightline_net::ClientSecurity;
+use std::net::SocketAddr;
 
 /// What the menu's fields hold.
 #[derive(Resource, Debug)]
@@ -14,11 +19,17 @@ struct MenuForm {
     maps: Vec<String>,
     bots: u8,
     skill: sightline_bots::BotSkill,
+    /// The password Connect gives; starts as `--password`'s.
+    password: String,
     error: Option<String>,
 }
 
-impl Default for MenuForm {
-    fn default() -> Self {
+impl FromWorld for MenuForm {
+    fn from_world(world: &mut World) -> Self {
+        let password = match world.get_resource::<RemoteSecurity>().map(|s| &s.0) {
+            Some(ClientSecurity::Secure { password, .. }) => password.clone(),
+            _ => String::new(),
+        };
         let mut maps: Vec<String> = std::fs::read_dir(sightline_map::maps_dir())
             .map(|dir| {
                 dir.filter_map(|e| e.ok())
@@ -36,9 +47,25 @@ impl Default for MenuForm {
             maps,
             bots: 4,
             skill: sightline_bots::BotSkill::Normal,
+            password,
             error: None,
         }
     }
+}
+
+/// Joins the server at `addr`, giving `password` if it asks for one (ignored by
+/// `--insecure`): the one way the menu's Connect and the server browser join.
+pub(crate) fn join_server(
+    addr: SocketAddr,
+    password: &str,
+    security: &mut RemoteSecurity,
+    requests: &mut MessageWriter<SessionRequest>,
+) {
+    // The session's join reads the password from here, as it does --password's.
+    if let ClientSecurity::Secure { password: p, .. } = &mut security.0 {
+        password.clone_into(p);
+    }
+    requests.write(SessionRequest::Join(Target::Remote(addr)));
 }
 
 /// Draws the menu in [`AppState::Menu`].
@@ -59,9 +86,15 @@ fn draw_menu(
     mut cvars: ResMut<Cvars>,
     mut console: ResMut<Console>,
     session: Res<Session>,
+    mut browser: ResMut<ServerBrowser>,
+    mut security: ResMut<RemoteSecurity>,
     mut requests: MessageWriter<SessionRequest>,
     mut exit: MessageWriter<AppExit>,
 ) -> Result {
+    // The browser is a page of the menu: it draws itself in the menu's place.
+    if browser.open {
+        return Ok(());
+    }
     let ctx = contexts.ctx_mut()?;
     egui::Window::new("SIGHTLINE")
         .anchor(egui::Align2::CENTER_CENTER, [0.0, 0.0])
@@ -118,20 +151,35 @@ fn draw_menu(
                 ui.label("Server");
                 ui.text_edit_singleline(&mut form.address);
             });
-            if ui.button("Connect").clicked() {
-                match crate::args::lookup(&form.address) {
-                    Some(addr) => {
-                        form.error = None;
-                        requests.write(SessionRequest::Join(Target::Remote(addr)));
-                    }
-                    None => {
-                        form.error = Some(format!(
-                            "cannot resolve \"{}\"; expected HOST:PORT",
-                            form.address
-                        ))
+            if matches!(security.0, ClientSecurity::Secure { .. }) {
+                ui.horizontal(|ui| {
+                    ui.label("Password");
+                    ui.add(
+                        egui::TextEdit::singleline(&mut form.password)
+                            .password(true)
+                            .hint_text("if the server has one"),
+                    );
+                });
+            }
+            ui.horizontal(|ui| {
+                if ui.button("Connect").clicked() {
+                    match crate::args::lookup(&form.address) {
+                        Some(addr) => {
+                            form.error = None;
+                            join_server(addr, &form.password, &mut security, &mut requests);
+                        }
+                        None => {
+                            form.error = Some(format!(
+                                "cannot resolve \"{}\"; expected HOST:PORT",
+                                form.address
+                            ))
+                        }
                     }
                 }
-            }
+                if ui.button("Find servers…").clicked() {
+                    browser.open_page(&cvars.read(cvar::CL_MASTERS));
+                }
+            });
             if let Some(error) = &form.error {
                 ui.colored_label(egui::Color32::from_rgb(255, 120, 100), error);
             }
