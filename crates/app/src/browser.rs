@@ -9,8 +9,7 @@
 
 use crate::args::RemoteSecurity;
 use crate::cvars::cvar;
-use crate::menu::join_server;
-use crate::session::{AppState, Session, SessionRequest, Target};
+use crate::session::{AppState, Session, SessionRequest, Target, join_server};
 use bevy::platform::cell::SyncCell;
 use bevy::prelude::*;
 use bevy_egui::{EguiContexts, EguiPrimaryContextPass, egui};

@@ -14,6 +14,8 @@ pub mod cvar {
         /// Every client cvar's definition, to register.
         pub fn client_cvars;
         NAME: String = "name", Text { max_len: 32 }, "player", SAVED, "your name on servers";
+        RCON_PASSWORD: String = "rcon_password", Text { max_len: 64 }, "", NONE,
+            "the server's remote admin password, sent with each rcon command (never saved)";
         CL_NETGRAPH: i64 = "cl_netgraph", Int { min: 0, max: 2 }, 0, SAVED,
             "network graph: 0 off, 1 text, 2 text and graphs";
         // Lag compensation honours up to 0.25 s (sightline_combat::MAX_VIEW_LAG).

@@ -4,12 +4,11 @@
 use crate::args::RemoteSecurity;
 use crate::browser::ServerBrowser;
 use crate::cvars::cvar;
-use crate::session::{AppState, Session, SessionRequest, Target};
+use crate::session::{AppState, Session, SessionRequest, Target, join_server};
 use bevy::prelude::*;
 use bevy_egui::{EguiContexts, EguiPrimaryContextPass, egui};
 use sightline_console::{Console, Cvars};
 use sightline_net::ClientSecurity;
-use std::net::SocketAddr;
 
 /// What the menu's fields hold.
 #[derive(Resource, Debug)]
@@ -51,21 +50,6 @@ impl FromWorld for MenuForm {
             error: None,
         }
     }
-}
-
-/// Joins the server at `addr`, giving `password` if it asks for one (ignored by
-/// `--insecure`): the one way the menu's Connect and the server browser join.
-pub(crate) fn join_server(
-    addr: SocketAddr,
-    password: &str,
-    security: &mut RemoteSecurity,
-    requests: &mut MessageWriter<SessionRequest>,
-) {
-    // The session's join reads the password from here, as it does --password's.
-    if let ClientSecurity::Secure { password: p, .. } = &mut security.0 {
-        password.clone_into(p);
-    }
-    requests.write(SessionRequest::Join(Target::Remote(addr)));
 }
 
 /// Draws the menu in [`AppState::Menu`].

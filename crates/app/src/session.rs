@@ -74,6 +74,21 @@ pub enum SessionRequest {
     Rejoin,
 }
 
+/// Joins the server at `addr`, giving `password` if it asks for one (ignored by
+/// `--insecure`): the one way the menu's Connect and the server browser join.
+pub(crate) fn join_server(
+    addr: SocketAddr,
+    password: &str,
+    security: &mut crate::args::RemoteSecurity,
+    requests: &mut MessageWriter<SessionRequest>,
+) {
+    // The session's join reads the password from here, as it does --password's.
+    if let ClientSecurity::Secure { password: p, .. } = &mut security.0 {
+        password.clone_into(p);
+    }
+    requests.write(SessionRequest::Join(Target::Remote(addr)));
+}
+
 /// Handles sessions and the console commands about them.
 pub struct SessionPlugin;
 
