@@ -1,12 +1,12 @@
 //! Chat: the box to type a line in (its key opens it; Enter sends, Escape cancels) and
 //! the newest lines received.
 
+use crate::cvars::cvar;
 use crate::input::{Action, Controls, TextFocus};
 use crate::session::AppState;
 use bevy::prelude::*;
 use bevy_egui::{EguiContexts, EguiPrimaryContextPass, egui};
 use leafwing_input_manager::prelude::ActionState;
-use crate::cvars::cvar;
 use sightline_client::{ChatLog, FromServer};
 use sightline_console::{Console, ConsoleCommands, Cvars, RunCommand};
 use sightline_net::RenetClient;
@@ -66,9 +66,7 @@ fn send_rcon(
             _ if message.validate().is_err() => {
                 console.print("rcon: the command or the password is too long")
             }
-            Some(client) => {
-                sightline_client::send_to_server(client, Channel::Reliable, &message)
-            }
+            Some(client) => sightline_client::send_to_server(client, Channel::Reliable, &message),
             None => console.print("rcon: not connected to a server"),
         }
     }

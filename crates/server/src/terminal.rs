@@ -65,7 +65,11 @@ fn read_lines(send: SyncSender<String>, words: Vec<String>) {
             Err(TrySendError::Disconnected(_)) => false,
         }
     };
+    // Line editing puts the terminal in raw mode: only for a person at a terminal, not
+    // for a server whose output is piped (a test, a service manager) but whose standard
+    // input happens to be one.
     if std::io::stdin().is_terminal()
+        && std::io::stdout().is_terminal()
         && let Ok(mut editor) = Editor::<Words, _>::new()
     {
         editor.set_helper(Some(Words(words)));
