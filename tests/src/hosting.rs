@@ -365,6 +365,24 @@ fn source_rcon_and_a2s_queries_answer_on_the_game_port() {
     } else {
         eprintln!("SIGHTLINE_PYTHON not set: skipped python-a2s and rcon (see README, Hosting)");
     }
+    // A connection that starts a packet and stalls is closed once its time to
+    // authenticate is up; one announcing a packet past the limit at once.
+    let mut stalled = TcpStream::connect(game).expect("rcon connects");
+    stalled.write_all(&20i32.to_le_bytes()).unwrap();
+    let mut huge = TcpStream::connect(game).expect("rcon connects");
+    huge.write_all(&(1i32 << 30).to_le_bytes()).unwrap();
+    huge.write_all(&[0; 64]).unwrap();
+    for (stream, within) in [(&mut huge, 3), (&mut stalled, 8)] {
+        stream
+            .set_read_timeout(Some(Duration::from_secs(within)))
+            .unwrap();
+        let mut byte = [0u8; 1];
+        assert!(
+            matches!(stream.read(&mut byte), Ok(0) | Err(_)),
+            "closed within {within} s"
+        );
+    }
+
     // Wrong passwords: refused, and after a few the address is locked out (the right
     // one is refused unchecked too).
     for attempt in 0..6 {
