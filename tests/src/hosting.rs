@@ -115,11 +115,21 @@ impl Host {
         }
     }
 
-    /// Types `quit` and waits for a clean exit.
-    fn quit(mut self) {
+    /// Types `quit` and waits for a clean exit; the status line it logged on the way out.
+    fn quit(mut self) -> String {
         self.type_line("quit");
         let out = wait(self.child, Duration::from_secs(15), "server");
         assert!(out.status.success(), "the server did not stop cleanly");
+        let last = self
+            .lines
+            .iter()
+            .filter(|l| l.contains("status: "))
+            .last()
+            .unwrap_or_else(|| panic!("no status line on exit"));
+        last.split("status: ")
+            .nth(1)
+            .unwrap_or_default()
+            .to_string()
     }
 }
 
@@ -392,7 +402,19 @@ fn source_rcon_and_a2s_queries_answer_on_the_game_port() {
     }
     host.expect(Duration::from_secs(5), |l| l.contains("locked out"));
 
-    host.quit();
+    // The host sees all of it on the status line.
+    let status = host.quit();
+    assert!(crate::loopback::field(&status, "queries") >= 3, "{status}");
+    assert_eq!(crate::loopback::field(&status, "rcon_wrong"), 5, "{status}");
+    assert_eq!(
+        crate::loopback::field(&status, "rcon_lockouts"),
+        1,
+        "{status}"
+    );
+    assert!(
+        crate::loopback::field(&status, "rcon_refused") >= 1,
+        "{status}"
+    );
     std::fs::remove_dir_all(dir).ok();
 }
 
@@ -504,7 +526,9 @@ fn a_player_with_the_rcon_password_runs_console_lines_in_game() {
     use sightline_harness::Stepper;
     use sightline_net::RenetClient;
     use sightline_protocol::{Channel, ClientMessage};
-    use sightline_server::{AdminPlugin, BanList, RconLockout, ServerConfig, server_cvar_registry};
+    use sightline_server::{
+        AdminPlugin, BanList, HostingStats, ServerConfig, server_cvar_registry,
+    };
 
     let mut cvars = server_cvar_registry();
     cvars.set("rcon_password", "s3cret").unwrap();
@@ -529,7 +553,7 @@ fn a_player_with_the_rcon_password_runs_console_lines_in_game() {
     s.run_for(0.5);
     let fraglimit = |s: &Stepper| s.server.world().resource::<ServerConfig>().rules.fraglimit;
     assert_eq!(fraglimit(&s), 20, "a wrong password changes nothing");
-    assert_eq!(s.server.world().resource::<RconLockout>().wrong, 1);
+    assert_eq!(s.server.world().resource::<HostingStats>().rcon_wrong, 1);
     send(&mut s, "s3cret", "fraglimit 7; sv_hostname \"Live rename\"");
     s.run_for(0.5);
     assert_eq!(fraglimit(&s), 7);

@@ -16,7 +16,7 @@ use crate::cvars::cvar;
 use crate::inbox::{AdminInbox, AdminLine, AdminOrigin};
 use crate::outbox::Outgoing;
 use crate::rules::{MatchOrder, MatchOrders, MatchState};
-use crate::stats::ServerStats;
+use crate::stats::{HostingStats, ServerStats};
 use bevy::prelude::*;
 use sightline_combat::Score;
 use sightline_console::{Bindings, Console, ConsoleCommands, Cvars, execute_line, quote};
@@ -76,18 +76,12 @@ const RCON_LOCKOUT_ADDRESSES: usize = 4096;
 #[derive(Resource)]
 pub struct RconLockout {
     failures: LruMap<HostKey, (u32, Option<Instant>)>,
-    /// Wrong passwords over the server's life.
-    pub wrong: u64,
-    /// Lockouts over the server's life.
-    pub lockouts: u64,
 }
 
 impl Default for RconLockout {
     fn default() -> Self {
         Self {
             failures: LruMap::new(RCON_LOCKOUT_ADDRESSES),
-            wrong: 0,
-            lockouts: 0,
         }
     }
 }
@@ -104,13 +98,14 @@ pub enum PasswordCheck {
 }
 
 impl RconLockout {
-    /// Checks `given` against `password` for `ip`, counting failures.
+    /// Checks `given` against `password` for `ip`, counting failures in `stats`.
     pub fn check(
         &mut self,
         ip: IpAddr,
         password: &str,
         given: &str,
         now: Instant,
+        stats: &mut HostingStats,
     ) -> PasswordCheck {
         if password.is_empty() {
             return PasswordCheck::Refused;
@@ -128,10 +123,10 @@ impl RconLockout {
             return PasswordCheck::Accepted;
         }
         entry.0 += 1;
-        self.wrong += 1;
+        stats.rcon_wrong += 1;
         if entry.0 >= RCON_FAILURES_BEFORE_LOCKOUT {
             entry.1 = Some(now + RCON_LOCKOUT);
-            self.lockouts += 1;
+            stats.rcon_lockouts += 1;
             warn!(
                 "rcon: {ip} gave {RCON_FAILURES_BEFORE_LOCKOUT} wrong passwords; locked out \
                  for {} s",
@@ -239,11 +234,10 @@ fn run_line(world: &mut World, line: &AdminLine) -> Vec<String> {
             .map(|a| a.ip());
         let password = world.resource::<ServerCvars>().0.read(cvar::RCON_PASSWORD);
         let check = match ip {
-            Some(ip) => {
-                world
-                    .resource_mut::<RconLockout>()
-                    .check(ip, &password, given, Instant::now())
-            }
+            Some(ip) => world.resource_scope(|world, mut lockout: Mut<RconLockout>| {
+                let mut stats = world.resource_mut::<HostingStats>();
+                lockout.check(ip, &password, given, Instant::now(), &mut stats)
+            }),
             None if !password.is_empty()
                 && constant_time_eq(password.as_bytes(), given.as_bytes()) =>
             {
@@ -251,7 +245,7 @@ fn run_line(world: &mut World, line: &AdminLine) -> Vec<String> {
             }
             // No address to lock out (an in-memory transport): counted all the same.
             None => {
-                world.resource_mut::<RconLockout>().wrong += 1;
+                world.resource_mut::<HostingStats>().rcon_wrong += 1;
                 PasswordCheck::Wrong
             }
         };

@@ -50,8 +50,8 @@ mod plugin;
 mod thread;
 // The host's console (a dedicated server's): bans kept on disk, the commands, and where
 // lines come from: the terminal and Source RCON.
-mod bans;
 mod admin;
+mod bans;
 mod query;
 mod rcon;
 mod terminal;
@@ -82,7 +82,7 @@ pub use sightline_combat::GameMode;
 pub use snapshots::SnapshotCounter;
 pub use spawn::choose_spawn;
 pub use stalls::{FrameLag, MAX_STALL_CATCH_UP, STALL_SECONDS, Stalls, TickCost};
-pub use stats::{SLICE_BYTES, ServerStats, SnapshotStats, TickTimes};
+pub use stats::{HostingStats, SLICE_BYTES, ServerStats, SnapshotStats, TickTimes};
 pub use teams::smaller_team;
 pub use terminal::TerminalPlugin;
 pub use thread::ServerThread;

@@ -99,6 +99,7 @@ impl Plugin for ServerPlugin {
             .insert_resource(PlayerSlots::new(self.config.max_players))
             .init_resource::<ClientIndex>()
             .init_resource::<ServerStats>()
+            .init_resource::<crate::stats::HostingStats>()
             .init_resource::<TickTimes>()
             .init_resource::<SnapshotStats>()
             .init_resource::<MatchState>()

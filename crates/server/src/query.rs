@@ -9,6 +9,7 @@ use crate::admin::ServerCvars;
 use crate::connection::Connection;
 use crate::cvars::cvar;
 use crate::rules::MatchState;
+use crate::stats::HostingStats;
 use bevy::prelude::*;
 use sightline_combat::Score;
 use sightline_map::CurrentMap;
@@ -29,16 +30,11 @@ pub struct QueryPlugin {
     pub interval: Duration,
 }
 
-/// The responder and the announcer, and what they dropped.
+/// The responder and the announcer.
 #[derive(Resource)]
 pub struct Queries {
     responder: Responder,
     announcer: Option<Announcer>,
-    /// Queries answered with nothing (malformed, unknown, over the rate), over the
-    /// server's life.
-    pub dropped: u64,
-    /// Queries answered.
-    pub answered: u64,
 }
 
 impl Plugin for QueryPlugin {
@@ -47,8 +43,6 @@ impl Plugin for QueryPlugin {
             responder: Responder::new(),
             announcer: (!self.masters.is_empty())
                 .then(|| Announcer::new(self.masters.clone(), self.interval)),
-            dropped: 0,
-            answered: 0,
         })
         .add_systems(Update, (answer_queries, announce).chain());
     }
@@ -151,6 +145,7 @@ impl ServerFacts<'_, '_> {
 fn answer_queries(
     mut datagrams: ResMut<Connectionless>,
     mut queries: ResMut<Queries>,
+    mut stats: ResMut<HostingStats>,
     facts: ServerFacts,
 ) {
     if datagrams.inbox.is_empty() {
@@ -165,21 +160,22 @@ fn answer_queries(
             && let Some(reply) = announcer.answer(*from, bytes, PROTOCOL_VERSION)
         {
             datagrams.send(*from, reply);
+            stats.queries += 1;
             continue;
         }
         if !is_connectionless(bytes) {
-            queries.dropped += 1;
+            stats.queries_dropped += 1;
             continue;
         }
         let view = view.get_or_insert_with(|| facts.view());
         match queries.responder.answer(*from, bytes, now, view) {
             Answer::Replies(replies) => {
-                queries.answered += 1;
+                stats.queries += 1;
                 for reply in replies {
                     datagrams.send(*from, reply);
                 }
             }
-            Answer::Dropped(_) => queries.dropped += 1,
+            Answer::Dropped(_) => stats.queries_dropped += 1,
         }
     }
     datagrams.inbox = inbox;

@@ -14,6 +14,7 @@
 use crate::admin::{PasswordCheck, RconLockout, ServerCvars};
 use crate::cvars::cvar;
 use crate::inbox::{AdminInbox, AdminLine, AdminOrigin};
+use crate::stats::HostingStats;
 use bevy::prelude::*;
 use sightline_net::{ForeignStreams, HostKey};
 use std::io::{self, Read, Write};
@@ -197,9 +198,6 @@ struct Rcon {
     listen: RconListen,
     connections: Vec<RconConnection>,
     next_number: u64,
-    /// Connections refused (too many, or remote admin off) and closed for bad packets.
-    refused: u64,
-    malformed: u64,
 }
 
 /// Source RCON for the host's console.
@@ -235,8 +233,6 @@ impl Plugin for RconPlugin {
             listen,
             connections: Vec::new(),
             next_number: 0,
-            refused: 0,
-            malformed: 0,
         })
         .add_systems(Update, read_rcon.before(crate::admin::AdminSet))
         .add_systems(Update, answer_rcon.after(crate::admin::AdminSet));
@@ -251,6 +247,7 @@ fn read_rcon(
     cvars: Res<ServerCvars>,
     mut lockout: ResMut<RconLockout>,
     mut inbox: ResMut<AdminInbox>,
+    mut stats: ResMut<HostingStats>,
 ) {
     let now = Instant::now();
     let password = cvars.0.read(cvar::RCON_PASSWORD);
@@ -283,7 +280,7 @@ fn read_rcon(
             || from_host >= MAX_PER_HOST
             || stream.set_nonblocking(true).is_err()
         {
-            rcon.refused += 1;
+            stats.rcon_refused += 1;
             continue; // dropping the stream closes it
         }
         rcon.next_number += 1;
@@ -323,13 +320,21 @@ fn read_rcon(
                 Ok(Some(p)) => p,
                 Ok(None) => break,
                 Err(_) => {
-                    rcon.malformed += 1;
+                    stats.rcon_refused += 1;
                     conn.closing = true;
                     break;
                 }
             };
             conn.inbox.drain(..used);
-            handle_packet(conn, packet, &password, &mut lockout, &mut inbox, now);
+            handle_packet(
+                conn,
+                packet,
+                &password,
+                &mut lockout,
+                &mut inbox,
+                &mut stats,
+                now,
+            );
             if conn.closing {
                 break;
             }
@@ -352,6 +357,7 @@ fn handle_packet(
     password: &str,
     lockout: &mut RconLockout,
     inbox: &mut AdminInbox,
+    stats: &mut HostingStats,
     now: Instant,
 ) {
     let empty = |id| RconPacket {
@@ -362,7 +368,7 @@ fn handle_packet(
     match packet.kind {
         SERVERDATA_AUTH => {
             let given = String::from_utf8_lossy(&packet.body);
-            let check = lockout.check(conn.peer.ip(), password, &given, now);
+            let check = lockout.check(conn.peer.ip(), password, &given, now, stats);
             conn.authenticated = check == PasswordCheck::Accepted;
             conn.send(empty(packet.id));
             let id = if conn.authenticated { packet.id } else { -1 };

@@ -23,6 +23,22 @@ pub struct ServerStats {
     pub unresolved_inputs: u64,
 }
 
+/// What the host's side counted over the server's life: server queries (A2S, masters)
+/// and remote admin. Zero on a server without them (offline play, the harness).
+#[derive(Resource, Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct HostingStats {
+    /// Connectionless datagrams answered.
+    pub queries: u64,
+    /// Connectionless datagrams dropped unanswered (malformed, unknown, over a budget).
+    pub queries_dropped: u64,
+    /// Wrong rcon passwords (over TCP and in game).
+    pub rcon_wrong: u64,
+    /// Addresses locked out for wrong rcon passwords.
+    pub rcon_lockouts: u64,
+    /// RCON connections refused (too many, remote admin off) or closed for bad packets.
+    pub rcon_refused: u64,
+}
+
 /// renet sends an unreliable message longer than this in slices, one datagram each: a
 /// snapshot over it is lost if any slice is.
 pub const SLICE_BYTES: usize = 1200;

@@ -3,10 +3,10 @@
 
 use crate::connection::PlayerSlots;
 use crate::stalls::Stalls;
-use crate::stats::{ServerStats, TickTimes};
+use crate::stats::{HostingStats, ServerStats, TickTimes};
 use bevy::prelude::*;
 use sightline_combat::LagCompStats;
-use sightline_net::NetStats;
+use sightline_net::{Connectionless, NetStats};
 use sightline_sim::BotControlled;
 
 /// Seconds between status lines.
@@ -19,6 +19,8 @@ pub(crate) struct StatusSources<'w, 's> {
     slots: Res<'w, PlayerSlots>,
     bots: Query<'w, 's, (), With<BotControlled>>,
     stats: Res<'w, ServerStats>,
+    hosting: Res<'w, HostingStats>,
+    connectionless: Option<Res<'w, Connectionless>>,
     net: Res<'w, NetStats>,
     lagcomp: Res<'w, LagCompStats>,
     stalls: Res<'w, Stalls>,
@@ -49,7 +51,8 @@ impl StatusSources<'_, '_> {
              unresolved_inputs={} refused_shots={} \
              junk_datagrams={} handshakes_refused={} connections_refused={} \
              tokens_issued={} tokens_refused={} token_requests_dropped={} \
-             stalls={} stall_max_ms={:.0} ticks_caught_up={} skipped_ms={:.0}",
+             stalls={} stall_max_ms={:.0} ticks_caught_up={} skipped_ms={:.0} \
+             queries={} queries_dropped={} rcon_wrong={} rcon_lockouts={} rcon_refused={}",
             self.slots.len(),
             self.bots.iter().count(),
             out / 1000.0,
@@ -75,6 +78,12 @@ impl StatusSources<'_, '_> {
             self.stalls.longest * 1000.0,
             self.stalls.ticks_caught_up,
             self.stalls.skipped * 1000.0,
+            self.hosting.queries,
+            // Past the transport's per-frame limit, or not answered.
+            self.hosting.queries_dropped + self.connectionless.as_ref().map_or(0, |c| c.dropped),
+            self.hosting.rcon_wrong,
+            self.hosting.rcon_lockouts,
+            self.hosting.rcon_refused,
         )
     }
 }
