@@ -1,7 +1,9 @@
 //! Fuzz bodies for every decoder and parser that reads outside input: the transport path
 //! (decrypted netcode payloads into a renet connection, both ways), the four wire
 //! message types and [`peek_welcome_version`](sightline_protocol::peek_welcome_version),
-//! the map loader, console lines, `+command` arguments, and the config file.
+//! the map loader, console lines, `+command` arguments, the config file, and hosting's:
+//! Source RCON streams, server queries (A2S requests and master `getinfo`s the server
+//! reads, A2S and master-list replies the browser reads), and the server's ban file.
 //!
 //! Each body takes arbitrary bytes, runs one decoder on them and asserts what must hold
 //! for any input, not only that nothing panics: a decoded message passes validation and
@@ -16,7 +18,9 @@
 pub mod console;
 pub mod map;
 pub mod mutate;
+pub mod query;
 pub mod seeds;
+pub mod server;
 mod targets;
 pub mod transport;
 pub mod wire;

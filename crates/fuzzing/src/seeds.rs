@@ -11,6 +11,9 @@ use sightline_protocol::{
     ClientDatagram, ClientMessage, InputPacket, PROTOCOL_VERSION, PlayerSnap, ProjectileSnap,
     ScoreLine, ServerDatagram, ServerMessage, Snapshot, SnapshotPacket, Welcome, Wire,
 };
+use sightline_server::{
+    RconPacket, SERVERDATA_AUTH, SERVERDATA_EXECCOMMAND, SERVERDATA_RESPONSE_VALUE,
+};
 use sightline_sim::{Buttons, InputCmd, PlayerId, angle_of_steps, angle_steps};
 
 fn encoded<T: Wire>(messages: &[T]) -> Vec<Vec<u8>> {
@@ -399,4 +402,172 @@ pub fn config_file() -> Vec<Vec<u8>> {
          bind \"kp enter\" \"say gg\"\r\n"
     );
     vec![written.into_bytes(), by_hand.into_bytes()]
+}
+
+/// Bytes `packets` make on a stream.
+fn rcon_bytes(packets: &[(i32, i32, &str)]) -> Vec<u8> {
+    packets
+        .iter()
+        .flat_map(|&(id, kind, body)| {
+            RconPacket {
+                id,
+                kind,
+                body: body.as_bytes().to_vec(),
+            }
+            .encode()
+        })
+        .collect()
+}
+
+/// Seeds for [`crate::server::rcon_stream`]: a client authenticating then running a
+/// command; one running two and sending the empty `RESPONSE_VALUE` clients use to find
+/// the end of a split answer; and a stream cut in the middle of its second packet.
+pub fn rcon_stream() -> Vec<Vec<u8>> {
+    let login = (1, SERVERDATA_AUTH, "hunter2");
+    let mut cut = rcon_bytes(&[login, (2, SERVERDATA_EXECCOMMAND, "status")]);
+    cut.truncate(cut.len() - 5);
+    vec![
+        rcon_bytes(&[login, (2, SERVERDATA_EXECCOMMAND, "status")]),
+        rcon_bytes(&[
+            login,
+            (7, SERVERDATA_EXECCOMMAND, "say \"hello; all\""),
+            (
+                8,
+                SERVERDATA_EXECCOMMAND,
+                "ban 203.0.113.0/24 60 \"cheating\"",
+            ),
+            (9, SERVERDATA_RESPONSE_VALUE, ""),
+        ]),
+        cut,
+    ]
+}
+
+/// `datagrams` as one server-query input: each its control byte and bytes, after their
+/// length as two little-endian bytes.
+fn datagrams(datagrams: &[(u8, Vec<u8>)]) -> Vec<u8> {
+    let mut input = Vec::new();
+    for (control, bytes) in datagrams {
+        input.extend_from_slice(&(bytes.len() as u16 + 1).to_le_bytes());
+        input.push(*control);
+        input.extend_from_slice(bytes);
+    }
+    input
+}
+
+/// Seeds for [`crate::query::server_query`]: each A2S query challenged and then asked
+/// again echoing the challenge (from an IPv4 client, its IPv4-mapped form, an IPv6
+/// client), a stale challenge and an unknown type, the master's `getinfo` (answered
+/// twice, then not; ignored from another port), a heartbeat sent to the server, and a
+/// challenge echoed 35 s later (still valid) and 65 s later (expired).
+pub fn server_query() -> Vec<Vec<u8>> {
+    use crate::query::{ECHO, after_seconds};
+    use sightline_query::master_protocol::{self, GAME_TAG, MASTER_PROTOCOL, MasterPacket};
+    use sightline_query::{Request, encode_request};
+    let (client, mapped, other_port, v6, master, master_mapped, master_host) =
+        (0, 1, 2, 3, 4, 5, 6);
+    let info = encode_request(Request::Info { challenge: None });
+    let info_with = |c| encode_request(Request::Info { challenge: Some(c) });
+    let players = |challenge| encode_request(Request::Players { challenge });
+    let rules = |challenge| encode_request(Request::Rules { challenge });
+    let getinfo = master_protocol::encode(&MasterPacket::GetInfo {
+        challenge: 0x0bad_f00d,
+    });
+    let heartbeat = master_protocol::encode(&MasterPacket::Heartbeat {
+        game: GAME_TAG.into(),
+        protocol: MASTER_PROTOCOL,
+    });
+    vec![
+        datagrams(&[(client, info.clone()), (ECHO | client, info_with(u32::MAX))]),
+        datagrams(&[
+            (mapped, players(u32::MAX)),
+            (ECHO | client, players(u32::MAX)),
+        ]),
+        datagrams(&[(v6, rules(0)), (ECHO | v6, rules(0))]),
+        datagrams(&[
+            (other_port, info_with(0x1234_5678)),
+            (other_port, b"\xFF\xFF\xFF\xFFW\xFF\xFF\xFF\xFF".to_vec()),
+        ]),
+        datagrams(&[
+            (master, getinfo.clone()),
+            (master_mapped, getinfo.clone()),
+            (master, getinfo.clone()),
+            (master_host, getinfo),
+        ]),
+        datagrams(&[(client, heartbeat)]),
+        datagrams(&[
+            (client, players(0)),
+            (after_seconds(35) | ECHO | client, players(0)),
+            (after_seconds(65) | ECHO | client, players(0)),
+        ]),
+    ]
+}
+
+/// `packets` as one input of replies: each after its length as two little-endian bytes.
+fn framed(packets: &[Vec<u8>]) -> Vec<u8> {
+    let mut input = Vec::new();
+    for p in packets {
+        input.extend_from_slice(&(p.len() as u16).to_le_bytes());
+        input.extend_from_slice(p);
+    }
+    input
+}
+
+/// Seeds for [`crate::query::query_reply`]: a challenge, the info, players and rules
+/// replies of a real server's state, a players reply split into packets (arriving out
+/// of order, one twice), and a master's challenge then its server list in two packets.
+pub fn query_reply() -> Vec<Vec<u8>> {
+    use crate::query::FixedServer;
+    use sightline_query::master_protocol::{self, MasterPacket, encode_server_list};
+    use sightline_query::{
+        PlayerInfo, encode_challenge, encode_info, encode_players, encode_rules, split,
+    };
+    let server = FixedServer::new();
+    let crowd: Vec<PlayerInfo> = (0..64)
+        .map(|i| PlayerInfo {
+            name: format!(
+                "player {i:02} with a rather long name, {}",
+                "x".repeat(i % 20)
+            ),
+            score: i as i32 - 5,
+            duration: i as f32 * 1.5,
+        })
+        .collect();
+    let mut parts = split(encode_players(&crowd), 0x0102_0304);
+    parts.reverse();
+    parts.insert(1, parts[0].clone());
+    let servers: Vec<std::net::SocketAddr> =
+        (0..200u16)
+            .map(|i| std::net::SocketAddr::from(([198, 51, 100, i as u8], 27015 + i)))
+            .chain((0..8u16).map(|i| {
+                std::net::SocketAddr::from(([0x2001, 0xdb8, 0, 0, 0, 0, 0, i + 1], 27015))
+            }))
+            .collect();
+    let mut master = vec![master_protocol::encode(&MasterPacket::Challenge(
+        0x0bad_f00d,
+    ))];
+    master.extend(encode_server_list(&servers));
+    vec![
+        framed(&[encode_challenge(0xdead_beef)]),
+        framed(&[encode_info(&server.info)]),
+        framed(&[encode_players(&server.players)]),
+        framed(&[encode_rules(&server.rules)]),
+        framed(&parts),
+        framed(&master),
+    ]
+}
+
+/// Seeds for [`crate::server::ban_file`]: a file as the server writes it (a /24, an
+/// IPv6 /48, one address for ever and one until a time), and one edited by hand
+/// (comments, blank lines, CRLF, bare words where quotes are optional).
+pub fn ban_file() -> Vec<Vec<u8>> {
+    let written = "// Sightline bans: ADDRESS[/PREFIX] UNTIL(Unix seconds or never) \"NAME\" \
+                   \"REASON\"\n// Written by the server's ban and unban commands.\n\
+                   203.0.113.0/24 never \"\" \"a whole network of cheats\"\n\
+                   2001:db8:1234::/48 1767225600 \"Zoë\" \"aimbot\"\n\
+                   198.51.100.9 never \"Griefer 2\" \"\"\n\
+                   ::1 4102444800 \"local\" \"testing; ignore\"\n";
+    let by_hand = "// bans\r\n\r\n  10.0.0.1   never griefer spam // too much\r\n\
+                   192.0.2.0/28 1700000000 \"two words\" \"a // not a comment\"\r\n\
+                   ::ffff:192.0.2.77 never \"\" \"\"";
+    vec![written.as_bytes().to_vec(), by_hand.as_bytes().to_vec()]
 }

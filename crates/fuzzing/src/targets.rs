@@ -1,7 +1,7 @@
 //! The table of fuzz targets: each body with its seeds and the dictionary that helps
 //! libFuzzer past the decoder's first checks.
 
-use crate::{console, map, seeds, transport, wire};
+use crate::{console, map, query, seeds, server, transport, wire};
 
 /// One fuzz target.
 pub struct Target {
@@ -125,6 +125,90 @@ const CONSOLE_DICTIONARY: &[&[u8]] = &[
     b"\xe2\x80\xa8",
 ];
 
+/// Bytes that matter to Source RCON: size fields at and past their limits (10, 4096,
+/// 4097, negative), the packet types, the ids clients use, the two zeros that end a
+/// packet, and commands.
+const RCON_DICTIONARY: &[&[u8]] = &[
+    &[10, 0, 0, 0],
+    &[0x00, 0x10, 0, 0],
+    &[0x01, 0x10, 0, 0],
+    &[0xff, 0xff, 0xff, 0xff],
+    &[0xff, 0xff, 0xff, 0x7f],
+    &[3, 0, 0, 0],
+    &[2, 0, 0, 0],
+    &[0, 0, 0, 0],
+    &[0, 0],
+    b"status",
+    b"say ",
+    b"ban ",
+    b"\"",
+    b";",
+];
+
+/// Bytes that matter to server queries: the connectionless and split headers, the A2S
+/// request and response types and the info query's payload, the challenge slot's
+/// placeholders, the master protocol's words and its list's end, and the two-byte
+/// lengths (with the control byte for the server's datagrams) that frame an input.
+const QUERY_DICTIONARY: &[&[u8]] = &[
+    &[0xFF, 0xFF, 0xFF, 0xFF],
+    &[0xFE, 0xFF, 0xFF, 0xFF],
+    b"TSource Engine Query\0",
+    b"U",
+    b"V",
+    b"A",
+    b"I",
+    b"D",
+    b"E",
+    &[0, 0, 0, 0],
+    &[0x80],
+    &[0x08],
+    &[0x04],
+    &[0x0a, 0x00],
+    &[0x1a, 0x00],
+    &[0x1e, 0x00],
+    &[0x78, 0x05],
+    &[0xe0, 0x04],
+    b"getinfo ",
+    b"heartbeat ",
+    b"heartbeat sightline 1",
+    b"infoResponse\n\\challenge\\",
+    b"\\protocol\\",
+    b"\\gamename\\sightline",
+    b"getservers ",
+    b"challenge ",
+    b"getserversResponse",
+    b"\\EOT",
+    b"00000000",
+    b"ffffffff",
+];
+
+/// Words and separators of the ban file: addresses and prefixes of both families,
+/// `never` and Unix times at the edges of u64, quotes and comments.
+const BAN_DICTIONARY: &[&[u8]] = &[
+    b"never",
+    b"/24",
+    b"/48",
+    b"/0",
+    b"/32",
+    b"/128",
+    b"/129",
+    b"::",
+    b"::ffff:",
+    b"203.0.113.0",
+    b"2001:db8::",
+    b"18446744073709551615",
+    b"18446744073709551616",
+    b"+1",
+    b"\"",
+    b"\"\"",
+    b" ",
+    b"//",
+    b";",
+    b"\n",
+    b"\r\n",
+    b"\xc2\x85",
+];
+
 /// Every target, in the order of `fuzz/Cargo.toml`.
 pub const TARGETS: &[Target] = &[
     Target {
@@ -209,6 +293,34 @@ pub const TARGETS: &[Target] = &[
         body: console::config_file,
         seeds: seeds::config_file,
         dictionary: CONSOLE_DICTIONARY,
+        text: true,
+    },
+    Target {
+        name: "rcon_stream",
+        body: server::rcon_stream,
+        seeds: seeds::rcon_stream,
+        dictionary: RCON_DICTIONARY,
+        text: false,
+    },
+    Target {
+        name: "server_query",
+        body: query::server_query,
+        seeds: seeds::server_query,
+        dictionary: QUERY_DICTIONARY,
+        text: false,
+    },
+    Target {
+        name: "query_reply",
+        body: query::query_reply,
+        seeds: seeds::query_reply,
+        dictionary: QUERY_DICTIONARY,
+        text: false,
+    },
+    Target {
+        name: "ban_file",
+        body: server::ban_file,
+        seeds: seeds::ban_file,
+        dictionary: BAN_DICTIONARY,
         text: true,
     },
 ];

@@ -17,7 +17,7 @@ use sightline_protocol::{Channel, connection_config};
 use std::time::Duration;
 
 /// The payloads in an input.
-fn payloads(mut data: &[u8]) -> impl Iterator<Item = &[u8]> {
+pub(crate) fn payloads(mut data: &[u8]) -> impl Iterator<Item = &[u8]> {
     std::iter::from_fn(move || {
         let (len, rest) = data.split_first_chunk::<2>()?;
         let len = usize::from(u16::from_le_bytes(*len)).min(rest.len());

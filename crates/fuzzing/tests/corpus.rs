@@ -75,6 +75,10 @@ targets!(
     plus_commands,
     console_exec,
     config_file,
+    rcon_stream,
+    server_query,
+    query_reply,
+    ban_file,
 );
 
 #[test]

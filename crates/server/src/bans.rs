@@ -86,6 +86,12 @@ impl BanList {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
             Err(e) => return Err(format!("{}: {e}", path.display())),
         };
+        Self::parse(&text, path)
+    }
+
+    /// Reads the bans in `text`, the contents of the file at `path` (which the list
+    /// keeps, and errors name with the line's number).
+    pub fn parse(text: &str, path: &Path) -> Result<Self, String> {
         let mut bans = Vec::new();
         for (i, line) in text.lines().enumerate() {
             let at = |why: String| format!("{}:{}: {why}", path.display(), i + 1);
@@ -120,6 +126,19 @@ impl BanList {
             bans,
             path: Some(path.to_path_buf()),
         })
+    }
+
+    /// The list as the file's text, which [`BanList::parse`] reads back to the same bans.
+    pub fn to_text(&self) -> String {
+        let mut text = String::from(
+            "// Sightline bans: ADDRESS[/PREFIX] UNTIL(Unix seconds or never) \"NAME\" \
+             \"REASON\"\n// Written by the server's ban and unban commands.\n",
+        );
+        for ban in &self.bans {
+            text.push_str(&ban.line());
+            text.push('\n');
+        }
+        text
     }
 
     /// The bans in force, oldest first.
@@ -181,16 +200,8 @@ impl BanList {
         let Some(path) = &self.path else {
             return Ok(());
         };
-        let mut text = String::from(
-            "// Sightline bans: ADDRESS[/PREFIX] UNTIL(Unix seconds or never) \"NAME\" \
-             \"REASON\"\n// Written by the server's ban and unban commands.\n",
-        );
-        for ban in &self.bans {
-            text.push_str(&ban.line());
-            text.push('\n');
-        }
         let temporary = path.with_extension("tmp");
-        std::fs::write(&temporary, text)
+        std::fs::write(&temporary, self.to_text())
             .and_then(|()| std::fs::rename(&temporary, path))
             .map_err(|e| format!("cannot save the bans to {}: {e}", path.display()))
     }

@@ -1,0 +1,140 @@
+//! Bodies for what the dedicated server reads besides the game's own messages: Source
+//! RCON packets from a TCP connection ([`RconPacket::decode`]), and the ban file
+//! ([`BanList::parse`], what [`BanList::load`] runs on the file's text).
+
+use sightline_server::{Ban, BanList, MAX_BANS, RconPacket};
+use std::path::Path;
+
+/// Decodes packets from the front of `inbox` as the RCON service does (decode, drain
+/// what was used, until the bytes run out or are refused), checking each step, and adds
+/// them to `packets`. Whether the stream was refused.
+///
+/// Each packet uses exactly its size field's bytes plus the field's own four, at least
+/// 14 (the smallest size is 10) and never more than there are; it re-encodes to those
+/// bytes, or, where the body's terminating zero is followed by more than the one zero
+/// the format ends with (which the decoder lets pass), to those bytes without the extra
+/// zeros; and the re-encoding decodes to the same packet. The decoder waits for more
+/// only while the packet its size field announces is incomplete.
+fn decode_stream(inbox: &mut Vec<u8>, packets: &mut Vec<RconPacket>) -> bool {
+    loop {
+        match RconPacket::decode(inbox) {
+            Ok(Some((packet, used))) => {
+                assert!(used <= inbox.len(), "used {used} of {} bytes", inbox.len());
+                assert!(used >= 14, "a packet of {used} bytes");
+                let consumed = &inbox[..used];
+                let size = i32::from_le_bytes([consumed[0], consumed[1], consumed[2], consumed[3]]);
+                assert_eq!(
+                    usize::try_from(size).ok(),
+                    Some(used - 4),
+                    "not its size field"
+                );
+                let again = packet.encode();
+                assert!(
+                    again.len() <= used,
+                    "{packet:?} re-encodes longer than it came"
+                );
+                let (kept, padding) = consumed[4..].split_at(again.len() - 4);
+                assert_eq!(kept, &again[4..], "{packet:?} re-encodes to other bytes");
+                assert!(
+                    padding.iter().all(|&b| b == 0),
+                    "{packet:?} decoded from bytes with more after it"
+                );
+                assert_eq!(
+                    RconPacket::decode(&again),
+                    Ok(Some((packet.clone(), again.len()))),
+                    "re-encoding changed it"
+                );
+                inbox.drain(..used);
+                packets.push(packet);
+            }
+            Ok(None) => {
+                if let Some(size) = inbox.first_chunk::<4>() {
+                    let size = i32::from_le_bytes(*size);
+                    assert!(
+                        usize::try_from(size).is_ok_and(|size| inbox.len() < 4 + size),
+                        "waiting for more after a whole packet of size {size}"
+                    );
+                }
+                return false;
+            }
+            Err(_) => return true,
+        }
+    }
+}
+
+/// Source RCON bytes as a TCP connection delivers them to the server: [`RconPacket::decode`]
+/// applied as the service applies it, over the whole input at once, then over the same
+/// bytes arriving in pieces of changing sizes (TCP may cut anywhere, and the service
+/// decodes what it has after each read). Both give the same packets and the same verdict.
+pub fn rcon_stream(data: &[u8]) {
+    let mut whole = data.to_vec();
+    let mut at_once = Vec::new();
+    let refused = decode_stream(&mut whole, &mut at_once);
+
+    const PIECES: [usize; 7] = [1, 3, 4, 2, 7, 13, 64];
+    let mut inbox = Vec::new();
+    let mut in_pieces = Vec::new();
+    let mut refused_in_pieces = false;
+    let mut rest = data;
+    for piece in PIECES.iter().cycle() {
+        if rest.is_empty() {
+            break;
+        }
+        let (read, later) = rest.split_at((*piece).min(rest.len()));
+        rest = later;
+        inbox.extend_from_slice(read);
+        if decode_stream(&mut inbox, &mut in_pieces) {
+            refused_in_pieces = true;
+            break;
+        }
+    }
+    assert_eq!(
+        in_pieces, at_once,
+        "the packets depend on how the bytes arrived"
+    );
+    assert_eq!(
+        refused_in_pieces, refused,
+        "the verdict depends on how the bytes arrived"
+    );
+}
+
+/// The ban file's text, as [`BanList::load`] reads it (a file that is not UTF-8 is
+/// refused before parsing). A list that parses holds at most [`MAX_BANS`] bans, and
+/// written back through its own line format ([`BanList::to_text`], what saving writes)
+/// has one line a ban and parses to the same bans, which write the same text again. A
+/// file that does not parse is refused with its path and the number of a line it has.
+pub fn ban_file(data: &[u8]) {
+    let Ok(text) = std::str::from_utf8(data) else {
+        return;
+    };
+    let path = Path::new("bans.txt");
+    let list = match BanList::parse(text, path) {
+        Ok(list) => list,
+        Err(e) => {
+            let line = e
+                .strip_prefix("bans.txt:")
+                .and_then(|e| e.split_once(':'))
+                .and_then(|(n, _)| n.parse::<usize>().ok())
+                .unwrap_or_else(|| panic!("{e:?} names no line of bans.txt"));
+            assert!(
+                (1..=text.lines().count()).contains(&line),
+                "{e:?}: the file has {} lines",
+                text.lines().count()
+            );
+            return;
+        }
+    };
+    let bans: Vec<&Ban> = list.iter().collect();
+    assert!(bans.len() <= MAX_BANS);
+    let written = list.to_text();
+    let lines = written.lines().filter(|l| !l.starts_with("//")).count();
+    assert_eq!(lines, bans.len(), "not one line a ban:\n{written}");
+    let again = BanList::parse(&written, path)
+        .unwrap_or_else(|e| panic!("the written list does not parse: {e}\n{written}"));
+    assert_eq!(
+        again.iter().collect::<Vec<_>>(),
+        bans,
+        "the written list reads back to other bans:\n{written}"
+    );
+    assert_eq!(again.to_text(), written);
+}
