@@ -48,10 +48,11 @@ mod status;
 // The server assembled, and on a thread of its own (offline play, the harness).
 mod plugin;
 mod thread;
-// The host's console (a dedicated server's): bans kept on disk, the commands, and where
-// lines come from: the terminal and Source RCON.
-mod admin;
+// What only a dedicated server adds for its host: the bans kept on disk,
 mod bans;
+// the console's commands, and where its lines come from (the terminal, Source RCON);
+// server queries and master announcements.
+mod admin;
 mod query;
 mod rcon;
 mod terminal;

@@ -93,7 +93,8 @@ impl RconPacket {
         let id = i32::from_le_bytes(packet[0..4].try_into().expect("4 bytes"));
         let kind = i32::from_le_bytes(packet[4..8].try_into().expect("4 bytes"));
         let rest = &packet[8..];
-        // The body ends at its first zero; what follows must be the empty string's zero.
+        // The body ends at its first zero; the rest, up to the size, must be zeros (the
+        // empty string's, and any padding a client adds, which is harmless).
         let Some(end) = rest.iter().position(|&b| b == 0) else {
             return Err("body without its terminating zero".into());
         };
