@@ -553,9 +553,9 @@ impl SplitModel {
 /// What the browser reads back: A2S replies from a server (split packets through one
 /// [`Reassembly`], whole messages and reassembled ones through [`decode_response`]) and
 /// master-protocol packets ([`master_protocol::decode`]), every packet offered to both
-/// decoders as the bytes could come from either. The reassembly matches [`SplitModel`],
-/// never gives more than [`MAX_SPLIT_PACKETS`] × [`MAX_PACKET`] bytes, and each decoded
-/// reply or packet passes [`check_response`] or [`check_master`].
+/// decoders as the bytes could come from either. The reassembly matches a model of the
+/// split format, never gives more than [`MAX_SPLIT_PACKETS`] × [`MAX_PACKET`] bytes, and
+/// each decoded reply or packet passes the checks of what it claims to be.
 pub fn query_reply(data: &[u8]) {
     let mut split = Reassembly::new();
     let mut model = SplitModel::default();
