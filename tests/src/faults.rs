@@ -6,7 +6,6 @@
 use crate::hostile::{Server, finish_honest, honest};
 use crate::loopback::{field, free_udp_port};
 use std::collections::HashMap;
-use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream, UdpSocket};
 use std::process::Command;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -130,25 +129,32 @@ impl Nat {
             let stop = Arc::clone(&stop);
             std::thread::spawn(move || {
                 while !stop.load(Ordering::Relaxed) {
-                    let Ok((mut client, _)) = tcp.accept() else {
+                    let Ok((client, _)) = tcp.accept() else {
                         std::thread::sleep(Duration::from_millis(5));
                         continue;
                     };
-                    // One request, one reply: pass both along.
+                    // The token exchange takes several messages each way: pipe both
+                    // directions until either side closes.
                     let _ = client.set_nonblocking(false);
-                    let _ = client.set_read_timeout(Some(Duration::from_secs(3)));
-                    let mut request = [0u8; 512];
-                    let Ok(n) = client.read(&mut request) else {
+                    let Ok(upstream) = TcpStream::connect(server) else {
                         continue;
                     };
-                    let Ok(mut upstream) = TcpStream::connect(server) else {
+                    for stream in [&client, &upstream] {
+                        let _ = stream.set_read_timeout(Some(Duration::from_secs(5)));
+                    }
+                    let (Ok(mut client_in), Ok(mut upstream_out)) =
+                        (client.try_clone(), upstream.try_clone())
+                    else {
                         continue;
                     };
-                    let _ = upstream.set_read_timeout(Some(Duration::from_secs(3)));
-                    let _ = upstream.write_all(&request[..n]);
-                    let mut reply = Vec::new();
-                    let _ = upstream.read_to_end(&mut reply);
-                    let _ = client.write_all(&reply);
+                    let up = std::thread::spawn(move || {
+                        let _ = std::io::copy(&mut client_in, &mut upstream_out);
+                        let _ = upstream_out.shutdown(std::net::Shutdown::Write);
+                    });
+                    let (mut upstream_in, mut client_out) = (upstream, client);
+                    let _ = std::io::copy(&mut upstream_in, &mut client_out);
+                    let _ = client_out.shutdown(std::net::Shutdown::Write);
+                    let _ = up.join();
                 }
             })
         };
