@@ -8,7 +8,7 @@
 
 use clap::Parser;
 use sightline_query::{DEFAULT_MASTER_PORT, Master, MasterConfig, MasterStats};
-use std::io::{self, ErrorKind};
+use std::io;
 use std::net::{IpAddr, Ipv4Addr, UdpSocket};
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -98,16 +98,7 @@ fn run(args: &Args) -> io::Result<()> {
                     }
                 }
             }
-            Err(e)
-                if matches!(
-                    e.kind(),
-                    ErrorKind::WouldBlock
-                        | ErrorKind::TimedOut
-                        | ErrorKind::Interrupted
-                        // ICMP from an earlier send (Windows): not a fault of the socket.
-                        | ErrorKind::ConnectionReset
-                        | ErrorKind::ConnectionRefused
-                ) => {}
+            Err(e) if sightline_query::is_transient(&e) => {}
             Err(e) => return Err(e),
         }
         let now = Instant::now();

@@ -286,16 +286,7 @@ impl Session {
                     stray(self, from, &packet, done);
                 }
             }
-            Err(e)
-                if matches!(
-                    e.kind(),
-                    ErrorKind::WouldBlock
-                        | ErrorKind::TimedOut
-                        | ErrorKind::Interrupted
-                        // ICMP errors from an earlier send (Windows): not this packet's.
-                        | ErrorKind::ConnectionReset
-                        | ErrorKind::ConnectionRefused
-                ) => {}
+            Err(e) if crate::wire::is_transient(&e) => {}
             Err(e) => {
                 for (addr, _) in self.exchanges.drain() {
                     done(addr, Err(QueryError::Io(e.kind())));

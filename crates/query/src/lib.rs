@@ -37,4 +37,4 @@ pub use server_list::{MAX_LISTED, fetch_server_list};
 pub use split::{
     MAX_MESSAGE, MAX_PACKET, MAX_SPLIT_PACKETS, Reassembly, SPLIT_PAYLOAD, is_split, split,
 };
-pub use wire::DecodeError;
+pub use wire::{DecodeError, is_transient};

@@ -4,7 +4,6 @@ use crate::client::QueryError;
 use crate::master_protocol::{MasterPacket, decode, encode};
 use crate::wire::DecodeError;
 use std::collections::HashSet;
-use std::io::ErrorKind;
 use std::net::{Ipv4Addr, Ipv6Addr, SocketAddr, UdpSocket};
 use std::time::{Duration, Instant};
 
@@ -54,16 +53,7 @@ pub fn fetch_server_list(
         socket.set_read_timeout(Some((deadline - now).max(Duration::from_millis(1))))?;
         let (n, from) = match socket.recv_from(&mut buf) {
             Ok(r) => r,
-            Err(e)
-                if matches!(
-                    e.kind(),
-                    ErrorKind::WouldBlock
-                        | ErrorKind::TimedOut
-                        | ErrorKind::Interrupted
-                        | ErrorKind::ConnectionReset
-                        | ErrorKind::ConnectionRefused
-                ) =>
-            {
+            Err(e) if crate::wire::is_transient(&e) => {
                 continue;
             }
             Err(e) => return Err(e.into()),

@@ -125,6 +125,21 @@ pub(crate) fn strip_connectionless(bytes: &[u8]) -> Result<&[u8], DecodeError> {
         .ok_or(DecodeError::NotConnectionless)
 }
 
+/// Whether a UDP receive error says nothing about the socket: no datagram yet, a
+/// timeout, a signal, or (on Windows) the ICMP answer to an earlier send to some other
+/// address. A loop reading a socket goes on after these.
+pub fn is_transient(e: &std::io::Error) -> bool {
+    use std::io::ErrorKind;
+    matches!(
+        e.kind(),
+        ErrorKind::WouldBlock
+            | ErrorKind::TimedOut
+            | ErrorKind::Interrupted
+            | ErrorKind::ConnectionReset
+            | ErrorKind::ConnectionRefused
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
