@@ -562,3 +562,95 @@ fn a_player_with_the_rcon_password_runs_console_lines_in_game() {
         "Live rename"
     );
 }
+
+/// The frames a token exchange's server side sent: each frame's first byte (its tag).
+fn frame_tags(mut bytes: &[u8]) -> Vec<u8> {
+    let mut tags = Vec::new();
+    while bytes.len() >= 2 {
+        let len = usize::from(u16::from_be_bytes([bytes[0], bytes[1]]));
+        let Some(frame) = bytes.get(2..2 + len) else {
+            break;
+        };
+        tags.extend(frame.first());
+        bytes = &bytes[2 + len..];
+    }
+    tags
+}
+
+#[test]
+fn a_recorded_token_exchange_replayed_to_the_server_gets_no_token() {
+    use sightline_protocol::ExchangeTag;
+    let dir = temp_dir("replay");
+    let port = free_udp_port();
+    let host = Host::start(&dir, port, &["--password", "hunter2"]);
+    host.expect(Duration::from_secs(20), |l| l.contains("password required"));
+    let server = SocketAddr::from((Ipv4Addr::LOCALHOST, port));
+
+    // A relay on the path records what the client sends while passing everything on.
+    let relay = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let relay_addr = relay.local_addr().unwrap();
+    let recorder = std::thread::spawn(move || {
+        let (client, _) = relay.accept().unwrap();
+        let upstream = TcpStream::connect(server).unwrap();
+        for s in [&client, &upstream] {
+            s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+        }
+        let (mut from_client, mut to_server) =
+            (client.try_clone().unwrap(), upstream.try_clone().unwrap());
+        let up = std::thread::spawn(move || {
+            let mut sent = Vec::new();
+            let mut chunk = [0u8; 2048];
+            while let Ok(n) = from_client.read(&mut chunk) {
+                if n == 0 || to_server.write_all(&chunk[..n]).is_err() {
+                    break;
+                }
+                sent.extend_from_slice(&chunk[..n]);
+            }
+            let _ = to_server.shutdown(std::net::Shutdown::Write);
+            sent
+        });
+        let (mut from_server, mut to_client) = (upstream, client);
+        let _ = std::io::copy(&mut from_server, &mut to_client);
+        let _ = to_client.shutdown(std::net::Shutdown::Write);
+        up.join().unwrap()
+    });
+    let granted = sightline_net::fetch_token(relay_addr, "hunter2", None);
+    assert!(
+        granted.is_ok(),
+        "the honest exchange through the relay: {granted:?}"
+    );
+    let recorded = recorder.join().unwrap();
+    assert!(
+        recorded.starts_with(b"SLTX") && recorded.len() > 70,
+        "{}",
+        recorded.len()
+    );
+    assert!(
+        !recorded.windows(7).any(|w| w == b"hunter2"),
+        "the password never travels"
+    );
+
+    // The same bytes again, from the same address: the server's fresh key makes the
+    // recorded confirmation wrong, so no sealed token comes back.
+    let mut replay = TcpStream::connect(server).unwrap();
+    replay
+        .set_read_timeout(Some(Duration::from_secs(5)))
+        .unwrap();
+    replay.write_all(&recorded).unwrap();
+    let mut answer = Vec::new();
+    let _ = replay.read_to_end(&mut answer);
+    let tags = frame_tags(&answer);
+    assert_eq!(
+        tags,
+        [ExchangeTag::ServerHello as u8, ExchangeTag::Clear as u8],
+        "a hello, then a refusal"
+    );
+    // And a wrong password is refused.
+    let wrong = sightline_net::fetch_token(server, "hunter3", None);
+    assert!(
+        matches!(&wrong, Err(e) if e.contains("wrong password")),
+        "{wrong:?}"
+    );
+    host.quit();
+    std::fs::remove_dir_all(dir).ok();
+}
