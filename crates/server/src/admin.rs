@@ -98,10 +98,12 @@ pub enum PasswordCheck {
 }
 
 impl RconLockout {
-    /// Checks `given` against `password` for `ip`, counting failures in `stats`.
+    /// Checks `given` against `password` from `ip`, counting failures in `stats` and
+    /// locking the address out after a few. Without an address (an in-memory
+    /// transport) wrong passwords are counted but nothing is locked out.
     pub fn check(
         &mut self,
-        ip: IpAddr,
+        ip: Option<IpAddr>,
         password: &str,
         given: &str,
         now: Instant,
@@ -110,28 +112,36 @@ impl RconLockout {
         if password.is_empty() {
             return PasswordCheck::Refused;
         }
-        let key = HostKey::of(ip);
-        let entry = self.failures.get_or_insert_with(key, || (0, None));
-        if let Some(until) = entry.1 {
+        let mut entry = ip.map(|ip| {
+            self.failures
+                .get_or_insert_with(HostKey::of(ip), || (0, None))
+        });
+        if let Some(entry) = entry.as_mut()
+            && let Some(until) = entry.1
+        {
             if now < until {
                 return PasswordCheck::Refused;
             }
-            *entry = (0, None);
+            **entry = (0, None);
         }
         if constant_time_eq(password.as_bytes(), given.as_bytes()) {
-            entry.0 = 0;
+            if let Some(entry) = entry {
+                entry.0 = 0;
+            }
             return PasswordCheck::Accepted;
         }
-        entry.0 += 1;
         stats.rcon_wrong += 1;
-        if entry.0 >= RCON_FAILURES_BEFORE_LOCKOUT {
-            entry.1 = Some(now + RCON_LOCKOUT);
-            stats.rcon_lockouts += 1;
-            warn!(
-                "rcon: {ip} gave {RCON_FAILURES_BEFORE_LOCKOUT} wrong passwords; locked out \
-                 for {} s",
-                RCON_LOCKOUT.as_secs()
-            );
+        if let (Some(entry), Some(ip)) = (entry, ip) {
+            entry.0 += 1;
+            if entry.0 >= RCON_FAILURES_BEFORE_LOCKOUT {
+                entry.1 = Some(now + RCON_LOCKOUT);
+                stats.rcon_lockouts += 1;
+                warn!(
+                    "rcon: {ip} gave {RCON_FAILURES_BEFORE_LOCKOUT} wrong passwords; locked \
+                     out for {} s",
+                    RCON_LOCKOUT.as_secs()
+                );
+            }
         }
         PasswordCheck::Wrong
     }
@@ -233,22 +243,10 @@ fn run_line(world: &mut World, line: &AdminLine) -> Vec<String> {
             .or_else(|| origin_address(world, line.origin))
             .map(|a| a.ip());
         let password = world.resource::<ServerCvars>().0.read(cvar::RCON_PASSWORD);
-        let check = match ip {
-            Some(ip) => world.resource_scope(|world, mut lockout: Mut<RconLockout>| {
-                let mut stats = world.resource_mut::<HostingStats>();
-                lockout.check(ip, &password, given, Instant::now(), &mut stats)
-            }),
-            None if !password.is_empty()
-                && constant_time_eq(password.as_bytes(), given.as_bytes()) =>
-            {
-                PasswordCheck::Accepted
-            }
-            // No address to lock out (an in-memory transport): counted all the same.
-            None => {
-                world.resource_mut::<HostingStats>().rcon_wrong += 1;
-                PasswordCheck::Wrong
-            }
-        };
+        let check = world.resource_scope(|world, mut lockout: Mut<RconLockout>| {
+            let mut stats = world.resource_mut::<HostingStats>();
+            lockout.check(ip, &password, given, Instant::now(), &mut stats)
+        });
         match check {
             PasswordCheck::Accepted => {}
             PasswordCheck::Wrong => return vec!["rcon: wrong password".into()],

@@ -369,7 +369,7 @@ fn handle_packet(
     match packet.kind {
         SERVERDATA_AUTH => {
             let given = String::from_utf8_lossy(&packet.body);
-            let check = lockout.check(conn.peer.ip(), password, &given, now, stats);
+            let check = lockout.check(Some(conn.peer.ip()), password, &given, now, stats);
             conn.authenticated = check == PasswordCheck::Accepted;
             conn.send(empty(packet.id));
             let id = if conn.authenticated { packet.id } else { -1 };
