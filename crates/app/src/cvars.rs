@@ -14,6 +14,10 @@ pub mod cvar {
         /// Every client cvar's definition, to register.
         pub fn client_cvars;
         NAME: String = "name", Text { max_len: 32 }, "player", SAVED, "your name on servers";
+        CL_GUID: String = "cl_guid", Text { max_len: 32 }, "", SAVED,
+            "your key for servers' lifetime statistics (32 hexadecimal digits), made the \
+             first time you join; keep it to yourself, and copy it to keep your record on \
+             another computer";
         RCON_PASSWORD: String = "rcon_password", Text { max_len: 64 }, "", NONE,
             "the server's remote admin password, sent with each rcon command (never saved)";
         CL_NETGRAPH: i64 = "cl_netgraph", Int { min: 0, max: 2 }, 0, SAVED,

@@ -109,11 +109,17 @@ fn draw_hud(
                     .striped(true)
                     .min_col_width(80.0)
                     .show(ui, |ui| {
-                        ui.strong("name");
-                        ui.strong("ping");
+                        for heading in ["name", "frags", "deaths", "lifetime K/D", "ping"] {
+                            ui.strong(heading);
+                        }
                         ui.end_row();
-                        for p in roster.0.values() {
+                        let mut rows: Vec<_> = roster.0.values().collect();
+                        rows.sort_by_key(|p| std::cmp::Reverse(p.frags));
+                        for p in rows {
                             ui.label(&p.name);
+                            ui.label(p.frags.to_string());
+                            ui.label(p.deaths.to_string());
+                            ui.label(p.lifetime.map_or("-".to_string(), kill_death_ratio));
                             ui.label(match (p.bot, p.ping_ms) {
                                 (true, _) => "BOT".to_string(),
                                 (false, Some(ms)) => format!("{ms} ms"),
@@ -125,6 +131,14 @@ fn draw_hud(
             });
     }
     Ok(())
+}
+
+/// Kills per death as a scoreboard shows it (kills alone before the first death).
+fn kill_death_ratio(lifetime: sightline_protocol::Lifetime) -> String {
+    match lifetime.deaths {
+        0 => format!("{}", lifetime.kills),
+        deaths => format!("{:.2}", f64::from(lifetime.kills) / f64::from(deaths)),
+    }
 }
 
 /// Turns combat cues into the hit marker and the damage indicator.

@@ -3,7 +3,7 @@
 use crate::cvars::cvar;
 use crate::offline::EmbeddedServer;
 use bevy::prelude::*;
-use sightline_client::{ConnectionStatus, DesiredName};
+use sightline_client::{ConnectionStatus, DesiredName, StatsKey};
 use sightline_console::{Console, ConsoleCommands, Cvars, RunCommand};
 use sightline_net::{ClientSecurity, connect_udp, disconnect_udp};
 use std::net::SocketAddr;
@@ -221,6 +221,39 @@ fn apply_requests(world: &mut World) {
     }
 }
 
+/// The player's key for servers' statistics (`cl_guid`): made and saved the first time
+/// it is needed, and made afresh if someone edited it into something else.
+fn player_key(world: &mut World) -> sightline_protocol::PlayerKey {
+    let text = world.resource::<Cvars>().read(cvar::CL_GUID);
+    if let Some(key) = parse_key(&text) {
+        return key;
+    }
+    let key = sightline_net::random_secret();
+    let text: String = key.iter().map(|b| format!("{b:02x}")).collect();
+    if let Err(e) = world
+        .resource_mut::<Cvars>()
+        .set_handle(cvar::CL_GUID, &text)
+    {
+        warn!("cl_guid: {e}");
+    }
+    if let Some(mut config) = world.get_resource_mut::<sightline_console::ConfigFile>() {
+        config.dirty = true;
+    }
+    key
+}
+
+/// A key written as 32 hexadecimal digits.
+fn parse_key(text: &str) -> Option<sightline_protocol::PlayerKey> {
+    if text.len() != 32 || !text.is_ascii() {
+        return None;
+    }
+    let mut key = [0u8; 16];
+    for (i, byte) in key.iter_mut().enumerate() {
+        *byte = u8::from_str_radix(&text[2 * i..2 * i + 2], 16).ok()?;
+    }
+    Some(key)
+}
+
 fn join(world: &mut World, target: Target) {
     leave(world, None);
     let name = world.resource::<Cvars>().read(cvar::NAME);
@@ -229,6 +262,8 @@ fn join(world: &mut World, target: Target) {
     } else {
         name
     }));
+    let key = player_key(world);
+    world.insert_resource(StatsKey(Some(key)));
     let (addr, security) = match &target {
         Target::Remote(addr) => (
             *addr,

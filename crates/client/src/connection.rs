@@ -8,14 +8,19 @@ use sightline_map::{CurrentMap, MapSource, find_map_by_name};
 use sightline_movement::PlayerState;
 use sightline_net::RenetClient;
 use sightline_protocol::{
-    Channel, ClientMessage, DecodeError, MAX_NAME_LEN, PROTOCOL_VERSION, ServerMessage, Welcome,
-    Wire, clean_text, peek_welcome_version,
+    Channel, ClientMessage, DecodeError, MAX_NAME_LEN, PROTOCOL_VERSION, PlayerKey, ServerMessage,
+    Welcome, Wire, clean_text, peek_welcome_version,
 };
 use sightline_sim::TickConfig;
 
 /// The name this client asks the server for (the server may adjust it).
 #[derive(Resource, Debug, Clone, Default, PartialEq, Eq)]
 pub struct DesiredName(pub String);
+
+/// The player's own key for servers' lifetime statistics, sent in the Hello; `None`
+/// keeps none. The windowed game keeps it in its config (`cl_guid`).
+#[derive(Resource, Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct StatsKey(pub Option<PlayerKey>);
 
 pub(crate) fn in_game(status: Res<ConnectionStatus>, local: Query<(), With<LocalPlayer>>) -> bool {
     status.is_connected() && !local.is_empty()
@@ -26,6 +31,7 @@ pub(crate) fn send_hello(
     mut client: ResMut<RenetClient>,
     mut status: ResMut<ConnectionStatus>,
     name: Res<DesiredName>,
+    key: Res<StatsKey>,
     reconnect: Res<crate::Reconnect>,
 ) {
     if *status == ConnectionStatus::Connecting && client.is_connected() {
@@ -34,6 +40,7 @@ pub(crate) fn send_hello(
             // The server cleans names too; cleaning here keeps the Hello valid.
             name: clean_text(&name.0, MAX_NAME_LEN),
             resume: reconnect.secret.filter(|_| reconnect.resuming),
+            player_key: key.0,
         };
         crate::send_to_server(&mut client, Channel::Reliable, &hello);
         *status = ConnectionStatus::AwaitingWelcome;

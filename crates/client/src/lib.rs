@@ -26,7 +26,7 @@ mod status;
 
 pub use catch_up::{MAX_FRAME_CATCH_UP, MIN_FRAME_CATCH_UP};
 pub use combat::dead_in;
-pub use connection::DesiredName;
+pub use connection::{DesiredName, StatsKey};
 pub use cues::{CombatCue, MAX_CUE_WAIT, MAX_TIMED_CUES, TimedCues};
 pub use feeds::{ChatLog, KillFeed, KillFeedEntry, MAX_CHAT_LOG, MAX_KILL_FEED, MatchInfo};
 pub use inbound::FromServer;
@@ -103,6 +103,7 @@ impl Plugin for ClientPlugin {
     fn build(&self, app: &mut App) {
         app.add_plugins((SimulationPlugin, PredictionPlugin, InterpolationPlugin))
             .insert_resource(DesiredName(self.name.clone()))
+            .init_resource::<StatsKey>()
             .insert_resource(self.input.clone())
             .init_session_resource::<ConnectionStatus>()
             .init_session_resource::<Roster>()

@@ -2,7 +2,7 @@
 
 use crate::{ClientStats, FromServer};
 use bevy::prelude::*;
-use sightline_protocol::{MAX_SNAPSHOT_PLAYERS, ServerMessage};
+use sightline_protocol::{Lifetime, MAX_SNAPSHOT_PLAYERS, ServerMessage};
 use sightline_sim::PlayerId;
 use std::collections::{BTreeMap, VecDeque};
 
@@ -21,6 +21,8 @@ pub struct RosterEntry {
     pub deaths: u32,
     /// Team in team games.
     pub team: Option<sightline_combat::Team>,
+    /// Kills and deaths over the player's lifetime, where the server keeps statistics.
+    pub lifetime: Option<Lifetime>,
 }
 
 /// Names of players who left lately, kept so a kill or a line of chat that arrived with
@@ -87,6 +89,7 @@ pub(crate) fn update_roster(
                     frags: 0,
                     deaths: 0,
                     team: None,
+                    lifetime: None,
                 };
                 if roster.insert(*id, entry) {
                     info!("{name} joined");
@@ -107,6 +110,7 @@ pub(crate) fn update_roster(
                         p.frags = line.frags;
                         p.deaths = line.deaths;
                         p.team = line.team;
+                        p.lifetime = line.lifetime;
                     }
                 }
             }
@@ -127,6 +131,7 @@ mod tests {
             frags: 0,
             deaths: 0,
             team: None,
+            lifetime: None,
         }
     }
 

@@ -30,6 +30,8 @@ pub enum CombatEvent {
         damage: f32,
         /// Where.
         zone: HitZone,
+        /// With what.
+        weapon: WeaponKind,
     },
     /// A player died.
     Killed {

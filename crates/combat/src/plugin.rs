@@ -269,6 +269,7 @@ fn apply_damage(
         target,
         damage: done.health + done.armor,
         zone,
+        weapon,
     });
     if !done.killed {
         return;

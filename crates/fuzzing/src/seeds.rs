@@ -8,8 +8,9 @@ use sightline_combat::{GameMode, Team, WeaponKind};
 use sightline_console::render_config;
 use sightline_movement::MoveFlags;
 use sightline_protocol::{
-    ClientDatagram, ClientMessage, InputPacket, PROTOCOL_VERSION, PlayerSnap, ProjectileSnap,
-    ScoreLine, ServerDatagram, ServerMessage, Snapshot, SnapshotPacket, Welcome, Wire,
+    ClientDatagram, ClientMessage, InputPacket, Lifetime, PROTOCOL_VERSION, PlayerSnap,
+    ProjectileSnap, ScoreLine, ServerDatagram, ServerMessage, Snapshot, SnapshotPacket, Welcome,
+    Wire,
 };
 use sightline_server::{
     RconPacket, SERVERDATA_AUTH, SERVERDATA_EXECCOMMAND, SERVERDATA_RESPONSE_VALUE,
@@ -116,11 +117,13 @@ pub fn client_message() -> Vec<Vec<u8>> {
             protocol_version: PROTOCOL_VERSION,
             name: "alice".into(),
             resume: None,
+            player_key: Some([0x5a; 16]),
         },
         ClientMessage::Hello {
             protocol_version: PROTOCOL_VERSION,
             name: "Zoë «the quick»".into(),
             resume: None,
+            player_key: None,
         },
         ClientMessage::Chat {
             text: "gg, well played".into(),
@@ -156,6 +159,10 @@ pub fn server_message() -> Vec<Vec<u8>> {
                 frags: 12,
                 deaths: 3,
                 team: Some(Team::Red),
+                lifetime: Some(Lifetime {
+                    kills: 1200,
+                    deaths: 800,
+                }),
             },
             ScoreLine {
                 id: PlayerId(5),
@@ -163,6 +170,7 @@ pub fn server_message() -> Vec<Vec<u8>> {
                 frags: -1,
                 deaths: 300,
                 team: Some(Team::Blue),
+                lifetime: None,
             },
         ]),
         ServerMessage::Fired {

@@ -98,6 +98,10 @@ pub struct NetStats {
     pub sent_bytes: u64,
     /// Bytes the server's socket has received, with UDP/IP headers (over UDP only).
     pub received_bytes: u64,
+    /// Datagrams the server's socket has sent (over UDP only).
+    pub sent_datagrams: u64,
+    /// Datagrams the server's socket has received (over UDP only).
+    pub received_datagrams: u64,
     /// renet packets from connected clients refused before renet read them
     /// ([`PacketGuard`]).
     pub bad_packets: u64,

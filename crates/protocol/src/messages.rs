@@ -56,6 +56,10 @@ pub enum ClientMessage {
         /// The secret from the [`Welcome`] of a connection that dropped: the server gives
         /// a player who comes back within a minute their slot, team, score and place.
         resume: Option<ResumeSecret>,
+        /// The player's own key, made once by the client and kept in its config (as
+        /// Quake 3's `cl_guid`): what a server keeps lifetime statistics under. Never
+        /// shown to other players; `None` keeps no statistics.
+        player_key: Option<PlayerKey>,
     },
     /// A chat line.
     Chat {
@@ -127,6 +131,9 @@ pub struct Welcome {
 
 /// A random secret the server gives each player, to prove who they are on reconnecting.
 pub type ResumeSecret = [u8; 16];
+
+/// A player's key for lifetime statistics (see [`ClientMessage::Hello`]).
+pub type PlayerKey = [u8; 16];
 
 /// Reliable messages from the server.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -269,6 +276,19 @@ pub struct ScoreLine {
     pub deaths: u32,
     /// Team in team games.
     pub team: Option<Team>,
+    /// Kills and deaths over every match on servers sharing this one's statistics, this
+    /// match included; `None` where none are kept (bots, players without a key, servers
+    /// without statistics).
+    pub lifetime: Option<Lifetime>,
+}
+
+/// A player's record over their lifetime on a server's statistics.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Lifetime {
+    /// Other players killed.
+    pub kills: u32,
+    /// Deaths, suicides included.
+    pub deaths: u32,
 }
 
 fn check_finite(field: &str, values: &[f32]) -> Result<(), DecodeError> {
@@ -279,8 +299,9 @@ fn check_finite(field: &str, values: &[f32]) -> Result<(), DecodeError> {
     }
 }
 
-/// Largest encoding of one [`ScoreLine`]: id 1, ping 1 + 3, frags 5, deaths 5, team 2.
-const SCORE_LINE_MAX_BYTES: usize = 17;
+/// Largest encoding of one [`ScoreLine`]: id 1, ping 1 + 3, frags 5, deaths 5, team 2,
+/// lifetime 1 + 5 + 5.
+const SCORE_LINE_MAX_BYTES: usize = 28;
 
 impl Wire for ServerMessage {
     /// Room for the largest message: a full scoreboard (variant tag, length, 64 lines).

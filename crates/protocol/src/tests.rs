@@ -74,6 +74,7 @@ fn samples() -> (Vec<Vec<u8>>, Vec<fn(&[u8]) -> bool>) {
             protocol_version: PROTOCOL_VERSION,
             name: "alice".into(),
             resume: None,
+            player_key: None,
         }
         .encode()
         .unwrap(),
@@ -98,6 +99,7 @@ fn every_message_round_trips() {
         protocol_version: PROTOCOL_VERSION,
         name: "alice".into(),
         resume: None,
+        player_key: None,
     };
     assert_eq!(ClientMessage::decode(&hello.encode().unwrap()), Ok(hello));
     assert_eq!(
@@ -252,12 +254,14 @@ fn out_of_range_values_are_refused() {
         protocol_version: 1,
         name: "x".repeat(MAX_NAME_LEN + 1),
         resume: None,
+        player_key: None,
     };
     assert!(ClientMessage::decode(&long_name.encode().unwrap()).is_err());
     let control = ClientMessage::Hello {
         protocol_version: 1,
         name: "bad\u{7}name".into(),
         resume: None,
+        player_key: None,
     };
     assert!(ClientMessage::decode(&control.encode().unwrap()).is_err());
     let mut w = welcome();
@@ -333,6 +337,10 @@ fn a_full_scoreboard_of_extreme_scores_fits_its_cap() {
             frags: i32::MIN,
             deaths: u32::MAX,
             team: Some(Team::Blue),
+            lifetime: Some(Lifetime {
+                kills: u32::MAX,
+                deaths: u32::MAX,
+            }),
         })
         .collect();
     let msg = ServerMessage::Scoreboard(lines);
@@ -360,6 +368,7 @@ fn scoreboards_out_of_order_or_with_unknown_teams_are_refused() {
         frags: 0,
         deaths: 0,
         team,
+        lifetime: None,
     };
     for lines in [
         vec![line(1, None), line(1, None)],
@@ -449,6 +458,7 @@ fn shown_text_holding_invisible_characters_is_refused() {
             protocol_version: PROTOCOL_VERSION,
             name: bad.into(),
             resume: None,
+            player_key: None,
         };
         assert!(hello.validate().is_err(), "{bad:?}");
     }
@@ -457,6 +467,7 @@ fn shown_text_holding_invisible_characters_is_refused() {
         protocol_version: PROTOCOL_VERSION,
         name: crate::clean_text("al\u{200B}ice\u{202E} ", MAX_NAME_LEN),
         resume: None,
+        player_key: None,
     };
     assert!(hello.validate().is_ok());
 }

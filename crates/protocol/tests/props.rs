@@ -12,8 +12,8 @@ use proptest::sample::Index;
 use sightline_combat::{GameMode, Team, WeaponKind};
 use sightline_movement::MoveFlags;
 use sightline_protocol::{
-    ClientDatagram, ClientMessage, DecodeError, InputPacket, MAX_BASELINE_AGE, MAX_CHAT_LEN,
-    MAX_NAME_LEN, MAX_PACKET_CMDS, MAX_RCON_COMMAND_LEN, MAX_RCON_PASSWORD_LEN,
+    ClientDatagram, ClientMessage, DecodeError, InputPacket, Lifetime, MAX_BASELINE_AGE,
+    MAX_CHAT_LEN, MAX_NAME_LEN, MAX_PACKET_CMDS, MAX_RCON_COMMAND_LEN, MAX_RCON_PASSWORD_LEN,
     MAX_SERVER_NAME_LEN, MAX_SNAPSHOT_PLAYERS, MAX_SNAPSHOT_PROJECTILES, PlayerSnap,
     ProjectileSnap, ScoreLine, ServerDatagram, ServerMessage, ServerTextKind, Snapshot,
     SnapshotPacket, Welcome, Wire, clean_text,
@@ -302,13 +302,19 @@ fn snapshot() -> impl Strategy<Value = Snapshot> {
 
 fn client_message() -> impl Strategy<Value = ClientMessage> {
     prop_oneof![
-        (u32_any(), shown_text(MAX_NAME_LEN)).prop_map(|(protocol_version, name)| {
-            ClientMessage::Hello {
-                protocol_version,
-                name,
-                resume: None,
-            }
-        }),
+        (
+            u32_any(),
+            shown_text(MAX_NAME_LEN),
+            prop::option::of(any::<[u8; 16]>())
+        )
+            .prop_map(|(protocol_version, name, player_key)| {
+                ClientMessage::Hello {
+                    protocol_version,
+                    name,
+                    resume: None,
+                    player_key,
+                }
+            }),
         // The server cleans chat itself, so any characters may come.
         text_of(any::<char>(), MAX_CHAT_LEN).prop_map(|text| ClientMessage::Chat { text }),
         (
@@ -368,6 +374,7 @@ fn scoreboard() -> impl Strategy<Value = ServerMessage> {
             any::<i32>(),
             u32_any(),
             prop::option::of(prop::sample::select(Team::ALL.to_vec())),
+            prop::option::of((u32_any(), u32_any())),
         )
     };
     prop_oneof![0..=4usize, Just(MAX_SNAPSHOT_PLAYERS)]
@@ -377,12 +384,13 @@ fn scoreboard() -> impl Strategy<Value = ServerMessage> {
                 lines
                     .into_iter()
                     .zip(ids)
-                    .map(|((ping_ms, frags, deaths, team), id)| ScoreLine {
+                    .map(|((ping_ms, frags, deaths, team, lifetime), id)| ScoreLine {
                         id,
                         ping_ms,
                         frags,
                         deaths,
                         team,
+                        lifetime: lifetime.map(|(kills, deaths)| Lifetime { kills, deaths }),
                     })
                     .collect(),
             )

@@ -15,6 +15,7 @@ use crate::connection::{Connection, ConnectionStage};
 use crate::cvars::cvar;
 use crate::inbox::{AdminInbox, AdminLine, AdminOrigin};
 use crate::outbox::Outgoing;
+use crate::records::{MAX_TOP, StatsQuery, StatsQuestions, StatsWriter};
 use crate::rules::{MatchOrder, MatchOrders, MatchState};
 use crate::stats::{HostingStats, ServerStats};
 use bevy::prelude::*;
@@ -58,6 +59,14 @@ const ADMIN_COMMANDS: &[(&str, &str)] = &[
         "writeconfig",
         "writeconfig [FILE]: write the settings that differ from their defaults (default: \
          the config file the server started with)",
+    ),
+    (
+        "stats",
+        "stats NAME: a player's lifetime record (with --stats), found by any name they used",
+    ),
+    (
+        "top",
+        "top [N]: the N best players by kills (default 10; with --stats)",
     ),
     ("quit", "stop the server"),
 ];
@@ -223,14 +232,36 @@ pub fn admin_words(cvars: &Cvars) -> Vec<String> {
 }
 
 /// Runs the lines that arrived since the last frame, in order.
+/// A line that asked the statistics a question is answered when the statistics' thread
+/// has the answer, its other output first.
 fn run_admin_lines(world: &mut World) {
     let lines = std::mem::take(&mut world.resource_mut::<AdminInbox>().lines);
     for line in lines {
         let output = run_line(world, &line);
-        world
-            .resource_mut::<AdminInbox>()
-            .replies
-            .push((line.origin, output));
+        let questions = world
+            .get_resource_mut::<StatsQuestions>()
+            .map(|mut q| std::mem::take(&mut q.0))
+            .unwrap_or_default();
+        match world.get_resource_mut::<StatsWriter>() {
+            Some(mut writer) if !questions.is_empty() => {
+                writer.ask(line.origin, output, questions);
+            }
+            _ => world
+                .resource_mut::<AdminInbox>()
+                .replies
+                .push((line.origin, output)),
+        }
+    }
+}
+
+/// Puts a question to the statistics, answered after the line has run.
+fn ask(world: &mut World, question: StatsQuery) -> Result<(), String> {
+    match world.get_resource_mut::<StatsQuestions>() {
+        Some(mut questions) => {
+            questions.0.push(question);
+            Ok(())
+        }
+        None => Err("no statistics are kept here (start the server with --stats FILE)".into()),
     }
 }
 
@@ -416,6 +447,12 @@ fn carry_out(
             let ban = world.resource_mut::<BanList>().remove(which)?;
             out.print(format!("unbanned {}", ban.prefix));
         }
+        ("stats", [name]) => ask(world, StatsQuery::Player(name.to_string()))?,
+        ("top", []) => ask(world, StatsQuery::Top(10))?,
+        ("top", [n]) => match n.parse::<usize>() {
+            Ok(n) if (1..=MAX_TOP).contains(&n) => ask(world, StatsQuery::Top(n))?,
+            _ => return Err(format!("top: N is a number from 1 to {MAX_TOP}")),
+        },
         ("banlist", []) => {
             let now = unix_now();
             let bans = world.resource::<BanList>();

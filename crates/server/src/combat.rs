@@ -79,6 +79,7 @@ pub(crate) fn send_combat_events(
                 target,
                 damage,
                 zone,
+                ..
             } => {
                 let amount = damage.round().clamp(0.0, u16::MAX as f32) as u16;
                 if let Some(client) = client_of(shooter) {

@@ -32,6 +32,11 @@ pub enum ConnectionStage {
     },
 }
 
+/// A player's own key for lifetime statistics, from their Hello. Kept on the server:
+/// nothing sends it to other players.
+#[derive(Component, Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PlayerKeyOf(pub sightline_protocol::PlayerKey);
+
 /// One network connection; once playing, the same entity is its player.
 #[derive(Component, Debug)]
 pub struct Connection {

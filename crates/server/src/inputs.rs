@@ -250,6 +250,12 @@ impl InputBuffer {
         w.cmd
     }
 
+    /// Commands, in all, this player's buffer could not run as sent (repeated or
+    /// skipped).
+    pub fn repeats(&self) -> u32 {
+        self.timing.repeats
+    }
+
     /// Ticks this player was held waiting for a command, in all.
     pub fn holds(&self) -> u32 {
         self.holds
@@ -308,10 +314,14 @@ pub(crate) fn consume_inputs(
     order.sort_by_key(|(id, ..)| **id);
     for (_, conn, mut buffer, mut current, mut held, mut window) in order {
         let previous_view = (buffer.last_simulated() > 0).then(|| current.0.view_time());
+        let repeats_before = buffer.repeats();
         let Some(cmd) = buffer.take_next() else {
             held.set_if_neq(Held(true));
+            stats.holds = stats.holds.saturating_add(1);
             continue;
         };
+        let repeated = buffer.repeats().wrapping_sub(repeats_before);
+        stats.repeats = stats.repeats.saturating_add(u64::from(repeated));
         held.set_if_neq(Held(false));
         match cmd.sanitized() {
             Ok(cmd) => current.0 = cmd,

@@ -11,7 +11,8 @@
 // Modules, bottom up: each uses only those listed before it (and the config below);
 // `scripts/module-cycles` checks that none import each other in a circle.
 
-// The counters.
+// Prometheus's registry and the distributions the tick observes, then the counters.
+mod metrics;
 mod stats;
 // Console lines for the server from its host, and where each came from.
 mod inbox;
@@ -34,6 +35,8 @@ mod snapshots;
 // Match rules, and sides in team games.
 mod rules;
 mod teams;
+// Players' lifetime statistics, written to SQLite by a thread of their own.
+mod records;
 // What clients send: datagrams (inputs, pings), and the sessions' reliable messages (the
 // handshake, chat), which may bring back a player kept by resume.
 mod datagrams;
@@ -56,6 +59,12 @@ mod admin;
 mod query;
 mod rcon;
 mod terminal;
+// Running as an Agones GameServer.
+#[cfg(feature = "agones-wip")]
+mod agones;
+// What operators' tools read: metrics and health over HTTP, and the log's shape and place.
+mod logs;
+mod telemetry;
 
 pub use admin::{
     AdminPlugin, AdminSet, PasswordCheck, RCON_FAILURES_BEFORE_LOCKOUT, RCON_LOCKOUT, RconLockout,
@@ -71,11 +80,17 @@ pub use inputs::{
     MAX_SEQ_AHEAD_SECONDS, Push,
 };
 pub use interest::{HEAR_RADIUS, Interest, LINGER_SECONDS, REFRESH_TICKS, SIGHT_MARGIN, could_see};
+pub use logs::{LogFile, LogFormat, LogOutput, LogRotation, add_logging};
+pub use metrics::Metrics;
 pub use plugin::{CommandSource, CommandSourcesExt, ServerPlugin, ServerSet, server_app};
 pub use query::{Queries, QueryPlugin};
 pub use rcon::{
     RconListen, RconPacket, RconPlugin, SERVERDATA_AUTH, SERVERDATA_AUTH_RESPONSE,
     SERVERDATA_EXECCOMMAND, SERVERDATA_RESPONSE_VALUE,
+};
+pub use records::{
+    Career, MAX_TOP, RecordsPlugin, STATS_FLUSH_SECONDS, STATS_QUEUE, StatsDatabase, StatsQuery,
+    StatsQuestions, StatsWriter, TopRow, leaderboard_page,
 };
 pub use resume::{Departed, DepartedPlayers, RESUME_SECONDS, Resumable};
 pub use rules::{INTERMISSION, MatchOrder, MatchOrders, MatchRules, MatchState};
@@ -85,6 +100,9 @@ pub use spawn::choose_spawn;
 pub use stalls::{FrameLag, MAX_STALL_CATCH_UP, STALL_SECONDS, Stalls, TickCost};
 pub use stats::{HostingStats, SLICE_BYTES, ServerStats, SnapshotStats, TickTimes};
 pub use teams::smaller_team;
+pub use telemetry::{
+    HEALTH_TICK_TIMEOUT, JsonPage, MAX_REQUESTS_PER_SECOND, Telemetry, TelemetryPlugin,
+};
 pub use terminal::TerminalPlugin;
 pub use thread::ServerThread;
 

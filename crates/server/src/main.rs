@@ -1,6 +1,5 @@
 //! `sightline-server`: the dedicated server. Parses flags, loads the map, binds UDP, runs.
 
-use bevy::log::LogPlugin;
 use bevy::prelude::*;
 use clap::{CommandFactory, Parser};
 use sightline_console::{
@@ -12,8 +11,10 @@ use sightline_net::{
     Security, ServerIdentity, ServerNetPlugin, ShutdownSignal, fingerprint, load_key_file,
 };
 use sightline_server::{
-    AdminPlugin, BanList, Pacing, QueryPlugin, RconListen, RconPlugin, ServerConfig,
-    TerminalPlugin, admin_words, cvar, server_app, server_cvar_registry,
+    AdminPlugin, BanList, LogFile, LogFormat, LogOutput, LogRotation, Pacing, QueryPlugin,
+    RconListen, RconPlugin, RecordsPlugin, ServerConfig, StatsDatabase, TelemetryPlugin,
+    TerminalPlugin, add_logging, admin_words, cvar, leaderboard_page, server_app,
+    server_cvar_registry,
 };
 use std::net::{IpAddr, SocketAddr, TcpListener, ToSocketAddrs};
 use std::path::{Path, PathBuf};
@@ -130,6 +131,28 @@ struct Args {
     /// or in the working directory].
     #[arg(long, value_name = "PATH")]
     ban_file: Option<String>,
+    /// Serve Prometheus metrics on /metrics and a health check on /health over HTTP at
+    /// this address, e.g. 127.0.0.1:9100 (keep it off the public internet) [default: off].
+    #[arg(long, value_name = "IP:PORT")]
+    metrics: Option<SocketAddr>,
+    /// Keep players' lifetime statistics in this SQLite file (made if missing); `stats`
+    /// and `top` in the console read it, the scoreboard shows each player's lifetime K/D,
+    /// and --metrics serves it as JSON on /leaderboard [default: none kept].
+    #[arg(long, value_name = "PATH")]
+    stats: Option<PathBuf>,
+    /// How log lines are written.
+    #[arg(long, value_enum, default_value_t)]
+    log_format: LogFormat,
+    /// Write the log to files named after this path (logs/server.log becomes
+    /// logs/server.2026-12-02.log), rotated [default: standard error].
+    #[arg(long, value_name = "PATH")]
+    log_file: Option<PathBuf>,
+    /// How often --log-file starts a new file.
+    #[arg(long, value_enum, default_value_t, requires = "log_file")]
+    log_rotation: LogRotation,
+    /// Most log files kept; older ones are deleted.
+    #[arg(long, default_value_t = 14, requires = "log_file")]
+    log_keep: usize,
     #[command(flatten)]
     fake: FakeLinkArgs,
     /// Stop cleanly after this many seconds (for tests and scripted runs).
@@ -252,6 +275,11 @@ fn settings(args: &Args, lines: &[String]) -> Cvars {
     {
         eprintln!("{line}");
     }
+    for (variable, name, value) in environment_settings(&cvars, std::env::vars_os()) {
+        if let Err(e) = cvars.set(&name, &value) {
+            usage_error(format!("environment variable {variable}: {e}"));
+        }
+    }
     for (flag, name, value) in args.cvar_flags() {
         if let Err(e) = cvars.set(name, &value) {
             usage_error(format!("{flag}: {e}"));
@@ -259,6 +287,32 @@ fn settings(args: &Args, lines: &[String]) -> Cvars {
     }
     cvars
 }
+
+/// Environment variables that set cvars, as (variable, cvar, value): `SIGHTLINE_` and the
+/// cvar's name in capitals (`SIGHTLINE_SV_HOSTNAME`, `SIGHTLINE_RCON_PASSWORD`), how
+/// containers and orchestrators pass settings. A value that is not UTF-8 is refused.
+fn environment_settings(
+    cvars: &Cvars,
+    vars: impl Iterator<Item = (std::ffi::OsString, std::ffi::OsString)>,
+) -> Vec<(String, String, String)> {
+    let vars: Vec<_> = vars.collect();
+    let mut found = Vec::new();
+    for cvar in cvars.iter() {
+        let variable = format!("{ENV_PREFIX}{}", cvar.def.name.to_ascii_uppercase());
+        let Some((_, value)) = vars.iter().find(|(k, _)| k.to_str() == Some(&variable)) else {
+            continue;
+        };
+        let Some(value) = value.to_str() else {
+            usage_error(format!("environment variable {variable} is not UTF-8"));
+        };
+        found.push((variable, cvar.def.name.to_string(), value.to_string()));
+    }
+    found.sort();
+    found
+}
+
+/// What environment variables that set cvars start with.
+const ENV_PREFIX: &str = "SIGHTLINE_";
 
 fn main() -> ExitCode {
     // args_os: std::env::args panics on an argument that is not UTF-8.
@@ -375,15 +429,23 @@ fn main() -> ExitCode {
     let mut app = server_app(config.clone(), map.clone(), net, Pacing::RealTime(signal));
     // Nothing the network does is logged per packet: it is counted instead. The console's
     // output goes to whoever typed the line (the terminal prints it), not to the log too.
-    app.add_plugins(LogPlugin {
-        filter: format!(
-            "{},{},console=warn",
-            bevy::log::DEFAULT_FILTER,
-            sightline_net::TRANSPORT_LOG_FILTER
-        ),
-        ..Default::default()
-    })
-    .insert_resource(LinkConditions(conditions));
+    let log = LogOutput {
+        format: args.log_format,
+        file: args
+            .log_file
+            .as_deref()
+            .map(|path| LogFile::at(path, args.log_rotation, args.log_keep)),
+    };
+    let filter = format!(
+        "{},{},console=warn",
+        bevy::log::DEFAULT_FILTER,
+        sightline_net::TRANSPORT_LOG_FILTER
+    );
+    if let Err(e) = add_logging(&mut app, log, filter) {
+        eprintln!("error: --log-file: {e}");
+        return ExitCode::FAILURE;
+    }
+    app.insert_resource(LinkConditions(conditions));
     if let Some(s) = args.run_seconds {
         app.insert_resource(RunFor(Duration::from_secs_f64(s)));
     }
@@ -474,6 +536,23 @@ fn add_hosting(
     if !cvars.read(cvar::RCON_PASSWORD).is_empty() {
         info!("remote admin (Source RCON) on TCP port {rcon_port}");
     }
+    let mut pages = Vec::new();
+    if let Some(path) = &args.stats {
+        let database = StatsDatabase::open(path)?;
+        info!(
+            "statistics in {} (schema version {})",
+            database.path().display(),
+            database.schema_version()
+        );
+        pages.push(("/leaderboard", leaderboard_page(path)?));
+        app.add_plugins(RecordsPlugin::new(database));
+    }
+    if let Some(at) = args.metrics {
+        let listener =
+            TcpListener::bind(at).map_err(|e| format!("cannot serve metrics on TCP {at}: {e}"))?;
+        info!("metrics on http://{at}/metrics, health on http://{at}/health");
+        app.add_plugins(TelemetryPlugin::new(listener, pages));
+    }
     let words = admin_words(&cvars);
     app.add_plugins((
         AdminPlugin {
@@ -527,6 +606,24 @@ mod tests {
         assert_eq!(config.bots, 5, "a later line wins over the file");
         assert!(config.rules.mode.teams());
         std::fs::remove_dir_all(dir).unwrap();
+    }
+
+    #[test]
+    fn environment_variables_set_cvars_by_their_names_in_capitals() {
+        let vars = [
+            ("SIGHTLINE_SV_HOSTNAME", "Box"),
+            ("SIGHTLINE_FRAGLIMIT", "30"),
+            ("SIGHTLINE_BINARIES", "/elsewhere"),
+            ("sightline_bots", "3"),
+        ]
+        .map(|(k, v)| (k.into(), v.into()));
+        let found = environment_settings(&server_cvar_registry(), vars.into_iter());
+        let expected = [
+            ("SIGHTLINE_FRAGLIMIT", "fraglimit", "30"),
+            ("SIGHTLINE_SV_HOSTNAME", "sv_hostname", "Box"),
+        ]
+        .map(|(a, b, c)| (a.to_string(), b.to_string(), c.to_string()));
+        assert_eq!(found, expected);
     }
 
     #[test]

@@ -4,11 +4,12 @@
 
 use crate::ServerConfig;
 use crate::conduct::{self, Offence};
-use crate::connection::{ClientIndex, Connection, ConnectionStage, PlayerSlots};
+use crate::connection::{ClientIndex, Connection, ConnectionStage, PlayerKeyOf, PlayerSlots};
 use crate::inbox::{AdminInbox, AdminLine, AdminOrigin};
 use crate::inputs::InputBuffer;
 use crate::interest::Interest;
 use crate::outbox::{Outgoing, send_to_playing};
+use crate::records::Career;
 use crate::resume::{Departed, DepartedPlayers, Resumable};
 use crate::snapshots::SnapshotCounter;
 use crate::spawn::choose_spawn;
@@ -181,6 +182,7 @@ pub(crate) fn handle_reliable_messages(
                         protocol_version,
                         name,
                         resume,
+                        player_key,
                     },
                     ConnectionStage::AwaitingHello { .. },
                 ) => {
@@ -201,6 +203,11 @@ pub(crate) fn handle_reliable_messages(
                         &admitted,
                         now,
                     );
+                    if player.is_some()
+                        && let Some(key) = player_key
+                    {
+                        admission.commands.entity(entity).insert(PlayerKeyOf(key));
+                    }
                     admitted.extend(player);
                 }
                 (ClientMessage::Chat { text }, ConnectionStage::Playing) => {
@@ -560,7 +567,13 @@ pub(crate) fn broadcast_scoreboard(
     mut last: Local<f64>,
     server: Res<RenetServer>,
     mut outbox: MessageWriter<Outgoing>,
-    players: Query<(&PlayerId, &Score, Option<&Connection>, Option<&Team>)>,
+    players: Query<(
+        &PlayerId,
+        &Score,
+        Option<&Connection>,
+        Option<&Team>,
+        Option<&Career>,
+    )>,
 ) {
     let now = time.elapsed_secs_f64();
     if now - *last < 1.0 {
@@ -569,7 +582,7 @@ pub(crate) fn broadcast_scoreboard(
     *last = now;
     let mut lines: Vec<ScoreLine> = players
         .iter()
-        .map(|(id, score, conn, team)| ScoreLine {
+        .map(|(id, score, conn, team, career)| ScoreLine {
             id: *id,
             ping_ms: conn.map(|c| {
                 (server.rtt(c.client_id) * 1000.0)
@@ -579,6 +592,7 @@ pub(crate) fn broadcast_scoreboard(
             frags: score.frags,
             deaths: score.deaths,
             team: team.copied(),
+            lifetime: career.and_then(Career::lifetime),
         })
         .collect();
     if lines.is_empty() {

@@ -4,6 +4,7 @@
 use crate::connection::{Connection, ConnectionStage};
 use crate::inputs::InputBuffer;
 use crate::interest::{HEAR_RADIUS, Interest};
+use crate::metrics::Metrics;
 use crate::stalls::catching_up;
 use crate::stats::{SLICE_BYTES, SnapshotStats, TickTimes};
 use bevy::prelude::*;
@@ -112,6 +113,7 @@ pub(crate) fn send_snapshots(
     )>,
     times: Res<TickTimes>,
     mut weights: ResMut<SnapshotStats>,
+    metrics: Option<Res<Metrics>>,
     fixed: Res<Time<Fixed>>,
 ) {
     // Catching up after a stall, the snapshots of the ticks in between would all leave
@@ -192,6 +194,9 @@ pub(crate) fn send_snapshots(
             Ok(bytes) => {
                 let moving = sent.players.iter().filter(|p| p.vel != [0; 3]).count();
                 weights.count(bytes.len(), sent.players.len(), moving);
+                if let Some(metrics) = &metrics {
+                    metrics.snapshot_bytes.observe(bytes.len() as f64);
+                }
                 server.send_message(conn.client_id, Channel::Unreliable, bytes);
                 // Kept as the baseline of later snapshots, should the client acknowledge it.
                 counter.keep(sent);

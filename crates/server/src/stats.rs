@@ -1,5 +1,6 @@
 //! What the server counts and measures about itself.
 
+use crate::metrics::Metrics;
 use bevy::prelude::*;
 use std::time::Instant;
 
@@ -21,6 +22,11 @@ pub struct ServerStats {
     /// their acknowledged snapshot is no longer remembered, or the command is older than
     /// the last `INPUT_BASE_SPAN` received, or was never received.
     pub unresolved_inputs: u64,
+    /// Ticks a player was held waiting for a late command, in all players.
+    pub holds: u64,
+    /// Commands the server could not run as sent: ticks it repeated a player's last
+    /// command over a gap, or skipped commands to catch up, in all players.
+    pub repeats: u64,
 }
 
 /// What the host's side counted over the server's life: server queries (A2S, masters)
@@ -106,10 +112,14 @@ pub(crate) fn start_tick_timer(mut times: ResMut<TickTimes>) {
 }
 
 /// Records the tick's duration, once its snapshots are sent.
-pub(crate) fn end_tick_timer(mut times: ResMut<TickTimes>) {
+pub(crate) fn end_tick_timer(mut times: ResMut<TickTimes>, metrics: Option<Res<Metrics>>) {
     if let Some(start) = times.started.take() {
-        let us = start.elapsed().as_secs_f32() * 1e6;
+        let elapsed = start.elapsed();
+        let us = elapsed.as_secs_f32() * 1e6;
         times.last_us = us;
         times.samples_us.push(us);
+        if let Some(metrics) = metrics {
+            metrics.tick_seconds.observe(elapsed.as_secs_f64());
+        }
     }
 }

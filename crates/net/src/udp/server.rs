@@ -424,6 +424,8 @@ pub(crate) fn server_receive(
     // (renet's own count includes the acknowledgements the pacer left out).
     stats.sent_bytes = transport.socket.sent.bytes;
     stats.received_bytes = transport.socket.received.bytes;
+    stats.sent_datagrams = transport.socket.sent.datagrams;
+    stats.received_datagrams = transport.socket.received.datagrams;
     let (secure, limits) = (transport.secure.is_some(), transport.limits);
     for (addr, mut bytes) in datagrams {
         if Connectionless::is_connectionless(&bytes) {

@@ -1,0 +1,574 @@
+//! What an operator's tools read: Prometheus metrics on `/metrics` and a health check on
+//! `/health`, served over HTTP from a thread of the exporter's own so a scrape never
+//! waits on a tick, nor a tick on a scrape.
+//!
+//! Once a frame the tick thread copies the counters it keeps anyway (the status line's)
+//! into the registry, and notes when it last ticked and whether its ticks overrun; the
+//! thread only reads. The listener answers one request at a time with short timeouts, at
+//! most [`MAX_REQUESTS_PER_SECOND`], so a scrape flood costs a bounded share of one core
+//! and nothing of the tick's.
+
+use crate::connection::Connection;
+use crate::metrics::Metrics;
+use crate::records::StatsWriter;
+use crate::rules::MatchState;
+use crate::stalls::{Stalls, TickCost};
+use crate::stats::{HostingStats, ServerStats, SnapshotStats};
+use bevy::prelude::*;
+use prometheus::{Encoder, IntCounter, IntGauge, Opts, TextEncoder};
+use sightline_combat::LagCompStats;
+use sightline_net::{Connectionless, NetStats};
+use sightline_sim::{BotControlled, PlayerId, TickConfig};
+use std::collections::HashMap;
+use std::io::{ErrorKind, Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+/// Requests answered per second at most; more are closed unanswered and counted.
+pub const MAX_REQUESTS_PER_SECOND: u32 = 50;
+/// Largest request head read; a longer one is refused.
+const MAX_REQUEST_BYTES: usize = 8192;
+/// How long a client may take to send its request or read the answer.
+const IO_TIMEOUT: Duration = Duration::from_secs(1);
+/// How often the listener looks for connections and for the server having stopped.
+const ACCEPT_POLL: Duration = Duration::from_millis(25);
+/// A server that has not ticked for this long is unhealthy (hung, or stalled past what
+/// it catches up).
+pub const HEALTH_TICK_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// A page the listener serves besides metrics and health: given the query string, the
+/// body as JSON, or an error to answer with 503.
+pub type JsonPage = Arc<dyn Fn(&str) -> Result<String, String> + Send + Sync>;
+
+/// Serves metrics and health on `listener` (`--metrics ADDR`), and the pages given.
+pub struct TelemetryPlugin {
+    // Taken out once by `build`.
+    listener: Mutex<Option<TcpListener>>,
+    pages: Vec<(&'static str, JsonPage)>,
+}
+
+impl TelemetryPlugin {
+    /// Serves on `listener`, with extra read-only JSON `pages` by path (e.g.
+    /// `/leaderboard`).
+    pub fn new(listener: TcpListener, pages: Vec<(&'static str, JsonPage)>) -> Self {
+        Self {
+            listener: Mutex::new(Some(listener)),
+            pages,
+        }
+    }
+}
+
+impl Plugin for TelemetryPlugin {
+    fn build(&self, app: &mut App) {
+        let metrics = app
+            .world_mut()
+            .get_resource_or_insert_with(Metrics::new)
+            .clone();
+        let health = Arc::new(Health::new());
+        let listener = self
+            .listener
+            .lock()
+            .expect("not poisoned")
+            .take()
+            .expect("the telemetry plugin is built once");
+        let exporter = Exporter {
+            metrics: metrics.clone(),
+            health: health.clone(),
+            pages: self.pages.clone(),
+            dropped: IntCounter::with_opts(Opts::new(
+                "sightline_metrics_requests_dropped_total",
+                "Requests to the metrics listener closed unanswered (over the rate, malformed, \
+                 too slow)",
+            ))
+            .expect("valid counter"),
+        };
+        metrics
+            .registry
+            .register(Box::new(exporter.dropped.clone()))
+            .expect("registered once");
+        let stop = Arc::new(AtomicBool::new(false));
+        let thread_stop = stop.clone();
+        std::thread::Builder::new()
+            .name("metrics".into())
+            .spawn(move || exporter.serve(listener, &thread_stop))
+            .expect("can spawn the metrics thread");
+        app.insert_resource(Telemetry {
+            health,
+            stop,
+            counters: HashMap::new(),
+            gauges: HashMap::new(),
+        })
+        .add_systems(Last, publish);
+    }
+}
+
+/// The tick thread's side of the exporter: the health it writes and the metrics it
+/// copied in.
+#[derive(Resource)]
+pub struct Telemetry {
+    health: Arc<Health>,
+    // Stops the listener's thread when the server (or a test's app) goes away.
+    stop: Arc<AtomicBool>,
+    counters: HashMap<&'static str, IntCounter>,
+    gauges: HashMap<&'static str, IntGauge>,
+}
+
+impl Drop for Telemetry {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+    }
+}
+
+impl Telemetry {
+    /// Brings counter `name` up to `total` (registering it the first time): the server
+    /// keeps totals, Prometheus wants increments.
+    fn count(
+        &mut self,
+        registry: &prometheus::Registry,
+        name: &'static str,
+        help: &str,
+        total: u64,
+    ) {
+        let counter = self.counters.entry(name).or_insert_with(|| {
+            let c = IntCounter::with_opts(Opts::new(name, help)).expect("valid counter");
+            registry
+                .register(Box::new(c.clone()))
+                .expect("registered once");
+            c
+        });
+        counter.inc_by(total.saturating_sub(counter.get()));
+    }
+
+    fn gauge(
+        &mut self,
+        registry: &prometheus::Registry,
+        name: &'static str,
+        help: &str,
+        value: i64,
+    ) {
+        self.gauges
+            .entry(name)
+            .or_insert_with(|| {
+                let g = IntGauge::with_opts(Opts::new(name, help)).expect("valid gauge");
+                registry
+                    .register(Box::new(g.clone()))
+                    .expect("registered once");
+                g
+            })
+            .set(value);
+    }
+}
+
+/// Whether the server ticks, as the listener's thread reads it.
+struct Health {
+    started: Instant,
+    /// Milliseconds after `started` of the last tick, plus one; zero before the first.
+    last_tick: AtomicU64,
+    overrunning: AtomicBool,
+}
+
+impl Health {
+    fn new() -> Self {
+        Self {
+            started: Instant::now(),
+            last_tick: AtomicU64::new(0),
+            overrunning: AtomicBool::new(false),
+        }
+    }
+
+    /// The answer to `/health`: healthy, or why not.
+    fn check(&self) -> Result<(), String> {
+        let last = self.last_tick.load(Ordering::Relaxed);
+        if last == 0 {
+            return Err("starting: no tick yet".into());
+        }
+        let since = self
+            .started
+            .elapsed()
+            .saturating_sub(Duration::from_millis(last - 1));
+        if since > HEALTH_TICK_TIMEOUT {
+            return Err(format!("no tick for {:.1} s", since.as_secs_f64()));
+        }
+        if self.overrunning.load(Ordering::Relaxed) {
+            return Err("ticks keep overrunning their time".into());
+        }
+        Ok(())
+    }
+}
+
+/// What the published counters read.
+#[derive(bevy::ecs::system::SystemParam)]
+pub(crate) struct Sources<'w, 's> {
+    stats: Res<'w, ServerStats>,
+    hosting: Res<'w, HostingStats>,
+    snapshots: Res<'w, SnapshotStats>,
+    net: Res<'w, NetStats>,
+    lagcomp: Res<'w, LagCompStats>,
+    stalls: Res<'w, Stalls>,
+    matches: Res<'w, MatchState>,
+    connectionless: Option<Res<'w, Connectionless>>,
+    records: Option<Res<'w, StatsWriter>>,
+    cost: Res<'w, TickCost>,
+    fixed: Res<'w, Time<Fixed>>,
+    tick: Res<'w, sightline_sim::Tick>,
+    config: Res<'w, TickConfig>,
+    humans: Query<'w, 's, (), (With<PlayerId>, With<Connection>)>,
+    bots: Query<'w, 's, (), With<BotControlled>>,
+}
+
+/// Copies the server's totals into the registry and notes its health, once a frame.
+fn publish(mut telemetry: ResMut<Telemetry>, metrics: Res<Metrics>, s: Sources) {
+    let health = telemetry.health.clone();
+    if s.tick.0 > 0 {
+        let ms = health.started.elapsed().as_millis() as u64;
+        health.last_tick.store(ms + 1, Ordering::Relaxed);
+    }
+    health
+        .overrunning
+        .store(s.cost.overrunning(s.fixed.timestep()), Ordering::Relaxed);
+    let r = &metrics.registry;
+    let t = &mut *telemetry;
+    t.gauge(
+        r,
+        "sightline_players",
+        "Players connected (bots not included)",
+        s.humans.iter().count() as i64,
+    );
+    t.gauge(
+        r,
+        "sightline_bots",
+        "Bots playing",
+        s.bots.iter().count() as i64,
+    );
+    t.gauge(
+        r,
+        "sightline_tick_rate_hz",
+        "Simulation ticks per second",
+        i64::from(s.config.tick_hz),
+    );
+    let (stats, net, hosting) = (&*s.stats, &*s.net, &*s.hosting);
+    let queries_dropped =
+        hosting.queries_dropped + s.connectionless.as_ref().map_or(0, |c| c.dropped);
+    for (name, help, total) in [
+        (
+            "sightline_ticks_total",
+            "Simulation ticks run",
+            u64::from(s.tick.0),
+        ),
+        (
+            "sightline_sent_bytes_total",
+            "Bytes the game socket sent, UDP/IP headers included",
+            net.sent_bytes,
+        ),
+        (
+            "sightline_received_bytes_total",
+            "Bytes the game socket received, UDP/IP headers included",
+            net.received_bytes,
+        ),
+        (
+            "sightline_sent_datagrams_total",
+            "Datagrams the game socket sent",
+            net.sent_datagrams,
+        ),
+        (
+            "sightline_received_datagrams_total",
+            "Datagrams the game socket received",
+            net.received_datagrams,
+        ),
+        (
+            "sightline_snapshots_total",
+            "Snapshots sent",
+            s.snapshots.sent,
+        ),
+        (
+            "sightline_snapshots_sliced_total",
+            "Snapshots over one datagram, sent in slices",
+            s.snapshots.sliced,
+        ),
+        (
+            "sightline_kicks_total",
+            "Connections kicked, for strikes or idleness",
+            stats.kicks,
+        ),
+        (
+            "sightline_strikes_total",
+            "Strikes given for misbehaviour, weighted",
+            stats.strikes,
+        ),
+        (
+            "sightline_malformed_total",
+            "Messages dropped because they failed to decode or validate",
+            stats.malformed_packets,
+        ),
+        (
+            "sightline_malformed_bundles_total",
+            "Datagrams holding a malformed bundle of packets",
+            net.malformed_bundles,
+        ),
+        (
+            "sightline_bad_packets_total",
+            "renet packets refused before renet read them",
+            net.bad_packets,
+        ),
+        (
+            "sightline_over_budget_total",
+            "Messages dropped over a connection's budget",
+            stats.over_budget,
+        ),
+        (
+            "sightline_refused_commands_total",
+            "Commands refused as impossible",
+            stats.refused_commands,
+        ),
+        (
+            "sightline_unresolved_inputs_total",
+            "Input packets written against a command no longer held",
+            stats.unresolved_inputs,
+        ),
+        (
+            "sightline_refused_shots_total",
+            "Shots refused by lag compensation",
+            s.lagcomp.refused,
+        ),
+        (
+            "sightline_held_commands_total",
+            "Ticks a player was held waiting for a late command",
+            stats.holds,
+        ),
+        (
+            "sightline_repeated_commands_total",
+            "Commands not run as sent (repeated over a gap, or skipped)",
+            stats.repeats,
+        ),
+        (
+            "sightline_junk_datagrams_total",
+            "Datagrams from unknown addresses that were not connection requests",
+            net.junk_datagrams,
+        ),
+        (
+            "sightline_handshakes_refused_total",
+            "Connection requests over an address's rate",
+            net.handshakes_refused,
+        ),
+        (
+            "sightline_connections_refused_total",
+            "Connections turned away after netcode accepted them",
+            net.connections_refused,
+        ),
+        (
+            "sightline_tokens_issued_total",
+            "Connect tokens handed out",
+            net.tokens_issued,
+        ),
+        (
+            "sightline_tokens_refused_total",
+            "Token requests refused (password, rate, limits)",
+            net.tokens_refused,
+        ),
+        (
+            "sightline_token_requests_dropped_total",
+            "Token requests dropped unanswered",
+            net.token_requests_dropped,
+        ),
+        (
+            "sightline_ack_stalls_total",
+            "Connections dropped for not acknowledging",
+            net.ack_stalls,
+        ),
+        (
+            "sightline_stalls_total",
+            "Times the server stood still for a quarter second or more",
+            s.stalls.count,
+        ),
+        (
+            "sightline_matches_played_total",
+            "Matches played to their end",
+            u64::from(s.matches.finished),
+        ),
+        (
+            "sightline_queries_total",
+            "Server queries (A2S) answered",
+            hosting.queries,
+        ),
+        (
+            "sightline_queries_dropped_total",
+            "Server queries dropped unanswered",
+            queries_dropped,
+        ),
+        (
+            "sightline_rcon_wrong_passwords_total",
+            "Wrong remote-admin passwords",
+            hosting.rcon_wrong,
+        ),
+        (
+            "sightline_rcon_lockouts_total",
+            "Addresses locked out for wrong remote-admin passwords",
+            hosting.rcon_lockouts,
+        ),
+    ] {
+        t.count(r, name, help, total);
+    }
+    if let Some(records) = &s.records {
+        t.count(
+            r,
+            "sightline_stats_dropped_total",
+            "Statistics batches dropped because the database fell behind",
+            records.dropped,
+        );
+        t.count(
+            r,
+            "sightline_stats_write_failures_total",
+            "Statistics transactions that failed (disk full, locked), their batch lost",
+            records.failures.load(Ordering::Relaxed),
+        );
+    }
+}
+
+/// The listener's thread.
+struct Exporter {
+    metrics: Metrics,
+    health: Arc<Health>,
+    pages: Vec<(&'static str, JsonPage)>,
+    dropped: IntCounter,
+}
+
+/// An HTTP answer: status, content type, body.
+type Answer = (u16, &'static str, String);
+
+impl Exporter {
+    fn serve(&self, listener: TcpListener, stop: &AtomicBool) {
+        if let Err(e) = listener.set_nonblocking(true) {
+            error!("metrics listener: {e}; metrics are off");
+            return;
+        }
+        let mut window = (Instant::now(), 0u32);
+        while !stop.load(Ordering::Relaxed) {
+            let stream = match listener.accept() {
+                Ok((stream, _)) => stream,
+                Err(e) if e.kind() == ErrorKind::WouldBlock => {
+                    std::thread::sleep(ACCEPT_POLL);
+                    continue;
+                }
+                // A connection reset before it was accepted, out of descriptors: go on.
+                Err(_) => {
+                    std::thread::sleep(ACCEPT_POLL);
+                    continue;
+                }
+            };
+            if window.0.elapsed() >= Duration::from_secs(1) {
+                window = (Instant::now(), 0);
+            }
+            window.1 += 1;
+            if window.1 > MAX_REQUESTS_PER_SECOND {
+                self.dropped.inc();
+                continue;
+            }
+            if self.answer(stream).is_err() {
+                self.dropped.inc();
+            }
+        }
+    }
+
+    /// Reads one request and answers it; an error closes the connection unanswered.
+    fn answer(&self, mut stream: TcpStream) -> std::io::Result<()> {
+        stream.set_nonblocking(false)?;
+        stream.set_read_timeout(Some(IO_TIMEOUT))?;
+        stream.set_write_timeout(Some(IO_TIMEOUT))?;
+        let deadline = Instant::now() + IO_TIMEOUT;
+        let mut head = Vec::with_capacity(512);
+        let mut buf = [0u8; 1024];
+        let (method, target) = loop {
+            let n = stream.read(&mut buf)?;
+            if n == 0 {
+                return Err(ErrorKind::UnexpectedEof.into());
+            }
+            head.extend_from_slice(&buf[..n]);
+            let mut headers = [httparse::EMPTY_HEADER; 32];
+            let mut request = httparse::Request::new(&mut headers);
+            match request.parse(&head) {
+                Ok(httparse::Status::Complete(_)) => {
+                    break (
+                        request.method.unwrap_or_default().to_owned(),
+                        request.path.unwrap_or_default().to_owned(),
+                    );
+                }
+                Ok(httparse::Status::Partial)
+                    if head.len() < MAX_REQUEST_BYTES && Instant::now() < deadline => {}
+                _ => return Err(ErrorKind::InvalidData.into()),
+            }
+        };
+        let (status, content_type, body) = match method.as_str() {
+            "GET" | "HEAD" => self.route(&target),
+            _ => (405, "text/plain; charset=utf-8", "GET only\n".into()),
+        };
+        let reason = match status {
+            200 => "OK",
+            404 => "Not Found",
+            405 => "Method Not Allowed",
+            _ => "Service Unavailable",
+        };
+        let mut response = format!(
+            "HTTP/1.1 {status} {reason}\r\nContent-Type: {content_type}\r\n\
+             Content-Length: {}\r\nCache-Control: no-store\r\nConnection: close\r\n\r\n",
+            body.len()
+        )
+        .into_bytes();
+        if method != "HEAD" {
+            response.extend_from_slice(body.as_bytes());
+        }
+        stream.write_all(&response)
+    }
+
+    fn route(&self, target: &str) -> Answer {
+        let (path, query) = target.split_once('?').unwrap_or((target, ""));
+        match path {
+            "/metrics" => {
+                let encoder = TextEncoder::new();
+                let mut body = Vec::new();
+                match encoder.encode(&self.metrics.registry.gather(), &mut body) {
+                    Ok(()) => (
+                        200,
+                        prometheus::TEXT_FORMAT,
+                        String::from_utf8_lossy(&body).into_owned(),
+                    ),
+                    Err(e) => (503, "text/plain; charset=utf-8", format!("{e}\n")),
+                }
+            }
+            "/health" => match self.health.check() {
+                Ok(()) => (200, "text/plain; charset=utf-8", "ok\n".into()),
+                Err(why) => (503, "text/plain; charset=utf-8", format!("{why}\n")),
+            },
+            _ => match self.pages.iter().find(|(p, _)| *p == path) {
+                Some((_, page)) => match page(query) {
+                    Ok(json) => (200, "application/json", json),
+                    Err(e) => (503, "text/plain; charset=utf-8", format!("{e}\n")),
+                },
+                None => (404, "text/plain; charset=utf-8", "not found\n".into()),
+            },
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn health_waits_for_a_tick_then_notices_overruns() {
+        let health = Health::new();
+        assert!(health.check().unwrap_err().contains("no tick yet"));
+        health.last_tick.store(1, Ordering::Relaxed);
+        assert_eq!(health.check(), Ok(()));
+        health.overrunning.store(true, Ordering::Relaxed);
+        assert!(health.check().unwrap_err().contains("overrunning"));
+
+        let mut hung = Health::new();
+        hung.started = Instant::now()
+            .checked_sub(HEALTH_TICK_TIMEOUT * 2)
+            .expect("the clock reaches back ten seconds");
+        hung.last_tick.store(1, Ordering::Relaxed);
+        assert!(hung.check().unwrap_err().contains("no tick for"));
+    }
+}
