@@ -59,8 +59,7 @@ mod admin;
 mod query;
 mod rcon;
 mod terminal;
-// Running as an Agones GameServer.
-#[cfg(feature = "agones-wip")]
+// Running as an Agones GameServer (`--agones`).
 mod agones;
 // What operators' tools read: metrics and health over HTTP, and the log's shape and place.
 mod logs;
@@ -69,6 +68,10 @@ mod telemetry;
 pub use admin::{
     AdminPlugin, AdminSet, PasswordCheck, RCON_FAILURES_BEFORE_LOCKOUT, RCON_LOCKOUT, RconLockout,
     ServerCvars, admin_words, config_text,
+};
+pub use agones::{
+    AgonesPlugin, AgonesSettings, AgonesStatus, DEFAULT_CONNECT_TIMEOUT, GAME_PORT_NAME,
+    HEALTH_INTERVAL, PLAYERS_LIST,
 };
 pub use bans::{Ban, BanList, MAX_BANS};
 pub use conduct::{Conduct, KICK_STRIKES, Offence};

@@ -153,6 +153,16 @@ struct Args {
     /// Most log files kept; older ones are deleted.
     #[arg(long, default_value_t = 14, requires = "log_file")]
     log_keep: usize,
+    /// Run as an Agones GameServer: report to the Agones SDK sidecar on localhost at
+    /// AGONES_SDK_GRPC_PORT (default 9357) when ready, health pings from the tick, players
+    /// in and out, map and mode labels; tokens name the address Agones gives the server
+    /// unless --public-address does.
+    #[arg(long)]
+    agones: bool,
+    /// With --agones: once a match ends while the GameServer is Allocated, ask Agones to
+    /// shut the server down, so the fleet starts a fresh one.
+    #[arg(long, requires = "agones")]
+    agones_shutdown_after_match: bool,
     #[command(flatten)]
     fake: FakeLinkArgs,
     /// Stop cleanly after this many seconds (for tests and scripted runs).
@@ -404,10 +414,28 @@ fn main() -> ExitCode {
     let limits = AdmissionLimits {
         max_per_address: cvars.read(cvar::SV_MAX_PER_ADDRESS) as usize,
     };
+    // Before the socket: the address Agones gives the server is the one tokens name.
+    let agones = match args
+        .agones
+        .then(|| {
+            sightline_server::AgonesSettings::from_env(args.agones_shutdown_after_match)
+                .and_then(|settings| sightline_server::AgonesPlugin::connect(&settings))
+        })
+        .transpose()
+    {
+        Ok(agones) => agones,
+        Err(e) => {
+            eprintln!("error: --agones: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let public_address = args
+        .public_address
+        .or_else(|| agones.as_ref().and_then(|a| a.public_address()));
     let bind = SocketAddr::new(args.bind, args.port);
     let net = ServerNetPlugin::udp(
         bind,
-        args.public_address,
+        public_address,
         config.max_players as usize,
         security,
         limits,
@@ -452,6 +480,9 @@ fn main() -> ExitCode {
     if let Err(e) = add_hosting(&mut app, &args, cvars, &config_path, local) {
         eprintln!("error: {e}");
         return ExitCode::FAILURE;
+    }
+    if let Some(agones) = agones {
+        app.add_plugins(agones);
     }
     let admission = if args.insecure {
         "INSECURE (no tokens, no encryption)".to_string()
