@@ -224,6 +224,7 @@ fn a_held_place_is_claimed_once_when_two_connections_show_its_secret_in_one_fram
             protocol_version: PROTOCOL_VERSION,
             name: "twin".into(),
             resume: Some(welcome.resume),
+            player_key: None,
         };
         raw::send(&mut s, twin, Channel::Reliable, hello.encode().unwrap());
     }

@@ -235,6 +235,7 @@ impl Attacker {
             protocol_version: PROTOCOL_VERSION,
             name: name.into(),
             resume: None,
+            player_key: None,
         };
         self.send(Channel::Reliable, hello.encode().unwrap());
     }

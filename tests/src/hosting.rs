@@ -17,7 +17,7 @@ use std::time::{Duration, Instant};
 
 /// A dedicated server started in `dir` (where its bans file lives), with its standard
 /// input open for console lines and its standard output read line by line.
-struct Host {
+pub(crate) struct Host {
     child: Child,
     stdin: ChildStdin,
     lines: Receiver<String>,
@@ -25,7 +25,7 @@ struct Host {
 }
 
 impl Host {
-    fn start(dir: &Path, port: u16, extra: &[&str]) -> Self {
+    pub(crate) fn start(dir: &Path, port: u16, extra: &[&str]) -> Self {
         let mut child = Command::new(binaries().join("sightline-server"))
             .current_dir(dir)
             .args(["--bind", "127.0.0.1", "--port", &port.to_string()])
@@ -58,12 +58,12 @@ impl Host {
     }
 
     /// Types `line` at the server's terminal.
-    fn type_line(&mut self, line: &str) {
+    pub(crate) fn type_line(&mut self, line: &str) {
         writeln!(self.stdin, "{line}").expect("the server reads its console");
     }
 
     /// Waits up to `limit` for an output line `found` accepts; every line read on the way.
-    fn expect(&self, limit: Duration, found: impl Fn(&str) -> bool) -> Vec<String> {
+    pub(crate) fn expect(&self, limit: Duration, found: impl Fn(&str) -> bool) -> Vec<String> {
         let start = Instant::now();
         let mut seen = Vec::new();
         while let Some(left) = limit.checked_sub(start.elapsed()) {
@@ -85,7 +85,7 @@ impl Host {
     }
 
     /// The lines printed within `span`.
-    fn collect(&self, span: Duration) -> Vec<String> {
+    pub(crate) fn collect(&self, span: Duration) -> Vec<String> {
         let until = Instant::now() + span;
         let mut seen = Vec::new();
         while let Some(left) = until.checked_duration_since(Instant::now()) {
@@ -98,7 +98,7 @@ impl Host {
     }
 
     /// Types `status` until a player line names `name`; the lines of that status.
-    fn wait_for_player(&mut self, name: &str) -> Vec<String> {
+    pub(crate) fn wait_for_player(&mut self, name: &str) -> Vec<String> {
         let start = Instant::now();
         let quoted = format!("\"{name}\"");
         loop {
@@ -116,7 +116,7 @@ impl Host {
     }
 
     /// Types `quit` and waits for a clean exit; the status line it logged on the way out.
-    fn quit(mut self) -> String {
+    pub(crate) fn quit(mut self) -> String {
         self.type_line("quit");
         let out = wait(self.child, Duration::from_secs(15), "server");
         assert!(out.status.success(), "the server did not stop cleanly");
@@ -145,7 +145,7 @@ fn client(port: u16, name: &str, seconds: &str) -> Child {
 }
 
 /// What a client printed, once it has exited; and whether it succeeded.
-fn finished(child: Child, what: &str) -> (bool, String) {
+pub(crate) fn finished(child: Child, what: &str) -> (bool, String) {
     let out = wait(child, Duration::from_secs(40), what);
     let text = format!(
         "{}\n{}",
@@ -155,7 +155,7 @@ fn finished(child: Child, what: &str) -> (bool, String) {
     (out.status.success(), text)
 }
 
-fn temp_dir(name: &str) -> std::path::PathBuf {
+pub(crate) fn temp_dir(name: &str) -> std::path::PathBuf {
     let dir = std::env::temp_dir().join(format!("sightline-hosting-{}-{name}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).expect("temp dir");

@@ -23,6 +23,7 @@ pub fn hello(s: &mut Stepper, i: usize, version: u32, name: &str) {
         protocol_version: version,
         name: name.into(),
         resume: None,
+        player_key: None,
     };
     send(s, i, Channel::Reliable, msg.encode().unwrap());
 }

@@ -133,6 +133,7 @@ impl RawClient {
             protocol_version: PROTOCOL_VERSION,
             name: name.into(),
             resume: None,
+            player_key: None,
         };
         self.renet
             .send_message(Channel::Reliable, hello.encode().unwrap());
@@ -354,6 +355,7 @@ fn two_connections_resuming_one_player_at_once_get_it_once() {
             protocol_version: PROTOCOL_VERSION,
             name: "twin".into(),
             resume: Some(secret),
+            player_key: None,
         };
         twin.send(Channel::Reliable, hello.encode().unwrap());
     }

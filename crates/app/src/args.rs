@@ -58,6 +58,11 @@ pub struct Args {
     /// only: nothing is encrypted or authenticated).
     #[arg(long)]
     pub insecure: bool,
+    /// With --headless: the player's key for servers' lifetime statistics, 32
+    /// hexadecimal digits (the windowed game keeps its own in `cl_guid`) [default: none,
+    /// so no statistics are kept].
+    #[arg(long, value_name = "HEX", value_parser = parse_guid, requires = "headless")]
+    pub guid: Option<sightline_protocol::PlayerKey>,
     /// A fake bad link (`--fake-lag` and friends).
     #[command(flatten)]
     pub fake: FakeLinkArgs,
@@ -130,4 +135,9 @@ pub fn resolve(target: &str) -> SocketAddr {
         Some(a) => a,
         None => usage_error(format!("cannot resolve {target}: expected HOST:PORT")),
     }
+}
+
+/// `--guid`: a player key as 32 hexadecimal digits.
+fn parse_guid(text: &str) -> Result<sightline_protocol::PlayerKey, String> {
+    crate::session::parse_key(text).ok_or_else(|| "expected 32 hexadecimal digits".into())
 }

@@ -7,7 +7,7 @@ use bevy::log::LogPlugin;
 use bevy::prelude::*;
 use sightline_client::{
     ClientPlugin, ClientStats, ConnectionStatus, EarlierSessions, InputPacing, InputSource,
-    client_app,
+    StatsKey, client_app,
 };
 use sightline_net::{
     ClientNetPlugin, ClockSync, ConditionerSettings, LinkConditions, Pacing, RunFor, ShutdownSignal,
@@ -57,6 +57,7 @@ pub fn run(args: &Args, conditions: ConditionerSettings) -> ExitCode {
         ..Default::default()
     })
     .insert_resource(LinkConditions(conditions))
+    .insert_resource(StatsKey(args.guid))
     .insert_resource(outcome.clone())
     .add_systems(Update, quit_when_disconnected)
     .add_systems(Last, report_on_exit);

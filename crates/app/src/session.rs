@@ -243,7 +243,7 @@ fn player_key(world: &mut World) -> sightline_protocol::PlayerKey {
 }
 
 /// A key written as 32 hexadecimal digits.
-fn parse_key(text: &str) -> Option<sightline_protocol::PlayerKey> {
+pub(crate) fn parse_key(text: &str) -> Option<sightline_protocol::PlayerKey> {
     if text.len() != 32 || !text.is_ascii() {
         return None;
     }
