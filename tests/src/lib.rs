@@ -28,6 +28,8 @@ mod matches;
 #[cfg(test)]
 mod netcode;
 #[cfg(test)]
+mod operating;
+#[cfg(test)]
 mod raw;
 #[cfg(test)]
 mod session;
