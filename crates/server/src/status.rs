@@ -47,7 +47,7 @@ impl StatusSources<'_, '_> {
             "status: players={} bots={} tick_p50_ms={p50:.3} tick_p99_ms={p99:.3} \
              tick_max_ms={max:.3} out_kBps={:.1} in_kBps={:.1} kicks={} strikes={} \
              malformed={} malformed_bundles={} bad_packets={} ack_stalls={} resends_held={} \
-             over_budget={} refused_commands={} \
+             over_budget={} refused_commands={} holds={} repeats={} \
              unresolved_inputs={} refused_shots={} \
              junk_datagrams={} handshakes_refused={} connections_refused={} \
              tokens_issued={} tokens_refused={} token_requests_dropped={} \
@@ -66,6 +66,8 @@ impl StatusSources<'_, '_> {
             net.resends_held,
             stats.over_budget,
             stats.refused_commands,
+            stats.holds,
+            stats.repeats,
             stats.unresolved_inputs,
             self.lagcomp.refused,
             net.junk_datagrams,
