@@ -135,6 +135,11 @@ enum What {
         /// `--cmdrate-30` alone skips them.
         #[arg(long, value_delimiter = ',', num_args = 0.., default_values_t = [16usize])]
         cmdrate_30: Vec<usize>,
+        /// Players per row run again as a host operates the server: Prometheus metrics
+        /// scraped every second and lifetime statistics in SQLite, every client keyed;
+        /// `--operated` alone skips them.
+        #[arg(long, value_delimiter = ',', num_args = 0.., default_values_t = [64usize])]
+        operated: Vec<usize>,
     },
     Movement {
         /// Steps to time.
@@ -168,7 +173,14 @@ fn main() {
             fps,
             realistic,
             cmdrate_30,
-        } => load_report(&players, &realistic, &cmdrate_30, seconds, &map, fps),
+            operated,
+        } => load_report(
+            &players,
+            &[&realistic[..], &cmdrate_30[..], &operated[..]],
+            seconds,
+            &map,
+            fps,
+        ),
         What::Soak {
             seconds,
             warmup,
@@ -247,10 +259,11 @@ fn measure_tick(bots: u8, tick: TickConfig, map: &str, seconds: f64) -> (f32, f3
         .expect("ticks ran")
 }
 
+/// `extra`: the players of the rows behind a realistic link, at `cl_cmdrate 30`, and
+/// operated (metrics and statistics on).
 fn load_report(
     players: &[usize],
-    realistic: &[usize],
-    cmdrate_30: &[usize],
+    [realistic, cmdrate_30, operated]: &[&[usize]; 3],
     seconds: f64,
     map: &str,
     fps: f64,
@@ -270,11 +283,12 @@ fn load_report(
         ..Default::default()
     };
     let clean = ConditionerSettings::default();
-    let rows = (players.iter().map(|&n| (n, clean, 0)))
-        .chain(realistic.iter().map(|&n| (n, lossy, 0)))
-        .chain(cmdrate_30.iter().map(|&n| (n, clean, 30)))
-        .chain(cmdrate_30.iter().map(|&n| (n, lossy, 30)));
-    for (n, link, cmd_rate) in rows {
+    let rows = (players.iter().map(|&n| (n, clean, 0, false)))
+        .chain(realistic.iter().map(|&n| (n, lossy, 0, false)))
+        .chain(cmdrate_30.iter().map(|&n| (n, clean, 30, false)))
+        .chain(cmdrate_30.iter().map(|&n| (n, lossy, 30, false)))
+        .chain(operated.iter().map(|&n| (n, clean, 0, true)));
+    for (n, link, cmd_rate, operated) in rows {
         let report = load(&LoadConfig {
             players: n,
             seconds,
@@ -282,6 +296,7 @@ fn load_report(
             map: map.into(),
             link,
             cmd_rate,
+            operated,
             ..Default::default()
         });
         if report.server_panicked || report.joined < n {

@@ -10,14 +10,24 @@
 
 use crate::realtime::{JoinTimes, MeasuredServer};
 use bevy::prelude::*;
-use sightline_client::{ClientPlugin, CommandRate, ConnectionStatus, InputSource, client_app};
+use sightline_client::{
+    ClientPlugin, CommandRate, ConnectionStatus, InputSource, StatsKey, client_app,
+};
 use sightline_net::{
     AdmissionLimits, ClientNetPlugin, ClientSecurity, ConditionerSettings, LinkConditions, Pacing,
     Security, UdpClientTransport, WireCount,
 };
-use sightline_server::{ServerConfig, SnapshotStats, TickTimes};
+use sightline_server::{
+    RecordsPlugin, ServerConfig, SnapshotStats, StatsDatabase, TelemetryPlugin, TickTimes,
+};
 use sightline_sim::TickConfig;
 use std::fmt;
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 /// How a load test runs.
@@ -40,6 +50,10 @@ pub struct LoadConfig {
     pub link: ConditionerSettings,
     /// Each client's `cl_cmdrate` (0: a packet a frame).
     pub cmd_rate: u32,
+    /// Whether the server runs as a host operating it would: Prometheus metrics scraped
+    /// every second and lifetime statistics in SQLite, every client with a statistics
+    /// key.
+    pub operated: bool,
 }
 
 impl Default for LoadConfig {
@@ -53,6 +67,7 @@ impl Default for LoadConfig {
             map: "depot".into(),
             link: ConditionerSettings::default(),
             cmd_rate: 0,
+            operated: false,
         }
     }
 }
@@ -149,6 +164,11 @@ fn load_client(server: std::net::SocketAddr, seed: u64, config: &LoadConfig) -> 
     );
     app.insert_resource(LinkConditions(config.link));
     app.insert_resource(CommandRate(config.cmd_rate));
+    if config.operated {
+        let mut key = [0u8; 16];
+        key[..8].copy_from_slice(&seed.to_le_bytes());
+        app.insert_resource(StatsKey(Some(key)));
+    }
     app.finish();
     app.cleanup();
     app
@@ -187,7 +207,9 @@ pub fn load(config: &LoadConfig) -> LoadReport {
         tick,
         ..Default::default()
     };
-    let server = MeasuredServer::start(
+    let mut operator = config.operated.then(Operator::start);
+    let host = operator.as_mut().map(Operator::plugins);
+    let server = MeasuredServer::start_with(
         server_config,
         map,
         // Without connect tokens: the token service hands one address eight at once and
@@ -196,6 +218,11 @@ pub fn load(config: &LoadConfig) -> LoadReport {
         Security::Insecure,
         AdmissionLimits {
             max_per_address: players * 2,
+        },
+        move |app| {
+            if let Some(add) = host {
+                add(app);
+            }
         },
     );
     let (addr, shared) = (server.addr, server.shared.clone());
@@ -212,10 +239,14 @@ pub fn load(config: &LoadConfig) -> LoadReport {
     } else {
         "loopback".into()
     };
+    let link = match config.cmd_rate {
+        0 => link,
+        rate => format!("{link}, cl_cmdrate {rate}"),
+    };
     let mut report = LoadReport {
-        link: match config.cmd_rate {
-            0 => link,
-            rate => format!("{link}, cl_cmdrate {rate}"),
+        link: match config.operated {
+            false => link,
+            true => format!("{link}, --metrics (scraped each second) and --stats"),
         },
         players,
         ..Default::default()
@@ -291,12 +322,105 @@ pub fn load(config: &LoadConfig) -> LoadReport {
     }
     drop(clients);
     report.server_panicked = server.stop();
+    if let Some(operator) = operator {
+        operator.stop();
+    }
     report
+}
+
+/// What a host operating the server adds: a statistics database in a folder of its own,
+/// a metrics listener, and a scraper asking it for `/metrics` and `/health` every second
+/// (Prometheus's default is every 15 s).
+struct Operator {
+    dir: PathBuf,
+    // Handed to the server's thread by `plugins`.
+    listener: Option<TcpListener>,
+    stop: Arc<AtomicBool>,
+    scraper: Option<JoinHandle<usize>>,
+}
+
+impl Operator {
+    fn start() -> Self {
+        static RUNS: AtomicUsize = AtomicUsize::new(0);
+        let dir = std::env::temp_dir().join(format!(
+            "sightline-load-{}-{}",
+            std::process::id(),
+            RUNS.fetch_add(1, Ordering::Relaxed)
+        ));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).expect("a folder for the statistics");
+        let listener = TcpListener::bind("127.0.0.1:0").expect("a free port");
+        let metrics = listener.local_addr().expect("a bound port");
+        let stop = Arc::new(AtomicBool::new(false));
+        let scraping = stop.clone();
+        let scraper = std::thread::spawn(move || {
+            let mut scrapes = 0;
+            while !scraping.load(Ordering::Relaxed) {
+                std::thread::sleep(Duration::from_secs(1));
+                for path in ["/metrics", "/health"] {
+                    scrapes += usize::from(scrape(metrics, path));
+                }
+            }
+            scrapes
+        });
+        Self {
+            dir,
+            listener: Some(listener),
+            stop,
+            scraper: Some(scraper),
+        }
+    }
+
+    /// The plugins, for the server's thread.
+    fn plugins(&mut self) -> impl FnOnce(&mut App) + Send + 'static {
+        let database = StatsDatabase::open(&self.dir.join("stats.db")).expect("a database");
+        let listener = self.listener.take().expect("the plugins are made once");
+        move |app: &mut App| {
+            app.add_plugins((
+                RecordsPlugin::new(database),
+                TelemetryPlugin::new(listener, Vec::new()),
+            ));
+        }
+    }
+
+    fn stop(mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        let scrapes = self.scraper.take().map_or(0, |s| s.join().unwrap_or(0));
+        assert!(scrapes > 0, "the metrics listener never answered");
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+/// One GET; whether it got an answer.
+fn scrape(at: SocketAddr, path: &str) -> bool {
+    let Ok(mut stream) = TcpStream::connect_timeout(&at, Duration::from_secs(1)) else {
+        return false;
+    };
+    let _ = stream.set_read_timeout(Some(Duration::from_secs(2)));
+    let mut body = Vec::new();
+    write!(stream, "GET {path} HTTP/1.1\r\nHost: localhost\r\n\r\n").is_ok()
+        && stream.read_to_end(&mut body).is_ok()
+        && body.starts_with(b"HTTP/1.1 ")
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_operated_server_is_scraped_and_keeps_statistics_under_load() {
+        let report = load(&LoadConfig {
+            players: 2,
+            seconds: 2.0,
+            warmup: 0.5,
+            operated: true,
+            ..Default::default()
+        });
+        assert!(!report.server_panicked);
+        assert_eq!(report.joined, 2, "{report:?}");
+        assert!(report.link.contains("--stats"), "{}", report.link);
+        // `Operator::stop` asserts the listener answered scrapes meanwhile.
+    }
 
     #[test]
     fn a_short_load_test_joins_everyone_and_measures_both_ways() {

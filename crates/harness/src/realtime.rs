@@ -161,6 +161,18 @@ impl MeasuredServer {
         security: Security,
         limits: AdmissionLimits,
     ) -> Self {
+        Self::start_with(config, map, security, limits, |_| {})
+    }
+
+    /// As [`Self::start`], with `host` adding to the server's app what a dedicated
+    /// server's host would (metrics, statistics), to measure them too.
+    pub fn start_with(
+        config: ServerConfig,
+        map: CurrentMap,
+        security: Security,
+        limits: AdmissionLimits,
+        host: impl FnOnce(&mut App) + Send + 'static,
+    ) -> Self {
         let (net, addr) = ServerNetPlugin::udp(
             "127.0.0.1:0".parse().expect("valid address"),
             None,
@@ -172,6 +184,7 @@ impl MeasuredServer {
         let shared = Shared::default();
         let probes = shared.clone();
         let thread = ServerThread::spawn("server", config, map, net, move |app| {
+            host(app);
             app.insert_resource(probes)
                 .init_resource::<FrameStart>()
                 // The stall falls inside a frame, after its clock was read: the harder
