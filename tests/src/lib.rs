@@ -4,6 +4,8 @@
 //! `transport`, `faults` and `windowed` run the real binaries.
 
 #[cfg(test)]
+mod agones;
+#[cfg(test)]
 mod bodies;
 #[cfg(test)]
 mod events;

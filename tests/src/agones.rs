@@ -1,0 +1,452 @@
+//! The server on Agones, against a stand-in for the SDK's sidecar built from the SDK's own
+//! proto (`sightline-agones-standin`): the calls it makes and their order, health pings that
+//! stop while a tick hangs, a wrong environment refused at start-up, and the real binary
+//! with `--agones` taking a player whose token the example matchmaker sealed for the
+//! server it allocated.
+
+use crate::hostile::Attacker;
+use crate::loopback::{binaries, free_udp_port};
+use bevy::prelude::*;
+use sightline_agones_standin::{Call, Record, StandIn};
+use sightline_harness::Stepper;
+use sightline_map::{MapSource, find_map};
+use sightline_server::{
+    AgonesPlugin, AgonesSettings, AgonesStatus, Connection, ConnectionStage, MatchOrder,
+    MatchOrders, MatchState, PLAYERS_LIST, ServerConfig,
+};
+use sightline_sim::SimSet;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{SocketAddr, TcpListener};
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+/// Connects to the stand-in as the dedicated server does.
+fn connect(standin: &StandIn, shutdown_after_match: bool) -> AgonesPlugin {
+    AgonesPlugin::connect(&AgonesSettings {
+        port: standin.port(),
+        connect_timeout: Duration::from_secs(5),
+        shutdown_after_match,
+    })
+    .expect("the stand-in answers")
+}
+
+/// Where `call` first comes in `calls`.
+fn position(calls: &[Call], call: &Call) -> usize {
+    calls
+        .iter()
+        .position(|c| c == call)
+        .unwrap_or_else(|| panic!("no {call:?} in {calls:?}"))
+}
+
+fn count(calls: &[Call], call: &Call) -> usize {
+    calls.iter().filter(|c| *c == call).count()
+}
+
+fn label(key: &str, value: &str) -> Call {
+    Call::SetLabel(key.into(), value.into())
+}
+
+/// Steps the server until `done` (checked each step) or `limit` of real time passes.
+fn step_until(
+    stepper: &mut Stepper,
+    limit: Duration,
+    mut done: impl FnMut(&mut Stepper) -> bool,
+) -> bool {
+    let start = Instant::now();
+    while start.elapsed() < limit {
+        stepper.step();
+        if done(stepper) {
+            return true;
+        }
+    }
+    false
+}
+
+fn agones_status(stepper: &Stepper) -> AgonesStatus {
+    stepper.server.world().resource::<AgonesStatus>().clone()
+}
+
+#[test]
+fn the_server_labels_itself_then_is_ready_pings_tracks_players_and_follows_map_changes() {
+    let standin = StandIn::start(&[(PLAYERS_LIST, 16)]).unwrap();
+    standin.set_port("game", 7777);
+    let plugin = connect(&standin, false);
+    assert_eq!(
+        plugin.public_address(),
+        Some("127.0.0.1:7777".parse().unwrap()),
+        "the address Agones gave the GameServer is what tokens must name"
+    );
+    let mut stepper = Stepper::new_with(ServerConfig::default(), "duel", |app| {
+        app.add_plugins(plugin);
+    });
+    // The first ticks: Ready once one has run.
+    let ready = step_until(&mut stepper, Duration::from_secs(5), |_| {
+        standin.call_list().contains(&Call::Ready)
+    });
+    assert!(ready, "no Ready: {:?}", standin.call_list());
+    let calls = standin.call_list();
+    // The SDK checks the sidecar is there, then labels, then Ready: never Ready without
+    // saying what it plays.
+    assert_eq!(calls[0], Call::GetGameServer, "{calls:?}");
+    let ready = position(&calls, &Call::Ready);
+    assert!(position(&calls, &label("map", "duel")) < ready, "{calls:?}");
+    assert!(position(&calls, &label("mode", "dm")) < ready, "{calls:?}");
+    assert_eq!(count(&calls, &Call::Ready), 1);
+    assert_eq!(standin.labels()["agones.dev/sdk-map"], "duel");
+
+    // Pings keep coming while the server ticks.
+    let pinged = step_until(&mut stepper, Duration::from_secs(5), |_| {
+        count(&standin.call_list(), &Call::Health) >= 2
+    });
+    assert!(pinged, "{:?}", standin.call_list());
+
+    // A player in, then out: the players list follows, by the client id.
+    stepper.add_client("ann", 1);
+    let id = stepper.links[0].client_id();
+    let joined = Call::AddListValue(PLAYERS_LIST.into(), id.to_string());
+    let playing = step_until(&mut stepper, Duration::from_secs(10), |s| {
+        let w = s.server.world_mut();
+        let playing = w
+            .query::<&Connection>()
+            .iter(w)
+            .any(|c| c.stage == ConnectionStage::Playing);
+        playing && standin.call_list().contains(&joined)
+    });
+    assert!(playing, "{:?}", standin.call_list());
+    assert_eq!(standin.list(PLAYERS_LIST), Some(vec![id.to_string()]));
+    stepper.links[0].close();
+    let left = Call::RemoveListValue(PLAYERS_LIST.into(), id.to_string());
+    let gone = step_until(&mut stepper, Duration::from_secs(20), |_| {
+        standin.call_list().contains(&left)
+    });
+    assert!(gone, "{:?}", standin.call_list());
+    assert_eq!(standin.list(PLAYERS_LIST), Some(vec![]));
+
+    // The host changes the map: the label follows.
+    let depot = MapSource::load(&find_map("depot")).unwrap();
+    stepper.server.world_mut().resource_mut::<MatchOrders>().0 = Some(MatchOrder::Map(depot));
+    let relabelled = step_until(&mut stepper, Duration::from_secs(5), |_| {
+        standin.call_list().contains(&label("map", "depot"))
+    });
+    assert!(relabelled, "{:?}", standin.call_list());
+    let calls = standin.call_list();
+    assert_eq!(count(&calls, &Call::Ready), 1, "Ready once: {calls:?}");
+    assert!(!calls.contains(&Call::Shutdown));
+}
+
+/// Ends the match now and steps until the server has counted it.
+fn end_match(stepper: &mut Stepper) {
+    let before = stepper.server.world().resource::<MatchState>().finished;
+    stepper.server.world_mut().resource_mut::<MatchOrders>().0 = Some(MatchOrder::End);
+    let ended = step_until(stepper, Duration::from_secs(5), |s| {
+        s.server.world().resource::<MatchState>().finished > before
+    });
+    assert!(ended, "the match did not end");
+}
+
+#[test]
+fn with_the_flag_an_allocated_server_asks_for_shutdown_after_its_match_and_a_ready_one_does_not() {
+    let standin = StandIn::start(&[(PLAYERS_LIST, 16)]).unwrap();
+    standin.set_port("game", 7777);
+    let plugin = connect(&standin, true);
+    let mut stepper = Stepper::new_with(ServerConfig::default(), "duel", |app| {
+        app.add_plugins(plugin);
+    });
+    let ready = step_until(&mut stepper, Duration::from_secs(5), |s| {
+        agones_status(s).state == "Ready"
+    });
+    assert!(ready, "never watched Ready: {:?}", agones_status(&stepper));
+    // A match on a Ready server (no session was allocated here) ends: it stays up.
+    end_match(&mut stepper);
+    stepper.steps(2);
+    assert!(!agones_status(&stepper).shutdown);
+    // Over the intermission into the next match, then the fleet allocates the server.
+    stepper.run_for(f64::from(sightline_server::INTERMISSION) + 1.0);
+    standin.set_state("Allocated");
+    let allocated = step_until(&mut stepper, Duration::from_secs(5), |s| {
+        agones_status(s).state == "Allocated"
+    });
+    assert!(allocated, "never watched Allocated");
+    // While allocated it plays on, asking nothing of Agones but pings.
+    stepper.run_for(2.0);
+    assert!(!standin.call_list().contains(&Call::Shutdown));
+    end_match(&mut stepper);
+    let calls = standin
+        .wait_for(Duration::from_secs(5), |c| c.contains(&Call::Shutdown))
+        .expect("Shutdown after the allocated match");
+    assert_eq!(count(&calls, &Call::Shutdown), 1);
+    assert!(position(&calls, &Call::Ready) < position(&calls, &Call::Shutdown));
+    assert!(agones_status(&stepper).shutdown);
+    let watched = step_until(&mut stepper, Duration::from_secs(5), |s| {
+        agones_status(s).state == "Shutdown"
+    });
+    assert!(watched);
+}
+
+#[test]
+fn health_pings_stop_while_a_tick_hangs_and_resume_after() {
+    const HANG: Duration = Duration::from_millis(2500);
+    let standin = StandIn::start(&[(PLAYERS_LIST, 16)]).unwrap();
+    standin.set_port("game", 7777);
+    let plugin = connect(&standin, false);
+    let hang_now = Arc::new(AtomicBool::new(false));
+    let hung: Arc<Mutex<Option<(Instant, Instant)>>> = Arc::default();
+    let (flag, span) = (Arc::clone(&hang_now), Arc::clone(&hung));
+    let mut stepper = Stepper::new_with(ServerConfig::default(), "duel", move |app| {
+        app.add_plugins(plugin).add_systems(
+            FixedUpdate,
+            // One tick stuck (a deadlock, an endless loop) for HANG.
+            (move || {
+                if flag.swap(false, Ordering::Relaxed) {
+                    let start = Instant::now();
+                    std::thread::sleep(HANG);
+                    *span.lock().unwrap() = Some((start, Instant::now()));
+                }
+            })
+            .in_set(SimSet::Combat),
+        );
+    });
+    let health = |records: &[Record]| -> Vec<Instant> {
+        records
+            .iter()
+            .filter(|r| r.call == Call::Health)
+            .map(|r| r.at)
+            .collect()
+    };
+    let pinging = step_until(&mut stepper, Duration::from_secs(5), |_| {
+        health(&standin.calls()).len() >= 2
+    });
+    assert!(pinging, "{:?}", standin.call_list());
+    hang_now.store(true, Ordering::Relaxed);
+    stepper.step();
+    let (start, end) = hung.lock().unwrap().expect("the tick hung");
+    let resumed = step_until(&mut stepper, Duration::from_secs(5), |_| {
+        health(&standin.calls()).iter().any(|at| *at > end)
+    });
+    assert!(resumed, "pings did not resume after the hang");
+    let pings = health(&standin.calls());
+    // A ping sent just before the hang may land in its first moments; none after that.
+    let during: Vec<_> = pings
+        .iter()
+        .filter(|at| **at > start + Duration::from_millis(200) && **at < end)
+        .collect();
+    assert!(during.is_empty(), "pings while the tick hung: {during:?}");
+    let before = pings
+        .iter()
+        .filter(|at| **at <= start + Duration::from_millis(200))
+        .max();
+    let after = pings.iter().filter(|at| **at >= end).min();
+    let gap = after.unwrap().duration_since(*before.unwrap());
+    assert!(gap >= HANG - Duration::from_millis(200), "gap {gap:?}");
+    // Outside the hang they come about once a second.
+    let normal = pings
+        .windows(2)
+        .map(|w| w[1] - w[0])
+        .filter(|g| *g < HANG / 2);
+    assert!(normal.clone().count() >= 1);
+    assert!(
+        normal.clone().all(|g| g < Duration::from_millis(1900)),
+        "{pings:?}"
+    );
+}
+
+#[test]
+fn no_sidecar_is_a_clear_error_at_start_up_not_a_hang() {
+    // A port nothing listens on.
+    let port = TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let start = Instant::now();
+    let refused = AgonesPlugin::connect(&AgonesSettings {
+        port,
+        connect_timeout: Duration::from_secs(1),
+        shutdown_after_match: false,
+    });
+    let Err(e) = refused else {
+        panic!("connected to nothing");
+    };
+    assert!(
+        start.elapsed() < Duration::from_secs(4),
+        "{:?}",
+        start.elapsed()
+    );
+    assert!(
+        e.contains("no Agones SDK server answered") && e.contains(&port.to_string()),
+        "{e}"
+    );
+}
+
+/// A dedicated server with `--agones`, its SDK port set as Agones sets it.
+fn agones_server(sdk_port: &str, game_port: u16, extra: &[&str]) -> Child {
+    Command::new(binaries().join("sightline-server"))
+        .args(["--bind", "127.0.0.1", "--port", &game_port.to_string()])
+        .args(["--map", "duel", "--tickrate", "64", "--agones"])
+        .args(extra)
+        .env("AGONES_SDK_GRPC_PORT", sdk_port)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("server starts")
+}
+
+#[test]
+fn a_wrong_sdk_port_stops_the_real_server_at_once_with_a_clear_error() {
+    let port = free_udp_port();
+    let child = agones_server("not-a-port", port, &["--run-seconds", "30"]);
+    let out = crate::loopback::wait(child, Duration::from_secs(10), "server");
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("AGONES_SDK_GRPC_PORT") && err.contains("not-a-port"),
+        "{err}"
+    );
+}
+
+/// A stand-in for the Agones allocator service's REST API: answers one
+/// `POST /gameserverallocation` with a GameServer at `address`, and keeps the request body.
+fn allocator_standin(address: SocketAddr) -> (String, std::thread::JoinHandle<String>) {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    let served = std::thread::spawn(move || {
+        let (stream, _) = listener.accept().unwrap();
+        let mut reader = BufReader::new(stream.try_clone().unwrap());
+        let mut request_line = String::new();
+        reader.read_line(&mut request_line).unwrap();
+        assert!(
+            request_line.starts_with("POST /gameserverallocation "),
+            "{request_line}"
+        );
+        let mut length = 0;
+        loop {
+            let mut header = String::new();
+            reader.read_line(&mut header).unwrap();
+            if header.trim().is_empty() {
+                break;
+            }
+            if let Some((name, value)) = header.split_once(':')
+                && name.eq_ignore_ascii_case("content-length")
+            {
+                length = value.trim().parse().unwrap();
+            }
+        }
+        let mut body = vec![0; length];
+        reader.read_exact(&mut body).unwrap();
+        let reply = format!(
+            r#"{{"gameServerName":"sightline-abcde-fghij","ports":[{{"name":"game","port":{}}}],"address":"{}","nodeName":"kind-worker","source":"local"}}"#,
+            address.port(),
+            address.ip()
+        );
+        let mut stream = stream;
+        write!(
+            stream,
+            "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\
+             Connection: close\r\n\r\n{reply}",
+            reply.len()
+        )
+        .unwrap();
+        String::from_utf8(body).unwrap()
+    });
+    (url, served)
+}
+
+#[test]
+fn the_real_server_on_agones_takes_a_player_the_matchmaker_allocated_it_for() {
+    use sightline_matchmaker::{Allocator, seal_token};
+    use sightline_net::{ConnectToken, parse_key, udp_client_with_token};
+    let standin = StandIn::start(&[(PLAYERS_LIST, 16)]).unwrap();
+    let port = free_udp_port();
+    // What Agones reports for this GameServer: its node's address and host port, which
+    // the node maps to the container's port. Here they differ, as on a cluster, so the
+    // server must take its public address from Agones for the tokens to name it.
+    let host_port = if port == u16::MAX { 1024 } else { port + 1 };
+    standin.set_port("game", host_port);
+    let hex = "6167726f6e657320666c656574206b6579206f6620333220627974657320212e";
+    let key_file =
+        std::env::temp_dir().join(format!("sightline-agones-key-{}", std::process::id()));
+    std::fs::write(&key_file, format!("{hex}\n")).unwrap();
+    let child = agones_server(
+        &standin.port().to_string(),
+        port,
+        &[
+            "--key-file",
+            key_file.to_str().unwrap(),
+            "--no-token-service",
+            "--run-seconds",
+            "30",
+        ],
+    );
+    let log = Arc::new(Mutex::new(String::new()));
+    let mut child = child;
+    for out in [
+        Box::new(child.stdout.take().unwrap()) as Box<dyn Read + Send>,
+        Box::new(child.stderr.take().unwrap()),
+    ] {
+        let log = Arc::clone(&log);
+        std::thread::spawn(move || {
+            for line in BufReader::new(out).lines().map_while(Result::ok) {
+                log.lock().unwrap().push_str(&format!("{line}\n"));
+            }
+        });
+    }
+    let calls = standin.wait_for(Duration::from_secs(30), |c| {
+        count(c, &Call::Health) >= 2 && c.contains(&Call::Ready)
+    });
+    let Some(calls) = calls else {
+        child.kill().ok();
+        panic!("{:?}\n{}", standin.call_list(), log.lock().unwrap());
+    };
+    assert!(position(&calls, &label("map", "duel")) < position(&calls, &Call::Ready));
+    assert!(calls.contains(&label("mode", "dm")));
+
+    // The matchmaker allocates this server through the (stand-in) allocator and seals a
+    // token for the player with the fleet's key: the server takes it.
+    let public: SocketAddr = format!("127.0.0.1:{host_port}").parse().unwrap();
+    let server: SocketAddr = format!("127.0.0.1:{port}").parse().unwrap();
+    let (url, allocator) = allocator_standin(public);
+    let allocation = Allocator {
+        url,
+        namespace: "default".into(),
+        fleet: "sightline".into(),
+        tls: None,
+    }
+    .allocate()
+    .expect("allocated");
+    let request: serde_json::Value = serde_json::from_str(&allocator.join().unwrap()).unwrap();
+    assert_eq!(
+        request["gameServerSelectors"][0]["matchLabels"]["agones.dev/fleet"],
+        "sightline"
+    );
+    assert_eq!(allocation.address, public);
+    let key = parse_key(hex).unwrap();
+    let client_id = 4242;
+    let bytes = seal_token(
+        &key,
+        client_id,
+        "127.0.0.1".parse().unwrap(),
+        allocation.address,
+    )
+    .unwrap();
+    let token = ConnectToken::read(&mut bytes.as_slice()).unwrap();
+    // Sent where the node would forward the host port: the server's own socket.
+    let mut player = Attacker::with_transport(udp_client_with_token(server, token).unwrap());
+    player.join("allocated");
+    let joined = Call::AddListValue(PLAYERS_LIST.into(), client_id.to_string());
+    let listed = standin.wait_for(Duration::from_secs(10), |c| c.contains(&joined));
+    assert!(listed.is_some(), "{:?}", standin.call_list());
+    // A token the matchmaker sealed with another key is refused.
+    let wrong = seal_token(&[7; 32], 4243, "127.0.0.1".parse().unwrap(), public).unwrap();
+    let wrong = ConnectToken::read(&mut wrong.as_slice()).unwrap();
+    let mut stranger = Attacker::with_transport(udp_client_with_token(server, wrong).unwrap());
+    assert!(!stranger.connected(3.0), "a token of another key got in");
+    drop((player, stranger));
+    child.kill().ok();
+    child.wait().ok();
+    std::fs::remove_file(&key_file).ok();
+    let log = log.lock().unwrap().clone();
+    assert!(log.contains("agones: ready"), "{log}");
+    assert!(!log.contains("panicked"), "{log}");
+}
