@@ -8,6 +8,8 @@ mod agones;
 #[cfg(test)]
 mod bodies;
 #[cfg(test)]
+mod container;
+#[cfg(test)]
 mod events;
 #[cfg(test)]
 mod faults;
