@@ -579,3 +579,17 @@ pub fn ban_file() -> Vec<Vec<u8>> {
                    ::ffff:192.0.2.77 never \"\" \"\"";
     vec![written.as_bytes().to_vec(), by_hand.as_bytes().to_vec()]
 }
+
+/// Seeds for [`crate::server::metrics_request`]: Prometheus's scrape, a health check, the
+/// leaderboard with a query string, a HEAD, and a head cut short.
+pub fn metrics_request() -> Vec<Vec<u8>> {
+    [
+        "GET /metrics HTTP/1.1\r\nHost: 10.0.0.5:9100\r\nUser-Agent: Prometheus/2.53.0\r\nAccept: text/plain;version=0.0.4;q=0.5,*/*;q=0.1\r\nAccept-Encoding: gzip\r\nX-Prometheus-Scrape-Timeout-Seconds: 10\r\n\r\n",
+        "GET /health HTTP/1.0\r\n\r\n",
+        "GET /leaderboard?limit=10 HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n",
+        "HEAD /metrics HTTP/1.1\r\nHost: x\r\n\r\n",
+        "GET /metrics HTTP/1.1\r\nHost: loc",
+    ]
+    .map(|s| s.as_bytes().to_vec())
+    .to_vec()
+}

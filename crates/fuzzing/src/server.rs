@@ -1,8 +1,11 @@
 //! Bodies for what the dedicated server reads besides the game's own messages: Source
-//! RCON packets from a TCP connection ([`RconPacket::decode`]), and the ban file
-//! ([`BanList::parse`], what [`BanList::load`] runs on the file's text).
+//! RCON packets from a TCP connection ([`RconPacket::decode`]), the ban file
+//! ([`BanList::parse`], what [`BanList::load`] runs on the file's text), and requests to
+//! the metrics listener ([`parse_request_head`]).
 
-use sightline_server::{Ban, BanList, MAX_BANS, RconPacket};
+use sightline_server::{
+    Ban, BanList, MAX_BANS, MAX_REQUEST_BYTES, RconPacket, RequestHead, parse_request_head,
+};
 use std::path::Path;
 
 /// Decodes packets from the front of `inbox` as the RCON service does (decode, drain
@@ -137,4 +140,45 @@ pub fn ban_file(data: &[u8]) {
         "the written list reads back to other bans:\n{written}"
     );
     assert_eq!(again.to_text(), written);
+}
+
+/// Bytes sent to the metrics listener, read as it reads them: after each piece that
+/// arrives, [`parse_request_head`] on everything so far, until a head is whole or
+/// refused. A whole head names a method and a target and stays the same however the
+/// bytes were cut; nothing over [`MAX_REQUEST_BYTES`] is ever taken as partial.
+pub fn metrics_request(data: &[u8]) {
+    let at_once = parse_request_head(data);
+    if let RequestHead::Complete { method, target } = &at_once {
+        assert!(!method.is_empty(), "a head without a method");
+        assert!(!target.is_empty(), "a head without a target");
+    }
+    if at_once == RequestHead::Partial {
+        assert!(
+            data.len() < MAX_REQUEST_BYTES,
+            "{} bytes still partial",
+            data.len()
+        );
+    }
+    // In pieces, as reads return them: the first verdict that is not Partial is the
+    // listener's, and a whole head is whole from then on with the same method and target.
+    const PIECES: [usize; 5] = [1, 2, 7, 64, 512];
+    let mut end = 0;
+    for piece in PIECES.iter().cycle() {
+        if end >= data.len() {
+            break;
+        }
+        end = (end + piece).min(data.len());
+        match parse_request_head(&data[..end]) {
+            RequestHead::Partial => continue,
+            RequestHead::Complete { method, target } => {
+                assert_eq!(
+                    at_once,
+                    RequestHead::Complete { method, target },
+                    "a whole head read differently with more bytes after it"
+                );
+                return;
+            }
+            RequestHead::Refused => return,
+        }
+    }
 }

@@ -184,6 +184,26 @@ const QUERY_DICTIONARY: &[&[u8]] = &[
 
 /// Words and separators of the ban file: addresses and prefixes of both families,
 /// `never` and Unix times at the edges of u64, quotes and comments.
+/// HTTP's words and separators, for the metrics listener.
+const HTTP_DICTIONARY: &[&[u8]] = &[
+    b"GET ",
+    b"HEAD ",
+    b"POST ",
+    b" HTTP/1.1",
+    b" HTTP/1.0",
+    b"\r\n",
+    b"\r\n\r\n",
+    b"\n",
+    b": ",
+    b"Host",
+    b"Content-Length",
+    b"Transfer-Encoding: chunked",
+    b"/metrics",
+    b"/health",
+    b"/leaderboard?limit=",
+    b"%00",
+];
+
 const BAN_DICTIONARY: &[&[u8]] = &[
     b"never",
     b"/24",
@@ -322,6 +342,13 @@ pub const TARGETS: &[Target] = &[
         seeds: seeds::ban_file,
         dictionary: BAN_DICTIONARY,
         text: true,
+    },
+    Target {
+        name: "metrics_request",
+        body: server::metrics_request,
+        seeds: seeds::metrics_request,
+        dictionary: HTTP_DICTIONARY,
+        text: false,
     },
 ];
 

@@ -104,7 +104,8 @@ pub use stalls::{FrameLag, MAX_STALL_CATCH_UP, STALL_SECONDS, Stalls, TickCost};
 pub use stats::{HostingStats, SLICE_BYTES, ServerStats, SnapshotStats, TickTimes};
 pub use teams::smaller_team;
 pub use telemetry::{
-    HEALTH_TICK_TIMEOUT, JsonPage, MAX_REQUESTS_PER_SECOND, Telemetry, TelemetryPlugin,
+    HEALTH_TICK_TIMEOUT, JsonPage, MAX_REQUEST_BYTES, MAX_REQUESTS_PER_SECOND, RequestHead,
+    Telemetry, TelemetryPlugin, parse_request_head,
 };
 pub use terminal::TerminalPlugin;
 pub use thread::ServerThread;

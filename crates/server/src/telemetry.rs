@@ -29,7 +29,7 @@ use std::time::{Duration, Instant};
 /// Requests answered per second at most; more are closed unanswered and counted.
 pub const MAX_REQUESTS_PER_SECOND: u32 = 50;
 /// Largest request head read; a longer one is refused.
-const MAX_REQUEST_BYTES: usize = 8192;
+pub const MAX_REQUEST_BYTES: usize = 8192;
 /// How long a client may take to send its request or read the answer.
 const IO_TIMEOUT: Duration = Duration::from_secs(1);
 /// How often the listener looks for connections and for the server having stopped.
@@ -426,6 +426,37 @@ fn publish(mut telemetry: ResMut<Telemetry>, metrics: Res<Metrics>, s: Sources) 
     }
 }
 
+/// A request head as read so far.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum RequestHead {
+    /// Whole: its method and target.
+    Complete {
+        /// `GET`, `HEAD`...
+        method: String,
+        /// The path, with its query string.
+        target: String,
+    },
+    /// More bytes needed.
+    Partial,
+    /// Not HTTP, or longer than the listener reads.
+    Refused,
+}
+
+/// Reads an HTTP/1.x request head from the bytes a client sent so far (hostile: any
+/// bytes, any length).
+pub fn parse_request_head(head: &[u8]) -> RequestHead {
+    let mut headers = [httparse::EMPTY_HEADER; 32];
+    let mut request = httparse::Request::new(&mut headers);
+    match request.parse(head) {
+        Ok(httparse::Status::Complete(_)) => RequestHead::Complete {
+            method: request.method.unwrap_or_default().to_owned(),
+            target: request.path.unwrap_or_default().to_owned(),
+        },
+        Ok(httparse::Status::Partial) if head.len() < MAX_REQUEST_BYTES => RequestHead::Partial,
+        _ => RequestHead::Refused,
+    }
+}
+
 /// The listener's thread.
 struct Exporter {
     metrics: Metrics,
@@ -485,17 +516,9 @@ impl Exporter {
                 return Err(ErrorKind::UnexpectedEof.into());
             }
             head.extend_from_slice(&buf[..n]);
-            let mut headers = [httparse::EMPTY_HEADER; 32];
-            let mut request = httparse::Request::new(&mut headers);
-            match request.parse(&head) {
-                Ok(httparse::Status::Complete(_)) => {
-                    break (
-                        request.method.unwrap_or_default().to_owned(),
-                        request.path.unwrap_or_default().to_owned(),
-                    );
-                }
-                Ok(httparse::Status::Partial)
-                    if head.len() < MAX_REQUEST_BYTES && Instant::now() < deadline => {}
+            match parse_request_head(&head) {
+                RequestHead::Complete { method, target } => break (method, target),
+                RequestHead::Partial if Instant::now() < deadline => {}
                 _ => return Err(ErrorKind::InvalidData.into()),
             }
         };
@@ -554,6 +577,28 @@ impl Exporter {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn request_heads_are_read_whole_partial_or_refused() {
+        assert_eq!(
+            parse_request_head(b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n"),
+            RequestHead::Complete {
+                method: "GET".into(),
+                target: "/metrics".into()
+            }
+        );
+        assert_eq!(parse_request_head(b"GET /metr"), RequestHead::Partial);
+        assert_eq!(
+            parse_request_head(b"\x16\x03\x01 TLS"),
+            RequestHead::Refused
+        );
+        let endless = [
+            b"GET / HTTP/1.1\r\nX: ".as_slice(),
+            &[b'a'; MAX_REQUEST_BYTES],
+        ]
+        .concat();
+        assert_eq!(parse_request_head(&endless), RequestHead::Refused);
+    }
 
     #[test]
     fn health_waits_for_a_tick_then_notices_overruns() {
