@@ -8,6 +8,10 @@
 //! prefix, and lists hold values up to their capacity. A test moves the state itself with
 //! [`StandIn::set_state`], as a fleet allocating the server would, and every watcher hears.
 
+// tonic's Status is large, and it is what every gRPC service method answers with; the
+// helpers here answer the same way.
+#![allow(clippy::result_large_err)]
+
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::pin::Pin;

@@ -192,7 +192,7 @@ pub fn hex(bytes: &[u8]) -> String {
 /// Parses [`hex`]'s text back.
 pub fn unhex(text: &str) -> Result<Vec<u8>, String> {
     let text = text.trim();
-    if text.len() % 2 != 0 || !text.is_ascii() {
+    if !text.len().is_multiple_of(2) || !text.is_ascii() {
         return Err("not hexadecimal".into());
     }
     (0..text.len())
