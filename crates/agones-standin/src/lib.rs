@@ -21,7 +21,8 @@ use tokio::sync::watch;
 use tokio_stream::{Stream, StreamExt};
 use tonic::{Request, Response, Status, Streaming};
 
-#[allow(missing_docs, dead_code, clippy::all, clippy::pedantic)]
+// Generated from the proto files: their comments are not rustdoc.
+#[allow(missing_docs, dead_code, rustdoc::all, clippy::all, clippy::pedantic)]
 mod proto {
     pub mod sdk {
         tonic::include_proto!("agones.dev.sdk");
