@@ -640,6 +640,19 @@ mod tests {
     }
 
     #[test]
+    fn the_sample_config_starts_a_server() {
+        let sample = concat!(env!("CARGO_MANIFEST_DIR"), "/../../deploy/server.cfg");
+        let (flags, lines) =
+            split_plus_commands(["sightline-server", "+exec", sample].map(String::from));
+        let cvars = settings(&Args::try_parse_from(flags).unwrap(), &lines);
+        let config = ServerConfig::from_cvars(&cvars).expect("the sample's settings go together");
+        for name in &config.rules.rotation {
+            MapSource::load(&find_map(name)).unwrap_or_else(|e| panic!("{name}: {e}"));
+        }
+        assert!(!config.rules.rotation.is_empty());
+    }
+
+    #[test]
     fn environment_variables_set_cvars_by_their_names_in_capitals() {
         let vars = [
             ("SIGHTLINE_SV_HOSTNAME", "Box"),
