@@ -139,5 +139,37 @@ pub fn resolve(target: &str) -> SocketAddr {
 
 /// `--guid`: a player key as 32 hexadecimal digits.
 fn parse_guid(text: &str) -> Result<sightline_protocol::PlayerKey, String> {
-    crate::session::parse_key(text).ok_or_else(|| "expected 32 hexadecimal digits".into())
+    parse_key(text).ok_or_else(|| "expected 32 hexadecimal digits".into())
+}
+
+/// A key written as 32 hexadecimal digits.
+pub(crate) fn parse_key(text: &str) -> Option<sightline_protocol::PlayerKey> {
+    if text.len() != 32 || !text.is_ascii() {
+        return None;
+    }
+    let mut key = [0u8; 16];
+    for (i, byte) in key.iter_mut().enumerate() {
+        *byte = u8::from_str_radix(&text[2 * i..2 * i + 2], 16).ok()?;
+    }
+    Some(key)
+}
+
+#[cfg(test)]
+mod key_tests {
+    use super::parse_key;
+
+    #[test]
+    fn keys_are_32_hexadecimal_digits() {
+        let key = parse_key("00112233445566778899aabbccddEEFF").expect("a key");
+        assert_eq!(key[0], 0x00);
+        assert_eq!(key[15], 0xff);
+        for bad in [
+            "",
+            "0011",
+            "00112233445566778899aabbccddeefg",
+            "é0112233445566778899aabbccddeef",
+        ] {
+            assert_eq!(parse_key(bad), None, "{bad:?}");
+        }
+    }
 }

@@ -225,7 +225,7 @@ fn apply_requests(world: &mut World) {
 /// it is needed, and made afresh if someone edited it into something else.
 fn player_key(world: &mut World) -> sightline_protocol::PlayerKey {
     let text = world.resource::<Cvars>().read(cvar::CL_GUID);
-    if let Some(key) = parse_key(&text) {
+    if let Some(key) = crate::args::parse_key(&text) {
         return key;
     }
     let key = sightline_net::random_secret();
@@ -240,18 +240,6 @@ fn player_key(world: &mut World) -> sightline_protocol::PlayerKey {
         config.dirty = true;
     }
     key
-}
-
-/// A key written as 32 hexadecimal digits.
-pub(crate) fn parse_key(text: &str) -> Option<sightline_protocol::PlayerKey> {
-    if text.len() != 32 || !text.is_ascii() {
-        return None;
-    }
-    let mut key = [0u8; 16];
-    for (i, byte) in key.iter_mut().enumerate() {
-        *byte = u8::from_str_radix(&text[2 * i..2 * i + 2], 16).ok()?;
-    }
-    Some(key)
 }
 
 fn join(world: &mut World, target: Target) {

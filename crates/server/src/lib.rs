@@ -84,7 +84,7 @@ pub use inputs::{
 };
 pub use interest::{HEAR_RADIUS, Interest, LINGER_SECONDS, REFRESH_TICKS, SIGHT_MARGIN, could_see};
 pub use logs::{LogFile, LogFormat, LogOutput, LogRotation, add_logging};
-pub use metrics::Metrics;
+pub use metrics::{JsonPage, Metrics};
 pub use plugin::{CommandSource, CommandSourcesExt, ServerPlugin, ServerSet, server_app};
 pub use query::{Queries, QueryPlugin};
 pub use rcon::{
@@ -104,8 +104,8 @@ pub use stalls::{FrameLag, MAX_STALL_CATCH_UP, STALL_SECONDS, Stalls, TickCost};
 pub use stats::{HostingStats, SLICE_BYTES, ServerStats, SnapshotStats, TickTimes};
 pub use teams::smaller_team;
 pub use telemetry::{
-    HEALTH_TICK_TIMEOUT, JsonPage, MAX_REQUEST_BYTES, MAX_REQUESTS_PER_SECOND, RequestHead,
-    Telemetry, TelemetryPlugin, parse_request_head,
+    HEALTH_TICK_TIMEOUT, MAX_REQUEST_BYTES, MAX_REQUESTS_PER_SECOND, RequestHead, Telemetry,
+    TelemetryPlugin, parse_request_head,
 };
 pub use terminal::TerminalPlugin;
 pub use thread::ServerThread;

@@ -7,6 +7,11 @@
 
 use bevy::prelude::*;
 use prometheus::{Histogram, HistogramOpts, Registry};
+use std::sync::Arc;
+
+/// A page the metrics listener serves besides metrics and health (the leaderboard):
+/// given the query string, the body as JSON, or an error to answer with 503.
+pub type JsonPage = Arc<dyn Fn(&str) -> Result<String, String> + Send + Sync>;
 
 /// Upper bounds of the tick-time buckets, seconds: fine below one 128 Hz tick (7.8 ms),
 /// coarse above, where a tick is already late.

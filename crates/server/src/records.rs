@@ -1100,7 +1100,7 @@ fn player_record(db: &Db, name: &str) -> rusqlite::Result<Vec<String>> {
 
 /// The leaderboard page for the metrics listener (`/leaderboard?limit=N`, at most
 /// [`MAX_TOP`]): a read-only connection of its own, used from the listener's thread.
-pub fn leaderboard_page(path: &Path) -> Result<crate::telemetry::JsonPage, String> {
+pub fn leaderboard_page(path: &Path) -> Result<crate::metrics::JsonPage, String> {
     let db = Db::open_with_flags(
         path,
         OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,

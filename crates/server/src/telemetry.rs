@@ -9,7 +9,7 @@
 //! and nothing of the tick's.
 
 use crate::connection::Connection;
-use crate::metrics::Metrics;
+use crate::metrics::{JsonPage, Metrics};
 use crate::records::StatsWriter;
 use crate::rules::MatchState;
 use crate::stalls::{Stalls, TickCost};
@@ -37,10 +37,6 @@ const ACCEPT_POLL: Duration = Duration::from_millis(25);
 /// A server that has not ticked for this long is unhealthy (hung, or stalled past what
 /// it catches up).
 pub const HEALTH_TICK_TIMEOUT: Duration = Duration::from_secs(5);
-
-/// A page the listener serves besides metrics and health: given the query string, the
-/// body as JSON, or an error to answer with 503.
-pub type JsonPage = Arc<dyn Fn(&str) -> Result<String, String> + Send + Sync>;
 
 /// Serves metrics and health on `listener` (`--metrics ADDR`), and the pages given.
 pub struct TelemetryPlugin {
