@@ -103,6 +103,13 @@ pub(crate) fn update_roster(
                     info!("{} left ({reason})", p.name);
                 }
             }
+            ServerMessage::Lifetimes(rows) => {
+                for (id, lifetime) in rows {
+                    if let Some(p) = roster.0.get_mut(id) {
+                        p.lifetime = Some(*lifetime);
+                    }
+                }
+            }
             ServerMessage::Scoreboard(lines) => {
                 for line in lines {
                     if let Some(p) = roster.0.get_mut(&line.id) {
@@ -110,7 +117,6 @@ pub(crate) fn update_roster(
                         p.frags = line.frags;
                         p.deaths = line.deaths;
                         p.team = line.team;
-                        p.lifetime = line.lifetime;
                     }
                 }
             }

@@ -159,10 +159,6 @@ pub fn server_message() -> Vec<Vec<u8>> {
                 frags: 12,
                 deaths: 3,
                 team: Some(Team::Red),
-                lifetime: Some(Lifetime {
-                    kills: 1200,
-                    deaths: 800,
-                }),
             },
             ScoreLine {
                 id: PlayerId(5),
@@ -170,9 +166,15 @@ pub fn server_message() -> Vec<Vec<u8>> {
                 frags: -1,
                 deaths: 300,
                 team: Some(Team::Blue),
-                lifetime: None,
             },
         ]),
+        ServerMessage::Lifetimes(vec![(
+            PlayerId(0),
+            Lifetime {
+                kills: 1200,
+                deaths: 800,
+            },
+        )]),
         ServerMessage::Fired {
             shooter: PlayerId(2),
             weapon: WeaponKind::Shotgun,

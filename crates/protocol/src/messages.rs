@@ -250,6 +250,10 @@ pub enum ServerMessage {
         /// The line (cleaned, at most [`MAX_CHAT_LEN`] bytes).
         text: String,
     },
+    /// Players' lifetime kills and deaths where the server keeps statistics (this match
+    /// included), by player id in increasing order, sent with the scoreboard when they
+    /// change. Apart from the scoreboard so a full one still fits a datagram.
+    Lifetimes(Vec<(PlayerId, Lifetime)>),
 }
 
 /// What a [`ServerMessage::ServerText`] line is.
@@ -276,10 +280,6 @@ pub struct ScoreLine {
     pub deaths: u32,
     /// Team in team games.
     pub team: Option<Team>,
-    /// Kills and deaths over every match on servers sharing this one's statistics, this
-    /// match included; `None` where none are kept (bots, players without a key, servers
-    /// without statistics).
-    pub lifetime: Option<Lifetime>,
 }
 
 /// A player's record over their lifetime on a server's statistics.
@@ -299,9 +299,10 @@ fn check_finite(field: &str, values: &[f32]) -> Result<(), DecodeError> {
     }
 }
 
-/// Largest encoding of one [`ScoreLine`]: id 1, ping 1 + 3, frags 5, deaths 5, team 2,
-/// lifetime 1 + 5 + 5.
-const SCORE_LINE_MAX_BYTES: usize = 28;
+/// Largest encoding of one [`ScoreLine`]: id 1, ping 1 + 3, frags 5, deaths 5, team 2.
+/// A full scoreboard must stay within one renet slice (1200 bytes): reliable messages are
+/// never sliced (`sightline_net`'s packet guard refuses reliable slices).
+const SCORE_LINE_MAX_BYTES: usize = 17;
 
 impl Wire for ServerMessage {
     /// Room for the largest message: a full scoreboard (variant tag, length, 64 lines).
@@ -326,6 +327,15 @@ impl Wire for ServerMessage {
             }
             Self::PlayerJoined { name, .. } => check_text("name", name, MAX_NAME_LEN),
             Self::Chat { text, .. } => check_text("chat", text, MAX_CHAT_LEN),
+            Self::Lifetimes(rows) => {
+                if rows.len() > MAX_SNAPSHOT_PLAYERS {
+                    return Err(invalid("too many lifetime records"));
+                }
+                if rows.windows(2).any(|w| w[1].0 <= w[0].0) {
+                    return Err(invalid("lifetimes not in strictly increasing id order"));
+                }
+                Ok(())
+            }
             Self::Scoreboard(lines) => {
                 if lines.len() > MAX_SNAPSHOT_PLAYERS {
                     return Err(invalid("too many scoreboard lines"));

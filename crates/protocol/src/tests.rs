@@ -337,15 +337,40 @@ fn a_full_scoreboard_of_extreme_scores_fits_its_cap() {
             frags: i32::MIN,
             deaths: u32::MAX,
             team: Some(Team::Blue),
-            lifetime: Some(Lifetime {
-                kills: u32::MAX,
-                deaths: u32::MAX,
-            }),
         })
         .collect();
     let msg = ServerMessage::Scoreboard(lines);
     let bytes = msg.encode().expect("the largest scoreboard fits");
     assert_eq!(ServerMessage::decode(&bytes), Ok(msg));
+}
+
+#[test]
+fn full_lifetimes_fit_the_cap_and_out_of_order_ones_are_refused() {
+    let most = Lifetime {
+        kills: u32::MAX,
+        deaths: u32::MAX,
+    };
+    let rows: Vec<_> = (0..MAX_SNAPSHOT_PLAYERS as u8)
+        .map(|id| (PlayerId(id), most))
+        .collect();
+    let msg = ServerMessage::Lifetimes(rows);
+    let bytes = msg.encode().expect("the largest fits");
+    assert_eq!(ServerMessage::decode(&bytes), Ok(msg));
+    let backwards = ServerMessage::Lifetimes(vec![(PlayerId(2), most), (PlayerId(1), most)]);
+    let bytes = bincode::serde::encode_to_vec(&backwards, bincode::config::standard()).unwrap();
+    assert!(ServerMessage::decode(&bytes).is_err());
+}
+
+#[test]
+fn the_largest_reliable_messages_are_never_sliced() {
+    // renet slices a message over 1200 bytes, and the packet guard refuses reliable
+    // slices: every reliable message must fit one.
+    assert!(
+        ServerMessage::MAX_BYTES <= 1200,
+        "{}",
+        ServerMessage::MAX_BYTES
+    );
+    assert!(ClientMessage::MAX_BYTES <= 1200);
 }
 
 #[test]
@@ -368,7 +393,6 @@ fn scoreboards_out_of_order_or_with_unknown_teams_are_refused() {
         frags: 0,
         deaths: 0,
         team,
-        lifetime: None,
     };
     for lines in [
         vec![line(1, None), line(1, None)],

@@ -374,7 +374,6 @@ fn scoreboard() -> impl Strategy<Value = ServerMessage> {
             any::<i32>(),
             u32_any(),
             prop::option::of(prop::sample::select(Team::ALL.to_vec())),
-            prop::option::of((u32_any(), u32_any())),
         )
     };
     prop_oneof![0..=4usize, Just(MAX_SNAPSHOT_PLAYERS)]
@@ -384,13 +383,12 @@ fn scoreboard() -> impl Strategy<Value = ServerMessage> {
                 lines
                     .into_iter()
                     .zip(ids)
-                    .map(|((ping_ms, frags, deaths, team, lifetime), id)| ScoreLine {
+                    .map(|((ping_ms, frags, deaths, team), id)| ScoreLine {
                         id,
                         ping_ms,
                         frags,
                         deaths,
                         team,
-                        lifetime: lifetime.map(|(kills, deaths)| Lifetime { kills, deaths }),
                     })
                     .collect(),
             )
@@ -465,7 +463,27 @@ fn server_message() -> impl Strategy<Value = ServerMessage> {
             shown_text(MAX_CHAT_LEN)
         )
             .prop_map(|(kind, text)| ServerMessage::ServerText { kind, text }),
+        lifetimes(),
     ]
+}
+
+/// Lifetimes in increasing id order, up to a full server's with the widest numbers.
+fn lifetimes() -> impl Strategy<Value = ServerMessage> {
+    prop_oneof![0..=4usize, Just(MAX_SNAPSHOT_PLAYERS)]
+        .prop_flat_map(|n| {
+            (
+                prop::collection::vec((u32_any(), u32_any()), n),
+                increasing_ids(n),
+            )
+        })
+        .prop_map(|(records, ids)| {
+            ServerMessage::Lifetimes(
+                ids.into_iter()
+                    .zip(records)
+                    .map(|(id, (kills, deaths))| (id, Lifetime { kills, deaths }))
+                    .collect(),
+            )
+        })
 }
 
 fn client_datagram() -> impl Strategy<Value = ClientDatagram> {
@@ -710,6 +728,7 @@ fn server_variant(msg: &ServerMessage) -> usize {
         ServerMessage::MatchEnded { .. } => 12,
         ServerMessage::MapChange { .. } => 13,
         ServerMessage::ServerText { .. } => 14,
+        ServerMessage::Lifetimes(_) => 15,
     }
 }
 
@@ -760,7 +779,7 @@ fn every_variant_is_generated() {
     let checks = [
         (
             "ServerMessage",
-            variants_seen(server_message(), server_variant, 15),
+            variants_seen(server_message(), server_variant, 16),
         ),
         (
             "ClientMessage",

@@ -24,8 +24,8 @@ use sightline_map::CurrentMap;
 use sightline_movement::PlayerState;
 use sightline_net::{ClientId, DisconnectReason, RenetServer, RenetServerEvent, ServerEvent};
 use sightline_protocol::{
-    Channel, ClientMessage, MAX_CHAT_LEN, MAX_NAME_LEN, PROTOCOL_VERSION, ResumeSecret, ScoreLine,
-    ServerMessage, ServerTextKind, Welcome, Wire, clean_text,
+    Channel, ClientMessage, Lifetime, MAX_CHAT_LEN, MAX_NAME_LEN, PROTOCOL_VERSION, ResumeSecret,
+    ScoreLine, ServerMessage, ServerTextKind, Welcome, Wire, clean_text,
 };
 use sightline_sim::{BotControlled, Player, PlayerId, PlayerName};
 
@@ -561,10 +561,15 @@ pub(crate) fn drop_refused(
     }
 }
 
-/// Sends every client the scoreboard (frags, deaths, and round trips), once a second.
+/// Seconds between lifetime records sent unchanged, for players who joined since.
+const LIFETIMES_EVERY: f64 = 5.0;
+
+/// Sends every client the scoreboard (frags, deaths, and round trips), once a second, and
+/// the players' lifetime records where statistics are kept.
 pub(crate) fn broadcast_scoreboard(
     time: Res<Time<Real>>,
     mut last: Local<f64>,
+    mut sent_lifetimes: Local<(f64, Vec<(PlayerId, Lifetime)>)>,
     server: Res<RenetServer>,
     mut outbox: MessageWriter<Outgoing>,
     players: Query<(
@@ -582,7 +587,7 @@ pub(crate) fn broadcast_scoreboard(
     *last = now;
     let mut lines: Vec<ScoreLine> = players
         .iter()
-        .map(|(id, score, conn, team, career)| ScoreLine {
+        .map(|(id, score, conn, team, _)| ScoreLine {
             id: *id,
             ping_ms: conn.map(|c| {
                 (server.rtt(c.client_id) * 1000.0)
@@ -592,7 +597,6 @@ pub(crate) fn broadcast_scoreboard(
             frags: score.frags,
             deaths: score.deaths,
             team: team.copied(),
-            lifetime: career.and_then(Career::lifetime),
         })
         .collect();
     if lines.is_empty() {
@@ -600,6 +604,20 @@ pub(crate) fn broadcast_scoreboard(
     }
     lines.sort_by_key(|l| l.id);
     outbox.write(Outgoing::ToPlaying(ServerMessage::Scoreboard(lines)));
+    // Lifetimes when they changed, and every few seconds for those who joined since.
+    let mut lifetimes: Vec<(PlayerId, Lifetime)> = players
+        .iter()
+        .filter_map(|(id, .., career)| Some((*id, career?.lifetime()?)))
+        .collect();
+    lifetimes.sort_by_key(|(id, _)| *id);
+    let (sent_at, sent) = &mut *sent_lifetimes;
+    if !lifetimes.is_empty() && (lifetimes != *sent || now - *sent_at >= LIFETIMES_EVERY) {
+        outbox.write(Outgoing::ToPlaying(ServerMessage::Lifetimes(
+            lifetimes.clone(),
+        )));
+        *sent = lifetimes;
+        *sent_at = now;
+    }
 }
 
 #[cfg(test)]
