@@ -320,7 +320,7 @@ fn fly_rockets(
         });
         let mut hurt: Vec<(PlayerId, f32)> = Vec::new();
         for (id, mut state, ..) in &mut players {
-            let Some((damage, push)) = rocket_splash(at, &state, &params) else {
+            let Some((damage, push)) = rocket_splash(at, &state, &map.world, &params) else {
                 continue;
             };
             state.vel += push;

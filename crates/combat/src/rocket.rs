@@ -79,18 +79,48 @@ pub fn fly_rocket(
     }
 }
 
+/// How far into the open a burst's line of sight starts: the burst point lies on the
+/// surface it struck, where a ray would meet that surface at once. Thinner than any wall,
+/// so a target behind the struck wall still finds it in the way.
+const BURST_CLEARANCE: f32 = 0.05;
+
 /// What a rocket bursting at `at` does to a player in `state`: splash damage (before the
-/// owner's own share is taken off) and the push added to its velocity.
-pub fn rocket_splash(at: Vec3, state: &PlayerState, params: &MoveParams) -> Option<(f32, Vec3)> {
+/// owner's own share is taken off) and the push added to its velocity. Only what the
+/// burst can see is hurt: the splash reaches a player if nothing of `world` lies between
+/// the burst and their head, the middle of their body or their feet, so a wall or a floor
+/// shields whoever is behind it (as Quake 3 traces from the explosion to a body).
+pub fn rocket_splash(
+    at: Vec3,
+    state: &PlayerState,
+    world: &CollisionWorld,
+    params: &MoveParams,
+) -> Option<(f32, Vec3)> {
     let def = WeaponKind::Rockets.def();
-    let center = Hitbox::of(state).center(params);
-    splash(
+    let hitbox = Hitbox::of(state);
+    let center = hitbox.center(params);
+    let hit = splash(
         at,
         def.splash_radius,
         def.splash_damage,
         def.knockback,
         center,
-    )
+    )?;
+    let (feet, _) = hitbox.body(params);
+    let seen = [center, hitbox.head(params), feet]
+        .into_iter()
+        .any(|point| burst_sees(world, at, point));
+    seen.then_some(hit)
+}
+
+/// Whether nothing of `world` lies between a burst at `at` and `point`.
+fn burst_sees(world: &CollisionWorld, at: Vec3, point: Vec3) -> bool {
+    let offset = point - at;
+    let length = offset.length();
+    if length <= BURST_CLEARANCE {
+        return true;
+    }
+    let dir = offset / length;
+    world.is_clear(at + dir * BURST_CLEARANCE, dir * (length - BURST_CLEARANCE))
 }
 
 #[cfg(test)]
@@ -117,8 +147,40 @@ mod tests {
             assert!(ticks < 128, "never burst: {rocket:?}");
         };
         assert!(at.y.abs() < 1e-3, "burst at {at}");
-        let (damage, push) = rocket_splash(at, &me, &params).expect("within the splash");
+        let (damage, push) = rocket_splash(at, &me, &world, &params).expect("within the splash");
         assert!(damage > 0.0 && push.y > 5.0, "{damage} {push}");
+    }
+
+    #[test]
+    fn a_wall_between_the_burst_and_a_player_stops_the_splash() {
+        let params = MoveParams::default();
+        // A wall 0.5 m thick, its near face at x = 1, from the floor to 3 m up.
+        let wall = CollisionWorld::from_boxes([(
+            Vec3::new(1.25, 1.5, 0.0),
+            Vec3::new(0.25, 1.5, 5.0),
+            Quat::IDENTITY,
+        )]);
+        let burst = Vec3::new(1.0, 1.0, 0.0);
+        let in_front = PlayerState::at(Vec3::new(0.0, 0.0, 0.0), 0.0);
+        let behind = PlayerState::at(Vec3::new(2.0, 0.0, 0.0), 0.0);
+        assert!(rocket_splash(burst, &in_front, &wall, &params).is_some());
+        assert_eq!(rocket_splash(burst, &behind, &wall, &params), None);
+        // Without the wall, the same player at the same distance is hurt.
+        let open = CollisionWorld::from_boxes([]);
+        assert!(rocket_splash(burst, &behind, &open, &params).is_some());
+        // Behind a wall 0.6 m high, a burst on the ground still sees the head.
+        let low = CollisionWorld::from_boxes([(
+            Vec3::new(1.25, 0.3, 0.0),
+            Vec3::new(0.25, 0.3, 5.0),
+            Quat::IDENTITY,
+        )]);
+        let behind_low_wall = PlayerState::at(Vec3::new(2.0, 0.0, 0.0), 0.0);
+        assert!(!burst_sees(
+            &low,
+            Vec3::ZERO,
+            Hitbox::of(&behind_low_wall).center(&params)
+        ));
+        assert!(rocket_splash(Vec3::ZERO, &behind_low_wall, &low, &params).is_some());
     }
 
     #[test]

@@ -70,7 +70,7 @@ pub fn predict_tick(
         let Some(at) = fly_rocket(rocket, map, targets.iter().copied(), params, dt) else {
             return true;
         };
-        if let Some((_, push)) = rocket_splash(at, &s, params) {
+        if let Some((_, push)) = rocket_splash(at, &s, map, params) {
             s.vel += push;
         }
         false
