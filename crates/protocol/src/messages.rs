@@ -304,6 +304,11 @@ fn check_finite(field: &str, values: &[f32]) -> Result<(), DecodeError> {
 /// never sliced (`sightline_net`'s packet guard refuses reliable slices).
 const SCORE_LINE_MAX_BYTES: usize = 17;
 
+// renet slices a message over 1200 bytes, and `sightline_net`'s packet guard refuses
+// reliable slices: every reliable message must fit one.
+const _: () = assert!(<ServerMessage as Wire>::MAX_BYTES <= 1200);
+const _: () = assert!(<ClientMessage as Wire>::MAX_BYTES <= 1200);
+
 impl Wire for ServerMessage {
     /// Room for the largest message: a full scoreboard (variant tag, length, 64 lines).
     const MAX_BYTES: usize = 2 + MAX_SNAPSHOT_PLAYERS * SCORE_LINE_MAX_BYTES;

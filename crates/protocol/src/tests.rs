@@ -362,18 +362,6 @@ fn full_lifetimes_fit_the_cap_and_out_of_order_ones_are_refused() {
 }
 
 #[test]
-fn the_largest_reliable_messages_are_never_sliced() {
-    // renet slices a message over 1200 bytes, and the packet guard refuses reliable
-    // slices: every reliable message must fit one.
-    assert!(
-        ServerMessage::MAX_BYTES <= 1200,
-        "{}",
-        ServerMessage::MAX_BYTES
-    );
-    assert!(ClientMessage::MAX_BYTES <= 1200);
-}
-
-#[test]
 fn encoding_refuses_a_message_above_its_cap() {
     let long = ServerMessage::Chat {
         from: PlayerId(0),
