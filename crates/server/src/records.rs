@@ -839,15 +839,18 @@ fn upsert_player(
     )
 }
 
+/// The row of the player with this key, if they ever joined.
+fn player_id(tx: &rusqlite::Transaction, key: &KeyHash) -> rusqlite::Result<Option<i64>> {
+    tx.query_row(
+        "SELECT id FROM players WHERE key_hash = ?1",
+        [key.as_slice()],
+        |r| r.get(0),
+    )
+    .optional()
+}
+
 fn add_tally(tx: &rusqlite::Transaction, key: &KeyHash, t: &Tally) -> rusqlite::Result<()> {
-    let Some(id): Option<i64> = tx
-        .query_row(
-            "SELECT id FROM players WHERE key_hash = ?1",
-            [key.as_slice()],
-            |r| r.get(0),
-        )
-        .optional()?
-    else {
+    let Some(id) = player_id(tx, key)? else {
         // The join's job was dropped: nothing to add to.
         return Ok(());
     };
@@ -887,14 +890,8 @@ fn add_match(tx: &rusqlite::Transaction, m: &MatchRecord) -> rusqlite::Result<()
     )?;
     let match_id = tx.last_insert_rowid();
     for p in &m.players {
-        let player: Option<i64> = match &p.key {
-            Some(key) => tx
-                .query_row(
-                    "SELECT id FROM players WHERE key_hash = ?1",
-                    [key.as_slice()],
-                    |r| r.get(0),
-                )
-                .optional()?,
+        let player = match &p.key {
+            Some(key) => player_id(tx, key)?,
             None => None,
         };
         if let Some(id) = player {

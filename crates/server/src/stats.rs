@@ -2,6 +2,7 @@
 
 use crate::metrics::Metrics;
 use bevy::prelude::*;
+use sightline_net::Connectionless;
 use std::time::Instant;
 
 /// Counters over the server's life.
@@ -43,6 +44,14 @@ pub struct HostingStats {
     pub rcon_lockouts: u64,
     /// RCON connections refused (too many, remote admin off) or closed for bad packets.
     pub rcon_refused: u64,
+}
+
+impl HostingStats {
+    /// Connectionless datagrams dropped unanswered: those the server refused, and those
+    /// past the transport's per-frame limit that never reached it.
+    pub fn queries_dropped_in_all(&self, connectionless: Option<&Connectionless>) -> u64 {
+        self.queries_dropped + connectionless.map_or(0, |c| c.dropped)
+    }
 }
 
 /// renet sends an unreliable message longer than this in slices, one datagram each: a

@@ -81,8 +81,8 @@ impl StatusSources<'_, '_> {
             self.stalls.ticks_caught_up,
             self.stalls.skipped * 1000.0,
             self.hosting.queries,
-            // Past the transport's per-frame limit, or not answered.
-            self.hosting.queries_dropped + self.connectionless.as_ref().map_or(0, |c| c.dropped),
+            self.hosting
+                .queries_dropped_in_all(self.connectionless.as_deref()),
             self.hosting.rcon_wrong,
             self.hosting.rcon_lockouts,
             self.hosting.rcon_refused,

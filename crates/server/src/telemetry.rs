@@ -245,8 +245,7 @@ fn publish(mut telemetry: ResMut<Telemetry>, metrics: Res<Metrics>, s: Sources) 
         i64::from(s.config.tick_hz),
     );
     let (stats, net, hosting) = (&*s.stats, &*s.net, &*s.hosting);
-    let queries_dropped =
-        hosting.queries_dropped + s.connectionless.as_ref().map_or(0, |c| c.dropped);
+    let queries_dropped = hosting.queries_dropped_in_all(s.connectionless.as_deref());
     for (name, help, total) in [
         (
             "sightline_ticks_total",
