@@ -40,6 +40,41 @@ pub mod cvar {
             "frame rate cap; 0 for none (values under 30 count as 30)";
         VOLUME: f64 = "volume", Float { min: 0.0, max: 1.0 }, 0.8, SAVED,
             "master volume, 0 to 1";
+        S_EFFECTS: f64 = "s_effects", Float { min: 0.0, max: 1.0 }, 1.0, SAVED,
+            "volume of the game's sound effects (shots, steps, hits), 0 to 1, times volume";
+        S_ANNOUNCER: f64 = "s_announcer", Float { min: 0.0, max: 1.0 }, 1.0, SAVED,
+            "volume of the announcer, 0 to 1, times volume";
+        M_INVERT: bool = "m_invert", Bool, false, SAVED,
+            "1 turns the mouse's vertical axis upside down (moving it forward looks down)";
+        R_PRESET: i64 = "r_preset", Int { min: 0, max: 3 }, 2, SAVED,
+            "graphics quality: 0 low, 1 medium, 2 high, 3 ultra; changing it sets r_shadows, \
+             r_particles, r_scale, r_aa and r_bloom, which can then be changed one by one";
+        R_SHADOWS: bool = "r_shadows", Bool, true, SAVED, "1 for shadows from the lights";
+        R_BLOOM: bool = "r_bloom", Bool, true, SAVED, "1 for bloom around bright things";
+        R_PARTICLES: i64 = "r_particles", Int { min: 0, max: 2 }, 2, SAVED,
+            "particle effects: 0 off, 1 few, 2 all";
+        R_SCALE: f64 = "r_scale", Float { min: 0.5, max: 1.0 }, 1.0, SAVED,
+            "3D resolution as a fraction of the window's (0.5 to 1); the HUD stays sharp";
+        R_AA: i64 = "r_aa", Int { min: 0, max: 2 }, 1, SAVED,
+            "anti-aliasing: 0 off, 1 FXAA, 2 MSAA 4x";
+        VID_MODE: i64 = "vid_mode", Int { min: 0, max: 2 }, 0, SAVED,
+            "window mode: 0 windowed, 1 borderless full screen, 2 exclusive full screen";
+        VID_WIDTH: i64 = "vid_width", Int { min: 0, max: 7680 }, 0, SAVED,
+            "window width in pixels (or the full-screen video mode's); 0 keeps the size the \
+             game started with (--window, or 1280x720)";
+        VID_HEIGHT: i64 = "vid_height", Int { min: 0, max: 4320 }, 0, SAVED,
+            "window height in pixels (or the full-screen video mode's); 0 keeps the size \
+             the game started with";
+        VID_VSYNC: bool = "vid_vsync", Bool, false, SAVED,
+            "1 waits for the display's refresh (no tearing, a frame more of delay)";
+        CROSSHAIR_STYLE: i64 = "crosshair_style", Int { min: 0, max: 4 }, 1, SAVED,
+            "crosshair: 0 none, 1 cross, 2 cross with a dot, 3 dot, 4 circle";
+        CROSSHAIR_SIZE: f64 = "crosshair_size", Float { min: 2.0, max: 64.0 }, 12.0, SAVED,
+            "crosshair size in pixels, 2 to 64";
+        CROSSHAIR_COLOR: String = "crosshair_color", Text { max_len: 9 }, "#ffffff", SAVED,
+            "crosshair colour as #RRGGBB or #RRGGBBAA (hexadecimal)";
+        RATE: i64 = "rate", Int { min: 2500, max: 100000 }, 25000, SAVED,
+            "most bytes a second you ask the server to send you";
         NET_FAKELAG: f64 = "net_fakelag", Float { min: 0.0, max: 1000.0 }, 0.0, NONE,
             "fake one-way latency on your traffic, ms, both ways";
         NET_FAKEJITTER: f64 = "net_fakejitter", Float { min: 0.0, max: 500.0 }, 0.0, NONE,
