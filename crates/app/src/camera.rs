@@ -1,11 +1,14 @@
 //! The first-person view: the camera at the predicted eye (blended between the last two
 //! ticks, plus the fading correction), the field of view, and the weapon held in view with
-//! its muzzle flash.
+//! its muzzle flash. While we are dead the death camera (`deathcam.rs`) has the view
+//! instead; a respawn is never blended across.
 
 use crate::cvars::cvar;
+use crate::deathcam::DeathView;
 use bevy::core_pipeline::tonemapping::Tonemapping;
 use bevy::prelude::*;
 use sightline_client::{CombatCue, InputSource, LocalInput};
+use sightline_combat::SpawnCount;
 use sightline_console::Cvars;
 use sightline_movement::{MoveParams, PlayerState};
 use sightline_prediction::{Predicted, VisualOffset};
@@ -31,9 +34,14 @@ struct MuzzleFlash(f64);
 #[derive(Resource, Debug, Default)]
 struct EyeHeight(Option<f32>);
 
-/// The predicted state before the latest tick, for blending between ticks.
+/// The predicted state before the latest tick, for blending between ticks, with the
+/// spawn count it belonged to: a state from before a respawn is not blended from.
 #[derive(Component, Debug, Default, Clone, Copy)]
-struct PreviousState(PlayerState);
+struct PreviousState(PlayerState, Option<SpawnCount>);
+
+/// Where the camera is placed each frame; the death camera runs before it.
+#[derive(SystemSet, Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct CameraSet;
 
 /// The camera and the view model.
 pub struct CameraPlugin;
@@ -47,7 +55,7 @@ impl Plugin for CameraPlugin {
             .add_systems(
                 Update,
                 (
-                    place_camera,
+                    place_camera.in_set(CameraSet),
                     apply_fov,
                     show_view_model,
                     flash_on_own_shots,
@@ -119,35 +127,62 @@ fn spawn_camera(
 
 fn remember_previous_state(
     mut commands: Commands,
-    mut players: Query<(Entity, &PlayerState, Option<&mut PreviousState>), With<Predicted>>,
+    mut players: Query<
+        (
+            Entity,
+            &PlayerState,
+            Option<&SpawnCount>,
+            Option<&mut PreviousState>,
+        ),
+        With<Predicted>,
+    >,
 ) {
-    for (entity, state, previous) in &mut players {
+    for (entity, state, spawn, previous) in &mut players {
+        let now = PreviousState(*state, spawn.copied());
         match previous {
-            Some(mut p) => p.0 = *state,
+            Some(mut p) => *p = now,
             None => {
-                commands.entity(entity).insert(PreviousState(*state));
+                commands.entity(entity).insert(now);
             }
         }
     }
 }
 
 /// The camera sits at the predicted eye, blended between the last two ticks, plus the
-/// fading correction offset; it looks where the mouse last pointed.
+/// fading correction offset; it looks where the mouse last pointed. Not while dead (the
+/// death camera has the view), and not blended across a respawn: the first frame after
+/// one is at the new spawn.
+#[allow(clippy::too_many_arguments)]
 fn place_camera(
     time: Res<Time>,
     fixed: Res<Time<Fixed>>,
     params: Res<MoveParams>,
     input: Res<LocalInput>,
     source: Res<InputSource>,
+    death: Res<DeathView>,
     mut eye: ResMut<EyeHeight>,
-    player: Query<(&PlayerState, Option<&PreviousState>, &VisualOffset), With<Predicted>>,
+    player: Query<
+        (
+            &PlayerState,
+            Option<&SpawnCount>,
+            Option<&PreviousState>,
+            &VisualOffset,
+        ),
+        With<Predicted>,
+    >,
     mut camera: Query<&mut Transform, With<MainCamera>>,
 ) {
-    let (Ok((state, previous, offset)), Ok(mut transform)) = (player.single(), camera.single_mut())
+    let (Ok((state, spawn, previous, offset)), Ok(mut transform)) =
+        (player.single(), camera.single_mut())
     else {
         return;
     };
-    let from = previous.map_or(state.pos, |p| p.0.pos);
+    if death.active() {
+        return;
+    }
+    let from = previous
+        .filter(|p| p.1 == spawn.copied())
+        .map_or(state.pos, |p| p.0.pos);
     let pos = from.lerp(state.pos, fixed.overstep_fraction()) + offset.0;
     // Lower and raise the eye over about a tenth of a second.
     let target = params.eye(state.crouched());
@@ -172,12 +207,13 @@ fn apply_fov(cvars: Res<Cvars>, mut cameras: Query<&mut Projection, With<MainCam
     }
 }
 
-/// The view-model weapon shows once our player exists.
+/// The view-model weapon shows once our player exists, and not while dead.
 fn show_view_model(
     player: Query<(), With<Predicted>>,
+    death: Res<DeathView>,
     mut view_model: Query<&mut Visibility, With<ViewModel>>,
 ) {
-    let wanted = if player.is_empty() {
+    let wanted = if player.is_empty() || death.active() {
         Visibility::Hidden
     } else {
         Visibility::Inherited

@@ -1,6 +1,10 @@
-//! The heads-up display: crosshair, connection state, scoreboard, health and weapon,
-//! kill feed, match state, hit marker and damage direction.
+//! The heads-up display: crosshair (`crosshair_style`, `crosshair_size`,
+//! `crosshair_color`), connection state, scoreboard, health and weapon, kill feed, match
+//! state, hit marker and damage direction. The settings page draws its crosshair preview
+//! with the same [`draw_crosshair`].
 
+use crate::cvars::cvar;
+use crate::deathcam::DeathView;
 use crate::input::{Action, Controls, MouseLook};
 use crate::session::{AppState, describe};
 use bevy::prelude::*;
@@ -10,7 +14,7 @@ use sightline_client::{
     CombatCue, ConnectionStatus, InputHistory, InputPacing, KillFeed, LatestSnapshot, MatchInfo,
     Roster,
 };
-use sightline_console::Console;
+use sightline_console::{Console, Cvars};
 use sightline_movement::PlayerState;
 use sightline_prediction::Predicted;
 use sightline_sim::{PlayerId, SessionAppExt};
@@ -31,7 +35,8 @@ pub struct HudPlugin;
 impl Plugin for HudPlugin {
     fn build(&self, app: &mut App) {
         app.init_session_resource::<Feedback>()
-            .add_systems(Update, take_feedback)
+            .init_resource::<CrosshairLook>()
+            .add_systems(Update, (take_feedback, read_crosshair_cvars))
             .add_systems(
                 EguiPrimaryContextPass,
                 (draw_hud, draw_combat_hud).run_if(in_state(AppState::Playing)),
@@ -49,6 +54,8 @@ fn draw_hud(
     match_info: Res<MatchInfo>,
     look: Res<MouseLook>,
     console: Res<Console>,
+    crosshair: Res<CrosshairLook>,
+    death: Res<DeathView>,
 ) -> Result {
     let ctx = contexts.ctx_mut()?;
     let painter = ctx.layer_painter(egui::LayerId::new(
@@ -56,22 +63,9 @@ fn draw_hud(
         egui::Id::new("hud"),
     ));
     let center = ctx.content_rect().center();
-    // Crosshair: four short strokes around the centre with a gap, white on a dark outline.
-    for (color, width) in [
-        (egui::Color32::from_black_alpha(160), 4.0),
-        (egui::Color32::WHITE, 2.0),
-    ] {
-        for dir in [
-            egui::vec2(1.0, 0.0),
-            egui::vec2(-1.0, 0.0),
-            egui::vec2(0.0, 1.0),
-            egui::vec2(0.0, -1.0),
-        ] {
-            painter.line_segment(
-                [center + dir * 4.0, center + dir * 11.0],
-                egui::Stroke::new(width, color),
-            );
-        }
+    // No crosshair over the death camera: there is nothing to aim.
+    if !death.active() {
+        draw_crosshair(&painter, center, &crosshair);
     }
     let banner = match &*status {
         ConnectionStatus::Connected(_) if pacing.holds_input(history.last_seq()) => {
@@ -93,7 +87,7 @@ fn draw_hud(
         painter.text(
             center + egui::vec2(0.0, 60.0),
             egui::Align2::CENTER_CENTER,
-            "click to play  ·  Esc frees the mouse  ·  ` opens the console",
+            "click to play  ·  Esc opens the menu  ·  ` opens the console",
             egui::FontId::proportional(16.0),
             egui::Color32::from_white_alpha(200),
         );
@@ -186,28 +180,20 @@ fn draw_combat_hud(
         .and_then(|s| s.players.iter().find(|p| p.id == *id))
     {
         let weapon = me.weapon.def().name;
-        let (text, color) = if me.health == 0 {
-            (
-                "dead: respawning...".to_string(),
-                egui::Color32::from_rgb(255, 90, 80),
-            )
-        } else {
-            (
+        // Dead, the death camera says who killed us instead.
+        if me.health > 0 {
+            backed_text(
+                &painter,
+                egui::pos2(screen.left() + 16.0, screen.bottom() - 16.0),
+                egui::Align2::LEFT_BOTTOM,
                 format!(
                     "health {}   armour {}      {weapon} {}",
                     me.health, me.armor, me.ammo
                 ),
+                22.0,
                 egui::Color32::WHITE,
-            )
-        };
-        backed_text(
-            &painter,
-            egui::pos2(screen.left() + 16.0, screen.bottom() - 16.0),
-            egui::Align2::LEFT_BOTTOM,
-            text,
-            22.0,
-            color,
-        );
+            );
+        }
     }
     for (i, k) in kills.0.iter().rev().take(5).enumerate() {
         let weapon = k.weapon.def().name;
@@ -299,6 +285,175 @@ fn draw_combat_hud(
     Ok(())
 }
 
+/// How the crosshair looks, from its cvars.
+#[derive(Resource, Debug, Clone, Copy, PartialEq)]
+pub(crate) struct CrosshairLook {
+    /// `crosshair_style`: 0 none, 1 cross, 2 cross and dot, 3 dot, 4 circle.
+    pub style: i64,
+    /// `crosshair_size`: from the centre to the strokes' outer ends, pixels.
+    pub size: f32,
+    /// `crosshair_color`.
+    pub color: egui::Color32,
+}
+
+impl Default for CrosshairLook {
+    fn default() -> Self {
+        Self {
+            style: 1,
+            size: 12.0,
+            color: egui::Color32::WHITE,
+        }
+    }
+}
+
+impl CrosshairLook {
+    /// The look the cvars ask for; a colour that does not parse is white (the `Err` says
+    /// why, for the console).
+    pub(crate) fn from_cvars(cvars: &Cvars) -> (Self, Result<(), String>) {
+        let text = cvars.read(cvar::CROSSHAIR_COLOR);
+        let (color, error) = match parse_color(&text) {
+            Some(c) => (c, Ok(())),
+            None => (
+                egui::Color32::WHITE,
+                Err(format!(
+                    "crosshair_color: \"{text}\" is not #RRGGBB or #RRGGBBAA; drawing it white"
+                )),
+            ),
+        };
+        let look = Self {
+            style: cvars.read(cvar::CROSSHAIR_STYLE),
+            size: cvars.read(cvar::CROSSHAIR_SIZE) as f32,
+            color,
+        };
+        (look, error)
+    }
+}
+
+/// Follows the crosshair cvars; says once in the console when the colour is not one.
+fn read_crosshair_cvars(
+    cvars: Res<Cvars>,
+    mut look: ResMut<CrosshairLook>,
+    mut console: ResMut<Console>,
+    mut warned: Local<Option<String>>,
+) {
+    if !cvars.is_changed() {
+        return;
+    }
+    let (new, error) = CrosshairLook::from_cvars(&cvars);
+    look.set_if_neq(new);
+    match error {
+        Err(e) if warned.as_deref() != Some(e.as_str()) => {
+            console.print(format!("error: {e}"));
+            *warned = Some(e);
+        }
+        Err(_) => {}
+        Ok(()) => *warned = None,
+    }
+}
+
+/// Parses `#RRGGBB` or `#RRGGBBAA` (the `#` may be left out), hexadecimal.
+pub(crate) fn parse_color(text: &str) -> Option<egui::Color32> {
+    let hex = text.trim().trim_start_matches('#');
+    if !matches!(hex.len(), 6 | 8) || !hex.bytes().all(|b| b.is_ascii_hexdigit()) {
+        return None;
+    }
+    let byte = |i: usize| u8::from_str_radix(&hex[i..i + 2], 16).ok();
+    let alpha = if hex.len() == 8 { byte(6)? } else { 255 };
+    Some(egui::Color32::from_rgba_unmultiplied(
+        byte(0)?,
+        byte(2)?,
+        byte(4)?,
+        alpha,
+    ))
+}
+
+/// Writes a colour as `crosshair_color` holds it: `#RRGGBB`, or `#RRGGBBAA` when not opaque.
+pub(crate) fn format_color([r, g, b, a]: [u8; 4]) -> String {
+    if a == 255 {
+        format!("#{r:02x}{g:02x}{b:02x}")
+    } else {
+        format!("#{r:02x}{g:02x}{b:02x}{a:02x}")
+    }
+}
+
+/// A crosshair's shape around its centre, in pixels: line segments, a dot's radius and a
+/// ring's radius.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct CrosshairShape {
+    /// Strokes, each from one offset to another.
+    pub lines: Vec<[egui::Vec2; 2]>,
+    /// A filled dot in the middle.
+    pub dot: Option<f32>,
+    /// A ring.
+    pub ring: Option<f32>,
+}
+
+/// The shape of crosshair `style` at `size`: the cross's strokes run from a gap of a
+/// third of the size out to the size; the dot grows slowly with the size.
+pub(crate) fn crosshair_shape(style: i64, size: f32) -> CrosshairShape {
+    let gap = (size / 3.0).max(2.0);
+    let cross = || {
+        [
+            egui::vec2(1.0, 0.0),
+            egui::vec2(-1.0, 0.0),
+            egui::vec2(0.0, 1.0),
+            egui::vec2(0.0, -1.0),
+        ]
+        .into_iter()
+        .map(|d| [d * gap, d * size.max(gap + 1.0)])
+        .collect()
+    };
+    let dot = (size / 8.0).clamp(1.5, 4.0);
+    match style {
+        1 => CrosshairShape {
+            lines: cross(),
+            dot: None,
+            ring: None,
+        },
+        2 => CrosshairShape {
+            lines: cross(),
+            dot: Some(dot),
+            ring: None,
+        },
+        3 => CrosshairShape {
+            lines: Vec::new(),
+            dot: Some(dot),
+            ring: None,
+        },
+        4 => CrosshairShape {
+            lines: Vec::new(),
+            dot: Some(1.5),
+            ring: Some(size),
+        },
+        _ => CrosshairShape {
+            lines: Vec::new(),
+            dot: None,
+            ring: None,
+        },
+    }
+}
+
+/// Draws the crosshair at `center`, in its colour over a dark outline that keeps it
+/// visible on bright walls.
+pub(crate) fn draw_crosshair(painter: &egui::Painter, center: egui::Pos2, look: &CrosshairLook) {
+    let shape = crosshair_shape(look.style, look.size);
+    let outline = egui::Color32::from_black_alpha(look.color.a().min(160));
+    for (color, extra) in [(outline, 2.0), (look.color, 0.0)] {
+        for [from, to] in &shape.lines {
+            painter.line_segment(
+                [center + *from, center + *to],
+                egui::Stroke::new(2.0 + extra, color),
+            );
+        }
+        if let Some(r) = shape.ring {
+            painter.circle_stroke(center, r, egui::Stroke::new(1.5 + extra, color));
+        }
+        if let Some(r) = shape.dot {
+            painter.circle_filled(center, r + extra / 2.0, color);
+        }
+    }
+}
+
 /// Text on a dark rounded backdrop, readable against any sky or wall.
 fn backed_text(
     painter: &egui::Painter,
@@ -312,4 +467,75 @@ fn backed_text(
     let rect = align.anchor_size(at, galley.size());
     painter.rect_filled(rect.expand(4.0), 4.0, egui::Color32::from_black_alpha(140));
     painter.galley(rect.min, galley, color);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn colours_parse_with_or_without_alpha_and_write_back() {
+        assert_eq!(
+            parse_color("#00ff80"),
+            Some(egui::Color32::from_rgb(0, 255, 128))
+        );
+        assert_eq!(
+            parse_color("FF000080"),
+            Some(egui::Color32::from_rgba_unmultiplied(255, 0, 0, 128))
+        );
+        for bad in [
+            "",
+            "#fff",
+            "#gg0000",
+            "#00ff8",
+            "#00ff80ff00",
+            "green",
+            "#+1ff00",
+        ] {
+            assert_eq!(parse_color(bad), None, "{bad}");
+        }
+        assert_eq!(format_color([0, 255, 128, 255]), "#00ff80");
+        assert_eq!(format_color([255, 0, 0, 128]), "#ff000080");
+        let c = parse_color(&format_color([12, 34, 56, 78])).unwrap();
+        assert_eq!(c.to_srgba_unmultiplied(), [12, 34, 56, 78]);
+    }
+
+    #[test]
+    fn the_crosshair_shapes_grow_with_their_size() {
+        assert_eq!(crosshair_shape(0, 12.0), crosshair_shape(9, 12.0));
+        assert!(crosshair_shape(0, 12.0).lines.is_empty());
+        let cross = crosshair_shape(1, 12.0);
+        assert_eq!(cross.lines.len(), 4);
+        assert_eq!(cross.dot, None);
+        // Each stroke runs outward from the gap to the size.
+        for [from, to] in &cross.lines {
+            assert_eq!(from.length(), 4.0);
+            assert_eq!(to.length(), 12.0);
+        }
+        let big = crosshair_shape(2, 48.0);
+        assert_eq!(big.lines[0][1].length(), 48.0);
+        assert_eq!(big.dot, Some(4.0));
+        // A tiny cross keeps a gap and strokes at least a pixel long.
+        for [from, to] in crosshair_shape(1, 2.0).lines {
+            assert!(to.length() > from.length());
+        }
+        let dot = crosshair_shape(3, 12.0);
+        assert!(dot.lines.is_empty() && dot.dot == Some(1.5));
+        assert_eq!(crosshair_shape(4, 20.0).ring, Some(20.0));
+    }
+
+    #[test]
+    fn a_bad_colour_draws_white_and_says_why() {
+        let mut cvars = Cvars::default();
+        for d in cvar::client_cvars() {
+            cvars.register(d);
+        }
+        let (look, ok) = CrosshairLook::from_cvars(&cvars);
+        assert_eq!(look, CrosshairLook::default());
+        assert!(ok.is_ok());
+        cvars.set_handle(cvar::CROSSHAIR_COLOR, "#zz").unwrap();
+        let (look, error) = CrosshairLook::from_cvars(&cvars);
+        assert_eq!(look.color, egui::Color32::WHITE);
+        assert!(error.unwrap_err().contains("#zz"));
+    }
 }

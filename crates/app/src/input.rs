@@ -2,7 +2,9 @@
 //! key bindings. Sampled just before each fixed tick, so commands carry the newest input.
 
 use crate::cvars::cvar;
+use crate::menu::GameMenu;
 use crate::session::AppState;
+use crate::settings::SettingsPage;
 use bevy::app::RunFixedMainLoopSystems;
 use bevy::input::mouse::AccumulatedMouseMotion;
 use bevy::prelude::*;
@@ -52,7 +54,7 @@ pub enum Action {
 }
 
 /// The console command each action is bound as (Quake's names).
-const ACTION_COMMANDS: &[(Action, &str)] = &[
+pub(crate) const ACTION_COMMANDS: &[(Action, &str)] = &[
     (Action::Forward, "+forward"),
     (Action::Back, "+back"),
     (Action::MoveLeft, "+moveleft"),
@@ -72,7 +74,7 @@ const ACTION_COMMANDS: &[(Action, &str)] = &[
 ];
 
 /// The default bindings: WASD, space, ctrl, mouse buttons, R, 1-5, Tab, T.
-const DEFAULT_BINDINGS: &[(&str, &str)] = &[
+pub(crate) const DEFAULT_BINDINGS: &[(&str, &str)] = &[
     ("w", "+forward"),
     ("s", "+back"),
     ("a", "+moveleft"),
@@ -91,90 +93,179 @@ const DEFAULT_BINDINGS: &[(&str, &str)] = &[
     ("t", "messagemode"),
 ];
 
+impl Action {
+    /// What the settings page calls it.
+    pub(crate) fn label(self) -> &'static str {
+        match self {
+            Self::Forward => "Move forward",
+            Self::Back => "Move back",
+            Self::MoveLeft => "Step left",
+            Self::MoveRight => "Step right",
+            Self::Jump => "Jump",
+            Self::Crouch => "Crouch",
+            Self::Attack => "Fire",
+            Self::Attack2 => "Alternate fire",
+            Self::Reload => "Reload",
+            Self::Weapon1 => "Weapon 1",
+            Self::Weapon2 => "Weapon 2",
+            Self::Weapon3 => "Weapon 3",
+            Self::Weapon4 => "Weapon 4",
+            Self::Weapon5 => "Weapon 5",
+            Self::Scores => "Scoreboard",
+            Self::Chat => "Chat",
+        }
+    }
+}
+
+/// Binds `key` to `command` as the settings page's key capture does: the key leaves
+/// whatever it did before, and the keys that ran `command` until now are unbound, so one
+/// press replaces the binding (as `unbind` and `bind` typed in the console would).
+pub(crate) fn rebind(bindings: &mut Bindings, command: &str, key: &str) {
+    let old: Vec<String> = bindings.keys_for(command).map(str::to_string).collect();
+    for k in old {
+        bindings.unbind(&k);
+    }
+    bindings.bind(key, command);
+}
+
+/// Puts the game's own keys back: every binding of a game action goes, and the defaults
+/// return; bindings of other commands stay.
+pub(crate) fn restore_default_bindings(bindings: &mut Bindings) {
+    let actions: Vec<String> = bindings
+        .iter()
+        .filter(|(_, c)| ACTION_COMMANDS.iter().any(|(_, a)| a == c))
+        .map(|(k, _)| k.to_string())
+        .collect();
+    for k in actions {
+        bindings.unbind(&k);
+    }
+    for (key, command) in DEFAULT_BINDINGS {
+        bindings.bind(key, command);
+    }
+}
+
 /// A key or button by the name the console uses.
-enum Input {
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Input {
+    /// A key on the keyboard.
     Key(KeyCode),
+    /// A mouse button.
     Mouse(MouseButton),
 }
 
+/// Every key and button `bind` knows, by its name (Quake's where it has one). Escape and
+/// the backquote are missing on purpose: they open the menu and the console.
+const KEY_NAMES: &[(&str, Input)] = &[
+    ("a", Input::Key(KeyCode::KeyA)),
+    ("b", Input::Key(KeyCode::KeyB)),
+    ("c", Input::Key(KeyCode::KeyC)),
+    ("d", Input::Key(KeyCode::KeyD)),
+    ("e", Input::Key(KeyCode::KeyE)),
+    ("f", Input::Key(KeyCode::KeyF)),
+    ("g", Input::Key(KeyCode::KeyG)),
+    ("h", Input::Key(KeyCode::KeyH)),
+    ("i", Input::Key(KeyCode::KeyI)),
+    ("j", Input::Key(KeyCode::KeyJ)),
+    ("k", Input::Key(KeyCode::KeyK)),
+    ("l", Input::Key(KeyCode::KeyL)),
+    ("m", Input::Key(KeyCode::KeyM)),
+    ("n", Input::Key(KeyCode::KeyN)),
+    ("o", Input::Key(KeyCode::KeyO)),
+    ("p", Input::Key(KeyCode::KeyP)),
+    ("q", Input::Key(KeyCode::KeyQ)),
+    ("r", Input::Key(KeyCode::KeyR)),
+    ("s", Input::Key(KeyCode::KeyS)),
+    ("t", Input::Key(KeyCode::KeyT)),
+    ("u", Input::Key(KeyCode::KeyU)),
+    ("v", Input::Key(KeyCode::KeyV)),
+    ("w", Input::Key(KeyCode::KeyW)),
+    ("x", Input::Key(KeyCode::KeyX)),
+    ("y", Input::Key(KeyCode::KeyY)),
+    ("z", Input::Key(KeyCode::KeyZ)),
+    ("0", Input::Key(KeyCode::Digit0)),
+    ("1", Input::Key(KeyCode::Digit1)),
+    ("2", Input::Key(KeyCode::Digit2)),
+    ("3", Input::Key(KeyCode::Digit3)),
+    ("4", Input::Key(KeyCode::Digit4)),
+    ("5", Input::Key(KeyCode::Digit5)),
+    ("6", Input::Key(KeyCode::Digit6)),
+    ("7", Input::Key(KeyCode::Digit7)),
+    ("8", Input::Key(KeyCode::Digit8)),
+    ("9", Input::Key(KeyCode::Digit9)),
+    ("f1", Input::Key(KeyCode::F1)),
+    ("f2", Input::Key(KeyCode::F2)),
+    ("f3", Input::Key(KeyCode::F3)),
+    ("f4", Input::Key(KeyCode::F4)),
+    ("f5", Input::Key(KeyCode::F5)),
+    ("f6", Input::Key(KeyCode::F6)),
+    ("f7", Input::Key(KeyCode::F7)),
+    ("f8", Input::Key(KeyCode::F8)),
+    ("f9", Input::Key(KeyCode::F9)),
+    ("f10", Input::Key(KeyCode::F10)),
+    ("f11", Input::Key(KeyCode::F11)),
+    ("f12", Input::Key(KeyCode::F12)),
+    ("space", Input::Key(KeyCode::Space)),
+    ("tab", Input::Key(KeyCode::Tab)),
+    ("enter", Input::Key(KeyCode::Enter)),
+    ("backspace", Input::Key(KeyCode::Backspace)),
+    ("shift", Input::Key(KeyCode::ShiftLeft)),
+    ("rshift", Input::Key(KeyCode::ShiftRight)),
+    ("ctrl", Input::Key(KeyCode::ControlLeft)),
+    ("rctrl", Input::Key(KeyCode::ControlRight)),
+    ("alt", Input::Key(KeyCode::AltLeft)),
+    ("ralt", Input::Key(KeyCode::AltRight)),
+    ("capslock", Input::Key(KeyCode::CapsLock)),
+    ("up", Input::Key(KeyCode::ArrowUp)),
+    ("down", Input::Key(KeyCode::ArrowDown)),
+    ("left", Input::Key(KeyCode::ArrowLeft)),
+    ("right", Input::Key(KeyCode::ArrowRight)),
+    ("ins", Input::Key(KeyCode::Insert)),
+    ("del", Input::Key(KeyCode::Delete)),
+    ("home", Input::Key(KeyCode::Home)),
+    ("end", Input::Key(KeyCode::End)),
+    ("pgup", Input::Key(KeyCode::PageUp)),
+    ("pgdn", Input::Key(KeyCode::PageDown)),
+    ("semicolon", Input::Key(KeyCode::Semicolon)),
+    ("apostrophe", Input::Key(KeyCode::Quote)),
+    ("comma", Input::Key(KeyCode::Comma)),
+    ("period", Input::Key(KeyCode::Period)),
+    ("slash", Input::Key(KeyCode::Slash)),
+    ("minus", Input::Key(KeyCode::Minus)),
+    ("equals", Input::Key(KeyCode::Equal)),
+    ("lbracket", Input::Key(KeyCode::BracketLeft)),
+    ("rbracket", Input::Key(KeyCode::BracketRight)),
+    ("backslash", Input::Key(KeyCode::Backslash)),
+    ("kp_0", Input::Key(KeyCode::Numpad0)),
+    ("kp_1", Input::Key(KeyCode::Numpad1)),
+    ("kp_2", Input::Key(KeyCode::Numpad2)),
+    ("kp_3", Input::Key(KeyCode::Numpad3)),
+    ("kp_4", Input::Key(KeyCode::Numpad4)),
+    ("kp_5", Input::Key(KeyCode::Numpad5)),
+    ("kp_6", Input::Key(KeyCode::Numpad6)),
+    ("kp_7", Input::Key(KeyCode::Numpad7)),
+    ("kp_8", Input::Key(KeyCode::Numpad8)),
+    ("kp_9", Input::Key(KeyCode::Numpad9)),
+    ("mouse1", Input::Mouse(MouseButton::Left)),
+    ("mouse2", Input::Mouse(MouseButton::Right)),
+    ("mouse3", Input::Mouse(MouseButton::Middle)),
+    ("mouse4", Input::Mouse(MouseButton::Back)),
+    ("mouse5", Input::Mouse(MouseButton::Forward)),
+];
+
 /// Looks up a key name as typed in `bind` (case-insensitive).
-fn input_named(name: &str) -> Option<Input> {
-    let name = name.to_ascii_lowercase();
-    let key = |k| Some(Input::Key(k));
-    if name.len() == 1 {
-        let c = name.chars().next()?;
-        return match c {
-            'a'..='z' => {
-                let codes = [
-                    KeyCode::KeyA,
-                    KeyCode::KeyB,
-                    KeyCode::KeyC,
-                    KeyCode::KeyD,
-                    KeyCode::KeyE,
-                    KeyCode::KeyF,
-                    KeyCode::KeyG,
-                    KeyCode::KeyH,
-                    KeyCode::KeyI,
-                    KeyCode::KeyJ,
-                    KeyCode::KeyK,
-                    KeyCode::KeyL,
-                    KeyCode::KeyM,
-                    KeyCode::KeyN,
-                    KeyCode::KeyO,
-                    KeyCode::KeyP,
-                    KeyCode::KeyQ,
-                    KeyCode::KeyR,
-                    KeyCode::KeyS,
-                    KeyCode::KeyT,
-                    KeyCode::KeyU,
-                    KeyCode::KeyV,
-                    KeyCode::KeyW,
-                    KeyCode::KeyX,
-                    KeyCode::KeyY,
-                    KeyCode::KeyZ,
-                ];
-                key(codes[(c as u8 - b'a') as usize])
-            }
-            '0'..='9' => {
-                let codes = [
-                    KeyCode::Digit0,
-                    KeyCode::Digit1,
-                    KeyCode::Digit2,
-                    KeyCode::Digit3,
-                    KeyCode::Digit4,
-                    KeyCode::Digit5,
-                    KeyCode::Digit6,
-                    KeyCode::Digit7,
-                    KeyCode::Digit8,
-                    KeyCode::Digit9,
-                ];
-                key(codes[(c as u8 - b'0') as usize])
-            }
-            _ => None,
-        };
-    }
-    match name.as_str() {
-        "space" => key(KeyCode::Space),
-        "tab" => key(KeyCode::Tab),
-        "enter" => key(KeyCode::Enter),
-        "shift" => key(KeyCode::ShiftLeft),
-        "ctrl" => key(KeyCode::ControlLeft),
-        "alt" => key(KeyCode::AltLeft),
-        "up" => key(KeyCode::ArrowUp),
-        "down" => key(KeyCode::ArrowDown),
-        "left" => key(KeyCode::ArrowLeft),
-        "right" => key(KeyCode::ArrowRight),
-        "f1" => key(KeyCode::F1),
-        "f2" => key(KeyCode::F2),
-        "f3" => key(KeyCode::F3),
-        "f4" => key(KeyCode::F4),
-        "f5" => key(KeyCode::F5),
-        "f6" => key(KeyCode::F6),
-        "mouse1" => Some(Input::Mouse(MouseButton::Left)),
-        "mouse2" => Some(Input::Mouse(MouseButton::Right)),
-        "mouse3" => Some(Input::Mouse(MouseButton::Middle)),
-        _ => None,
-    }
+pub(crate) fn input_named(name: &str) -> Option<Input> {
+    KEY_NAMES
+        .iter()
+        .find(|(n, _)| n.eq_ignore_ascii_case(name))
+        .map(|(_, input)| *input)
+}
+
+/// The name `bind` knows a key or button by, for the settings page's key capture.
+pub(crate) fn name_of(input: Input) -> Option<&'static str> {
+    KEY_NAMES
+        .iter()
+        .find(|(_, i)| *i == input)
+        .map(|(name, _)| *name)
 }
 
 /// Builds leafwing's input map from the console's bindings.
@@ -267,18 +358,24 @@ fn face_spawn_direction(
     }
 }
 
-/// Grabs the cursor while playing; Escape frees it, a click takes it back.
+/// Grabs the cursor while playing; the console, chat and the menus free it (Escape opens
+/// the game menu), a click or the menu's Resume takes it back.
 fn grab_cursor(
     state: Res<State<AppState>>,
     console: Res<Console>,
     focus: Res<TextFocus>,
-    keys: Res<ButtonInput<KeyCode>>,
+    menu: Res<GameMenu>,
+    settings: Res<SettingsPage>,
     mouse: Res<ButtonInput<MouseButton>>,
     mut look: ResMut<MouseLook>,
     mut cursor: Query<&mut CursorOptions, With<PrimaryWindow>>,
 ) {
-    let playing = *state.get() == AppState::Playing && !console.open && !focus.0;
-    let wanted = if !playing || keys.just_pressed(KeyCode::Escape) {
+    let playing = *state.get() == AppState::Playing
+        && !console.open
+        && !focus.0
+        && !menu.open
+        && !settings.open;
+    let wanted = if !playing {
         false
     } else if mouse.just_pressed(MouseButton::Left) {
         true
@@ -342,7 +439,13 @@ fn sample_local_input(
         let scale = (DEGREES_PER_COUNT * cvars.read(cvar::SENSITIVITY) as f32).to_radians();
         input.yaw = sightline_sim::wrap_angle(input.yaw - motion.delta.x * scale);
         let max = MAX_PITCH_DEG.to_radians();
-        input.pitch = (input.pitch - motion.delta.y * scale).clamp(-max, max);
+        // m_invert: moving the mouse forward looks down.
+        let vertical = if cvars.read(cvar::M_INVERT) {
+            -motion.delta.y
+        } else {
+            motion.delta.y
+        };
+        input.pitch = (input.pitch - vertical * scale).clamp(-max, max);
     }
     if !look.0 {
         // Typing in the console or chat, or in a menu: stand still, keep looking.
@@ -413,5 +516,55 @@ mod tests {
         assert!(map.get(&Action::Jump).is_some());
         assert!(input_named("nosuchkey").is_none());
         assert!(matches!(input_named("W"), Some(Input::Key(KeyCode::KeyW))));
+    }
+
+    #[test]
+    fn every_key_name_parses_back_to_its_key_and_names_are_unique() {
+        for (name, input) in KEY_NAMES {
+            assert_eq!(input_named(name), Some(*input), "{name}");
+            assert_eq!(name_of(*input), Some(*name), "{name}");
+            // The config file holds `bind NAME "..."`: a name must be one plain word.
+            assert!(
+                name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_'),
+                "{name}"
+            );
+        }
+        assert_eq!(input_named("MOUSE4"), Some(Input::Mouse(MouseButton::Back)));
+        assert_eq!(input_named("F12"), Some(Input::Key(KeyCode::F12)));
+        assert_eq!(input_named("RShift"), Some(Input::Key(KeyCode::ShiftRight)));
+        // Escape and the backquote open the menu and the console: never bindable.
+        assert_eq!(name_of(Input::Key(KeyCode::Escape)), None);
+        assert_eq!(name_of(Input::Key(KeyCode::Backquote)), None);
+        assert_eq!(input_named(""), None);
+        assert_eq!(input_named("mouse9"), None);
+    }
+
+    #[test]
+    fn rebinding_replaces_the_commands_keys_and_takes_the_key_from_its_old_command() {
+        let mut bindings = Bindings::default();
+        for (key, command) in DEFAULT_BINDINGS {
+            bindings.bind(key, command);
+        }
+        bindings.bind("up", "+jump");
+        rebind(&mut bindings, "+jump", "mouse4");
+        assert_eq!(bindings.keys_for("+jump").collect::<Vec<_>>(), ["mouse4"]);
+        assert_eq!(bindings.get("space"), None);
+        // W moved to fire: forward loses it.
+        rebind(&mut bindings, "+attack", "w");
+        assert_eq!(bindings.get("w"), Some("+attack"));
+        assert_eq!(bindings.get("mouse1"), None);
+        assert_eq!(bindings.keys_for("+forward").count(), 0);
+        let map = input_map(&bindings);
+        assert_eq!(
+            map.get_buttonlike(&Action::Attack).map(Vec::len),
+            Some(1),
+            "fire has exactly its new key"
+        );
+        bindings.bind("f9", "say hello");
+        restore_default_bindings(&mut bindings);
+        assert_eq!(bindings.get("w"), Some("+forward"));
+        assert_eq!(bindings.get("mouse1"), Some("+attack"));
+        assert_eq!(bindings.get("mouse4"), None);
+        assert_eq!(bindings.get("f9"), Some("say hello"));
     }
 }

@@ -12,6 +12,7 @@ mod browser;
 mod camera;
 mod chat;
 mod cvars;
+mod deathcam;
 mod effects;
 mod headless;
 mod hud;
@@ -20,6 +21,7 @@ mod menu;
 mod offline;
 mod players;
 mod session;
+mod settings;
 mod smoke;
 mod sound;
 mod world;
@@ -106,9 +108,11 @@ impl PluginGroup for GamePlugins {
             .add(cvars::CvarsPlugin)
             .add(session::SessionPlugin)
             .add(menu::MenuPlugin)
+            .add(settings::SettingsPlugin)
             .add(browser::BrowserPlugin)
             .add(input::InputPlugin)
             .add(camera::CameraPlugin)
+            .add(deathcam::DeathCamPlugin)
             .add(world::WorldPlugin)
             .add(players::PlayersPlugin)
             .add(effects::EffectsPlugin)

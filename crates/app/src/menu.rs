@@ -1,10 +1,13 @@
-//! The main menu: play offline, connect (or find servers in the browser), settings,
-//! quit.
+//! The main menu (play offline, connect or find servers in the browser, settings, quit)
+//! and the game menu that Escape opens while playing (resume, settings, disconnect,
+//! quit), which frees the mouse while it is open.
 
 use crate::args::RemoteSecurity;
 use crate::browser::ServerBrowser;
 use crate::cvars::cvar;
+use crate::input::{MouseLook, TextFocus};
 use crate::session::{AppState, Session, SessionRequest, Target, join_server};
+use crate::settings::SettingsPage;
 use bevy::prelude::*;
 use bevy_egui::{EguiContexts, EguiPrimaryContextPass, egui};
 use sightline_console::{Console, Cvars};
@@ -52,16 +55,109 @@ impl FromWorld for MenuForm {
     }
 }
 
-/// Draws the menu in [`AppState::Menu`].
+/// Whether the game menu (Escape while playing) is open.
+#[derive(Resource, Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct GameMenu {
+    /// Open: drawn, and the mouse is free.
+    pub open: bool,
+}
+
+/// Draws the main menu in [`AppState::Menu`] and the game menu while playing.
 pub struct MenuPlugin;
 
 impl Plugin for MenuPlugin {
     fn build(&self, app: &mut App) {
-        app.init_resource::<MenuForm>().add_systems(
-            EguiPrimaryContextPass,
-            draw_menu.run_if(in_state(AppState::Menu)),
-        );
+        app.init_resource::<MenuForm>()
+            .init_resource::<GameMenu>()
+            .add_systems(Update, toggle_game_menu.run_if(in_state(AppState::Playing)))
+            .add_systems(OnExit(AppState::Playing), close_game_menu)
+            .add_systems(
+                EguiPrimaryContextPass,
+                (
+                    draw_menu.run_if(in_state(AppState::Menu)),
+                    draw_game_menu.run_if(in_state(AppState::Playing)),
+                ),
+            );
     }
+}
+
+/// Escape opens the game menu, or steps back out of it: from the settings to the menu,
+/// from the menu to the game. While the console or the chat box has the keyboard,
+/// Escape is theirs; while the settings wait for a key to bind, it cancels that.
+pub(crate) fn toggle_game_menu(
+    keys: Res<ButtonInput<KeyCode>>,
+    console: Res<Console>,
+    focus: Res<TextFocus>,
+    mut menu: ResMut<GameMenu>,
+    mut settings: ResMut<SettingsPage>,
+    mut look: ResMut<MouseLook>,
+) {
+    if !keys.just_pressed(KeyCode::Escape) || console.open || focus.0 || settings.capturing() {
+        return;
+    }
+    if settings.open {
+        settings.open = false;
+        menu.open = true;
+    } else if menu.open {
+        menu.open = false;
+        look.0 = true;
+    } else {
+        menu.open = true;
+    }
+}
+
+/// Leaving a game closes its menu and the settings opened from it.
+fn close_game_menu(mut menu: ResMut<GameMenu>, mut settings: ResMut<SettingsPage>) {
+    menu.open = false;
+    settings.open = false;
+}
+
+/// The game menu: a small window in the middle of the screen over the game.
+fn draw_game_menu(
+    mut contexts: EguiContexts,
+    mut menu: ResMut<GameMenu>,
+    mut settings: ResMut<SettingsPage>,
+    mut look: ResMut<MouseLook>,
+    mut requests: MessageWriter<SessionRequest>,
+    mut exit: MessageWriter<AppExit>,
+) -> Result {
+    if !menu.open || settings.open {
+        return Ok(());
+    }
+    let ctx = contexts.ctx_mut()?;
+    egui::Window::new("MENU")
+        .anchor(egui::Align2::CENTER_CENTER, [0.0, 0.0])
+        .collapsible(false)
+        .resizable(false)
+        .title_bar(false)
+        .min_width(240.0)
+        .show(ctx, |ui| {
+            ui.vertical_centered_justified(|ui| {
+                ui.heading("SIGHTLINE");
+                ui.add_space(8.0);
+                let button = |ui: &mut egui::Ui, text: &str| {
+                    ui.add(egui::Button::new(egui::RichText::new(text).size(18.0)))
+                        .clicked()
+                };
+                if button(ui, "Resume") {
+                    menu.open = false;
+                    look.0 = true;
+                }
+                if button(ui, "Settings") {
+                    settings.open = true;
+                }
+                if button(ui, "Disconnect") {
+                    menu.open = false;
+                    requests.write(SessionRequest::Leave);
+                }
+                if button(ui, "Quit") {
+                    exit.write(AppExit::Success);
+                }
+                ui.add_space(4.0);
+                ui.weak("Esc returns to the game");
+            });
+        });
+    Ok(())
 }
 
 fn draw_menu(
@@ -71,12 +167,13 @@ fn draw_menu(
     mut console: ResMut<Console>,
     session: Res<Session>,
     mut browser: ResMut<ServerBrowser>,
+    mut settings: ResMut<SettingsPage>,
     mut security: ResMut<RemoteSecurity>,
     mut requests: MessageWriter<SessionRequest>,
     mut exit: MessageWriter<AppExit>,
 ) -> Result {
-    // The browser is a page of the menu: it draws itself in the menu's place.
-    if browser.open {
+    // The browser and the settings are pages of the menu: they draw in the menu's place.
+    if browser.open || settings.open {
         return Ok(());
     }
     let ctx = contexts.ctx_mut()?;
@@ -168,30 +265,10 @@ fn draw_menu(
                 ui.colored_label(egui::Color32::from_rgb(255, 120, 100), error);
             }
             ui.separator();
-            ui.collapsing("Settings", |ui| {
-                for handle in [cvar::SENSITIVITY, cvar::FOV] {
-                    let Some((min, max)) = cvars.range(handle.name()) else {
-                        continue;
-                    };
-                    let mut value = cvars.read(handle);
-                    ui.horizontal(|ui| {
-                        ui.label(handle.name());
-                        if ui.add(egui::Slider::new(&mut value, min..=max)).changed() {
-                            let _ = cvars.set_handle(handle, &format!("{value:.2}"));
-                        }
-                    });
-                }
-                let mut graph = cvars.read(cvar::CL_NETGRAPH);
-                ui.horizontal(|ui| {
-                    ui.label("cl_netgraph");
-                    for v in 0..=2 {
-                        if ui.radio_value(&mut graph, v, v.to_string()).changed() {
-                            let _ = cvars.set_handle(cvar::CL_NETGRAPH, &v.to_string());
-                        }
-                    }
-                });
-                ui.label("More in the console: press ` and type help.");
-            });
+            if ui.button("Settings…").clicked() {
+                settings.open = true;
+            }
+            ui.label("More in the console: press ` and type help.");
             ui.separator();
             if ui.button("Quit").clicked() {
                 exit.write(AppExit::Success);
