@@ -4,7 +4,7 @@
 
 use bevy::prelude::*;
 use sightline_client::CombatCue;
-use sightline_combat::CombatEvent;
+use sightline_combat::{CombatEvent, ProjectileKind};
 use sightline_harness::Stepper;
 use sightline_interpolation::{InterpolationSettings, RenderTime};
 use sightline_movement::PlayerState;
@@ -36,6 +36,7 @@ fn an_explosion_is_shown_when_the_world_is_drawn_at_its_tick() {
         players.iter(w).next().expect("the watcher plays").pos + Vec3::X
     };
     s.server.world_mut().write_message(CombatEvent::Exploded {
+        kind: ProjectileKind::Rocket,
         at: beside,
         tick: tick.0,
         rocket: 1,

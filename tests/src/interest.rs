@@ -3,7 +3,7 @@
 
 use bevy::prelude::*;
 use sightline_client::{ConnectionStatus, LatestSnapshot, LocalPlayer};
-use sightline_combat::{Rocket, launch_rocket};
+use sightline_combat::{ProjectileKind, Rocket, launch_rocket};
 use sightline_harness::Stepper;
 use sightline_map::CurrentMap;
 use sightline_movement::{GridState, MoveParams, PlayerState};
@@ -209,7 +209,14 @@ fn hidden_rockets_are_left_out_and_near_or_visible_ones_sent() {
                     yaw: (step / 24 + i as u32) as f32 * 0.7,
                     ..Default::default()
                 };
-                world.spawn(launch_rocket(next_id, owner, &state, &cmd, &params));
+                world.spawn(launch_rocket(
+                    next_id,
+                    ProjectileKind::Rocket,
+                    owner,
+                    &state,
+                    &cmd,
+                    &params,
+                ));
                 next_id = next_id.wrapping_add(1).max(50_000);
             }
         }
@@ -325,6 +332,7 @@ fn item_changes_and_bursts_out_of_sight_and_earshot_are_not_sent() {
     for (at, rocket) in [(hidden.pos, 77), (seen.pos, 78)] {
         let tick = s.server.world().resource::<Tick>().0;
         s.server.world_mut().write_message(CombatEvent::Exploded {
+            kind: ProjectileKind::Rocket,
             at: at + Vec3::Y,
             tick,
             rocket,

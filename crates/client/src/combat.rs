@@ -4,9 +4,10 @@
 use crate::LatestSnapshot;
 use crate::cues::CombatCue;
 use bevy::prelude::*;
-use sightline_combat::{Arsenal, aim_direction};
+use sightline_combat::{Arsenal, WeaponKind, aim_direction};
 use sightline_movement::{MoveParams, PlayerState};
 use sightline_prediction::{OwnShot, Predicted};
+use sightline_protocol::KIT_WEAPONS;
 use sightline_sim::{CurrentCmd, PlayerId};
 
 /// Whether player `id` is dead in the newest snapshot (not there at all: alive).
@@ -16,6 +17,23 @@ pub fn dead_in(latest: &LatestSnapshot, id: PlayerId) -> bool {
         .as_ref()
         .and_then(|s| s.players.iter().find(|p| p.id == id))
         .is_some_and(|p| p.health == 0)
+}
+
+/// Weapons the server says we hold that our predicted arsenal lacks were picked up: they
+/// join it, loaded, as the server's pick-up gives them.
+fn pick_up_weapons(latest: &LatestSnapshot, id: PlayerId, arsenal: &mut Arsenal) {
+    let Some(own) = latest
+        .0
+        .as_ref()
+        .and_then(|s| s.players.iter().find(|p| p.id == id))
+    else {
+        return;
+    };
+    for weapon in WeaponKind::ALL {
+        if own.kit & KIT_WEAPONS & weapon.bit() != 0 && !arsenal.owns(weapon) {
+            arsenal.give(weapon);
+        }
+    }
 }
 
 /// Our own shots answer at once: prediction steps our [`Arsenal`] with each command by
@@ -39,6 +57,7 @@ pub(crate) fn predict_own_shots(
         *arsenal = Arsenal::spawned();
         return;
     }
+    pick_up_weapons(&latest, *id, &mut arsenal);
     let Some(shot) = shot.0 else {
         return;
     };

@@ -7,7 +7,7 @@
 //! delay ahead of both.
 
 use bevy::prelude::*;
-use sightline_combat::WeaponKind;
+use sightline_combat::{ProjectileKind, WeaponKind};
 use sightline_interpolation::RenderTime;
 use sightline_protocol::ServerMessage;
 use sightline_sim::TickConfig;
@@ -27,8 +27,10 @@ pub enum CombatCue {
         /// Our own shot, predicted (the server does not echo it back).
         own: bool,
     },
-    /// A rocket burst here.
+    /// A projectile burst here.
     Exploded {
+        /// What burst.
+        kind: ProjectileKind,
         /// Where.
         at: Vec3,
     },
@@ -68,8 +70,9 @@ impl CombatCue {
                 },
                 Some(tick),
             ),
-            ServerMessage::Exploded { at, tick } => (
+            ServerMessage::Exploded { kind, at, tick } => (
                 CombatCue::Exploded {
+                    kind,
                     at: Vec3::from_array(at),
                 },
                 Some(tick),
@@ -242,6 +245,7 @@ mod tests {
     #[test]
     fn timed_cues_wait_for_the_drawn_world_within_bounds() {
         let boom = |x| CombatCue::Exploded {
+            kind: ProjectileKind::Rocket,
             at: Vec3::new(x, 0.0, 0.0),
         };
         let mut t = TimedCues::default();

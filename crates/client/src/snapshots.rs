@@ -218,10 +218,12 @@ fn rockets_of(snapshot: &Snapshot, owner: PlayerId) -> Vec<Rocket> {
         .filter(|p| p.owner == owner)
         .map(|p| Rocket {
             id: p.id,
+            kind: p.kind,
             owner,
             pos: Vec3::from_array(p.pos),
             vel: Vec3::from_array(p.vel),
             age: 0.0,
+            detonate: false,
         })
         .collect()
 }

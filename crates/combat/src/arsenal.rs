@@ -2,7 +2,7 @@
 //! for real and by the client for its own feedback; timers are seconds, so the rate of fire
 //! is the same at any tick rate.
 
-use crate::WeaponKind;
+use crate::{AltFire, ProjectileKind, WeaponKind};
 use sightline_sim::{Buttons, InputCmd};
 
 /// Rounds of one weapon.
@@ -27,7 +27,13 @@ pub struct Arsenal {
     /// Time left reloading; 0 when not reloading.
     pub reloading: f32,
     /// Rounds per weapon, in [`WeaponKind`] order.
-    pub ammo: [Ammo; 3],
+    pub ammo: [Ammo; WeaponKind::ALL.len()],
+    /// The weapons held, as [`WeaponKind::bit`]s; only these can be switched to.
+    pub owned: u8,
+    /// Seconds the trigger has been held toward a charged shot ([`crate::WeaponDef::charge_time`]).
+    pub charge: f32,
+    /// Whether the last command held alternate fire (a detonation is on the press).
+    pub alt_held: bool,
 }
 
 impl Default for Arsenal {
@@ -37,31 +43,96 @@ impl Default for Arsenal {
 }
 
 impl Arsenal {
-    /// What a player (re)spawns with: the rifle in hand, every magazine and reserve full.
-    /// The server's respawn and the client's prediction of its own weapons both start
-    /// here.
+    /// What a player (re)spawns with: the rifle in hand and the rest of
+    /// [`WeaponKind::SPAWNED_WITH`], their magazines and reserves full. The server's
+    /// respawn and the client's prediction of its own weapons both start here.
     pub fn spawned() -> Self {
+        let owned = WeaponKind::SPAWNED_WITH
+            .iter()
+            .fold(0, |bits, w| bits | w.bit());
         Self {
             current: WeaponKind::Rifle,
             switching: 0.0,
             cooldown: 0.0,
             reloading: 0.0,
-            ammo: WeaponKind::ALL.map(|w| Ammo {
-                magazine: w.def().magazine,
-                reserve: w.def().reserve,
+            ammo: WeaponKind::ALL.map(|w| {
+                if owned & w.bit() == 0 {
+                    return Ammo::default();
+                }
+                Ammo {
+                    magazine: w.def().magazine,
+                    reserve: w.def().reserve,
+                }
             }),
+            owned,
+            charge: 0.0,
+            alt_held: false,
         }
+    }
+
+    /// Whether `weapon` is held.
+    pub fn owns(&self, weapon: WeaponKind) -> bool {
+        self.owned & weapon.bit() != 0
+    }
+
+    /// Picks `weapon` up: held from now on, with a full magazine and at least its usual
+    /// reserve. Returns false (and changes nothing) when that adds nothing.
+    pub fn give(&mut self, weapon: WeaponKind) -> bool {
+        let def = weapon.def();
+        let ammo = &mut self.ammo[weapon.index()];
+        let full = self.owned & weapon.bit() != 0
+            && ammo.magazine >= def.magazine
+            && ammo.reserve >= def.reserve;
+        if full {
+            return false;
+        }
+        self.owned |= weapon.bit();
+        ammo.magazine = ammo.magazine.max(def.magazine);
+        ammo.reserve = ammo.reserve.max(def.reserve);
+        true
     }
 }
 
-/// A shot fired this tick.
+/// What a weapon did this tick.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Shot {
     /// With which weapon.
     pub weapon: WeaponKind,
+    /// Whether by alternate fire: a zoomed shot, both barrels, a heavy projectile, or a
+    /// detonation ([`AltFire`]).
+    pub alt: bool,
 }
 
-/// Advances the arsenal by one command over `dt` seconds; returns the shot it fired, if any.
+impl Shot {
+    /// The projectile it launches, if any.
+    pub fn projectile(&self) -> Option<ProjectileKind> {
+        match (self.alt, self.weapon.def().alt) {
+            (true, AltFire::Heavy { projectile, .. }) => Some(projectile),
+            (true, AltFire::Detonate) => None,
+            _ => self.weapon.def().projectile,
+        }
+    }
+
+    /// Whether it bursts its owner's newest projectile rather than firing.
+    pub fn detonates(&self) -> bool {
+        self.alt && self.weapon.def().alt == AltFire::Detonate
+    }
+
+    /// Hitscan pellets it fires, and their cone's half-angle in degrees.
+    pub fn pellets(&self) -> (u8, f32) {
+        let def = self.weapon.def();
+        match (self.alt, def.alt) {
+            (true, AltFire::Zoom { spread_deg, .. }) => (def.pellets, spread_deg),
+            (true, AltFire::Double { spread, .. }) => {
+                (def.pellets.saturating_mul(2), def.spread_deg * spread)
+            }
+            _ => (def.pellets, def.spread_deg),
+        }
+    }
+}
+
+/// Advances the arsenal by one command over `dt` seconds; returns what it fired, if
+/// anything.
 pub fn step_arsenal(a: &mut Arsenal, cmd: &InputCmd, dt: f32) -> Option<Shot> {
     a.switching = (a.switching - dt).max(0.0);
     // Let the cooldown run below zero by at most one tick, keeping the fractional part.
@@ -73,32 +144,70 @@ pub fn step_arsenal(a: &mut Arsenal, cmd: &InputCmd, dt: f32) -> Option<Shot> {
             finish_reload(a);
         }
     }
+    let alt = cmd.buttons.contains(Buttons::ALT_FIRE);
+    let alt_pressed = alt && !a.alt_held;
+    a.alt_held = alt;
+    let fire = cmd.buttons.contains(Buttons::FIRE);
 
     if let Some(wanted) = WeaponKind::in_slot(cmd.weapon_slot)
         && wanted != a.current
+        && a.owns(wanted)
     {
         a.current = wanted;
         a.switching = wanted.def().switch_time;
         a.reloading = 0.0;
+        a.charge = 0.0;
         a.cooldown = a.cooldown.max(0.0);
     }
     if a.switching > 0.0 {
         return None;
     }
 
-    let def = a.current.def();
-    let ammo = a.ammo[a.current.index()];
+    let weapon = a.current;
+    let def = weapon.def();
+    // A detonation needs no round and waits for nothing.
+    if def.alt == AltFire::Detonate && alt_pressed {
+        return Some(Shot { weapon, alt: true });
+    }
+    let ammo = a.ammo[weapon.index()];
     let wants_reload = cmd.buttons.contains(Buttons::RELOAD) && ammo.magazine < def.magazine;
     let empty = ammo.magazine == 0;
     if a.reloading == 0.0 && ammo.reserve > 0 && (wants_reload || empty) {
         a.reloading = def.reload_time;
+        a.charge = 0.0;
     }
-    if a.reloading > 0.0 || !cmd.buttons.contains(Buttons::FIRE) || a.cooldown > 0.0 || empty {
+    if a.reloading > 0.0 || a.cooldown > 0.0 || empty {
         return None;
     }
-    a.ammo[a.current.index()].magazine -= 1;
-    a.cooldown += def.fire_interval;
-    Some(Shot { weapon: a.current })
+    let (rounds, next, by_alt) = match def.alt {
+        AltFire::Double { cooldown, .. } if alt => (2, def.fire_interval * cooldown, true),
+        AltFire::Heavy {
+            rounds, cooldown, ..
+        } if alt => (rounds, cooldown, true),
+        AltFire::Zoom { .. } if fire => (1, def.fire_interval, alt),
+        _ if fire => (1, def.fire_interval, false),
+        _ => {
+            a.charge = 0.0;
+            return None;
+        }
+    };
+    if ammo.magazine < rounds {
+        return None;
+    }
+    // A charged weapon fires once the trigger has been held its charge time.
+    if def.charge_time > 0.0 {
+        a.charge += dt;
+        if a.charge < def.charge_time {
+            return None;
+        }
+        a.charge = 0.0;
+    }
+    a.ammo[weapon.index()].magazine -= rounds;
+    a.cooldown += next;
+    Some(Shot {
+        weapon,
+        alt: by_alt,
+    })
 }
 
 fn finish_reload(a: &mut Arsenal) {
@@ -212,5 +321,90 @@ mod tests {
             0.01,
         );
         assert_eq!(b.current, WeaponKind::Rifle);
+    }
+
+    fn held(buttons: Buttons) -> InputCmd {
+        InputCmd {
+            buttons,
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn only_weapons_held_can_be_switched_to() {
+        let mut a = Arsenal::default();
+        let to = |slot| InputCmd {
+            weapon_slot: slot,
+            ..Default::default()
+        };
+        step_arsenal(&mut a, &to(4), 0.01);
+        assert_eq!(a.current, WeaponKind::Rifle, "no railgun yet");
+        assert!(a.give(WeaponKind::Railgun));
+        step_arsenal(&mut a, &to(4), 0.01);
+        assert_eq!(a.current, WeaponKind::Railgun);
+    }
+
+    #[test]
+    fn the_railgun_fires_once_its_charge_is_held_and_letting_go_fires_nothing() {
+        let mut a = Arsenal::default();
+        a.give(WeaponKind::Railgun);
+        a.current = WeaponKind::Railgun;
+        let hz = 128.0;
+        let charge = WeaponKind::Railgun.def().charge_time;
+        // Tapped for less than the charge: nothing, and no round spent.
+        assert_eq!(run(&mut a, fire(), charge * 0.5, hz), 0);
+        run(&mut a, InputCmd::default(), 0.1, hz);
+        assert_eq!(a.charge, 0.0, "letting go discards the charge");
+        assert_eq!(a.ammo[WeaponKind::Railgun.index()].magazine, 5);
+        // Held: the shot leaves after the charge time.
+        let ticks = (0..256)
+            .position(|_| step_arsenal(&mut a, &fire(), 1.0 / hz).is_some())
+            .expect("fires");
+        let waited = (ticks + 1) as f32 / hz;
+        assert!((waited - charge).abs() <= 1.0 / hz, "{waited}");
+        assert_eq!(a.ammo[WeaponKind::Railgun.index()].magazine, 4);
+    }
+
+    #[test]
+    fn alternate_fire_zooms_doubles_detonates_or_launches_heavy() {
+        let both = held(Buttons::FIRE.with(Buttons::ALT_FIRE));
+        // Rifle: a zoomed shot, tighter.
+        let mut a = Arsenal::default();
+        let shot = step_arsenal(&mut a, &both, 0.01).unwrap();
+        assert!(shot.alt && shot.pellets().1 < WeaponKind::Rifle.def().spread_deg);
+        // Alternate fire alone does not shoot the rifle.
+        let mut a = Arsenal::default();
+        assert_eq!(step_arsenal(&mut a, &held(Buttons::ALT_FIRE), 0.01), None);
+        // Shotgun: both barrels, two shells, twice the pellets, a longer wait.
+        let mut a = Arsenal {
+            current: WeaponKind::Shotgun,
+            ..Default::default()
+        };
+        let shot = step_arsenal(&mut a, &held(Buttons::ALT_FIRE), 0.01).unwrap();
+        assert_eq!(shot.pellets().0, 2 * WeaponKind::Shotgun.def().pellets);
+        assert_eq!(a.ammo[WeaponKind::Shotgun.index()].magazine, 6);
+        assert!(a.cooldown > WeaponKind::Shotgun.def().fire_interval);
+        // Rockets: the press detonates, spending nothing; holding does not repeat it.
+        let mut a = Arsenal {
+            current: WeaponKind::Rockets,
+            ..Default::default()
+        };
+        let shot = step_arsenal(&mut a, &held(Buttons::ALT_FIRE), 0.01).unwrap();
+        assert!(shot.detonates() && shot.projectile().is_none());
+        assert_eq!(step_arsenal(&mut a, &held(Buttons::ALT_FIRE), 0.01), None);
+        assert_eq!(a.ammo[WeaponKind::Rockets.index()].magazine, 5);
+        // Fire with alternate fire held still launches a rocket, not a detonation.
+        let shot = step_arsenal(&mut a, &both, 0.01).unwrap();
+        assert!(!shot.detonates());
+        assert_eq!(shot.projectile(), Some(ProjectileKind::Rocket));
+        // Plasma: the heavy ball for five cells.
+        let mut a = Arsenal::default();
+        a.give(WeaponKind::Plasma);
+        a.current = WeaponKind::Plasma;
+        let shot = step_arsenal(&mut a, &held(Buttons::ALT_FIRE), 0.01).unwrap();
+        assert_eq!(shot.projectile(), Some(ProjectileKind::PlasmaBall));
+        assert_eq!(a.ammo[WeaponKind::Plasma.index()].magazine, 45);
+        let shot = step_arsenal(&mut a, &fire(), 1.0).unwrap();
+        assert_eq!(shot.projectile(), Some(ProjectileKind::Plasma));
     }
 }

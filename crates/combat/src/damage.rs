@@ -14,6 +14,14 @@ pub const RESPAWN_DELAY: f32 = 2.0;
 pub const SPAWN_PROTECTION: f32 = 1.5;
 /// Share of damage armour takes while it lasts (as in Quake: two thirds).
 const ARMOR_SHARE: f32 = 2.0 / 3.0;
+/// Seconds a power-up lasts once taken.
+pub const POWER_UP_TIME: f32 = 30.0;
+/// Damage multiplier while quad damage lasts (Quake 3's factor).
+pub const QUAD_FACTOR: f32 = 3.0;
+/// Health a second regeneration gives, up to [`REGEN_HEALTH`].
+pub const REGEN_RATE: f32 = 15.0;
+/// Most health regeneration brings a player to.
+pub const REGEN_HEALTH: f32 = 150.0;
 
 /// A player's health and armour.
 #[derive(Component, Debug, Clone, Copy, PartialEq)]
@@ -27,6 +35,10 @@ pub struct Vitals {
     pub protection: f32,
     /// While dead: seconds until respawn.
     pub respawn_in: f32,
+    /// Quad damage left, seconds.
+    pub quad: f32,
+    /// Regeneration left, seconds.
+    pub regen: f32,
 }
 
 impl Default for Vitals {
@@ -54,6 +66,33 @@ impl Vitals {
             armor: 0.0,
             protection: SPAWN_PROTECTION,
             respawn_in: 0.0,
+            quad: 0.0,
+            regen: 0.0,
+        }
+    }
+
+    /// What this player's damage to others is multiplied by.
+    pub fn damage_factor(&self) -> f32 {
+        if self.quad > 0.0 { QUAD_FACTOR } else { 1.0 }
+    }
+
+    /// Runs the clocks for `dt` seconds: spawn protection and power-ups wear off,
+    /// regeneration heals, and the dead wait for their respawn.
+    pub fn tick(&mut self, dt: f32) {
+        self.protection = (self.protection - dt).max(0.0);
+        self.quad = (self.quad - dt).max(0.0);
+        if !self.alive() {
+            self.respawn_in = (self.respawn_in - dt).max(0.0);
+            self.regen = 0.0;
+            self.quad = 0.0;
+            return;
+        }
+        if self.regen > 0.0 {
+            let step = dt.min(self.regen);
+            self.regen -= step;
+            if self.health < REGEN_HEALTH {
+                self.health = (self.health + REGEN_RATE * step).min(REGEN_HEALTH);
+            }
         }
     }
 
@@ -133,6 +172,43 @@ mod tests {
         assert!(d.killed && !v.alive());
         assert_eq!(v.respawn_in, RESPAWN_DELAY);
         assert_eq!(v.damage(10.0), Damage::default());
+    }
+
+    #[test]
+    fn power_ups_wear_off_regeneration_heals_and_death_ends_both() {
+        let mut v = Vitals {
+            health: 50.0,
+            quad: 1.0,
+            regen: 2.0,
+            protection: 0.0,
+            ..Vitals::spawned()
+        };
+        assert_eq!(v.damage_factor(), QUAD_FACTOR);
+        for _ in 0..128 {
+            v.tick(1.0 / 128.0);
+        }
+        assert!(v.quad == 0.0 && v.damage_factor() == 1.0);
+        assert!(
+            (v.health - (50.0 + REGEN_RATE)).abs() < 1e-3,
+            "{}",
+            v.health
+        );
+        v.health = REGEN_HEALTH - 1.0;
+        for _ in 0..128 {
+            v.tick(1.0 / 128.0);
+        }
+        assert_eq!(v.health, REGEN_HEALTH, "capped");
+        assert_eq!(v.regen, 0.0);
+        let mut dead = Vitals {
+            health: 0.0,
+            quad: 10.0,
+            regen: 10.0,
+            respawn_in: 1.0,
+            ..Vitals::spawned()
+        };
+        dead.tick(0.5);
+        assert_eq!((dead.quad, dead.regen, dead.health), (0.0, 0.0, 0.0));
+        assert_eq!(dead.respawn_in, 0.5);
     }
 
     #[test]

@@ -42,8 +42,10 @@ pub enum CombatEvent {
         /// With what.
         weapon: WeaponKind,
     },
-    /// A rocket burst.
+    /// A projectile burst.
     Exploded {
+        /// What burst.
+        kind: crate::ProjectileKind,
         /// Where.
         at: Vec3,
         /// The tick it happened in.

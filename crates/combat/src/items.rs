@@ -1,7 +1,7 @@
-//! Items on the map's item spots: health, armour and ammunition, each back some seconds
-//! after it is taken.
+//! Items on the map's item spots: health, armour, ammunition, weapons and power-ups,
+//! each back some seconds after it is taken.
 
-use crate::{Arsenal, MAX_ARMOR, SPAWN_HEALTH, Vitals, WeaponKind};
+use crate::{Arsenal, MAX_ARMOR, POWER_UP_TIME, SPAWN_HEALTH, Vitals, WeaponKind};
 use bevy::prelude::*;
 use sightline_map::{CurrentMap, ItemKind};
 use sightline_movement::PlayerState;
@@ -29,6 +29,8 @@ pub fn respawn_time(kind: ItemKind) -> f32 {
         ItemKind::Health => 20.0,
         ItemKind::Armor => 25.0,
         ItemKind::Ammo => 15.0,
+        ItemKind::Railgun | ItemKind::Plasma => 10.0,
+        ItemKind::Quad | ItemKind::Regeneration => 60.0,
     }
 }
 
@@ -46,7 +48,8 @@ pub fn pick_up(kind: ItemKind, vitals: &mut Vitals, arsenal: &mut Arsenal) -> bo
         }
         ItemKind::Ammo => {
             let mut used = false;
-            for w in WeaponKind::ALL {
+            let owned = arsenal.owned;
+            for w in WeaponKind::ALL.into_iter().filter(|w| owned & w.bit() != 0) {
                 let ammo = &mut arsenal.ammo[w.index()];
                 if ammo.reserve < w.def().reserve {
                     ammo.reserve = w.def().reserve;
@@ -54,6 +57,17 @@ pub fn pick_up(kind: ItemKind, vitals: &mut Vitals, arsenal: &mut Arsenal) -> bo
                 }
             }
             used
+        }
+        ItemKind::Railgun => arsenal.give(WeaponKind::Railgun),
+        ItemKind::Plasma => arsenal.give(WeaponKind::Plasma),
+        // A power-up is always taken: it starts its time over.
+        ItemKind::Quad => {
+            vitals.quad = POWER_UP_TIME;
+            true
+        }
+        ItemKind::Regeneration => {
+            vitals.regen = POWER_UP_TIME;
+            true
         }
         _ => false,
     }
@@ -125,6 +139,39 @@ mod tests {
         a.ammo[0].reserve = 3;
         assert!(pick_up(ItemKind::Ammo, &mut v, &mut a));
         assert_eq!(a.ammo[0].reserve, WeaponKind::Rifle.def().reserve);
+    }
+
+    #[test]
+    fn weapons_are_picked_up_once_and_power_ups_always() {
+        let mut v = Vitals::spawned();
+        let mut a = Arsenal::default();
+        assert!(!a.owns(WeaponKind::Railgun), "not a spawn weapon");
+        assert!(pick_up(ItemKind::Railgun, &mut v, &mut a));
+        assert!(a.owns(WeaponKind::Railgun));
+        let rail = WeaponKind::Railgun.def();
+        assert_eq!(a.ammo[WeaponKind::Railgun.index()].magazine, rail.magazine);
+        assert!(
+            !pick_up(ItemKind::Railgun, &mut v, &mut a),
+            "nothing to add"
+        );
+        a.ammo[WeaponKind::Railgun.index()].reserve = 0;
+        assert!(
+            pick_up(ItemKind::Railgun, &mut v, &mut a),
+            "tops the reserve up"
+        );
+        // Ammunition refills only weapons held.
+        a.ammo[WeaponKind::Plasma.index()].reserve = 0;
+        a.ammo[0].reserve = 0;
+        assert!(pick_up(ItemKind::Ammo, &mut v, &mut a));
+        assert_eq!(a.ammo[WeaponKind::Plasma.index()].reserve, 0);
+        assert!(pick_up(ItemKind::Quad, &mut v, &mut a));
+        assert!(
+            pick_up(ItemKind::Quad, &mut v, &mut a),
+            "again, for more time"
+        );
+        assert_eq!(v.quad, POWER_UP_TIME);
+        assert!(pick_up(ItemKind::Regeneration, &mut v, &mut a));
+        assert!(ItemKind::Quad.is_power_up() && !ItemKind::Plasma.is_power_up());
     }
 
     #[test]

@@ -34,7 +34,8 @@ mod plugin;
 pub use aim::aim_direction;
 pub use arsenal::{Ammo, Arsenal, Shot, step_arsenal};
 pub use damage::{
-    Damage, MAX_ARMOR, MAX_HEALTH, RESPAWN_DELAY, SPAWN_HEALTH, SPAWN_PROTECTION, Vitals, splash,
+    Damage, MAX_ARMOR, MAX_HEALTH, POWER_UP_TIME, QUAD_FACTOR, REGEN_HEALTH, REGEN_RATE,
+    RESPAWN_DELAY, SPAWN_HEALTH, SPAWN_PROTECTION, Vitals, splash,
 };
 pub use events::CombatEvent;
 pub use hitbox::{HitZone, Hitbox, ray_capsule, ray_hit, ray_sphere};
@@ -45,9 +46,12 @@ pub use lagcomp::{
 };
 pub use plugin::{CombatPlugin, CombatSystems, silenced};
 pub use respawn::respawned;
-pub use rocket::{Rocket, fly_rocket, launch_rocket, rocket_splash};
+pub use rocket::{
+    ProjectileDef, ProjectileKind, Rocket, detonate_newest, fly_rocket, launch_rocket,
+    rocket_splash,
+};
 pub use score::Score;
 pub use spawns::{Pushes, SpawnCount};
 pub use spread::pellet_direction;
 pub use teams::{GameMode, Team};
-pub use weapons::{WEAPONS, WeaponDef, WeaponKind};
+pub use weapons::{AltFire, Falloff, WEAPONS, WeaponDef, WeaponKind};

@@ -3,8 +3,8 @@
 
 use crate::{
     Arsenal, CombatEvent, HitZone, Hitbox, HitboxHistory, LagCompStats, Pushes, Rocket, Score,
-    Team, ViewWindow, Vitals, WeaponKind, aim_direction, clamp_view_time, fly_rocket,
-    launch_rocket, pellet_direction, ray_hit, rocket_splash, step_arsenal,
+    Shot, Team, ViewWindow, Vitals, WeaponKind, aim_direction, clamp_view_time, detonate_newest,
+    fly_rocket, launch_rocket, pellet_direction, ray_hit, rocket_splash, step_arsenal,
 };
 use bevy::prelude::*;
 use sightline_map::CurrentMap;
@@ -85,10 +85,7 @@ fn silence_the_dead(mut players: Query<(&Vitals, &mut CurrentCmd, &mut Solid)>) 
 fn tick_vitals(config: Res<TickConfig>, mut players: Query<&mut Vitals>) {
     let dt = config.dt();
     for mut v in &mut players {
-        v.protection = (v.protection - dt).max(0.0);
-        if !v.alive() {
-            v.respawn_in = (v.respawn_in - dt).max(0.0);
-        }
+        v.tick(dt);
     }
 }
 
@@ -109,7 +106,7 @@ type Combatants<'w, 's> = Query<
 
 struct PendingShot {
     shooter: PlayerId,
-    weapon: WeaponKind,
+    shot: Shot,
     origin: Vec3,
     dirs: Vec<Vec3>,
     view: f64,
@@ -131,6 +128,7 @@ fn fire_weapons(
     mut events: MessageWriter<CombatEvent>,
     windows: Query<(&PlayerId, &ViewWindow)>,
     held: Query<(&PlayerId, &Held)>,
+    mut rockets: Query<&mut Rocket>,
     mut players: Combatants,
 ) {
     let window_of = |id: PlayerId| windows.iter().find(|(p, _)| **p == id).map(|(_, w)| *w);
@@ -147,7 +145,10 @@ fn fire_weapons(
         let Some(shot) = step_arsenal(&mut arsenal, &cmd.0, dt) else {
             continue;
         };
-        let def = shot.weapon.def();
+        if shot.detonates() {
+            detonate_newest(rockets.iter_mut().map(|r| r.into_inner()), *id);
+            continue;
+        }
         let origin = params.eye_position(&state);
         let forward = aim_direction(cmd.0.yaw, cmd.0.pitch);
         events.write(CombatEvent::Fired {
@@ -157,9 +158,10 @@ fn fire_weapons(
             dir: forward,
             tick: tick.0,
         });
-        if def.projectile_speed > 0.0 {
+        if let Some(kind) = shot.projectile() {
             next_rocket.0 = next_rocket.0.wrapping_add(1);
-            commands.spawn(launch_rocket(next_rocket.0, *id, &state, &cmd.0, &params));
+            let rocket = launch_rocket(next_rocket.0, kind, *id, &state, &cmd.0, &params);
+            commands.spawn(rocket);
             continue;
         }
         let claimed = cmd.0.view_time();
@@ -172,42 +174,71 @@ fn fire_weapons(
             None => clamp_view_time(tick.0, claimed, config.tick_hz),
         };
         lagcomp.judged = lagcomp.judged.saturating_add(1);
-        let spread = def.spread_deg.to_radians();
+        let (pellets, spread_deg) = shot.pellets();
+        let spread = spread_deg.to_radians();
         shots.push(PendingShot {
             shooter: *id,
-            weapon: shot.weapon,
+            shot,
             origin,
-            dirs: (0..def.pellets)
+            dirs: (0..pellets)
                 .map(|p| pellet_direction(forward, spread, tick.0, id.0, p))
                 .collect(),
             view,
         });
     }
     for shot in shots {
-        let def = shot.weapon.def();
         let boxes = history.rewound(shot.view, config.snapshot_every);
-        // Damage per target over all pellets, and whether any struck the head.
-        let mut dealt: Vec<(PlayerId, f32, HitZone)> = Vec::new();
-        for dir in &shot.dirs {
-            let nearest = boxes
-                .iter()
-                .filter(|(id, _)| *id != shot.shooter)
-                .filter_map(|(id, hb)| {
-                    ray_hit(shot.origin, *dir, def.range, hb, &params).map(|(t, z)| (t, *id, z))
-                })
-                .min_by(|a, b| a.0.total_cmp(&b.0));
-            let Some((distance, target, zone)) = nearest else {
-                continue;
+        let dealt = judge_hitscan(&shot, &boxes, &map, &params);
+        for (target, damage, zone) in dealt {
+            apply_damage(
+                &mut players,
+                &mut events,
+                shot.shooter,
+                target,
+                damage,
+                zone,
+                shot.shot.weapon,
+            );
+        }
+    }
+}
+
+/// Damage per target over all of a hitscan shot's pellets against `boxes` (the hitboxes
+/// as the shooter saw them), and whether any struck the head. Each pellet stops at the
+/// first wall, and at the first body unless the weapon pierces; damage falls off with
+/// the distance it travelled.
+fn judge_hitscan(
+    shot: &PendingShot,
+    boxes: &[(PlayerId, Hitbox)],
+    map: &CurrentMap,
+    params: &MoveParams,
+) -> Vec<(PlayerId, f32, HitZone)> {
+    let def = shot.shot.weapon.def();
+    let mut dealt: Vec<(PlayerId, f32, HitZone)> = Vec::new();
+    for dir in &shot.dirs {
+        let reach = map
+            .world
+            .cast_ray(shot.origin, *dir, def.range)
+            .map_or(def.range, |(t, _)| t);
+        let mut struck: Vec<(f32, PlayerId, HitZone)> = boxes
+            .iter()
+            .filter(|(id, _)| *id != shot.shooter)
+            .filter_map(|(id, hb)| {
+                ray_hit(shot.origin, *dir, reach, hb, params).map(|(t, z)| (t, *id, z))
+            })
+            .collect();
+        struck.sort_by(|a, b| a.0.total_cmp(&b.0));
+        if !def.pierces {
+            struck.truncate(1);
+        }
+        for (distance, target, zone) in struck {
+            let head = if zone == HitZone::Head {
+                def.head_multiplier
+            } else {
+                1.0
             };
-            if map.world.cast_ray(shot.origin, *dir, distance).is_some() {
-                continue; // a wall stands in the way
-            }
-            let damage = def.damage
-                * if zone == HitZone::Head {
-                    def.head_multiplier
-                } else {
-                    1.0
-                };
+            let falloff = def.falloff.map_or(1.0, |f| f.scale(distance));
+            let damage = def.damage * head * falloff;
             match dealt.iter_mut().find(|(id, ..)| *id == target) {
                 Some(d) => {
                     d.1 += damage;
@@ -218,18 +249,8 @@ fn fire_weapons(
                 None => dealt.push((target, damage, zone)),
             }
         }
-        for (target, damage, zone) in dealt {
-            apply_damage(
-                &mut players,
-                &mut events,
-                shot.shooter,
-                target,
-                damage,
-                zone,
-                shot.weapon,
-            );
-        }
     }
+    dealt
 }
 
 /// Damages `target`, and on a kill updates both scores and says so.
@@ -255,12 +276,17 @@ fn apply_damage(
     {
         return;
     }
+    // Quad damage multiplies what its holder deals, to themselves too (as in Quake 3).
+    let factor = players
+        .iter()
+        .find(|(id, ..)| **id == shooter)
+        .map_or(1.0, |(.., v, _, _)| v.damage_factor());
     let Some((_, _, _, _, mut vitals, mut score, _)) =
         players.iter_mut().find(|(id, ..)| **id == target)
     else {
         return;
     };
-    let done = vitals.damage(amount);
+    let done = vitals.damage(amount * factor);
     if done.health + done.armor <= 0.0 {
         return;
     }
@@ -313,6 +339,7 @@ fn fly_rockets(
         commands.entity(entity).despawn();
         let owner = rocket.owner;
         events.write(CombatEvent::Exploded {
+            kind: rocket.kind,
             at,
             tick: tick.0,
             rocket: rocket.id,
@@ -320,7 +347,8 @@ fn fly_rockets(
         });
         let mut hurt: Vec<(PlayerId, f32)> = Vec::new();
         for (id, mut state, ..) in &mut players {
-            let Some((damage, push)) = rocket_splash(at, &state, &map.world, &params) else {
+            let Some((damage, push)) = rocket_splash(rocket.kind, at, &state, &map.world, &params)
+            else {
                 continue;
             };
             state.vel += push;
@@ -344,7 +372,7 @@ fn fly_rockets(
                 target,
                 damage,
                 HitZone::Body,
-                WeaponKind::Rockets,
+                rocket.kind.weapon(),
             );
         }
     }

@@ -1,5 +1,5 @@
-//! Rocket physics: launch, flight and burst, pure so the client predicts its own rockets
-//! exactly as the server flies them.
+//! Projectile physics (rockets and plasma): launch, flight and burst, pure so the client
+//! predicts its own projectiles exactly as the server flies them.
 
 use crate::{Hitbox, WeaponKind, aim_direction, ray_hit, splash};
 use bevy::prelude::*;
@@ -7,14 +7,90 @@ use sightline_map::CollisionWorld;
 use sightline_movement::{MoveParams, PlayerState};
 use sightline_sim::{InputCmd, PlayerId};
 
-/// Seconds a rocket flies before it bursts on its own.
+/// Seconds a projectile flies before it bursts on its own.
 const ROCKET_LIFETIME: f32 = 5.0;
 
-/// A rocket in flight (server-simulated).
+/// The projectiles there are.
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Hash, Default, serde::Serialize, serde::Deserialize,
+)]
+pub enum ProjectileKind {
+    /// The rocket launcher's rocket.
+    #[default]
+    Rocket,
+    /// The plasma gun's bolt.
+    Plasma,
+    /// The plasma gun's alternate fire: a slow, heavy ball.
+    PlasmaBall,
+}
+
+impl ProjectileKind {
+    /// Every kind, in wire order.
+    pub const ALL: [ProjectileKind; 3] = [
+        ProjectileKind::Rocket,
+        ProjectileKind::Plasma,
+        ProjectileKind::PlasmaBall,
+    ];
+
+    /// How it flies and bursts.
+    pub const fn def(self) -> &'static ProjectileDef {
+        match self {
+            ProjectileKind::Rocket => &ProjectileDef {
+                speed: 28.0,
+                splash_radius: 3.5,
+                splash_damage: 100.0,
+                knockback: 11.0,
+            },
+            ProjectileKind::Plasma => &ProjectileDef {
+                speed: 55.0,
+                splash_radius: 0.9,
+                splash_damage: 18.0,
+                knockback: 2.6,
+            },
+            ProjectileKind::PlasmaBall => &ProjectileDef {
+                speed: 20.0,
+                splash_radius: 2.6,
+                splash_damage: 75.0,
+                knockback: 7.0,
+            },
+        }
+    }
+
+    /// Its number on the wire.
+    pub fn index(self) -> usize {
+        self as usize
+    }
+
+    /// The weapon that fires it.
+    pub fn weapon(self) -> WeaponKind {
+        match self {
+            ProjectileKind::Rocket => WeaponKind::Rockets,
+            ProjectileKind::Plasma | ProjectileKind::PlasmaBall => WeaponKind::Plasma,
+        }
+    }
+}
+
+/// How a projectile flies and bursts. A direct hit is a burst at the body: the splash's
+/// full damage.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ProjectileDef {
+    /// Speed, m/s.
+    pub speed: f32,
+    /// Splash radius, metres.
+    pub splash_radius: f32,
+    /// Splash damage at the centre, falling off linearly to 0 at the radius.
+    pub splash_damage: f32,
+    /// Speed given to a player at the centre of the splash, m/s, falling off likewise.
+    pub knockback: f32,
+}
+
+/// A projectile in flight (server-simulated; the client flies its own the same way).
 #[derive(Component, Debug, Clone, Copy, PartialEq)]
 pub struct Rocket {
     /// Projectile number, for snapshots.
     pub id: u16,
+    /// What it is.
+    pub kind: ProjectileKind,
     /// Who fired it.
     pub owner: PlayerId,
     /// Where it is.
@@ -23,13 +99,16 @@ pub struct Rocket {
     pub vel: Vec3,
     /// Seconds in flight.
     pub age: f32,
+    /// Set by its owner's detonation: it bursts where it is on its next tick.
+    pub detonate: bool,
 }
 
-/// A rocket fired by `owner` standing in `state` (after this tick's move) with `cmd`: from
-/// half a metre in front of the eye, along the aim. The server's launch and the client's
-/// prediction of its own rockets.
+/// A projectile of `kind` fired by `owner` standing in `state` (after this tick's move)
+/// with `cmd`: from half a metre in front of the eye, along the aim. The server's launch
+/// and the client's prediction of its own projectiles.
 pub fn launch_rocket(
     id: u16,
+    kind: ProjectileKind,
     owner: PlayerId,
     state: &PlayerState,
     cmd: &InputCmd,
@@ -39,15 +118,18 @@ pub fn launch_rocket(
     let forward = aim_direction(cmd.yaw, cmd.pitch);
     Rocket {
         id,
+        kind,
         owner,
         pos: origin + forward * 0.5,
-        vel: forward * WeaponKind::Rockets.def().projectile_speed,
+        vel: forward * kind.def().speed,
         age: 0.0,
+        detonate: false,
     }
 }
 
 /// Flies a rocket for one tick of `dt`: where it bursts, on a wall, on one of `targets`
-/// (the hitboxes of the living, its owner left out) or at the end of its life, or `None`
+/// (the hitboxes of the living, its owner left out), at the end of its life or where it
+/// is when detonated ([`Rocket::detonate`]), or `None`
 /// while it flies on. Pure, so the client flies its own rockets exactly as the server does.
 pub fn fly_rocket(
     rocket: &mut Rocket,
@@ -56,6 +138,9 @@ pub fn fly_rocket(
     params: &MoveParams,
     dt: f32,
 ) -> Option<Vec3> {
+    if rocket.detonate {
+        return Some(rocket.pos);
+    }
     let step = rocket.vel * dt;
     let length = step.length();
     let dir = step / length.max(1e-6);
@@ -84,18 +169,19 @@ pub fn fly_rocket(
 /// so a target behind the struck wall still finds it in the way.
 const BURST_CLEARANCE: f32 = 0.05;
 
-/// What a rocket bursting at `at` does to a player in `state`: splash damage (before the
+/// What a projectile of `kind` bursting at `at` does to a player in `state`: splash damage (before the
 /// owner's own share is taken off) and the push added to its velocity. Only what the
 /// burst can see is hurt: the splash reaches a player if nothing of `world` lies between
 /// the burst and their head, the middle of their body or their feet, so a wall or a floor
 /// shields whoever is behind it (as Quake 3 traces from the explosion to a body).
 pub fn rocket_splash(
+    kind: ProjectileKind,
     at: Vec3,
     state: &PlayerState,
     world: &CollisionWorld,
     params: &MoveParams,
 ) -> Option<(f32, Vec3)> {
-    let def = WeaponKind::Rockets.def();
+    let def = kind.def();
     let hitbox = Hitbox::of(state);
     let center = hitbox.center(params);
     let hit = splash(
@@ -110,6 +196,19 @@ pub fn rocket_splash(
         .into_iter()
         .any(|point| burst_sees(world, at, point));
     seen.then_some(hit)
+}
+
+/// Marks the newest of `owner`'s projectiles in `rockets` (the least flown) to burst on
+/// its next tick: the rocket launcher's alternate fire. Returns whether there was one.
+pub fn detonate_newest<'a>(
+    rockets: impl IntoIterator<Item = &'a mut Rocket>,
+    owner: PlayerId,
+) -> bool {
+    let newest = rockets
+        .into_iter()
+        .filter(|r| r.owner == owner && !r.detonate)
+        .min_by(|a, b| a.age.total_cmp(&b.age).then(b.id.cmp(&a.id)));
+    newest.map(|r| r.detonate = true).is_some()
 }
 
 /// Whether nothing of `world` lies between a burst at `at` and `point`.
@@ -136,7 +235,7 @@ mod tests {
             pitch: -1.5,
             ..default()
         };
-        let mut rocket = launch_rocket(1, PlayerId(0), &me, &down, &params);
+        let mut rocket = launch_rocket(1, ProjectileKind::Rocket, PlayerId(0), &me, &down, &params);
         let world = open_floor();
         let mut ticks = 0;
         let at = loop {
@@ -147,7 +246,8 @@ mod tests {
             assert!(ticks < 128, "never burst: {rocket:?}");
         };
         assert!(at.y.abs() < 1e-3, "burst at {at}");
-        let (damage, push) = rocket_splash(at, &me, &world, &params).expect("within the splash");
+        let (damage, push) = rocket_splash(ProjectileKind::Rocket, at, &me, &world, &params)
+            .expect("within the splash");
         assert!(damage > 0.0 && push.y > 5.0, "{damage} {push}");
     }
 
@@ -163,11 +263,14 @@ mod tests {
         let burst = Vec3::new(1.0, 1.0, 0.0);
         let in_front = PlayerState::at(Vec3::new(0.0, 0.0, 0.0), 0.0);
         let behind = PlayerState::at(Vec3::new(2.0, 0.0, 0.0), 0.0);
-        assert!(rocket_splash(burst, &in_front, &wall, &params).is_some());
-        assert_eq!(rocket_splash(burst, &behind, &wall, &params), None);
+        assert!(rocket_splash(ProjectileKind::Rocket, burst, &in_front, &wall, &params).is_some());
+        assert_eq!(
+            rocket_splash(ProjectileKind::Rocket, burst, &behind, &wall, &params),
+            None
+        );
         // Without the wall, the same player at the same distance is hurt.
         let open = CollisionWorld::from_boxes([]);
-        assert!(rocket_splash(burst, &behind, &open, &params).is_some());
+        assert!(rocket_splash(ProjectileKind::Rocket, burst, &behind, &open, &params).is_some());
         // Behind a wall 0.6 m high, a burst on the ground still sees the head.
         let low = CollisionWorld::from_boxes([(
             Vec3::new(1.25, 0.3, 0.0),
@@ -180,7 +283,16 @@ mod tests {
             Vec3::ZERO,
             Hitbox::of(&behind_low_wall).center(&params)
         ));
-        assert!(rocket_splash(Vec3::ZERO, &behind_low_wall, &low, &params).is_some());
+        assert!(
+            rocket_splash(
+                ProjectileKind::Rocket,
+                Vec3::ZERO,
+                &behind_low_wall,
+                &low,
+                &params
+            )
+            .is_some()
+        );
     }
 
     #[test]
@@ -189,15 +301,54 @@ mod tests {
         let me = PlayerState::at(Vec3::ZERO, 0.0);
         let ahead = Hitbox::of(&PlayerState::at(Vec3::new(0.0, 0.0, -3.0), 0.0));
         let world = CollisionWorld::from_boxes([]);
-        let mut rocket = launch_rocket(1, PlayerId(0), &me, &InputCmd::default(), &params);
+        let mut rocket = launch_rocket(
+            1,
+            ProjectileKind::Rocket,
+            PlayerId(0),
+            &me,
+            &InputCmd::default(),
+            &params,
+        );
         let at = (0..64)
             .find_map(|_| fly_rocket(&mut rocket, &world, [ahead], &params, 1.0 / 64.0))
             .expect("hits the body ahead");
         // At eye height it meets the head sphere (0.2 m) of the player 3 m ahead.
         assert!((at.z + 2.8).abs() < 1e-3, "burst at {at}");
-        let mut lone = launch_rocket(2, PlayerId(0), &me, &InputCmd::default(), &params);
+        let mut lone = launch_rocket(
+            2,
+            ProjectileKind::Rocket,
+            PlayerId(0),
+            &me,
+            &InputCmd::default(),
+            &params,
+        );
         let burst =
             (0..64 * 6).find_map(|_| fly_rocket(&mut lone, &world, [], &params, 1.0 / 64.0));
         assert!(burst.is_some() && lone.age >= ROCKET_LIFETIME);
+    }
+
+    #[test]
+    fn a_detonation_bursts_the_owners_newest_projectile_where_it_is() {
+        let params = MoveParams::default();
+        let me = PlayerState::at(Vec3::ZERO, 0.0);
+        let world = CollisionWorld::from_boxes([]);
+        let cmd = InputCmd::default();
+        let mut older = launch_rocket(1, ProjectileKind::Rocket, PlayerId(0), &me, &cmd, &params);
+        older.age = 0.5;
+        let newer = launch_rocket(2, ProjectileKind::Rocket, PlayerId(0), &me, &cmd, &params);
+        let theirs = launch_rocket(3, ProjectileKind::Rocket, PlayerId(1), &me, &cmd, &params);
+        let mut rockets = vec![older, newer, theirs];
+        assert!(detonate_newest(rockets.iter_mut(), PlayerId(0)));
+        assert_eq!(
+            rockets.iter().map(|r| r.detonate).collect::<Vec<_>>(),
+            [false, true, false]
+        );
+        let at = fly_rocket(&mut rockets[1], &world, [], &params, 1.0 / 128.0);
+        assert_eq!(
+            at,
+            Some(newer.pos),
+            "bursts where it was, without flying on"
+        );
+        assert!(!detonate_newest(rockets[2..].iter_mut(), PlayerId(0)));
     }
 }

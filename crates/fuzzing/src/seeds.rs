@@ -4,7 +4,7 @@
 //! change) and rewrites them when run with `SIGHTLINE_WRITE_SEEDS=1`.
 
 use crate::console::{CONFIG, Shell};
-use sightline_combat::{GameMode, Team, WeaponKind};
+use sightline_combat::{GameMode, ProjectileKind, Team, WeaponKind};
 use sightline_console::render_config;
 use sightline_movement::MoveFlags;
 use sightline_protocol::{
@@ -96,11 +96,13 @@ fn snapshot(players: u8, seq: u32) -> Snapshot {
                 spawn_count: i,
                 intent: [127, 0],
                 held: Buttons::default(),
+                kit: 0b0100_0111,
             })
             .collect(),
         projectiles: (0..players.min(2) as u16)
             .map(|id| ProjectileSnap {
                 id,
+                kind: ProjectileKind::ALL[usize::from(id) % ProjectileKind::ALL.len()],
                 owner: PlayerId(0),
                 pos: [0.0, 1.5, -4.0],
                 vel: [0.0, 0.0, -25.0],
@@ -197,7 +199,11 @@ pub fn server_message() -> Vec<Vec<u8>> {
             killer: PlayerId(2),
             weapon: WeaponKind::Rockets,
         },
-        ServerMessage::Exploded { at, tick: 12 },
+        ServerMessage::Exploded {
+            kind: ProjectileKind::PlasmaBall,
+            at,
+            tick: 12,
+        },
         ServerMessage::Match {
             mode: GameMode::TeamDeathmatch,
             fraglimit: 30,

@@ -292,6 +292,21 @@ pub enum ItemKind {
     Armor,
     /// Refills ammunition.
     Ammo,
+    /// The railgun, with a magazine and its reserve.
+    Railgun,
+    /// The plasma gun, with a magazine and its reserve.
+    Plasma,
+    /// Quad damage: the holder's damage is tripled for a while.
+    Quad,
+    /// Regeneration: health comes back by itself for a while.
+    Regeneration,
+}
+
+impl ItemKind {
+    /// Whether it is a power-up (a rare item with a long respawn, announced).
+    pub fn is_power_up(self) -> bool {
+        matches!(self, ItemKind::Quad | ItemKind::Regeneration)
+    }
 }
 
 /// A place where an item appears.

@@ -1,9 +1,33 @@
 //! The ring of commands predicted but not yet acknowledged.
 
 use bevy::prelude::*;
+use sightline_combat::{ProjectileKind, Shot};
 use sightline_movement::PlayerState;
 use sightline_sim::InputCmd;
 use std::collections::VecDeque;
+
+/// What a command's shot did to our own projectiles, which prediction flies.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum ProjectileAct {
+    /// Nothing.
+    #[default]
+    None,
+    /// Launched one of this kind.
+    Launch(ProjectileKind),
+    /// Burst the newest in flight (the rocket launcher's alternate fire).
+    Detonate,
+}
+
+impl ProjectileAct {
+    /// What `shot` does to projectiles.
+    pub fn of(shot: Option<Shot>) -> Self {
+        match shot {
+            Some(s) if s.detonates() => Self::Detonate,
+            Some(s) => s.projectile().map_or(Self::None, Self::Launch),
+            None => Self::None,
+        }
+    }
+}
 
 /// One predicted command and the state it led to.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
@@ -12,10 +36,10 @@ pub struct PredictedStep {
     pub cmd: InputCmd,
     /// The predicted state after it.
     pub after: PlayerState,
-    /// Whether our weapon launched a rocket with this command (the weapon's state does
-    /// not depend on where we stand, so a replay launches it again from wherever the
-    /// replayed move ends).
-    pub rocket: bool,
+    /// What our weapon did to our projectiles with this command: launched one, or
+    /// detonated the newest (the weapon's state does not depend on where we stand, so a
+    /// replay does it again from wherever the replayed move ends).
+    pub projectile: ProjectileAct,
     /// Whether another player touched us in this predicted tick.
     pub contact: bool,
 }

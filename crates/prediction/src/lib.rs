@@ -20,7 +20,7 @@ mod reconcile;
 mod stats;
 mod tick;
 
-pub use history::{PredictedStep, PredictionHistory};
+pub use history::{PredictedStep, PredictionHistory, ProjectileAct};
 pub use others::{MAX_EXTRAPOLATION, OtherPlayer, OtherPlayers};
 pub use reconcile::{Reconciliation, reconcile, replay};
 pub use stats::{
@@ -207,9 +207,7 @@ fn predict_local_player(
     }
     let dt = config.dt();
     shot.0 = step_arsenal(&mut arsenal, &cmd.0, dt);
-    let rocket = shot
-        .0
-        .is_some_and(|s| s.weapon.def().projectile_speed > 0.0);
+    let act = ProjectileAct::of(shot.0);
     let world = TickWorld {
         map: &map.world,
         params: &params,
@@ -218,12 +216,12 @@ fn predict_local_player(
         me: *id,
     };
     let margin = settings.contact_margin;
-    let (after, contact) = predict_tick(&world, &state, &cmd.0, rocket, &mut rockets.0, margin);
+    let (after, contact) = predict_tick(&world, &state, &cmd.0, act, &mut rockets.0, margin);
     *state = after;
     history.push(PredictedStep {
         cmd: cmd.0,
         after,
-        rocket,
+        projectile: act,
         contact,
     });
     stats.predicted += 1;
@@ -263,9 +261,9 @@ fn apply_server_update(
     let margin = settings.contact_margin;
     let step = |s: &PlayerState, p: &mut PredictedStep| {
         let (cmd, launch) = if dead {
-            (silenced(&p.cmd), false)
+            (silenced(&p.cmd), ProjectileAct::None)
         } else {
-            (p.cmd, p.rocket)
+            (p.cmd, p.projectile)
         };
         let (after, contact) = predict_tick(&world, s, &cmd, launch, &mut rockets, margin);
         p.contact = contact;

@@ -1,9 +1,9 @@
 //! One predicted tick of our own player: everything the server does to it in a tick that
 //! the client can know, in the server's order.
 
-use crate::OtherPlayers;
+use crate::{OtherPlayers, ProjectileAct};
 use bevy::prelude::*;
-use sightline_combat::{Hitbox, Rocket, fly_rocket, launch_rocket, rocket_splash};
+use sightline_combat::{Hitbox, Rocket, detonate_newest, fly_rocket, launch_rocket, rocket_splash};
 use sightline_map::CollisionWorld;
 use sightline_movement::{
     Body, MoveParams, MoveWorld, PlayerState, bodies_near, on_grid, step_among,
@@ -27,8 +27,9 @@ pub struct TickWorld<'a> {
 
 /// Runs our command `cmd` on our player in `state` as the server will: the movement step
 /// against the map and the other players where the server should have them
-/// ([`OtherPlayers::at`]); then, as the server's combat does after movement, a rocket
-/// launched by this command (`launch`) from where the move ended, and one tick of flight
+/// ([`OtherPlayers::at`]); then, as the server's combat does after movement, a projectile
+/// launched by this command (`act`) from where the move ended, or our newest detonated,
+/// and one tick of flight
 /// for each of our rockets, a burst pushing us by the same [`rocket_splash`] the server
 /// applies. Others' rockets are not predicted: their pushes arrive as corrections.
 /// Last, the state goes on the grid, as the server's tick leaves it
@@ -38,7 +39,7 @@ pub fn predict_tick(
     world: &TickWorld,
     state: &PlayerState,
     cmd: &InputCmd,
-    launch: bool,
+    act: ProjectileAct,
     rockets: &mut Vec<Rocket>,
     margin: f32,
 ) -> (PlayerState, bool) {
@@ -62,15 +63,21 @@ pub fn predict_tick(
         params,
         dt,
     );
-    if launch {
-        rockets.push(launch_rocket(0, world.me, &s, cmd, params));
+    match act {
+        ProjectileAct::Launch(kind) => {
+            rockets.push(launch_rocket(0, kind, world.me, &s, cmd, params));
+        }
+        ProjectileAct::Detonate => {
+            detonate_newest(rockets.iter_mut(), world.me);
+        }
+        ProjectileAct::None => {}
     }
     let targets: Vec<Hitbox> = others.iter().map(Hitbox::of).collect();
     rockets.retain_mut(|rocket| {
         let Some(at) = fly_rocket(rocket, map, targets.iter().copied(), params, dt) else {
             return true;
         };
-        if let Some((_, push)) = rocket_splash(at, &s, map, params) {
+        if let Some((_, push)) = rocket_splash(rocket.kind, at, &s, map, params) {
             s.vel += push;
         }
         false

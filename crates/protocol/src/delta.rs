@@ -38,7 +38,7 @@ use crate::messages::{
 use bevy::prelude::Resource;
 use serde::de::Error as _;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
-use sightline_combat::WeaponKind;
+use sightline_combat::{ProjectileKind, WeaponKind};
 use sightline_movement::grid::{POS_STEPS, VEL_STEPS};
 use sightline_sim::{Buttons, MAX_PITCH_STEPS, PlayerId};
 use std::collections::VecDeque;
@@ -57,10 +57,12 @@ pub const CLIENT_BASELINES: usize = 64;
 const MAX_GLIDE_US: u64 = 4_000_000;
 
 /// A player's state as integer fields, in the order of their mask bits.
-const FIELDS: usize = 17;
+const FIELDS: usize = 18;
 
 /// Each field's width in bits: differences wrap within it.
-const WIDTH: [u32; FIELDS] = [32, 32, 16, 16, 16, 32, 16, 16, 16, 8, 8, 8, 8, 8, 8, 8, 8];
+const WIDTH: [u32; FIELDS] = [
+    32, 32, 16, 16, 16, 32, 16, 16, 16, 8, 8, 8, 8, 8, 8, 8, 8, 8,
+];
 
 /// Steps of a view angle others see a player's at: 1/1024 turn, 0.35 degrees (see
 /// [`PlayerSnap::as_seen_by_others`]).
@@ -72,7 +74,7 @@ pub const OTHERS_VEL_STEP: i16 = 16;
 /// fields others see coarsely; see [`put_change`]).
 const QUANTUM: [i32; FIELDS] = {
     let (a, v) = (OTHERS_ANGLE_STEP as i32, OTHERS_VEL_STEP as i32);
-    [1, 1, a, v, v, 1, a, v, 1, 1, 1, 1, 1, 1, 1, 1, 1]
+    [1, 1, a, v, v, 1, a, v, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1]
 };
 
 /// Indices of the position fields, x, y, z, and of the velocity fields.
@@ -90,8 +92,8 @@ const HAS_ITEMS: u8 = 1;
 
 /// Largest encoding of one changed player: head, id, every field.
 const MAX_CHANGE_BYTES: usize = 3 + 1 + FIELDS * 5;
-/// Largest encoding of one rocket: id, owner, position and velocity.
-const MAX_PROJECTILE_BYTES: usize = 3 + 1 + 24;
+/// Largest encoding of one projectile: id, owner, kind, position and velocity.
+const MAX_PROJECTILE_BYTES: usize = 3 + 1 + 1 + 24;
 
 /// `p` as fields. Horizontal motion and yaw change every snapshot a player runs and
 /// turns; they come first.
@@ -114,6 +116,7 @@ fn fields(p: &PlayerSnap) -> [i32; FIELDS] {
         p.armor.into(),
         p.weapon.index() as i32,
         p.spawn_count.into(),
+        p.kit.into(),
     ]
 }
 
@@ -137,6 +140,7 @@ fn from_fields(id: PlayerId, f: &[i32; FIELDS]) -> Result<PlayerSnap, DecodeErro
         armor: f[14] as u8,
         weapon,
         spawn_count: f[16] as u8,
+        kit: f[17] as u8,
     })
 }
 
@@ -524,6 +528,7 @@ impl SnapshotPacket {
         for p in &self.projectiles {
             put_varint(&mut out, p.id.into());
             out.push(p.owner.0);
+            out.push(p.kind.index() as u8);
             for v in p.pos.iter().chain(&p.vel) {
                 put_f32(&mut out, *v);
             }
@@ -606,6 +611,9 @@ impl SnapshotPacket {
         for _ in 0..count {
             let id = u16::try_from(r.varint()?).map_err(|_| "projectile id too large")?;
             let owner = PlayerId(r.byte()?);
+            let kind = *ProjectileKind::ALL
+                .get(usize::from(r.byte()?))
+                .ok_or("unknown projectile kind")?;
             let mut v = [0.0; 6];
             for x in &mut v {
                 *x = r.f32()?;
@@ -615,6 +623,7 @@ impl SnapshotPacket {
             }
             projectiles.push(ProjectileSnap {
                 id,
+                kind,
                 owner,
                 pos: [v[0], v[1], v[2]],
                 vel: [v[3], v[4], v[5]],

@@ -50,10 +50,10 @@ pub use delta::{
     SnapshotPacket, Unresolved,
 };
 pub use messages::{
-    ClientMessage, Lifetime, MAX_CHAT_LEN, MAX_NAME_LEN, MAX_RCON_COMMAND_LEN,
-    MAX_RCON_PASSWORD_LEN, MAX_SERVER_NAME_LEN, MAX_SNAPSHOT_PLAYERS, MAX_SNAPSHOT_PROJECTILES,
-    PlayerKey, PlayerSnap, ProjectileSnap, ResumeSecret, ScoreLine, ServerMessage, ServerTextKind,
-    Snapshot, Welcome,
+    ClientMessage, KIT_QUAD, KIT_REGEN, KIT_WEAPONS, Lifetime, MAX_CHAT_LEN, MAX_NAME_LEN,
+    MAX_RCON_COMMAND_LEN, MAX_RCON_PASSWORD_LEN, MAX_SERVER_NAME_LEN, MAX_SNAPSHOT_PLAYERS,
+    MAX_SNAPSHOT_PROJECTILES, PlayerKey, PlayerSnap, ProjectileSnap, ResumeSecret, ScoreLine,
+    ServerMessage, ServerTextKind, Snapshot, Welcome, kit,
 };
 pub use text::{RESERVED_NAMES, clean_text, is_reserved_name, name_key};
 pub use token::{
@@ -64,7 +64,7 @@ pub use token::{
 };
 
 /// Version of this protocol; a client and server must agree on it exactly.
-pub const PROTOCOL_VERSION: u32 = 13;
+pub const PROTOCOL_VERSION: u32 = 14;
 
 /// Identifies Sightline traffic to netcode, which drops packets of other games. It does not
 /// change with [`PROTOCOL_VERSION`], so a mismatched client still reaches the handshake

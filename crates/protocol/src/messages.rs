@@ -2,7 +2,7 @@
 
 use crate::codec::{DecodeError, Wire};
 use serde::{Deserialize, Serialize};
-use sightline_combat::{GameMode, Team, WeaponKind};
+use sightline_combat::{GameMode, ProjectileKind, Team, WeaponKind};
 use sightline_movement::{GridState, MoveFlags, PlayerState};
 use sightline_sim::{Buttons, InputCmd, MAX_PITCH_DEG, PlayerId};
 
@@ -212,8 +212,10 @@ pub enum ServerMessage {
         /// With which weapon.
         weapon: WeaponKind,
     },
-    /// A rocket burst here.
+    /// A projectile burst here.
     Exploded {
+        /// What burst.
+        kind: ProjectileKind,
         /// Where.
         at: [f32; 3],
         /// The server tick it burst in: shown when the client draws the world at that
@@ -400,13 +402,31 @@ pub struct PlayerSnap {
     pub intent: [i8; 2],
     /// The movement buttons (jump, crouch) the latest command held.
     pub held: Buttons,
+    /// Weapons held ([`sightline_combat::WeaponKind::bit`]) and power-ups running
+    /// ([`KIT_QUAD`], [`KIT_REGEN`]): its own client's weapon choice, and everyone's glow.
+    pub kit: u8,
 }
 
-/// A rocket in flight.
+/// [`PlayerSnap::kit`] bit: quad damage is running.
+pub const KIT_QUAD: u8 = 1 << 6;
+/// [`PlayerSnap::kit`] bit: regeneration is running.
+pub const KIT_REGEN: u8 = 1 << 7;
+/// [`PlayerSnap::kit`] bits that are weapons.
+pub const KIT_WEAPONS: u8 = KIT_QUAD - 1;
+const _: () = assert!(WeaponKind::ALL.len() <= KIT_WEAPONS.count_ones() as usize);
+
+/// A player's [`PlayerSnap::kit`]: the weapons in `owned` and the power-ups running.
+pub fn kit(owned: u8, quad: bool, regen: bool) -> u8 {
+    (owned & KIT_WEAPONS) | if quad { KIT_QUAD } else { 0 } | if regen { KIT_REGEN } else { 0 }
+}
+
+/// A projectile in flight.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct ProjectileSnap {
     /// Projectile number.
     pub id: u16,
+    /// What it is.
+    pub kind: ProjectileKind,
     /// Who fired it.
     pub owner: PlayerId,
     /// Where it is.
@@ -433,6 +453,7 @@ impl PlayerSnap {
             spawn_count: 0,
             intent: [0, 0],
             held: Buttons::default(),
+            kit: 0,
         }
     }
 

@@ -46,6 +46,7 @@ fn snapshot(n: usize) -> Snapshot {
                 spawn_count: i as u8,
                 intent: [127, -64],
                 held: Buttons::CROUCH,
+                kit: crate::kit(0b111, true, false),
             })
             .collect(),
         projectiles: vec![],

@@ -9,7 +9,7 @@
 
 use proptest::prelude::*;
 use proptest::sample::Index;
-use sightline_combat::{GameMode, Team, WeaponKind};
+use sightline_combat::{GameMode, ProjectileKind, Team, WeaponKind};
 use sightline_movement::MoveFlags;
 use sightline_protocol::{
     ClientDatagram, ClientMessage, DecodeError, InputPacket, Lifetime, MAX_BASELINE_AGE,
@@ -206,7 +206,7 @@ fn player_snap() -> impl Strategy<Value = PlayerSnap> {
         any::<[u8; 2]>(),
         weapon(),
         u16_any(),
-        (any::<u8>(), any::<[i8; 2]>(), 0u8..4),
+        (any::<u8>(), any::<[i8; 2]>(), 0u8..4, any::<u8>()),
     )
         .prop_map(
             |(
@@ -218,7 +218,7 @@ fn player_snap() -> impl Strategy<Value = PlayerSnap> {
                 [health, armor],
                 weapon,
                 ammo,
-                (spawn_count, intent, held),
+                (spawn_count, intent, held, kit),
             )| {
                 PlayerSnap {
                     id: PlayerId(0),
@@ -235,18 +235,26 @@ fn player_snap() -> impl Strategy<Value = PlayerSnap> {
                     intent,
                     // Jump and crouch are bits 0 and 1.
                     held: Buttons(held),
+                    kit,
                 }
             },
         )
 }
 
 fn projectile_snap() -> impl Strategy<Value = ProjectileSnap> {
-    (u16_any(), player_id(), vec3(), vec3()).prop_map(|(id, owner, pos, vel)| ProjectileSnap {
-        id,
-        owner,
-        pos,
-        vel,
-    })
+    (u16_any(), projectile_kind(), player_id(), vec3(), vec3()).prop_map(
+        |(id, kind, owner, pos, vel)| ProjectileSnap {
+            id,
+            kind,
+            owner,
+            pos,
+            vel,
+        },
+    )
+}
+
+fn projectile_kind() -> impl Strategy<Value = ProjectileKind> {
+    prop::sample::select(ProjectileKind::ALL.to_vec())
 }
 
 /// Up to [`MAX_SNAPSHOT_PLAYERS`] players in increasing id order, up to
@@ -436,7 +444,8 @@ fn server_message() -> impl Strategy<Value = ServerMessage> {
                 weapon,
             }
         }),
-        (vec3(), u32_any()).prop_map(|(at, tick)| ServerMessage::Exploded { at, tick }),
+        (projectile_kind(), vec3(), u32_any())
+            .prop_map(|(kind, at, tick)| ServerMessage::Exploded { kind, at, tick }),
         (
             prop::sample::select(vec![GameMode::Deathmatch, GameMode::TeamDeathmatch]),
             u16_any(),

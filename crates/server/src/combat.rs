@@ -122,17 +122,20 @@ pub(crate) fn send_combat_events(
                 })
             }
             CombatEvent::Exploded {
+                kind,
                 at,
                 tick,
                 rocket,
                 owner,
             } => {
                 let msg = ServerMessage::Exploded {
+                    kind,
                     at: at.to_array(),
                     tick,
                 };
                 let rocket = ProjectileSnap {
                     id: rocket,
+                    kind,
                     owner,
                     pos: at.to_array(),
                     vel: [0.0; 3],

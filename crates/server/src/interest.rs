@@ -263,6 +263,7 @@ const ITEM_LOOK_AT: Vec3 = Vec3::new(0.0, 0.5, 0.0);
 #[cfg(test)]
 mod tests {
     use super::*;
+    use sightline_combat::ProjectileKind;
     use sightline_map::test_support::floor_box;
     use sightline_movement::MoveFlags;
 
@@ -331,10 +332,12 @@ mod tests {
         let eye = Vec3::new(-20.0, 1.6, 0.0);
         let rocket = |x: f32, z: f32, vel: Vec3| Rocket {
             id: 1,
+            kind: ProjectileKind::Rocket,
             owner: PlayerId(9),
             pos: Vec3::new(x, 1.5, z),
             vel,
             age: 0.0,
+            detonate: false,
         };
         assert!(!rocket_in_view(&world, eye, &rocket(3.0, 0.0, Vec3::ZERO)));
         assert!(rocket_in_view(&world, eye, &rocket(3.0, 4.0, Vec3::ZERO)));
@@ -361,6 +364,7 @@ mod tests {
         let mut interest = Interest::default();
         let rocket = ProjectileSnap {
             id: 7,
+            kind: ProjectileKind::Plasma,
             owner: PlayerId(2),
             pos: [0.0; 3],
             vel: [0.0; 3],

@@ -14,7 +14,7 @@ use sightline_movement::grid::POS_STEPS;
 use sightline_net::RenetServer;
 use sightline_protocol::{
     Channel, EncodeError, MAX_BASELINE_AGE, MAX_SNAPSHOT_PROJECTILES, PlayerSnap, ProjectileSnap,
-    ServerDatagram, Snapshot, SnapshotPacket, Wire,
+    ServerDatagram, Snapshot, SnapshotPacket, Wire, kit,
 };
 use sightline_sim::{CurrentCmd, PlayerId, Tick, TickConfig};
 use std::collections::VecDeque;
@@ -140,6 +140,7 @@ pub(crate) fn send_snapshots(
                 weapon: arsenal.current,
                 ammo: arsenal.ammo[arsenal.current.index()].magazine,
                 spawn_count: spawns.0,
+                kit: kit(arsenal.owned, vitals.quad > 0.0, vitals.regen > 0.0),
                 ..PlayerSnap::new(*id, s).with_intent(&cmd.0)
             })
             .collect(),
@@ -147,6 +148,7 @@ pub(crate) fn send_snapshots(
             .iter()
             .map(|r| ProjectileSnap {
                 id: r.id,
+                kind: r.kind,
                 owner: r.owner,
                 pos: r.pos.to_array(),
                 vel: r.vel.to_array(),
@@ -329,6 +331,7 @@ mod tests {
         let me = PlayerSnap::new(PlayerId(1), &PlayerState::default());
         let rocket = |id: u16, owner: u8, x: f32| ProjectileSnap {
             id,
+            kind: sightline_combat::ProjectileKind::Rocket,
             owner: PlayerId(owner),
             pos: [x, 0.0, 0.0],
             vel: [0.0; 3],

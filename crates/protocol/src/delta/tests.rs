@@ -18,6 +18,7 @@ fn player(id: u8) -> PlayerSnap {
         spawn_count: 1,
         intent: [127, 0],
         held: Buttons::default(),
+        kit: 0b111,
     }
 }
 
@@ -36,6 +37,7 @@ fn snapshot(seq: u32, ids: &[u8]) -> Snapshot {
         players: ids.iter().map(|&id| player(id)).collect(),
         projectiles: vec![ProjectileSnap {
             id: 300,
+            kind: sightline_combat::ProjectileKind::Plasma,
             owner: PlayerId(1),
             pos: [1.0, 2.0, 3.0],
             vel: [0.0, -1.5, 20.0],
@@ -277,8 +279,12 @@ fn hostile_bytes_are_refused() {
     assert!(packet(0, 0, &[0, 1, 0x83, 0x10, 4, 0xfe, 0x01, 0]).is_ok());
     assert!(packet(0, 0, &[0, 1, 0x83, 0x10, 4, 0x80, 0x02, 0]).is_err());
     assert!(
-        packet(0, 0, &[0, 1, 0x83, 0x80, 0x20, 4, 1, 0]).is_err(),
-        "field 17"
+        packet(0, 0, &[0, 1, 0x83, 0x80, 0x20, 4, 2, 0]).is_ok(),
+        "field 17, the last"
+    );
+    assert!(
+        packet(0, 0, &[0, 1, 0x83, 0x80, 0x40, 4, 1, 0]).is_err(),
+        "field 18"
     );
     assert!(packet(0, 0, &[0, 2, 3, 4, 3, 4, 0]).is_err(), "ids repeat");
     assert!(packet(0, 0, &[0, 2, 3, 4, 3, 2, 0]).is_err(), "ids fall");
@@ -294,13 +300,16 @@ fn hostile_bytes_are_refused() {
         packet(0, 0, &[0, 0, 1, 0x80, 0x80, 0x04]).is_err(),
         "projectile id"
     );
-    let rocket = |x: f32| {
-        let mut tail = vec![0, 0, 1, 7, 1];
+    let projectile = |kind: u8, x: f32| {
+        let mut tail = vec![0, 0, 1, 7, 1, kind];
         tail.extend(x.to_le_bytes());
         tail.extend([0; 20]);
         packet(0, 0, &tail)
     };
+    let rocket = |x: f32| projectile(0, x);
     assert!(rocket(0.5).is_ok());
+    assert!(projectile(2, 0.5).is_ok(), "a plasma ball");
+    assert!(projectile(3, 0.5).is_err(), "no such projectile");
     assert!(rocket(f32::NAN).is_err(), "a rocket at NaN");
     assert!(rocket(f32::INFINITY).is_err());
 }
