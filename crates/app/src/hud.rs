@@ -292,8 +292,9 @@ pub(crate) struct CrosshairLook {
     pub style: i64,
     /// `crosshair_size`: from the centre to the strokes' outer ends, pixels.
     pub size: f32,
-    /// `crosshair_color`.
-    pub color: egui::Color32,
+    /// `crosshair_color`, red, green, blue and alpha, not premultiplied (as written, so
+    /// the settings' colour picker gives back exactly what it was given).
+    pub color: [u8; 4],
 }
 
 impl Default for CrosshairLook {
@@ -301,7 +302,7 @@ impl Default for CrosshairLook {
         Self {
             style: 1,
             size: 12.0,
-            color: egui::Color32::WHITE,
+            color: [255; 4],
         }
     }
 }
@@ -314,7 +315,7 @@ impl CrosshairLook {
         let (color, error) = match parse_color(&text) {
             Some(c) => (c, Ok(())),
             None => (
-                egui::Color32::WHITE,
+                [255; 4],
                 Err(format!(
                     "crosshair_color: \"{text}\" is not #RRGGBB or #RRGGBBAA; drawing it white"
                 )),
@@ -352,19 +353,14 @@ fn read_crosshair_cvars(
 }
 
 /// Parses `#RRGGBB` or `#RRGGBBAA` (the `#` may be left out), hexadecimal.
-pub(crate) fn parse_color(text: &str) -> Option<egui::Color32> {
+pub(crate) fn parse_color(text: &str) -> Option<[u8; 4]> {
     let hex = text.trim().trim_start_matches('#');
     if !matches!(hex.len(), 6 | 8) || !hex.bytes().all(|b| b.is_ascii_hexdigit()) {
         return None;
     }
     let byte = |i: usize| u8::from_str_radix(&hex[i..i + 2], 16).ok();
     let alpha = if hex.len() == 8 { byte(6)? } else { 255 };
-    Some(egui::Color32::from_rgba_unmultiplied(
-        byte(0)?,
-        byte(2)?,
-        byte(4)?,
-        alpha,
-    ))
+    Some([byte(0)?, byte(2)?, byte(4)?, alpha])
 }
 
 /// Writes a colour as `crosshair_color` holds it: `#RRGGBB`, or `#RRGGBBAA` when not opaque.
@@ -437,8 +433,10 @@ pub(crate) fn crosshair_shape(style: i64, size: f32) -> CrosshairShape {
 /// visible on bright walls.
 pub(crate) fn draw_crosshair(painter: &egui::Painter, center: egui::Pos2, look: &CrosshairLook) {
     let shape = crosshair_shape(look.style, look.size);
-    let outline = egui::Color32::from_black_alpha(look.color.a().min(160));
-    for (color, extra) in [(outline, 2.0), (look.color, 0.0)] {
+    let [r, g, b, a] = look.color;
+    let fill = egui::Color32::from_rgba_unmultiplied(r, g, b, a);
+    let outline = egui::Color32::from_black_alpha(a.min(160));
+    for (color, extra) in [(outline, 2.0), (fill, 0.0)] {
         for [from, to] in &shape.lines {
             painter.line_segment(
                 [center + *from, center + *to],
@@ -475,14 +473,8 @@ mod tests {
 
     #[test]
     fn colours_parse_with_or_without_alpha_and_write_back() {
-        assert_eq!(
-            parse_color("#00ff80"),
-            Some(egui::Color32::from_rgb(0, 255, 128))
-        );
-        assert_eq!(
-            parse_color("FF000080"),
-            Some(egui::Color32::from_rgba_unmultiplied(255, 0, 0, 128))
-        );
+        assert_eq!(parse_color("#00ff80"), Some([0, 255, 128, 255]));
+        assert_eq!(parse_color(" FF000080"), Some([255, 0, 0, 128]));
         for bad in [
             "",
             "#fff",
@@ -496,8 +488,10 @@ mod tests {
         }
         assert_eq!(format_color([0, 255, 128, 255]), "#00ff80");
         assert_eq!(format_color([255, 0, 0, 128]), "#ff000080");
-        let c = parse_color(&format_color([12, 34, 56, 78])).unwrap();
-        assert_eq!(c.to_srgba_unmultiplied(), [12, 34, 56, 78]);
+        assert_eq!(
+            parse_color(&format_color([12, 34, 56, 78])),
+            Some([12, 34, 56, 78])
+        );
     }
 
     #[test]
@@ -535,7 +529,7 @@ mod tests {
         assert!(ok.is_ok());
         cvars.set_handle(cvar::CROSSHAIR_COLOR, "#zz").unwrap();
         let (look, error) = CrosshairLook::from_cvars(&cvars);
-        assert_eq!(look.color, egui::Color32::WHITE);
+        assert_eq!(look.color, [255; 4]);
         assert!(error.unwrap_err().contains("#zz"));
     }
 }

@@ -619,7 +619,7 @@ fn crosshair_page(ui: &mut egui::Ui, ed: &mut CvarEditor, look: &CrosshairLook) 
     );
     ed.slider(ui, "Size", cvar::CROSSHAIR_SIZE.name());
     ed.label(ui, "Colour", cvar::CROSSHAIR_COLOR.name());
-    let mut rgba = look.color.to_srgba_unmultiplied();
+    let mut rgba = look.color;
     if ui.color_edit_button_srgba_unmultiplied(&mut rgba).changed() {
         ed.set(cvar::CROSSHAIR_COLOR.name(), &format_color(rgba));
     }
