@@ -14,16 +14,22 @@ mod chat;
 mod cvars;
 mod deathcam;
 mod effects;
+mod graphics;
 mod headless;
 mod hud;
 mod input;
+mod materials;
 mod menu;
 mod offline;
+mod particles;
 mod players;
 mod session;
 mod settings;
+mod shake;
+mod sky;
 mod smoke;
 mod sound;
+mod vignette;
 mod world;
 
 #[cfg(test)]
@@ -113,9 +119,15 @@ impl PluginGroup for GamePlugins {
             .add(input::InputPlugin)
             .add(camera::CameraPlugin)
             .add(deathcam::DeathCamPlugin)
+            .add(materials::MaterialsPlugin)
             .add(world::WorldPlugin)
+            .add(sky::SkyPlugin)
+            .add(graphics::GraphicsPlugin)
             .add(players::PlayersPlugin)
+            .add(particles::ParticlesPlugin)
             .add(effects::EffectsPlugin)
+            .add(shake::ShakePlugin)
+            .add(vignette::VignettePlugin)
             .add(hud::HudPlugin)
             .add(chat::ChatPlugin)
             .add(sound::SoundPlugin)

@@ -1,6 +1,8 @@
-//! The map as drawn: brushes as lit boxes in their colours, the sun with shadows, point
-//! lights, sky and ambient light, and the items spinning on their spots while present.
+//! The map as drawn: brushes as textured boxes in their colours (their surfaces from
+//! [`crate::materials`]), the sun with shadows, point lights, ambient light, and the items
+//! spinning and bobbing over a glowing pad while present. The sky is [`crate::sky`]'s.
 
+use crate::materials::{METRES_PER_TILE, SurfaceTextures, box_mesh, surface_for};
 use bevy::light::{CascadeShadowConfigBuilder, DirectionalLightShadowMap};
 use bevy::prelude::*;
 use sightline_client::LatestSnapshot;
@@ -16,6 +18,10 @@ struct MapVisual;
 /// An item spot's item, shown while the server says it is there.
 #[derive(Component)]
 struct ItemVisual(u8);
+
+/// How high an item floats over its spot, and how far it bobs, metres.
+const ITEM_HEIGHT: f32 = 0.5;
+const ITEM_BOB: f32 = 0.08;
 
 /// Draws the map and its items.
 pub struct WorldPlugin;
@@ -53,6 +59,7 @@ fn build_map_visuals(
     mut commands: Commands,
     map: Res<CurrentMap>,
     old: Query<Entity, With<MapVisual>>,
+    textures: Res<SurfaceTextures>,
     mut meshes: ResMut<Assets<Mesh>>,
     mut materials: ResMut<Assets<StandardMaterial>>,
 ) {
@@ -60,15 +67,28 @@ fn build_map_visuals(
         commands.entity(e).despawn();
     }
     let def = &map.def;
+    // One material per surface and colour: maps repeat a handful of colours.
+    let mut made: Vec<(
+        crate::materials::Surface,
+        [u32; 3],
+        Handle<StandardMaterial>,
+    )> = Vec::new();
     for brush in &def.brushes {
         let (center, half, rotation) = brush.oriented_box();
+        let rgb = brush.color().0;
+        let surface = surface_for(rgb, half);
+        let key = rgb.map(f32::to_bits);
+        let material = match made.iter().find(|(s, k, _)| *s == surface && *k == key) {
+            Some((.., m)) => m.clone(),
+            None => {
+                let m = materials.add(textures.material(surface, color(brush.color())));
+                made.push((surface, key, m.clone()));
+                m
+            }
+        };
         commands.spawn((
-            Mesh3d(meshes.add(Cuboid::from_size(half * 2.0))),
-            MeshMaterial3d(materials.add(StandardMaterial {
-                base_color: color(brush.color()),
-                perceptual_roughness: 0.85,
-                ..default()
-            })),
+            Mesh3d(meshes.add(box_mesh(half, METRES_PER_TILE))),
+            MeshMaterial3d(material),
             Transform::from_translation(center).with_rotation(rotation),
             MapVisual,
         ));
@@ -104,22 +124,41 @@ fn build_map_visuals(
         ));
     }
     for (i, item) in def.items.iter().enumerate() {
-        let color = match item.kind {
-            ItemKind::Health => Color::srgb(0.2, 0.9, 0.3),
-            ItemKind::Armor => Color::srgb(0.95, 0.8, 0.2),
-            ItemKind::Ammo => Color::srgb(0.3, 0.5, 1.0),
-        };
+        let (color, shape) = item_look(item.kind);
+        let glow = materials.add(StandardMaterial {
+            base_color: color,
+            emissive: LinearRgba::from(color) * 2.0,
+            ..default()
+        });
+        // A pad on the floor marks the spot while the item is away.
         commands.spawn((
-            Mesh3d(meshes.add(Cuboid::new(0.4, 0.4, 0.4))),
+            Mesh3d(meshes.add(Cylinder::new(0.45, 0.04))),
             MeshMaterial3d(materials.add(StandardMaterial {
-                base_color: color,
-                emissive: LinearRgba::from(color) * 0.6,
+                base_color: Color::srgb(0.12, 0.12, 0.14),
+                emissive: LinearRgba::from(color) * 0.4,
+                metallic: 0.6,
+                perceptual_roughness: 0.4,
                 ..default()
             })),
-            Transform::from_translation(item.pos + Vec3::Y * 0.4),
-            ItemVisual(i as u8),
+            Transform::from_translation(item.pos + Vec3::Y * 0.02),
             MapVisual,
         ));
+        commands
+            .spawn((
+                Transform::from_translation(item.pos + Vec3::Y * ITEM_HEIGHT),
+                Visibility::default(),
+                ItemVisual(i as u8),
+                MapVisual,
+            ))
+            .with_children(|item| {
+                for (size, offset) in shape {
+                    item.spawn((
+                        Mesh3d(meshes.add(Cuboid::from_size(size))),
+                        MeshMaterial3d(glow.clone()),
+                        Transform::from_translation(offset),
+                    ));
+                }
+            });
     }
     commands.insert_resource(GlobalAmbientLight {
         color: color(def.ambient.color),
@@ -129,9 +168,77 @@ fn build_map_visuals(
     commands.insert_resource(ClearColor(color(def.sky)));
 }
 
-/// Items spin on their spots, and vanish while taken.
+/// An item's colour and its shape, as boxes (size, offset): a cross for health, a plate
+/// for armour, a crate for ammunition.
+fn item_look(kind: ItemKind) -> (Color, Vec<(Vec3, Vec3)>) {
+    match kind {
+        ItemKind::Health => (
+            Color::srgb(0.2, 0.9, 0.3),
+            vec![
+                (Vec3::new(0.42, 0.14, 0.14), Vec3::ZERO),
+                (Vec3::new(0.14, 0.42, 0.14), Vec3::ZERO),
+            ],
+        ),
+        ItemKind::Armor => (
+            Color::srgb(0.95, 0.8, 0.2),
+            vec![
+                (Vec3::new(0.4, 0.45, 0.08), Vec3::ZERO),
+                (Vec3::new(0.24, 0.12, 0.1), Vec3::new(0.0, 0.26, 0.0)),
+            ],
+        ),
+        ItemKind::Ammo => (
+            Color::srgb(0.3, 0.5, 1.0),
+            vec![
+                (Vec3::new(0.4, 0.25, 0.3), Vec3::ZERO),
+                (Vec3::new(0.3, 0.06, 0.2), Vec3::new(0.0, 0.155, 0.0)),
+            ],
+        ),
+        // Weapons lie as their silhouettes: a long barrel, a squat coil.
+        ItemKind::Railgun => (
+            Color::srgb(0.3, 0.85, 1.0),
+            vec![
+                (Vec3::new(0.1, 0.14, 0.8), Vec3::ZERO),
+                (Vec3::new(0.16, 0.05, 0.5), Vec3::new(0.0, 0.1, 0.05)),
+            ],
+        ),
+        ItemKind::Plasma => (
+            Color::srgb(0.55, 0.4, 1.0),
+            vec![
+                (Vec3::new(0.2, 0.2, 0.5), Vec3::ZERO),
+                (Vec3::new(0.26, 0.26, 0.1), Vec3::new(0.0, 0.0, -0.12)),
+                (Vec3::new(0.26, 0.26, 0.1), Vec3::new(0.0, 0.0, 0.08)),
+            ],
+        ),
+        // Power-ups are bigger and brighter: worth fighting over, seen from afar.
+        ItemKind::Quad => (
+            Color::srgb(0.35, 0.45, 1.0),
+            vec![
+                (Vec3::splat(0.42), Vec3::ZERO),
+                (Vec3::new(0.56, 0.1, 0.1), Vec3::ZERO),
+                (Vec3::new(0.1, 0.56, 0.1), Vec3::ZERO),
+            ],
+        ),
+        ItemKind::Regeneration => (
+            Color::srgb(1.0, 0.25, 0.3),
+            vec![
+                (Vec3::new(0.5, 0.17, 0.17), Vec3::ZERO),
+                (Vec3::new(0.17, 0.5, 0.17), Vec3::ZERO),
+                (Vec3::new(0.17, 0.17, 0.5), Vec3::ZERO),
+            ],
+        ),
+    }
+}
+
+/// An item's height over its resting height at `secs`: a slow bob, each spot (`phase`)
+/// out of step with the others.
+fn item_bob(secs: f32, phase: f32) -> f32 {
+    (secs * 2.0 + phase).sin() * ITEM_BOB
+}
+
+/// Items spin and bob over their spots, and vanish while taken.
 fn show_items(
     time: Res<Time>,
+    map: Option<Res<CurrentMap>>,
     latest: Res<LatestSnapshot>,
     mut items: Query<(&ItemVisual, &mut Visibility, &mut Transform)>,
 ) {
@@ -147,5 +254,23 @@ fn show_items(
             Visibility::Hidden
         });
         transform.rotate_y(time.delta_secs() * 1.5);
+        if let Some(spot) = map.as_ref().and_then(|m| m.def.items.get(item.0 as usize)) {
+            let bob = item_bob(time.elapsed_secs(), item.0 as f32 * 1.7);
+            transform.translation.y = spot.pos.y + ITEM_HEIGHT + bob;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn items_bob_within_their_range_and_out_of_step() {
+        for i in 0..200 {
+            let t = i as f32 * 0.05;
+            assert!(item_bob(t, 0.0).abs() <= ITEM_BOB + 1e-6);
+        }
+        assert!((item_bob(1.0, 0.0) - item_bob(1.0, 1.7)).abs() > 1e-3);
     }
 }
