@@ -1,6 +1,7 @@
 //! The first-person view: the camera at the predicted eye (blended between the last two
 //! ticks, plus the fading correction), the field of view, and the weapon held in view with
-//! its muzzle flash. While we are dead the death camera (`deathcam.rs`) has the view
+//! its muzzle flash; holding alternate fire with a zooming weapon (rifle, railgun) narrows
+//! the field of view by the weapon's share ([`ViewZoom`]). While we are dead the death camera (`deathcam.rs`) has the view
 //! instead; a respawn is never blended across.
 
 use crate::cvars::cvar;
@@ -8,11 +9,11 @@ use crate::deathcam::DeathView;
 use bevy::core_pipeline::tonemapping::Tonemapping;
 use bevy::prelude::*;
 use sightline_client::{CombatCue, InputSource, LocalInput};
-use sightline_combat::SpawnCount;
+use sightline_combat::{AltFire, Arsenal, SpawnCount};
 use sightline_console::Cvars;
 use sightline_movement::{MoveParams, PlayerState};
 use sightline_prediction::{Predicted, VisualOffset};
-use sightline_sim::SessionAppExt;
+use sightline_sim::{Buttons, SessionAppExt};
 
 /// The first-person camera.
 #[derive(Component)]
@@ -39,6 +40,28 @@ struct EyeHeight(Option<f32>);
 #[derive(Component, Debug, Default, Clone, Copy)]
 struct PreviousState(PlayerState, Option<SpawnCount>);
 
+/// The field of view as a share of `fov`: below 1 while zoomed, eased in and out.
+#[derive(Resource, Debug, Clone, Copy, PartialEq)]
+pub struct ViewZoom(pub f32);
+
+impl Default for ViewZoom {
+    fn default() -> Self {
+        Self(1.0)
+    }
+}
+
+/// Seconds the zoom takes to get most of the way (about 3 of these to settle).
+const ZOOM_EASE_SECONDS: f32 = 0.035;
+
+/// The share of the field of view a weapon's alternate fire asks for: its zoom while
+/// held with a zooming weapon, the whole view otherwise.
+pub fn zoom_share(alt: AltFire, held: bool) -> f32 {
+    match alt {
+        AltFire::Zoom { fov_scale, .. } if held => fov_scale.clamp(0.1, 1.0),
+        _ => 1.0,
+    }
+}
+
 /// Where the camera is placed each frame; the death camera runs before it.
 #[derive(SystemSet, Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct CameraSet;
@@ -50,13 +73,14 @@ impl Plugin for CameraPlugin {
     fn build(&self, app: &mut App) {
         app.init_session_resource::<EyeHeight>()
             .init_session_resource::<MuzzleFlash>()
+            .init_session_resource::<ViewZoom>()
             .add_systems(Startup, spawn_camera)
             .add_systems(FixedFirst, remember_previous_state)
             .add_systems(
                 Update,
                 (
                     place_camera.in_set(CameraSet),
-                    apply_fov,
+                    (zoom_view, apply_fov).chain(),
                     show_view_model,
                     flash_on_own_shots,
                     show_muzzle_flash,
@@ -196,13 +220,42 @@ fn place_camera(
     transform.rotation = Quat::from_euler(EulerRot::YXZ, yaw, pitch, 0.0);
 }
 
-fn apply_fov(cvars: Res<Cvars>, mut cameras: Query<&mut Projection, With<MainCamera>>) {
-    if !cvars.is_changed() {
+/// Eases the zoom toward what the weapon in hand asks for: zoomed while alternate fire is
+/// held with a zooming weapon that is up, alive; the whole view otherwise.
+fn zoom_view(
+    time: Res<Time>,
+    input: Res<LocalInput>,
+    death: Res<DeathView>,
+    player: Query<&Arsenal, With<Predicted>>,
+    mut zoom: ResMut<ViewZoom>,
+) {
+    let target = match player.single() {
+        Ok(arsenal) if !death.active() && arsenal.switching <= 0.0 => zoom_share(
+            arsenal.current.def().alt,
+            input.buttons.contains(Buttons::ALT_FIRE),
+        ),
+        _ => 1.0,
+    };
+    let eased = zoom.0 + (target - zoom.0) * (1.0 - (-time.delta_secs() / ZOOM_EASE_SECONDS).exp());
+    let next = if (eased - target).abs() < 1e-3 {
+        target
+    } else {
+        eased
+    };
+    zoom.set_if_neq(ViewZoom(next));
+}
+
+fn apply_fov(
+    cvars: Res<Cvars>,
+    zoom: Res<ViewZoom>,
+    mut cameras: Query<&mut Projection, With<MainCamera>>,
+) {
+    if !cvars.is_changed() && !zoom.is_changed() {
         return;
     }
     for mut projection in &mut cameras {
         if let Projection::Perspective(p) = &mut *projection {
-            p.fov = (cvars.read(cvar::FOV) as f32).to_radians();
+            p.fov = (cvars.read(cvar::FOV) as f32 * zoom.0).to_radians();
         }
     }
 }
@@ -248,5 +301,36 @@ fn show_muzzle_flash(
         } else {
             Visibility::Hidden
         });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use sightline_combat::WeaponKind;
+
+    #[test]
+    fn only_a_zooming_weapon_with_alternate_fire_held_narrows_the_view() {
+        let zooming: Vec<WeaponKind> = WeaponKind::ALL
+            .iter()
+            .copied()
+            .filter(|w| matches!(w.def().alt, AltFire::Zoom { .. }))
+            .collect();
+        assert!(zooming.contains(&WeaponKind::Rifle));
+        for w in WeaponKind::ALL {
+            let alt = w.def().alt;
+            assert_eq!(zoom_share(alt, false), 1.0, "{w:?} not held");
+            let held = zoom_share(alt, true);
+            if zooming.contains(&w) {
+                assert!(held > 0.0 && held < 1.0, "{w:?} zooms: {held}");
+            } else {
+                assert_eq!(held, 1.0, "{w:?} does not zoom");
+            }
+        }
+        let silly = AltFire::Zoom {
+            spread_deg: 0.0,
+            fov_scale: 0.0,
+        };
+        assert_eq!(zoom_share(silly, true), 0.1, "never a zero field of view");
     }
 }

@@ -1,6 +1,7 @@
 //! Keyboard and mouse to input commands, through leafwing-input-manager and the console's
 //! key bindings. Sampled just before each fixed tick, so commands carry the newest input.
 
+use crate::camera::ViewZoom;
 use crate::cvars::cvar;
 use crate::menu::GameMenu;
 use crate::session::AppState;
@@ -429,6 +430,7 @@ fn sample_local_input(
     actions: Single<&ActionState<Action>, With<Controls>>,
     motion: Res<AccumulatedMouseMotion>,
     look: Res<MouseLook>,
+    zoom: Res<ViewZoom>,
     cvars: Res<Cvars>,
     bindings: Res<Bindings>,
     keys: Res<ButtonInput<KeyCode>>,
@@ -436,7 +438,9 @@ fn sample_local_input(
     mut input: ResMut<LocalInput>,
 ) {
     if look.0 {
-        let scale = (DEGREES_PER_COUNT * cvars.read(cvar::SENSITIVITY) as f32).to_radians();
+        // Zoomed in, the mouse turns the view less, in step with the narrower view.
+        let sensitivity = cvars.read(cvar::SENSITIVITY) as f32 * zoom.0;
+        let scale = (DEGREES_PER_COUNT * sensitivity).to_radians();
         input.yaw = sightline_sim::wrap_angle(input.yaw - motion.delta.x * scale);
         let max = MAX_PITCH_DEG.to_radians();
         // m_invert: moving the mouse forward looks down.
