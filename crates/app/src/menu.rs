@@ -10,7 +10,7 @@ use crate::session::{AppState, Session, SessionRequest, Target, join_server};
 use crate::settings::SettingsPage;
 use bevy::prelude::*;
 use bevy_egui::{EguiContexts, EguiPrimaryContextPass, egui};
-use sightline_console::{Console, Cvars};
+use sightline_console::{Console, ConsoleCommands, Cvars, RunCommand};
 use sightline_net::ClientSecurity;
 
 /// What the menu's fields hold.
@@ -67,9 +67,21 @@ pub struct MenuPlugin;
 
 impl Plugin for MenuPlugin {
     fn build(&self, app: &mut App) {
+        app.world_mut()
+            .get_resource_or_insert_with(ConsoleCommands::default)
+            .register(
+                "togglemenu",
+                "open or close the game menu (what Esc does in a game)",
+            );
         app.init_resource::<MenuForm>()
             .init_resource::<GameMenu>()
-            .add_systems(Update, toggle_game_menu.run_if(in_state(AppState::Playing)))
+            .add_systems(
+                Update,
+                (
+                    toggle_game_menu.run_if(in_state(AppState::Playing)),
+                    run_togglemenu,
+                ),
+            )
             .add_systems(OnExit(AppState::Playing), close_game_menu)
             .add_systems(
                 EguiPrimaryContextPass,
@@ -103,6 +115,22 @@ pub(crate) fn toggle_game_menu(
         look.0 = true;
     } else {
         menu.open = true;
+    }
+}
+
+/// `togglemenu`: the game menu, as Escape opens and closes it. Typed in the console it
+/// shows once the console closes; on the command line (`+togglemenu`) it opens with the
+/// game.
+fn run_togglemenu(
+    mut run: MessageReader<RunCommand>,
+    mut menu: ResMut<GameMenu>,
+    mut look: ResMut<MouseLook>,
+) {
+    for _ in run.read().filter(|c| c.name == "togglemenu") {
+        menu.open = !menu.open;
+        if !menu.open {
+            look.0 = true;
+        }
     }
 }
 

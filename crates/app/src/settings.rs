@@ -19,7 +19,9 @@ use bevy::window::{
     WindowMode,
 };
 use bevy_egui::{EguiContexts, EguiPrimaryContextPass, egui};
-use sightline_console::{Bindings, ConfigFile, Console, CvarHandle, CvarKind, Cvars};
+use sightline_console::{
+    Bindings, ConfigFile, Console, ConsoleCommands, CvarHandle, CvarKind, Cvars, RunCommand,
+};
 
 /// The pages.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -40,6 +42,13 @@ impl Tab {
         Self::Crosshair,
         Self::Network,
     ];
+
+    /// The page called `name` (its title, in any case).
+    fn named(name: &str) -> Option<Self> {
+        Self::ALL
+            .into_iter()
+            .find(|t| t.title().eq_ignore_ascii_case(name))
+    }
 
     fn title(self) -> &'static str {
         match self {
@@ -73,10 +82,17 @@ pub struct SettingsPlugin;
 
 impl Plugin for SettingsPlugin {
     fn build(&self, app: &mut App) {
+        app.world_mut()
+            .get_resource_or_insert_with(ConsoleCommands::default)
+            .register(
+                "settings",
+                "settings [video|audio|controls|crosshair|network]: open the settings",
+            );
         app.init_resource::<SettingsPage>()
             .add_systems(
                 Update,
                 (
+                    run_settings_command,
                     apply_preset,
                     apply_video,
                     capture_key.after(crate::menu::toggle_game_menu),
@@ -261,6 +277,30 @@ impl CvarEditor<'_> {
     fn label(&self, ui: &mut egui::Ui, label: &str, name: &str) {
         let help = self.cvars.get(name).map_or("", |c| c.def.help);
         ui.label(label).on_hover_text(format!("{name}: {help}"));
+    }
+}
+
+/// `settings [PAGE]`: opens the settings, on a page if one is named.
+fn run_settings_command(
+    mut run: MessageReader<RunCommand>,
+    mut page: ResMut<SettingsPage>,
+    mut console: ResMut<Console>,
+) {
+    for command in run.read().filter(|c| c.name == "settings") {
+        match command.args.first().map(|name| (name, Tab::named(name))) {
+            Some((name, None)) => {
+                let pages: Vec<&str> = Tab::ALL.iter().map(|t| t.title()).collect();
+                console.print(format!(
+                    "settings: no page \"{name}\"; the pages are {}",
+                    pages.join(", ").to_lowercase()
+                ));
+                continue;
+            }
+            Some((_, Some(tab))) => page.tab = tab,
+            None => {}
+        }
+        page.open = true;
+        page.capture = None;
     }
 }
 
@@ -707,6 +747,16 @@ mod tests {
             }
             assert_eq!(cvars.read(cvar::R_SCALE), preset_parts(p).scale);
         }
+    }
+
+    #[test]
+    fn pages_are_named_as_their_titles_in_any_case() {
+        for tab in Tab::ALL {
+            assert_eq!(Tab::named(tab.title()), Some(tab));
+            assert_eq!(Tab::named(&tab.title().to_uppercase()), Some(tab));
+        }
+        assert_eq!(Tab::named("crosshair"), Some(Tab::Crosshair));
+        assert_eq!(Tab::named("graphics"), None);
     }
 
     #[test]
