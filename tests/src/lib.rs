@@ -28,6 +28,8 @@ mod interest;
 #[cfg(test)]
 mod loopback;
 #[cfg(test)]
+mod maps;
+#[cfg(test)]
 mod matches;
 #[cfg(test)]
 mod netcode;

@@ -4,7 +4,7 @@
 //! step, because players are moved by Sightline's own movement code, which only asks
 //! "how far can this capsule go?" and "is this spot free?".
 
-use crate::MapDef;
+use crate::{JumpPad, MapDef};
 use bevy::math::{Quat, Vec3};
 use bevy_rapier3d::rapier::parry::query::{DefaultQueryDispatcher, ShapeCastOptions};
 use bevy_rapier3d::rapier::parry::shape::Capsule;
@@ -33,12 +33,25 @@ pub struct CollisionWorld {
     colliders: ColliderSet,
     bodies: RigidBodySet,
     broad_phase: BroadPhaseBvh,
+    pads: Vec<JumpPad>,
 }
 
 impl CollisionWorld {
-    /// Builds one cuboid collider per brush.
+    /// Builds one cuboid collider per brush, and keeps the jump pads.
     pub fn from_map(map: &MapDef) -> Self {
         Self::from_boxes(map.brushes.iter().map(|b| b.oriented_box()))
+            .with_pads(map.jump_pads.clone())
+    }
+
+    /// The same world with these jump pads.
+    pub fn with_pads(self, pads: Vec<JumpPad>) -> Self {
+        Self { pads, ..self }
+    }
+
+    /// The launch velocity of the jump pad whose box holds `feet`, if any (the first in
+    /// the map's order).
+    pub fn pad_at(&self, feet: Vec3) -> Option<Vec3> {
+        self.pads.iter().find(|p| p.holds(feet)).map(|p| p.launch)
     }
 
     /// Builds a world from oriented boxes given as (centre, half extents, rotation).
@@ -58,6 +71,7 @@ impl CollisionWorld {
             colliders,
             bodies: RigidBodySet::new(),
             broad_phase,
+            pads: Vec::new(),
         }
     }
 

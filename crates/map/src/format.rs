@@ -335,6 +335,59 @@ impl<'de> Deserialize<'de> for ItemSpot {
     }
 }
 
+/// Fastest a jump pad may launch a player, m/s.
+pub const MAX_PAD_SPEED: f32 = 40.0;
+
+/// A jump pad: a player whose feet are in its box is given its launch velocity (as
+/// Quake 3's trigger_push sets it), whatever it was doing.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct JumpPad {
+    /// The box's low corner.
+    pub min: Vec3,
+    /// The box's high corner.
+    pub max: Vec3,
+    /// The velocity it gives, m/s.
+    pub launch: Vec3,
+}
+
+impl JumpPad {
+    /// Whether feet at `feet` stand in it.
+    pub fn holds(&self, feet: Vec3) -> bool {
+        feet.cmpge(self.min).all() && feet.cmple(self.max).all()
+    }
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct JumpPadFile {
+    min: Coord,
+    max: Coord,
+    launch: Coord,
+}
+
+impl<'de> Deserialize<'de> for JumpPad {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let f = JumpPadFile::deserialize(d)?;
+        if !f.min.0.cmplt(f.max.0).all() {
+            return Err(serde::de::Error::custom(format!(
+                "jump pad min {} must be below max {} on every axis",
+                f.min.0, f.max.0
+            )));
+        }
+        if f.launch.0.length() > MAX_PAD_SPEED {
+            return Err(serde::de::Error::custom(format!(
+                "jump pad launch {} is faster than {MAX_PAD_SPEED} m/s",
+                f.launch.0
+            )));
+        }
+        Ok(Self {
+            min: f.min.0,
+            max: f.max.0,
+            launch: f.launch.0,
+        })
+    }
+}
+
 /// A point light hint for the renderer.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Light {
@@ -397,6 +450,9 @@ pub struct MapDef {
     /// Point light hints.
     #[serde(default)]
     pub lights: Vec<Light>,
+    /// Jump pads.
+    #[serde(default)]
+    pub jump_pads: Vec<JumpPad>,
 }
 
 #[cfg(test)]
@@ -416,6 +472,21 @@ mod tests {
         }
         let ok = ron::from_str::<Ambient>("(color: (1.0, 1.0, 1.0), brightness: 0.0)").unwrap();
         assert_eq!(ok.brightness, 0.0);
+    }
+
+    #[test]
+    fn jump_pads_are_boxes_with_a_bounded_launch() {
+        let pad = ron::from_str::<JumpPad>(
+            "(min: (-1.0, 0.0, -1.0), max: (1.0, 0.3, 1.0), launch: (0.0, 16.0, -12.0))",
+        )
+        .unwrap();
+        assert!(pad.holds(Vec3::new(0.5, 0.0, 0.5)));
+        assert!(!pad.holds(Vec3::new(0.5, 0.5, 0.5)), "above it");
+        let inverted = "(min: (1.0, 0.0, -1.0), max: (-1.0, 0.3, 1.0), launch: (0.0, 1.0, 0.0))";
+        assert!(ron::from_str::<JumpPad>(inverted).is_err());
+        let cannon = "(min: (-1.0, 0.0, -1.0), max: (1.0, 0.3, 1.0), launch: (0.0, 99.0, 0.0))";
+        let err = ron::from_str::<JumpPad>(cannon).unwrap_err();
+        assert!(err.to_string().contains("faster than"), "{err}");
     }
 
     #[test]

@@ -306,7 +306,7 @@ mod tests {
 
     #[test]
     fn shipped_maps_load() {
-        for name in ["duel", "depot"] {
+        for name in ["duel", "depot", "spire"] {
             let path = Path::new(env!("CARGO_MANIFEST_DIR"))
                 .join("../../maps")
                 .join(format!("{name}.ron"));

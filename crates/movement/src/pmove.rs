@@ -58,7 +58,7 @@ pub fn step_among(
 
     check_crouch(&mut s, cmd, world, params);
     let mut ground = ground_trace(&s, world, params).map(|(n, _)| n);
-    if check_jump(&mut s, cmd, ground.is_some(), params) {
+    if check_jump_pad(&mut s, world) || check_jump(&mut s, cmd, ground.is_some(), params) {
         ground = None;
     }
 
@@ -133,6 +133,16 @@ fn walkable(world: &MoveWorld, hit: &Contact, p: &MoveParams) -> Option<Vec3> {
 }
 
 /// Starts a jump on a fresh press while on the ground. Holding jump does not repeat it.
+/// A jump pad under the feet throws the player: its launch velocity replaces theirs.
+fn check_jump_pad(s: &mut PlayerState, world: &MoveWorld) -> bool {
+    let Some(launch) = world.map.pad_at(s.pos) else {
+        return false;
+    };
+    s.vel = launch;
+    s.flags.set(MoveFlags::ON_GROUND, false);
+    true
+}
+
 fn check_jump(s: &mut PlayerState, cmd: &InputCmd, on_ground: bool, p: &MoveParams) -> bool {
     if !cmd.buttons.contains(Buttons::JUMP) {
         s.flags.set(MoveFlags::JUMP_HELD, false);

@@ -1,9 +1,9 @@
 //! Movement rules, one test per rule, on small worlds built for each.
 
-use crate::{Body, MoveParams, MoveWorld, PlayerState, step, step_among};
+use crate::{Body, MoveFlags, MoveParams, MoveWorld, PlayerState, step, step_among};
 use bevy::math::{Quat, Vec3};
 use sightline_map::test_support::floor_box;
-use sightline_map::{CollisionWorld, SKIN};
+use sightline_map::{CollisionWorld, JumpPad, SKIN};
 use sightline_sim::{Buttons, InputCmd};
 
 const P: MoveParams = MoveParams {
@@ -511,4 +511,34 @@ fn body_blocking_is_deterministic_to_the_bit() {
     assert_eq!(first, play().0);
     // They did meet: the contact shaped the result.
     assert!((0.0..0.02).contains(&closest), "closest {closest}");
+}
+
+#[test]
+fn a_jump_pad_throws_whoever_steps_on_it_along_its_launch() {
+    let launch = Vec3::new(0.0, 16.0, -12.0);
+    let pad = JumpPad {
+        min: Vec3::new(-1.0, -0.1, -1.0),
+        max: Vec3::new(1.0, 0.3, 1.0),
+        launch,
+    };
+    let world = flat_world().with_pads(vec![pad]);
+    let params = MoveParams::default();
+    let hz = 128.0;
+    let mut s = settle(&world, Vec3::new(0.0, 0.0, 2.0), hz);
+    let mut peak = s.pos.y;
+    let mut launched_at = None;
+    for tick in 0..(2.0 * hz) as usize {
+        s = step(&s, &run(1.0), &world, &params, 1.0 / hz);
+        peak = peak.max(s.pos.y);
+        if launched_at.is_none() && s.vel.y > 10.0 {
+            launched_at = Some((tick, s.pos.z));
+        }
+    }
+    let (_, z) = launched_at.expect("walking onto the pad throws the player");
+    assert!(z <= 1.0, "thrown from the pad, at z = {z}");
+    // 16 m/s up against 20 m/s^2 of gravity: 6.4 m above where the pad last threw the
+    // player, at most its 0.3 m top.
+    assert!((6.4..6.4 + 0.3).contains(&peak), "peak {peak}");
+    assert!(s.flags.has(MoveFlags::ON_GROUND), "and lands");
+    assert!(s.pos.z < -15.0, "carried along the launch: {}", s.pos.z);
 }
