@@ -75,13 +75,7 @@ impl Plugin for MenuPlugin {
             );
         app.init_resource::<MenuForm>()
             .init_resource::<GameMenu>()
-            .add_systems(
-                Update,
-                (
-                    toggle_game_menu.run_if(in_state(AppState::Playing)),
-                    run_togglemenu,
-                ),
-            )
+            .add_systems(Update, (toggle_game_menu, run_togglemenu))
             .add_systems(OnExit(AppState::Playing), close_game_menu)
             .add_systems(
                 EguiPrimaryContextPass,
@@ -93,10 +87,12 @@ impl Plugin for MenuPlugin {
     }
 }
 
-/// Escape opens the game menu, or steps back out of it: from the settings to the menu,
-/// from the menu to the game. While the console or the chat box has the keyboard,
-/// Escape is theirs; while the settings wait for a key to bind, it cancels that.
+/// Escape opens the game menu, or steps back out of it: from the settings to the menu
+/// that opened them, from the game menu to the game. While the console or the chat box
+/// has the keyboard, Escape is theirs; while the settings wait for a key to bind, it
+/// cancels that.
 pub(crate) fn toggle_game_menu(
+    state: Res<State<AppState>>,
     keys: Res<ButtonInput<KeyCode>>,
     console: Res<Console>,
     focus: Res<TextFocus>,
@@ -107,9 +103,12 @@ pub(crate) fn toggle_game_menu(
     if !keys.just_pressed(KeyCode::Escape) || console.open || focus.0 || settings.capturing() {
         return;
     }
+    let playing = *state.get() == AppState::Playing;
     if settings.open {
         settings.open = false;
-        menu.open = true;
+        menu.open = playing;
+    } else if !playing {
+        // The main menu has nothing to step back to.
     } else if menu.open {
         menu.open = false;
         look.0 = true;

@@ -636,8 +636,12 @@ fn controls_page(
             keys.join(" / ")
         };
         let button = egui::Button::new(text).min_size(egui::vec2(160.0, 0.0));
-        if ui.add(button).clicked() {
+        // Only a mouse click: Space or Enter on the focused button is the key being bound,
+        // and must not start waiting for a key again.
+        let response = ui.add(button);
+        if response.clicked_by(egui::PointerButton::Primary) {
             page.capture = Some(*action);
+            response.surrender_focus();
         }
         ui.end_row();
     }
