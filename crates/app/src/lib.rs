@@ -10,6 +10,7 @@
 mod args;
 mod browser;
 mod camera;
+mod character;
 mod chat;
 mod cvars;
 mod deathcam;
@@ -29,7 +30,9 @@ mod shake;
 mod sky;
 mod smoke;
 mod sound;
+mod viewmodel;
 mod vignette;
+mod weapon_models;
 mod world;
 
 #[cfg(test)]
@@ -127,6 +130,7 @@ impl PluginGroup for GamePlugins {
             .add(particles::ParticlesPlugin)
             .add(effects::EffectsPlugin)
             .add(shake::ShakePlugin)
+            .add(viewmodel::ViewModelPlugin)
             .add(vignette::VignettePlugin)
             .add(hud::HudPlugin)
             .add(chat::ChatPlugin)
