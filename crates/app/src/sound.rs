@@ -262,7 +262,10 @@ fn watch_output(
             commands.entity(probe).despawn();
             *output = Output::Silent;
         }
-        Ok(true) | Err(_) => *output = Output::Playing,
+        Ok(true) | Err(_) => {
+            debug!("audio output found: sounds play");
+            *output = Output::Playing;
+        }
     }
 }
 
@@ -301,11 +304,8 @@ fn spawn_sounds(
         requests.clear();
         return;
     }
-    let mut count = playing.iter().count();
-    for request in requests.read() {
-        if count >= MAX_SOUNDS && request.channel == Channel::Effects {
-            continue;
-        }
+    let requests: Vec<PlaySound> = requests.read().copied().collect();
+    for request in thin_out(&requests, playing.iter().count()) {
         let weight = match request.channel {
             Channel::Effects => cvars.read(cvar::S_EFFECTS),
             Channel::Announcer => cvars.read(cvar::S_ANNOUNCER),
@@ -329,8 +329,34 @@ fn spawn_sounds(
             )),
             None => commands.spawn((AudioPlayer(handle), settings, Emitter)),
         };
-        count += 1;
     }
+}
+
+/// Most copies of one sound started in a frame: the same sounds starting together add up
+/// to one louder sound (and past full scale, a crackle), so a burst of pellets or of shots
+/// in a slow frame is heard as a few.
+const MOST_ALIKE_PER_FRAME: usize = 2;
+
+/// The requests of a frame worth playing with `playing` sounds already going: effects
+/// while fewer than [`MAX_SOUNDS`] play, at most [`MOST_ALIKE_PER_FRAME`] of each sound,
+/// the loudest first; the announcer always.
+fn thin_out(requests: &[PlaySound], playing: usize) -> Vec<PlaySound> {
+    let mut by_loudness: Vec<&PlaySound> = requests.iter().collect();
+    by_loudness.sort_by(|a, b| b.gain.total_cmp(&a.gain));
+    let mut alike: HashMap<SoundId, usize> = HashMap::new();
+    let mut count = playing;
+    let mut kept = Vec::new();
+    for request in by_loudness {
+        let same = alike.entry(request.id).or_default();
+        let room = count < MAX_SOUNDS || request.channel == Channel::Announcer;
+        if *same >= MOST_ALIKE_PER_FRAME || !room {
+            continue;
+        }
+        *same += 1;
+        count += 1;
+        kept.push(*request);
+    }
+    kept
 }
 
 /// Reach (full-volume distance, m) and loudness of a weapon's report.
@@ -619,5 +645,25 @@ fn follow_flights(
             Emitter,
         ));
         count += 1;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_frame_of_sounds_is_thinned_to_what_can_be_heard() {
+        let rifle = SoundId::Shot(WeaponKind::Rifle);
+        let shot = |gain| PlaySound::at(rifle, Vec3::ZERO, 10.0, gain);
+        let lead = PlaySound::announce(announcer::Announcement::LeadTaken);
+        let kill = PlaySound::here(SoundId::Kill, 0.6);
+        let frame = [shot(0.1), shot(0.5), kill, shot(0.3), lead, shot(0.2)];
+        // Loudest first: two rifle shots, the loudest, beside the rest.
+        assert_eq!(thin_out(&frame, 0), vec![lead, kill, shot(0.5), shot(0.3)]);
+        // Near the limit only the loudest fit; the announcer speaks regardless.
+        assert_eq!(thin_out(&frame, MAX_SOUNDS - 2), vec![lead, kill]);
+        assert_eq!(thin_out(&frame, MAX_SOUNDS + 5), vec![lead]);
+        assert!(thin_out(&[], 0).is_empty());
     }
 }
