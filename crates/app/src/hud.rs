@@ -6,7 +6,9 @@
 use crate::cvars::cvar;
 use crate::deathcam::DeathView;
 use crate::input::{Action, Controls, MouseLook};
+use crate::menu::GameMenu;
 use crate::session::{AppState, describe};
+use crate::settings::SettingsPage;
 use bevy::prelude::*;
 use bevy_egui::{EguiContexts, EguiPrimaryContextPass, egui};
 use leafwing_input_manager::prelude::ActionState;
@@ -56,6 +58,8 @@ fn draw_hud(
     console: Res<Console>,
     crosshair: Res<CrosshairLook>,
     death: Res<DeathView>,
+    menu: Res<GameMenu>,
+    settings: Res<SettingsPage>,
 ) -> Result {
     let ctx = contexts.ctx_mut()?;
     let painter = ctx.layer_painter(egui::LayerId::new(
@@ -63,8 +67,10 @@ fn draw_hud(
         egui::Id::new("hud"),
     ));
     let center = ctx.content_rect().center();
-    // No crosshair over the death camera: there is nothing to aim.
-    if !death.active() {
+    // The HUD's layer is above windows: nothing of it in the middle while a menu is there.
+    let menus = menu.open || settings.open;
+    // No crosshair over the death camera either: there is nothing to aim.
+    if !death.active() && !menus {
         draw_crosshair(&painter, center, &crosshair);
     }
     let banner = match &*status {
@@ -83,7 +89,7 @@ fn draw_hud(
             egui::Color32::from_rgb(255, 230, 160),
         );
     }
-    if !look.0 && !console.open && status.is_connected() {
+    if !look.0 && !console.open && !menus && status.is_connected() {
         painter.text(
             center + egui::vec2(0.0, 60.0),
             egui::Align2::CENTER_CENTER,
