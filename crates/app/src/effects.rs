@@ -64,9 +64,9 @@ fn make_effect_assets(
     mut meshes: ResMut<Assets<Mesh>>,
     mut materials: ResMut<Assets<StandardMaterial>>,
 ) {
-    let glowing = |emissive: LinearRgba| StandardMaterial {
-        base_color: Color::WHITE,
-        emissive,
+    // Unlit materials show their base colour as it is: above 1, they glow and bloom.
+    let glowing = |color: LinearRgba| StandardMaterial {
+        base_color: Color::LinearRgba(color),
         unlit: true,
         ..default()
     };
@@ -79,8 +79,7 @@ fn make_effect_assets(
         beam: meshes.add(Cylinder::new(0.5, 1.0)),
         tracer_material: materials.add(glowing(LinearRgba::rgb(6.0, 5.0, 2.0))),
         rail_material: materials.add(StandardMaterial {
-            base_color: Color::BLACK,
-            emissive: LinearRgba::rgb(2.0, 8.0, 16.0),
+            base_color: Color::linear_rgb(2.0, 8.0, 16.0),
             unlit: true,
             alpha_mode: AlphaMode::Add,
             ..default()

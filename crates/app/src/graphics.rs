@@ -6,13 +6,17 @@
 use crate::MainCamera;
 use crate::cvars::cvar;
 use bevy::anti_alias::fxaa::Fxaa;
-use bevy::camera::Hdr;
+use bevy::camera::{Exposure, Hdr};
 use bevy::post_process::bloom::Bloom;
 use bevy::prelude::*;
 use bevy::render::render_resource::{TextureFormat, WgpuFeatures};
 use bevy::render::renderer::{RenderAdapter, RenderDevice};
 use bevy::render::view::Msaa;
 use sightline_console::Cvars;
+
+/// The camera's exposure: the maps' sunlight (about 12 000 lux) on their pale floors
+/// burnt out to white at Bevy's default (9.7, for indoor scenes); this keeps their colours.
+pub const EV100: f32 = 10.4;
 
 /// Applies the quality cvars to the camera and the lights.
 pub struct GraphicsPlugin;
@@ -128,7 +132,7 @@ fn apply_camera_quality(
     for camera in &cameras {
         let mut camera = commands.entity(camera);
         // HDR always: bright effects keep their colour through tone mapping.
-        camera.insert(Hdr);
+        camera.insert((Hdr, Exposure { ev100: EV100 }));
         if bloom {
             camera.insert(Bloom::NATURAL);
         } else {

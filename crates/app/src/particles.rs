@@ -72,9 +72,10 @@ impl Look {
                     Look::Fire => LinearRgba::rgb(9.0, 3.5, 0.6),
                     _ => LinearRgba::rgb(1.5, 5.0, 12.0),
                 };
+                // Unlit materials show their base colour as it is (no lighting, no
+                // exposure): values above 1 make them glow and bloom.
                 StandardMaterial {
-                    base_color: Color::BLACK.with_alpha(fade),
-                    emissive: glow * fade,
+                    base_color: Color::LinearRgba(glow.with_alpha(fade)),
                     unlit: true,
                     alpha_mode: AlphaMode::Add,
                     ..default()

@@ -18,9 +18,9 @@ use sightline_map::{CurrentMap, Rgb};
 /// Pixels along a side of each of the cube's faces.
 const FACE_SIZE: u32 = 128;
 
-/// The sky's brightness in cd/m² per unit of colour: at Bevy's default exposure a colour
-/// of 1 shows as about white.
-const SKY_NITS: f32 = 1000.0;
+/// The sky's brightness in cd/m² per unit of colour: at the camera's exposure
+/// ([`crate::graphics::EV100`]) a colour of 1 shows as about white.
+const SKY_NITS: f32 = 1000.0 * 1.625;
 
 /// Angular radius of the sun's disc, radians.
 const SUN_RADIUS: f32 = 0.02;
@@ -65,8 +65,9 @@ impl SkyLook {
     /// Linear radiance (in units of [`SKY_NITS`]) seen looking along unit `dir`.
     pub fn radiance(&self, dir: Vec3) -> Vec3 {
         let up = dir.y;
-        let horizon = self.sky.lerp(Vec3::ONE, 0.35);
-        let zenith = self.sky * 0.6;
+        let horizon = self.sky.lerp(Vec3::ONE, 0.25);
+        // Deeper and bluer overhead.
+        let zenith = self.sky * self.sky * 0.8;
         let ground = self.sky * 0.25 + Vec3::new(0.06, 0.055, 0.05);
         let base = if up >= 0.0 {
             horizon.lerp(zenith, up.sqrt())

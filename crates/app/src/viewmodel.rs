@@ -19,9 +19,11 @@ use sightline_sim::{PlayerId, SessionAppExt};
 use std::f32::consts::{PI, TAU};
 
 /// Where the hand rests in the camera's space.
-const HAND: Vec3 = Vec3::new(0.17, -0.17, -0.24);
+const HAND: Vec3 = Vec3::new(0.12, -0.12, -0.27);
 /// Where it moves while fully zoomed: in toward the middle.
-const HAND_ZOOMED: Vec3 = Vec3::new(0.04, -0.11, -0.24);
+const HAND_ZOOMED: Vec3 = Vec3::new(0.03, -0.08, -0.27);
+/// The models' scale in view: full size would fill half the screen at arm's length.
+const VIEW_SCALE: f32 = 0.5;
 /// How long our muzzle flash shows, seconds.
 const FLASH_SECONDS: f32 = 0.05;
 
@@ -154,7 +156,7 @@ fn build_view_models(
         let root = commands
             .spawn((
                 HeldWeapon,
-                Transform::from_translation(HAND),
+                Transform::from_translation(HAND).with_scale(Vec3::splat(VIEW_SCALE)),
                 Visibility::Hidden,
                 ChildOf(camera),
             ))
@@ -175,8 +177,7 @@ fn build_view_models(
             MuzzleFlashView,
             Mesh3d(meshes.add(Sphere::new(0.04))),
             MeshMaterial3d(materials.add(StandardMaterial {
-                base_color: Color::BLACK,
-                emissive: LinearRgba::rgb(30.0, 18.0, 6.0),
+                base_color: Color::linear_rgb(30.0, 18.0, 6.0),
                 unlit: true,
                 alpha_mode: AlphaMode::Add,
                 ..default()
@@ -196,8 +197,7 @@ fn build_view_models(
             ChargeGlow,
             Mesh3d(meshes.add(Sphere::new(0.03))),
             MeshMaterial3d(materials.add(StandardMaterial {
-                base_color: Color::BLACK,
-                emissive: LinearRgba::rgb(2.0, 9.0, 18.0),
+                base_color: Color::linear_rgb(2.0, 9.0, 18.0),
                 unlit: true,
                 alpha_mode: AlphaMode::Add,
                 ..default()

@@ -73,7 +73,7 @@ pub fn model(weapon: WeaponKind) -> WeaponModel {
                 part(Box(Vec3::new(0.04, 0.1, 0.05)), 0.0, -0.06, 0.02, Grip),
                 part(Box(Vec3::new(0.045, 0.08, 0.2)), 0.0, 0.0, 0.17, Accent),
                 part(Box(Vec3::new(0.02, 0.03, 0.08)), 0.0, 0.08, -0.1, Metal),
-                part(Box(Vec3::new(0.058, 0.012, 0.22)), 0.0, 0.02, -0.16, Glow),
+                part(Box(Vec3::new(0.062, 0.012, 0.22)), 0.0, 0.045, -0.16, Glow),
             ],
             muzzle: Vec3::new(0.0, 0.035, -0.59),
             accent: Color::srgb(0.85, 0.55, 0.2),
