@@ -1,14 +1,14 @@
 //! The first-person view: the camera at the predicted eye (blended between the last two
-//! ticks, plus the fading correction), the field of view, and the weapon held in view with
-//! its muzzle flash; holding alternate fire with a zooming weapon (rifle, railgun) narrows
-//! the field of view by the weapon's share ([`ViewZoom`]). While we are dead the death camera (`deathcam.rs`) has the view
-//! instead; a respawn is never blended across.
+//! ticks, plus the fading correction) and the field of view; holding alternate fire with
+//! a zooming weapon (rifle, railgun) narrows the field of view by the weapon's share
+//! ([`ViewZoom`]). While we are dead the death camera (`deathcam.rs`) has the view
+//! instead; a respawn is never blended across. The weapon in view is `viewmodel.rs`'s.
 
 use crate::cvars::cvar;
 use crate::deathcam::DeathView;
 use bevy::core_pipeline::tonemapping::Tonemapping;
 use bevy::prelude::*;
-use sightline_client::{CombatCue, InputSource, LocalInput};
+use sightline_client::{InputSource, LocalInput};
 use sightline_combat::{AltFire, Arsenal, SpawnCount};
 use sightline_console::Cvars;
 use sightline_movement::{MoveParams, PlayerState};
@@ -18,18 +18,6 @@ use sightline_sim::{Buttons, SessionAppExt};
 /// The first-person camera.
 #[derive(Component)]
 pub struct MainCamera;
-
-/// The weapon held in view, shown only while playing.
-#[derive(Component)]
-struct ViewModel;
-
-/// The flash at the view-model's muzzle.
-#[derive(Component)]
-struct FlashVisual;
-
-/// Until when (real seconds) our own muzzle flash shows.
-#[derive(Resource, Debug, Default)]
-struct MuzzleFlash(f64);
 
 /// Eye height as drawn: follows the crouch state smoothly.
 #[derive(Resource, Debug, Default)]
@@ -66,13 +54,12 @@ pub fn zoom_share(alt: AltFire, held: bool) -> f32 {
 #[derive(SystemSet, Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct CameraSet;
 
-/// The camera and the view model.
+/// The camera: where it is and how wide it sees.
 pub struct CameraPlugin;
 
 impl Plugin for CameraPlugin {
     fn build(&self, app: &mut App) {
         app.init_session_resource::<EyeHeight>()
-            .init_session_resource::<MuzzleFlash>()
             .init_session_resource::<ViewZoom>()
             .add_systems(Startup, spawn_camera)
             .add_systems(FixedFirst, remember_previous_state)
@@ -81,72 +68,22 @@ impl Plugin for CameraPlugin {
                 (
                     place_camera.in_set(CameraSet),
                     (zoom_view, apply_fov).chain(),
-                    show_view_model,
-                    flash_on_own_shots,
-                    show_muzzle_flash,
                 ),
             );
     }
 }
 
-fn spawn_camera(
-    mut commands: Commands,
-    mut meshes: ResMut<Assets<Mesh>>,
-    mut materials: ResMut<Assets<StandardMaterial>>,
-) {
-    commands
-        .spawn((
-            Camera3d::default(),
-            Tonemapping::AcesFitted,
-            Projection::Perspective(PerspectiveProjection {
-                fov: 90f32.to_radians(),
-                ..default()
-            }),
-            Transform::from_xyz(0.0, 2.0, 0.0),
-            MainCamera,
-        ))
-        .with_children(|camera| {
-            // The view-model weapon: a receiver and a barrel, low and to the right.
-            let metal = materials.add(StandardMaterial {
-                base_color: Color::srgb(0.18, 0.19, 0.22),
-                metallic: 0.6,
-                perceptual_roughness: 0.4,
-                ..default()
-            });
-            camera
-                .spawn((ViewModel, Transform::default(), Visibility::Hidden))
-                .with_children(|gun| {
-                    gun.spawn((
-                        Mesh3d(meshes.add(Cuboid::new(0.045, 0.06, 0.26))),
-                        MeshMaterial3d(metal.clone()),
-                        Transform::from_xyz(0.16, -0.15, -0.4),
-                    ));
-                    gun.spawn((
-                        Mesh3d(meshes.add(Sphere::new(0.035))),
-                        MeshMaterial3d(materials.add(StandardMaterial {
-                            base_color: Color::srgb(1.0, 0.8, 0.4),
-                            emissive: LinearRgba::rgb(30.0, 18.0, 6.0),
-                            unlit: true,
-                            ..default()
-                        })),
-                        PointLight {
-                            color: Color::srgb(1.0, 0.8, 0.5),
-                            intensity: 40_000.0,
-                            range: 6.0,
-                            ..default()
-                        },
-                        Transform::from_xyz(0.16, -0.13, -0.76),
-                        Visibility::Hidden,
-                        FlashVisual,
-                    ));
-                    gun.spawn((
-                        Mesh3d(meshes.add(Cylinder::new(0.012, 0.22))),
-                        MeshMaterial3d(metal),
-                        Transform::from_xyz(0.16, -0.13, -0.62)
-                            .with_rotation(Quat::from_rotation_x(std::f32::consts::FRAC_PI_2)),
-                    ));
-                });
-        });
+fn spawn_camera(mut commands: Commands) {
+    commands.spawn((
+        Camera3d::default(),
+        Tonemapping::AcesFitted,
+        Projection::Perspective(PerspectiveProjection {
+            fov: 90f32.to_radians(),
+            ..default()
+        }),
+        Transform::from_xyz(0.0, 2.0, 0.0),
+        MainCamera,
+    ));
 }
 
 fn remember_previous_state(
@@ -257,50 +194,6 @@ fn apply_fov(
         if let Projection::Perspective(p) = &mut *projection {
             p.fov = (cvars.read(cvar::FOV) as f32 * zoom.0).to_radians();
         }
-    }
-}
-
-/// The view-model weapon shows once our player exists, and not while dead.
-fn show_view_model(
-    player: Query<(), With<Predicted>>,
-    death: Res<DeathView>,
-    mut view_model: Query<&mut Visibility, With<ViewModel>>,
-) {
-    let wanted = if player.is_empty() || death.active() {
-        Visibility::Hidden
-    } else {
-        Visibility::Inherited
-    };
-    for mut v in &mut view_model {
-        v.set_if_neq(wanted);
-    }
-}
-
-/// Our own (predicted) shots light the muzzle for a twentieth of a second.
-fn flash_on_own_shots(
-    time: Res<Time<Real>>,
-    mut cues: MessageReader<CombatCue>,
-    mut flash: ResMut<MuzzleFlash>,
-) {
-    for cue in cues.read() {
-        if let CombatCue::Fired { own: true, .. } = cue {
-            flash.0 = time.elapsed_secs_f64() + 0.05;
-        }
-    }
-}
-
-fn show_muzzle_flash(
-    time: Res<Time<Real>>,
-    flash: Res<MuzzleFlash>,
-    mut visuals: Query<&mut Visibility, With<FlashVisual>>,
-) {
-    let on = time.elapsed_secs_f64() < flash.0;
-    for mut v in &mut visuals {
-        v.set_if_neq(if on {
-            Visibility::Inherited
-        } else {
-            Visibility::Hidden
-        });
     }
 }
 
