@@ -36,6 +36,8 @@ mod netcode;
 #[cfg(test)]
 mod operating;
 #[cfg(test)]
+mod pickups;
+#[cfg(test)]
 mod raw;
 #[cfg(test)]
 mod session;

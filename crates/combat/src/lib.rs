@@ -14,6 +14,7 @@
 mod aim;
 mod arsenal;
 mod damage;
+mod drops;
 mod hitbox;
 mod items;
 mod lagcomp;
@@ -37,6 +38,7 @@ pub use damage::{
     Damage, MAX_ARMOR, MAX_HEALTH, POWER_UP_TIME, QUAD_FACTOR, REGEN_HEALTH, REGEN_RATE,
     RESPAWN_DELAY, SPAWN_HEALTH, SPAWN_PROTECTION, Vitals, splash,
 };
+pub use drops::{DROP_TIME, DroppedWeapon, MAX_DROPS, dropped_weapon};
 pub use events::CombatEvent;
 pub use hitbox::{HitZone, Hitbox, ray_capsule, ray_hit, ray_sphere};
 pub use items::{ItemSpot, items_present, pick_up, respawn_time, spawn_items_for};

@@ -29,6 +29,7 @@ impl Plugin for CombatPlugin {
             .map_or(128, |c| c.tick_hz);
         app.insert_resource(HitboxHistory::new(hz, 1.0))
             .init_resource::<NextRocketId>()
+            .init_resource::<crate::drops::NextDropId>()
             .init_resource::<LagCompStats>()
             .add_message::<CombatEvent>()
             .add_systems(
@@ -47,7 +48,9 @@ impl Plugin for CombatPlugin {
                     tick_vitals,
                     fire_weapons,
                     fly_rockets,
+                    crate::drops::drop_weapons_of_the_dead,
                     crate::items::take_items,
+                    crate::drops::take_dropped_weapons,
                 )
                     .chain()
                     .in_set(SimSet::Combat)

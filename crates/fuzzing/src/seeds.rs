@@ -8,7 +8,7 @@ use sightline_combat::{GameMode, ProjectileKind, Team, WeaponKind};
 use sightline_console::render_config;
 use sightline_movement::MoveFlags;
 use sightline_protocol::{
-    ClientDatagram, ClientMessage, InputPacket, Lifetime, PROTOCOL_VERSION, PlayerSnap,
+    ClientDatagram, ClientMessage, DropSnap, InputPacket, Lifetime, PROTOCOL_VERSION, PlayerSnap,
     ProjectileSnap, ScoreLine, ServerDatagram, ServerMessage, Snapshot, SnapshotPacket, Welcome,
     Wire,
 };
@@ -109,6 +109,13 @@ fn snapshot(players: u8, seq: u32) -> Snapshot {
             })
             .collect(),
         items: 0b1011,
+        drops: (0..players.min(2) as u16)
+            .map(|id| DropSnap {
+                id: id + 1,
+                weapon: WeaponKind::Plasma,
+                pos: [3.0, 0.0, -7.5],
+            })
+            .collect(),
     }
 }
 

@@ -33,7 +33,8 @@
 use crate::bytes::{Reader, put_f32, put_varint, put_zigzag, unzigzag, zigzag};
 use crate::codec::DecodeError;
 use crate::messages::{
-    MAX_SNAPSHOT_PLAYERS, MAX_SNAPSHOT_PROJECTILES, PlayerSnap, ProjectileSnap, Snapshot,
+    DropSnap, MAX_SNAPSHOT_DROPS, MAX_SNAPSHOT_PLAYERS, MAX_SNAPSHOT_PROJECTILES, PlayerSnap,
+    ProjectileSnap, Snapshot,
 };
 use bevy::prelude::Resource;
 use serde::de::Error as _;
@@ -89,6 +90,10 @@ const ID_FOLLOWS: u16 = 3;
 
 /// Bit set in the packet's flags when the item bits follow.
 const HAS_ITEMS: u8 = 1;
+/// Bit set in the packet's flags when dropped weapons follow (none: no bytes).
+const HAS_DROPS: u8 = 2;
+/// Largest encoding of one dropped weapon: id, weapon, position.
+const MAX_DROP_BYTES: usize = 3 + 1 + 12;
 
 /// Largest encoding of one changed player: head, id, every field.
 const MAX_CHANGE_BYTES: usize = 3 + 1 + FIELDS * 5;
@@ -335,6 +340,8 @@ pub struct SnapshotPacket {
     pub projectiles: Vec<ProjectileSnap>,
     /// [`Snapshot::items`] when they differ from the baseline's.
     pub items: Option<u64>,
+    /// [`Snapshot::drops`], in full.
+    pub drops: Vec<DropSnap>,
 }
 
 /// The header numbers a delta counts from: the baseline's, or zeros.
@@ -378,7 +385,9 @@ impl SnapshotPacket {
         + 10
         + (1 + MAX_SNAPSHOT_PLAYERS)
         + (1 + MAX_SNAPSHOT_PLAYERS * MAX_CHANGE_BYTES)
-        + (1 + MAX_SNAPSHOT_PROJECTILES * MAX_PROJECTILE_BYTES);
+        + (1 + MAX_SNAPSHOT_PROJECTILES * MAX_PROJECTILE_BYTES)
+        + 10
+        + (1 + MAX_SNAPSHOT_DROPS * MAX_DROP_BYTES);
 
     /// `snapshot` as changes from `baseline` (`None`: in full). The baseline must be a
     /// snapshot sent to the same client; its sequence number goes in the packet.
@@ -421,6 +430,7 @@ impl SnapshotPacket {
             changed,
             projectiles: snapshot.projectiles.clone(),
             items: (snapshot.items != base_items).then_some(snapshot.items),
+            drops: snapshot.drops.clone(),
         }
     }
 
@@ -479,6 +489,7 @@ impl SnapshotPacket {
             players,
             projectiles: self.projectiles.clone(),
             items: self.items.unwrap_or(base_items),
+            drops: self.drops.clone(),
         };
         snapshot.validate()?;
         Ok(snapshot)
@@ -501,7 +512,9 @@ impl SnapshotPacket {
         put_varint(&mut out, self.repeated_inputs.into());
         out.push(self.pushes);
         put_varint(&mut out, self.server_tick_us.into());
-        out.push(if self.items.is_some() { HAS_ITEMS } else { 0 });
+        let items = if self.items.is_some() { HAS_ITEMS } else { 0 };
+        let drops = if self.drops.is_empty() { 0 } else { HAS_DROPS };
+        out.push(items | drops);
         put_varint(&mut out, self.removed.len() as u64);
         out.extend(self.removed.iter().map(|id| id.0));
         put_varint(&mut out, self.changed.len() as u64);
@@ -536,6 +549,16 @@ impl SnapshotPacket {
         if let Some(items) = self.items {
             put_varint(&mut out, items);
         }
+        if !self.drops.is_empty() {
+            put_varint(&mut out, self.drops.len() as u64);
+            for d in &self.drops {
+                put_varint(&mut out, d.id.into());
+                out.push(d.weapon.index() as u8);
+                for v in d.pos {
+                    put_f32(&mut out, v);
+                }
+            }
+        }
         out
     }
 
@@ -565,7 +588,7 @@ impl SnapshotPacket {
         let pushes = r.byte()?;
         let server_tick_us = r.varint()?;
         let flags = r.byte()?;
-        if flags & !HAS_ITEMS != 0 {
+        if flags & !(HAS_ITEMS | HAS_DROPS) != 0 {
             return Err("unknown flags");
         }
         let removed = read_ids(r)?;
@@ -634,6 +657,11 @@ impl SnapshotPacket {
         } else {
             None
         };
+        let drops = if flags & HAS_DROPS != 0 {
+            read_drops(r)?
+        } else {
+            Vec::new()
+        };
         r.finish()?;
         Ok(Self {
             seq,
@@ -649,8 +677,33 @@ impl SnapshotPacket {
             changed,
             projectiles,
             items,
+            drops,
         })
     }
+}
+
+/// Dropped weapons: at least one (none is sent as no flag), each finite.
+fn read_drops(r: &mut Reader) -> Result<Vec<DropSnap>, &'static str> {
+    let count = read_count(r, MAX_SNAPSHOT_DROPS)?;
+    if count == 0 {
+        return Err("an empty list of dropped weapons");
+    }
+    let mut drops = Vec::with_capacity(count);
+    for _ in 0..count {
+        let id = u16::try_from(r.varint()?).map_err(|_| "drop id too large")?;
+        let weapon = *WeaponKind::ALL
+            .get(usize::from(r.byte()?))
+            .ok_or("unknown weapon dropped")?;
+        let mut pos = [0.0; 3];
+        for x in &mut pos {
+            *x = r.f32()?;
+            if !x.is_finite() {
+                return Err("dropped weapon at NaN or infinity");
+            }
+        }
+        drops.push(DropSnap { id, weapon, pos });
+    }
+    Ok(drops)
 }
 
 /// A count of at most `max`.

@@ -420,6 +420,18 @@ pub fn kit(owned: u8, quad: bool, regen: bool) -> u8 {
     (owned & KIT_WEAPONS) | if quad { KIT_QUAD } else { 0 } | if regen { KIT_REGEN } else { 0 }
 }
 
+/// A weapon dropped by a player who died with it, lying where they fell until taken or
+/// until its time runs out.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct DropSnap {
+    /// Drop number.
+    pub id: u16,
+    /// Which weapon.
+    pub weapon: WeaponKind,
+    /// Where it lies.
+    pub pos: [f32; 3],
+}
+
 /// A projectile in flight.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct ProjectileSnap {
@@ -535,10 +547,14 @@ pub struct Snapshot {
     pub projectiles: Vec<ProjectileSnap>,
     /// Which of the map's item spots hold their item, as bits by item index.
     pub items: u64,
+    /// Weapons dropped by the dead, in id order.
+    pub drops: Vec<DropSnap>,
 }
 
 /// Most projectiles a snapshot may carry.
 pub const MAX_SNAPSHOT_PROJECTILES: usize = 64;
+/// Most dropped weapons a snapshot may carry (the server keeps no more).
+pub const MAX_SNAPSHOT_DROPS: usize = 16;
 
 impl Snapshot {
     /// Checks counts, order, ranges and finiteness: what a resolved packet must satisfy.
@@ -574,6 +590,15 @@ impl Snapshot {
         for p in &self.projectiles {
             check_finite("projectile", &p.pos)?;
             check_finite("projectile", &p.vel)?;
+        }
+        if self.drops.len() > MAX_SNAPSHOT_DROPS {
+            return Err(invalid("too many dropped weapons"));
+        }
+        if self.drops.windows(2).any(|w| w[1].id <= w[0].id) {
+            return Err(invalid("dropped weapons not in increasing id order"));
+        }
+        for d in &self.drops {
+            check_finite("dropped weapon", &d.pos)?;
         }
         Ok(())
     }

@@ -51,6 +51,7 @@ fn snapshot(n: usize) -> Snapshot {
             .collect(),
         projectiles: vec![],
         items: 0b1011,
+        drops: vec![],
     }
 }
 

@@ -12,10 +12,10 @@ use proptest::sample::Index;
 use sightline_combat::{GameMode, ProjectileKind, Team, WeaponKind};
 use sightline_movement::MoveFlags;
 use sightline_protocol::{
-    ClientDatagram, ClientMessage, DecodeError, InputPacket, Lifetime, MAX_BASELINE_AGE,
+    ClientDatagram, ClientMessage, DecodeError, DropSnap, InputPacket, Lifetime, MAX_BASELINE_AGE,
     MAX_CHAT_LEN, MAX_NAME_LEN, MAX_PACKET_CMDS, MAX_RCON_COMMAND_LEN, MAX_RCON_PASSWORD_LEN,
-    MAX_SERVER_NAME_LEN, MAX_SNAPSHOT_PLAYERS, MAX_SNAPSHOT_PROJECTILES, PlayerSnap,
-    ProjectileSnap, ScoreLine, ServerDatagram, ServerMessage, ServerTextKind, Snapshot,
+    MAX_SERVER_NAME_LEN, MAX_SNAPSHOT_DROPS, MAX_SNAPSHOT_PLAYERS, MAX_SNAPSHOT_PROJECTILES,
+    PlayerSnap, ProjectileSnap, ScoreLine, ServerDatagram, ServerMessage, ServerTextKind, Snapshot,
     SnapshotPacket, Welcome, Wire, clean_text,
 };
 use sightline_sim::{
@@ -283,6 +283,7 @@ fn snapshot() -> impl Strategy<Value = Snapshot> {
         players,
         projectiles,
         any::<u64>(),
+        drops(),
     )
         .prop_map(
             |(
@@ -291,6 +292,7 @@ fn snapshot() -> impl Strategy<Value = Snapshot> {
                 players,
                 projectiles,
                 items,
+                drops,
             )| Snapshot {
                 seq,
                 baseline: 0,
@@ -304,8 +306,24 @@ fn snapshot() -> impl Strategy<Value = Snapshot> {
                 players,
                 projectiles,
                 items,
+                drops,
             },
         )
+}
+
+/// Dropped weapons in increasing id order: none, a few, or as many as a snapshot holds.
+fn drops() -> impl Strategy<Value = Vec<DropSnap>> {
+    let drop = || (weapon(), vec3()).prop_map(|(weapon, pos)| DropSnap { id: 0, weapon, pos });
+    prop_oneof![
+        prop::collection::vec(drop(), 0..=2),
+        prop::collection::vec(drop(), MAX_SNAPSHOT_DROPS),
+    ]
+    .prop_map(|mut drops| {
+        for (i, d) in drops.iter_mut().enumerate() {
+            d.id = i as u16 * 3 + 1;
+        }
+        drops
+    })
 }
 
 fn client_message() -> impl Strategy<Value = ClientMessage> {

@@ -500,11 +500,12 @@ fn tally_combat(
                 let w = weapon.index();
                 c.pending.weapons[w].shots += 1;
                 // A hitscan shot's hits come with it: pellets of the last one that struck
-                // nobody must not be matched by this one's. Rockets fly a while, several
-                // at once.
-                c.unmatched_shots[w] = match weapon {
-                    WeaponKind::Rockets => c.unmatched_shots[w].saturating_add(1),
-                    _ => 1,
+                // nobody must not be matched by this one's. Projectiles fly a while,
+                // several at once.
+                c.unmatched_shots[w] = if weapon.def().projectile.is_some() {
+                    c.unmatched_shots[w].saturating_add(1)
+                } else {
+                    1
                 };
             }),
             CombatEvent::Hit {

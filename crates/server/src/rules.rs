@@ -7,7 +7,8 @@ use crate::outbox::Outgoing;
 use crate::spawn::choose_spawn;
 use bevy::prelude::*;
 use sightline_combat::{
-    Arsenal, GameMode, ItemSpot, Rocket, Score, SpawnCount, Team, Vitals, spawn_items_for,
+    Arsenal, DroppedWeapon, GameMode, ItemSpot, Rocket, Score, SpawnCount, Team, Vitals,
+    spawn_items_for,
 };
 use sightline_map::{CurrentMap, MapSource, find_map};
 use sightline_movement::PlayerState;
@@ -122,7 +123,7 @@ pub(crate) fn run_match(
         &mut Arsenal,
         &mut SpawnCount,
     )>,
-    leftovers: Query<Entity, Or<(With<ItemSpot>, With<Rocket>)>>,
+    leftovers: Query<Entity, Or<(With<ItemSpot>, With<Rocket>, With<DroppedWeapon>)>>,
     mut views: Query<&mut Interest>,
 ) {
     let rules = &config.rules;

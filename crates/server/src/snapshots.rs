@@ -8,13 +8,15 @@ use crate::metrics::Metrics;
 use crate::stalls::catching_up;
 use crate::stats::{SLICE_BYTES, SnapshotStats, TickTimes};
 use bevy::prelude::*;
-use sightline_combat::{Arsenal, ItemSpot, Pushes, Rocket, SpawnCount, Vitals, items_present};
+use sightline_combat::{
+    Arsenal, DroppedWeapon, ItemSpot, Pushes, Rocket, SpawnCount, Vitals, items_present,
+};
 use sightline_movement::PlayerState;
 use sightline_movement::grid::POS_STEPS;
 use sightline_net::RenetServer;
 use sightline_protocol::{
-    Channel, EncodeError, MAX_BASELINE_AGE, MAX_SNAPSHOT_PROJECTILES, PlayerSnap, ProjectileSnap,
-    ServerDatagram, Snapshot, SnapshotPacket, Wire, kit,
+    Channel, DropSnap, EncodeError, MAX_BASELINE_AGE, MAX_SNAPSHOT_DROPS, MAX_SNAPSHOT_PROJECTILES,
+    PlayerSnap, ProjectileSnap, ServerDatagram, Snapshot, SnapshotPacket, Wire, kit,
 };
 use sightline_sim::{CurrentCmd, PlayerId, Tick, TickConfig};
 use std::collections::VecDeque;
@@ -103,6 +105,7 @@ pub(crate) fn send_snapshots(
     )>,
     rockets: Query<&Rocket>,
     items: Query<&ItemSpot>,
+    drops: Query<&DroppedWeapon>,
     mut clients: Query<(
         &Connection,
         &mut InputBuffer,
@@ -155,6 +158,7 @@ pub(crate) fn send_snapshots(
             })
             .collect(),
         items: items_present(items.iter().copied()),
+        drops: drops_lying(&drops),
     };
     snapshot.players.sort_by_key(|p| p.id);
     let spots = items.iter().fold(0u64, |bits, s| bits | (1 << s.index));
@@ -243,6 +247,22 @@ fn shown_to(
             }
         })
         .collect()
+}
+
+/// The dropped weapons lying, in id order, as many as a snapshot carries.
+fn drops_lying(drops: &Query<&DroppedWeapon>) -> Vec<DropSnap> {
+    let mut lying: Vec<DropSnap> = drops
+        .iter()
+        .map(|d| DropSnap {
+            id: d.id,
+            weapon: d.weapon,
+            pos: d.pos.to_array(),
+        })
+        .collect();
+    lying.sort_by_key(|d| d.id);
+    lying.dedup_by_key(|d| d.id);
+    lying.truncate(MAX_SNAPSHOT_DROPS);
+    lying
 }
 
 /// The rockets `sends` lets a client (whose player is `own`) see, at most

@@ -43,6 +43,11 @@ fn snapshot(seq: u32, ids: &[u8]) -> Snapshot {
             vel: [0.0, -1.5, 20.0],
         }],
         items: 0b101,
+        drops: vec![DropSnap {
+            id: 2,
+            weapon: WeaponKind::Railgun,
+            pos: [4.0, 0.0, -1.0],
+        }],
     }
 }
 
@@ -264,7 +269,24 @@ fn hostile_bytes_are_refused() {
     assert!(packet(0, 0, &[0, 0, 0]).is_ok(), "an empty full snapshot");
     assert!(packet(5, 0, &[0, 0, 0]).is_err(), "baseline 0 as a delta");
     assert!(packet(65, 0, &[0, 0, 0]).is_err(), "further back than kept");
-    assert!(packet(0, 2, &[0, 0, 0]).is_err(), "unknown flag");
+    assert!(packet(0, 4, &[0, 0, 0]).is_err(), "unknown flag");
+    let drop = |weapon: u8, x: f32| {
+        let mut tail = vec![0, 0, 0, 1, 5, weapon];
+        tail.extend(x.to_le_bytes());
+        tail.extend([0; 8]);
+        tail
+    };
+    assert!(packet(0, 2, &drop(3, 1.0)).is_ok(), "a dropped railgun");
+    assert!(packet(0, 2, &drop(9, 1.0)).is_err(), "no such weapon");
+    assert!(packet(0, 2, &drop(3, f32::NAN)).is_err(), "a drop at NaN");
+    assert!(
+        packet(0, 2, &[0, 0, 0, 0]).is_err(),
+        "the drops flag with none"
+    );
+    assert!(
+        packet(0, 0, &drop(3, 1.0)).is_err(),
+        "drops without their flag"
+    );
     assert!(packet(0, 1, &[0, 0, 0]).is_err(), "items missing");
     assert!(packet(0, 0, &[2, 3, 3, 0, 0]).is_err(), "removed twice");
     assert!(packet(0, 0, &[65]).is_err(), "too many removed");

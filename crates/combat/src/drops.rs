@@ -1,0 +1,126 @@
+//! Weapons dropped by the dead: a player killed holding a weapon picked up on the map
+//! (one not every player spawns with) leaves it where they fell, for anyone to take
+//! until its time runs out.
+
+use crate::{Arsenal, CombatEvent, Vitals, WeaponKind};
+use bevy::prelude::*;
+use sightline_map::CurrentMap;
+use sightline_movement::PlayerState;
+use sightline_sim::{PlayerId, TickConfig};
+
+/// Seconds a dropped weapon lies before it is gone.
+pub const DROP_TIME: f32 = 30.0;
+/// Most dropped weapons lying at once; a new one past it replaces the oldest (the
+/// snapshot carries no more, see `sightline_protocol::MAX_SNAPSHOT_DROPS`).
+pub const MAX_DROPS: usize = 16;
+/// How close (horizontally, m) a player must come to take a dropped weapon.
+const REACH: f32 = 1.0;
+/// How far below a player killed in the air its weapon is looked for ground, m.
+const FALL_REACH: f32 = 64.0;
+
+/// A weapon lying where its holder died.
+#[derive(Component, Debug, Clone, Copy, PartialEq)]
+pub struct DroppedWeapon {
+    /// Drop number, for snapshots.
+    pub id: u16,
+    /// Which weapon.
+    pub weapon: WeaponKind,
+    /// Where it lies.
+    pub pos: Vec3,
+    /// Seconds until it is gone.
+    pub left: f32,
+}
+
+/// The next drop number.
+#[derive(Resource, Default)]
+pub(crate) struct NextDropId(u16);
+
+/// The weapon a player holding `arsenal` leaves at death: the one in hand, if it is not
+/// one every player spawns with.
+pub fn dropped_weapon(arsenal: &Arsenal) -> Option<WeaponKind> {
+    (!WeaponKind::SPAWNED_WITH.contains(&arsenal.current)).then_some(arsenal.current)
+}
+
+/// Drops the weapon of everyone killed this tick where they fell (on the ground below,
+/// if they died in the air).
+pub(crate) fn drop_weapons_of_the_dead(
+    mut commands: Commands,
+    map: Res<CurrentMap>,
+    mut next: ResMut<NextDropId>,
+    mut events: MessageReader<CombatEvent>,
+    players: Query<(&PlayerId, &PlayerState, &Arsenal)>,
+    lying: Query<(Entity, &DroppedWeapon)>,
+) {
+    let mut count = lying.iter().count();
+    for event in events.read() {
+        let CombatEvent::Killed { victim, .. } = event else {
+            continue;
+        };
+        let Some((_, state, arsenal)) = players.iter().find(|(id, ..)| *id == victim) else {
+            continue;
+        };
+        let Some(weapon) = dropped_weapon(arsenal) else {
+            continue;
+        };
+        if count >= MAX_DROPS
+            && let Some((oldest, _)) = lying.iter().min_by(|a, b| a.1.left.total_cmp(&b.1.left))
+        {
+            commands.entity(oldest).despawn();
+            count -= 1;
+        }
+        let pos = map
+            .world
+            .cast_ray(state.pos + Vec3::Y * 0.1, Vec3::NEG_Y, FALL_REACH)
+            .map_or(state.pos, |(t, _)| state.pos + Vec3::Y * (0.1 - t));
+        next.0 = next.0.wrapping_add(1);
+        commands.spawn(DroppedWeapon {
+            id: next.0,
+            weapon,
+            pos,
+            left: DROP_TIME,
+        });
+        count += 1;
+    }
+}
+
+/// Ages dropped weapons and hands them to the living who walk over them and have a use
+/// for them.
+pub(crate) fn take_dropped_weapons(
+    mut commands: Commands,
+    config: Res<TickConfig>,
+    mut drops: Query<(Entity, &mut DroppedWeapon)>,
+    mut players: Query<(&PlayerState, &Vitals, &mut Arsenal)>,
+) {
+    let dt = config.dt();
+    for (entity, mut drop) in &mut drops {
+        drop.left -= dt;
+        if drop.left <= 0.0 {
+            commands.entity(entity).despawn();
+            continue;
+        }
+        for (state, vitals, mut arsenal) in &mut players {
+            let offset = state.pos - drop.pos;
+            let near = Vec2::new(offset.x, offset.z).length() < REACH && offset.y.abs() < 1.5;
+            if near && vitals.alive() && arsenal.give(drop.weapon) {
+                commands.entity(entity).despawn();
+                break;
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_weapons_found_on_the_map_are_dropped() {
+        let mut a = Arsenal::default();
+        assert_eq!(dropped_weapon(&a), None, "the rifle stays with the dead");
+        a.give(WeaponKind::Railgun);
+        a.current = WeaponKind::Railgun;
+        assert_eq!(dropped_weapon(&a), Some(WeaponKind::Railgun));
+        a.current = WeaponKind::Rockets;
+        assert_eq!(dropped_weapon(&a), None);
+    }
+}
