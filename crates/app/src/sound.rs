@@ -24,13 +24,13 @@ use bevy::prelude::*;
 use sightline_client::{
     CombatCue, FromServer, LatestSnapshot, LocalPlayer, MatchInfo, RemotePlayer, Roster,
 };
-use sightline_combat::{ProjectileKind, WeaponKind};
+use sightline_combat::{Arsenal, ProjectileKind, WeaponKind};
 use sightline_console::Cvars;
 use sightline_interpolation::{DrawMode, Drawn, DrawnProjectiles};
 use sightline_map::CurrentMap;
 use sightline_movement::{MoveFlags, MoveParams, PlayerState};
 use sightline_prediction::Predicted;
-use sightline_protocol::ServerMessage;
+use sightline_protocol::{KIT_QUAD, ServerMessage};
 use sightline_sim::{EndSession, PlayerId, SessionAppExt, despawn_all};
 use std::collections::HashMap;
 use steps::{Feet, Footfall, Gait, Surface};
@@ -57,6 +57,7 @@ impl Plugin for SoundPlugin {
             .init_resource::<Output>()
             .init_session_resource::<AnnouncerState>()
             .init_session_resource::<ItemsSeen>()
+            .init_session_resource::<WeaponWas>()
             .add_systems(Startup, (make_sounds, probe_output).chain())
             .add_systems(
                 Update,
@@ -71,6 +72,7 @@ impl Plugin for SoundPlugin {
                     (
                         play_combat,
                         play_kills,
+                        play_own_weapon,
                         play_own_feet,
                         play_others_feet,
                         play_pickups,
@@ -108,6 +110,8 @@ pub struct PlaySound {
     /// Playback speed (and pitch), to vary repeated sounds.
     speed: f32,
     channel: Channel,
+    /// What it lasts for, if it is to stop when that does.
+    held: Option<Held>,
 }
 
 impl PlaySound {
@@ -120,6 +124,7 @@ impl PlaySound {
             gain,
             speed: 1.0,
             channel: Channel::Effects,
+            held: None,
         }
     }
 
@@ -143,6 +148,23 @@ impl PlaySound {
     fn with_speed(self, speed: f32) -> Self {
         Self { speed, ..self }
     }
+
+    /// Stopped when `held` ends.
+    fn held(self, held: Held) -> Self {
+        Self {
+            held: Some(held),
+            ..self
+        }
+    }
+}
+
+/// Something our weapon does for a while, whose sound stops when it stops.
+#[derive(Component, Debug, Clone, Copy, PartialEq, Eq)]
+enum Held {
+    /// Reloading.
+    Reload,
+    /// Charging a shot.
+    Charge,
 }
 
 /// A sound playing.
@@ -191,8 +213,12 @@ fn make_sounds(mut commands: Commands, mut sources: ResMut<Assets<AudioSource>>)
         SoundId::Hurt,
         SoundId::ItemBack,
         SoundId::PowerUpBack,
+        SoundId::Charge,
+        SoundId::Switch,
+        SoundId::QuadShot,
     ];
     ids.extend(WeaponKind::ALL.map(SoundId::Shot));
+    ids.extend(WeaponKind::ALL.map(SoundId::Reload));
     ids.extend(ProjectileKind::ALL.map(SoundId::Burst));
     ids.extend(ProjectileKind::ALL.map(SoundId::Flight));
     for surface in Surface::ALL {
@@ -327,7 +353,10 @@ fn spawn_sounds(
                 Transform::from_translation(at),
                 Emitter,
             )),
-            None => commands.spawn((AudioPlayer(handle), settings, Emitter)),
+            None => match request.held {
+                Some(held) => commands.spawn((AudioPlayer(handle), settings, Emitter, held)),
+                None => commands.spawn((AudioPlayer(handle), settings, Emitter)),
+            },
         };
     }
 }
@@ -375,8 +404,18 @@ fn report(weapon: WeaponKind) -> (f32, f32) {
 fn play_combat(
     mut cues: MessageReader<CombatCue>,
     map: Option<Res<CurrentMap>>,
+    latest: Res<LatestSnapshot>,
+    me: Query<&PlayerId, With<LocalPlayer>>,
     mut out: MessageWriter<PlaySound>,
 ) {
+    // Quad damage running on us, as the server last said.
+    let quad = me.single().ok().is_some_and(|me| {
+        latest.0.as_ref().is_some_and(|s| {
+            s.players
+                .iter()
+                .any(|p| p.id == *me && p.kit & KIT_QUAD != 0)
+        })
+    });
     for cue in cues.read() {
         match *cue {
             CombatCue::Fired {
@@ -392,6 +431,9 @@ fn play_combat(
                 } else {
                     PlaySound::at(shot, origin, reach, gain)
                 });
+                if own && quad {
+                    out.write(PlaySound::here(SoundId::QuadShot, 0.5));
+                }
                 let hitscan = weapon.def().projectile_speed <= 0.0;
                 if let Some(map) = map.as_deref().filter(|_| hitscan) {
                     let range = weapon.def().range.min(IMPACT_RANGE);
@@ -434,6 +476,102 @@ fn play_kills(
             && victim != killer
         {
             out.write(PlaySound::here(SoundId::Kill, 0.6));
+        }
+    }
+}
+
+/// What our weapon was doing last frame.
+#[derive(Resource, Debug, Default, Clone, Copy, PartialEq)]
+struct WeaponWas {
+    /// In hand; `None` before our player exists.
+    current: Option<WeaponKind>,
+    reloading: bool,
+    charging: bool,
+}
+
+/// What our weapon started or stopped doing between two frames.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum WeaponChange {
+    /// Another weapon brought up.
+    Switched,
+    /// A reload of this weapon began.
+    Reloading(WeaponKind),
+    /// A charge began.
+    Charging,
+    /// This stopped (finished, or cut short by a switch or death).
+    Stopped(Held),
+}
+
+/// The changes from `before` to `now`: none on the first frame our player exists, the
+/// end of what it was doing when it goes.
+fn weapon_changes(before: WeaponWas, now: WeaponWas) -> Vec<WeaponChange> {
+    let mut changes = Vec::new();
+    let Some(was) = before.current else {
+        return changes;
+    };
+    let Some(is) = now.current else {
+        // Our player gone: what its weapon was doing stops.
+        if before.reloading {
+            changes.push(WeaponChange::Stopped(Held::Reload));
+        }
+        if before.charging {
+            changes.push(WeaponChange::Stopped(Held::Charge));
+        }
+        return changes;
+    };
+    if was != is {
+        changes.push(WeaponChange::Switched);
+    }
+    for (held, was_on, is_on) in [
+        (Held::Reload, before.reloading, now.reloading),
+        (Held::Charge, before.charging, now.charging),
+    ] {
+        // A switch ends what the old weapon was doing, even if the new one does the same.
+        if was_on && (!is_on || was != is) {
+            changes.push(WeaponChange::Stopped(held));
+        }
+        if is_on && (!was_on || was != is) {
+            changes.push(match held {
+                Held::Reload => WeaponChange::Reloading(is),
+                Held::Charge => WeaponChange::Charging,
+            });
+        }
+    }
+    changes
+}
+
+/// Our weapon's reloads, charges and switches, in the middle of the head; a reload's or a
+/// charge's sound stops with it.
+fn play_own_weapon(
+    mut commands: Commands,
+    player: Query<&Arsenal, With<Predicted>>,
+    mut was: ResMut<WeaponWas>,
+    held: Query<(Entity, &Held)>,
+    mut out: MessageWriter<PlaySound>,
+) {
+    let now = player
+        .single()
+        .map_or(WeaponWas::default(), |arsenal| WeaponWas {
+            current: Some(arsenal.current),
+            reloading: arsenal.reloading > 0.0,
+            charging: arsenal.charge > 0.0,
+        });
+    for change in weapon_changes(std::mem::replace(&mut *was, now), now) {
+        match change {
+            WeaponChange::Switched => {
+                out.write(PlaySound::here(SoundId::Switch, 0.35));
+            }
+            WeaponChange::Reloading(weapon) => {
+                out.write(PlaySound::here(SoundId::Reload(weapon), 0.4).held(Held::Reload));
+            }
+            WeaponChange::Charging => {
+                out.write(PlaySound::here(SoundId::Charge, 0.35).held(Held::Charge));
+            }
+            WeaponChange::Stopped(stopped) => {
+                for (entity, _) in held.iter().filter(|(_, h)| **h == stopped) {
+                    commands.entity(entity).despawn();
+                }
+            }
         }
     }
 }
@@ -665,5 +803,52 @@ mod tests {
         assert_eq!(thin_out(&frame, MAX_SOUNDS - 2), vec![lead, kill]);
         assert_eq!(thin_out(&frame, MAX_SOUNDS + 5), vec![lead]);
         assert!(thin_out(&[], 0).is_empty());
+    }
+
+    #[test]
+    fn reloads_charges_and_switches_start_and_stop_their_sounds() {
+        use WeaponChange::*;
+        let state = |current, reloading, charging| WeaponWas {
+            current,
+            reloading,
+            charging,
+        };
+        let rifle = Some(WeaponKind::Rifle);
+        let rail = Some(WeaponKind::Railgun);
+        let changes = |a, b| weapon_changes(a, b);
+        assert_eq!(
+            changes(state(None, false, false), state(rifle, true, false)),
+            vec![]
+        );
+        assert_eq!(
+            changes(state(rifle, false, false), state(rifle, false, false)),
+            vec![]
+        );
+        assert_eq!(
+            changes(state(rifle, false, false), state(rifle, true, false)),
+            vec![Reloading(WeaponKind::Rifle)]
+        );
+        assert_eq!(
+            changes(state(rifle, true, false), state(rifle, false, false)),
+            vec![Stopped(Held::Reload)]
+        );
+        // Switching mid-reload cuts the reload short.
+        assert_eq!(
+            changes(state(rifle, true, false), state(rail, false, false)),
+            vec![Switched, Stopped(Held::Reload)]
+        );
+        assert_eq!(
+            changes(state(rail, false, false), state(rail, false, true)),
+            vec![Charging]
+        );
+        assert_eq!(
+            changes(state(rail, false, true), state(rail, false, false)),
+            vec![Stopped(Held::Charge)]
+        );
+        // Our player gone: whatever played stops.
+        assert_eq!(
+            changes(state(rail, true, true), WeaponWas::default()),
+            vec![Stopped(Held::Reload), Stopped(Held::Charge)]
+        );
     }
 }

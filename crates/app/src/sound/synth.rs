@@ -48,6 +48,14 @@ pub enum SoundId {
     Announce(Announcement),
     /// A projectile in flight, looping for as long as it flies.
     Flight(ProjectileKind),
+    /// Our weapon reloading, as long as its reload.
+    Reload(WeaponKind),
+    /// Our railgun charging.
+    Charge,
+    /// Our weapon changing hands.
+    Switch,
+    /// The hum over our shots while quad damage runs.
+    QuadShot,
 }
 
 /// The samples of a sound, each within -1..=1, at [`RATE`].
@@ -68,6 +76,10 @@ pub fn samples(id: SoundId) -> Vec<f32> {
         SoundId::PowerUpBack => power_up_back(),
         SoundId::Announce(a) => announcement(a),
         SoundId::Flight(kind) => return finish_loop(flight(kind)),
+        SoundId::Reload(weapon) => reload(weapon),
+        SoundId::Charge => charge(),
+        SoundId::Switch => switch(),
+        SoundId::QuadShot => quad_shot(),
     };
     finish(raw)
 }
@@ -447,6 +459,83 @@ fn burst(kind: ProjectileKind) -> Vec<f32> {
     }
 }
 
+/// A reload over the weapon's reload time: the magazine out, the new one in two thirds
+/// of the way through, the action worked at the end.
+fn reload(weapon: WeaponKind) -> Vec<f32> {
+    let length = weapon.def().reload_time.clamp(0.3, 3.0);
+    let seed = 80 + weapon.index() as u64 * 3;
+    let click = |seed, centre: f32, decay| {
+        band_noise(
+            0.08,
+            seed,
+            1.5,
+            move |_| centre,
+            move |t| env(t, 0.0005, decay),
+        )
+    };
+    let mut s = vec![0.0; len(length)];
+    mix(&mut s, &click(seed, 2200.0, 0.01), 0.05, 0.8);
+    let slide = band_noise(
+        0.15,
+        seed + 1,
+        1.0,
+        |t| 1500.0 + 3000.0 * t,
+        |t| env(t, 0.04, 0.04),
+    );
+    mix(&mut s, &slide, 0.1, 0.4);
+    mix(&mut s, &click(seed + 2, 1500.0, 0.015), length * 0.66, 1.0);
+    mix(&mut s, &thud(0.08, 200.0, 120.0, 0.02), length * 0.66, 0.3);
+    mix(&mut s, &click(seed + 3, 2800.0, 0.008), length - 0.2, 0.8);
+    mix(&mut s, &click(seed + 4, 2000.0, 0.012), length - 0.12, 1.0);
+    s.truncate(len(length));
+    s
+}
+
+/// The railgun's capacitor charging: a whine rising over its charge time.
+fn charge() -> Vec<f32> {
+    let length = WeaponKind::Railgun.def().charge_time.clamp(0.1, 2.0) + 0.1;
+    let mut s = sweep(
+        length,
+        |t| 400.0 + 2400.0 * t / length,
+        |t| (t / length).min(1.0),
+    );
+    mix(
+        &mut s,
+        &sweep(
+            length,
+            |t| 1200.0 + 7200.0 * t / length,
+            |t| (t / length).powi(2),
+        ),
+        0.0,
+        0.3,
+    );
+    s
+}
+
+/// A weapon brought up: cloth and a latch.
+fn switch() -> Vec<f32> {
+    let mut s = band_noise(0.12, 91, 0.8, |_| 1500.0, |t| env(t, 0.02, 0.03));
+    mix(
+        &mut s,
+        &band_noise(0.05, 92, 2.0, |_| 3000.0, |t| env(t, 0.0005, 0.006)),
+        0.1,
+        1.0,
+    );
+    s
+}
+
+/// Quad damage over a shot: a deep, distorted throb.
+fn quad_shot() -> Vec<f32> {
+    let tone = sweep(
+        0.45,
+        |t| 55.0 + 20.0 * (-t * 8.0).exp(),
+        |t| env(t, 0.005, 0.15),
+    );
+    let mut s: Vec<f32> = tone.iter().map(|x| (x * 2.5).tanh()).collect();
+    mix(&mut s, &note(pitch(-21), 0.45, 6, 0.15, true), 0.0, 0.4);
+    s
+}
+
 /// What a projectile sounds like in flight (steady, to loop).
 fn flight(kind: ProjectileKind) -> Vec<f32> {
     match kind {
@@ -790,7 +879,11 @@ mod tests {
             SoundId::Hurt,
             SoundId::ItemBack,
             SoundId::PowerUpBack,
+            SoundId::Charge,
+            SoundId::Switch,
+            SoundId::QuadShot,
         ];
+        ids.extend(WeaponKind::ALL.map(SoundId::Reload));
         ids.extend(
             [
                 ItemKind::Health,
