@@ -189,8 +189,12 @@ fn follow_life(
                 pitch,
             };
             view.dead = Some((time.elapsed_secs_f64(), start));
+            info!("death camera: dead, until the server respawns us");
         }
-        (false, true) => *view = DeathView::default(),
+        (false, true) => {
+            *view = DeathView::default();
+            info!("death camera: respawned");
+        }
         _ => {}
     }
 }
@@ -284,6 +288,11 @@ fn draw_death_line(
     );
     let hint_rect =
         egui::Align2::CENTER_TOP.anchor_size(egui::pos2(at.x, rect.bottom() + 14.0), hint.size());
+    painter.rect_filled(
+        hint_rect.expand(4.0),
+        4.0,
+        egui::Color32::from_black_alpha(120),
+    );
     painter.galley(hint_rect.min, hint, egui::Color32::from_white_alpha(200));
     Ok(())
 }
