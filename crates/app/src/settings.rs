@@ -764,6 +764,52 @@ mod tests {
     }
 
     #[test]
+    fn a_preset_writes_its_parts_when_changed_but_not_when_first_read() {
+        let mut app = App::new();
+        app.insert_resource(registered())
+            .insert_resource(ConfigFile::default())
+            .insert_resource(Console::default())
+            .add_systems(Update, apply_preset);
+        // As the config file leaves them: the medium preset with shadows turned off.
+        let mut cvars = app.world_mut().resource_mut::<Cvars>();
+        cvars.set_handle(cvar::R_PRESET, "1").unwrap();
+        cvars.set_handle(cvar::R_SHADOWS, "0").unwrap();
+        app.update();
+        let cvars = app.world().resource::<Cvars>();
+        assert!(!cvars.read(cvar::R_SHADOWS), "the saved part stays");
+        assert!(cvars.read(cvar::R_BLOOM), "nothing written at start-up");
+        app.world_mut()
+            .resource_mut::<Cvars>()
+            .set_handle(cvar::R_PRESET, "0")
+            .unwrap();
+        app.update();
+        let cvars = app.world().resource::<Cvars>();
+        let low = preset_parts(0);
+        assert_eq!(cvars.read(cvar::R_SCALE), low.scale);
+        assert_eq!(cvars.read(cvar::R_AA), low.aa);
+        assert_eq!(cvars.read(cvar::R_BLOOM), low.bloom);
+        assert!(app.world().resource::<ConfigFile>().dirty, "saved");
+        // A part changed by hand afterwards stays changed.
+        app.world_mut()
+            .resource_mut::<Cvars>()
+            .set_handle(cvar::R_BLOOM, "1")
+            .unwrap();
+        app.update();
+        assert!(app.world().resource::<Cvars>().read(cvar::R_BLOOM));
+        let said: Vec<String> = app
+            .world()
+            .resource::<Console>()
+            .lines()
+            .map(str::to_string)
+            .collect();
+        assert!(
+            said.iter()
+                .any(|l| l.starts_with("r_preset 0: r_shadows 0")),
+            "{said:?}"
+        );
+    }
+
+    #[test]
     fn numbers_clamp_to_the_cvars_range() {
         let int = CvarKind::Int { min: 0, max: 1000 };
         assert_eq!(clamp_to_kind(&int, 1500.0), 1000.0);
