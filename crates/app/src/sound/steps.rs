@@ -114,6 +114,8 @@ pub struct Feet {
     falling: f32,
     /// Vertical speed measured last frame, for players whose velocity is not known.
     measured_vy: f32,
+    /// The jump pad the feet were in last frame, by index.
+    pad: Option<usize>,
 }
 
 impl Feet {
@@ -182,6 +184,20 @@ impl Feet {
         self.travelled %= STRIDE;
         Some(Footfall::Step(loudness))
     }
+}
+
+impl Feet {
+    /// Notes the jump pad the feet are in now (by index, from [`pad_under`]); returns it
+    /// when they have just stepped into it: the moment it launches them.
+    pub fn step_on_pad(&mut self, pad: Option<usize>) -> Option<usize> {
+        let before = std::mem::replace(&mut self.pad, pad);
+        pad.filter(|_| pad != before)
+    }
+}
+
+/// The jump pad holding feet at `feet`, by index in the map's list.
+pub fn pad_under(map: &MapDef, feet: Vec3) -> Option<usize> {
+    map.jump_pads.iter().position(|pad| pad.holds(feet))
 }
 
 /// How loud a step is at `speed`, or `None` when silent: crouched, or slower than
@@ -339,6 +355,26 @@ mod tests {
         let far = pos + Vec3::new(40.0, 0.0, 0.0);
         assert_eq!(feet.update(drawn(far, true, false), DT, RUN), None);
         assert_eq!(feet.update(drawn(far, true, false), DT, RUN), None);
+    }
+
+    #[test]
+    fn a_jump_pad_is_heard_once_as_it_is_stepped_on() {
+        let mut feet = Feet::default();
+        let launches: Vec<_> = [None, Some(2), Some(2), None, Some(2), Some(0), None]
+            .into_iter()
+            .map(|pad| feet.step_on_pad(pad))
+            .collect();
+        assert_eq!(
+            launches,
+            [None, Some(2), None, None, Some(2), Some(0), None]
+        );
+        let path = sightline_map::find_map_by_name("spire").expect("the spire map");
+        let map = sightline_map::MapSource::load(&path)
+            .expect("spire loads")
+            .def;
+        let pad = map.jump_pads.first().expect("spire has jump pads");
+        assert_eq!(pad_under(&map, (pad.min + pad.max) * 0.5), Some(0));
+        assert_eq!(pad_under(&map, pad.max + Vec3::ONE), None);
     }
 
     #[test]

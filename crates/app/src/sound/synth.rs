@@ -56,6 +56,8 @@ pub enum SoundId {
     Switch,
     /// The hum over our shots while quad damage runs.
     QuadShot,
+    /// A jump pad launching someone.
+    JumpPad,
 }
 
 /// The samples of a sound, each within -1..=1, at [`RATE`].
@@ -80,6 +82,7 @@ pub fn samples(id: SoundId) -> Vec<f32> {
         SoundId::Charge => charge(),
         SoundId::Switch => switch(),
         SoundId::QuadShot => quad_shot(),
+        SoundId::JumpPad => jump_pad(),
     };
     finish(raw)
 }
@@ -536,6 +539,14 @@ fn quad_shot() -> Vec<f32> {
     s
 }
 
+/// A jump pad's launch: a deep rising whoomp and a rush of air.
+fn jump_pad() -> Vec<f32> {
+    let mut s = sweep(0.5, |t| 70.0 + 500.0 * t * t, |t| env(t, 0.01, 0.15));
+    let rush = band_noise(0.5, 93, 0.9, |t| 500.0 + 3000.0 * t, |t| env(t, 0.05, 0.12));
+    mix(&mut s, &rush, 0.0, 1.2);
+    s
+}
+
 /// What a projectile sounds like in flight (steady, to loop).
 fn flight(kind: ProjectileKind) -> Vec<f32> {
     match kind {
@@ -882,6 +893,7 @@ mod tests {
             SoundId::Charge,
             SoundId::Switch,
             SoundId::QuadShot,
+            SoundId::JumpPad,
         ];
         ids.extend(WeaponKind::ALL.map(SoundId::Reload));
         ids.extend(
