@@ -3,8 +3,8 @@
 //! stride with the speed over the ground and swing the way the player moves (forward,
 //! back or sideways), crouching on bent knees, tucking in the air, dipping on landing,
 //! recoil when firing, the weapon lowered and raised on a switch, and a fall backwards
-//! on death. The maths are pure functions of a [`Motion`]; `players` feeds them and
-//! moves the joints.
+//! on death, with a flash at the muzzle as it fires. The maths are pure functions of a
+//! [`Motion`]; `players` feeds them and moves the joints.
 
 use crate::weapon_models;
 use bevy::prelude::*;
@@ -25,6 +25,8 @@ pub const CROUCH_DROP: f32 = 0.42;
 const LAND_SECONDS: f32 = 0.3;
 /// Seconds a shot's recoil lasts.
 const RECOIL_SECONDS: f32 = 0.18;
+/// Seconds a muzzle flash shows.
+pub const FLASH_SECONDS: f32 = 0.06;
 /// Seconds a death's fall takes.
 const FALL_SECONDS: f32 = 0.6;
 
@@ -205,8 +207,9 @@ pub struct Rig {
     pub hips: [Entity; 2],
     /// The left and right knee joints.
     pub knees: [Entity; 2],
-    /// One model per weapon, in [`WeaponKind::ALL`] order, under the hand.
-    pub weapons: Vec<(WeaponKind, Entity)>,
+    /// One model per weapon, in [`WeaponKind::ALL`] order, under the hand, each with
+    /// its muzzle flash.
+    pub weapons: Vec<(WeaponKind, Entity, Entity)>,
 }
 
 /// Height of the hip joints over the feet, standing.
@@ -344,6 +347,13 @@ pub fn build_body(
             ));
         }
     }
+    let flash_mesh = meshes.add(Sphere::new(0.06).mesh().ico(1).expect("a small ico sphere"));
+    // Unlit: the colour shows as it is, bright enough to bloom.
+    let flash_material = materials.add(StandardMaterial {
+        base_color: Color::linear_rgb(20.0, 12.0, 4.0),
+        unlit: true,
+        ..default()
+    });
     let weapons = WeaponKind::ALL
         .into_iter()
         .map(|w| {
@@ -351,7 +361,17 @@ pub fn build_body(
                 .spawn((Transform::default(), Visibility::Hidden, ChildOf(hand)))
                 .with_children(|p| weapon_models::spawn_parts(p, w, meshes, materials))
                 .id();
-            (w, model)
+            let flash = commands
+                .spawn((
+                    Mesh3d(flash_mesh.clone()),
+                    MeshMaterial3d(flash_material.clone()),
+                    Transform::from_translation(weapon_models::model(w).muzzle),
+                    Visibility::Hidden,
+                    bevy::light::NotShadowCaster,
+                    ChildOf(model),
+                ))
+                .id();
+            (w, model, flash)
         })
         .collect();
     Rig {

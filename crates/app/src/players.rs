@@ -1,8 +1,9 @@
 //! Other players: a [`crate::character`] body each, in the player's colour (their team's
 //! in team games), standing where interpolation draws them and animated from how they
 //! move (stride, strafe, crouch, jump and land), what they do (fire, switch weapons) and
-//! whether they live (a fall backwards on death), with the weapon they hold; and, in team
-//! games, a name plate over each team-mate.
+//! whether they live (a fall backwards on death), with the weapon they hold, a flash at
+//! its muzzle when they fire and a glow while a power-up runs; and, in team games, a name
+//! plate over each team-mate.
 
 use crate::MainCamera;
 use crate::character::{self, BodyPaint, HAND_REST, Motion, PELVIS_REST, Rig};
@@ -14,6 +15,7 @@ use sightline_interpolation::{DrawMode, Drawn, InterpolationSet};
 use sightline_map::CurrentMap;
 use sightline_movement::{MoveFlags, MoveParams};
 use sightline_prediction::Predicted;
+use sightline_protocol::{KIT_QUAD, KIT_REGEN};
 use sightline_sim::PlayerId;
 
 /// A remote player's body has been given meshes.
@@ -41,6 +43,9 @@ struct Tracker {
     shown: Option<WeaponKind>,
     /// The weapon the server says it holds.
     held: Option<WeaponKind>,
+    /// The power-ups running, as [`sightline_protocol::PlayerSnap::kit`] bits, as last
+    /// shown.
+    power_ups: u8,
 }
 
 /// Farthest a name plate shows, metres.
@@ -64,6 +69,7 @@ impl Plugin for PlayersPlugin {
                     note_remote_shots,
                     animate_bodies,
                     show_held_weapon,
+                    glow_with_power_ups,
                 )
                     .chain()
                     .after(InterpolationSet::Sample),
@@ -296,17 +302,62 @@ fn animate_bodies(
     }
 }
 
-/// The weapon a body holds is the one shown; the others are hidden.
+/// The weapon a body holds is the one shown, flashing just after a shot; the others are
+/// hidden.
 fn show_held_weapon(bodies: Query<(&Tracker, &Rig)>, mut models: Query<&mut Visibility>) {
+    let shown = |on: bool| {
+        if on {
+            Visibility::Inherited
+        } else {
+            Visibility::Hidden
+        }
+    };
     for (tracker, rig) in &bodies {
-        for &(weapon, entity) in &rig.weapons {
-            if let Ok(mut v) = models.get_mut(entity) {
-                v.set_if_neq(if tracker.shown == Some(weapon) {
-                    Visibility::Inherited
-                } else {
-                    Visibility::Hidden
-                });
+        let flashing = tracker.motion.since_fire < character::FLASH_SECONDS;
+        for &(weapon, model, flash) in &rig.weapons {
+            let held = tracker.shown == Some(weapon);
+            if let Ok(mut v) = models.get_mut(model) {
+                v.set_if_neq(shown(held));
             }
+            if let Ok(mut v) = models.get_mut(flash) {
+                v.set_if_neq(shown(held && flashing));
+            }
+        }
+    }
+}
+
+/// The glow of a body whose power-ups are `kit`: blue under quad damage, red while
+/// regenerating, none without either.
+fn power_up_glow(kit: u8) -> LinearRgba {
+    if kit & KIT_QUAD != 0 {
+        LinearRgba::rgb(0.4, 0.7, 4.0)
+    } else if kit & KIT_REGEN != 0 {
+        LinearRgba::rgb(3.0, 0.4, 0.5)
+    } else {
+        LinearRgba::BLACK
+    }
+}
+
+/// Bodies glow while a power-up runs (their material changed only when that changes).
+fn glow_with_power_ups(
+    latest: Res<LatestSnapshot>,
+    mut bodies: Query<(&PlayerId, &BodyMaterial, &mut Tracker)>,
+    mut materials: ResMut<Assets<StandardMaterial>>,
+) {
+    let Some(snapshot) = latest.0.as_ref() else {
+        return;
+    };
+    for (id, body, mut tracker) in &mut bodies {
+        let Some(snap) = snapshot.players.iter().find(|p| p.id == *id) else {
+            continue;
+        };
+        let power_ups = snap.kit & (KIT_QUAD | KIT_REGEN);
+        if power_ups == tracker.power_ups {
+            continue;
+        }
+        tracker.power_ups = power_ups;
+        if let Some(mut material) = materials.get_mut(&body.clothes) {
+            material.emissive = power_up_glow(power_ups);
         }
     }
 }
@@ -433,6 +484,16 @@ mod tests {
         }
         assert!(x > 0.99);
         assert_eq!(ease(0.3, 1.0, 0.0, 0.06), 0.3);
+    }
+
+    #[test]
+    fn power_ups_glow_quad_first() {
+        assert_eq!(power_up_glow(0), LinearRgba::BLACK);
+        assert!(power_up_glow(KIT_QUAD).blue > 1.0);
+        assert!(power_up_glow(KIT_REGEN).red > 1.0);
+        assert_eq!(power_up_glow(KIT_QUAD | KIT_REGEN), power_up_glow(KIT_QUAD));
+        // Weapon bits do not glow.
+        assert_eq!(power_up_glow(0b11), LinearRgba::BLACK);
     }
 
     #[test]

@@ -1,12 +1,15 @@
 //! Feeling hurt: a red vignette that flashes with each loss of health and armour (more
 //! for a bigger loss) and stays faintly while health is low, and a red arc around the
-//! crosshair pointing to whoever hurt us, turning with the view as it fades.
+//! crosshair pointing to whoever hurt us, turning with the view as it fades; while a
+//! power-up runs, a steady edge in its colour (blue for quad damage, red for
+//! regeneration) says so.
 
 use crate::MainCamera;
 use bevy::prelude::*;
 use bevy_egui::{EguiContexts, EguiPrimaryContextPass, egui};
 use sightline_client::{CombatCue, LatestSnapshot};
 use sightline_prediction::Predicted;
+use sightline_protocol::{KIT_QUAD, KIT_REGEN};
 use sightline_sim::{PlayerId, SessionAppExt};
 
 /// How long a hit's direction shows, seconds.
@@ -27,6 +30,8 @@ struct Pain {
     health: u8,
     /// Where hits came from, and how long ago, seconds.
     arcs: Vec<(Vec3, f32)>,
+    /// Our power-ups running, as kit bits.
+    power_ups: u8,
 }
 
 /// Draws the vignette and the hit directions.
@@ -59,6 +64,18 @@ pub fn vignette_intensity(flash: f32, health: u8) -> f32 {
     flash.max(low).clamp(0.0, 1.0)
 }
 
+/// The edge colour (RGB and alpha) for our power-ups `kit`: quad damage's blue before
+/// regeneration's red; none without either.
+pub fn power_up_edge(kit: u8) -> Option<[u8; 4]> {
+    if kit & KIT_QUAD != 0 {
+        Some([40, 90, 255, 90])
+    } else if kit & KIT_REGEN != 0 {
+        Some([255, 60, 80, 70])
+    } else {
+        None
+    }
+}
+
 /// The angle on screen (0 straight up, clockwise positive, radians) toward `from` for a
 /// viewer at `me` looking along `forward`.
 pub fn hit_angle(from: Vec3, me: Vec3, forward: Vec3) -> f32 {
@@ -82,10 +99,12 @@ fn feel_health_changes(
             .0
             .as_ref()
             .and_then(|s| s.players.iter().find(|p| p.id == *id))
-            .map(|p| (p.health, p.armor))
+            .map(|p| (p.health, p.armor, p.kit))
     }) else {
         return;
     };
+    pain.power_ups = now.2 & (KIT_QUAD | KIT_REGEN);
+    let now = (now.0, now.1);
     pain.health = now.0;
     if let Some(before) = pain.last {
         let lost =
@@ -126,7 +145,8 @@ fn draw_pain(
     camera: Query<&GlobalTransform, With<MainCamera>>,
 ) -> Result {
     let intensity = vignette_intensity(pain.flash, pain.health);
-    if intensity <= 0.0 && pain.arcs.is_empty() {
+    let edge = power_up_edge(pain.power_ups);
+    if intensity <= 0.0 && pain.arcs.is_empty() && edge.is_none() {
         return Ok(());
     }
     let ctx = contexts.ctx_mut()?;
@@ -135,36 +155,23 @@ fn draw_pain(
         egui::Order::Background,
         egui::Id::new("pain"),
     ));
-    if intensity > 0.0 {
-        let edge = egui::Color32::from_rgba_unmultiplied(170, 0, 0, (intensity * 200.0) as u8);
-        let clear = egui::Color32::from_rgba_unmultiplied(170, 0, 0, 0);
-        let inset = screen.width().min(screen.height()) * 0.22;
-        let inner = screen.shrink(inset);
-        let outer = [
-            screen.left_top(),
-            screen.right_top(),
-            screen.right_bottom(),
-            screen.left_bottom(),
-        ];
-        let inner = [
-            inner.left_top(),
-            inner.right_top(),
-            inner.right_bottom(),
-            inner.left_bottom(),
-        ];
-        let mut mesh = egui::Mesh::default();
-        for i in 0..4 {
-            let j = (i + 1) % 4;
-            let base = mesh.vertices.len() as u32;
-            mesh.colored_vertex(outer[i], edge);
-            mesh.colored_vertex(outer[j], edge);
-            mesh.colored_vertex(inner[j], clear);
-            mesh.colored_vertex(inner[i], clear);
-            mesh.add_triangle(base, base + 1, base + 2);
-            mesh.add_triangle(base, base + 2, base + 3);
-        }
-        painter.add(egui::Shape::mesh(mesh));
+    if let Some([r, g, b, a]) = edge {
+        frame_edges(
+            &painter,
+            screen,
+            egui::Color32::from_rgba_unmultiplied(r, g, b, a),
+            egui::Color32::from_rgba_unmultiplied(r, g, b, 0),
+        );
     }
+    if intensity > 0.0 {
+        frame_edges(
+            &painter,
+            screen,
+            egui::Color32::from_rgba_unmultiplied(170, 0, 0, (intensity * 200.0) as u8),
+            egui::Color32::from_rgba_unmultiplied(170, 0, 0, 0),
+        );
+    }
+
     let Ok(view) = camera.single() else {
         return Ok(());
     };
@@ -174,7 +181,7 @@ fn draw_pain(
         let angle = hit_angle(from, view.translation(), view.forward().into());
         let alpha = ((1.0 - age / ARC_SECONDS) * 220.0) as u8;
         let color = egui::Color32::from_rgba_unmultiplied(255, 40, 30, alpha);
-        // An arc of 50 degrees, as a polyline, thick in the middle.
+        // An arc of 50 degrees about the crosshair, centred on the attacker.
         let points: Vec<egui::Pos2> = (0..=12)
             .map(|k| {
                 let a = angle + (k as f32 / 12.0 - 0.5) * 50f32.to_radians();
@@ -184,6 +191,41 @@ fn draw_pain(
         painter.add(egui::Shape::line(points, egui::Stroke::new(6.0, color)));
     }
     Ok(())
+}
+
+/// Four bands from the screen's edges inward, `edge` at the edge fading to `clear`.
+fn frame_edges(
+    painter: &egui::Painter,
+    screen: egui::Rect,
+    edge: egui::Color32,
+    clear: egui::Color32,
+) {
+    let inset = screen.width().min(screen.height()) * 0.22;
+    let inner = screen.shrink(inset);
+    let outer = [
+        screen.left_top(),
+        screen.right_top(),
+        screen.right_bottom(),
+        screen.left_bottom(),
+    ];
+    let inner = [
+        inner.left_top(),
+        inner.right_top(),
+        inner.right_bottom(),
+        inner.left_bottom(),
+    ];
+    let mut mesh = egui::Mesh::default();
+    for i in 0..4 {
+        let j = (i + 1) % 4;
+        let base = mesh.vertices.len() as u32;
+        mesh.colored_vertex(outer[i], edge);
+        mesh.colored_vertex(outer[j], edge);
+        mesh.colored_vertex(inner[j], clear);
+        mesh.colored_vertex(inner[i], clear);
+        mesh.add_triangle(base, base + 1, base + 2);
+        mesh.add_triangle(base, base + 2, base + 3);
+    }
+    painter.add(egui::Shape::mesh(mesh));
 }
 
 #[cfg(test)]
@@ -201,6 +243,17 @@ mod tests {
         assert!(flash_for(100) > flash_for(20));
         assert!(flash_for(1) > 0.0);
         assert!(flash_for(10_000) <= 0.8);
+    }
+
+    #[test]
+    fn power_ups_tint_the_edges_quad_first() {
+        assert_eq!(power_up_edge(0), None);
+        assert_eq!(power_up_edge(0b1_1111), None, "weapons are not power-ups");
+        let quad = power_up_edge(KIT_QUAD).unwrap();
+        assert!(quad[2] > quad[0]);
+        let regen = power_up_edge(KIT_REGEN).unwrap();
+        assert!(regen[0] > regen[2]);
+        assert_eq!(power_up_edge(KIT_QUAD | KIT_REGEN), Some(quad));
     }
 
     #[test]

@@ -1,12 +1,17 @@
 //! The map as drawn: brushes as textured boxes in their colours (their surfaces from
 //! [`crate::materials`]), the sun with shadows, point lights, ambient light, and the items
-//! spinning and bobbing over a glowing pad while present. The sky is [`crate::sky`]'s.
+//! spinning and bobbing over a glowing pad while present, weapons dropped by the dead
+//! spinning where they lie, and glowing wisps rising from jump pads the way they throw.
+//! The sky is [`crate::sky`]'s.
 
 use crate::materials::{METRES_PER_TILE, SurfaceTextures, box_mesh, surface_for};
+use crate::particles::{Emit, Look};
+use crate::weapon_models;
 use bevy::light::{CascadeShadowConfigBuilder, DirectionalLightShadowMap};
 use bevy::prelude::*;
 use sightline_client::LatestSnapshot;
 use sightline_map::{CurrentMap, ItemKind, Rgb};
+use sightline_sim::{EndSession, despawn_all};
 
 /// The sky between maps.
 const NO_MAP_SKY: Color = Color::srgb(0.05, 0.06, 0.09);
@@ -18,6 +23,13 @@ struct MapVisual;
 /// An item spot's item, shown while the server says it is there.
 #[derive(Component)]
 struct ItemVisual(u8);
+
+/// A weapon dropped by a dead player, by drop number.
+#[derive(Component)]
+struct DropVisual(u16);
+
+/// Seconds between wisps from each jump pad.
+const WISP_EVERY: f32 = 0.12;
 
 /// How high an item floats over its spot, and how far it bobs, metres.
 const ITEM_HEIGHT: f32 = 0.5;
@@ -37,8 +49,11 @@ impl Plugin for WorldPlugin {
                     // The client forgets the map when a session ends.
                     clear_map_visuals.run_if(resource_removed::<CurrentMap>),
                     show_items,
+                    show_drops,
+                    pad_wisps,
                 ),
-            );
+            )
+            .add_systems(EndSession, despawn_all::<DropVisual>);
     }
 }
 
@@ -261,9 +276,110 @@ fn show_items(
     }
 }
 
+/// Weapons dropped by the dead, as the newest snapshot lists them: each drawn as its
+/// model, spinning a little over the floor.
+fn show_drops(
+    mut commands: Commands,
+    time: Res<Time>,
+    latest: Res<LatestSnapshot>,
+    mut drops: Query<(Entity, &DropVisual, &mut Transform)>,
+    mut meshes: ResMut<Assets<Mesh>>,
+    mut materials: ResMut<Assets<StandardMaterial>>,
+) {
+    let listed = latest.0.as_ref().map_or(&[][..], |s| &s.drops[..]);
+    for (entity, drop, mut transform) in &mut drops {
+        match listed.iter().find(|d| d.id == drop.0) {
+            Some(d) => {
+                transform.translation = Vec3::from_array(d.pos) + Vec3::Y * 0.3;
+                transform.rotate_y(time.delta_secs() * 2.0);
+            }
+            None => commands.entity(entity).despawn(),
+        }
+    }
+    for d in listed {
+        if drops.iter().any(|(_, v, _)| v.0 == d.id) {
+            continue;
+        }
+        commands
+            .spawn((
+                DropVisual(d.id),
+                Transform::from_translation(Vec3::from_array(d.pos) + Vec3::Y * 0.3),
+                Visibility::default(),
+            ))
+            .with_children(|p| {
+                weapon_models::spawn_parts(p, d.weapon, &mut meshes, &mut materials);
+            });
+    }
+}
+
+/// Where wisp `n` of a jump pad from `min` to `max` starts: spread over the pad's top in
+/// a fixed scatter, so the pad glows all over without a random source.
+fn wisp_start(min: Vec3, max: Vec3, n: u32) -> Vec3 {
+    let golden = 0.618_034;
+    let u = (n as f32 * golden).fract();
+    let v = (n as f32 * golden * golden + 0.31).fract();
+    Vec3::new(
+        min.x + (max.x - min.x) * u,
+        max.y.min(min.y + 0.1),
+        min.z + (max.z - min.z) * v,
+    )
+}
+
+/// Jump pads breathe glowing wisps along the way they throw.
+fn pad_wisps(
+    time: Res<Time>,
+    map: Option<Res<CurrentMap>>,
+    mut emit: MessageWriter<Emit>,
+    mut clock: Local<(f32, u32)>,
+) {
+    let Some(map) = map else {
+        return;
+    };
+    clock.0 += time.delta_secs();
+    // At most a few per frame, however long the frame.
+    let mut budget = 4;
+    while clock.0 >= WISP_EVERY && budget > 0 {
+        clock.0 -= WISP_EVERY;
+        budget -= 1;
+        clock.1 = clock.1.wrapping_add(1);
+        for pad in &map.def.jump_pads {
+            emit.write(Emit {
+                look: Look::Plasma,
+                at: wisp_start(pad.min, pad.max, clock.1),
+                dir: pad.launch.normalize_or(Vec3::Y),
+                count: 1,
+                speed: 2.5,
+                spread: 0.1,
+                life: 0.9,
+                size: 0.06,
+                grow: 0.3,
+                gravity: 0.0,
+                drag: 0.5,
+            });
+        }
+    }
+    clock.0 = clock.0.min(WISP_EVERY);
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn wisps_start_on_the_pad_and_spread_over_it() {
+        let (min, max) = (Vec3::new(-1.2, -0.1, 11.0), Vec3::new(1.2, 0.3, 13.4));
+        let starts: Vec<Vec3> = (0..40).map(|n| wisp_start(min, max, n)).collect();
+        for p in &starts {
+            assert!(
+                p.x >= min.x && p.x <= max.x && p.z >= min.z && p.z <= max.z,
+                "{p}"
+            );
+            assert!((p.y - 0.0).abs() < 1e-6, "on the pad's floor: {p}");
+        }
+        // Spread: both halves of the pad get wisps, each way.
+        assert!(starts.iter().any(|p| p.x < 0.0) && starts.iter().any(|p| p.x > 0.0));
+        assert!(starts.iter().any(|p| p.z < 12.2) && starts.iter().any(|p| p.z > 12.2));
+    }
 
     #[test]
     fn items_bob_within_their_range_and_out_of_step() {
