@@ -73,8 +73,11 @@ pub const QUIET_SHARE: f32 = 0.55;
 pub const QUIETEST_LANDING: f32 = 3.0;
 /// Fall speed of the loudest landing, m/s.
 pub const LOUDEST_LANDING: f32 = 14.0;
-/// Farther than this between two frames is a teleport (a respawn), not movement, m.
+/// A move between two frames both this long (m) and this fast (m/s) is a teleport (a
+/// respawn), not movement: by distance alone a slow frame's running would be one, and by
+/// speed alone a fast frame holding a whole tick's move.
 const TELEPORT_DISTANCE: f32 = 3.0;
+const TELEPORT_SPEED: f32 = 40.0;
 
 /// How a player moves this frame.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -127,7 +130,8 @@ impl Feet {
             return None;
         }
         let moved = gait.pos - last_pos;
-        if !moved.is_finite() || moved.length() > TELEPORT_DISTANCE {
+        let jumped = moved.length() > TELEPORT_DISTANCE && moved.length() / dt > TELEPORT_SPEED;
+        if !moved.is_finite() || jumped {
             // A respawn: start afresh where the player now is.
             *self = Self {
                 last: Some((gait.pos, gait.on_ground)),
@@ -262,6 +266,20 @@ mod tests {
         let slower = steps_at(RUN * 0.6, false, 4.0);
         assert!((7..=9).contains(&slower.len()), "{}", slower.len());
         assert!(slower.iter().all(|&l| (0.6..0.8).contains(&l)));
+    }
+
+    #[test]
+    fn slow_frames_still_step() {
+        // Two frames a second: 3.5 m a frame is running, not a teleport.
+        let mut feet = Feet::default();
+        let vel = Vec3::X * RUN;
+        let steps = (0..=8)
+            .filter(|&i| {
+                let pos = vel * i as f32 * 0.5;
+                feet.update(ground(pos, vel, false), 0.5, RUN).is_some()
+            })
+            .count();
+        assert_eq!(steps, 8, "one a frame: a frame's 3.5 m holds one stride");
     }
 
     #[test]
