@@ -10,7 +10,7 @@ use crate::session::{AppState, Session, SessionRequest, Target, join_server};
 use crate::settings::SettingsPage;
 use bevy::prelude::*;
 use bevy_egui::{EguiContexts, EguiPrimaryContextPass, egui};
-use sightline_console::{Console, ConsoleCommands, Cvars, RunCommand};
+use sightline_console::{ConfigFile, Console, ConsoleCommands, Cvars, RunCommand};
 use sightline_net::ClientSecurity;
 
 /// What the menu's fields hold.
@@ -191,6 +191,7 @@ fn draw_menu(
     mut contexts: EguiContexts,
     mut form: ResMut<MenuForm>,
     mut cvars: ResMut<Cvars>,
+    mut config: ResMut<ConfigFile>,
     mut console: ResMut<Console>,
     session: Res<Session>,
     mut browser: ResMut<ServerBrowser>,
@@ -249,10 +250,12 @@ fn draw_menu(
             let mut name = cvars.read(cvar::NAME);
             ui.horizontal(|ui| {
                 ui.label("Name");
-                if ui.text_edit_singleline(&mut name).changed()
-                    && let Err(e) = cvars.set_handle(cvar::NAME, &name)
-                {
-                    console.print(format!("error: {e}"));
+                if ui.text_edit_singleline(&mut name).changed() {
+                    // As if typed in the console: `name` is saved, so the file is rewritten.
+                    match cvars.set_handle(cvar::NAME, &name) {
+                        Ok(_) => config.dirty = true,
+                        Err(e) => console.print(format!("error: {e}")),
+                    }
                 }
             });
             ui.horizontal(|ui| {
