@@ -56,7 +56,7 @@ impl Look {
         let fade = 1.0 - step as f32 / FADE_STEPS as f32;
         match self {
             Look::Smoke => StandardMaterial {
-                base_color: Color::srgba(0.55, 0.55, 0.56, 0.55 * fade),
+                base_color: Color::srgba(0.5, 0.5, 0.52, 0.35 * fade),
                 alpha_mode: AlphaMode::Blend,
                 perceptual_roughness: 1.0,
                 ..default()
@@ -68,8 +68,9 @@ impl Look {
             },
             Look::Spark | Look::Fire | Look::Plasma => {
                 let glow = match self {
-                    Look::Spark => LinearRgba::rgb(12.0, 7.0, 2.0),
-                    Look::Fire => LinearRgba::rgb(9.0, 3.5, 0.6),
+                    Look::Spark => LinearRgba::rgb(8.0, 4.0, 1.0),
+                    // Orange after tone mapping, even where a few overlap.
+                    Look::Fire => LinearRgba::rgb(3.0, 0.9, 0.15),
                     _ => LinearRgba::rgb(1.5, 5.0, 12.0),
                 };
                 // Unlit materials show their base colour as it is (no lighting, no
@@ -445,7 +446,8 @@ fn make_particle_assets(
         ..default()
     };
     commands.insert_resource(ParticleAssets {
-        mesh: meshes.add(Sphere::new(0.5).mesh().ico(1).expect("a small ico sphere")),
+        // Smooth enough that smoke reads as puffs, not stones.
+        mesh: meshes.add(Sphere::new(0.5).mesh().ico(2).expect("a small ico sphere")),
         materials: per_look,
         mark_mesh: meshes.add(Rectangle::new(1.0, 1.0)),
         hole: materials.add(mark(hole_texture, Color::srgb(0.08, 0.08, 0.08))),
