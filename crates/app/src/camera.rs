@@ -202,6 +202,44 @@ mod tests {
     use super::*;
     use sightline_combat::WeaponKind;
 
+    /// An app with just the camera's placement, our player standing at `now` with spawn
+    /// count `count_now`, last tick at `before` with `count_before`.
+    fn placed(before: Vec3, count_before: u8, now: Vec3, count_now: u8) -> Vec3 {
+        let mut app = App::new();
+        app.init_resource::<Time>()
+            .init_resource::<Time<Fixed>>()
+            .init_resource::<MoveParams>()
+            .init_resource::<LocalInput>()
+            .insert_resource(InputSource::Local)
+            .init_resource::<DeathView>()
+            .init_resource::<EyeHeight>()
+            .add_systems(Update, place_camera);
+        let state = |pos| PlayerState { pos, ..default() };
+        app.world_mut().spawn((
+            Predicted,
+            state(now),
+            SpawnCount(count_now),
+            PreviousState(state(before), Some(SpawnCount(count_before))),
+            VisualOffset::default(),
+        ));
+        let camera = app
+            .world_mut()
+            .spawn((Transform::default(), MainCamera))
+            .id();
+        app.update();
+        let eye = MoveParams::default().eye(false);
+        app.world().get::<Transform>(camera).unwrap().translation - Vec3::Y * eye
+    }
+
+    #[test]
+    fn the_camera_blends_from_the_last_tick_but_never_across_a_respawn() {
+        let (old, new) = (Vec3::new(30.0, 0.0, -20.0), Vec3::new(-40.0, 0.0, 25.0));
+        // Same life: the blend starts at the last tick's state (no time past it yet).
+        assert!(placed(old, 3, new, 3).distance(old) < 1e-4);
+        // Respawned: straight at the new spawn, not anywhere between.
+        assert!(placed(old, 3, new, 4).distance(new) < 1e-4);
+    }
+
     #[test]
     fn only_a_zooming_weapon_with_alternate_fire_held_narrows_the_view() {
         let zooming: Vec<WeaponKind> = WeaponKind::ALL
