@@ -56,7 +56,10 @@ impl Look {
         let fade = 1.0 - step as f32 / FADE_STEPS as f32;
         match self {
             Look::Smoke => StandardMaterial {
-                base_color: Color::srgba(0.5, 0.5, 0.52, 0.35 * fade),
+                base_color: Color::srgba(0.62, 0.62, 0.64, 0.35 * fade),
+                // A little light of its own: lit only from the sun, the shaded side of a
+                // puff went black and read as a stone.
+                emissive: LinearRgba::rgb(0.1, 0.1, 0.1) * fade,
                 alpha_mode: AlphaMode::Blend,
                 perceptual_roughness: 1.0,
                 ..default()
