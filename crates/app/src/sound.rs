@@ -27,10 +27,10 @@ use sightline_client::{
 use sightline_combat::{Arsenal, ProjectileKind, WeaponKind};
 use sightline_console::Cvars;
 use sightline_interpolation::{DrawMode, Drawn, DrawnProjectiles};
-use sightline_map::CurrentMap;
+use sightline_map::{CurrentMap, ItemKind};
 use sightline_movement::{MoveFlags, MoveParams, PlayerState};
 use sightline_prediction::Predicted;
-use sightline_protocol::{KIT_QUAD, ServerMessage};
+use sightline_protocol::{DropSnap, KIT_QUAD, ServerMessage};
 use sightline_sim::{EndSession, PlayerId, SessionAppExt, despawn_all};
 use std::collections::HashMap;
 use steps::{Feet, Footfall, Gait, Surface};
@@ -57,6 +57,7 @@ impl Plugin for SoundPlugin {
             .init_resource::<Output>()
             .init_session_resource::<AnnouncerState>()
             .init_session_resource::<ItemsSeen>()
+            .init_session_resource::<DropsSeen>()
             .init_session_resource::<WeaponWas>()
             .add_systems(Startup, (make_sounds, probe_output).chain())
             .add_systems(
@@ -76,6 +77,7 @@ impl Plugin for SoundPlugin {
                         play_own_feet,
                         play_others_feet,
                         play_pickups,
+                        play_drops_taken,
                         announce,
                         follow_flights,
                     ),
@@ -720,6 +722,49 @@ fn play_pickups(
                 out.write(PlaySound::at(SoundId::ItemBack, spot.pos, 4.0, 0.35));
             }
             _ => {}
+        }
+    }
+}
+
+/// The dropped weapons in the last snapshot heard.
+#[derive(Resource, Debug, Default)]
+struct DropsSeen(Vec<DropSnap>);
+
+/// The pick-up sound of a dropped weapon: the map item that hands it out.
+fn weapon_item(weapon: WeaponKind) -> ItemKind {
+    match weapon {
+        WeaponKind::Railgun => ItemKind::Railgun,
+        WeaponKind::Plasma => ItemKind::Plasma,
+        // Everyone holds the rest: taking one is taking its ammunition.
+        WeaponKind::Rifle | WeaponKind::Shotgun | WeaponKind::Rockets => ItemKind::Ammo,
+    }
+}
+
+/// Dropped weapons taken: gone from the snapshot with someone standing on them (one that
+/// runs out of time goes unheard). Ours in the middle, others' where it lay.
+fn play_drops_taken(
+    latest: Res<LatestSnapshot>,
+    me: Query<&PlayerState, With<Predicted>>,
+    others: Query<&Drawn, With<RemotePlayer>>,
+    mut seen: ResMut<DropsSeen>,
+    mut out: MessageWriter<PlaySound>,
+) {
+    let Some(snapshot) = latest.0.as_ref().filter(|_| latest.is_changed()) else {
+        return;
+    };
+    let before = std::mem::replace(&mut seen.0, snapshot.drops.clone());
+    let me = me.single().ok().map(|s| s.pos);
+    for gone in before
+        .iter()
+        .filter(|d| !snapshot.drops.iter().any(|now| now.id == d.id))
+    {
+        let at = Vec3::from_array(gone.pos);
+        let near = |feet: Vec3| feet.distance(at) < OWN_PICKUP_REACH;
+        let id = SoundId::Pickup(weapon_item(gone.weapon));
+        if me.is_some_and(near) {
+            out.write(PlaySound::here(id, 0.6));
+        } else if others.iter().any(|d| near(d.pos)) {
+            out.write(PlaySound::at(id, at, 5.0, 0.5));
         }
     }
 }
