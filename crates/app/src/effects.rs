@@ -155,8 +155,9 @@ fn draw_projectiles(
             ProjectileVisual { id, kind },
             bevy::light::NotShadowCaster,
         ));
-        // Plasma lights its way; rockets are many and their trails say enough.
-        if kind != ProjectileKind::Rocket {
+        // A plasma ball lights its way; bolts come ten a second and rockets trail smoke,
+        // and a light each would cost more than it shows.
+        if kind == ProjectileKind::PlasmaBall {
             entity.insert(PointLight {
                 color: Color::srgb(0.4, 0.7, 1.0),
                 intensity: 30_000.0 * scale,
