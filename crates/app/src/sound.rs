@@ -219,6 +219,7 @@ fn make_sounds(mut commands: Commands, mut sources: ResMut<Assets<AudioSource>>)
         SoundId::Switch,
         SoundId::QuadShot,
         SoundId::JumpPad,
+        SoundId::Death,
     ];
     ids.extend(WeaponKind::ALL.map(SoundId::Shot));
     ids.extend(WeaponKind::ALL.map(SoundId::Reload));
@@ -470,18 +471,25 @@ fn play_combat(
     }
 }
 
-/// A chime when our shot killed someone (not ourselves).
+/// Deaths: a cry where the victim is drawn (ours in the middle), and a chime when we
+/// made the kill (not of ourselves).
 fn play_kills(
     mut inbound: MessageReader<FromServer>,
     me: Query<&PlayerId, With<LocalPlayer>>,
+    others: Query<(&PlayerId, &Drawn), With<RemotePlayer>>,
     mut out: MessageWriter<PlaySound>,
 ) {
     let me = me.single().ok().copied();
     for FromServer(msg) in inbound.read() {
-        if let ServerMessage::Killed { victim, killer, .. } = *msg
-            && Some(killer) == me
-            && victim != killer
-        {
+        let ServerMessage::Killed { victim, killer, .. } = *msg else {
+            continue;
+        };
+        if Some(victim) == me {
+            out.write(PlaySound::here(SoundId::Death, 0.6));
+        } else if let Some((_, drawn)) = others.iter().find(|(id, _)| **id == victim) {
+            out.write(PlaySound::at(SoundId::Death, drawn.pos, 6.0, 0.6));
+        }
+        if Some(killer) == me && victim != killer {
             out.write(PlaySound::here(SoundId::Kill, 0.6));
         }
     }

@@ -58,6 +58,8 @@ pub enum SoundId {
     QuadShot,
     /// A jump pad launching someone.
     JumpPad,
+    /// Someone dying.
+    Death,
 }
 
 /// The samples of a sound, each within -1..=1, at [`RATE`].
@@ -83,6 +85,7 @@ pub fn samples(id: SoundId) -> Vec<f32> {
         SoundId::Switch => switch(),
         SoundId::QuadShot => quad_shot(),
         SoundId::JumpPad => jump_pad(),
+        SoundId::Death => death(),
     };
     finish(raw)
 }
@@ -678,6 +681,18 @@ fn hurt() -> Vec<f32> {
     s
 }
 
+fn death() -> Vec<f32> {
+    // A long "argh" sliding down, and the body hitting the floor.
+    let mut s = vowel(
+        0.7,
+        [700.0, 1200.0, 2500.0],
+        |t| 230.0 - 180.0 * t,
+        |t| env(t, 0.02, 0.25),
+    );
+    mix(&mut s, &thud(0.3, 90.0, 45.0, 0.06), 0.55, 0.4);
+    s
+}
+
 fn hit() -> Vec<f32> {
     render(0.07, |t, _| (TAU * 1900.0 * t).sin() * (-t * 50.0).exp())
 }
@@ -894,6 +909,7 @@ mod tests {
             SoundId::Switch,
             SoundId::QuadShot,
             SoundId::JumpPad,
+            SoundId::Death,
         ];
         ids.extend(WeaponKind::ALL.map(SoundId::Reload));
         ids.extend(
