@@ -5,15 +5,14 @@
 //! instead; a respawn is never blended across. The weapon in view is `viewmodel.rs`'s.
 
 use crate::cvars::cvar;
-use crate::deathcam::DeathView;
 use bevy::core_pipeline::tonemapping::Tonemapping;
 use bevy::prelude::*;
-use sightline_client::{InputSource, LocalInput};
+use sightline_client::{InputSource, LatestSnapshot, LocalInput, dead_in};
 use sightline_combat::{AltFire, Arsenal, SpawnCount};
 use sightline_console::Cvars;
 use sightline_movement::{MoveParams, PlayerState};
 use sightline_prediction::{Predicted, VisualOffset};
-use sightline_sim::{Buttons, SessionAppExt};
+use sightline_sim::{Buttons, PlayerId, SessionAppExt};
 
 /// The first-person camera.
 #[derive(Component)]
@@ -50,7 +49,7 @@ pub fn zoom_share(alt: AltFire, held: bool) -> f32 {
     }
 }
 
-/// Where the camera is placed each frame; the death camera runs before it.
+/// Where the camera is placed each frame; the death camera runs after it.
 #[derive(SystemSet, Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct CameraSet;
 
@@ -120,10 +119,11 @@ fn place_camera(
     params: Res<MoveParams>,
     input: Res<LocalInput>,
     source: Res<InputSource>,
-    death: Res<DeathView>,
+    latest: Res<LatestSnapshot>,
     mut eye: ResMut<EyeHeight>,
     player: Query<
         (
+            &PlayerId,
             &PlayerState,
             Option<&SpawnCount>,
             Option<&PreviousState>,
@@ -133,12 +133,13 @@ fn place_camera(
     >,
     mut camera: Query<&mut Transform, With<MainCamera>>,
 ) {
-    let (Ok((state, spawn, previous, offset)), Ok(mut transform)) =
+    let (Ok((id, state, spawn, previous, offset)), Ok(mut transform)) =
         (player.single(), camera.single_mut())
     else {
         return;
     };
-    if death.active() {
+    // The dead see through the death camera, placed after this from where we left it.
+    if dead_in(&latest, *id) {
         return;
     }
     let from = previous
@@ -162,12 +163,12 @@ fn place_camera(
 fn zoom_view(
     time: Res<Time>,
     input: Res<LocalInput>,
-    death: Res<DeathView>,
-    player: Query<&Arsenal, With<Predicted>>,
+    latest: Res<LatestSnapshot>,
+    player: Query<(&PlayerId, &Arsenal), With<Predicted>>,
     mut zoom: ResMut<ViewZoom>,
 ) {
     let target = match player.single() {
-        Ok(arsenal) if !death.active() && arsenal.switching <= 0.0 => zoom_share(
+        Ok((id, arsenal)) if !dead_in(&latest, *id) && arsenal.switching <= 0.0 => zoom_share(
             arsenal.current.def().alt,
             input.buttons.contains(Buttons::ALT_FIRE),
         ),
@@ -211,12 +212,13 @@ mod tests {
             .init_resource::<MoveParams>()
             .init_resource::<LocalInput>()
             .insert_resource(InputSource::Local)
-            .init_resource::<DeathView>()
+            .init_resource::<LatestSnapshot>()
             .init_resource::<EyeHeight>()
             .add_systems(Update, place_camera);
         let state = |pos| PlayerState { pos, ..default() };
         app.world_mut().spawn((
             Predicted,
+            PlayerId(1),
             state(now),
             SpawnCount(count_now),
             PreviousState(state(before), Some(SpawnCount(count_before))),

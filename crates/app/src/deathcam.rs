@@ -133,7 +133,7 @@ impl Plugin for DeathCamPlugin {
                 Update,
                 (note_killer, follow_life, place_death_camera)
                     .chain()
-                    .before(crate::camera::CameraSet),
+                    .after(crate::camera::CameraSet),
             )
             .add_systems(
                 EguiPrimaryContextPass,

@@ -6,9 +6,8 @@
 use crate::cvars::cvar;
 use crate::deathcam::DeathView;
 use crate::input::{Action, Controls, MouseLook};
-use crate::menu::GameMenu;
+use crate::overlays::{GameMenu, SettingsPage};
 use crate::session::{AppState, describe};
-use crate::settings::SettingsPage;
 use bevy::prelude::*;
 use bevy_egui::{EguiContexts, EguiPrimaryContextPass, egui};
 use leafwing_input_manager::prelude::ActionState;

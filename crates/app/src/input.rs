@@ -1,11 +1,12 @@
 //! Keyboard and mouse to input commands, through leafwing-input-manager and the console's
 //! key bindings. Sampled just before each fixed tick, so commands carry the newest input.
 
+pub use crate::actions::Action;
 use crate::camera::ViewZoom;
 use crate::cvars::cvar;
-use crate::menu::GameMenu;
+use crate::overlays::{GameMenu, SettingsPage};
+pub use crate::overlays::{MouseLook, TextFocus};
 use crate::session::AppState;
-use crate::settings::SettingsPage;
 use bevy::app::RunFixedMainLoopSystems;
 use bevy::input::mouse::AccumulatedMouseMotion;
 use bevy::prelude::*;
@@ -16,43 +17,6 @@ use sightline_console::{Bindings, Console, Cvars};
 use sightline_movement::PlayerState;
 use sightline_prediction::Predicted;
 use sightline_sim::{Buttons, MAX_PITCH_DEG};
-
-/// What a player can do with keys and buttons.
-#[derive(Actionlike, PartialEq, Eq, Clone, Copy, Hash, Debug, Reflect)]
-pub enum Action {
-    /// Move forward.
-    Forward,
-    /// Move back.
-    Back,
-    /// Step left.
-    MoveLeft,
-    /// Step right.
-    MoveRight,
-    /// Jump.
-    Jump,
-    /// Crouch.
-    Crouch,
-    /// Fire.
-    Attack,
-    /// Alternate fire.
-    Attack2,
-    /// Reload.
-    Reload,
-    /// Weapon slot 1.
-    Weapon1,
-    /// Weapon slot 2.
-    Weapon2,
-    /// Weapon slot 3.
-    Weapon3,
-    /// Weapon slot 4.
-    Weapon4,
-    /// Weapon slot 5.
-    Weapon5,
-    /// Show the scoreboard while held.
-    Scores,
-    /// Type a chat line.
-    Chat,
-}
 
 /// The console command each action is bound as (Quake's names).
 pub(crate) const ACTION_COMMANDS: &[(Action, &str)] = &[
@@ -292,15 +256,6 @@ pub fn input_map(bindings: &Bindings) -> InputMap<Action> {
 /// The entity holding the player's input map and action state.
 #[derive(Component)]
 pub struct Controls;
-
-/// Whether the mouse steers the view (cursor grabbed) or is free (menus, Escape).
-#[derive(Resource, Debug, Default, Clone, Copy, PartialEq, Eq)]
-pub struct MouseLook(pub bool);
-
-/// Whether a text box in the game (chat) has the keyboard: the mouse is freed and keys
-/// do not move the player. The console has its own flag.
-#[derive(Resource, Debug, Default, Clone, Copy, PartialEq, Eq)]
-pub struct TextFocus(pub bool);
 
 /// Turns keys and mouse into [`LocalInput`].
 pub struct InputPlugin;

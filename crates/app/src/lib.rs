@@ -7,6 +7,7 @@
 //! window and renderer to it, [`windowless_app`] runs the same plugins without either
 //! (for tests of whole sessions).
 
+mod actions;
 mod args;
 mod browser;
 mod camera;
@@ -22,6 +23,7 @@ mod input;
 mod materials;
 mod menu;
 mod offline;
+mod overlays;
 mod particles;
 mod players;
 mod session;

@@ -5,9 +5,8 @@
 use crate::args::RemoteSecurity;
 use crate::browser::ServerBrowser;
 use crate::cvars::cvar;
-use crate::input::{MouseLook, TextFocus};
+use crate::overlays::{GameMenu, MouseLook, SettingsPage, TextFocus};
 use crate::session::{AppState, Session, SessionRequest, Target, join_server};
-use crate::settings::SettingsPage;
 use bevy::prelude::*;
 use bevy_egui::{EguiContexts, EguiPrimaryContextPass, egui};
 use sightline_console::{ConfigFile, Console, ConsoleCommands, Cvars, RunCommand};
@@ -53,13 +52,6 @@ impl FromWorld for MenuForm {
             error: None,
         }
     }
-}
-
-/// Whether the game menu (Escape while playing) is open.
-#[derive(Resource, Debug, Default, Clone, Copy, PartialEq, Eq)]
-pub struct GameMenu {
-    /// Open: drawn, and the mouse is free.
-    pub open: bool,
 }
 
 /// Draws the main menu in [`AppState::Menu`] and the game menu while playing.

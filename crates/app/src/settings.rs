@@ -12,7 +12,8 @@
 
 use crate::cvars::cvar;
 use crate::hud::{CrosshairLook, draw_crosshair, format_color};
-use crate::input::{ACTION_COMMANDS, Action, Input, name_of, rebind, restore_default_bindings};
+use crate::input::{ACTION_COMMANDS, Input, name_of, rebind, restore_default_bindings};
+use crate::overlays::{SettingsPage, Tab};
 use bevy::prelude::*;
 use bevy::window::{
     Monitor, MonitorSelection, PresentMode, PrimaryMonitor, PrimaryWindow, VideoModeSelection,
@@ -22,60 +23,6 @@ use bevy_egui::{EguiContexts, EguiPrimaryContextPass, egui};
 use sightline_console::{
     Bindings, ConfigFile, Console, ConsoleCommands, CvarHandle, CvarKind, Cvars, RunCommand,
 };
-
-/// The pages.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-enum Tab {
-    #[default]
-    Video,
-    Audio,
-    Controls,
-    Crosshair,
-    Network,
-}
-
-impl Tab {
-    const ALL: [Self; 5] = [
-        Self::Video,
-        Self::Audio,
-        Self::Controls,
-        Self::Crosshair,
-        Self::Network,
-    ];
-
-    /// The page called `name` (its title, in any case).
-    fn named(name: &str) -> Option<Self> {
-        Self::ALL
-            .into_iter()
-            .find(|t| t.title().eq_ignore_ascii_case(name))
-    }
-
-    fn title(self) -> &'static str {
-        match self {
-            Self::Video => "Video",
-            Self::Audio => "Audio",
-            Self::Controls => "Controls",
-            Self::Crosshair => "Crosshair",
-            Self::Network => "Network",
-        }
-    }
-}
-
-/// Whether the settings are open, on which page, and which action waits for a key.
-#[derive(Resource, Debug, Default)]
-pub struct SettingsPage {
-    /// Open: drawn in place of the menu that opened it.
-    pub open: bool,
-    tab: Tab,
-    capture: Option<Action>,
-}
-
-impl SettingsPage {
-    /// Whether the page waits for a key to bind (Escape then cancels that, nothing else).
-    pub fn capturing(&self) -> bool {
-        self.open && self.capture.is_some()
-    }
-}
 
 /// The settings pages, the window's cvars and `r_preset`.
 pub struct SettingsPlugin;
