@@ -126,7 +126,8 @@ fn the_server_labels_itself_then_is_ready_pings_tracks_players_and_follows_map_c
 
     // The host changes the map: the label follows.
     let depot = MapSource::load(&find_map("depot")).unwrap();
-    stepper.server.world_mut().resource_mut::<MatchOrders>().0 = Some(MatchOrder::Map(depot));
+    stepper.server.world_mut().resource_mut::<MatchOrders>().0 =
+        Some(MatchOrder::Map(Box::new(depot)));
     let relabelled = step_until(&mut stepper, Duration::from_secs(5), |_| {
         standin.call_list().contains(&label("map", "depot"))
     });

@@ -1,9 +1,18 @@
 //! Bots as a pure function: [`decide`] maps (own state, what the bot senses, its seed,
 //! the tick) to an input command, so bots drive the real movement code exactly as a
 //! player would, and the same bot replays identically anywhere. Randomness is a hash of
-//! (seed, tick window, purpose), never a stateful generator.
+//! (seed, tick window, purpose), never a stateful generator. What a bot senses includes
+//! the next spot of its route: routes come from a [`NavGraph`] built from the map, to
+//! the places [`goals`] ranks.
+
+mod goals;
+mod nav;
+
+pub use goals::{HURT, ItemSeen, Needs, goals};
+pub use nav::{Itinerary, LinkKind, MAX_NODES, NavGraph, Waypoint};
 
 use bevy::math::Vec3;
+use sightline_combat::{Arsenal, WeaponKind};
 use sightline_map::CollisionWorld;
 use sightline_movement::{MoveParams, PlayerState, view_vectors};
 use sightline_sim::{Buttons, InputCmd};
@@ -63,6 +72,12 @@ pub struct BotSense {
     pub enemy: Option<Vec3>,
     /// How well it fights.
     pub skill: BotSkill,
+    /// The next spot on its route, if it is going somewhere.
+    pub waypoint: Option<Waypoint>,
+    /// Its health.
+    pub health: f32,
+    /// The weapons it holds ([`WeaponKind::bit`]s).
+    pub owned: u8,
 }
 
 /// Looks around a player with rays against the map.
@@ -86,6 +101,9 @@ pub fn sense(world: &CollisionWorld, state: &PlayerState, params: &MoveParams) -
         right: look(-PI / 4.0),
         enemy: None,
         skill: BotSkill::Normal,
+        waypoint: None,
+        health: 100.0,
+        owned: Arsenal::spawned().owned,
     }
 }
 
@@ -106,7 +124,10 @@ pub fn decide(
     let window = (tick / window_ticks) as u64;
     let first_tick_of_window = tick.is_multiple_of(window_ticks);
     if let Some(to) = sense.enemy {
-        return fight(state, to, sense.skill, seed, tick, tick_hz, window);
+        return fight(state, to, sense, seed, tick, tick_hz, window);
+    }
+    if let Some(waypoint) = sense.waypoint {
+        return follow(state, waypoint, sense, dt);
     }
 
     // Steer: away from walls first, otherwise toward this window's wander heading.
@@ -156,20 +177,80 @@ pub fn decide(
     }
 }
 
+/// How close (horizontally, m) a bot must come to a jump's landing before it jumps.
+const JUMP_FROM: f32 = 1.6;
+
+/// Runs along a route: turns toward the next spot, runs when facing it, and jumps where
+/// the route jumps up (a pad throws it by itself).
+fn follow(state: &PlayerState, waypoint: Waypoint, sense: &BotSense, dt: f32) -> InputCmd {
+    let to = waypoint.pos - state.pos;
+    let want_yaw = libm::atan2f(-to.x, -to.z);
+    let max_turn = 2.0 * TURN_RATE * dt;
+    let dyaw = sightline_sim::wrap_angle(want_yaw - state.yaw);
+    let yaw = sightline_sim::wrap_angle(state.yaw + dyaw.clamp(-max_turn, max_turn));
+    let facing = dyaw.abs() < 1.0;
+    let flat = Vec3::new(to.x, 0.0, to.z).length();
+    let mut buttons = Buttons::default();
+    // A jump up onto the next spot, or over something in the way.
+    let blocked = sense.ahead < 0.4 && facing;
+    if (waypoint.kind == LinkKind::Jump && flat < JUMP_FROM) || blocked {
+        buttons = buttons.with(Buttons::JUMP);
+    }
+    InputCmd {
+        forward: if facing { 1.0 } else { 0.3 },
+        yaw,
+        buttons,
+        ..Default::default()
+    }
+}
+
+/// The weapon slot a bot of `skill` holding `owned` takes at `distance`: the shotgun up
+/// close; rockets (or plasma) at middle range for those who use splash; the railgun far
+/// off if it has one; otherwise the rifle.
+pub fn weapon_for(distance: f32, owned: u8, skill: BotSkill) -> u8 {
+    let has = |w: WeaponKind| owned & w.bit() != 0;
+    let pick = if distance < 6.0 {
+        WeaponKind::Shotgun
+    } else if skill == BotSkill::Easy {
+        WeaponKind::Rifle
+    } else if distance < 18.0 {
+        if skill == BotSkill::Hard && has(WeaponKind::Plasma) {
+            WeaponKind::Plasma
+        } else {
+            WeaponKind::Rockets
+        }
+    } else if distance > 22.0 && has(WeaponKind::Railgun) {
+        WeaponKind::Railgun
+    } else {
+        WeaponKind::Rifle
+    };
+    if has(pick) { pick.def().slot } else { 1 }
+}
+
 /// Turns toward the enemy (with a skill-dependent, slowly wandering aim error), fires when
-/// on target, strafes, and keeps a middling distance; the shotgun up close.
+/// on target, strafes, and keeps a middling distance with the weapon for it
+/// ([`weapon_for`]). A rocket is aimed at the feet, for its splash. A skilled bot jumps
+/// in a fight and backs off when hurt.
 fn fight(
     state: &PlayerState,
     to: Vec3,
-    skill: BotSkill,
+    sense: &BotSense,
     seed: u64,
     tick: u32,
     tick_hz: u32,
     window: u64,
 ) -> InputCmd {
+    let skill = sense.skill;
     let dt = 1.0 / tick_hz as f32;
     let (turn_rate, error_deg, cone_deg) = skill.aim();
     let distance = to.length();
+    let slot = weapon_for(distance, sense.owned, skill);
+    // The enemy's chest is `to`; its feet are about a metre below.
+    let to = if slot == WeaponKind::Rockets.def().slot {
+        to - Vec3::Y * 0.95
+    } else {
+        to
+    };
     let want_yaw = libm::atan2f(-to.x, -to.z);
     let want_pitch = libm::asinf((to.y / distance.max(1e-3)).clamp(-1.0, 1.0));
     // The error drifts every 0.3 s, so aim settles and then wanders, as a hand does.
@@ -188,13 +269,25 @@ fn fight(
     if off < cone_deg.to_radians() {
         buttons = buttons.with(Buttons::FIRE);
     }
-    let forward = if distance > 14.0 {
-        1.0
-    } else if distance < 5.0 {
+    let retreat = skill != BotSkill::Easy && sense.health < HURT * 0.7;
+    let forward = if retreat || distance < 5.0 {
         -1.0
+    } else if distance > 14.0 {
+        1.0
     } else {
         0.0
     };
+    // Jumps in a fight: a hard bot every 0.6 s or so, a normal one now and then.
+    let hop_ticks = ((0.6 * tick_hz as f32) as u32).max(1);
+    let hop = tick.is_multiple_of(hop_ticks)
+        && match skill {
+            BotSkill::Easy => false,
+            BotSkill::Normal => hash(seed, u64::from(tick / hop_ticks), 8).is_multiple_of(4),
+            BotSkill::Hard => !hash(seed, u64::from(tick / hop_ticks), 8).is_multiple_of(3),
+        };
+    if hop {
+        buttons = buttons.with(Buttons::JUMP);
+    }
     let right = if hash(seed, window, 7).is_multiple_of(2) {
         1.0
     } else {
@@ -206,7 +299,7 @@ fn fight(
         yaw,
         pitch,
         buttons,
-        weapon_slot: if distance < 7.0 { 2 } else { 1 },
+        weapon_slot: slot,
         ..Default::default()
     }
 }
@@ -252,6 +345,9 @@ mod tests {
             right: 1.0,
             enemy: None,
             skill: BotSkill::Normal,
+            waypoint: None,
+            health: 100.0,
+            owned: Arsenal::spawned().owned,
         };
         assert_eq!(
             decide(&s, &seen, 7, 100, 128),
@@ -300,6 +396,9 @@ mod tests {
             right: 0.4,
             enemy: None,
             skill: BotSkill::Normal,
+            waypoint: None,
+            health: 100.0,
+            owned: Arsenal::spawned().owned,
         };
         assert!(decide(&s, &left_open, 1, 5, 64).yaw > 0.0);
         let right_open = BotSense {
@@ -308,6 +407,9 @@ mod tests {
             right: 3.0,
             enemy: None,
             skill: BotSkill::Normal,
+            waypoint: None,
+            health: 100.0,
+            owned: Arsenal::spawned().owned,
         };
         assert!(decide(&s, &right_open, 1, 5, 64).yaw < 0.0);
     }
@@ -324,6 +426,9 @@ mod fighting {
             right: SIGHT,
             enemy: Some(enemy),
             skill,
+            waypoint: None,
+            health: 100.0,
+            owned: Arsenal::spawned().owned,
         }
     }
 

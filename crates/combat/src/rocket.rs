@@ -1,7 +1,7 @@
 //! Projectile physics (rockets and plasma): launch, flight and burst, pure so the client
 //! predicts its own projectiles exactly as the server flies them.
 
-use crate::{Hitbox, WeaponKind, aim_direction, ray_hit, splash};
+use crate::{Hitbox, aim_direction, ray_hit, splash};
 use bevy::prelude::*;
 use sightline_map::CollisionWorld;
 use sightline_movement::{MoveParams, PlayerState};
@@ -59,14 +59,6 @@ impl ProjectileKind {
     /// Its number on the wire.
     pub fn index(self) -> usize {
         self as usize
-    }
-
-    /// The weapon that fires it.
-    pub fn weapon(self) -> WeaponKind {
-        match self {
-            ProjectileKind::Rocket => WeaponKind::Rockets,
-            ProjectileKind::Plasma | ProjectileKind::PlasmaBall => WeaponKind::Plasma,
-        }
     }
 }
 
@@ -337,7 +329,7 @@ mod tests {
         older.age = 0.5;
         let newer = launch_rocket(2, ProjectileKind::Rocket, PlayerId(0), &me, &cmd, &params);
         let theirs = launch_rocket(3, ProjectileKind::Rocket, PlayerId(1), &me, &cmd, &params);
-        let mut rockets = vec![older, newer, theirs];
+        let mut rockets = [older, newer, theirs];
         assert!(detonate_newest(rockets.iter_mut(), PlayerId(0)));
         assert_eq!(
             rockets.iter().map(|r| r.detonate).collect::<Vec<_>>(),

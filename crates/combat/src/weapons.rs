@@ -54,6 +54,16 @@ impl WeaponKind {
     }
 }
 
+impl ProjectileKind {
+    /// The weapon that fires it.
+    pub fn weapon(self) -> WeaponKind {
+        match self {
+            ProjectileKind::Rocket => WeaponKind::Rockets,
+            ProjectileKind::Plasma | ProjectileKind::PlasmaBall => WeaponKind::Plasma,
+        }
+    }
+}
+
 /// What a weapon's alternate fire (the second mouse button) does.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum AltFire {
@@ -100,7 +110,8 @@ pub struct Falloff {
 impl Falloff {
     /// The share of full damage a hit at `distance` metres does.
     pub fn scale(&self, distance: f32) -> f32 {
-        if !(distance > self.start) {
+        // Not past the start, or not a number: full damage.
+        if distance.partial_cmp(&self.start) != Some(std::cmp::Ordering::Greater) {
             return 1.0;
         }
         let t = ((distance - self.start) / (self.end - self.start).max(1e-3)).min(1.0);

@@ -487,7 +487,7 @@ fn carry_out(
                 .and_then(|path| MapSource::load(&path))
                 .map_err(|e| format!("map {name}: {e}"))?;
             out.print(format!("changing to {}", source.def.name));
-            world.resource_mut::<MatchOrders>().0 = Some(MatchOrder::Map(source));
+            world.resource_mut::<MatchOrders>().0 = Some(MatchOrder::Map(Box::new(source)));
         }
         ("nextmap", []) => {
             order(world, MatchOrder::NextMap);

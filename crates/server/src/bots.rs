@@ -6,8 +6,10 @@ use crate::outbox::Outgoing;
 use crate::spawn::choose_spawn;
 use crate::teams::team_for_newcomer;
 use bevy::prelude::*;
-use sightline_bots::{decide, hash, sense};
-use sightline_combat::{Score, Team, Vitals};
+use sightline_bots::{
+    ItemSeen, Itinerary, NavGraph, Needs, WINDOW_SECONDS, decide, goals, hash, sense,
+};
+use sightline_combat::{Arsenal, ItemSpot, Score, Team, Vitals};
 use sightline_map::CurrentMap;
 use sightline_movement::{MoveParams, PlayerState};
 use sightline_protocol::ServerMessage;
@@ -101,12 +103,30 @@ fn bot_number(name: &str) -> u32 {
         .unwrap_or(0)
 }
 
-/// What a bot remembers between ticks: which enemy it has in view, and since when.
-#[derive(Component, Debug, Default, Clone, Copy)]
+/// What a bot remembers between ticks: which enemy it has in view, and since when; and
+/// the route it is following.
+#[derive(Component, Debug, Default, Clone)]
 pub(crate) struct BotMemory {
     target: Option<PlayerId>,
     since: u32,
+    itinerary: Itinerary,
 }
+
+/// The current map's navigation graph, which bots route through.
+#[derive(Resource, Debug, Default)]
+pub(crate) struct BotNav(NavGraph);
+
+/// Builds the navigation graph for the map being played (at start and on a map change).
+pub(crate) fn build_nav_graph(
+    mut commands: Commands,
+    map: Res<CurrentMap>,
+    params: Res<MoveParams>,
+) {
+    commands.insert_resource(BotNav(NavGraph::build(&map.def, &map.world, &params)));
+}
+
+/// Seconds a bot follows a route before choosing again (what it wants changes).
+const REPLAN_SECONDS: f32 = 4.0;
 
 /// How far bots see enemies, m.
 const ENEMY_SIGHT: f32 = 50.0;
@@ -119,22 +139,36 @@ pub(crate) fn drive_bots(
     tick: Res<Tick>,
     config: Res<TickConfig>,
     server: Res<ServerConfig>,
+    nav: Option<Res<BotNav>>,
+    items: Query<&ItemSpot>,
     mut bots: Query<(
         &PlayerId,
         &PlayerState,
         &BotControlled,
         &Vitals,
+        &Arsenal,
         &mut BotMemory,
         &mut CurrentCmd,
     )>,
     everyone: Query<(&PlayerId, &PlayerState, &Vitals)>,
 ) {
-    for (id, state, bot, vitals, mut memory, mut current) in &mut bots {
+    let items: Vec<ItemSeen> = items
+        .iter()
+        .map(|i| ItemSeen {
+            kind: i.kind,
+            pos: i.pos,
+            present: i.respawn_in <= 0.0,
+        })
+        .collect();
+    for (id, state, bot, vitals, arsenal, mut memory, mut current) in &mut bots {
         if !vitals.alive() {
+            memory.itinerary = Itinerary::default();
             continue;
         }
         let mut seen = sense(&map.world, state, &params);
         seen.skill = server.bot_skill;
+        seen.health = vitals.health;
+        seen.owned = arsenal.owned;
         let eye = params.eye_position(state);
         // Nearest first, so usually one ray decides.
         let mut candidates: Vec<(PlayerId, Vec3)> = everyone
@@ -155,17 +189,35 @@ pub(crate) fn drive_bots(
         match nearest {
             Some((target, to)) => {
                 if memory.target != Some(target) {
-                    *memory = BotMemory {
-                        target: Some(target),
-                        since: tick.0,
-                    };
+                    memory.target = Some(target);
+                    memory.since = tick.0;
                 }
                 let in_view = tick.0.wrapping_sub(memory.since) as f32 * config.dt();
                 if in_view >= seen.skill.reaction() {
                     seen.enemy = Some(to);
                 }
             }
-            None => *memory = BotMemory::default(),
+            None => memory.target = None,
+        }
+        if let Some(nav) = &nav
+            && seen.enemy.is_none()
+        {
+            let needs = Needs {
+                pos: state.pos,
+                health: vitals.health,
+                armor: vitals.armor,
+                owned: arsenal.owned,
+            };
+            seen.waypoint = follow_route(
+                &mut memory.itinerary,
+                &nav.0,
+                &needs,
+                &items,
+                bot.seed,
+                &seen,
+                tick.0,
+                config.tick_hz,
+            );
         }
         let mut cmd = decide(state, &seen, bot.seed, tick.0, config.tick_hz);
         cmd.seq = tick.0;
@@ -174,4 +226,29 @@ pub(crate) fn drive_bots(
             current.0 = cmd;
         }
     }
+}
+
+/// The next spot of a bot's route, planning a new route to what it wants now when the
+/// old one is done or stale.
+#[allow(clippy::too_many_arguments)]
+fn follow_route(
+    itinerary: &mut Itinerary,
+    nav: &NavGraph,
+    needs: &Needs,
+    items: &[ItemSeen],
+    seed: u64,
+    seen: &sightline_bots::BotSense,
+    tick: u32,
+    tick_hz: u32,
+) -> Option<sightline_bots::Waypoint> {
+    let age = tick.wrapping_sub(itinerary.planned) as f32 / tick_hz as f32;
+    let done = itinerary.ahead.is_empty();
+    // An empty plan waits a second before the next try, so a bot with nowhere to go
+    // does not search every tick.
+    if (done && (itinerary.goal.is_some() || age >= 1.0)) || age >= REPLAN_SECONDS {
+        let window = (tick as f32 / tick_hz as f32 / WINDOW_SECONDS) as u64;
+        let wanted = goals(needs, items, seen.skill, seed, window);
+        *itinerary = Itinerary::plan(nav, needs.pos, &wanted, tick);
+    }
+    itinerary.next(needs.pos)
 }

@@ -116,6 +116,11 @@ impl Plugin for ServerPlugin {
             .add_observer(sessions::on_server_event)
             // At start-up, so the first tick has its bots; then whenever `bots` changes.
             .add_systems(Startup, bots::keep_bot_count)
+            // Bots route through the map being played: built at start and on a change.
+            .add_systems(
+                PreUpdate,
+                bots::build_nav_graph.run_if(resource_exists_and_changed::<CurrentMap>),
+            )
             .init_resource::<stalls::TickCost>()
             .init_resource::<stalls::FrameLag>()
             .add_systems(

@@ -87,8 +87,8 @@ pub enum MatchOrder {
     Restart,
     /// Start the next match of the rotation now.
     NextMap,
-    /// Start a match on this map now.
-    Map(MapSource),
+    /// Start a match on this map now (boxed: a map is large beside the other orders).
+    Map(Box<MapSource>),
     /// End the match now: the intermission, then the next match.
     End,
 }
@@ -101,7 +101,7 @@ pub struct MatchOrders(pub Option<MatchOrder>);
 enum NextMatch {
     Same,
     Rotation,
-    Map(MapSource),
+    Map(Box<MapSource>),
 }
 
 /// Ends the match when a limit is reached (or the host says so); starts the next after
@@ -154,7 +154,7 @@ pub(crate) fn run_match(
         state.elapsed = 0.0;
         let source = match next {
             NextMatch::Same => None,
-            NextMatch::Map(source) => Some(source),
+            NextMatch::Map(source) => Some(*source),
             NextMatch::Rotation if rules.rotation.is_empty() => None,
             NextMatch::Rotation => {
                 state.rotation_index = (state.rotation_index + 1) % rules.rotation.len();

@@ -1,6 +1,6 @@
 //! Measuring hit registration: a client (the shooter, aimed by the harness) fires the
-//! rifle at a server bot where the shooter's screen draws it, and the server says whether
-//! each shot hit.
+//! rifle, zoomed, at a server bot where the shooter's screen draws it, and the server says
+//! whether each shot hit.
 //!
 //! The lab version ([`measure_hits`]) is the original best case: the shooter stands
 //! still, in lockstep with the server. [`HitSetup::moving`] is the realistic one: the
@@ -217,8 +217,10 @@ fn aim_and_fire(
         if !clear {
             marksman.holding = None;
         }
+        // Zoomed (alternate fire): the rifle's tight cone, so its hip spread is not
+        // counted as a miss of the netcode's.
         if marksman.holding.is_some() {
-            next.buttons = Buttons::FIRE;
+            next.buttons = Buttons::FIRE.with(Buttons::ALT_FIRE);
         }
 
         marksman.aimed.push((seq, target.time));
@@ -245,7 +247,13 @@ pub fn measure_hits_with(setup: &HitSetup) -> HitReport {
         clients: Vec::new(),
         combat: Some(super::Combat {
             bots: 1,
-            skill: sightline_bots::BotSkill::Normal,
+            // In the lab the shooter stands still: an easy bot keeps to hitscan weapons
+            // and to the ground, so no rocket knocks the shooter off its spot.
+            skill: if setup.moving {
+                sightline_bots::BotSkill::Normal
+            } else {
+                sightline_bots::BotSkill::Easy
+            },
         }),
         warmup: 4.0,
         seconds: setup.seconds,
