@@ -1,6 +1,6 @@
 //! The heads-up display: crosshair (`crosshair_style`, `crosshair_size`,
 //! `crosshair_color`), connection state, scoreboard, health and weapon, kill feed, match
-//! state, hit marker and damage direction. The settings page draws its crosshair preview
+//! state and hit marker (where damage came from is the vignette's). The settings page draws its crosshair preview
 //! with the same [`draw_crosshair`].
 
 use crate::cvars::cvar;
@@ -16,8 +16,8 @@ use sightline_client::{
     Roster,
 };
 use sightline_console::{Console, Cvars};
-use sightline_movement::PlayerState;
 use sightline_prediction::Predicted;
+use sightline_protocol::{KIT_QUAD, KIT_REGEN};
 use sightline_sim::{PlayerId, SessionAppExt};
 
 /// Short-lived combat feedback: the hit marker and the damage indicator.
@@ -26,8 +26,6 @@ struct Feedback {
     /// Until when (real seconds) the hit marker shows, whether it was a head hit, and the
     /// damage done.
     hit: Option<(f64, bool, u16)>,
-    /// Until when the damage indicator shows, and where the attacker stood.
-    hurt: Option<(f64, Vec3)>,
 }
 
 /// Draws the HUD while playing.
@@ -140,7 +138,7 @@ fn kill_death_ratio(lifetime: sightline_protocol::Lifetime) -> String {
     }
 }
 
-/// Turns combat cues into the hit marker and the damage indicator.
+/// Turns combat cues into the hit marker (where damage came from is the vignette's).
 fn take_feedback(
     time: Res<Time<Real>>,
     mut cues: MessageReader<CombatCue>,
@@ -148,23 +146,18 @@ fn take_feedback(
 ) {
     let now = time.elapsed_secs_f64();
     for cue in cues.read() {
-        match *cue {
-            CombatCue::HitConfirmed { head, damage } => {
-                feedback.hit = Some((now + 0.5, head, damage));
-            }
-            CombatCue::Hurt { from } => feedback.hurt = Some((now + 0.8, from)),
-            _ => {}
+        if let CombatCue::HitConfirmed { head, damage } = *cue {
+            feedback.hit = Some((now + 0.5, head, damage));
         }
     }
 }
 
-/// Health, armour, weapon and ammunition; the kill feed; hit marker and damage direction.
+/// Health, armour, weapon and ammunition; the kill feed; the hit marker.
 fn draw_combat_hud(
     mut contexts: EguiContexts,
     time: Res<Time<Real>>,
     latest: Res<LatestSnapshot>,
-    local: Query<(&PlayerId, &PlayerState), With<Predicted>>,
-    input: Res<sightline_client::LocalInput>,
+    local: Query<&PlayerId, With<Predicted>>,
     kills: Res<KillFeed>,
     feedback: Res<Feedback>,
     match_info: Res<MatchInfo>,
@@ -176,7 +169,7 @@ fn draw_combat_hud(
         egui::Id::new("combat"),
     ));
     let now = time.elapsed_secs_f64();
-    let Ok((id, state)) = local.single() else {
+    let Ok(id) = local.single() else {
         return Ok(());
     };
     if let Some(me) = latest
@@ -185,6 +178,11 @@ fn draw_combat_hud(
         .and_then(|s| s.players.iter().find(|p| p.id == *id))
     {
         let weapon = me.weapon.def().name;
+        let powers = [(KIT_QUAD, "   QUAD DAMAGE"), (KIT_REGEN, "   REGENERATION")]
+            .into_iter()
+            .filter(|(bit, _)| me.kit & bit != 0)
+            .map(|(_, name)| name)
+            .collect::<String>();
         // Dead, the death camera says who killed us instead.
         if me.health > 0 {
             backed_text(
@@ -192,7 +190,7 @@ fn draw_combat_hud(
                 egui::pos2(screen.left() + 16.0, screen.bottom() - 16.0),
                 egui::Align2::LEFT_BOTTOM,
                 format!(
-                    "health {}   armour {}      {weapon} {}",
+                    "health {}   armour {}      {weapon} {}{powers}",
                     me.health, me.armor, me.ammo
                 ),
                 22.0,
@@ -272,20 +270,6 @@ fn draw_combat_hud(
                 egui::Stroke::new(2.0, color),
             );
         }
-    }
-    if let Some((until, from)) = feedback.hurt
-        && now < until
-    {
-        // Where the attacker stands relative to where we look: up is ahead.
-        let to = from - state.pos;
-        let angle = f32::atan2(-to.x, -to.z) - input.yaw;
-        let dir = egui::vec2(-angle.sin(), -angle.cos());
-        let at = center + dir * 120.0;
-        painter.circle_filled(
-            at,
-            10.0,
-            egui::Color32::from_rgba_unmultiplied(255, 40, 40, 180),
-        );
     }
     Ok(())
 }

@@ -3,7 +3,7 @@
 //! player would, and the same bot replays identically anywhere. Randomness is a hash of
 //! (seed, tick window, purpose), never a stateful generator. What a bot senses includes
 //! the next spot of its route: routes come from a [`NavGraph`] built from the map, to
-//! the places [`goals`] ranks.
+//! the places [`goals()`] ranks.
 
 mod goals;
 mod nav;
