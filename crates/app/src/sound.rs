@@ -207,31 +207,7 @@ enum Output {
 
 fn make_sounds(mut commands: Commands, mut sources: ResMut<Assets<AudioSource>>) {
     let mut sounds = Sounds::default();
-    let mut ids = vec![
-        SoundId::Jump,
-        SoundId::Hit,
-        SoundId::HeadHit,
-        SoundId::Kill,
-        SoundId::Hurt,
-        SoundId::ItemBack,
-        SoundId::PowerUpBack,
-        SoundId::Charge,
-        SoundId::Switch,
-        SoundId::QuadShot,
-        SoundId::JumpPad,
-        SoundId::Death,
-    ];
-    ids.extend(WeaponKind::ALL.map(SoundId::Shot));
-    ids.extend(WeaponKind::ALL.map(SoundId::Reload));
-    ids.extend(ProjectileKind::ALL.map(SoundId::Burst));
-    ids.extend(ProjectileKind::ALL.map(SoundId::Flight));
-    for surface in Surface::ALL {
-        ids.push(SoundId::Impact(surface));
-        ids.push(SoundId::Land(surface));
-        ids.extend((0..synth::STEP_VARIANTS).map(|v| SoundId::Step(surface, v)));
-    }
-    ids.extend(announcer::Announcement::ALL.map(SoundId::Announce));
-    for id in ids {
+    for id in SoundId::made_at_start() {
         sounds.get(id, &mut sources);
     }
     commands.insert_resource(sounds);
@@ -442,7 +418,7 @@ fn play_combat(
                 if own && quad {
                     out.write(PlaySound::here(SoundId::QuadShot, 0.5));
                 }
-                let hitscan = weapon.def().projectile_speed <= 0.0;
+                let hitscan = weapon.def().is_hitscan();
                 if let Some(map) = map.as_deref().filter(|_| hitscan) {
                     let range = weapon.def().range.min(IMPACT_RANGE);
                     if let Some((distance, normal)) = map.world.cast_ray(origin, dir, range) {

@@ -62,6 +62,37 @@ pub enum SoundId {
     Death,
 }
 
+impl SoundId {
+    /// The sounds made at start-up: all but the pick-ups, which follow the map's items.
+    pub fn made_at_start() -> Vec<SoundId> {
+        let mut ids = vec![
+            SoundId::Jump,
+            SoundId::Hit,
+            SoundId::HeadHit,
+            SoundId::Kill,
+            SoundId::Hurt,
+            SoundId::ItemBack,
+            SoundId::PowerUpBack,
+            SoundId::Charge,
+            SoundId::Switch,
+            SoundId::QuadShot,
+            SoundId::JumpPad,
+            SoundId::Death,
+        ];
+        ids.extend(WeaponKind::ALL.map(SoundId::Shot));
+        ids.extend(WeaponKind::ALL.map(SoundId::Reload));
+        ids.extend(ProjectileKind::ALL.map(SoundId::Burst));
+        ids.extend(ProjectileKind::ALL.map(SoundId::Flight));
+        for surface in Surface::ALL {
+            ids.push(SoundId::Impact(surface));
+            ids.push(SoundId::Land(surface));
+            ids.extend((0..STEP_VARIANTS).map(|v| SoundId::Step(surface, v)));
+        }
+        ids.extend(Announcement::ALL.map(SoundId::Announce));
+        ids
+    }
+}
+
 /// The samples of a sound, each within -1..=1, at [`RATE`].
 pub fn samples(id: SoundId) -> Vec<f32> {
     let raw = match id {
@@ -896,22 +927,12 @@ fn announcement(a: Announcement) -> Vec<f32> {
 mod tests {
     use super::*;
 
+    /// Every sound that ends (flight loops have their own test), pick-ups included.
     fn every_sound() -> Vec<SoundId> {
-        let mut ids = vec![
-            SoundId::Jump,
-            SoundId::Hit,
-            SoundId::HeadHit,
-            SoundId::Kill,
-            SoundId::Hurt,
-            SoundId::ItemBack,
-            SoundId::PowerUpBack,
-            SoundId::Charge,
-            SoundId::Switch,
-            SoundId::QuadShot,
-            SoundId::JumpPad,
-            SoundId::Death,
-        ];
-        ids.extend(WeaponKind::ALL.map(SoundId::Reload));
+        let mut ids: Vec<SoundId> = SoundId::made_at_start()
+            .into_iter()
+            .filter(|id| !matches!(id, SoundId::Flight(_)))
+            .collect();
         ids.extend(
             [
                 ItemKind::Health,
@@ -924,14 +945,6 @@ mod tests {
             ]
             .map(SoundId::Pickup),
         );
-        ids.extend(ProjectileKind::ALL.map(SoundId::Burst));
-        ids.extend(WeaponKind::ALL.map(SoundId::Shot));
-        for surface in Surface::ALL {
-            ids.push(SoundId::Impact(surface));
-            ids.push(SoundId::Land(surface));
-            ids.extend((0..STEP_VARIANTS).map(|v| SoundId::Step(surface, v)));
-        }
-        ids.extend(Announcement::ALL.map(SoundId::Announce));
         ids
     }
 
