@@ -257,7 +257,7 @@ fn spawn_effects(
                 origin,
                 dir,
                 own,
-            } if weapon.def().projectile_speed == 0.0 => {
+            } if weapon.def().is_hitscan() => {
                 // Our own shot leaves the view model's muzzle, not our eye.
                 let from = if own {
                     origin + dir * 0.6 - Vec3::Y * 0.12

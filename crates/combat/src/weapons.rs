@@ -148,8 +148,6 @@ pub struct WeaponDef {
     pub reload_time: f32,
     /// Time to bring the weapon up.
     pub switch_time: f32,
-    /// Speed of its projectile, m/s ([`crate::ProjectileDef::speed`]); 0 for hitscan.
-    pub projectile_speed: f32,
     /// The projectile it launches, if not hitscan.
     pub projectile: Option<ProjectileKind>,
     /// What the alternate fire does.
@@ -162,6 +160,13 @@ pub struct WeaponDef {
     /// Whether a hitscan shot goes through bodies, hurting each along its line up to the
     /// first wall.
     pub pierces: bool,
+}
+
+impl WeaponDef {
+    /// Whether its shots are hitscan (it launches no projectile).
+    pub fn is_hitscan(&self) -> bool {
+        self.projectile.is_none()
+    }
 }
 
 /// Every weapon's definition, in [`WeaponKind`] order.
@@ -180,7 +185,6 @@ pub const WEAPONS: [WeaponDef; 5] = [
         reserve: 90,
         reload_time: 1.8,
         switch_time: 0.35,
-        projectile_speed: 0.0,
         projectile: None,
         alt: AltFire::Zoom {
             spread_deg: 0.05,
@@ -208,7 +212,6 @@ pub const WEAPONS: [WeaponDef; 5] = [
         reserve: 24,
         reload_time: 2.4,
         switch_time: 0.4,
-        projectile_speed: 0.0,
         projectile: None,
         alt: AltFire::Double {
             spread: 1.4,
@@ -236,7 +239,6 @@ pub const WEAPONS: [WeaponDef; 5] = [
         reserve: 15,
         reload_time: 2.0,
         switch_time: 0.45,
-        projectile_speed: ProjectileKind::Rocket.def().speed,
         projectile: Some(ProjectileKind::Rocket),
         alt: AltFire::Detonate,
         falloff: None,
@@ -257,7 +259,6 @@ pub const WEAPONS: [WeaponDef; 5] = [
         reserve: 10,
         reload_time: 2.2,
         switch_time: 0.5,
-        projectile_speed: 0.0,
         projectile: None,
         alt: AltFire::Zoom {
             spread_deg: 0.0,
@@ -281,7 +282,6 @@ pub const WEAPONS: [WeaponDef; 5] = [
         reserve: 100,
         reload_time: 2.0,
         switch_time: 0.35,
-        projectile_speed: ProjectileKind::Plasma.def().speed,
         projectile: Some(ProjectileKind::Plasma),
         alt: AltFire::Heavy {
             projectile: ProjectileKind::PlasmaBall,
@@ -304,12 +304,6 @@ mod tests {
             assert_eq!(w.kind.index(), i);
             assert_eq!(WeaponKind::in_slot(w.slot), Some(w.kind));
             assert!(w.fire_interval > 0.0 && w.magazine > 0 && w.pellets > 0);
-            assert_eq!(
-                w.projectile_speed,
-                w.projectile.map_or(0.0, |p| p.def().speed),
-                "{}",
-                w.name
-            );
         }
         assert_eq!(WeaponKind::in_slot(6), None);
     }

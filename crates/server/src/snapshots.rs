@@ -260,7 +260,6 @@ fn drops_lying(drops: &Query<&DroppedWeapon>) -> Vec<DropSnap> {
         })
         .collect();
     lying.sort_by_key(|d| d.id);
-    lying.dedup_by_key(|d| d.id);
     lying.truncate(MAX_SNAPSHOT_DROPS);
     lying
 }
