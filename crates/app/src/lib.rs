@@ -26,6 +26,7 @@ mod offline;
 mod overlays;
 mod particles;
 mod players;
+mod resolution;
 mod session;
 mod settings;
 mod shake;
@@ -128,6 +129,7 @@ impl PluginGroup for GamePlugins {
             .add(world::WorldPlugin)
             .add(sky::SkyPlugin)
             .add(graphics::GraphicsPlugin)
+            .add(resolution::ResolutionPlugin)
             .add(players::PlayersPlugin)
             .add(particles::ParticlesPlugin)
             .add(effects::EffectsPlugin)
