@@ -1,5 +1,6 @@
 //! Verification hooks: a screenshot at a set time (`--screenshot PATH --run-seconds N`),
-//! so CI can start the game as a person would and check what it shows.
+//! so CI can start the game as a person would and check what it shows, and at exit how
+//! play went and how fast frames came while playing (`scripts/report fps` reads it).
 
 use bevy::prelude::*;
 use bevy::render::view::screenshot::{Screenshot, save_to_disk};
@@ -27,7 +28,11 @@ impl Plugin for SmokePlugin {
                 .chain()
                 .run_if(resource_exists::<ScreenshotAt>),
         )
-        .add_systems(Last, (report_frame_rate, report_play));
+        .init_resource::<PlayFrames>()
+        .add_systems(
+            Last,
+            (record_play_frame, report_frame_rate, report_play).chain(),
+        );
     }
 }
 
@@ -109,11 +114,84 @@ fn report_play(
     );
 }
 
-/// Logs how many frames were drawn, and how fast, when the game exits.
+/// Seconds after joining before frames count as play: the world's first frames build
+/// meshes, textures and pipelines, and no player sees them as play.
+const SETTLE_SECS: f64 = 3.0;
+
+/// Most frame times kept (hours at a few hundred frames a second).
+const MAX_PLAY_FRAMES: usize = 1 << 21;
+
+/// How long each frame took while playing, from `SETTLE_SECS` after joining.
+#[derive(Resource, Debug, Default)]
+struct PlayFrames {
+    joined_at: Option<f64>,
+    seconds: Vec<f32>,
+}
+
+fn record_play_frame(
+    time: Res<Time<Real>>,
+    status: Res<sightline_client::ConnectionStatus>,
+    mut frames: ResMut<PlayFrames>,
+) {
+    if !matches!(*status, sightline_client::ConnectionStatus::Connected(_)) {
+        frames.joined_at = None;
+        return;
+    }
+    let now = time.elapsed_secs_f64();
+    let joined_at = *frames.joined_at.get_or_insert(now);
+    if now - joined_at >= SETTLE_SECS && frames.seconds.len() < MAX_PLAY_FRAMES {
+        frames.seconds.push(time.delta_secs());
+    }
+}
+
+/// Frame rate and frame-time percentiles of `seconds` (one entry a frame): `None`
+/// without frames.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct FrameSummary {
+    /// Frames.
+    pub frames: usize,
+    /// Seconds they took.
+    pub seconds: f64,
+    /// Frames a second over the whole span.
+    pub fps: f64,
+    /// Median frame time, ms.
+    pub median_ms: f64,
+    /// 95th percentile frame time, ms.
+    pub p95_ms: f64,
+    /// 99th percentile frame time, ms (the "1 % low" frame rate is 1000 / this).
+    pub p99_ms: f64,
+}
+
+/// Summarises frame times.
+pub fn summarise(seconds: &[f32]) -> Option<FrameSummary> {
+    if seconds.is_empty() {
+        return None;
+    }
+    let mut sorted: Vec<f64> = seconds.iter().map(|&s| f64::from(s)).collect();
+    sorted.sort_by(f64::total_cmp);
+    let total: f64 = sorted.iter().sum();
+    // Nearest rank: the smallest time that at least `q` of the frames do not exceed.
+    let at = |q: f64| {
+        let rank = ((q * sorted.len() as f64).ceil() as usize).clamp(1, sorted.len());
+        sorted[rank - 1] * 1000.0
+    };
+    Some(FrameSummary {
+        frames: sorted.len(),
+        seconds: total,
+        fps: sorted.len() as f64 / total.max(1e-9),
+        median_ms: at(0.5),
+        p95_ms: at(0.95),
+        p99_ms: at(0.99),
+    })
+}
+
+/// Logs how many frames were drawn, and how fast, when the game exits: over the whole
+/// run, and while playing.
 fn report_frame_rate(
     exits: MessageReader<AppExit>,
     time: Res<Time<Real>>,
     frames: Res<bevy::diagnostic::FrameCount>,
+    play: Res<PlayFrames>,
 ) {
     if exits.is_empty() {
         return;
@@ -124,4 +202,31 @@ fn report_frame_rate(
         frames.0,
         frames.0 as f64 / secs.max(0.001)
     );
+    match summarise(&play.seconds) {
+        Some(s) => info!(
+            "frames in play: {} in {:.1} s, {:.1} fps; frame time median {:.1} ms, 95th percentile {:.1} ms, 99th percentile {:.1} ms",
+            s.frames, s.seconds, s.fps, s.median_ms, s.p95_ms, s.p99_ms
+        ),
+        None => info!("frames in play: none (never in a match long enough)"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn frame_times_summarise_to_rate_and_percentiles() {
+        assert_eq!(summarise(&[]), None);
+        // 98 frames of 20 ms and two hitches of 200 ms.
+        let mut times = vec![0.02f32; 98];
+        times.extend([0.2, 0.2]);
+        let s = summarise(&times).unwrap();
+        assert_eq!(s.frames, 100);
+        assert!((s.seconds - 2.36).abs() < 1e-4, "{s:?}");
+        assert!((s.fps - 100.0 / 2.36).abs() < 1e-2, "{s:?}");
+        assert!((s.median_ms - 20.0).abs() < 1e-3, "{s:?}");
+        assert!((s.p95_ms - 20.0).abs() < 1e-3, "{s:?}");
+        assert!((s.p99_ms - 200.0).abs() < 1e-3, "{s:?}");
+    }
 }

@@ -18,7 +18,12 @@ pub struct Console {
     history: Vec<String>,
     history_pos: Option<usize>,
     pending: VecDeque<String>,
+    /// Updates left before the queue runs again (`wait`).
+    waiting: u32,
 }
+
+/// Most updates one `wait` holds the queue for.
+pub const MAX_WAIT_FRAMES: u32 = 1000;
 
 impl Console {
     /// Prints a line to the scrollback (and the log).
@@ -79,9 +84,39 @@ impl Console {
             .map_or_else(String::new, |i| self.history[i].clone());
     }
 
+    /// The next queued line to run now: none while a `wait` holds the queue. A line that
+    /// is `wait [N]` of its own holds the lines after it for N updates (1 by default, at
+    /// most [`MAX_WAIT_FRAMES`]), as Quake's command buffer does, so `+wait +r_preset 0`
+    /// runs after the config file's settings have taken effect.
     pub(crate) fn take_pending(&mut self) -> Option<String> {
-        self.pending.pop_front()
+        if self.waiting > 0 {
+            return None;
+        }
+        let line = self.pending.pop_front()?;
+        if let Some(frames) = wait_frames(&line) {
+            self.waiting = frames;
+            return None;
+        }
+        Some(line)
     }
+
+    /// Counts down a `wait`: called once an update, before the queue runs.
+    pub(crate) fn tick_wait(&mut self) {
+        self.waiting = self.waiting.saturating_sub(1);
+    }
+}
+
+/// The updates a `wait [N]` line holds the queue for; `None` for any other line.
+fn wait_frames(line: &str) -> Option<u32> {
+    let mut words = line.split_whitespace();
+    if !words.next()?.eq_ignore_ascii_case("wait") {
+        return None;
+    }
+    let frames = match words.next() {
+        None => 1,
+        Some(n) => n.parse::<u32>().unwrap_or(1).clamp(1, MAX_WAIT_FRAMES),
+    };
+    words.next().is_none().then_some(frames)
 }
 
 /// Commands other plugins handle, with one line of help each.
@@ -114,4 +149,40 @@ pub struct RunCommand {
     pub name: String,
     /// Its arguments.
     pub args: Vec<String>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn drain(console: &mut Console) -> Vec<String> {
+        console.tick_wait();
+        std::iter::from_fn(|| console.take_pending()).collect()
+    }
+
+    #[test]
+    fn wait_holds_the_lines_after_it_for_its_updates() {
+        let mut console = Console::default();
+        for line in ["exec a.cfg", "wait", "r_preset 0", "wait 3", "echo late"] {
+            console.queue(line);
+        }
+        assert_eq!(drain(&mut console), ["exec a.cfg"]);
+        assert_eq!(drain(&mut console), ["r_preset 0"]);
+        assert!(drain(&mut console).is_empty());
+        assert!(drain(&mut console).is_empty());
+        assert_eq!(drain(&mut console), ["echo late"]);
+        assert!(drain(&mut console).is_empty());
+    }
+
+    #[test]
+    fn wait_counts_are_capped_and_other_lines_are_not_waits() {
+        assert_eq!(wait_frames("wait"), Some(1));
+        assert_eq!(wait_frames("WAIT 5"), Some(5));
+        assert_eq!(wait_frames("wait 0"), Some(1));
+        assert_eq!(wait_frames("wait 99999999999"), Some(1));
+        assert_eq!(wait_frames("wait 4000"), Some(MAX_WAIT_FRAMES));
+        assert_eq!(wait_frames("wait 2 extra"), None);
+        assert_eq!(wait_frames("waiting"), None);
+        assert_eq!(wait_frames("echo wait"), None);
+    }
 }

@@ -31,6 +31,10 @@ const BUILTINS: &[(&str, &str)] = &[
         "set NAME VALUE: set a variable (the same as NAME VALUE)",
     ),
     ("unbind", "unbind KEY: remove a binding"),
+    (
+        "wait",
+        "wait [N]: run the lines queued after it N updates later (1 by default)",
+    ),
     ("unbindall", "remove every binding"),
 ];
 
@@ -161,6 +165,10 @@ fn run(
             }
             "echo" => console.print(args.join(" ")),
             "clear" => console.clear(),
+            // A queued line of its own waits (see `Console::take_pending`); inside a
+            // file or after a `;` the rest of the line runs now.
+            "wait" => console
+                .print("wait: only a line of its own (typed, or +wait) holds what comes after it"),
             "exec" => {
                 let Some(file) = args.first() else {
                     console.print("usage: exec FILE");
@@ -341,6 +349,7 @@ pub(crate) fn run_pending(
     mut config: ResMut<ConfigFile>,
     mut run: MessageWriter<RunCommand>,
 ) {
+    console.tick_wait();
     while let Some(line) = console.take_pending() {
         let outcome = execute_line(&line, &mut cvars, &mut bindings, &declared, &mut console);
         config.dirty |= outcome.config_changed;
