@@ -39,6 +39,8 @@ fn shots_at_the_drawn_target_hit_at_150_ms_and_shots_beside_it_miss() {
     let on = measure_hits(bad, false, 60.0, 5);
     assert!(on.shots >= 150, "{on:?}");
     assert!(on.within_window_pct >= 90.0, "{on:?}");
+    // An honest client's shots are judged, late at worst, never refused.
+    assert_eq!(on.refused_pct, 0.0, "{on:?}");
     assert!(
         on.hit_pct() >= 99.0,
         "{:.1} % of aimed shots hit: {on:?}",

@@ -1,6 +1,7 @@
 //! The heads-up display: crosshair (`crosshair_style`, `crosshair_size`,
 //! `crosshair_color`), connection state, scoreboard, health and weapon, kill feed, match
-//! state and hit marker (where damage came from is the vignette's). The settings page draws its crosshair preview
+//! state, hit marker and a shot's verdict when the server judged it late or refused it
+//! (where damage came from is the vignette's). The settings page draws its crosshair preview
 //! with the same [`draw_crosshair`].
 
 use crate::cvars::cvar;
@@ -26,6 +27,9 @@ struct Feedback {
     /// Until when (real seconds) the hit marker shows, whether it was a head hit, and the
     /// damage done.
     hit: Option<(f64, bool, u16)>,
+    /// Until when our last shot's verdict shows, if the server judged it late (how late,
+    /// ms) or refused it (`None`).
+    verdict: Option<(f64, Option<u16>)>,
 }
 
 /// Draws the HUD while playing.
@@ -146,8 +150,15 @@ fn take_feedback(
 ) {
     let now = time.elapsed_secs_f64();
     for cue in cues.read() {
-        if let CombatCue::HitConfirmed { head, damage } = *cue {
-            feedback.hit = Some((now + 0.5, head, damage));
+        match *cue {
+            CombatCue::HitConfirmed { head, damage } => {
+                feedback.hit = Some((now + 0.5, head, damage));
+            }
+            CombatCue::ShotLate { excess_ms } => {
+                feedback.verdict = Some((now + 1.0, Some(excess_ms)));
+            }
+            CombatCue::ShotRefused => feedback.verdict = Some((now + 1.0, None)),
+            _ => {}
         }
     }
 }
@@ -270,6 +281,29 @@ fn draw_combat_hud(
                 egui::Stroke::new(2.0, color),
             );
         }
+    }
+    // A shot judged late or refused is told apart from a hit or a miss: under the
+    // crosshair, amber with how far to lead, or grey.
+    if let Some((until, verdict)) = feedback.verdict
+        && now < until
+    {
+        let (text, color) = match verdict {
+            Some(ms) => (
+                format!("late: lead by {ms} ms"),
+                egui::Color32::from_rgb(255, 190, 60),
+            ),
+            None => (
+                "shot refused".to_string(),
+                egui::Color32::from_rgb(170, 170, 170),
+            ),
+        };
+        painter.text(
+            center + egui::vec2(0.0, 28.0),
+            egui::Align2::CENTER_TOP,
+            text,
+            egui::FontId::proportional(14.0),
+            color,
+        );
     }
     Ok(())
 }

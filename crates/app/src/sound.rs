@@ -443,6 +443,8 @@ fn play_combat(
             CombatCue::Hurt { .. } => {
                 out.write(PlaySound::here(SoundId::Hurt, 0.6));
             }
+            // Shown under the crosshair; a hit that follows sounds as a hit.
+            CombatCue::ShotLate { .. } | CombatCue::ShotRefused => {}
         }
     }
 }

@@ -618,7 +618,7 @@ fn measure_client(remotes: u8, seconds: f64) {
 
 fn hit_row(on: &HitReport, off: &HitReport) -> String {
     format!(
-        "{} | {:.1} | {:.1} | {:.1} | {:.1} | {:.0} / {:.0} | {:.0} | {:.1} | {:.2} / {:.0}",
+        "{} | {:.1} | {:.1} | {:.1} | {:.1} | {:.0} / {:.0} | {:.0} | {:.1} | {:.1} | {:.2} / {:.0}",
         on.shots,
         on.hit_pct(),
         on.blocked_pct(),
@@ -627,6 +627,7 @@ fn hit_row(on: &HitReport, off: &HitReport) -> String {
         on.rewind_ms_mean,
         on.rewind_ms_max,
         on.within_window_pct,
+        on.late_pct,
         on.refused_pct,
         on.frame_delay_mean,
         on.frame_delay_max,
@@ -646,9 +647,9 @@ fn hit_report(seconds: f64) {
     println!(
         "| shooter fps | RTT ms | loss % | shots | hits on the drawn body % | blocked by a wall % \
          | hits of shots not blocked % | hits 0.5 m beside % | world age mean / max ms \
-         | within window % | refused % | frame delay mean / max |"
+         | within window % | judged late % | refused % | frame delay mean / max |"
     );
-    println!("|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|---:|---|");
+    println!("|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|---:|---:|---|");
     for fps in [60.0, 144.0] {
         for rtt in [0.0, 50.0, 150.0, 300.0] {
             for loss in [0.0, 5.0] {
@@ -673,9 +674,9 @@ fn lab_hit_report(seconds: f64) {
     println!(
         "| RTT ms | loss % | shots | hits on the drawn body % | blocked by a wall % \
          | hits of shots not blocked % | hits 0.5 m beside % | world age mean / max ms \
-         | within window % | refused % | frame delay mean / max |"
+         | within window % | judged late % | refused % | frame delay mean / max |"
     );
-    println!("|---:|---:|---:|---:|---:|---:|---:|---|---:|---:|---|");
+    println!("|---:|---:|---:|---:|---:|---:|---:|---|---:|---:|---:|---|");
     for rtt in [0.0, 50.0, 150.0, 300.0] {
         for loss in [0.0, 5.0] {
             let c = Conditions {

@@ -46,6 +46,15 @@ pub enum CombatCue {
         /// Where the attacker was.
         from: Vec3,
     },
+    /// Our shot was judged against an older world than we saw, `excess_ms` older: we are
+    /// further away than the server rewinds, and have to lead our targets by that much.
+    ShotLate {
+        /// How far behind what we saw it was judged, milliseconds.
+        excess_ms: u16,
+    },
+    /// Our shot was refused unjudged: its view time was one the server could not
+    /// explain (our clock or our build is off).
+    ShotRefused,
 }
 
 impl CombatCue {
@@ -86,6 +95,8 @@ impl CombatCue {
                 },
                 None,
             ),
+            ServerMessage::ShotLate { excess_ms, .. } => (CombatCue::ShotLate { excess_ms }, None),
+            ServerMessage::ShotRefused { .. } => (CombatCue::ShotRefused, None),
             _ => return None,
         })
     }
@@ -193,6 +204,25 @@ pub(crate) fn queue_cues(
                 cues.write(cue);
             }
             None => {}
+        }
+    }
+}
+
+/// Counts our shots the server judged late or refused ([`crate::ClientStats`]).
+pub(crate) fn count_shot_verdicts(
+    mut inbound: MessageReader<crate::FromServer>,
+    mut stats: ResMut<crate::ClientStats>,
+) {
+    for crate::FromServer(msg) in inbound.read() {
+        match *msg {
+            ServerMessage::ShotLate { excess_ms, .. } => {
+                stats.shots_late = stats.shots_late.saturating_add(1);
+                stats.shots_late_ms = stats.shots_late_ms.saturating_add(u64::from(excess_ms));
+            }
+            ServerMessage::ShotRefused { .. } => {
+                stats.shots_refused = stats.shots_refused.saturating_add(1);
+            }
+            _ => {}
         }
     }
 }

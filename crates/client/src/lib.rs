@@ -163,6 +163,7 @@ impl Plugin for ClientPlugin {
                         feeds::record_chat,
                         feeds::follow_match,
                         cues::queue_cues,
+                        cues::count_shot_verdicts,
                     )
                         .chain(),
                     (

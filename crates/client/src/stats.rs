@@ -30,6 +30,12 @@ pub struct ClientStats {
     pub unresolved: u64,
     /// Every player seen in snapshots.
     pub seen: BTreeMap<PlayerId, PlayerSeen>,
+    /// Our hitscan shots the server judged late (our view older than it rewinds).
+    pub shots_late: u64,
+    /// The sum of the late shots' excesses, milliseconds.
+    pub shots_late_ms: u64,
+    /// Our hitscan shots the server refused unjudged.
+    pub shots_refused: u64,
     /// Sequence numbers of recent snapshots received, for the loss estimate.
     recent: VecDeque<u32>,
 }
@@ -106,6 +112,7 @@ impl ClientStats {
             "snapshots={} stale={} malformed={} unresolved={} players_seen={} players_moved={} \
              corrections={} own={} late={} other={} collision={} knockback={} killed={} \
              resets={} teleports={} repeats={} sessions={} reconnects={} \
+             shots_late={} shots_refused={} \
              queue_min={queue:.2} buffer_min_ms={:.1} rtt_ms={:.1} rtt_jitter_ms={:.1}",
             run.snapshots,
             run.stale_snapshots,
@@ -125,6 +132,8 @@ impl ClientStats {
             run.repeats,
             run.sessions + 1,
             run.reconnects,
+            run.shots_late,
+            run.shots_refused,
             (queue - 1.0).max(0.0) * 1000.0 / tick.tick_hz as f64,
             ms(sync.rtt_mean()),
             ms(sync.rtt_jitter()),
@@ -160,6 +169,10 @@ pub struct EarlierSessions {
     pub teleports: u64,
     /// Commands the server repeated for want of ours.
     pub repeats: u64,
+    /// Our shots judged late, and refused ([`ClientStats`]).
+    pub shots_late: u64,
+    /// See `shots_late`.
+    pub shots_refused: u64,
 }
 
 impl EarlierSessions {
@@ -180,6 +193,8 @@ impl EarlierSessions {
         self.resets += prediction.resets;
         self.teleports += prediction.teleports;
         self.repeats += u64::from(pacing.repeats);
+        self.shots_late += stats.shots_late;
+        self.shots_refused += stats.shots_refused;
     }
 }
 

@@ -33,6 +33,23 @@ pub enum CombatEvent {
         /// With what.
         weapon: WeaponKind,
     },
+    /// A hitscan shot whose view time was honest but older than the rewind limit: judged
+    /// against the oldest world allowed, so its shooter had to lead by `excess`.
+    ShotLate {
+        /// Who fired.
+        shooter: PlayerId,
+        /// The tick it was fired in.
+        tick: u32,
+        /// How far the view lay behind the oldest world allowed, seconds.
+        excess: f32,
+    },
+    /// A hitscan shot with a view time no honest client could claim: not judged.
+    ShotRefused {
+        /// Who fired.
+        shooter: PlayerId,
+        /// The tick it was fired in.
+        tick: u32,
+    },
     /// A player died.
     Killed {
         /// Who died.

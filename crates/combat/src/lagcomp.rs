@@ -15,10 +15,14 @@ use std::collections::VecDeque;
 /// player for a late command). `sightline-bench hits` measured, at 150 ms of round trip
 /// with 20 ms of jitter and 5 % loss in bursts, 241 ms on average (284 ms max) from a
 /// 144 fps client and 275 ms (357 ms max) from a 60 fps one. 400 ms covers those with a
-/// margin; a player further away than about 250 ms of round trip has shots refused rather
-/// than judged against a world older than this (Source allows a full second, at the cost
-/// of victims shot long after they reached cover).
+/// margin. A player further away than about 250 ms of round trip sees an older world: its
+/// shots are judged against the world this long ago, so it leads its targets by the
+/// excess, and its client is told each such shot was late (Source allows a full second,
+/// at the cost of victims shot long after they reached cover).
 pub const MAX_REWIND: f32 = 0.4;
+/// Longest round trip a view time is explained by, seconds: past it a claimed view is
+/// older than any honest client's, not merely late.
+pub const MAX_HONEST_ROUND_TRIP: f32 = 1.0;
 /// Furthest a client may claim to see behind the newest snapshot it acknowledged,
 /// seconds: the largest interpolation delay honoured (`cl_interp` up to 0.25 s) plus a
 /// margin for the stream clock's slewing.
@@ -34,18 +38,39 @@ pub const MAX_VIEW_STEP_BACK: f32 = 0.05;
 /// The view times a human player's current command may claim, in fractional ticks,
 /// bounded by what the server knows rather than by what the client says: the snapshot the
 /// command's packet acknowledged, the server's own measure of the client's round trip
-/// (so acknowledging an older snapshot than it holds buys a client no older view), the
-/// rewind limit, and the previous command's view time (view time moves forward with the
-/// commands).
+/// (so acknowledging an older snapshot than it holds buys a client no older view), and
+/// the previous command's view time (view time moves forward with the commands).
 ///
-/// A claim outside it is refused, not judged at its edge: a client with a 10 ms ping can
-/// no longer choose any moment of the last few hundred milliseconds to shoot at.
+/// A claim outside it is one no honest client could make, and is refused, not judged at
+/// its edge: a client with a 10 ms ping cannot choose any moment of the last few hundred
+/// milliseconds to shoot at. An honest claim older than the rewind limit is judged at
+/// the limit ([`ViewJudgement::Late`]).
 #[derive(Component, Debug, Clone, Copy, PartialEq)]
 pub struct ViewWindow {
-    /// Oldest view time allowed.
+    /// Oldest view time an honest client may claim.
     pub oldest: f64,
     /// Newest view time allowed.
     pub newest: f64,
+    /// Oldest world a shot is judged against ([`MAX_REWIND`] before the command's tick).
+    pub rewind_floor: f64,
+}
+
+/// How a claimed view time is judged.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum ViewJudgement {
+    /// Against the world at the view time claimed.
+    OnTime(f64),
+    /// Honest but older than the rewind limit: against the oldest world allowed, `at`,
+    /// the shooter `excess` ticks behind it.
+    Late {
+        /// The view time judged.
+        at: f64,
+        /// How far the claim lay behind it, ticks.
+        excess: f64,
+    },
+    /// No honest client could have claimed it (the future, or older than what its packet
+    /// and round trip explain): not judged.
+    Refused,
 }
 
 impl ViewWindow {
@@ -70,10 +95,9 @@ impl ViewWindow {
             return Self::CLOSED;
         };
         let ack = ack as f64;
-        let latency = f64::from(round_trip.clamp(0.0, MAX_REWIND)) + f64::from(MAX_VIEW_LAG);
-        let mut oldest = (ack - MAX_VIEW_LAG as f64 * hz)
-            .max(now - MAX_REWIND as f64 * hz)
-            .max(now - latency * hz);
+        let latency =
+            f64::from(round_trip.clamp(0.0, MAX_HONEST_ROUND_TRIP)) + f64::from(MAX_VIEW_LAG);
+        let mut oldest = (ack - MAX_VIEW_LAG as f64 * hz).max(now - latency * hz);
         if let Some(previous) = previous_view {
             oldest = oldest.max(previous - MAX_VIEW_STEP_BACK as f64 * hz);
         }
@@ -81,6 +105,7 @@ impl ViewWindow {
         Self {
             oldest: oldest.max(0.0),
             newest,
+            rewind_floor: (now - MAX_REWIND as f64 * hz).max(0.0),
         }
     }
 
@@ -88,11 +113,26 @@ impl ViewWindow {
     pub const CLOSED: Self = Self {
         oldest: f64::INFINITY,
         newest: f64::NEG_INFINITY,
+        rewind_floor: f64::INFINITY,
     };
 
-    /// Whether a claimed view time may be judged.
+    /// Whether a claimed view time is one an honest client could make.
     pub fn contains(&self, view: f64) -> bool {
         view.is_finite() && self.oldest <= view && view <= self.newest
+    }
+
+    /// How a shot claiming `view` is judged.
+    pub fn judge(&self, view: f64) -> ViewJudgement {
+        if !self.contains(view) {
+            ViewJudgement::Refused
+        } else if view < self.rewind_floor {
+            ViewJudgement::Late {
+                at: self.rewind_floor,
+                excess: self.rewind_floor - view,
+            }
+        } else {
+            ViewJudgement::OnTime(view)
+        }
     }
 }
 
@@ -100,8 +140,10 @@ impl ViewWindow {
 /// their [`ViewWindow`].
 #[derive(Resource, Debug, Default, Clone, Copy, PartialEq, Eq)]
 pub struct LagCompStats {
-    /// Shots judged against the rewound world.
+    /// Shots judged against the rewound world (late ones included).
     pub judged: u64,
+    /// Of those, shots whose view was older than the rewind limit, judged at the limit.
+    pub late: u64,
     /// Shots refused.
     pub refused: u64,
 }
@@ -217,10 +259,38 @@ mod tests {
         );
         assert!(!w.contains(1001.0), "the future");
         assert!(!w.contains(f64::NAN));
-        // The rewind limit bounds it too: a stale acknowledgement leaves nothing.
+        // The round trip bounds it too: a stale acknowledgement from a near client
+        // leaves nothing.
         let stale = ViewWindow::new(1000, Some(900), None, 0.15, 128);
         assert!(!stale.contains(900.0));
+        assert_eq!(stale.judge(900.0), ViewJudgement::Refused);
         assert!(!ViewWindow::new(1000, None, None, 0.15, 128).contains(1000.0));
+    }
+
+    #[test]
+    fn an_honest_view_older_than_the_rewind_limit_is_judged_late_at_the_limit() {
+        // 128 Hz, tick 1000: 300 ms of round trip, 100 ms of interpolation delay and a
+        // little input buffer put the view 460 ms back (58.9 ticks), past the 400 ms
+        // (51.2 ticks) rewind limit.
+        let hz = 128.0;
+        let w = ViewWindow::new(1000, Some(958), None, 0.3, 128);
+        let view = 1000.0 - 0.46 * hz;
+        match w.judge(view) {
+            ViewJudgement::Late { at, excess } => {
+                assert!((at - (1000.0 - 0.4 * hz)).abs() < 1e-4, "{at}");
+                assert!((excess - 0.06 * hz).abs() < 1e-4, "{excess}");
+            }
+            other => panic!("{other:?}"),
+        }
+        // Within the limit it is on time; in the future or past what the round trip
+        // explains (300 ms plus the largest delay honoured), refused.
+        assert_eq!(w.judge(970.0), ViewJudgement::OnTime(970.0));
+        assert_eq!(w.judge(1000.5), ViewJudgement::Refused);
+        assert_eq!(w.judge(1000.0 - 0.61 * hz), ViewJudgement::Refused);
+        assert_eq!(w.judge(f64::NAN), ViewJudgement::Refused);
+        // A round trip past any honest one explains no more.
+        let far = ViewWindow::new(1000, Some(700), None, 30.0, 128);
+        assert_eq!(far.judge(1000.0 - 1.4 * hz), ViewJudgement::Refused);
     }
 
     #[test]

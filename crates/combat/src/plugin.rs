@@ -3,8 +3,9 @@
 
 use crate::{
     Arsenal, CombatEvent, HitZone, Hitbox, HitboxHistory, LagCompStats, Pushes, Rocket, Score,
-    Shot, Team, ViewWindow, Vitals, WeaponKind, aim_direction, clamp_view_time, detonate_newest,
-    fly_rocket, launch_rocket, pellet_direction, ray_hit, rocket_splash, step_arsenal,
+    Shot, Team, ViewJudgement, ViewWindow, Vitals, WeaponKind, aim_direction, clamp_view_time,
+    detonate_newest, fly_rocket, launch_rocket, pellet_direction, ray_hit, rocket_splash,
+    step_arsenal,
 };
 use bevy::prelude::*;
 use sightline_map::CurrentMap;
@@ -117,8 +118,9 @@ struct PendingShot {
 
 /// Runs every living player's weapon; hitscan shots are judged against the hitboxes as the
 /// shooter saw them and stopped by walls; rockets are launched. A human's claimed view
-/// time must lie in its [`ViewWindow`] or the shot is refused; a bot's (which has none)
-/// is clamped to the rewind limit.
+/// time must lie in its [`ViewWindow`] or the shot is refused, and one older than the
+/// rewind limit is judged at the limit and said to be late; a bot's (which has none) is
+/// clamped to the rewind limit.
 fn fire_weapons(
     mut commands: Commands,
     tick: Res<Tick>,
@@ -168,10 +170,23 @@ fn fire_weapons(
             continue;
         }
         let claimed = cmd.0.view_time();
-        let view = match window_of(*id) {
-            Some(window) if window.contains(claimed) => claimed,
-            Some(_) => {
+        let view = match window_of(*id).map(|w| w.judge(claimed)) {
+            Some(ViewJudgement::OnTime(view)) => view,
+            Some(ViewJudgement::Late { at, excess }) => {
+                lagcomp.late = lagcomp.late.saturating_add(1);
+                events.write(CombatEvent::ShotLate {
+                    shooter: *id,
+                    tick: tick.0,
+                    excess: (excess / f64::from(config.tick_hz.max(1))) as f32,
+                });
+                at
+            }
+            Some(ViewJudgement::Refused) => {
                 lagcomp.refused = lagcomp.refused.saturating_add(1);
+                events.write(CombatEvent::ShotRefused {
+                    shooter: *id,
+                    tick: tick.0,
+                });
                 continue;
             }
             None => clamp_view_time(tick.0, claimed, config.tick_hz),

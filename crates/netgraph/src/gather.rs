@@ -139,10 +139,17 @@ pub(crate) fn gather(
             100.0 * interp.frames_extrapolating as f64 / interp.frames.max(1) as f64
         ),
         format!(
-            "commands {:.0}/s, waiting at server {:.1} (pace x{:.3})",
+            "commands {:.0}/s, waiting at server {:.1} (pace x{:.3}), repeated {}",
             g.commands.per_second(),
             pacing.mean_queue(),
-            pacing.factor
+            pacing.factor,
+            pacing.repeats
+        ),
+        format!(
+            "shots judged late {} (mean {:.0} ms behind), refused {}",
+            stats.shots_late,
+            stats.shots_late_ms as f64 / stats.shots_late.max(1) as f64,
+            stats.shots_refused
         ),
         format!(
             "reconcile {:.1}/s, last correction {:.1} mm",

@@ -256,6 +256,21 @@ pub enum ServerMessage {
     /// included), by player id in increasing order, sent with the scoreboard when they
     /// change. Apart from the scoreboard so a full one still fits a datagram.
     Lifetimes(Vec<(PlayerId, Lifetime)>),
+    /// Your hitscan shot fired in `tick` was judged late: your view was older than the
+    /// server rewinds, so it was judged against the oldest world allowed, `excess_ms`
+    /// later than what you saw (lead your targets by that much).
+    ShotLate {
+        /// The server tick the shot went off in.
+        tick: u32,
+        /// How far behind the oldest world allowed your view was, milliseconds.
+        excess_ms: u16,
+    },
+    /// Your hitscan shot fired in `tick` was refused: its view time was one no honest
+    /// client could claim (a clock far off, or a tampered client), so it was not judged.
+    ShotRefused {
+        /// The server tick the shot went off in.
+        tick: u32,
+    },
 }
 
 /// What a [`ServerMessage::ServerText`] line is.
@@ -356,7 +371,10 @@ impl Wire for ServerMessage {
                 check_finite("origin", origin)?;
                 check_finite("direction", dir)
             }
-            Self::Killed { .. } | Self::HitConfirm { .. } => Ok(()),
+            Self::Killed { .. }
+            | Self::HitConfirm { .. }
+            | Self::ShotLate { .. }
+            | Self::ShotRefused { .. } => Ok(()),
             Self::Damaged { from, .. } => check_finite("from", from),
             Self::Exploded { at, .. } => check_finite("at", at),
             Self::Match { .. } => Ok(()),

@@ -491,6 +491,9 @@ fn server_message() -> impl Strategy<Value = ServerMessage> {
         )
             .prop_map(|(kind, text)| ServerMessage::ServerText { kind, text }),
         lifetimes(),
+        (u32_any(), u16_any())
+            .prop_map(|(tick, excess_ms)| ServerMessage::ShotLate { tick, excess_ms }),
+        u32_any().prop_map(|tick| ServerMessage::ShotRefused { tick }),
     ]
 }
 
@@ -756,6 +759,8 @@ fn server_variant(msg: &ServerMessage) -> usize {
         ServerMessage::MapChange { .. } => 13,
         ServerMessage::ServerText { .. } => 14,
         ServerMessage::Lifetimes(_) => 15,
+        ServerMessage::ShotLate { .. } => 16,
+        ServerMessage::ShotRefused { .. } => 17,
     }
 }
 
@@ -806,7 +811,7 @@ fn every_variant_is_generated() {
     let checks = [
         (
             "ServerMessage",
-            variants_seen(server_message(), server_variant, 16),
+            variants_seen(server_message(), server_variant, 18),
         ),
         (
             "ClientMessage",

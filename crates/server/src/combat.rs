@@ -121,6 +121,23 @@ pub(crate) fn send_combat_events(
                     weapon,
                 })
             }
+            CombatEvent::ShotLate {
+                shooter,
+                tick,
+                excess,
+            } => {
+                let Some(client) = client_of(shooter) else {
+                    continue;
+                };
+                let excess_ms = (excess * 1000.0).round().clamp(0.0, f32::from(u16::MAX)) as u16;
+                Outgoing::To(client, ServerMessage::ShotLate { tick, excess_ms })
+            }
+            CombatEvent::ShotRefused { shooter, tick } => {
+                let Some(client) = client_of(shooter) else {
+                    continue;
+                };
+                Outgoing::To(client, ServerMessage::ShotRefused { tick })
+            }
             CombatEvent::Exploded {
                 kind,
                 at,

@@ -48,7 +48,7 @@ impl StatusSources<'_, '_> {
              tick_max_ms={max:.3} out_kBps={:.1} in_kBps={:.1} kicks={} strikes={} \
              malformed={} malformed_bundles={} bad_packets={} ack_stalls={} resends_held={} \
              over_budget={} refused_commands={} holds={} repeats={} \
-             unresolved_inputs={} refused_shots={} \
+             unresolved_inputs={} late_shots={} refused_shots={} \
              junk_datagrams={} handshakes_refused={} connections_refused={} \
              tokens_issued={} tokens_refused={} token_requests_dropped={} \
              stalls={} stall_max_ms={:.0} ticks_caught_up={} skipped_ms={:.0} \
@@ -69,6 +69,7 @@ impl StatusSources<'_, '_> {
             stats.holds,
             stats.repeats,
             stats.unresolved_inputs,
+            self.lagcomp.late,
             self.lagcomp.refused,
             net.junk_datagrams,
             net.handshakes_refused,

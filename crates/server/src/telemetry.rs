@@ -323,8 +323,13 @@ fn publish(mut telemetry: ResMut<Telemetry>, metrics: Res<Metrics>, s: Sources) 
             stats.unresolved_inputs,
         ),
         (
+            "sightline_late_shots_total",
+            "Shots judged at the rewind limit, the shooter's view older than it",
+            s.lagcomp.late,
+        ),
+        (
             "sightline_refused_shots_total",
-            "Shots refused by lag compensation",
+            "Shots refused by lag compensation: view times no honest client could claim",
             s.lagcomp.refused,
         ),
         (

@@ -90,8 +90,11 @@ pub struct HitReport {
     pub rewind_ms_max: f64,
     /// Share of shots whose view time lay within the rewind window, percent.
     pub within_window_pct: f64,
+    /// Share of shots judged late, their view time honest but older than the rewind
+    /// window: judged against the oldest world allowed, the shooter told so, percent.
+    pub late_pct: f64,
     /// Share of shots the server refused to judge, their view time outside what the
-    /// client could have seen or beyond the rewind window, percent.
+    /// client could have seen, percent.
     pub refused_pct: f64,
     /// For each shot, the drawn target's time the shooter aimed at less the view time
     /// its command carried, in the shooter's frames: mean of the magnitudes.
@@ -296,7 +299,7 @@ pub fn measure_hits_with(setup: &HitSetup) -> HitReport {
     s.run_for(setup.seconds);
     // Only the shooter's shots are logged and can be refused: the bot has no view window.
     let w = s.server.world();
-    let refused = w.resource::<LagCompStats>().refused;
+    let LagCompStats { late, refused, .. } = *w.resource::<LagCompStats>();
     let log = w.resource::<CombatLog>();
     let shots: &[ShotRecord] = &log.shots;
     let rewinds: Vec<f64> = shots.iter().map(|s| s.age * 1000.0).collect();
@@ -322,6 +325,7 @@ pub fn measure_hits_with(setup: &HitSetup) -> HitReport {
         rewind_ms_max: rewinds.iter().copied().fold(0.0, f64::max),
         within_window_pct: 100.0 * rewinds.iter().filter(|&&r| r <= window + 1e-6).count() as f64
             / rewinds.len().max(1) as f64,
+        late_pct: 100.0 * late as f64 / shots.len().max(1) as f64,
         refused_pct: 100.0 * refused as f64 / shots.len().max(1) as f64,
         frame_delay_mean: mean(&delays),
         frame_delay_max: percentile(&delays, 1.0),
