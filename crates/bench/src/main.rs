@@ -448,8 +448,8 @@ fn netcode_report(seconds: f64, map: &str, only: &[usize]) {
     }
     println!("own player and input:\n");
     println!(
-        "| link | fps | corrections /min | own / late input / unpredicted /min \
-         | player / knockback / killed /min | while dead /min | correction p99 / max mm | resets \
+        "| link | fps | corrections seen / all /min | own / late input / unpredicted /min \
+         | player / knockback / killed /min | while dead /min | seen p99 / all p99 / max mm | resets \
          | server repeats /min | held ticks /min | input latency mean / p99 ms \
          | input buffer ms | shot world age mean / p99 ms |"
     );
@@ -457,11 +457,13 @@ fn netcode_report(seconds: f64, map: &str, only: &[usize]) {
     for (label, r) in &rows {
         for c in &r.clients {
             println!(
-                "| {label} | {:.0} | {:.1} | {} | {:.1} | {:.0} / {:.0} | {:.0} | {:.1} | {:.1} | {:.1} / {:.1} | {:.1} | {:.0} / {:.0} |",
+                "| {label} | {:.0} | {:.1} / {:.1} | {} | {:.1} | {:.0} / {:.0} / {:.0} | {:.0} | {:.1} | {:.1} | {:.1} / {:.1} | {:.1} | {:.0} / {:.0} |",
                 c.fps,
+                c.seen_per_min,
                 c.corrections_per_min,
                 causes(c),
                 c.corrections_while_dead_per_min,
+                mm(c.seen_p99),
                 mm(c.correction_p99),
                 mm(c.correction_max),
                 c.resets,

@@ -11,7 +11,7 @@ use sightline_interpolation::{DelayEstimator, Interpolated, ProjectileTracks, Sn
 use sightline_movement::PlayerState;
 use sightline_net::{ClockSync, RenetClient};
 use sightline_prediction::{
-    OtherPlayer, OtherPlayers, Predicted, SeenPushes, ServerState, ServerUpdate,
+    OtherPlayer, OtherPlayers, Predicted, SeenTouches, ServerState, ServerUpdate,
 };
 use sightline_protocol::{Channel, ServerDatagram, Snapshot, SnapshotHistory, Unresolved, Wire};
 use sightline_sim::{Player, PlayerId};
@@ -100,8 +100,8 @@ pub(crate) fn receive_datagrams(
 /// living players go to prediction as obstacles ([`OtherPlayers`]) and to their
 /// interpolation buffers; newcomers are spawned and players no longer present removed.
 /// Every player entity carries the snapshot's [`SpawnCount`], so a teleport can be told
-/// from movement, and the server's count of pushes our player took tells knockback from a
-/// misprediction.
+/// from movement, and the server's counts of what it did to our player (pushes, bodies
+/// met) tell others' doing from our own misprediction.
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn apply_snapshot(
     mut commands: Commands,
@@ -109,7 +109,7 @@ pub(crate) fn apply_snapshot(
     mut stats: ResMut<ClientStats>,
     mut update: ResMut<ServerUpdate>,
     mut others: ResMut<OtherPlayers>,
-    mut pushes: ResMut<SeenPushes>,
+    mut touches: ResMut<SeenTouches>,
     mut pacing: ResMut<InputPacing>,
     mut players: Query<(
         Entity,
@@ -134,7 +134,8 @@ pub(crate) fn apply_snapshot(
     }
     *applied = true;
     let starved = pacing.repeated_since_applied(snapshot.repeated_inputs);
-    let pushed = pushes.changed(snapshot.pushes);
+    let t = snapshot.touches;
+    let touched = touches.changed([t.own_pushes, t.pushes, t.contacts]);
     let server_time = snapshot.server_time_us as f64 / 1e6;
     let mut present: BTreeMap<PlayerId, Entity> = BTreeMap::new();
     for (entity, id, mut state, spawns, local, predicted) in &mut players {
@@ -164,7 +165,7 @@ pub(crate) fn apply_snapshot(
                     teleported,
                     dead: snap.health == 0,
                     starved,
-                    pushed,
+                    touched,
                 });
             }
             (true, false) => {

@@ -110,7 +110,8 @@ impl ClientStats {
         let ms = |s: Option<f64>| s.map_or(0.0, |s| s * 1000.0);
         format!(
             "snapshots={} stale={} malformed={} unresolved={} players_seen={} players_moved={} \
-             corrections={} own={} late={} other={} collision={} knockback={} killed={} \
+             corrections={} corrections_seen={} own={} late={} other={} collision={} \
+             knockback={} killed={} \
              resets={} teleports={} repeats={} sessions={} reconnects={} \
              shots_late={} shots_refused={} \
              queue_min={queue:.2} buffer_min_ms={:.1} rtt_ms={:.1} rtt_jitter_ms={:.1}",
@@ -121,6 +122,7 @@ impl ClientStats {
             self.seen.len(),
             self.players_moved(1.0),
             run.corrections,
+            run.corrections.saturating_sub(causes.killed),
             causes.own,
             causes.late,
             causes.other,
@@ -241,7 +243,7 @@ mod tests {
             ..Default::default()
         };
         let mut prediction = PredictionStats::default();
-        prediction.corrections.push(0.3);
+        prediction.corrections.push(0.3, CorrectionCause::Own);
         prediction.causes.count(CorrectionCause::Late);
         prediction.resets = 1;
         let pacing = InputPacing::default();

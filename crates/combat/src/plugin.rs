@@ -371,7 +371,7 @@ fn fly_rockets(
             };
             state.vel += push;
             if let Some((_, mut count)) = pushes.iter_mut().find(|(p, _)| *p == id) {
-                count.0 = count.0.wrapping_add(1);
+                count.count(*id, owner);
             }
             hurt.push((
                 *id,

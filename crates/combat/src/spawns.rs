@@ -18,8 +18,27 @@ impl SpawnCount {
     }
 }
 
-/// How many explosions have pushed a player, wrapping. Its own client reads it in each
-/// snapshot: a prediction that differs from the server's when the count has changed was
-/// pushed, not mispredicted. Every player has one (it comes with `Vitals`).
+/// How many explosions have pushed a player, wrapping: its own, and other players'. Its
+/// own client reads them in each snapshot: a prediction that differs from the server's
+/// after another's explosion was pushed, not mispredicted; after its own (which it
+/// predicts), the misprediction is its own. Every player has one (it comes with
+/// `Vitals`).
 #[derive(Component, Debug, Default, Clone, Copy, PartialEq, Eq)]
-pub struct Pushes(pub u8);
+pub struct Pushes {
+    /// By the player's own explosions.
+    pub own: u8,
+    /// By other players' explosions.
+    pub others: u8,
+}
+
+impl Pushes {
+    /// Counts a push by an explosion of `owner`'s, on player `me`.
+    pub fn count(&mut self, me: sightline_sim::PlayerId, owner: sightline_sim::PlayerId) {
+        let count = if me == owner {
+            &mut self.own
+        } else {
+            &mut self.others
+        };
+        *count = count.wrapping_add(1);
+    }
+}

@@ -79,7 +79,12 @@ fn snapshot(players: u8, seq: u32) -> Snapshot {
         ack_input_seq: 99,
         input_queue: 1,
         repeated_inputs: 2,
-        pushes: 3,
+        touches: sightline_protocol::Touches {
+            own_pushes: 1,
+            pushes: 3,
+            contacts: 2,
+            contact_with: PlayerId(1),
+        },
         server_tick_us: 312,
         players: (0..players)
             .map(|i| PlayerSnap {

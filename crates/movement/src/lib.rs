@@ -17,7 +17,7 @@ pub use bodies::{Body, MoveWorld, bodies_near, reach};
 pub use grid::{GridState, on_grid};
 pub use params::MoveParams;
 pub use pmove::{step, step_among, view_vectors};
-pub use state::{MoveFlags, PlayerState, Solid};
+pub use state::{Contacts, MoveFlags, PlayerState, Solid};
 
 use bevy::prelude::*;
 use sightline_map::CurrentMap;
@@ -54,21 +54,30 @@ fn settle_players(mut players: Query<&mut PlayerState>) {
 /// and the other solid players where they stand at that moment: those before it in the
 /// order have already made this tick's move, those after it have not. A player that is
 /// not [`Solid`] (the dead) passes through everyone and nobody is stopped by it. A
-/// [`Held`] player stays where it is, still solid.
+/// [`Held`] player stays where it is, still solid. A move that another body changed is
+/// counted in the mover's [`Contacts`], with the nearest body's player.
 fn move_players(
     map: Res<CurrentMap>,
     params: Res<MoveParams>,
     config: Res<TickConfig>,
-    mut players: Query<(&PlayerId, &CurrentCmd, &mut PlayerState, &Solid, &Held)>,
+    mut players: Query<(
+        &PlayerId,
+        &CurrentCmd,
+        &mut PlayerState,
+        &Solid,
+        &Held,
+        &mut Contacts,
+    )>,
 ) {
     let dt = config.dt();
     let mut order: Vec<_> = players.iter_mut().collect();
     order.sort_by_key(|(id, ..)| **id);
+    let ids: Vec<PlayerId> = order.iter().map(|(id, ..)| **id).collect();
     let mut bodies: Vec<Option<Body>> = order
         .iter()
-        .map(|(_, _, state, solid, _)| solid.0.then(|| Body::of(state, &params)))
+        .map(|(_, _, state, solid, ..)| solid.0.then(|| Body::of(state, &params)))
         .collect();
-    for (i, (_, cmd, state, solid, held)) in order.iter_mut().enumerate() {
+    for (i, (_, cmd, state, solid, held, contacts)) in order.iter_mut().enumerate() {
         if held.0 {
             continue;
         }
@@ -86,7 +95,20 @@ fn move_players(
             map: &map.world,
             bodies: &others,
         };
-        **state = step_among(state, &cmd.0, &world, &params, dt);
+        let moved = step_among(state, &cmd.0, &world, &params, dt);
+        // Only near another body is the move worth taking again without it.
+        if !others.is_empty() && moved != step(state, &cmd.0, &map.world, &params, dt) {
+            let me = Body::of(&moved, &params);
+            let nearest = bodies
+                .iter()
+                .enumerate()
+                .filter(|(j, _)| *j != i)
+                .filter_map(|(j, b)| b.map(|b| (ids[j], me.gap(&b))))
+                .min_by(|a, b| a.1.total_cmp(&b.1));
+            contacts.count = contacts.count.wrapping_add(1);
+            contacts.last = nearest.map(|(id, _)| id);
+        }
+        **state = moved;
         if solid.0 {
             bodies[i] = Some(Body::of(state, &params));
         }
@@ -149,6 +171,26 @@ mod plugin_tests {
         let body = |e| Body::of(world.get::<PlayerState>(e).unwrap(), &params);
         let gap = body(a).gap(&body(b));
         assert!((0.0..0.02).contains(&gap), "gap {gap}");
+    }
+
+    #[test]
+    fn a_move_another_body_changed_is_counted_with_whom() {
+        let (mut world, [a, b]) = two_runners();
+        run(&mut world, 2);
+        let contacts = |w: &World, e| *w.get::<Contacts>(e).unwrap();
+        assert_eq!(contacts(&world, a).count, 0, "apart, nobody touches");
+        run(&mut world, 126);
+        // Pressed together for most of a second, each counts the other.
+        let (ca, cb) = (contacts(&world, a), contacts(&world, b));
+        assert!(ca.count > 50 && cb.count > 50, "{ca:?} {cb:?}");
+        assert_eq!(ca.last, Some(PlayerId(1)));
+        assert_eq!(cb.last, Some(PlayerId(2)));
+        // The dead touch nobody.
+        let (mut world, [a, b]) = two_runners();
+        world.get_mut::<Solid>(b).unwrap().0 = false;
+        run(&mut world, 128);
+        assert_eq!(contacts(&world, a).count, 0);
+        assert_eq!(contacts(&world, b).count, 0);
     }
 
     #[test]

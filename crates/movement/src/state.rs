@@ -42,11 +42,24 @@ impl Default for Solid {
     }
 }
 
+/// Other players' bodies as the server's movement met this one: a wrapping count of the
+/// ticks in which another body changed its move (the move alone would have gone
+/// elsewhere), and the last such player. Snapshots carry it to the player's own client,
+/// which files a correction after a change as another player's doing, and one without as
+/// its own (its guess of where the others were).
+#[derive(Component, Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct Contacts {
+    /// Ticks with a contact, wrapping.
+    pub count: u8,
+    /// The player met in the last of them.
+    pub last: Option<sightline_sim::PlayerId>,
+}
+
 /// Everything about a player that movement reads and writes. Every tick leaves it on a
 /// grid ([`crate::grid`]) that snapshots carry exactly, so the client can resume
 /// prediction from the server's bits.
 #[derive(Component, Debug, Default, Clone, Copy, PartialEq)]
-#[require(Solid)]
+#[require(Solid, Contacts)]
 pub struct PlayerState {
     /// Feet position, m.
     pub pos: Vec3,

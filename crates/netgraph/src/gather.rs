@@ -81,7 +81,7 @@ pub(crate) fn gather(
     let new_corrections =
         &prediction.corrections[g.last_corrections.min(prediction.corrections.len())..];
     g.corrections
-        .push(new_corrections.iter().copied().fold(0.0, f32::max) * 1000.0);
+        .push(new_corrections.iter().map(|c| c.size).fold(0.0, f32::max) * 1000.0);
     g.last_corrections = prediction.corrections.len();
     if let Some(snapshot) = latest.0.as_ref()
         && snapshot.seq != g.last_seq

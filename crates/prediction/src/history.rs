@@ -40,12 +40,10 @@ pub struct PredictedStep {
     /// detonated the newest (the weapon's state does not depend on where we stand, so a
     /// replay does it again from wherever the replayed move ends).
     pub projectile: ProjectileAct,
-    /// Whether another player touched us in this predicted tick.
-    pub contact: bool,
 }
 
 impl PredictedStep {
-    /// A step for `cmd` that led to `after`, launching nothing and touching nobody.
+    /// A step for `cmd` that led to `after`, launching nothing.
     pub fn new(cmd: InputCmd, after: PlayerState) -> Self {
         Self {
             cmd,
@@ -65,14 +63,6 @@ impl PredictionHistory {
     /// Remembers a predicted command.
     pub fn push(&mut self, step: PredictedStep) {
         self.steps.push_back(step);
-    }
-
-    /// Whether another player touched us in any step held up to command `seq`.
-    pub fn contact_through(&self, seq: u32) -> bool {
-        self.steps
-            .iter()
-            .take_while(|s| s.cmd.seq <= seq)
-            .any(|s| s.contact)
     }
 
     /// The step predicted for command `seq`, if still held.
@@ -128,12 +118,9 @@ mod tests {
     fn acknowledging_drops_older_steps_and_returns_the_acked_one() {
         let mut h = PredictionHistory::default();
         for seq in 1..=5 {
-            let mut step = PredictedStep::new(cmd(seq), PlayerState::default());
-            step.contact = seq == 2;
-            h.push(step);
+            h.push(PredictedStep::new(cmd(seq), PlayerState::default()));
         }
         assert_eq!(h.get(4).map(|s| s.cmd.seq), Some(4));
-        assert!(!h.contact_through(1) && h.contact_through(2) && h.contact_through(5));
         assert_eq!(h.acknowledge(3).map(|s| s.cmd.seq), Some(3));
         assert!(h.get(3).is_none());
         assert_eq!(h.len(), 2);

@@ -24,7 +24,7 @@ pub use history::{PredictedStep, PredictionHistory, ProjectileAct};
 pub use others::{MAX_EXTRAPOLATION, OtherPlayer, OtherPlayers};
 pub use reconcile::{Reconciliation, reconcile, replay};
 pub use stats::{
-    CORRECTION_LOG, CorrectionCause, CorrectionCauses, CorrectionLog, PredictionStats,
+    CORRECTION_LOG, Correction, CorrectionCause, CorrectionCauses, CorrectionLog, PredictionStats,
 };
 pub use tick::{TickWorld, predict_tick};
 
@@ -75,9 +75,6 @@ pub struct PredictionSettings {
     /// seconds' worth means the server is not answering, and the client adopts the
     /// server's state and starts over.
     pub max_unacked_seconds: f32,
-    /// Another player whose capsule is within this of ours (metres) when the server's
-    /// state and ours differ makes the correction a collision.
-    pub contact_margin: f32,
 }
 
 impl Default for PredictionSettings {
@@ -88,7 +85,6 @@ impl Default for PredictionSettings {
             decay_seconds: 0.075,
             snap_distance: 2.0,
             max_unacked_seconds: 0.25,
-            contact_margin: 0.1,
         }
     }
 }
@@ -117,21 +113,38 @@ pub struct ServerState {
     /// The server ran a tick without a command of ours since the last state (it repeated
     /// one): what it simulated is not what we sent.
     pub starved: bool,
-    /// An explosion pushed us since the last state.
-    pub pushed: bool,
+    /// What the server did to us besides our commands since the last state.
+    pub touched: ServerTouches,
 }
 
-/// The server's count of explosions that pushed our player, as of the last snapshot.
-#[derive(Resource, Debug, Default, Clone, Copy, PartialEq, Eq)]
-pub struct SeenPushes(Option<u8>);
+/// What the server did to our player besides running our commands, between two
+/// snapshots: the server's truth, which corrections are classified by.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ServerTouches {
+    /// One of our own explosions pushed us (we predict those: a difference is ours).
+    pub own_push: bool,
+    /// Another player's explosion pushed us.
+    pub push: bool,
+    /// Another player's body changed our move.
+    pub contact: bool,
+}
 
-impl SeenPushes {
-    /// Takes a snapshot's count; whether it changed since the previous snapshot (the
-    /// first one only sets it).
-    pub fn changed(&mut self, count: u8) -> bool {
-        let changed = self.0.is_some_and(|seen| seen != count);
-        self.0 = Some(count);
-        changed
+/// The server's running counts of what it did to our player (own pushes, others'
+/// pushes, contacts), as of the last snapshot.
+#[derive(Resource, Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct SeenTouches(Option<[u8; 3]>);
+
+impl SeenTouches {
+    /// Takes a snapshot's counts; which changed since the previous snapshot (the first
+    /// one only sets them).
+    pub fn changed(&mut self, counts: [u8; 3]) -> ServerTouches {
+        let before = self.0.replace(counts);
+        let moved = |i: usize| before.is_some_and(|b| b[i] != counts[i]);
+        ServerTouches {
+            own_push: moved(0),
+            push: moved(1),
+            contact: moved(2),
+        }
     }
 }
 
@@ -156,7 +169,7 @@ impl Plugin for PredictionPlugin {
             .init_session_resource::<PredictionStats>()
             .init_session_resource::<ServerUpdate>()
             .init_session_resource::<OtherPlayers>()
-            .init_session_resource::<SeenPushes>()
+            .init_session_resource::<SeenTouches>()
             .init_session_resource::<RoundTrip>()
             .init_resource::<MoveParams>()
             .add_systems(
@@ -192,7 +205,6 @@ fn predict_local_player(
     params: Res<MoveParams>,
     config: Res<TickConfig>,
     others: Res<OtherPlayers>,
-    settings: Res<PredictionSettings>,
     mut history: ResMut<PredictionHistory>,
     mut stats: ResMut<PredictionStats>,
     mut player: Query<(&CurrentCmd, Own), With<Predicted>>,
@@ -215,14 +227,12 @@ fn predict_local_player(
         others: &others,
         me: *id,
     };
-    let margin = settings.contact_margin;
-    let (after, contact) = predict_tick(&world, &state, &cmd.0, act, &mut rockets.0, margin);
+    let after = predict_tick(&world, &state, &cmd.0, act, &mut rockets.0);
     *state = after;
     history.push(PredictedStep {
         cmd: cmd.0,
         after,
         projectile: act,
-        contact,
     });
     stats.predicted += 1;
 }
@@ -258,16 +268,13 @@ fn apply_server_update(
     // The dead only look around, however the commands were predicted when sent.
     let mut rockets = server.rockets.clone();
     let dead = server.dead;
-    let margin = settings.contact_margin;
     let step = |s: &PlayerState, p: &mut PredictedStep| {
         let (cmd, launch) = if dead {
             (silenced(&p.cmd), ProjectileAct::None)
         } else {
             (p.cmd, p.projectile)
         };
-        let (after, contact) = predict_tick(&world, s, &cmd, launch, &mut rockets, margin);
-        p.contact = contact;
-        after
+        predict_tick(&world, s, &cmd, launch, &mut rockets)
     };
 
     if server.teleported {
@@ -283,8 +290,6 @@ fn apply_server_update(
     }
 
     let predicted = history.get(server.ack).is_some();
-    let touched =
-        history.contact_through(server.ack) || others.touching(&server.state, &params, margin);
     let patience = settings.max_unacked_seconds + round_trip.0;
     let max_unacked = (patience * config.tick_hz as f32).ceil() as usize;
     // Dead, the commands after the acknowledged one were predicted as sent (moving, while
@@ -314,8 +319,8 @@ fn apply_server_update(
             let jump = state.pos - new.pos;
             let size = jump.length();
             if size > settings.visible {
-                let cause = classify(&server, predicted, touched);
-                stats.corrections.push(size);
+                let cause = classify(&server, predicted);
+                stats.corrections.push(size, cause);
                 stats.last_correction = size;
                 stats.causes.count(cause);
                 stats.last_cause = Some(cause);
@@ -335,18 +340,19 @@ fn apply_server_update(
     }
 }
 
-/// Why the server's state differs from what we predicted for the same command, from what
-/// the client knows: an explosion pushing us (the server's count of pushes changed);
-/// dying (the server stopped us moving before we knew); another player touching us
-/// (`touched`: in the server's state, or in our prediction of any tick up to that
-/// command); the server having run short of our commands; no prediction to compare
-/// (`predicted` false); anything left is our own movement mispredicted.
-fn classify(server: &ServerState, predicted: bool, touched: bool) -> CorrectionCause {
-    if server.pushed {
+/// Why the server's state differs from what we predicted for the same command, by what
+/// the server says it did: another player's explosion pushed us; we died (the server
+/// stopped us moving before we knew); another player's body changed our move; the server
+/// ran short of our commands; no prediction to compare (`predicted` false). Anything left
+/// is our own misprediction, our own rockets' pushes included (we predict them), and a
+/// body we expected in our way that the server did not have there (our guess of where
+/// the others were).
+fn classify(server: &ServerState, predicted: bool) -> CorrectionCause {
+    if server.touched.push {
         CorrectionCause::Knockback
     } else if server.dead {
         CorrectionCause::Killed
-    } else if touched {
+    } else if server.touched.contact {
         CorrectionCause::Collision
     } else if server.starved {
         CorrectionCause::Late

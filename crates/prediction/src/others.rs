@@ -68,15 +68,6 @@ impl OtherPlayers {
             })
             .collect()
     }
-
-    /// Whether any other player touches a player in `state` at the snapshot's tick (within
-    /// `margin` metres), as the server had them.
-    pub fn touching(&self, state: &PlayerState, params: &MoveParams, margin: f32) -> bool {
-        let me = Body::of(state, params);
-        self.players
-            .iter()
-            .any(|o| me.gap(&Body::of(&o.state, params)) < margin)
-    }
 }
 
 /// `state` carried forward `t` seconds along its velocity (and gravity, when airborne),
@@ -178,15 +169,6 @@ mod tests {
         let gap = Body::of(&at[0], &params).gap(&Body::of(&me, &params));
         assert!((0.0..0.01).contains(&gap), "ran into us: gap {gap}");
         assert!(at[1].pos.y >= 0.0 && at[1].pos.y < 0.02, "{:?}", at[1]);
-        let pressed = OtherPlayers {
-            ack: 40,
-            players: vec![OtherPlayer {
-                state: at[0],
-                moves_first: true,
-            }],
-        };
-        assert!(pressed.touching(&me, &params, 0.05));
-        assert!(!pressed.touching(&runner(10.0, 0.0), &params, 0.05));
     }
 
     #[test]

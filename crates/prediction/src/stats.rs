@@ -81,12 +81,29 @@ impl CorrectionCauses {
     }
 }
 
-/// Visible corrections' sizes, metres, oldest first: the newest [`CORRECTION_LOG`] kept,
-/// all of them counted. A server (a hostile one, say) can cause a correction with every
-/// snapshot for as long as it likes; the log stays bounded.
+/// One visible correction: how far, and why.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Correction {
+    /// Metres.
+    pub size: f32,
+    /// Its cause, by what the server said it did.
+    pub cause: CorrectionCause,
+}
+
+impl Correction {
+    /// Whether the player sees it as a correction: everything but the stop at death,
+    /// which the death camera shows instead.
+    pub fn seen(&self) -> bool {
+        self.cause != CorrectionCause::Killed
+    }
+}
+
+/// Visible corrections, oldest first: the newest [`CORRECTION_LOG`] kept, all of them
+/// counted. A server (a hostile one, say) can cause a correction with every snapshot for
+/// as long as it likes; the log stays bounded.
 #[derive(Debug, Default, Clone, PartialEq)]
 pub struct CorrectionLog {
-    kept: Vec<f32>,
+    kept: Vec<Correction>,
     dropped: usize,
 }
 
@@ -95,13 +112,13 @@ pub const CORRECTION_LOG: usize = 4096;
 
 impl CorrectionLog {
     /// Adds a correction.
-    pub fn push(&mut self, size: f32) {
+    pub fn push(&mut self, size: f32, cause: CorrectionCause) {
         if self.kept.len() >= 2 * CORRECTION_LOG {
             let shed = self.kept.len() - CORRECTION_LOG;
             self.kept.drain(..shed);
             self.dropped = self.dropped.saturating_add(shed);
         }
-        self.kept.push(size);
+        self.kept.push(Correction { size, cause });
     }
 
     /// Corrections counted in all, kept or not.
@@ -115,16 +132,16 @@ impl CorrectionLog {
     }
 
     /// The kept corrections, oldest first.
-    pub fn iter(&self) -> impl Iterator<Item = &f32> {
+    pub fn iter(&self) -> impl Iterator<Item = &Correction> {
         self.kept.iter()
     }
 }
 
 /// The corrections since the `len()` of an earlier moment, as far as they are kept.
 impl std::ops::Index<std::ops::RangeFrom<usize>> for CorrectionLog {
-    type Output = [f32];
+    type Output = [Correction];
 
-    fn index(&self, from: std::ops::RangeFrom<usize>) -> &[f32] {
+    fn index(&self, from: std::ops::RangeFrom<usize>) -> &[Correction] {
         let start = from.start.saturating_sub(self.dropped).min(self.kept.len());
         &self.kept[start..]
     }
@@ -164,11 +181,12 @@ mod tests {
         let mut log = CorrectionLog::default();
         assert!(log.is_empty());
         for i in 0..100_000 {
-            log.push(i as f32);
+            log.push(i as f32, CorrectionCause::Own);
         }
         assert_eq!(log.len(), 100_000);
         assert!(log.iter().count() <= 2 * CORRECTION_LOG);
-        assert_eq!(log[99_998..], [99_998.0, 99_999.0]);
+        let sizes: Vec<f32> = log[99_998..].iter().map(|c| c.size).collect();
+        assert_eq!(sizes, [99_998.0, 99_999.0]);
         assert_eq!(log[100_000..].len(), 0);
         // Asked from a moment whose entries were shed: what is kept.
         assert_eq!(log[0..].len(), log.iter().count());

@@ -33,16 +33,14 @@ pub struct TickWorld<'a> {
 /// for each of our rockets, a burst pushing us by the same [`rocket_splash`] the server
 /// applies. Others' rockets are not predicted: their pushes arrive as corrections.
 /// Last, the state goes on the grid, as the server's tick leaves it
-/// ([`sightline_movement::grid`]). Returns the new state and whether another player's capsule came within `margin`
-/// metres of ours.
+/// ([`sightline_movement::grid`]).
 pub fn predict_tick(
     world: &TickWorld,
     state: &PlayerState,
     cmd: &InputCmd,
     act: ProjectileAct,
     rockets: &mut Vec<Rocket>,
-    margin: f32,
-) -> (PlayerState, bool) {
+) -> PlayerState {
     let TickWorld {
         map, params, dt, ..
     } = *world;
@@ -83,8 +81,5 @@ pub fn predict_tick(
         false
     });
     // What the server's tick leaves is on the grid; so is what we predict it leaves.
-    let s = on_grid(&s);
-    let me = Body::of(&s, params);
-    let contact = bodies.iter().any(|b| me.gap(b) < margin);
-    (s, contact)
+    on_grid(&s)
 }

@@ -20,7 +20,8 @@
 //!   and one speeding up or turning pays for the change of velocity, not again for the
 //!   position it leads to. A player not in the baseline is referred to all zeros, which
 //!   is also what a full snapshot (baseline 0) does for everyone;
-//! - the rockets in flight in full, and the item bits when they changed.
+//! - the rockets in flight in full, and the item bits and the recipient's [`Touches`] when
+//!   they changed.
 //!
 //! Decoding checks every count, order and width and takes each number in its one
 //! shortest form, so a packet has a single encoding; resolving it against the baseline
@@ -34,7 +35,7 @@ use crate::bytes::{Reader, put_f32, put_varint, put_zigzag, unzigzag, zigzag};
 use crate::codec::DecodeError;
 use crate::messages::{
     DropSnap, MAX_SNAPSHOT_DROPS, MAX_SNAPSHOT_PLAYERS, MAX_SNAPSHOT_PROJECTILES, PlayerSnap,
-    ProjectileSnap, Snapshot,
+    ProjectileSnap, Snapshot, Touches,
 };
 use bevy::prelude::Resource;
 use serde::de::Error as _;
@@ -92,6 +93,9 @@ const ID_FOLLOWS: u16 = 3;
 const HAS_ITEMS: u8 = 1;
 /// Bit set in the packet's flags when dropped weapons follow (none: no bytes).
 const HAS_DROPS: u8 = 2;
+/// Bit set in the packet's flags when the recipient's [`Touches`] follow (sent only when
+/// they differ from the baseline's: most snapshots carry none).
+const HAS_TOUCHES: u8 = 4;
 /// Largest encoding of one dropped weapon: id, weapon, position.
 const MAX_DROP_BYTES: usize = 3 + 1 + 12;
 
@@ -328,8 +332,8 @@ pub struct SnapshotPacket {
     /// [`Snapshot::repeated_inputs`]; in a delta, the repeats since the baseline's
     /// (wrapping).
     pub repeated_inputs: u32,
-    /// [`Snapshot::pushes`].
-    pub pushes: u8,
+    /// [`Snapshot::touches`], when they differ from the baseline's.
+    pub touches: Option<Touches>,
     /// [`Snapshot::server_tick_us`].
     pub server_tick_us: u32,
     /// Baseline players no longer present, in id order.
@@ -382,6 +386,7 @@ impl SnapshotPacket {
         + 1
         + 5
         + 1
+        + 4
         + 10
         + (1 + MAX_SNAPSHOT_PLAYERS)
         + (1 + MAX_SNAPSHOT_PLAYERS * MAX_CHANGE_BYTES)
@@ -414,6 +419,7 @@ impl SnapshotPacket {
         }
         removed.extend(old.map(|b| b.id));
         let base_items = baseline.map_or(0, |b| b.items);
+        let base_touches = baseline.map_or_else(Touches::default, |b| b.touches);
         Self {
             seq: snapshot.seq,
             baseline: baseline.map_or(0, |b| b.seq),
@@ -424,7 +430,7 @@ impl SnapshotPacket {
             repeated_inputs: snapshot
                 .repeated_inputs
                 .wrapping_sub(header.repeated_inputs),
-            pushes: snapshot.pushes,
+            touches: (snapshot.touches != base_touches).then_some(snapshot.touches),
             server_tick_us: snapshot.server_tick_us,
             removed,
             changed,
@@ -476,6 +482,10 @@ impl SnapshotPacket {
         if self.items == Some(base_items) {
             return Err(invalid("item bits sent unchanged"));
         }
+        let base_touches = baseline.map_or_else(Touches::default, |b| b.touches);
+        if self.touches == Some(base_touches) {
+            return Err(invalid("touches sent unchanged"));
+        }
         let snapshot = Snapshot {
             seq: self.seq,
             baseline: self.baseline,
@@ -484,7 +494,7 @@ impl SnapshotPacket {
             ack_input_seq: header.ack_input_seq.wrapping_add(self.ack_input_seq),
             input_queue: self.input_queue,
             repeated_inputs: header.repeated_inputs.wrapping_add(self.repeated_inputs),
-            pushes: self.pushes,
+            touches: self.touches.unwrap_or(base_touches),
             server_tick_us: self.server_tick_us,
             players,
             projectiles: self.projectiles.clone(),
@@ -510,11 +520,18 @@ impl SnapshotPacket {
         put_varint(&mut out, self.ack_input_seq.into());
         out.push(self.input_queue);
         put_varint(&mut out, self.repeated_inputs.into());
-        out.push(self.pushes);
         put_varint(&mut out, self.server_tick_us.into());
         let items = if self.items.is_some() { HAS_ITEMS } else { 0 };
         let drops = if self.drops.is_empty() { 0 } else { HAS_DROPS };
-        out.push(items | drops);
+        let touches = if self.touches.is_some() {
+            HAS_TOUCHES
+        } else {
+            0
+        };
+        out.push(items | drops | touches);
+        if let Some(t) = self.touches {
+            out.extend([t.own_pushes, t.pushes, t.contacts, t.contact_with.0]);
+        }
         put_varint(&mut out, self.removed.len() as u64);
         out.extend(self.removed.iter().map(|id| id.0));
         put_varint(&mut out, self.changed.len() as u64);
@@ -585,12 +602,21 @@ impl SnapshotPacket {
         let ack_input_seq = r.varint()?;
         let input_queue = r.byte()?;
         let repeated_inputs = r.varint()?;
-        let pushes = r.byte()?;
         let server_tick_us = r.varint()?;
         let flags = r.byte()?;
-        if flags & !(HAS_ITEMS | HAS_DROPS) != 0 {
+        if flags & !(HAS_ITEMS | HAS_DROPS | HAS_TOUCHES) != 0 {
             return Err("unknown flags");
         }
+        let touches = if flags & HAS_TOUCHES != 0 {
+            Some(Touches {
+                own_pushes: r.byte()?,
+                pushes: r.byte()?,
+                contacts: r.byte()?,
+                contact_with: PlayerId(r.byte()?),
+            })
+        } else {
+            None
+        };
         let removed = read_ids(r)?;
         let count = read_count(r, MAX_SNAPSHOT_PLAYERS)?;
         let mut changed: Vec<PlayerChange> = Vec::with_capacity(count);
@@ -671,7 +697,7 @@ impl SnapshotPacket {
             ack_input_seq,
             input_queue,
             repeated_inputs,
-            pushes,
+            touches,
             server_tick_us,
             removed,
             changed,

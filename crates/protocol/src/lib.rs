@@ -53,7 +53,8 @@ pub use messages::{
     ClientMessage, DropSnap, KIT_QUAD, KIT_REGEN, KIT_WEAPONS, Lifetime, MAX_CHAT_LEN,
     MAX_NAME_LEN, MAX_RCON_COMMAND_LEN, MAX_RCON_PASSWORD_LEN, MAX_SERVER_NAME_LEN,
     MAX_SNAPSHOT_DROPS, MAX_SNAPSHOT_PLAYERS, MAX_SNAPSHOT_PROJECTILES, PlayerKey, PlayerSnap,
-    ProjectileSnap, ResumeSecret, ScoreLine, ServerMessage, ServerTextKind, Snapshot, Welcome, kit,
+    ProjectileSnap, ResumeSecret, ScoreLine, ServerMessage, ServerTextKind, Snapshot, Touches,
+    Welcome, kit,
 };
 pub use text::{RESERVED_NAMES, clean_text, is_reserved_name, name_key};
 pub use token::{

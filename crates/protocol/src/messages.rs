@@ -273,6 +273,32 @@ pub enum ServerMessage {
     },
 }
 
+/// What the server did to a player besides running its commands, as wrapping counts (a
+/// lost snapshot loses no count), for the player's own client to classify corrections by
+/// the server's truth rather than its own guess.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Touches {
+    /// Explosions of its own that pushed it (which its client predicts).
+    pub own_pushes: u8,
+    /// Other players' explosions that pushed it.
+    pub pushes: u8,
+    /// Ticks in which another player's body changed its move.
+    pub contacts: u8,
+    /// The player met in the last of those (`PlayerId(0)` before any).
+    pub contact_with: PlayerId,
+}
+
+impl Default for Touches {
+    fn default() -> Self {
+        Self {
+            own_pushes: 0,
+            pushes: 0,
+            contacts: 0,
+            contact_with: PlayerId(0),
+        }
+    }
+}
+
 /// What a [`ServerMessage::ServerText`] line is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub enum ServerTextKind {
@@ -554,9 +580,10 @@ pub struct Snapshot {
     /// and commands it gave up waiting for. A running total, so a lost snapshot loses no
     /// count.
     pub repeated_inputs: u32,
-    /// Explosions that have pushed the recipient's player, a wrapping count: a change
-    /// tells its prediction that a difference is knockback, not a misprediction.
-    pub pushes: u8,
+    /// What the server did to the recipient's player besides its commands, as running
+    /// counts: its prediction compares them with the previous snapshot's to tell what a
+    /// difference was caused by.
+    pub touches: Touches,
     /// How long the server's previous tick took, microseconds (for the netgraph).
     pub server_tick_us: u32,
     /// Every player's state, in id order.

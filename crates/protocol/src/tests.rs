@@ -29,7 +29,7 @@ fn snapshot(n: usize) -> Snapshot {
         ack_input_seq: 99,
         input_queue: 1,
         repeated_inputs: 0,
-        pushes: 0,
+        touches: Default::default(),
         server_tick_us: 312,
         players: (0..n)
             .map(|i| PlayerSnap {

@@ -16,7 +16,7 @@ use sightline_protocol::{
     MAX_CHAT_LEN, MAX_NAME_LEN, MAX_PACKET_CMDS, MAX_RCON_COMMAND_LEN, MAX_RCON_PASSWORD_LEN,
     MAX_SERVER_NAME_LEN, MAX_SNAPSHOT_DROPS, MAX_SNAPSHOT_PLAYERS, MAX_SNAPSHOT_PROJECTILES,
     PlayerSnap, ProjectileSnap, ScoreLine, ServerDatagram, ServerMessage, ServerTextKind, Snapshot,
-    SnapshotPacket, Welcome, Wire, clean_text,
+    SnapshotPacket, Touches, Welcome, Wire, clean_text,
 };
 use sightline_sim::{
     Buttons, InputCmd, MAX_TICK_HZ, MIN_TICK_HZ, PlayerId, VIEW_FRAC_STEP, WEAPON_SLOTS,
@@ -279,7 +279,7 @@ fn snapshot() -> impl Strategy<Value = Snapshot> {
     ];
     (
         (1u32.., u32_any(), u64_any(), u32_any()),
-        (any::<u8>(), u32_any(), any::<u8>(), u32_any()),
+        (any::<u8>(), u32_any(), any::<[u8; 4]>(), u32_any()),
         players,
         projectiles,
         any::<u64>(),
@@ -288,7 +288,12 @@ fn snapshot() -> impl Strategy<Value = Snapshot> {
         .prop_map(
             |(
                 (seq, server_tick, server_time_us, ack_input_seq),
-                (input_queue, repeated_inputs, pushes, server_tick_us),
+                (
+                    input_queue,
+                    repeated_inputs,
+                    [own_pushes, pushes, contacts, with],
+                    server_tick_us,
+                ),
                 players,
                 projectiles,
                 items,
@@ -301,7 +306,12 @@ fn snapshot() -> impl Strategy<Value = Snapshot> {
                 ack_input_seq,
                 input_queue,
                 repeated_inputs,
-                pushes,
+                touches: Touches {
+                    own_pushes,
+                    pushes,
+                    contacts,
+                    contact_with: PlayerId(with),
+                },
                 server_tick_us,
                 players,
                 projectiles,

@@ -11,12 +11,12 @@ use bevy::prelude::*;
 use sightline_combat::{
     Arsenal, DroppedWeapon, ItemSpot, Pushes, Rocket, SpawnCount, Vitals, items_present,
 };
-use sightline_movement::PlayerState;
 use sightline_movement::grid::POS_STEPS;
+use sightline_movement::{Contacts, PlayerState};
 use sightline_net::RenetServer;
 use sightline_protocol::{
     Channel, DropSnap, EncodeError, MAX_BASELINE_AGE, MAX_SNAPSHOT_DROPS, MAX_SNAPSHOT_PROJECTILES,
-    PlayerSnap, ProjectileSnap, ServerDatagram, Snapshot, SnapshotPacket, Wire, kit,
+    PlayerSnap, ProjectileSnap, ServerDatagram, Snapshot, SnapshotPacket, Touches, Wire, kit,
 };
 use sightline_sim::{CurrentCmd, PlayerId, Tick, TickConfig};
 use std::collections::VecDeque;
@@ -113,6 +113,7 @@ pub(crate) fn send_snapshots(
         Option<&PlayerId>,
         Option<&Interest>,
         Option<&Pushes>,
+        Option<&Contacts>,
     )>,
     times: Res<TickTimes>,
     mut weights: ResMut<SnapshotStats>,
@@ -133,7 +134,7 @@ pub(crate) fn send_snapshots(
         ack_input_seq: 0,
         input_queue: 0,
         repeated_inputs: 0,
-        pushes: 0,
+        touches: Touches::default(),
         server_tick_us: times.last_us(),
         players: players
             .iter()
@@ -167,7 +168,7 @@ pub(crate) fn send_snapshots(
     let rockets = std::mem::take(&mut snapshot.projectiles);
     // One snapshot, its players chosen and its header rewritten for each recipient, and
     // encoded against what that recipient holds.
-    for (conn, mut buffer, mut counter, me, interest, pushes) in &mut clients {
+    for (conn, mut buffer, mut counter, me, interest, pushes, contacts) in &mut clients {
         if conn.stage != ConnectionStage::Playing {
             continue;
         }
@@ -184,7 +185,7 @@ pub(crate) fn send_snapshots(
                 timing.min_queue
             },
             repeated_inputs: timing.repeats,
-            pushes: pushes.map_or(0, |p| p.0),
+            touches: touches_of(pushes, contacts),
             players: shown_to(own, &everyone, &coarse, |id| {
                 interest.is_none_or(|i| i.sends(id, tick.0))
             }),
@@ -213,6 +214,18 @@ pub(crate) fn send_snapshots(
 }
 
 /// Squared distance between two grid positions, in steps.
+/// What the server did to a player besides its commands, for its own client.
+fn touches_of(pushes: Option<&Pushes>, contacts: Option<&Contacts>) -> Touches {
+    let pushes = pushes.copied().unwrap_or_default();
+    let contacts = contacts.copied().unwrap_or_default();
+    Touches {
+        own_pushes: pushes.own,
+        pushes: pushes.others,
+        contacts: contacts.count,
+        contact_with: contacts.last.unwrap_or(PlayerId(0)),
+    }
+}
+
 fn squared_distance(a: [i32; 3], b: [i32; 3]) -> i64 {
     (0..3)
         .map(|i| (i64::from(a[i]) - i64::from(b[i])).pow(2))

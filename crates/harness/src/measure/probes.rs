@@ -230,6 +230,8 @@ pub(super) struct Probe {
     start_teleports: u64,
     /// Filled at the end.
     corrections: Vec<f64>,
+    /// The corrections a player sees (all but the stop at death), metres.
+    seen: Vec<f64>,
     causes: CorrectionCauses,
     teleports: u64,
     resets: u64,
@@ -363,9 +365,12 @@ impl Probe {
     pub(super) fn finish(&mut self, client: &App, link: &sightline_net::MemoryClientLink) {
         let w = client.world();
         let stats = w.resource::<PredictionStats>();
-        self.corrections = stats.corrections[self.start_corrections..]
+        let span = &stats.corrections[self.start_corrections..];
+        self.corrections = span.iter().map(|c| f64::from(c.size)).collect();
+        self.seen = span
             .iter()
-            .map(|&c| c as f64)
+            .filter(|c| c.seen())
+            .map(|c| f64::from(c.size))
             .collect();
         self.resets = stats.resets - self.start_resets;
         let (now, then) = (stats.causes, self.start_causes);
@@ -392,6 +397,7 @@ impl NetcodeReport {
             v
         };
         let corrections = gather(|p| &p.corrections);
+        let seen = gather(|p| &p.seen);
         let latencies = gather(|p| &p.latencies_ms);
         let ages = gather(|p| &p.shot_ages_ms);
         let errors = gather(|p| &p.errors);
@@ -402,6 +408,8 @@ impl NetcodeReport {
         Self {
             fps: probes.iter().map(|p| p.fps).sum::<f64>() / n,
             corrections_per_min: corrections.len() as f64 / minutes / n,
+            seen_per_min: seen.len() as f64 / minutes / n,
+            seen_p99: percentile(&seen, 0.99),
             correction_mean: mean(&corrections),
             correction_p99: percentile(&corrections, 0.99),
             correction_max: corrections.last().copied().unwrap_or(0.0),

@@ -8,6 +8,11 @@ pub struct NetcodeReport {
     pub fps: f64,
     /// Prediction corrections per minute per client.
     pub corrections_per_min: f64,
+    /// Corrections a player sees, per minute per client: all but the stop at death
+    /// (which the death camera shows instead), classified by what the server did.
+    pub seen_per_min: f64,
+    /// 99th percentile size of those, metres.
+    pub seen_p99: f64,
     /// Mean correction size, metres (0 when none).
     pub correction_mean: f64,
     /// 99th percentile correction size, metres.

@@ -32,7 +32,12 @@ fn snapshot(seq: u32, ids: &[u8]) -> Snapshot {
         ack_input_seq: 500 + seq,
         input_queue: 1,
         repeated_inputs: 3,
-        pushes: 2,
+        touches: crate::Touches {
+            own_pushes: 1,
+            pushes: 2,
+            contacts: 3,
+            contact_with: PlayerId(4),
+        },
         server_tick_us: 150,
         players: ids.iter().map(|&id| player(id)).collect(),
         projectiles: vec![ProjectileSnap {
@@ -259,7 +264,7 @@ fn hostile_bytes_are_refused() {
     trailing.push(0);
     assert!(SnapshotPacket::from_bytes(&trailing).is_err());
     // Hand-made packets: header, then the parts after it.
-    let header = |gap: u8| vec![5, gap, 10, 1, 1, 0, 0, 0, 1];
+    let header = |gap: u8| vec![5, gap, 10, 1, 1, 0, 0, 1];
     let packet = |gap: u8, flags: u8, tail: &[u8]| {
         let mut b = header(gap);
         b.push(flags);
@@ -269,7 +274,24 @@ fn hostile_bytes_are_refused() {
     assert!(packet(0, 0, &[0, 0, 0]).is_ok(), "an empty full snapshot");
     assert!(packet(5, 0, &[0, 0, 0]).is_err(), "baseline 0 as a delta");
     assert!(packet(65, 0, &[0, 0, 0]).is_err(), "further back than kept");
-    assert!(packet(0, 4, &[0, 0, 0]).is_err(), "unknown flag");
+    assert!(packet(0, 8, &[0, 0, 0]).is_err(), "unknown flag");
+    // Touches: four bytes after the flags.
+    let touched = packet(0, 4, &[1, 2, 3, 4, 0, 0, 0]).expect("touches");
+    assert_eq!(
+        touched.resolve(None).map(|s| s.touches),
+        Ok(crate::Touches {
+            own_pushes: 1,
+            pushes: 2,
+            contacts: 3,
+            contact_with: PlayerId(4),
+        })
+    );
+    assert!(packet(0, 4, &[1, 2, 3]).is_err(), "touches cut short");
+    let unchanged = packet(0, 4, &[0, 0, 0, 0, 0, 0, 0]).expect("decodes");
+    assert!(
+        unchanged.resolve(None).is_err(),
+        "touches sent equal to the baseline's"
+    );
     let drop = |weapon: u8, x: f32| {
         let mut tail = vec![0, 0, 0, 1, 5, weapon];
         tail.extend(x.to_le_bytes());
