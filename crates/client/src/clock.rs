@@ -1,6 +1,6 @@
 //! Clock sync pings: a burst on joining, then one every half second.
 
-use crate::InputPacing;
+use crate::{InputPacing, LatestSnapshot};
 use bevy::prelude::*;
 use sightline_net::{ClockSync, RenetClient, ServerClock};
 use sightline_prediction::RoundTrip;
@@ -46,24 +46,100 @@ pub(crate) fn on_pong(sync: &mut ClockSync, client_time_us: u64, server_time_us:
     );
 }
 
+/// Seconds a silence between snapshots is remembered for.
+const SILENCE_MEMORY: f64 = 2.0;
+
+/// When snapshots last arrived, and the longest silence between two of them lately: a
+/// server that stood still, or our NAT changing our port, holds back every
+/// acknowledgement for that long, and prediction waits that much longer before it gives
+/// up on its commands.
+#[derive(Resource, Debug, Default)]
+pub(crate) struct SnapshotSilence {
+    last: Option<(u32, f64)>,
+    /// The longest recent silence, seconds, and when it ended.
+    longest: (f64, f64),
+}
+
+impl SnapshotSilence {
+    /// Notes a snapshot `seq` seen at `now`.
+    fn note(&mut self, seq: u32, now: f64) {
+        if let Some((last_seq, at)) = self.last {
+            if last_seq == seq {
+                return;
+            }
+            let gap = now - at;
+            if gap >= self.recent(now) {
+                self.longest = (gap, now);
+            }
+        }
+        self.last = Some((seq, now));
+    }
+
+    /// The longest silence that ended within [`SILENCE_MEMORY`] of `now`, seconds.
+    fn recent(&self, now: f64) -> f64 {
+        let (gap, ended) = self.longest;
+        if now - ended <= SILENCE_MEMORY {
+            gap
+        } else {
+            0.0
+        }
+    }
+}
+
 /// Moves the server-clock estimate toward the measured offset and tells prediction how
-/// long commands normally take to be acknowledged.
+/// long commands normally take to be acknowledged, a recent silence of the server's
+/// included.
+#[allow(clippy::too_many_arguments)]
 pub(crate) fn update_server_clock(
     time: Res<Time<Real>>,
     sync: Res<ClockSync>,
     pacing: Res<InputPacing>,
     config: Res<TickConfig>,
+    latest: Res<LatestSnapshot>,
+    mut silence: ResMut<SnapshotSilence>,
     mut clock: ResMut<ServerClock>,
     mut round_trip: ResMut<RoundTrip>,
 ) {
-    if let Some(offset) = sync.offset() {
-        clock.update(time.elapsed_secs_f64(), offset);
+    let now = time.elapsed_secs_f64();
+    if let Some(s) = &latest.0 {
+        silence.note(s.seq, now);
     }
-    if let (Some(rtt), Some(jitter)) = (sync.rtt_mean(), sync.rtt_jitter())
-        && sync.len() >= 8
-    {
+    if let Some(offset) = sync.offset() {
+        clock.update(now, offset);
+    }
+    let queued = pacing.recent_queue() / config.tick_hz as f64;
+    round_trip.0 = match (sync.rtt_mean(), sync.rtt_jitter()) {
         // Round-trip jitter is the sum of two legs' jitter: one leg is about 1/sqrt(2).
-        let queued = pacing.recent_queue() / config.tick_hz as f64;
-        round_trip.0 = (rtt + 3.0 * jitter + queued) as f32;
+        (Some(rtt), Some(jitter)) if sync.len() >= 8 => rtt + 3.0 * jitter + queued,
+        // Too few pongs to know the jitter: twice what they say.
+        (Some(rtt), _) => 2.0 * rtt + queued,
+        // None yet: the longest round trip the game is made for, so that a slow link's
+        // first commands are not given up on before it is measured (a reset then, on
+        // every join, was most of the resets the chaos soak counted).
+        (None, _) => UNMEASURED_ROUND_TRIP,
+    } as f32
+        + silence.recent(now) as f32;
+}
+
+/// The round trip prediction allows for before any is measured, seconds.
+pub const UNMEASURED_ROUND_TRIP: f64 = 1.0;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_long_silence_between_snapshots_is_remembered_for_a_while() {
+        let mut s = SnapshotSilence::default();
+        for (seq, at) in [(1, 0.0), (2, 0.016), (2, 0.5), (3, 0.031)] {
+            s.note(seq, at);
+        }
+        assert!(s.recent(0.031) < 0.02, "{s:?}");
+        // The server stands still for 2.5 s.
+        s.note(4, 2.531);
+        s.note(5, 2.547);
+        assert!((s.recent(2.6) - 2.5).abs() < 1e-9, "{s:?}");
+        assert!((s.recent(4.5) - 2.5).abs() < 1e-9, "still within memory");
+        assert_eq!(s.recent(4.6), 0.0, "forgotten");
     }
 }

@@ -121,6 +121,7 @@ impl Plugin for ClientPlugin {
             .init_session_resource::<ServerClock>()
             .init_session_resource::<InputPacing>()
             .init_session_resource::<clock::PingSchedule>()
+            .init_session_resource::<clock::SnapshotSilence>()
             .init_session_resource::<Reconnect>()
             .init_resource::<EarlierSessions>()
             .init_resource::<catch_up::RecentFrames>()

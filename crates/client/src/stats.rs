@@ -122,7 +122,7 @@ impl ClientStats {
             self.seen.len(),
             self.players_moved(1.0),
             run.corrections,
-            run.corrections.saturating_sub(causes.killed),
+            causes.seen(),
             causes.own,
             causes.late,
             causes.other,

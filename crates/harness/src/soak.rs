@@ -4,7 +4,8 @@
 //! once, and a NAT changes one playing client's port. It checks what a host cares about
 //! over a long run: no panic, no desync, flat memory, every join completed, nobody
 //! dropped or sent back to reconnect by the stall, the rebound client playing again
-//! within [`REBIND_TARGET`].
+//! within [`REBIND_TARGET`]; and what the players saw: no prediction reset, and no
+//! correction without a known cause.
 //!
 //! `cargo run --release -p sightline-bench -- soak` runs it for ten minutes; the test
 //! suite runs a short version.
@@ -12,12 +13,14 @@
 use crate::realtime::MeasuredServer;
 use bevy::prelude::*;
 use sightline_client::{
-    ClientPlugin, ConnectionStatus, InputSource, LatestSnapshot, Roster, client_app,
+    ClientPlugin, ConnectionStatus, EarlierSessions, InputSource, LatestSnapshot, Roster,
+    client_app,
 };
 use sightline_net::{
     AdmissionLimits, ClientNetPlugin, ClientSecurity, ConditionerSettings, LinkConditions, Pacing,
     SecureConfig, Security, UdpClientTransport,
 };
+use sightline_prediction::{CorrectionCauses, PredictionStats};
 use sightline_server::{ServerConfig, TickTimes};
 use sightline_sim::TickConfig;
 use std::fmt;
@@ -123,6 +126,12 @@ pub struct SoakReport {
     pub rebinds: Vec<Option<f64>>,
     /// How long that may take through the soak's link ([`SoakConfig::rebind_limit`]).
     pub rebind_limit: f64,
+    /// Seconds clients spent in the game, summed over sessions (for rates).
+    pub client_seconds: f64,
+    /// Times a client's prediction gave up waiting for the server and started over.
+    pub resets: u64,
+    /// Prediction corrections by cause, summed over every session.
+    pub causes: CorrectionCauses,
 }
 
 impl SoakReport {
@@ -149,6 +158,28 @@ impl SoakReport {
                 .rebinds
                 .iter()
                 .all(|r| r.is_some_and(|s| s <= self.rebind_limit))
+            && self.resets == 0
+            && self.causes.other == 0
+    }
+
+    /// Corrections a player sees (all but the stop at death), per client-minute.
+    pub fn seen_per_min(&self) -> f64 {
+        self.causes.seen() as f64 / (self.client_seconds / 60.0).max(1e-9)
+    }
+
+    /// Takes a session's counts (those of the sessions a reconnection ended included)
+    /// as its client leaves or is dropped, after `seconds` in the game.
+    fn harvest(&mut self, app: &App, seconds: f64) {
+        let w = app.world();
+        let (Some(now), Some(earlier)) = (
+            w.get_resource::<PredictionStats>(),
+            w.get_resource::<EarlierSessions>(),
+        ) else {
+            return;
+        };
+        self.client_seconds += seconds;
+        self.resets += now.resets + earlier.resets;
+        self.causes = self.causes.plus(&now.causes).plus(&earlier.causes);
     }
 }
 
@@ -207,10 +238,28 @@ impl fmt::Display for SoakReport {
             self.rss_kb.1,
             self.rss_growth_pct()
         )?;
-        write!(
+        writeln!(
             f,
             "| server tick p50 / p99 / max | {:.3} / {:.3} / {:.3} ms |",
             self.tick_ms.0, self.tick_ms.1, self.tick_ms.2
+        )?;
+        writeln!(
+            f,
+            "| clients' prediction resets | {} in {:.0} client-minutes |",
+            self.resets,
+            self.client_seconds / 60.0
+        )?;
+        let c = &self.causes;
+        write!(
+            f,
+            "| corrections seen per client-minute (own / late input / unknown cause / player / knockback; killed apart) | {:.1} ({} / {} / {} / {} / {}; {}) |",
+            self.seen_per_min(),
+            c.own,
+            c.late,
+            c.other,
+            c.collision,
+            c.knockback,
+            c.killed
         )
     }
 }
@@ -238,6 +287,8 @@ enum Slot {
     },
     Playing {
         app: Box<App>,
+        /// When it joined.
+        joined: Instant,
         until: Instant,
         /// When its port changed, and whether it has since lost its connection.
         rebound: Option<(Instant, bool)>,
@@ -247,6 +298,7 @@ enum Slot {
     /// About to leave: waiting (a second at most) for its view to agree with the server.
     Leaving {
         app: Box<App>,
+        joined: Instant,
         until: Instant,
     },
     Away {
@@ -348,6 +400,7 @@ pub fn soak(config: &SoakConfig) -> SoakReport {
                         let stay = 3_000 + hash(sessions ^ 0xaa) % 5_000;
                         Some(Slot::Playing {
                             app: std::mem::replace(app, Box::new(App::empty())),
+                            joined: now,
                             until: now + Duration::from_millis(stay),
                             rebound: None,
                             lost: false,
@@ -370,6 +423,7 @@ pub fn soak(config: &SoakConfig) -> SoakReport {
                 }
                 Slot::Playing {
                     app,
+                    joined,
                     until,
                     rebound,
                     lost,
@@ -380,6 +434,7 @@ pub fn soak(config: &SoakConfig) -> SoakReport {
                             warn!("soak: a playing session was dropped: {reason}");
                             report.dropped += 1;
                             *report.drop_reasons.entry(reason.clone()).or_default() += 1;
+                            report.harvest(app, now.duration_since(*joined).as_secs_f64());
                             Some(Slot::Away {
                                 until: now + Duration::from_secs(1),
                             })
@@ -408,12 +463,13 @@ pub fn soak(config: &SoakConfig) -> SoakReport {
                             }
                             (now >= *until && rebound.is_none()).then(|| Slot::Leaving {
                                 app: std::mem::replace(app, Box::new(App::empty())),
+                                joined: *joined,
                                 until: now + Duration::from_secs(1),
                             })
                         }
                     }
                 }
-                Slot::Leaving { app, until } => {
+                Slot::Leaving { app, joined, until } => {
                     app.update();
                     let agreed = in_step(app, shared.tick(), tick.tick_hz);
                     if !agreed && now >= *until {
@@ -421,6 +477,7 @@ pub fn soak(config: &SoakConfig) -> SoakReport {
                         warn!("soak: a session left out of step with the server");
                     }
                     (agreed || now >= *until).then(|| {
+                        report.harvest(app, now.duration_since(*joined).as_secs_f64());
                         // Leaving as the game does, with a goodbye, so the server frees
                         // the connection at once rather than after its timeout.
                         sightline_net::disconnect_udp(app.world_mut());
@@ -468,13 +525,25 @@ pub fn soak(config: &SoakConfig) -> SoakReport {
     }
     // Joins still under way when time ran out are not counted against the run; a
     // rebound client still away never came back.
+    let end = Instant::now();
     for slot in &slots {
         match slot {
             Slot::Joining { .. } => report.joins_started -= 1,
             Slot::Playing {
-                rebound: Some(_), ..
-            } => report.rebinds.push(None),
-            _ => {}
+                app,
+                joined,
+                rebound,
+                ..
+            } => {
+                if rebound.is_some() {
+                    report.rebinds.push(None);
+                }
+                report.harvest(app, end.duration_since(*joined).as_secs_f64());
+            }
+            Slot::Leaving { app, joined, .. } => {
+                report.harvest(app, end.duration_since(*joined).as_secs_f64());
+            }
+            Slot::Away { .. } => {}
         }
     }
     drop(slots);

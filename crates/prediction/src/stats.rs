@@ -56,6 +56,23 @@ impl CorrectionCauses {
         self.own + self.late + self.other + self.collision + self.knockback + self.killed
     }
 
+    /// These and `more` together.
+    pub fn plus(&self, more: &Self) -> Self {
+        Self {
+            own: self.own.saturating_add(more.own),
+            late: self.late.saturating_add(more.late),
+            other: self.other.saturating_add(more.other),
+            collision: self.collision.saturating_add(more.collision),
+            knockback: self.knockback.saturating_add(more.knockback),
+            killed: self.killed.saturating_add(more.killed),
+        }
+    }
+
+    /// Those a player sees: all but the stop at death, which the death camera shows.
+    pub fn seen(&self) -> u64 {
+        self.total() - self.killed
+    }
+
     /// Those counted since `earlier`.
     pub fn since(&self, earlier: &Self) -> Self {
         Self {
