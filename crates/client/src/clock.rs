@@ -1,6 +1,6 @@
 //! Clock sync pings: a burst on joining, then one every half second.
 
-use crate::{InputPacing, LatestSnapshot};
+use crate::InputPacing;
 use bevy::prelude::*;
 use sightline_net::{ClockSync, RenetClient, ServerClock};
 use sightline_prediction::RoundTrip;
@@ -62,7 +62,7 @@ pub(crate) struct SnapshotSilence {
 
 impl SnapshotSilence {
     /// Notes a snapshot `seq` seen at `now`.
-    fn note(&mut self, seq: u32, now: f64) {
+    pub(crate) fn note(&mut self, seq: u32, now: f64) {
         if let Some((last_seq, at)) = self.last {
             if last_seq == seq {
                 return;
@@ -89,21 +89,16 @@ impl SnapshotSilence {
 /// Moves the server-clock estimate toward the measured offset and tells prediction how
 /// long commands normally take to be acknowledged, a recent silence of the server's
 /// included.
-#[allow(clippy::too_many_arguments)]
 pub(crate) fn update_server_clock(
     time: Res<Time<Real>>,
     sync: Res<ClockSync>,
     pacing: Res<InputPacing>,
     config: Res<TickConfig>,
-    latest: Res<LatestSnapshot>,
-    mut silence: ResMut<SnapshotSilence>,
+    silence: Res<SnapshotSilence>,
     mut clock: ResMut<ServerClock>,
     mut round_trip: ResMut<RoundTrip>,
 ) {
     let now = time.elapsed_secs_f64();
-    if let Some(s) = &latest.0 {
-        silence.note(s.seq, now);
-    }
     if let Some(offset) = sync.offset() {
         clock.update(now, offset);
     }

@@ -183,6 +183,7 @@ impl Plugin for ClientPlugin {
                 Update,
                 (
                     clock::send_pings,
+                    snapshots::note_snapshot_silence,
                     clock::update_server_clock,
                     pacing::pace_ticks,
                     cues::release_timed_cues,

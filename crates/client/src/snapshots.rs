@@ -1,7 +1,7 @@
 //! Receiving datagrams (snapshots, pongs) and handing the newest snapshot to prediction
 //! (our player) and interpolation (everyone else).
 
-use crate::clock::on_pong;
+use crate::clock::{SnapshotSilence, on_pong};
 use crate::pacing::InputPacing;
 use crate::stats::{ClientStats, PlayerSeen};
 use crate::{LocalPlayer, RemotePlayer};
@@ -212,6 +212,18 @@ pub(crate) fn apply_snapshot(
 
 /// `owner`'s rockets in flight in `snapshot`, as prediction flies them. Their age is not
 /// sent; it only matters to a rocket five seconds old, far from its owner by then.
+/// Notes when each new snapshot arrived, for the silences between them
+/// ([`SnapshotSilence`]).
+pub(crate) fn note_snapshot_silence(
+    time: Res<Time<Real>>,
+    latest: Res<LatestSnapshot>,
+    mut silence: ResMut<SnapshotSilence>,
+) {
+    if let Some(s) = &latest.0 {
+        silence.note(s.seq, time.elapsed_secs_f64());
+    }
+}
+
 fn rockets_of(snapshot: &Snapshot, owner: PlayerId) -> Vec<Rocket> {
     snapshot
         .projectiles
