@@ -185,13 +185,7 @@ impl EarlierSessions {
         self.malformed += stats.malformed;
         self.unresolved += stats.unresolved;
         self.corrections += prediction.corrections.len() as u64;
-        let (run, session) = (&mut self.causes, prediction.causes);
-        run.own += session.own;
-        run.late += session.late;
-        run.other += session.other;
-        run.collision += session.collision;
-        run.knockback += session.knockback;
-        run.killed += session.killed;
+        self.causes = self.causes.plus(&prediction.causes);
         self.resets += prediction.resets;
         self.teleports += prediction.teleports;
         self.repeats += u64::from(pacing.repeats);

@@ -105,7 +105,7 @@ impl ViewWindow {
         Self {
             oldest: oldest.max(0.0),
             newest,
-            rewind_floor: (now - MAX_REWIND as f64 * hz).max(0.0),
+            rewind_floor: rewind_floor(now_tick, tick_hz),
         }
     }
 
@@ -151,9 +151,13 @@ pub struct LagCompStats {
 /// Clamps a claimed view time (in ticks, fractional) to the rewind window ending at
 /// `now_tick`.
 pub fn clamp_view_time(now_tick: u32, claimed: f64, tick_hz: u32) -> f64 {
-    let now = now_tick as f64;
-    let oldest = now - (MAX_REWIND as f64 * tick_hz as f64);
-    claimed.clamp(oldest.max(0.0), now)
+    claimed.clamp(rewind_floor(now_tick, tick_hz), now_tick as f64)
+}
+
+/// The oldest view time a shot at `now_tick` is judged at, in ticks: [`MAX_REWIND`]
+/// back, never before tick 0.
+fn rewind_floor(now_tick: u32, tick_hz: u32) -> f64 {
+    (now_tick as f64 - MAX_REWIND as f64 * tick_hz as f64).max(0.0)
 }
 
 /// Every player's hitbox after each recent tick.
