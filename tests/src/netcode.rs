@@ -1,6 +1,76 @@
 //! Prediction and interpolation end to end, behind a conditioned link.
 
+use sightline_client::{ClientStats, EarlierSessions, InputHistory};
+use sightline_harness::Stepper;
 use sightline_harness::measure::{Conditions, Scenario, run};
+use sightline_net::ConditionerSettings;
+use sightline_prediction::PredictionStats;
+use sightline_server::{InputBuffer, ServerConfig, ServerStats};
+
+/// A link that drops everything for a second or three, both ways (a Wi-Fi roam, a
+/// tunnel), then comes back: within half a second of its return the server runs commands
+/// the client made after it, snapshots flow again, and prediction never gave up (no
+/// reset), nor the connection (no reconnection).
+#[test]
+fn after_an_outage_the_client_plays_again_within_half_a_second() {
+    for outage in [1.0, 3.0] {
+        let took = play_through_an_outage(outage);
+        eprintln!(
+            "{outage} s out: playing again {:.0} ms after",
+            took * 1000.0
+        );
+    }
+}
+
+/// Seconds from the link's return after `outage` seconds out until the client plays
+/// again, checking nothing was reset on the way.
+fn play_through_an_outage(outage: f64) -> f64 {
+    let mut s = Stepper::new(ServerConfig::default(), "duel");
+    let way = ConditionerSettings {
+        latency_ms: 40.0,
+        jitter_ms: 5.0,
+        ..Default::default()
+    };
+    let c = s.add_conditioned_client("traveller", 11, way, way);
+    s.run_for(4.0);
+    let dark = ConditionerSettings {
+        loss_pct: 100.0,
+        ..way
+    };
+    s.links[c].set_conditions(dark, dark);
+    s.run_for(outage);
+    s.links[c].set_conditions(way, way);
+    let back = s.now();
+    let made = s.clients[c].world().resource::<InputHistory>().last_seq();
+    let snapshots = s.clients[c].world().resource::<ClientStats>().snapshots;
+    let simulated = |s: &mut Stepper| {
+        let w = s.server.world_mut();
+        let mut buffers = w.query::<&InputBuffer>();
+        buffers.iter(w).map(InputBuffer::last_simulated).max()
+    };
+    let playing = s.run_until(2_000, |s| {
+        simulated(s).is_some_and(|seq| seq > made)
+            && s.clients[c].world().resource::<ClientStats>().snapshots > snapshots
+    });
+    let took = s.now() - back;
+    assert!(
+        playing && took <= 0.5,
+        "{outage} s out: playing again after {took:.3} s"
+    );
+    let w = s.clients[c].world();
+    let resets = w.resource::<PredictionStats>().resets;
+    assert_eq!(resets, 0, "{outage} s out: a prediction reset");
+    let sessions = w.resource::<EarlierSessions>().sessions;
+    assert_eq!(sessions, 0, "{outage} s out: a reconnection");
+    // Its commands, made while nothing got through, are no offence.
+    let stats = s.server.world().resource::<ServerStats>();
+    assert_eq!(
+        (stats.strikes, stats.refused_commands),
+        (0, 0),
+        "{outage} s out: struck"
+    );
+    took
+}
 
 #[test]
 fn prediction_and_interpolation_hold_up_at_150_ms_with_jitter_and_loss() {

@@ -13,11 +13,11 @@
 use crate::session::AppState;
 use bevy::prelude::*;
 use bevy_egui::{EguiContexts, EguiPrimaryContextPass, egui};
-use sightline_client::{FromServer, LatestSnapshot, LocalPlayer, RemotePlayer, Roster};
+use sightline_client::{LatestSnapshot, LocalPlayer, RemotePlayer, Roster, ShownEvent};
 use sightline_combat::WeaponKind;
 use sightline_interpolation::Drawn;
 use sightline_movement::MoveParams;
-use sightline_protocol::ServerMessage;
+use sightline_protocol::PlayerEvent;
 use sightline_sim::{PlayerId, SessionAppExt};
 
 /// Seconds the view takes to fall to the floor.
@@ -42,7 +42,7 @@ pub struct DeathStart {
     pub pitch: f32,
 }
 
-/// Who killed us, as the server's Killed message said.
+/// Who killed us, as the server's Killed event said.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Killer {
     /// The killer (ourselves for a suicide).
@@ -56,7 +56,7 @@ pub struct Killer {
 pub struct DeathView {
     /// Since when (real seconds) we are dead, and where the view was; `None` alive.
     dead: Option<(f64, DeathStart)>,
-    /// The last Killed message about us, kept until the next life.
+    /// The last Killed event about us, kept until the next life.
     killer: Option<Killer>,
 }
 
@@ -142,22 +142,22 @@ impl Plugin for DeathCamPlugin {
     }
 }
 
-/// Remembers who killed us from the server's Killed message.
+/// Remembers who killed us from the server's event.
 fn note_killer(
-    mut inbound: MessageReader<FromServer>,
+    mut shown: MessageReader<ShownEvent>,
     me: Query<&PlayerId, With<LocalPlayer>>,
     mut view: ResMut<DeathView>,
 ) {
     let Ok(me) = me.single() else {
-        inbound.clear();
+        shown.clear();
         return;
     };
-    for FromServer(msg) in inbound.read() {
-        if let ServerMessage::Killed {
+    for ShownEvent(event) in shown.read() {
+        if let PlayerEvent::Killed {
             victim,
             killer,
             weapon,
-        } = *msg
+        } = *event
             && victim == *me
         {
             view.killer = Some(Killer { id: killer, weapon });

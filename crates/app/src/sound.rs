@@ -22,7 +22,7 @@ use bevy::audio::{
 };
 use bevy::prelude::*;
 use sightline_client::{
-    CombatCue, FromServer, LatestSnapshot, LocalPlayer, MatchInfo, RemotePlayer, Roster,
+    CombatCue, LatestSnapshot, LocalPlayer, MatchInfo, RemotePlayer, Roster, ShownEvent,
 };
 use sightline_combat::{Arsenal, ProjectileKind, WeaponKind};
 use sightline_console::Cvars;
@@ -30,7 +30,7 @@ use sightline_interpolation::{DrawMode, Drawn, DrawnProjectiles};
 use sightline_map::{CurrentMap, ItemKind};
 use sightline_movement::{MoveFlags, MoveParams, PlayerState};
 use sightline_prediction::Predicted;
-use sightline_protocol::{DropSnap, KIT_QUAD, ServerMessage};
+use sightline_protocol::{DropSnap, KIT_QUAD, PlayerEvent};
 use sightline_sim::{EndSession, PlayerId, SessionAppExt, despawn_all};
 use std::collections::HashMap;
 use steps::{Feet, Footfall, Gait, Surface};
@@ -452,14 +452,14 @@ fn play_combat(
 /// Deaths: a cry where the victim is drawn (ours in the middle), and a chime when we
 /// made the kill (not of ourselves).
 fn play_kills(
-    mut inbound: MessageReader<FromServer>,
+    mut shown: MessageReader<ShownEvent>,
     me: Query<&PlayerId, With<LocalPlayer>>,
     others: Query<(&PlayerId, &Drawn), With<RemotePlayer>>,
     mut out: MessageWriter<PlaySound>,
 ) {
     let me = me.single().ok().copied();
-    for FromServer(msg) in inbound.read() {
-        let ServerMessage::Killed { victim, killer, .. } = *msg else {
+    for ShownEvent(event) in shown.read() {
+        let PlayerEvent::Killed { victim, killer, .. } = *event else {
             continue;
         };
         if Some(victim) == me {

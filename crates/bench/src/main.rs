@@ -342,21 +342,22 @@ fn mm(m: f64) -> f64 {
     m * 1000.0
 }
 
-/// One direction's settings: latency, jitter and loss (in bursts of `burst` packets when
-/// above 1).
-fn way(latency_ms: f32, jitter_ms: f32, loss_pct: f32, burst: f32) -> ConditionerSettings {
+/// One direction's settings: latency, jitter and loss, as outages in time of 0.6 to 1.4
+/// times `outage_ms` (a link that is out loses what any client sends, however often it
+/// sends).
+fn way(latency_ms: f32, jitter_ms: f32, loss_pct: f32, outage_ms: f32) -> ConditionerSettings {
     ConditionerSettings {
         latency_ms,
         jitter_ms,
         loss_pct,
-        loss_burst: burst,
+        outage_ms,
         ..Default::default()
     }
 }
 
 /// The same settings both ways.
-fn both(rtt_ms: f32, jitter_ms: f32, loss_pct: f32, burst: f32) -> Link {
-    let w = way(rtt_ms / 2.0, jitter_ms, loss_pct, burst);
+fn both(rtt_ms: f32, jitter_ms: f32, loss_pct: f32, outage_ms: f32) -> Link {
+    let w = way(rtt_ms / 2.0, jitter_ms, loss_pct, outage_ms);
     Link {
         up: w,
         down: w,
@@ -364,11 +365,17 @@ fn both(rtt_ms: f32, jitter_ms: f32, loss_pct: f32, burst: f32) -> Link {
     }
 }
 
-/// "5 % in bursts of 3", "1 %", "no loss".
+/// "5 % loss in outages of 60-140 ms", "5 % in bursts of 3", "1 %", "no loss".
 fn describe_loss(w: &ConditionerSettings) -> String {
     let (loss, burst) = (w.loss_pct, w.loss_burst);
     if loss == 0.0 {
         "no loss".into()
+    } else if w.outage_ms > 0.0 {
+        format!(
+            "{loss} % loss in outages of {:.0}-{:.0} ms",
+            0.6 * w.outage_ms,
+            1.4 * w.outage_ms
+        )
     } else if burst > 1.0 {
         format!("{loss} % loss in bursts of {burst}")
     } else {
@@ -408,24 +415,29 @@ fn describe(link: &Link) -> String {
 
 /// The realistic links, in table order.
 fn realistic_links(seconds: f64) -> Vec<Link> {
-    let mut asymmetric = both(150.0, 20.0, 5.0, 3.0);
-    asymmetric.up = way(100.0, 30.0, 5.0, 3.0);
-    asymmetric.down = way(50.0, 10.0, 1.0, 2.0);
-    let mut route = both(150.0, 20.0, 1.0, 2.0);
+    let mut asymmetric = both(150.0, 20.0, 5.0, OUTAGE_MS);
+    asymmetric.up = way(100.0, 30.0, 5.0, OUTAGE_MS);
+    asymmetric.down = way(50.0, 10.0, 1.0, SHORT_OUTAGE_MS);
+    let mut route = both(150.0, 20.0, 1.0, SHORT_OUTAGE_MS);
     route.route_change = Some(RouteChange {
         after_seconds: (seconds / 2.0).round(),
         extra_ms: 50.0,
     });
     vec![
         both(20.0, 0.0, 0.0, 0.0),
-        both(50.0, 5.0, 1.0, 2.0),
+        both(50.0, 5.0, 1.0, SHORT_OUTAGE_MS),
         both(150.0, 20.0, 0.0, 0.0),
-        both(150.0, 20.0, 5.0, 3.0),
+        both(150.0, 20.0, 5.0, OUTAGE_MS),
         asymmetric,
         route,
-        both(300.0, 20.0, 5.0, 3.0),
+        both(300.0, 20.0, 5.0, OUTAGE_MS),
     ]
 }
+
+/// Mean outage of the lossy links, ms: spells of 60-140 ms, a few snapshots' worth.
+const OUTAGE_MS: f32 = 100.0;
+/// Mean outage of the lightly lossy links, ms: spells of 24-56 ms, a snapshot or three.
+const SHORT_OUTAGE_MS: f32 = 40.0;
 
 fn netcode_report(seconds: f64, map: &str, only: &[usize]) {
     let fps: Vec<String> = REALISTIC_FPS.iter().map(|f| f.to_string()).collect();
@@ -641,8 +653,8 @@ fn hit_report(seconds: f64) {
         "hit registration, moving: a client strafing (and stepping forward and back) fires the \
          rifle at a bot that strafes while it fights back, aiming from its predicted eye where \
          its screen draws the bot (or 0.5 m beside its centre line); the shooter's frames vary \
-         by up to 20 % and its clock runs 0.1 % fast; 20 ms jitter each way, loss in bursts of \
-         3 packets; {seconds} s per row, a shot every 13 ticks when the target is in view; \
+         by up to 20 % and its clock runs 0.1 % fast; 20 ms jitter each way, loss in outages \
+         of 60-140 ms; {seconds} s per row, a shot every 13 ticks when the target is in view; \
          rewind window {} ms\n",
         sightline_combat::MAX_REWIND * 1000.0
     );
@@ -655,7 +667,7 @@ fn hit_report(seconds: f64) {
     for fps in [60.0, 144.0] {
         for rtt in [0.0, 50.0, 150.0, 300.0] {
             for loss in [0.0, 5.0] {
-                let link = both(rtt, 20.0, loss, 3.0);
+                let link = both(rtt, 20.0, loss, OUTAGE_MS);
                 let on = measure_hits_with(&HitSetup::moving(link, fps, false, seconds, 7));
                 let off = measure_hits_with(&HitSetup::moving(link, fps, true, seconds, 7));
                 println!("| {fps} | {rtt} | {loss} | {} |", hit_row(&on, &off));

@@ -1,15 +1,15 @@
 //! Combat as this client sees it, as [`CombatCue`] messages for the game to show and
-//! play: what the server reports (others' shots, explosions, our hits and hurts), and our
-//! own shots, predicted at once by the same weapon step the server runs. Others' shots and
-//! explosions carry the server tick they happened in and wait ([`TimedCues`]) until the
-//! client draws the world at that tick, so a muzzle flash leaves the shooter where it is
-//! drawn and a rocket bursts where it is drawn, not a round trip and the interpolation
-//! delay ahead of both.
+//! play: what the server reports (others' shots, explosions, and, from its events, our
+//! hits and hurts), and our own shots, predicted at once by the same weapon step the
+//! server runs. Others' shots and explosions carry the server tick they happened in and
+//! wait ([`TimedCues`]) until the client draws the world at that tick, so a muzzle flash
+//! leaves the shooter where it is drawn and a rocket bursts where it is drawn, not a
+//! round trip and the interpolation delay ahead of both.
 
 use bevy::prelude::*;
 use sightline_combat::{ProjectileKind, WeaponKind};
 use sightline_interpolation::RenderTime;
-use sightline_protocol::ServerMessage;
+use sightline_protocol::{PlayerEvent, ServerMessage};
 use sightline_sim::TickConfig;
 use std::collections::VecDeque;
 
@@ -58,10 +58,10 @@ pub enum CombatCue {
 }
 
 impl CombatCue {
-    /// The cue for a combat message from the server, with the server tick it happened in
-    /// when it is to be shown in step with the drawn world (others' shots, explosions);
-    /// `None` for any other message.
-    pub fn from_server(msg: &ServerMessage) -> Option<(Self, Option<u32>)> {
+    /// The cue for a combat message from the server, with the server tick it happened in,
+    /// to be shown in step with the drawn world (others' shots, explosions); `None` for
+    /// any other message.
+    pub fn from_server(msg: &ServerMessage) -> Option<(Self, u32)> {
         Some(match *msg {
             ServerMessage::Fired {
                 weapon,
@@ -77,27 +77,32 @@ impl CombatCue {
                     dir: Vec3::from_array(dir).try_normalize()?,
                     own: false,
                 },
-                Some(tick),
+                tick,
             ),
             ServerMessage::Exploded { kind, at, tick } => (
                 CombatCue::Exploded {
                     kind,
                     at: Vec3::from_array(at),
                 },
-                Some(tick),
+                tick,
             ),
-            ServerMessage::HitConfirm { head, damage, .. } => {
-                (CombatCue::HitConfirmed { head, damage }, None)
-            }
-            ServerMessage::Damaged { from, .. } => (
-                CombatCue::Hurt {
-                    from: Vec3::from_array(from),
-                },
-                None,
-            ),
-            ServerMessage::ShotLate { excess_ms, .. } => (CombatCue::ShotLate { excess_ms }, None),
-            ServerMessage::ShotRefused { .. } => (CombatCue::ShotRefused, None),
             _ => return None,
+        })
+    }
+
+    /// The cue for an event the server showed us (already in step with the drawn world);
+    /// `None` for one that is not about combat cues (a death, for the kill feed).
+    pub fn from_event(event: &PlayerEvent) -> Option<Self> {
+        Some(match *event {
+            PlayerEvent::HitConfirm { head, damage, .. } => {
+                CombatCue::HitConfirmed { head, damage }
+            }
+            PlayerEvent::Damaged { from, .. } => CombatCue::Hurt {
+                from: Vec3::from_array(from),
+            },
+            PlayerEvent::ShotLate { excess_ms } => CombatCue::ShotLate { excess_ms },
+            PlayerEvent::ShotRefused => CombatCue::ShotRefused,
+            PlayerEvent::Killed { .. } => return None,
         })
     }
 }
@@ -110,54 +115,67 @@ pub const MAX_TIMED_CUES: usize = 256;
 /// after this.
 pub const MAX_CUE_WAIT: f64 = 0.5;
 
-/// Cues waiting until the client draws the world at the server time they happened.
-#[derive(Resource, Debug, Default)]
-pub struct TimedCues {
-    waiting: VecDeque<TimedCue>,
-    /// Cues shown early because the queue was full.
+/// Things waiting until the client draws the world at the server time they happened:
+/// combat cues ([`TimedCues`]) and events ([`crate::EventInbox`]).
+#[derive(Resource, Debug)]
+pub struct Timed<T> {
+    waiting: VecDeque<TimedItem<T>>,
+    /// Items shown early because the queue was full.
     pub overflowed: u64,
 }
 
+/// Cues waiting for the drawn world.
+pub type TimedCues = Timed<CombatCue>;
+
+impl<T> Default for Timed<T> {
+    fn default() -> Self {
+        Self {
+            waiting: VecDeque::new(),
+            overflowed: 0,
+        }
+    }
+}
+
 #[derive(Debug, Clone, Copy)]
-struct TimedCue {
+struct TimedItem<T> {
     /// Server time it happened, seconds.
     at: f64,
     /// Our clock when it arrived, seconds.
     received: f64,
-    cue: CombatCue,
+    item: T,
 }
 
-impl TimedCues {
-    /// Holds `cue`, which happened at server time `at`, until then; returns a cue to show
+impl<T: Copy> Timed<T> {
+    /// Holds `item`, which happened at server time `at`, until then; returns one to show
     /// now if the queue was full (the oldest).
-    pub fn push(&mut self, at: f64, received: f64, cue: CombatCue) -> Option<CombatCue> {
+    pub fn push(&mut self, at: f64, received: f64, item: T) -> Option<T> {
         let evicted = (self.waiting.len() >= MAX_TIMED_CUES)
             .then(|| self.waiting.pop_front())
             .flatten()
-            .map(|t| t.cue);
+            .map(|t| t.item);
         self.overflowed += u64::from(evicted.is_some());
-        self.waiting.push_back(TimedCue { at, received, cue });
+        self.waiting.push_back(TimedItem { at, received, item });
         evicted
     }
 
-    /// The cues whose moment the drawn world has reached (`render_time`, server seconds;
-    /// `None` while the clock is unknown, when every cue is due), or which have waited
+    /// The items whose moment the drawn world has reached (`render_time`, server seconds;
+    /// `None` while the clock is unknown, when every one is due), or which have waited
     /// [`MAX_CUE_WAIT`] by our clock `now`, in the order they arrived.
-    pub fn take_due(&mut self, render_time: Option<f64>, now: f64) -> Vec<CombatCue> {
-        let due = |t: &TimedCue| {
+    pub fn take_due(&mut self, render_time: Option<f64>, now: f64) -> Vec<T> {
+        let due = |t: &TimedItem<T>| {
             render_time.is_none_or(|r| r >= t.at) || now - t.received >= MAX_CUE_WAIT
         };
         let taken = self
             .waiting
             .iter()
             .filter(|t| due(t))
-            .map(|t| t.cue)
+            .map(|t| t.item)
             .collect();
         self.waiting.retain(|t| !due(t));
         taken
     }
 
-    /// Cues waiting.
+    /// Items waiting.
     pub fn len(&self) -> usize {
         self.waiting.len()
     }
@@ -183,8 +201,7 @@ pub(crate) fn release_timed_cues(
     }
 }
 
-/// Combat messages as cues: at once for what concerns this player (a hit confirmed,
-/// damage taken), in step with the drawn world for what others did.
+/// Others' shots and explosions as cues, in step with the drawn world.
 pub(crate) fn queue_cues(
     mut inbound: MessageReader<crate::FromServer>,
     mut cues: MessageWriter<CombatCue>,
@@ -193,36 +210,11 @@ pub(crate) fn queue_cues(
     config: Res<TickConfig>,
 ) {
     for crate::FromServer(msg) in inbound.read() {
-        match CombatCue::from_server(msg) {
-            Some((cue, Some(tick))) => {
-                let at = tick_seconds(tick, &config);
-                if let Some(early) = timed.push(at, time.elapsed_secs_f64(), cue) {
-                    cues.write(early);
-                }
+        if let Some((cue, tick)) = CombatCue::from_server(msg) {
+            let at = tick_seconds(tick, &config);
+            if let Some(early) = timed.push(at, time.elapsed_secs_f64(), cue) {
+                cues.write(early);
             }
-            Some((cue, None)) => {
-                cues.write(cue);
-            }
-            None => {}
-        }
-    }
-}
-
-/// Counts our shots the server judged late or refused ([`crate::ClientStats`]).
-pub(crate) fn count_shot_verdicts(
-    mut inbound: MessageReader<crate::FromServer>,
-    mut stats: ResMut<crate::ClientStats>,
-) {
-    for crate::FromServer(msg) in inbound.read() {
-        match *msg {
-            ServerMessage::ShotLate { excess_ms, .. } => {
-                stats.shots_late = stats.shots_late.saturating_add(1);
-                stats.shots_late_ms = stats.shots_late_ms.saturating_add(u64::from(excess_ms));
-            }
-            ServerMessage::ShotRefused { .. } => {
-                stats.shots_refused = stats.shots_refused.saturating_add(1);
-            }
-            _ => {}
         }
     }
 }
@@ -255,7 +247,7 @@ mod tests {
                     dir: Vec3::NEG_Z,
                     own: false,
                 },
-                Some(640)
+                640
             ))
         );
         assert_eq!(

@@ -1,9 +1,10 @@
 //! The feeds the HUD shows, as the server tells them: the kill feed, chat, and the
 //! match's state (limits, time left, the winner at intermission).
 
+use crate::events::ShownEvent;
 use crate::{FromServer, Roster};
 use bevy::prelude::*;
-use sightline_protocol::{ServerMessage, ServerTextKind};
+use sightline_protocol::{PlayerEvent, ServerMessage, ServerTextKind};
 use std::collections::VecDeque;
 
 /// One line of the kill feed.
@@ -68,18 +69,18 @@ impl ChatLog {
     }
 }
 
-/// Deaths, named from the roster.
+/// Deaths, named from the roster, as the drawn world reaches them.
 pub(crate) fn record_kills(
-    mut inbound: MessageReader<FromServer>,
+    mut shown: MessageReader<ShownEvent>,
     roster: Res<Roster>,
     mut feed: ResMut<KillFeed>,
 ) {
-    for FromServer(msg) in inbound.read() {
-        if let ServerMessage::Killed {
+    for ShownEvent(event) in shown.read() {
+        if let PlayerEvent::Killed {
             victim,
             killer,
             weapon,
-        } = *msg
+        } = *event
         {
             feed.push(KillFeedEntry {
                 killer: roster.name(killer).to_string(),

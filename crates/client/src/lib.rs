@@ -4,7 +4,9 @@
 //! predicts its own player and interpolates the others from the snapshots it receives.
 //! What the server says reliably is decoded once into [`FromServer`] messages, which the
 //! connection, the [`Roster`], the feeds ([`KillFeed`], [`ChatLog`], [`MatchInfo`]) and
-//! the combat cues each read; a demo or a spectator's relay can write the same messages.
+//! the combat cues each read; the events snapshots carry (deaths, hits, hurts) become
+//! [`ShownEvent`] messages when the drawn world reaches them. A demo or a spectator's
+//! relay can write the same messages.
 //!
 //! The `sightline` binary runs it headless with a bot driving the inputs, or in a window
 //! (`sightline-app`), which adds drawing, sound, the HUD and the console.
@@ -14,6 +16,7 @@ mod clock;
 mod combat;
 mod connection;
 mod cues;
+mod events;
 mod feeds;
 mod inbound;
 mod input;
@@ -27,7 +30,8 @@ mod status;
 pub use catch_up::{MAX_FRAME_CATCH_UP, MIN_FRAME_CATCH_UP};
 pub use combat::dead_in;
 pub use connection::{DesiredName, StatsKey};
-pub use cues::{CombatCue, MAX_CUE_WAIT, MAX_TIMED_CUES, TimedCues};
+pub use cues::{CombatCue, MAX_CUE_WAIT, MAX_TIMED_CUES, Timed, TimedCues};
+pub use events::{EventInbox, ShownEvent};
 pub use feeds::{ChatLog, KillFeed, KillFeedEntry, MAX_CHAT_LOG, MAX_KILL_FEED, MatchInfo};
 pub use inbound::FromServer;
 pub use input::{
@@ -127,6 +131,8 @@ impl Plugin for ClientPlugin {
             .init_resource::<catch_up::RecentFrames>()
             .add_message::<CombatCue>()
             .init_session_resource::<TimedCues>()
+            .add_message::<ShownEvent>()
+            .init_session_resource::<EventInbox>()
             .add_systems(
                 EndSession,
                 (connection::forget_map, stats::remember_session),
@@ -164,12 +170,18 @@ impl Plugin for ClientPlugin {
                         feeds::record_chat,
                         feeds::follow_match,
                         cues::queue_cues,
-                        cues::count_shot_verdicts,
+                        events::cue_events,
+                        events::count_shot_verdicts,
                     )
                         .chain(),
                     (
                         snapshots::receive_datagrams,
                         snapshots::apply_snapshot,
+                        // Before prediction reconciles with the snapshot just applied: the
+                        // first after an outage must find the silence in its patience.
+                        (snapshots::note_snapshot_silence, clock::update_server_clock)
+                            .chain()
+                            .run_if(connection::in_game),
                         connection::notice_disconnect,
                         reconnect::allow_standby,
                     )
@@ -183,10 +195,9 @@ impl Plugin for ClientPlugin {
                 Update,
                 (
                     clock::send_pings,
-                    snapshots::note_snapshot_silence,
-                    clock::update_server_clock,
                     pacing::pace_ticks,
                     cues::release_timed_cues,
+                    events::release_events,
                 )
                     .run_if(connection::in_game.and_then(resource_exists::<RenetClient>)),
             )

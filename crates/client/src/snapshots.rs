@@ -2,6 +2,7 @@
 //! (our player) and interpolation (everyone else).
 
 use crate::clock::{SnapshotSilence, on_pong};
+use crate::events::{EventInbox, ShownEvent};
 use crate::pacing::InputPacing;
 use crate::stats::{ClientStats, PlayerSeen};
 use crate::{LocalPlayer, RemotePlayer};
@@ -14,7 +15,7 @@ use sightline_prediction::{
     OtherPlayer, OtherPlayers, Predicted, SeenTouches, ServerState, ServerUpdate,
 };
 use sightline_protocol::{Channel, ServerDatagram, Snapshot, SnapshotHistory, Unresolved, Wire};
-use sightline_sim::{Player, PlayerId};
+use sightline_sim::{Player, PlayerId, TickConfig};
 use std::collections::BTreeMap;
 
 /// The newest snapshot received, and whether it has been applied.
@@ -23,7 +24,8 @@ pub struct LatestSnapshot(pub Option<Snapshot>, bool);
 
 /// Keeps the newest valid snapshot (older, duplicate and malformed ones are dropped),
 /// hands each one's input timing to pacing and feeds pongs to clock sync. Every snapshot,
-/// even a stale one, tells interpolation how snapshots arrive. Snapshots come as changes
+/// even a stale one, tells interpolation how snapshots arrive and brings its events
+/// ([`EventInbox`]). Snapshots come as changes
 /// from one this client acknowledged, resolved against the ones it keeps
 /// ([`SnapshotHistory`]); one whose baseline is no longer kept is dropped and counted.
 pub(crate) fn receive_datagrams(
@@ -36,6 +38,11 @@ pub(crate) fn receive_datagrams(
     mut remotes: Query<(&PlayerId, &mut SnapshotBuffer), With<RemotePlayer>>,
     mut projectiles: ResMut<ProjectileTracks>,
     mut pacing: ResMut<InputPacing>,
+    (mut inbox, mut shown, config): (
+        ResMut<EventInbox>,
+        MessageWriter<ShownEvent>,
+        Res<TickConfig>,
+    ),
     time: Res<Time<Real>>,
 ) {
     let now = time.elapsed_secs_f64();
@@ -69,6 +76,10 @@ pub(crate) fn receive_datagrams(
         };
         let server_time = snapshot.server_time_us as f64 / 1e6;
         delay.record(server_time, now);
+        // More waiting than the queue holds: the oldest show now.
+        for early in inbox.take(&snapshot.events, now, &config, &mut stats) {
+            shown.write(ShownEvent(early));
+        }
         stats.note_snapshot(snapshot.seq);
         // Late snapshots still fill gaps in remote players' paths.
         for (id, mut buffer) in &mut remotes {
@@ -210,8 +221,6 @@ pub(crate) fn apply_snapshot(
     }
 }
 
-/// `owner`'s rockets in flight in `snapshot`, as prediction flies them. Their age is not
-/// sent; it only matters to a rocket five seconds old, far from its owner by then.
 /// Notes when each new snapshot arrived, for the silences between them
 /// ([`SnapshotSilence`]).
 pub(crate) fn note_snapshot_silence(
@@ -224,6 +233,8 @@ pub(crate) fn note_snapshot_silence(
     }
 }
 
+/// `owner`'s rockets in flight in `snapshot`, as prediction flies them. Their age is not
+/// sent; it only matters to a rocket five seconds old, far from its owner by then.
 fn rockets_of(snapshot: &Snapshot, owner: PlayerId) -> Vec<Rocket> {
     snapshot
         .projectiles

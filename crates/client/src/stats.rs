@@ -36,6 +36,10 @@ pub struct ClientStats {
     pub shots_late_ms: u64,
     /// Our hitscan shots the server refused unjudged.
     pub shots_refused: u64,
+    /// Events the server showed us (deaths, hits, hurts, verdicts), each counted once.
+    pub events: u64,
+    /// Events the server gave up on before we acknowledged them (a gap in their numbers).
+    pub events_missed: u64,
     /// Sequence numbers of recent snapshots received, for the loss estimate.
     recent: VecDeque<u32>,
 }
@@ -113,7 +117,7 @@ impl ClientStats {
              corrections={} corrections_seen={} own={} late={} other={} collision={} \
              knockback={} killed={} \
              resets={} teleports={} repeats={} sessions={} reconnects={} \
-             shots_late={} shots_refused={} \
+             shots_late={} shots_refused={} events={} events_missed={} \
              queue_min={queue:.2} buffer_min_ms={:.1} rtt_ms={:.1} rtt_jitter_ms={:.1}",
             run.snapshots,
             run.stale_snapshots,
@@ -136,6 +140,8 @@ impl ClientStats {
             run.reconnects,
             run.shots_late,
             run.shots_refused,
+            run.events,
+            run.events_missed,
             (queue - 1.0).max(0.0) * 1000.0 / tick.tick_hz as f64,
             ms(sync.rtt_mean()),
             ms(sync.rtt_jitter()),
@@ -175,6 +181,10 @@ pub struct EarlierSessions {
     pub shots_late: u64,
     /// See `shots_late`.
     pub shots_refused: u64,
+    /// Events shown, and missed ([`ClientStats`]).
+    pub events: u64,
+    /// See `events`.
+    pub events_missed: u64,
 }
 
 impl EarlierSessions {
@@ -191,6 +201,8 @@ impl EarlierSessions {
         self.repeats += u64::from(pacing.repeats);
         self.shots_late += stats.shots_late;
         self.shots_refused += stats.shots_refused;
+        self.events += stats.events;
+        self.events_missed += stats.events_missed;
     }
 }
 

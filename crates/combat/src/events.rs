@@ -32,6 +32,9 @@ pub enum CombatEvent {
         zone: HitZone,
         /// With what.
         weapon: WeaponKind,
+        /// The tick of the world it was judged in: for a hitscan shot the view its
+        /// shooter saw (lag compensation rewinds to it), for splash the burst's.
+        seen: u32,
     },
     /// A hitscan shot whose view time was honest but older than the rewind limit: judged
     /// against the oldest world allowed, so its shooter had to lead by `excess`.

@@ -211,11 +211,14 @@ fn fire_weapons(
             apply_damage(
                 &mut players,
                 &mut events,
-                shot.shooter,
-                target,
-                damage,
-                zone,
-                shot.shot.weapon,
+                Blow {
+                    shooter: shot.shooter,
+                    target,
+                    amount: damage,
+                    zone,
+                    weapon: shot.shot.weapon,
+                    seen: shot.view.floor() as u32,
+                },
             );
         }
     }
@@ -271,16 +274,27 @@ fn judge_hitscan(
     dealt
 }
 
-/// Damages `target`, and on a kill updates both scores and says so.
-fn apply_damage(
-    players: &mut Combatants,
-    events: &mut MessageWriter<CombatEvent>,
+/// One hit to deal: who struck whom, how hard and where, with what, in which world.
+struct Blow {
     shooter: PlayerId,
     target: PlayerId,
     amount: f32,
     zone: HitZone,
     weapon: WeaponKind,
-) {
+    /// See [`CombatEvent::Hit`]'s `seen`.
+    seen: u32,
+}
+
+/// Deals `blow`, and on a kill updates both scores and says so.
+fn apply_damage(players: &mut Combatants, events: &mut MessageWriter<CombatEvent>, blow: Blow) {
+    let Blow {
+        shooter,
+        target,
+        amount,
+        zone,
+        weapon,
+        seen,
+    } = blow;
     let team_of = |players: &Combatants, who: PlayerId| {
         players
             .iter()
@@ -314,6 +328,7 @@ fn apply_damage(
         damage: done.health + done.armor,
         zone,
         weapon,
+        seen,
     });
     if !done.killed {
         return;
@@ -386,11 +401,14 @@ fn fly_rockets(
             apply_damage(
                 &mut players,
                 &mut events,
-                owner,
-                target,
-                damage,
-                HitZone::Body,
-                rocket.kind.weapon(),
+                Blow {
+                    shooter: owner,
+                    target,
+                    amount: damage,
+                    zone: HitZone::Body,
+                    weapon: rocket.kind.weapon(),
+                    seen: tick.0,
+                },
             );
         }
     }

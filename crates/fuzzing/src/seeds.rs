@@ -8,9 +8,9 @@ use sightline_combat::{GameMode, ProjectileKind, Team, WeaponKind};
 use sightline_console::render_config;
 use sightline_movement::MoveFlags;
 use sightline_protocol::{
-    ClientDatagram, ClientMessage, DropSnap, InputPacket, Lifetime, PROTOCOL_VERSION, PlayerSnap,
-    ProjectileSnap, ScoreLine, ServerDatagram, ServerMessage, Snapshot, SnapshotPacket, Welcome,
-    Wire,
+    ClientDatagram, ClientMessage, DropSnap, EventSnap, InputPacket, Lifetime, PROTOCOL_VERSION,
+    PlayerEvent, PlayerSnap, ProjectileSnap, ScoreLine, ServerDatagram, ServerMessage, Snapshot,
+    SnapshotPacket, Welcome, Wire,
 };
 use sightline_server::{
     RconPacket, SERVERDATA_AUTH, SERVERDATA_EXECCOMMAND, SERVERDATA_RESPONSE_VALUE,
@@ -121,6 +121,7 @@ fn snapshot(players: u8, seq: u32) -> Snapshot {
                 pos: [3.0, 0.0, -7.5],
             })
             .collect(),
+        events: Vec::new(),
     }
 }
 
@@ -196,21 +197,6 @@ pub fn server_message() -> Vec<Vec<u8>> {
             dir: [0.0, 0.0, -1.0],
             tick: 4_000_000,
         },
-        ServerMessage::HitConfirm {
-            target: PlayerId(3),
-            damage: 27,
-            head: true,
-        },
-        ServerMessage::Damaged {
-            attacker: PlayerId(2),
-            damage: 300,
-            from: at,
-        },
-        ServerMessage::Killed {
-            victim: PlayerId(3),
-            killer: PlayerId(2),
-            weapon: WeaponKind::Rockets,
-        },
         ServerMessage::Exploded {
             kind: ProjectileKind::PlasmaBall,
             at,
@@ -258,7 +244,41 @@ fn moved() -> Snapshot {
     s.players[0].yaw -= 700;
     s.players[1].health = 40;
     s.items = 0b1001;
+    s.events = shown_events();
     s
+}
+
+/// One event of each kind, numbered from 40 with a gap, ticks a little before the
+/// snapshot's.
+fn shown_events() -> Vec<EventSnap> {
+    let events = [
+        PlayerEvent::Killed {
+            victim: PlayerId(3),
+            killer: PlayerId(2),
+            weapon: WeaponKind::Rockets,
+        },
+        PlayerEvent::HitConfirm {
+            target: PlayerId(3),
+            damage: 27,
+            head: true,
+        },
+        PlayerEvent::Damaged {
+            attacker: PlayerId(2),
+            damage: 300,
+            from: [1.5, 0.0, -3.25],
+        },
+        PlayerEvent::ShotLate { excess_ms: 180 },
+        PlayerEvent::ShotRefused,
+    ];
+    events
+        .into_iter()
+        .enumerate()
+        .map(|(i, event)| EventSnap {
+            seq: 40 + i as u32 * 2,
+            tick: 1230 - i as u32 * 9,
+            event,
+        })
+        .collect()
 }
 
 /// Seeds for [`crate::wire::server_datagram`].

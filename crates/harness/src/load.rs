@@ -311,6 +311,7 @@ pub fn load(config: &LoadConfig) -> LoadReport {
         sliced: snapshots1.sliced - snapshots0.sliced,
         players: snapshots1.players - snapshots0.players,
         moving: snapshots1.moving - snapshots0.moving,
+        events_expired: snapshots1.events_expired - snapshots0.events_expired,
     };
     report.client_fps = (frames - frames0) as f64 / elapsed;
     let mut times = TickTimes::default();

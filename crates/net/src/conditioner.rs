@@ -5,7 +5,11 @@
 //! above 1 it comes in bursts, as on real paths (a Wi-Fi retry storm, a congested queue
 //! overflowing): a two-state Gilbert-Elliott chain, good and bad, each with its own loss
 //! rate, whose transition probabilities are chosen so that the mean loss and the mean
-//! length of a run of lost packets are the ones asked for.
+//! length of a run of lost packets are the ones asked for. With
+//! [`ConditionerSettings::outage_ms`] above 0 it comes as outages in time instead: the link
+//! goes out for spells of about that long and loses everything sent meanwhile, so an
+//! outage costs a client at 30 fps as much time as one at 240 fps (a burst counted in
+//! packets costs the faster client less time, as real paths do not).
 
 use sightline_sim::hash::{hash as mix, unit};
 use std::cmp::Reverse;
@@ -30,6 +34,10 @@ pub struct ConditionerSettings {
     pub duplicate_pct: f32,
     /// Share of packets held back an extra 20-40 ms, arriving after later ones, percent.
     pub reorder_pct: f32,
+    /// Loss in time: above 0, the link goes out for spells of 0.6 to 1.4 times this long,
+    /// milliseconds, and every packet sent during one is lost; `loss_pct` is then the
+    /// share of time it is out, and `loss_burst` is not used.
+    pub outage_ms: f32,
 }
 
 impl ConditionerSettings {
@@ -52,7 +60,8 @@ impl ConditionerSettings {
         check("loss", self.loss_pct, 100.0)?;
         check("loss burst length", self.loss_burst, 1000.0)?;
         check("duplication", self.duplicate_pct, 100.0)?;
-        check("reordering", self.reorder_pct, 100.0)
+        check("reordering", self.reorder_pct, 100.0)?;
+        check("outage length", self.outage_ms, 10_000.0)
     }
 }
 
@@ -65,6 +74,11 @@ pub struct LinkConditioner<P> {
     sent: u64,
     /// Whether the loss chain is in its bad state (bursty loss only).
     bad: bool,
+    /// Outages in time: whether the link is out, when that changes next (`None` before
+    /// the first packet), and how many changes there have been.
+    out: bool,
+    switch_at: Option<Duration>,
+    switches: u64,
     // Ordered by delivery time, then by send order so equal times keep their order.
     queue: BinaryHeap<Reverse<(Duration, u64, Wrapped<P>)>>,
 }
@@ -98,6 +112,9 @@ impl<P: Clone> LinkConditioner<P> {
             seed,
             sent: 0,
             bad: false,
+            out: false,
+            switch_at: None,
+            switches: 0,
             queue: BinaryHeap::new(),
         }
     }
@@ -107,7 +124,12 @@ impl<P: Clone> LinkConditioner<P> {
         let n = self.sent;
         self.sent += 1;
         let s = self.settings;
-        if self.lose(n) {
+        let lost = if s.outage_ms > 0.0 {
+            self.out_at(now)
+        } else {
+            self.lose(n)
+        };
+        if lost {
             return;
         }
         let copies = if unit(mix(self.seed, n, 2)) * 100.0 < s.duplicate_pct {
@@ -148,6 +170,40 @@ impl<P: Clone> LinkConditioner<P> {
             chain.loss_good
         };
         draw < loss
+    }
+
+    /// Whether the link is out at `now`, living its spells up to then: outages of 0.6 to
+    /// 1.4 times `outage_ms`, and between them spells up exponentially distributed with
+    /// the mean that makes the outages `loss_pct` of the time.
+    fn out_at(&mut self, now: Duration) -> bool {
+        let s = self.settings;
+        let share = f64::from(s.loss_pct / 100.0);
+        if share <= 0.0 || share >= 1.0 {
+            self.out = share >= 1.0;
+            return self.out;
+        }
+        let mean_out = f64::from(s.outage_ms);
+        let mean_up = mean_out * (1.0 - share) / share;
+        let spell = |switches: u64, out: bool, seed: u64| {
+            let u = f64::from(unit(mix(seed, switches, 11)));
+            let ms = if out {
+                mean_out * (0.6 + 0.8 * u)
+            } else {
+                -mean_up * (1.0 - u).max(1e-9).ln()
+            };
+            Duration::from_secs_f64(ms / 1000.0)
+        };
+        let mut at = match self.switch_at {
+            Some(at) => at,
+            None => now + spell(0, false, self.seed),
+        };
+        while now >= at {
+            self.out = !self.out;
+            self.switches += 1;
+            at += spell(self.switches, self.out, self.seed);
+        }
+        self.switch_at = Some(at);
+        self.out
     }
 
     /// Packets whose time has come by `now`, in delivery order.
@@ -303,6 +359,7 @@ mod tests {
             duplicate_pct: 2.0,
             reorder_pct: 2.0,
             loss_burst: 0.0,
+            outage_ms: 0.0,
         };
         assert_eq!(run(s, 11, 500), run(s, 11, 500));
         let bursty = ConditionerSettings {
@@ -311,6 +368,48 @@ mod tests {
         };
         assert_eq!(run(bursty, 11, 500), run(bursty, 11, 500));
         assert_ne!(run(s, 11, 500), run(s, 12, 500));
+    }
+
+    #[test]
+    fn outages_take_time_not_packets() {
+        let s = ConditionerSettings {
+            loss_pct: 5.0,
+            outage_ms: 100.0,
+            ..Default::default()
+        };
+        // The same minute at 30 and at 240 packets a second: about 5 % lost either way,
+        // in outages of 60-140 ms, so runs of 2-4 packets at 30 and 15-33 at 240.
+        for (rate, runs) in [(30.0, 2.0..4.5), (240.0, 14.0..34.0)] {
+            let mut c = LinkConditioner::new(s, 5);
+            let n = (rate * 600.0) as u32;
+            let (mut lost, mut run, mut longest, mut count) = (0, 0, 0, 0);
+            for i in 0..n {
+                let now = Duration::from_secs_f64(f64::from(i) / rate);
+                c.send(now, i);
+                if c.ready(now).is_empty() {
+                    lost += 1;
+                    run += 1;
+                    count += u32::from(run == 1);
+                    longest = longest.max(run);
+                } else {
+                    run = 0;
+                }
+            }
+            let share = f64::from(lost) / f64::from(n);
+            let mean_run = f64::from(lost) / f64::from(count.max(1));
+            assert!((0.035..0.065).contains(&share), "{rate}/s: lost {share}");
+            assert!(runs.contains(&mean_run), "{rate}/s: runs of {mean_run}");
+            assert!(
+                f64::from(longest) <= (0.14 * rate).ceil() + 1.0,
+                "{rate}/s: a run of {longest}"
+            );
+        }
+        // A link out all the time loses everything.
+        let dark = ConditionerSettings {
+            loss_pct: 100.0,
+            ..s
+        };
+        assert!(run(dark, 1, 100).is_empty());
     }
 
     /// (share lost, mean run of consecutive losses) over `n` packets.

@@ -21,7 +21,9 @@
 //!   position it leads to. A player not in the baseline is referred to all zeros, which
 //!   is also what a full snapshot (baseline 0) does for everyone;
 //! - the rockets in flight in full, and the item bits and the recipient's [`Touches`] when
-//!   they changed.
+//!   they changed;
+//! - the recipient's unacknowledged events ([`EventSnap`]), each numbered by the gap from
+//!   the one before and stamped with its age in ticks, which is small where its tick is not.
 //!
 //! Decoding checks every count, order and width and takes each number in its one
 //! shortest form, so a packet has a single encoding; resolving it against the baseline
@@ -34,8 +36,8 @@
 use crate::bytes::{Reader, put_f32, put_varint, put_zigzag, unzigzag, zigzag};
 use crate::codec::DecodeError;
 use crate::messages::{
-    DropSnap, MAX_SNAPSHOT_DROPS, MAX_SNAPSHOT_PLAYERS, MAX_SNAPSHOT_PROJECTILES, PlayerSnap,
-    ProjectileSnap, Snapshot, Touches,
+    DropSnap, EventSnap, MAX_SNAPSHOT_DROPS, MAX_SNAPSHOT_EVENTS, MAX_SNAPSHOT_PLAYERS,
+    MAX_SNAPSHOT_PROJECTILES, PlayerEvent, PlayerSnap, ProjectileSnap, Snapshot, Touches,
 };
 use bevy::prelude::Resource;
 use serde::de::Error as _;
@@ -96,6 +98,10 @@ const HAS_DROPS: u8 = 2;
 /// Bit set in the packet's flags when the recipient's [`Touches`] follow (sent only when
 /// they differ from the baseline's: most snapshots carry none).
 const HAS_TOUCHES: u8 = 4;
+/// Bit set in the packet's flags when events follow (none: no bytes).
+const HAS_EVENTS: u8 = 8;
+/// Largest encoding of one event: number, age, kind, two ids and a damage, a position.
+const MAX_EVENT_BYTES: usize = 5 + 5 + 1 + 2 + 3 + 12;
 /// Largest encoding of one dropped weapon: id, weapon, position.
 const MAX_DROP_BYTES: usize = 3 + 1 + 12;
 
@@ -346,6 +352,9 @@ pub struct SnapshotPacket {
     pub items: Option<u64>,
     /// [`Snapshot::drops`], in full.
     pub drops: Vec<DropSnap>,
+    /// [`Snapshot::events`], each `tick` given as the ticks before the snapshot's
+    /// (wrapping).
+    pub events: Vec<EventSnap>,
 }
 
 /// The header numbers a delta counts from: the baseline's, or zeros.
@@ -392,7 +401,8 @@ impl SnapshotPacket {
         + (1 + MAX_SNAPSHOT_PLAYERS * MAX_CHANGE_BYTES)
         + (1 + MAX_SNAPSHOT_PROJECTILES * MAX_PROJECTILE_BYTES)
         + 10
-        + (1 + MAX_SNAPSHOT_DROPS * MAX_DROP_BYTES);
+        + (1 + MAX_SNAPSHOT_DROPS * MAX_DROP_BYTES)
+        + (1 + MAX_SNAPSHOT_EVENTS * MAX_EVENT_BYTES);
 
     /// `snapshot` as changes from `baseline` (`None`: in full). The baseline must be a
     /// snapshot sent to the same client; its sequence number goes in the packet.
@@ -437,6 +447,14 @@ impl SnapshotPacket {
             projectiles: snapshot.projectiles.clone(),
             items: (snapshot.items != base_items).then_some(snapshot.items),
             drops: snapshot.drops.clone(),
+            events: snapshot
+                .events
+                .iter()
+                .map(|e| EventSnap {
+                    tick: snapshot.server_tick.wrapping_sub(e.tick),
+                    ..*e
+                })
+                .collect(),
         }
     }
 
@@ -486,10 +504,11 @@ impl SnapshotPacket {
         if self.touches == Some(base_touches) {
             return Err(invalid("touches sent unchanged"));
         }
+        let server_tick = header.server_tick.wrapping_add(self.server_tick);
         let snapshot = Snapshot {
             seq: self.seq,
             baseline: self.baseline,
-            server_tick: header.server_tick.wrapping_add(self.server_tick),
+            server_tick,
             server_time_us,
             ack_input_seq: header.ack_input_seq.wrapping_add(self.ack_input_seq),
             input_queue: self.input_queue,
@@ -500,6 +519,14 @@ impl SnapshotPacket {
             projectiles: self.projectiles.clone(),
             items: self.items.unwrap_or(base_items),
             drops: self.drops.clone(),
+            events: self
+                .events
+                .iter()
+                .map(|e| EventSnap {
+                    tick: server_tick.wrapping_sub(e.tick),
+                    ..*e
+                })
+                .collect(),
         };
         snapshot.validate()?;
         Ok(snapshot)
@@ -528,7 +555,12 @@ impl SnapshotPacket {
         } else {
             0
         };
-        out.push(items | drops | touches);
+        let events = if self.events.is_empty() {
+            0
+        } else {
+            HAS_EVENTS
+        };
+        out.push(items | drops | touches | events);
         if let Some(t) = self.touches {
             out.extend([t.own_pushes, t.pushes, t.contacts, t.contact_with.0]);
         }
@@ -576,6 +608,9 @@ impl SnapshotPacket {
                 }
             }
         }
+        if !self.events.is_empty() {
+            put_events(&mut out, &self.events);
+        }
         out
     }
 
@@ -604,7 +639,7 @@ impl SnapshotPacket {
         let repeated_inputs = r.varint()?;
         let server_tick_us = r.varint()?;
         let flags = r.byte()?;
-        if flags & !(HAS_ITEMS | HAS_DROPS | HAS_TOUCHES) != 0 {
+        if flags & !(HAS_ITEMS | HAS_DROPS | HAS_TOUCHES | HAS_EVENTS) != 0 {
             return Err("unknown flags");
         }
         let touches = if flags & HAS_TOUCHES != 0 {
@@ -688,6 +723,11 @@ impl SnapshotPacket {
         } else {
             Vec::new()
         };
+        let events = if flags & HAS_EVENTS != 0 {
+            read_events(r)?
+        } else {
+            Vec::new()
+        };
         r.finish()?;
         Ok(Self {
             seq,
@@ -704,8 +744,119 @@ impl SnapshotPacket {
             projectiles,
             items,
             drops,
+            events,
         })
     }
+}
+
+/// Writes events (ticks as ages): their count, then each one's number (the first in full,
+/// the rest as the gap from the one before), age, kind and fields.
+fn put_events(out: &mut Vec<u8>, events: &[EventSnap]) {
+    put_varint(out, events.len() as u64);
+    let mut last = 0u32;
+    for e in events {
+        // Out of order (a snapshot no server sends) wraps, and is refused when read.
+        put_varint(out, e.seq.wrapping_sub(last).into());
+        last = e.seq;
+        put_varint(out, e.tick.into());
+        match e.event {
+            PlayerEvent::Killed {
+                victim,
+                killer,
+                weapon,
+            } => out.extend([0, victim.0, killer.0, weapon.index() as u8]),
+            PlayerEvent::HitConfirm {
+                target,
+                damage,
+                head,
+            } => {
+                out.extend([1, target.0]);
+                put_varint(out, damage.into());
+                out.push(u8::from(head));
+            }
+            PlayerEvent::Damaged {
+                attacker,
+                damage,
+                from,
+            } => {
+                out.extend([2, attacker.0]);
+                put_varint(out, damage.into());
+                for v in from {
+                    put_f32(out, v);
+                }
+            }
+            PlayerEvent::ShotLate { excess_ms } => {
+                out.push(3);
+                put_varint(out, excess_ms.into());
+            }
+            PlayerEvent::ShotRefused => out.push(4),
+        }
+    }
+}
+
+/// Events as [`put_events`] wrote them: at least one (none is sent as no flag), numbered
+/// from 1 in increasing order, each field in range.
+fn read_events(r: &mut Reader) -> Result<Vec<EventSnap>, &'static str> {
+    let count = read_count(r, MAX_SNAPSHOT_EVENTS)?;
+    if count == 0 {
+        return Err("an empty list of events");
+    }
+    let mut events = Vec::with_capacity(count);
+    let mut last = 0u32;
+    for _ in 0..count {
+        let gap = r.varint()?;
+        if gap == 0 {
+            return Err("events not numbered from 1 in increasing order");
+        }
+        let seq = last
+            .checked_add(gap)
+            .ok_or("event number past the maximum")?;
+        last = seq;
+        let tick = r.varint()?;
+        let small = |r: &mut Reader| -> Result<u16, &'static str> {
+            u16::try_from(r.varint()?).map_err(|_| "event number field too large")
+        };
+        let event = match r.byte()? {
+            0 => PlayerEvent::Killed {
+                victim: PlayerId(r.byte()?),
+                killer: PlayerId(r.byte()?),
+                weapon: *WeaponKind::ALL
+                    .get(usize::from(r.byte()?))
+                    .ok_or("unknown weapon in a kill")?,
+            },
+            1 => PlayerEvent::HitConfirm {
+                target: PlayerId(r.byte()?),
+                damage: small(r)?,
+                head: match r.byte()? {
+                    0 => false,
+                    1 => true,
+                    _ => return Err("a head flag neither 0 nor 1"),
+                },
+            },
+            2 => {
+                let (attacker, damage) = (PlayerId(r.byte()?), small(r)?);
+                let mut from = [0.0; 3];
+                for x in &mut from {
+                    *x = r.f32()?;
+                    if !x.is_finite() {
+                        return Err("damage from NaN or infinity");
+                    }
+                }
+                PlayerEvent::Damaged {
+                    attacker,
+                    damage,
+                    from,
+                }
+            }
+            3 => PlayerEvent::ShotLate {
+                excess_ms: small(r)?,
+            },
+            4 => PlayerEvent::ShotRefused,
+            _ => return Err("unknown event kind"),
+        };
+        events.push(EventSnap { seq, tick, event });
+    }
+    Ok(events)
 }
 
 /// Dropped weapons: at least one (none is sent as no flag), each finite.

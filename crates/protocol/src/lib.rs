@@ -50,11 +50,11 @@ pub use delta::{
     SnapshotPacket, Unresolved,
 };
 pub use messages::{
-    ClientMessage, DropSnap, KIT_QUAD, KIT_REGEN, KIT_WEAPONS, Lifetime, MAX_CHAT_LEN,
+    ClientMessage, DropSnap, EventSnap, KIT_QUAD, KIT_REGEN, KIT_WEAPONS, Lifetime, MAX_CHAT_LEN,
     MAX_NAME_LEN, MAX_RCON_COMMAND_LEN, MAX_RCON_PASSWORD_LEN, MAX_SERVER_NAME_LEN,
-    MAX_SNAPSHOT_DROPS, MAX_SNAPSHOT_PLAYERS, MAX_SNAPSHOT_PROJECTILES, PlayerKey, PlayerSnap,
-    ProjectileSnap, ResumeSecret, ScoreLine, ServerMessage, ServerTextKind, Snapshot, Touches,
-    Welcome, kit,
+    MAX_SNAPSHOT_DROPS, MAX_SNAPSHOT_EVENTS, MAX_SNAPSHOT_PLAYERS, MAX_SNAPSHOT_PROJECTILES,
+    PlayerEvent, PlayerKey, PlayerSnap, ProjectileSnap, ResumeSecret, ScoreLine, ServerMessage,
+    ServerTextKind, Snapshot, Touches, Welcome, kit,
 };
 pub use text::{RESERVED_NAMES, clean_text, is_reserved_name, name_key};
 pub use token::{
@@ -65,7 +65,7 @@ pub use token::{
 };
 
 /// Version of this protocol; a client and server must agree on it exactly.
-pub const PROTOCOL_VERSION: u32 = 15;
+pub const PROTOCOL_VERSION: u32 = 16;
 
 /// Identifies Sightline traffic to netcode, which drops packets of other games. It does not
 /// change with [`PROTOCOL_VERSION`], so a mismatched client still reaches the handshake

@@ -185,33 +185,6 @@ pub enum ServerMessage {
         /// tick, where the shooter is drawn.
         tick: u32,
     },
-    /// Your shot struck someone: a hit marker and a damage number.
-    HitConfirm {
-        /// Who.
-        target: PlayerId,
-        /// Health and armour taken.
-        damage: u16,
-        /// A head hit.
-        head: bool,
-    },
-    /// You were hurt: a direction indicator.
-    Damaged {
-        /// By whom.
-        attacker: PlayerId,
-        /// Health and armour lost.
-        damage: u16,
-        /// Where the attacker was.
-        from: [f32; 3],
-    },
-    /// Someone died: the kill feed.
-    Killed {
-        /// Who died.
-        victim: PlayerId,
-        /// Who killed them.
-        killer: PlayerId,
-        /// With which weapon.
-        weapon: WeaponKind,
-    },
     /// A projectile burst here.
     Exploded {
         /// What burst.
@@ -256,21 +229,6 @@ pub enum ServerMessage {
     /// included), by player id in increasing order, sent with the scoreboard when they
     /// change. Apart from the scoreboard so a full one still fits a datagram.
     Lifetimes(Vec<(PlayerId, Lifetime)>),
-    /// Your hitscan shot fired in `tick` was judged late: your view was older than the
-    /// server rewinds, so it was judged against the oldest world allowed, `excess_ms`
-    /// later than what you saw (lead your targets by that much).
-    ShotLate {
-        /// The server tick the shot went off in.
-        tick: u32,
-        /// How far behind the oldest world allowed your view was, milliseconds.
-        excess_ms: u16,
-    },
-    /// Your hitscan shot fired in `tick` was refused: its view time was one no honest
-    /// client could claim (a clock far off, or a tampered client), so it was not judged.
-    ShotRefused {
-        /// The server tick the shot went off in.
-        tick: u32,
-    },
 }
 
 /// What the server did to a player besides running its commands, as wrapping counts (a
@@ -296,6 +254,77 @@ impl Default for Touches {
             contacts: 0,
             contact_with: PlayerId(0),
         }
+    }
+}
+
+/// Most events a snapshot carries ([`Snapshot::events`]); more wait for the next.
+pub const MAX_SNAPSHOT_EVENTS: usize = 16;
+
+/// Something that happened to or before a player, for its HUD, carried in every snapshot
+/// to it until it acknowledges one that held it: a lost packet then delays it by a
+/// snapshot, not by a reliable resend. Its client shows it when the world it draws
+/// reaches `tick` (a kill where the victim is drawn falling), and tells a repeat by `seq`.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct EventSnap {
+    /// The recipient's number for it: from 1, one more for each event queued for it.
+    pub seq: u32,
+    /// The server tick of the world it happened in.
+    pub tick: u32,
+    /// What happened.
+    pub event: PlayerEvent,
+}
+
+/// What an [`EventSnap`] says.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum PlayerEvent {
+    /// Someone died: the kill feed.
+    Killed {
+        /// Who died.
+        victim: PlayerId,
+        /// Who killed them.
+        killer: PlayerId,
+        /// With which weapon.
+        weapon: WeaponKind,
+    },
+    /// Your shot struck someone: a hit marker and a damage number. Its tick is the world
+    /// the hit was judged in: for a hitscan shot the one you saw when firing (lag
+    /// compensation), already drawn, so it shows at once; for splash the burst's.
+    HitConfirm {
+        /// Who.
+        target: PlayerId,
+        /// Health and armour taken.
+        damage: u16,
+        /// A head hit.
+        head: bool,
+    },
+    /// You were hurt: a direction indicator.
+    Damaged {
+        /// By whom.
+        attacker: PlayerId,
+        /// Health and armour lost.
+        damage: u16,
+        /// Where the attacker was.
+        from: [f32; 3],
+    },
+    /// Your hitscan shot fired in the event's tick was judged late: your view was older
+    /// than the server rewinds, so it was judged against the oldest world allowed,
+    /// `excess_ms` later than what you saw (lead your targets by that much). A verdict
+    /// on your own shot: shown at once.
+    ShotLate {
+        /// How far behind the oldest world allowed your view was, milliseconds.
+        excess_ms: u16,
+    },
+    /// Your hitscan shot fired in the event's tick was refused: its view time was one no
+    /// honest client could claim (a clock far off, or a tampered client), so it was not
+    /// judged. Shown at once.
+    ShotRefused,
+}
+
+impl PlayerEvent {
+    /// Whether it answers the recipient's own action and is shown on arrival rather than
+    /// with the drawn world.
+    pub fn is_verdict(&self) -> bool {
+        matches!(self, Self::ShotLate { .. } | Self::ShotRefused)
     }
 }
 
@@ -397,11 +426,6 @@ impl Wire for ServerMessage {
                 check_finite("origin", origin)?;
                 check_finite("direction", dir)
             }
-            Self::Killed { .. }
-            | Self::HitConfirm { .. }
-            | Self::ShotLate { .. }
-            | Self::ShotRefused { .. } => Ok(()),
-            Self::Damaged { from, .. } => check_finite("from", from),
             Self::Exploded { at, .. } => check_finite("at", at),
             Self::Match { .. } => Ok(()),
             Self::MatchEnded { winner } => check_text("winner", winner, MAX_CHAT_LEN),
@@ -559,7 +583,7 @@ impl PlayerSnap {
 /// [`crate::InputPacket`], so the server sends each as changes from one the client is
 /// known to hold ([`crate::SnapshotPacket`]); this is the whole snapshot a packet
 /// resolves to.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct Snapshot {
     /// Snapshot number, from 1, one per snapshot sent to this client.
     pub seq: u32,
@@ -594,6 +618,9 @@ pub struct Snapshot {
     pub items: u64,
     /// Weapons dropped by the dead, in id order.
     pub drops: Vec<DropSnap>,
+    /// Events for the recipient not yet acknowledged, oldest first, at most
+    /// [`MAX_SNAPSHOT_EVENTS`].
+    pub events: Vec<EventSnap>,
 }
 
 /// Most projectiles a snapshot may carry.
@@ -644,6 +671,19 @@ impl Snapshot {
         }
         for d in &self.drops {
             check_finite("dropped weapon", &d.pos)?;
+        }
+        if self.events.len() > MAX_SNAPSHOT_EVENTS {
+            return Err(invalid("too many events"));
+        }
+        if self.events.first().is_some_and(|e| e.seq == 0)
+            || self.events.windows(2).any(|w| w[1].seq <= w[0].seq)
+        {
+            return Err(invalid("events not numbered from 1 in increasing order"));
+        }
+        for e in &self.events {
+            if let PlayerEvent::Damaged { from, .. } = &e.event {
+                check_finite("damage origin", from)?;
+            }
         }
         Ok(())
     }

@@ -52,6 +52,7 @@ fn snapshot(n: usize) -> Snapshot {
         projectiles: vec![],
         items: 0b1011,
         drops: vec![],
+        events: vec![],
     }
 }
 
@@ -406,17 +407,25 @@ fn scoreboards_out_of_order_or_with_unknown_teams_are_refused() {
 
 #[test]
 fn unknown_weapons_and_game_modes_are_refused() {
-    // The last byte of each is the enum's variant number, one past the last known.
-    let weapon_last = |w| ServerMessage::Killed {
-        victim: PlayerId(1),
-        killer: PlayerId(2),
-        weapon: w,
+    // The last byte of each is the enum's variant number, one past the last known: a
+    // snapshot whose last event is a kill ends with its weapon.
+    let weapon_last = |weapon| Snapshot {
+        events: vec![crate::EventSnap {
+            seq: 1,
+            tick: 1200,
+            event: crate::PlayerEvent::Killed {
+                victim: PlayerId(1),
+                killer: PlayerId(2),
+                weapon,
+            },
+        }],
+        ..snapshot(1)
     };
-    let mut bytes = weapon_last(WeaponKind::Rockets).encode().unwrap();
+    let mut bytes = full_bytes(&weapon_last(WeaponKind::Rockets));
     assert_eq!(bytes.last(), Some(&2));
-    assert!(ServerMessage::decode(&bytes).is_ok());
+    assert!(decode_full(&bytes).is_ok());
     *bytes.last_mut().unwrap() = WeaponKind::ALL.len() as u8;
-    assert!(ServerMessage::decode(&bytes).is_err());
+    assert!(decode_full(&bytes).is_err());
     let mut bytes = ServerMessage::Match {
         fraglimit: 0,
         time_left_s: 0,

@@ -12,11 +12,12 @@ use proptest::sample::Index;
 use sightline_combat::{GameMode, ProjectileKind, Team, WeaponKind};
 use sightline_movement::MoveFlags;
 use sightline_protocol::{
-    ClientDatagram, ClientMessage, DecodeError, DropSnap, InputPacket, Lifetime, MAX_BASELINE_AGE,
-    MAX_CHAT_LEN, MAX_NAME_LEN, MAX_PACKET_CMDS, MAX_RCON_COMMAND_LEN, MAX_RCON_PASSWORD_LEN,
-    MAX_SERVER_NAME_LEN, MAX_SNAPSHOT_DROPS, MAX_SNAPSHOT_PLAYERS, MAX_SNAPSHOT_PROJECTILES,
-    PlayerSnap, ProjectileSnap, ScoreLine, ServerDatagram, ServerMessage, ServerTextKind, Snapshot,
-    SnapshotPacket, Touches, Welcome, Wire, clean_text,
+    ClientDatagram, ClientMessage, DecodeError, DropSnap, EventSnap, InputPacket, Lifetime,
+    MAX_BASELINE_AGE, MAX_CHAT_LEN, MAX_NAME_LEN, MAX_PACKET_CMDS, MAX_RCON_COMMAND_LEN,
+    MAX_RCON_PASSWORD_LEN, MAX_SERVER_NAME_LEN, MAX_SNAPSHOT_DROPS, MAX_SNAPSHOT_EVENTS,
+    MAX_SNAPSHOT_PLAYERS, MAX_SNAPSHOT_PROJECTILES, PlayerEvent, PlayerSnap, ProjectileSnap,
+    ScoreLine, ServerDatagram, ServerMessage, ServerTextKind, Snapshot, SnapshotPacket, Touches,
+    Welcome, Wire, clean_text,
 };
 use sightline_sim::{
     Buttons, InputCmd, MAX_TICK_HZ, MIN_TICK_HZ, PlayerId, VIEW_FRAC_STEP, WEAPON_SLOTS,
@@ -284,6 +285,7 @@ fn snapshot() -> impl Strategy<Value = Snapshot> {
         projectiles,
         any::<u64>(),
         drops(),
+        events(),
     )
         .prop_map(
             |(
@@ -298,6 +300,7 @@ fn snapshot() -> impl Strategy<Value = Snapshot> {
                 projectiles,
                 items,
                 drops,
+                events,
             )| Snapshot {
                 seq,
                 baseline: 0,
@@ -317,8 +320,58 @@ fn snapshot() -> impl Strategy<Value = Snapshot> {
                 projectiles,
                 items,
                 drops,
+                events,
             },
         )
+}
+
+/// An event of any kind, with any fields a server could send.
+fn player_event() -> impl Strategy<Value = PlayerEvent> {
+    prop_oneof![
+        (player_id(), player_id(), weapon()).prop_map(|(victim, killer, weapon)| {
+            PlayerEvent::Killed {
+                victim,
+                killer,
+                weapon,
+            }
+        }),
+        (player_id(), u16_any(), any::<bool>()).prop_map(|(target, damage, head)| {
+            PlayerEvent::HitConfirm {
+                target,
+                damage,
+                head,
+            }
+        }),
+        (player_id(), u16_any(), vec3()).prop_map(|(attacker, damage, from)| {
+            PlayerEvent::Damaged {
+                attacker,
+                damage,
+                from,
+            }
+        }),
+        u16_any().prop_map(|excess_ms| PlayerEvent::ShotLate { excess_ms }),
+        Just(PlayerEvent::ShotRefused),
+    ]
+}
+
+/// Events numbered in increasing order from any start, with any ticks: none, a few, or
+/// as many as a snapshot holds.
+fn events() -> impl Strategy<Value = Vec<EventSnap>> {
+    let event = || (1u32..=1_000, u32_any(), player_event());
+    prop_oneof![
+        prop::collection::vec(event(), 0..=2),
+        prop::collection::vec(event(), MAX_SNAPSHOT_EVENTS),
+    ]
+    .prop_map(|events| {
+        let mut seq = 0u32;
+        events
+            .into_iter()
+            .map(|(gap, tick, event)| {
+                seq += gap;
+                EventSnap { seq, tick, event }
+            })
+            .collect()
+    })
 }
 
 /// Dropped weapons in increasing id order: none, a few, or as many as a snapshot holds.
@@ -451,27 +504,6 @@ fn server_message() -> impl Strategy<Value = ServerMessage> {
                 tick,
             }
         ),
-        (player_id(), u16_any(), any::<bool>()).prop_map(|(target, damage, head)| {
-            ServerMessage::HitConfirm {
-                target,
-                damage,
-                head,
-            }
-        }),
-        (player_id(), u16_any(), vec3()).prop_map(|(attacker, damage, from)| {
-            ServerMessage::Damaged {
-                attacker,
-                damage,
-                from,
-            }
-        }),
-        (player_id(), player_id(), weapon()).prop_map(|(victim, killer, weapon)| {
-            ServerMessage::Killed {
-                victim,
-                killer,
-                weapon,
-            }
-        }),
         (projectile_kind(), vec3(), u32_any())
             .prop_map(|(kind, at, tick)| ServerMessage::Exploded { kind, at, tick }),
         (
@@ -501,9 +533,6 @@ fn server_message() -> impl Strategy<Value = ServerMessage> {
         )
             .prop_map(|(kind, text)| ServerMessage::ServerText { kind, text }),
         lifetimes(),
-        (u32_any(), u16_any())
-            .prop_map(|(tick, excess_ms)| ServerMessage::ShotLate { tick, excess_ms }),
-        u32_any().prop_map(|tick| ServerMessage::ShotRefused { tick }),
     ]
 }
 
@@ -760,17 +789,12 @@ fn server_variant(msg: &ServerMessage) -> usize {
         ServerMessage::Chat { .. } => 4,
         ServerMessage::Scoreboard(_) => 5,
         ServerMessage::Fired { .. } => 6,
-        ServerMessage::HitConfirm { .. } => 7,
-        ServerMessage::Damaged { .. } => 8,
-        ServerMessage::Killed { .. } => 9,
-        ServerMessage::Exploded { .. } => 10,
-        ServerMessage::Match { .. } => 11,
-        ServerMessage::MatchEnded { .. } => 12,
-        ServerMessage::MapChange { .. } => 13,
-        ServerMessage::ServerText { .. } => 14,
-        ServerMessage::Lifetimes(_) => 15,
-        ServerMessage::ShotLate { .. } => 16,
-        ServerMessage::ShotRefused { .. } => 17,
+        ServerMessage::Exploded { .. } => 7,
+        ServerMessage::Match { .. } => 8,
+        ServerMessage::MatchEnded { .. } => 9,
+        ServerMessage::MapChange { .. } => 10,
+        ServerMessage::ServerText { .. } => 11,
+        ServerMessage::Lifetimes(_) => 12,
     }
 }
 
@@ -821,7 +845,7 @@ fn every_variant_is_generated() {
     let checks = [
         (
             "ServerMessage",
-            variants_seen(server_message(), server_variant, 18),
+            variants_seen(server_message(), server_variant, 13),
         ),
         (
             "ClientMessage",

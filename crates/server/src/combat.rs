@@ -3,12 +3,14 @@
 use crate::connection::{Connection, ConnectionStage};
 use crate::interest::{Interest, hears_explosion};
 use crate::outbox::Outgoing;
+use crate::snapshots::EventQueue;
 use crate::spawn::choose_spawn;
+use crate::stats::SnapshotStats;
 use bevy::prelude::*;
 use sightline_combat::{Arsenal, CombatEvent, HitZone, SpawnCount, Vitals, respawned};
 use sightline_map::CurrentMap;
 use sightline_movement::{MoveParams, PlayerState};
-use sightline_protocol::{ProjectileSnap, ServerMessage};
+use sightline_protocol::{PlayerEvent, ProjectileSnap, ServerMessage};
 use sightline_sim::{PlayerId, Tick};
 
 /// Brings back the dead whose respawn time is up, at the spawn point farthest from the
@@ -33,24 +35,36 @@ pub(crate) fn respawn_players(
     }
 }
 
-/// Turns combat events into reliable messages: fire and deaths for everyone, a hit
-/// confirmation for the shooter, a damage indicator for the victim, a rocket's burst for
-/// whoever was sent the rocket or could see or hear the burst.
+/// Tells clients what combat did: fire and bursts as reliable messages (to everyone, and
+/// to whoever was sent the rocket or could see or hear the burst); deaths to everyone,
+/// a hit confirmation to the shooter, a damage indicator to the victim and verdicts on
+/// late or refused shots to the shooter as events in their snapshots ([`EventQueue`]).
+#[allow(clippy::too_many_arguments)]
 pub(crate) fn send_combat_events(
     mut events: MessageReader<CombatEvent>,
     mut outbox: MessageWriter<Outgoing>,
     connections: Query<(&Connection, &PlayerId)>,
+    mut queues: Query<(&Connection, &PlayerId, &mut EventQueue)>,
     positions: Query<(&PlayerId, &PlayerState)>,
     views: Query<(&Connection, &PlayerId, &PlayerState, &Interest)>,
     map: Res<CurrentMap>,
     params: Res<MoveParams>,
     now: Res<Tick>,
+    mut stats: ResMut<SnapshotStats>,
 ) {
     let client_of = |id: PlayerId| {
         connections
             .iter()
             .find(|(c, p)| **p == id && c.stage == ConnectionStage::Playing)
             .map(|(c, _)| c.client_id)
+    };
+    // Queues `event` of the world at `tick` for `who` (everyone playing: `None`).
+    let mut tell = |who: Option<PlayerId>, tick: u32, event: PlayerEvent| {
+        for (conn, id, mut queue) in &mut queues {
+            if conn.stage == ConnectionStage::Playing && who.is_none_or(|w| w == *id) {
+                stats.events_expired += queue.push(now.0, tick, event) as u64;
+            }
+        }
     };
     for event in events.read() {
         let out = match *event {
@@ -79,30 +93,31 @@ pub(crate) fn send_combat_events(
                 target,
                 damage,
                 zone,
+                seen,
                 ..
             } => {
-                let amount = damage.round().clamp(0.0, u16::MAX as f32) as u16;
-                if let Some(client) = client_of(shooter) {
-                    let msg = ServerMessage::HitConfirm {
+                let damage = damage.round().clamp(0.0, u16::MAX as f32) as u16;
+                let head = zone == HitZone::Head;
+                tell(
+                    Some(shooter),
+                    seen,
+                    PlayerEvent::HitConfirm {
                         target,
-                        damage: amount,
-                        head: zone == HitZone::Head,
-                    };
-                    outbox.write(Outgoing::To(client, msg));
-                }
-                let Some(client) = client_of(target) else {
-                    continue;
-                };
+                        damage,
+                        head,
+                    },
+                );
                 let from = positions
                     .iter()
                     .find(|(id, _)| **id == shooter)
                     .map_or(Vec3::ZERO, |(_, s)| s.pos);
-                let msg = ServerMessage::Damaged {
+                let hurt = PlayerEvent::Damaged {
                     attacker: shooter,
-                    damage: amount,
+                    damage,
                     from: from.to_array(),
                 };
-                Outgoing::To(client, msg)
+                tell(Some(target), now.0, hurt);
+                continue;
             }
             CombatEvent::Killed {
                 victim,
@@ -115,28 +130,26 @@ pub(crate) fn send_combat_events(
                     victim.0,
                     weapon.def().name
                 );
-                Outgoing::ToPlaying(ServerMessage::Killed {
+                let killed = PlayerEvent::Killed {
                     victim,
                     killer,
                     weapon,
-                })
+                };
+                tell(None, now.0, killed);
+                continue;
             }
             CombatEvent::ShotLate {
                 shooter,
                 tick,
                 excess,
             } => {
-                let Some(client) = client_of(shooter) else {
-                    continue;
-                };
                 let excess_ms = (excess * 1000.0).round().clamp(0.0, f32::from(u16::MAX)) as u16;
-                Outgoing::To(client, ServerMessage::ShotLate { tick, excess_ms })
+                tell(Some(shooter), tick, PlayerEvent::ShotLate { excess_ms });
+                continue;
             }
             CombatEvent::ShotRefused { shooter, tick } => {
-                let Some(client) = client_of(shooter) else {
-                    continue;
-                };
-                Outgoing::To(client, ServerMessage::ShotRefused { tick })
+                tell(Some(shooter), tick, PlayerEvent::ShotRefused);
+                continue;
             }
             CombatEvent::Exploded {
                 kind,

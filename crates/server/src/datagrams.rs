@@ -38,6 +38,10 @@ pub(crate) fn strike_refused_packets(
     }
 }
 
+/// How much faster than the tick rate a client may make commands while the server hears
+/// nothing from it: pacing runs a client's ticks at most a few percent fast.
+const SILENT_TICK_SLACK: f64 = 1.05;
+
 /// Reads input packets into each player's buffer and answers clock-sync pings at once,
 /// within each connection's per-frame budget; junk, floods and impossible commands earn
 /// strikes.
@@ -137,10 +141,17 @@ pub(crate) fn receive_datagrams(
                 conn.offend_malformed(&mut server, false, now, &mut stats);
                 continue;
             };
+            // Back from an outage, a client's commands lead by the ticks it made in real
+            // time meanwhile (and a little for pacing's faster ticks): no forgery.
+            let silent = ((now - conn.conduct.last_command_at).max(0.0)
+                * f64::from(config.tick_hz)
+                * SILENT_TICK_SLACK)
+                .ceil()
+                .min(f64::from(u32::MAX)) as u32;
             conn.conduct.last_command_at = now;
             buffer.ack_snapshot = buffer.ack_snapshot.max(packet.ack_snapshot);
             for cmd in cmds.iter().rev() {
-                if buffer.push_within(*cmd, ack_tick, owed) == Push::TooFarAhead {
+                if buffer.push_within(*cmd, ack_tick, owed, silent) == Push::TooFarAhead {
                     conn.refuse_command(&mut server, now, &mut stats);
                     break;
                 }

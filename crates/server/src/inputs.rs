@@ -146,14 +146,23 @@ impl InputBuffer {
     /// buffer keeps what it holds and refuses a newer command; one older than everything
     /// waiting (it fills a hole) takes the place of the newest.
     pub fn push(&mut self, cmd: InputCmd, ack_tick: Option<u32>) -> Push {
-        self.push_within(cmd, ack_tick, 0)
+        self.push_within(cmd, ack_tick, 0, 0)
     }
 
     /// [`Self::push`] when `owed` ticks are about to run before the next command is
-    /// read: the server fell behind (it stood still), and the client's commands are
-    /// ahead of what it simulated by that much more than the limits allow.
-    pub fn push_within(&mut self, cmd: InputCmd, ack_tick: Option<u32>, owed: u32) -> Push {
-        let max_ahead = self.max_ahead.saturating_add(owed);
+    /// read (the server fell behind: it stood still, and the client's commands are ahead
+    /// of what it simulated by that much more than the limits allow), after `silent` ticks'
+    /// worth of time in which nothing came from the client (an outage: it went on making
+    /// commands in real time, so they may lead by that much more, but the buffer holds no
+    /// more for it).
+    pub fn push_within(
+        &mut self,
+        cmd: InputCmd,
+        ack_tick: Option<u32>,
+        owed: u32,
+        silent: u32,
+    ) -> Push {
+        let max_ahead = self.max_ahead.saturating_add(owed).saturating_add(silent);
         // No underflow: seq is above last_simulated when subtracted.
         if cmd.seq > self.last_simulated && cmd.seq - self.last_simulated > max_ahead {
             return Push::TooFarAhead;
@@ -388,12 +397,28 @@ mod tests {
         let far = 1 + (MAX_SEQ_AHEAD_SECONDS * 128.0) as u32 + 64;
         assert_eq!(b.push(cmd(far), None), Push::TooFarAhead);
         // The server stood still half a second: 64 ticks are about to run.
-        assert_eq!(b.push_within(cmd(far), None, 64), Push::Queued);
+        assert_eq!(b.push_within(cmd(far), None, 64, 0), Push::Queued);
         // And it holds that much more than its usual second of commands.
         for seq in 2..2 + 128 + 64 {
-            assert_eq!(b.push_within(cmd(seq), None, 64), Push::Queued, "{seq}");
+            assert_eq!(b.push_within(cmd(seq), None, 64, 0), Push::Queued, "{seq}");
         }
-        assert_eq!(b.push_within(cmd(far - 1), None, 64), Push::Full);
+        assert_eq!(b.push_within(cmd(far - 1), None, 64, 0), Push::Full);
+    }
+
+    #[test]
+    fn a_client_back_from_an_outage_leads_by_the_silence_but_queues_no_more() {
+        let mut b = buffer();
+        b.push(cmd(1), None);
+        b.take_next();
+        // Three seconds without a word: its newest command is 384 ticks on.
+        let back = 1 + 3 * 128;
+        assert_eq!(b.push(cmd(back), None), Push::TooFarAhead);
+        assert_eq!(b.push_within(cmd(back), None, 0, 3 * 128), Push::Queued);
+        // The buffer's limit is not widened: a second of commands, then full.
+        for seq in back - 127..back {
+            assert_eq!(b.push_within(cmd(seq), None, 0, 3 * 128), Push::Queued);
+        }
+        assert_eq!(b.push_within(cmd(back + 1), None, 0, 3 * 128), Push::Full);
     }
 
     #[test]

@@ -98,7 +98,7 @@ pub use records::{
 pub use resume::{Departed, DepartedPlayers, RESUME_SECONDS, Resumable};
 pub use rules::{INTERMISSION, MatchOrder, MatchOrders, MatchRules, MatchState};
 pub use sightline_combat::GameMode;
-pub use snapshots::SnapshotCounter;
+pub use snapshots::{EVENT_LIFETIME_S, EventQueue, MAX_QUEUED_EVENTS, SnapshotCounter};
 pub use spawn::choose_spawn;
 pub use stalls::{FrameLag, MAX_STALL_CATCH_UP, STALL_SECONDS, Stalls, TickCost};
 pub use stats::{HostingStats, SLICE_BYTES, ServerStats, SnapshotStats, TickTimes};

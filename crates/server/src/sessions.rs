@@ -11,7 +11,7 @@ use crate::interest::Interest;
 use crate::outbox::{Outgoing, send_to_playing};
 use crate::records::Career;
 use crate::resume::{Departed, DepartedPlayers, Resumable};
-use crate::snapshots::SnapshotCounter;
+use crate::snapshots::{EventQueue, SnapshotCounter};
 use crate::spawn::choose_spawn;
 use crate::stats::ServerStats;
 use crate::teams::team_for_newcomer;
@@ -323,6 +323,7 @@ impl Admission<'_, '_> {
             state,
             InputBuffer::new(self.config.tick),
             SnapshotCounter::default(),
+            EventQueue::default(),
             Interest::default(),
             ViewWindow::CLOSED,
             vitals,
@@ -470,6 +471,7 @@ fn take_over(
         Resumable,
         InputBuffer,
         SnapshotCounter,
+        EventQueue,
         Interest,
         ViewWindow,
         Team,

@@ -1,5 +1,6 @@
 //! Snapshots: the players each client could see or hear ([`Interest`]), sent to it with
-//! its own acknowledgements, as changes from the newest snapshot it acknowledged.
+//! its own acknowledgements, as changes from the newest snapshot it acknowledged, and the
+//! events it is to be shown ([`EventQueue`]) until it acknowledges one that held them.
 
 use crate::connection::{Connection, ConnectionStage};
 use crate::inputs::InputBuffer;
@@ -15,8 +16,9 @@ use sightline_movement::grid::POS_STEPS;
 use sightline_movement::{Contacts, PlayerState};
 use sightline_net::RenetServer;
 use sightline_protocol::{
-    Channel, DropSnap, EncodeError, MAX_BASELINE_AGE, MAX_SNAPSHOT_DROPS, MAX_SNAPSHOT_PROJECTILES,
-    PlayerSnap, ProjectileSnap, ServerDatagram, Snapshot, SnapshotPacket, Touches, Wire, kit,
+    Channel, DropSnap, EncodeError, EventSnap, MAX_BASELINE_AGE, MAX_SNAPSHOT_DROPS,
+    MAX_SNAPSHOT_EVENTS, MAX_SNAPSHOT_PROJECTILES, PlayerEvent, PlayerSnap, ProjectileSnap,
+    ServerDatagram, Snapshot, SnapshotPacket, Touches, Wire, kit,
 };
 use sightline_sim::{CurrentCmd, PlayerId, Tick, TickConfig};
 use std::collections::VecDeque;
@@ -85,8 +87,92 @@ impl SnapshotCounter {
             .map(|s| s.ack_input_seq)
     }
 
+    /// The newest event a recent snapshot carried (`None`: none, or a snapshot never sent
+    /// or long gone): the client holding that snapshot has every event up to it.
+    pub fn events_through(&self, seq: u32) -> Option<u32> {
+        self.find(seq)
+            .and_then(|(.., sent)| sent.as_ref())
+            .and_then(|s| s.events.last())
+            .map(|e| e.seq)
+    }
+
     fn find(&self, seq: u32) -> Option<&(u32, u32, Option<Arc<Snapshot>>)> {
         self.recent.iter().rev().find(|(s, ..)| *s == seq)
+    }
+}
+
+/// Most events kept for one client awaiting its acknowledgement; past it the oldest go,
+/// counted ([`SnapshotStats::events_expired`]).
+pub const MAX_QUEUED_EVENTS: usize = 64;
+/// Longest an event waits for acknowledgement, seconds: a hit marker or a kill feed line
+/// older than this is no news (the scoreboard keeps the count).
+pub const EVENT_LIFETIME_S: f64 = 3.0;
+
+/// The events one client is to be shown (kills, hits, hurts, verdicts on its shots), each
+/// carried in every snapshot to it, oldest first and [`MAX_SNAPSHOT_EVENTS`] at most,
+/// until it acknowledges a snapshot that held it: a lost datagram delays an event by a
+/// snapshot rather than by a reliable resend, and the client drops repeats by number.
+#[derive(Component, Debug, Default, Clone)]
+pub struct EventQueue {
+    /// Number of the last event queued (0: none yet).
+    last: u32,
+    /// Unacknowledged events, with the tick each was queued in.
+    pending: VecDeque<(u32, EventSnap)>,
+}
+
+impl EventQueue {
+    /// Queues `event`, of the world at `tick`, in tick `now`; returns how many older ones
+    /// went to make room (0 or 1). Numbers stop at `u32::MAX` (four billion events in one
+    /// connection), after which the client takes every event as a repeat.
+    pub fn push(&mut self, now: u32, tick: u32, event: PlayerEvent) -> usize {
+        self.last = self.last.saturating_add(1);
+        let dropped = usize::from(self.pending.len() >= MAX_QUEUED_EVENTS);
+        if dropped > 0 {
+            self.pending.pop_front();
+        }
+        let seq = self.last;
+        self.pending
+            .push_back((now, EventSnap { seq, tick, event }));
+        dropped
+    }
+
+    /// Forgets the events up to `through`, which the client has.
+    pub fn acknowledge(&mut self, through: u32) {
+        while self.pending.front().is_some_and(|(_, e)| e.seq <= through) {
+            self.pending.pop_front();
+        }
+    }
+
+    /// Forgets the events queued more than `lifetime` ticks before `now`; returns how many.
+    pub fn expire(&mut self, now: u32, lifetime: u32) -> usize {
+        let before = self.pending.len();
+        while self
+            .pending
+            .front()
+            .is_some_and(|(queued, _)| now.wrapping_sub(*queued) > lifetime)
+        {
+            self.pending.pop_front();
+        }
+        before - self.pending.len()
+    }
+
+    /// What the next snapshot carries: the oldest unacknowledged events.
+    pub fn to_send(&self) -> Vec<EventSnap> {
+        self.pending
+            .iter()
+            .take(MAX_SNAPSHOT_EVENTS)
+            .map(|(_, e)| *e)
+            .collect()
+    }
+
+    /// Events waiting for acknowledgement.
+    pub fn len(&self) -> usize {
+        self.pending.len()
+    }
+
+    /// Whether none waits.
+    pub fn is_empty(&self) -> bool {
+        self.pending.is_empty()
     }
 }
 
@@ -114,6 +200,7 @@ pub(crate) fn send_snapshots(
         Option<&Interest>,
         Option<&Pushes>,
         Option<&Contacts>,
+        Option<&mut EventQueue>,
     )>,
     times: Res<TickTimes>,
     mut weights: ResMut<SnapshotStats>,
@@ -160,6 +247,7 @@ pub(crate) fn send_snapshots(
             .collect(),
         items: items_present(items.iter().copied()),
         drops: drops_lying(&drops),
+        events: Vec::new(),
     };
     snapshot.players.sort_by_key(|p| p.id);
     let spots = items.iter().fold(0u64, |bits, s| bits | (1 << s.index));
@@ -168,10 +256,21 @@ pub(crate) fn send_snapshots(
     let rockets = std::mem::take(&mut snapshot.projectiles);
     // One snapshot, its players chosen and its header rewritten for each recipient, and
     // encoded against what that recipient holds.
-    for (conn, mut buffer, mut counter, me, interest, pushes, contacts) in &mut clients {
+    let lifetime = (EVENT_LIFETIME_S * f64::from(config.tick_hz)) as u32;
+    for (conn, mut buffer, mut counter, me, interest, pushes, contacts, queue) in &mut clients {
         if conn.stage != ConnectionStage::Playing {
             continue;
         }
+        let events = match queue {
+            Some(mut queue) => {
+                if let Some(through) = counter.events_through(buffer.ack_snapshot) {
+                    queue.acknowledge(through);
+                }
+                weights.events_expired += queue.expire(tick.0, lifetime) as u64;
+                queue.to_send()
+            }
+            None => Vec::new(),
+        };
         let timing = buffer.take_timing();
         // The recipient's own player, found once: what is near it and what waits.
         let own = me.and_then(|me| everyone.iter().find(|p| p.id == *me));
@@ -193,6 +292,7 @@ pub(crate) fn send_snapshots(
                 interest.is_none_or(|i| i.sends_rocket(r, me.copied(), tick.0))
             }),
             items: interest.map_or(snapshot.items, |i| i.items & spots),
+            events,
             ..snapshot.clone()
         };
         let baseline = counter.baseline(buffer.ack_snapshot);
@@ -344,6 +444,45 @@ fn encode_within_budget(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn events_ride_until_acknowledged_and_expire_when_never_acknowledged() {
+        let kill = |victim| PlayerEvent::Killed {
+            victim: PlayerId(victim),
+            killer: PlayerId(1),
+            weapon: sightline_combat::WeaponKind::Rifle,
+        };
+        let mut queue = EventQueue::default();
+        for i in 0..20 {
+            assert_eq!(queue.push(100, 90 + u32::from(i), kill(i)), 0);
+        }
+        // The oldest that fit a snapshot, numbered from 1.
+        let sent = queue.to_send();
+        assert_eq!(sent.len(), MAX_SNAPSHOT_EVENTS);
+        assert_eq!((sent[0].seq, sent[0].tick), (1, 90));
+        // A snapshot that carried them is acknowledged: the rest go next.
+        let mut counter = SnapshotCounter::default();
+        let seq = counter.next(100);
+        counter.keep(Snapshot {
+            events: sent,
+            ..Snapshot::default()
+        });
+        queue.acknowledge(counter.events_through(seq).expect("events carried"));
+        assert_eq!(
+            queue.to_send().iter().map(|e| e.seq).collect::<Vec<_>>(),
+            vec![17, 18, 19, 20]
+        );
+        assert_eq!(counter.events_through(seq + 1), None, "never sent");
+        // Never acknowledged: kept for the lifetime, then dropped and counted.
+        assert_eq!(queue.expire(100 + 384, 384), 0);
+        assert_eq!(queue.expire(100 + 385, 384), 4);
+        assert!(queue.is_empty());
+        // A silent client's queue stays bounded.
+        let dropped: usize = (0..MAX_QUEUED_EVENTS + 5)
+            .map(|_| queue.push(500, 500, kill(2)))
+            .sum();
+        assert_eq!((dropped, queue.len()), (5, MAX_QUEUED_EVENTS));
+    }
 
     #[test]
     fn only_recent_snapshots_can_be_acknowledged() {

@@ -73,6 +73,9 @@ pub struct SnapshotStats {
     pub players: u64,
     /// See `players`.
     pub moving: u64,
+    /// Events dropped unacknowledged: their client acknowledged no snapshot for the
+    /// events' lifetime (3 s), or more were queued for it than are kept.
+    pub events_expired: u64,
 }
 
 impl SnapshotStats {

@@ -3,7 +3,7 @@
 
 use crate::connection::PlayerSlots;
 use crate::stalls::Stalls;
-use crate::stats::{HostingStats, ServerStats, TickTimes};
+use crate::stats::{HostingStats, ServerStats, SnapshotStats, TickTimes};
 use bevy::prelude::*;
 use sightline_combat::LagCompStats;
 use sightline_net::{Connectionless, NetStats};
@@ -23,6 +23,7 @@ pub(crate) struct StatusSources<'w, 's> {
     connectionless: Option<Res<'w, Connectionless>>,
     net: Res<'w, NetStats>,
     lagcomp: Res<'w, LagCompStats>,
+    snapshots: Res<'w, SnapshotStats>,
     stalls: Res<'w, Stalls>,
     real: Res<'w, Time<Real>>,
     /// When the last line was written, and the socket's byte counts then.
@@ -48,7 +49,7 @@ impl StatusSources<'_, '_> {
              tick_max_ms={max:.3} out_kBps={:.1} in_kBps={:.1} kicks={} strikes={} \
              malformed={} malformed_bundles={} bad_packets={} ack_stalls={} resends_held={} \
              over_budget={} refused_commands={} holds={} repeats={} \
-             unresolved_inputs={} late_shots={} refused_shots={} \
+             unresolved_inputs={} late_shots={} refused_shots={} events_expired={} \
              junk_datagrams={} handshakes_refused={} connections_refused={} \
              tokens_issued={} tokens_refused={} token_requests_dropped={} \
              stalls={} stall_max_ms={:.0} ticks_caught_up={} skipped_ms={:.0} \
@@ -71,6 +72,7 @@ impl StatusSources<'_, '_> {
             stats.unresolved_inputs,
             self.lagcomp.late,
             self.lagcomp.refused,
+            self.snapshots.events_expired,
             net.junk_datagrams,
             net.handshakes_refused,
             net.connections_refused,

@@ -53,6 +53,7 @@ fn snapshot(seq: u32, ids: &[u8]) -> Snapshot {
             weapon: WeaponKind::Railgun,
             pos: [4.0, 0.0, -1.0],
         }],
+        events: vec![],
     }
 }
 
@@ -94,6 +95,27 @@ fn full_and_delta_snapshots_resolve_to_exactly_what_was_sent() {
     next.players[2].ammo = 65_535;
     next.items = 0;
     next.projectiles.clear();
+    // Events, one numbered past a gap, one of a world older than the baseline.
+    next.events = vec![
+        crate::EventSnap {
+            seq: 7,
+            tick: next.server_tick - 1,
+            event: crate::PlayerEvent::Damaged {
+                attacker: PlayerId(2),
+                damage: 1_000,
+                from: [1.0, -2.0, 3.5],
+            },
+        },
+        crate::EventSnap {
+            seq: 9,
+            tick: 3,
+            event: crate::PlayerEvent::HitConfirm {
+                target: PlayerId(5),
+                damage: 12,
+                head: false,
+            },
+        },
+    ];
     let (resolved, _) = round_trip(&next, Some(&base));
     assert_eq!(
         resolved,
@@ -274,7 +296,48 @@ fn hostile_bytes_are_refused() {
     assert!(packet(0, 0, &[0, 0, 0]).is_ok(), "an empty full snapshot");
     assert!(packet(5, 0, &[0, 0, 0]).is_err(), "baseline 0 as a delta");
     assert!(packet(65, 0, &[0, 0, 0]).is_err(), "further back than kept");
-    assert!(packet(0, 8, &[0, 0, 0]).is_err(), "unknown flag");
+    assert!(packet(0, 16, &[0, 0, 0]).is_err(), "unknown flag");
+    // Events, after the (empty) removed, changed and projectile lists: a count, then each
+    // one's number gap, age in ticks, kind and fields.
+    let events = |tail: &[u8]| packet(0, 8, &[&[0, 0, 0][..], tail].concat());
+    let refused = events(&[1, 1, 5, 4]).expect("a refused shot");
+    assert_eq!(
+        refused.resolve(None).map(|s| s.events),
+        Ok(vec![crate::EventSnap {
+            seq: 1,
+            tick: 5,
+            event: crate::PlayerEvent::ShotRefused,
+        }]),
+        "tick 10 less an age of 5"
+    );
+    assert!(events(&[0]).is_err(), "the events flag with none");
+    assert!(events(&[1, 0, 0, 4]).is_err(), "event number 0");
+    assert!(events(&[2, 3, 0, 4, 0, 0, 4]).is_err(), "a repeated number");
+    assert!(events(&[2, 3, 0, 4, 1, 0, 4]).is_ok());
+    assert!(
+        events(&[2, 0xff, 0xff, 0xff, 0xff, 0x0f, 0, 4, 1, 0, 4]).is_err(),
+        "numbered past the maximum"
+    );
+    assert!(events(&[1, 1, 0, 5]).is_err(), "no such kind");
+    assert!(events(&[1, 1, 0, 1, 3, 27, 1]).is_ok(), "a head hit");
+    assert!(events(&[1, 1, 0, 1, 3, 27, 2]).is_err(), "a head flag of 2");
+    assert!(
+        events(&[1, 1, 0, 0, 3, 2, 1]).is_ok(),
+        "a kill with a shotgun"
+    );
+    assert!(events(&[1, 1, 0, 0, 3, 2, 9]).is_err(), "no such weapon");
+    let hurt = |x: f32| events(&[&[1, 1, 0, 2, 3, 9][..], &x.to_le_bytes(), &[0; 8]].concat());
+    assert!(hurt(2.0).is_ok());
+    assert!(hurt(f32::NAN).is_err(), "hurt from NaN");
+    assert!(
+        events(&[1, 1, 0, 3, 0x80, 0x80, 0x04]).is_err(),
+        "a delay past u16"
+    );
+    let mut seventeen = vec![17];
+    for _ in 0..17 {
+        seventeen.extend([1, 0, 4]);
+    }
+    assert!(events(&seventeen).is_err(), "too many events");
     // Touches: four bytes after the flags.
     let touched = packet(0, 4, &[1, 2, 3, 4, 0, 0, 0]).expect("touches");
     assert_eq!(
