@@ -70,6 +70,10 @@ enum What {
         /// Only these rows of the realistic table, counted from 0 (all when absent).
         #[arg(long, value_delimiter = ',')]
         links: Vec<usize>,
+        /// Snapshot rate against freshness instead: the realistic fight on its clean and
+        /// its lossy 150 ms link with 64 and with 128 snapshots a second.
+        #[arg(long)]
+        freshness: bool,
     },
     /// Client CPU time per frame outside rendering (networking, prediction,
     /// interpolation, snapshot handling) with bots as remote players.
@@ -224,9 +228,12 @@ fn main() {
             clients,
             map,
             links,
+            freshness,
         } => {
             if lab {
                 lab_netcode_report(seconds, clients, &map)
+            } else if freshness {
+                freshness_report(seconds, &map)
             } else {
                 netcode_report(seconds, &map, &links)
             }
@@ -492,13 +499,14 @@ fn netcode_report(seconds: f64, map: &str, only: &[usize]) {
     println!("\nother players and bandwidth:\n");
     println!(
         "| link | fps | interp error mean / p99 / max mm | extrapolated % | held past a respawn % \
-         | interp delay mean / p99 ms | render steps back | up B/s | down B/s |"
+         | interp delay mean / p99 ms | drawn lag mean / p99 ms | render steps back | up B/s \
+         | down B/s |"
     );
-    println!("|---|---:|---|---:|---:|---|---:|---:|---:|");
+    println!("|---|---:|---|---:|---:|---|---|---:|---:|---:|");
     for (label, r) in &rows {
         for c in &r.clients {
             println!(
-                "| {label} | {:.0} | {:.2} / {:.1} / {:.0} | {:.2} | {:.2} | {:.1} / {:.1} | {} | {:.0} | {:.0} |",
+                "| {label} | {:.0} | {:.2} / {:.1} / {:.0} | {:.2} | {:.2} | {:.1} / {:.1} | {:.0} / {:.0} | {} | {:.0} | {:.0} |",
                 c.fps,
                 mm(c.interp_error_mean),
                 mm(c.interp_error_p99),
@@ -507,6 +515,8 @@ fn netcode_report(seconds: f64, map: &str, only: &[usize]) {
                 c.respawn_frames_pct,
                 c.interp_delay_ms_mean,
                 c.interp_delay_ms_p99,
+                c.drawn_lag_ms_mean,
+                c.drawn_lag_ms_p99,
                 steps_back(c),
                 c.up_bytes_per_s,
                 c.down_bytes_per_s,
@@ -524,6 +534,45 @@ fn netcode_report(seconds: f64, map: &str, only: &[usize]) {
             "| {label} | {:.0} | {:.0} | {:.0} | {:.1} |",
             r.kills_per_min, r.rockets_per_min, r.shots_per_min, r.pooled.self_drawn_pct
         );
+    }
+}
+
+/// The realistic fight's clean link and its lossy 150 ms one (rows 0 and 3) with the
+/// 128 Hz server sending 64 and 128 snapshots a second: how much fresher the world
+/// drawn and shot at is, and what it costs downstream.
+fn freshness_report(seconds: f64, map: &str) {
+    println!(
+        "snapshot rate against freshness: the fight above on {map} (its first and fourth \
+         links), the 128 Hz server sending 64 or 128 snapshots a second; {seconds} s per row \
+         after 5 s of warm-up\n"
+    );
+    println!(
+        "| link | snapshots /s | fps | shot world age mean / p99 ms | drawn lag mean / p99 ms \
+         | interp delay mean ms | interp error p99 mm | extrapolated % | down B/s |"
+    );
+    println!("|---|---:|---:|---|---|---:|---:|---:|---:|");
+    let links = realistic_links(seconds);
+    for i in [0, 3] {
+        for hz in [64, 128] {
+            let mut scenario = Scenario::realistic(links[i], map, seconds, 2000 + i as u64 * 10);
+            scenario.tick = TickConfig::new(128, hz).expect("valid rates");
+            let r = run(&scenario);
+            for c in &r.clients {
+                println!(
+                    "| {} | {hz} | {:.0} | {:.0} / {:.0} | {:.0} / {:.0} | {:.1} | {:.1} | {:.2} | {:.0} |",
+                    describe(&links[i]),
+                    c.fps,
+                    c.shot_age_ms_mean,
+                    c.shot_age_ms_p99,
+                    c.drawn_lag_ms_mean,
+                    c.drawn_lag_ms_p99,
+                    c.interp_delay_ms_mean,
+                    mm(c.interp_error_p99),
+                    c.extrapolated_pct,
+                    c.down_bytes_per_s,
+                );
+            }
+        }
     }
 }
 

@@ -86,22 +86,28 @@ impl SnapshotSilence {
     }
 }
 
-/// Moves the server-clock estimate toward the measured offset and tells prediction how
-/// long commands normally take to be acknowledged, a recent silence of the server's
-/// included.
+/// Moves the server-clock estimate toward the measured offset.
 pub(crate) fn update_server_clock(
+    time: Res<Time<Real>>,
+    sync: Res<ClockSync>,
+    mut clock: ResMut<ServerClock>,
+) {
+    if let Some(offset) = sync.offset() {
+        clock.update(time.elapsed_secs_f64(), offset);
+    }
+}
+
+/// Tells prediction how long commands normally take to be acknowledged, a recent silence
+/// of the server's included.
+pub(crate) fn update_round_trip(
     time: Res<Time<Real>>,
     sync: Res<ClockSync>,
     pacing: Res<InputPacing>,
     config: Res<TickConfig>,
     silence: Res<SnapshotSilence>,
-    mut clock: ResMut<ServerClock>,
     mut round_trip: ResMut<RoundTrip>,
 ) {
     let now = time.elapsed_secs_f64();
-    if let Some(offset) = sync.offset() {
-        clock.update(now, offset);
-    }
     let queued = pacing.recent_queue() / config.tick_hz as f64;
     round_trip.0 = match (sync.rtt_mean(), sync.rtt_jitter()) {
         // Round-trip jitter is the sum of two legs' jitter: one leg is about 1/sqrt(2).

@@ -179,7 +179,7 @@ impl Plugin for ClientPlugin {
                         snapshots::apply_snapshot,
                         // Before prediction reconciles with the snapshot just applied: the
                         // first after an outage must find the silence in its patience.
-                        (snapshots::note_snapshot_silence, clock::update_server_clock)
+                        (snapshots::note_snapshot_silence, clock::update_round_trip)
                             .chain()
                             .run_if(connection::in_game),
                         connection::notice_disconnect,
@@ -195,6 +195,7 @@ impl Plugin for ClientPlugin {
                 Update,
                 (
                     clock::send_pings,
+                    clock::update_server_clock,
                     pacing::pace_ticks,
                     cues::release_timed_cues,
                     events::release_events,

@@ -43,6 +43,11 @@ pub struct FakeLinkArgs {
     /// Fake loss, percent of datagrams dropped each way.
     #[arg(long, default_value_t = 0.0, value_name = "PCT")]
     pub fake_loss: f32,
+    /// Fake loss as outages in time: the link goes out for spells of 0.6 to 1.4 times
+    /// this long, milliseconds, losing everything sent meanwhile, out `--fake-loss` of
+    /// the time (0: each datagram lost on its own).
+    #[arg(long, default_value_t = 0.0, value_name = "MS")]
+    pub fake_outage: f32,
 }
 
 impl FakeLinkArgs {
@@ -52,6 +57,7 @@ impl FakeLinkArgs {
             latency_ms: self.fake_latency,
             jitter_ms: self.fake_jitter,
             loss_pct: self.fake_loss,
+            outage_ms: self.fake_outage,
             ..Default::default()
         };
         settings

@@ -17,7 +17,7 @@ use bevy::prelude::*;
 use sightline_bots::hash;
 use sightline_client::{InputHistory, InputSource, LocalInput, RemotePlayer};
 use sightline_combat::{Arsenal, LagCompStats, MAX_REWIND, Vitals, aim_direction};
-use sightline_interpolation::Drawn;
+use sightline_interpolation::{DrawMode, Drawn};
 use sightline_map::CurrentMap;
 use sightline_movement::{MoveParams, PlayerState};
 use sightline_prediction::{Predicted, PredictionSet};
@@ -191,8 +191,11 @@ fn aim_and_fire(
         .iter()
         .find(|(id, _)| me.is_some_and(|(own, _)| own != *id))
         .map(|(_, d)| *d);
+    // Only a target the screen draws: one not yet come into view at the drawn time (the
+    // server has just begun to send it) is not there to aim at.
     if let (Some((_, me)), Some(target)) = (me, target)
         && target.time > 0.0
+        && target.mode != DrawMode::Unseen
     {
         let eye = params.eye_position(me);
         let mut aim = target.pos + Vec3::Y * 0.9;

@@ -28,6 +28,11 @@ pub(super) struct Truth(
 const RESPAWN_HOLD: f64 = 0.25;
 
 impl Truth {
+    /// The server's present: the time of the newest tick recorded, seconds.
+    pub(super) fn latest(&self) -> Option<f64> {
+        self.0.last().map(|(t, _)| *t)
+    }
+
     pub(super) fn record(&mut self, server: &mut App) {
         let w = server.world_mut();
         let tick = w.resource::<Tick>().0;
@@ -223,6 +228,8 @@ pub(super) struct Probe {
     frames: u64,
     late: u64,
     delays_ms: Vec<f64>,
+    /// The server's present less the render time, each frame, milliseconds.
+    drawn_lags_ms: Vec<f64>,
     last_render: Option<f64>,
     steps_back: u64,
     max_back_ms: f64,
@@ -305,6 +312,9 @@ impl Probe {
             }
             self.last_render = Some(t);
             self.delays_ms.push(render.delay * 1000.0);
+            if let Some(present) = truth.latest() {
+                self.drawn_lags_ms.push((present - t) * 1000.0);
+            }
         }
         let drawn: Vec<(PlayerId, Drawn)> = w
             .query::<(&PlayerId, &Drawn)>()
@@ -402,6 +412,7 @@ impl NetcodeReport {
         let ages = gather(|p| &p.shot_ages_ms);
         let errors = gather(|p| &p.errors);
         let delays = gather(|p| &p.delays_ms);
+        let lags = gather(|p| &p.drawn_lags_ms);
         let sum = |f: fn(&Probe) -> u64| probes.iter().map(|p| f(p)).sum::<u64>();
         let (frames, late) = (sum(|p| p.frames), sum(|p| p.late));
         let waiting = sum(|p| p.waiting_sum) as f64 / sum(|p| p.taken).max(1) as f64;
@@ -440,6 +451,8 @@ impl NetcodeReport {
             respawn_frames_pct: 100.0 * sum(|p| p.respawn_frames) as f64 / frames.max(1) as f64,
             interp_delay_ms_mean: mean(&delays),
             interp_delay_ms_p99: percentile(&delays, 0.99),
+            drawn_lag_ms_mean: mean(&lags),
+            drawn_lag_ms_p99: percentile(&lags, 0.99),
             render_steps_back: sum(|p| p.steps_back) as f64 / n,
             render_step_back_max_ms: probes.iter().map(|p| p.max_back_ms).fold(0.0, f64::max),
             up_bytes_per_s: sum(|p| p.wire.0) as f64 / seconds / n,

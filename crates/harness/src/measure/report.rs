@@ -72,6 +72,11 @@ pub struct NetcodeReport {
     pub interp_delay_ms_mean: f64,
     /// Its 99th percentile.
     pub interp_delay_ms_p99: f64,
+    /// How far behind the server's present the client draws the other players, each
+    /// frame: the server's newest tick less the render time, milliseconds: mean.
+    pub drawn_lag_ms_mean: f64,
+    /// Its 99th percentile.
+    pub drawn_lag_ms_p99: f64,
     /// Frames whose render time was earlier than the previous frame's, per client.
     pub render_steps_back: f64,
     /// Largest such step back, milliseconds.
