@@ -390,21 +390,30 @@ fn describe_loss(w: &ConditionerSettings) -> String {
     }
 }
 
+/// "jitter 20 ms", "jitter 20 ms and spikes (Pareto, mean 5 ms)".
+fn describe_jitter(w: &ConditionerSettings) -> String {
+    let mut text = format!("jitter {} ms", w.jitter_ms);
+    if w.jitter_tail_ms > 0.0 {
+        text += &format!(" and spikes (Pareto, mean {} ms)", w.jitter_tail_ms);
+    }
+    text
+}
+
 /// A link as the tables name it.
 fn describe(link: &Link) -> String {
     let mut text = if link.up == link.down {
         format!(
-            "{} ms, jitter {} ms, {}",
+            "{} ms, {}, {}",
             link.rtt_ms(),
-            link.up.jitter_ms,
+            describe_jitter(&link.up),
             describe_loss(&link.up)
         )
     } else {
         let one = |w: &ConditionerSettings| {
             format!(
-                "{} ms, jitter {} ms, {}",
+                "{} ms, {}, {}",
                 w.latency_ms,
-                w.jitter_ms,
+                describe_jitter(w),
                 describe_loss(w)
             )
         };
@@ -412,7 +421,7 @@ fn describe(link: &Link) -> String {
     };
     if let Some(change) = link.route_change {
         text += &format!(
-            "; +{} ms at {} s",
+            "; {:+} ms at {} s",
             2.0 * change.extra_ms,
             change.after_seconds
         );
@@ -430,6 +439,16 @@ fn realistic_links(seconds: f64) -> Vec<Link> {
         after_seconds: (seconds / 2.0).round(),
         extra_ms: 50.0,
     });
+    // A route that gets shorter: commands and snapshots overtake their predecessors.
+    let mut shorter = both(250.0, 20.0, 1.0, SHORT_OUTAGE_MS);
+    shorter.route_change = Some(RouteChange {
+        after_seconds: (seconds / 2.0).round(),
+        extra_ms: -50.0,
+    });
+    let mut spiky = both(150.0, 10.0, 1.0, SHORT_OUTAGE_MS);
+    for w in [&mut spiky.up, &mut spiky.down] {
+        w.jitter_tail_ms = 5.0;
+    }
     vec![
         both(20.0, 0.0, 0.0, 0.0),
         both(50.0, 5.0, 1.0, SHORT_OUTAGE_MS),
@@ -438,6 +457,8 @@ fn realistic_links(seconds: f64) -> Vec<Link> {
         asymmetric,
         route,
         both(300.0, 20.0, 5.0, OUTAGE_MS),
+        shorter,
+        spiky,
     ]
 }
 

@@ -147,7 +147,7 @@ fn run_on(s: &mut Stepper, scenario: &Scenario) -> ScenarioReport {
         {
             route_changed = true;
             let slower = |mut c: ConditionerSettings| {
-                c.latency_ms += change.extra_ms;
+                c.latency_ms = (c.latency_ms + change.extra_ms).max(0.0);
                 c
             };
             for l in &s.links {

@@ -66,6 +66,7 @@ impl Default for SoakConfig {
                 reorder_pct: 5.0,
                 loss_burst: 0.0,
                 outage_ms: 0.0,
+                jitter_tail_ms: 0.0,
             },
             map: "depot".into(),
             // Both within the warm-up: the memory check then measures the steady state

@@ -38,7 +38,15 @@ pub struct ConditionerSettings {
     /// milliseconds, and every packet sent during one is lost; `loss_pct` is then the
     /// share of time it is out, and `loss_burst` is not used.
     pub outage_ms: f32,
+    /// Heavy-tailed delay: above 0, each packet is held a further Pareto-distributed time
+    /// (shape 2) of this mean, milliseconds, at most [`MAX_TAIL_MS`]: most packets a
+    /// little, a few much (a Wi-Fi retry, a queue filling). One in a hundred waits over
+    /// nine times the mean, one in a thousand over thirty.
+    pub jitter_tail_ms: f32,
 }
+
+/// Longest a packet is held by [`ConditionerSettings::jitter_tail_ms`], milliseconds.
+pub const MAX_TAIL_MS: f64 = 1000.0;
 
 impl ConditionerSettings {
     /// Whether these settings change anything.
@@ -61,7 +69,8 @@ impl ConditionerSettings {
         check("loss burst length", self.loss_burst, 1000.0)?;
         check("duplication", self.duplicate_pct, 100.0)?;
         check("reordering", self.reorder_pct, 100.0)?;
-        check("outage length", self.outage_ms, 10_000.0)
+        check("outage length", self.outage_ms, 10_000.0)?;
+        check("jitter tail", self.jitter_tail_ms, 1000.0)
     }
 }
 
@@ -143,6 +152,10 @@ impl<P: Clone> LinkConditioner<P> {
             if unit(mix(self.seed, n, 5 + copy)) * 100.0 < s.reorder_pct {
                 delay_ms += 20.0 + 20.0 * unit(mix(self.seed, n, 7 + copy));
             }
+            if s.jitter_tail_ms > 0.0 {
+                let u = f64::from(unit(mix(self.seed, n, 13 + copy)));
+                delay_ms += pareto_extra(f64::from(s.jitter_tail_ms), u) as f32;
+            }
             let at = now + Duration::from_secs_f64(delay_ms as f64 / 1000.0);
             self.queue
                 .push(Reverse((at, n * 2 + copy, Wrapped(packet.clone()))));
@@ -223,6 +236,13 @@ impl<P: Clone> LinkConditioner<P> {
     pub fn in_flight(&self) -> usize {
         self.queue.len()
     }
+}
+
+/// A Pareto (shape 2) extra delay of mean `mean_ms` for a uniform draw `u` in [0, 1):
+/// `mean (1 / sqrt(1 - u) - 1)`, exceeding `k` means with chance `1 / (1 + k)^2`; at most
+/// [`MAX_TAIL_MS`].
+fn pareto_extra(mean_ms: f64, u: f64) -> f64 {
+    (mean_ms * (1.0 / (1.0 - u).max(1e-12).sqrt() - 1.0)).min(MAX_TAIL_MS)
 }
 
 /// A two-state Gilbert-Elliott loss chain: each packet first moves the chain (good to bad
@@ -360,6 +380,7 @@ mod tests {
             reorder_pct: 2.0,
             loss_burst: 0.0,
             outage_ms: 0.0,
+            jitter_tail_ms: 0.0,
         };
         assert_eq!(run(s, 11, 500), run(s, 11, 500));
         let bursty = ConditionerSettings {
@@ -368,6 +389,30 @@ mod tests {
         };
         assert_eq!(run(bursty, 11, 500), run(bursty, 11, 500));
         assert_ne!(run(s, 11, 500), run(s, 12, 500));
+    }
+
+    #[test]
+    fn a_jitter_tail_delays_most_packets_little_and_a_few_much() {
+        let s = ConditionerSettings {
+            latency_ms: 50.0,
+            jitter_tail_ms: 5.0,
+            ..Default::default()
+        };
+        let out = run(s, 9, 20_000);
+        assert_eq!(out.len(), 20_000, "nothing lost");
+        let mut extra: Vec<f64> = out
+            .iter()
+            .map(|(p, t)| t.as_secs_f64() * 1000.0 - f64::from(*p) - 50.0)
+            .collect();
+        extra.sort_by(f64::total_cmp);
+        let at = |q: f64| extra[((extra.len() - 1) as f64 * q) as usize];
+        let mean = extra.iter().sum::<f64>() / extra.len() as f64;
+        // Shape 2 of mean 5 ms: the median about 2 ms, the 99th percentile 45 ms.
+        assert!((3.5..6.5).contains(&mean), "mean {mean}");
+        assert!((1.0..3.5).contains(&at(0.5)), "median {}", at(0.5));
+        assert!((30.0..65.0).contains(&at(0.99)), "p99 {}", at(0.99));
+        assert!(at(1.0) <= MAX_TAIL_MS + 1.0);
+        assert!(out.windows(2).any(|w| w[1].0 < w[0].0), "spikes reorder");
     }
 
     #[test]

@@ -57,7 +57,7 @@ impl Link {
 }
 
 /// The route changes: from `after_seconds` into the measured span, every packet takes
-/// `extra_ms` longer each way.
+/// `extra_ms` longer each way (shorter when negative, never below no latency).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct RouteChange {
     /// Seconds after the measurement starts.
