@@ -378,11 +378,8 @@ fn describe_loss(w: &ConditionerSettings) -> String {
     if loss == 0.0 {
         "no loss".into()
     } else if w.outage_ms > 0.0 {
-        format!(
-            "{loss} % loss in outages of {:.0}-{:.0} ms",
-            0.6 * w.outage_ms,
-            1.4 * w.outage_ms
-        )
+        let (shortest, longest) = w.outage_range_ms();
+        format!("{loss} % loss in outages of {shortest:.0}-{longest:.0} ms")
     } else if burst > 1.0 {
         format!("{loss} % loss in bursts of {burst}")
     } else {

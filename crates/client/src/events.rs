@@ -57,9 +57,6 @@ impl EventInbox {
 
     /// The events whose moment has come (see [`Timed::take_due`]).
     pub fn take_due(&mut self, render_time: Option<f64>, now: f64) -> Vec<PlayerEvent> {
-        if self.waiting.is_empty() {
-            return Vec::new();
-        }
         self.waiting.take_due(render_time, now)
     }
 }

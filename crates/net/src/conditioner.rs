@@ -45,10 +45,24 @@ pub struct ConditionerSettings {
     pub jitter_tail_ms: f32,
 }
 
+/// An outage lasts `outage_ms` times this at the shortest…
+pub const OUTAGE_SHORTEST: f64 = 0.6;
+/// …and up to this much longer (uniformly in between).
+pub const OUTAGE_SPREAD: f64 = 0.8;
+
 /// Longest a packet is held by [`ConditionerSettings::jitter_tail_ms`], milliseconds.
 pub const MAX_TAIL_MS: f64 = 1000.0;
 
 impl ConditionerSettings {
+    /// The shortest and longest outage, milliseconds (see [`Self::outage_ms`]).
+    pub fn outage_range_ms(&self) -> (f64, f64) {
+        let mean = f64::from(self.outage_ms);
+        (
+            mean * OUTAGE_SHORTEST,
+            mean * (OUTAGE_SHORTEST + OUTAGE_SPREAD),
+        )
+    }
+
     /// Whether these settings change anything.
     pub fn is_active(&self) -> bool {
         *self != Self::default()
@@ -200,7 +214,7 @@ impl<P: Clone> LinkConditioner<P> {
         let spell = |switches: u64, out: bool, seed: u64| {
             let u = f64::from(unit(mix(seed, switches, 11)));
             let ms = if out {
-                mean_out * (0.6 + 0.8 * u)
+                mean_out * (OUTAGE_SHORTEST + OUTAGE_SPREAD * u)
             } else {
                 -mean_up * (1.0 - u).max(1e-9).ln()
             };

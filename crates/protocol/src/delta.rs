@@ -447,14 +447,7 @@ impl SnapshotPacket {
             projectiles: snapshot.projectiles.clone(),
             items: (snapshot.items != base_items).then_some(snapshot.items),
             drops: snapshot.drops.clone(),
-            events: snapshot
-                .events
-                .iter()
-                .map(|e| EventSnap {
-                    tick: snapshot.server_tick.wrapping_sub(e.tick),
-                    ..*e
-                })
-                .collect(),
+            events: flip_ages(&snapshot.events, snapshot.server_tick),
         }
     }
 
@@ -519,14 +512,7 @@ impl SnapshotPacket {
             projectiles: self.projectiles.clone(),
             items: self.items.unwrap_or(base_items),
             drops: self.drops.clone(),
-            events: self
-                .events
-                .iter()
-                .map(|e| EventSnap {
-                    tick: server_tick.wrapping_sub(e.tick),
-                    ..*e
-                })
-                .collect(),
+            events: flip_ages(&self.events, server_tick),
         };
         snapshot.validate()?;
         Ok(snapshot)
@@ -747,6 +733,18 @@ impl SnapshotPacket {
             events,
         })
     }
+}
+
+/// `events` with each tick turned into its age before `server_tick`, or each age back into
+/// its tick: `server_tick - x` (wrapping) is the same map both ways.
+fn flip_ages(events: &[EventSnap], server_tick: u32) -> Vec<EventSnap> {
+    events
+        .iter()
+        .map(|e| EventSnap {
+            tick: server_tick.wrapping_sub(e.tick),
+            ..*e
+        })
+        .collect()
 }
 
 /// Writes events (ticks as ages): their count, then each one's number (the first in full,
