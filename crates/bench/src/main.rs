@@ -118,8 +118,8 @@ enum What {
     /// process, in real time: server tick time with snapshots, bandwidth per client each
     /// way with headers, snapshot sizes.
     Load {
-        /// Players (clients) per row.
-        #[arg(long, value_delimiter = ',', default_values_t = [16usize, 32, 64])]
+        /// Players (clients) per row; `--players` alone skips the loopback rows.
+        #[arg(long, value_delimiter = ',', num_args = 0.., default_values_t = [16usize, 32, 64])]
         players: Vec<usize>,
         /// Seconds measured per row, after everyone has joined and 3 s of play.
         #[arg(long, default_value_t = 20.0)]
@@ -131,9 +131,13 @@ enum What {
         #[arg(long, default_value_t = 60.0)]
         fps: f64,
         /// Players per row run again behind a realistic link (150 ms round trip, 20 ms
-        /// jitter, 5 % loss in bursts of 2, both ways); `--realistic` alone skips them.
+        /// jitter, 5 % loss in outages of 60-140 ms, both ways), once at each of
+        /// `--realistic-fps`; `--realistic` alone skips them.
         #[arg(long, value_delimiter = ',', num_args = 0.., default_values_t = [16usize])]
         realistic: Vec<usize>,
+        /// The clients' frame rates in the rows behind the realistic link.
+        #[arg(long, value_delimiter = ',', default_values_t = [60.0f64, 144.0])]
+        realistic_fps: Vec<f64>,
         /// Players per row run again with every client at `cl_cmdrate 30` (an input
         /// packet every other frame), on loopback and behind the realistic link;
         /// `--cmdrate-30` alone skips them.
@@ -176,11 +180,13 @@ fn main() {
             map,
             fps,
             realistic,
+            realistic_fps,
             cmdrate_30,
             operated,
         } => load_report(
             &players,
             &[&realistic[..], &cmdrate_30[..], &operated[..]],
+            &realistic_fps,
             seconds,
             &map,
             fps,
@@ -266,36 +272,37 @@ fn measure_tick(bots: u8, tick: TickConfig, map: &str, seconds: f64) -> (f32, f3
         .expect("ticks ran")
 }
 
-/// `extra`: the players of the rows behind a realistic link, at `cl_cmdrate 30`, and
-/// operated (metrics and statistics on).
+/// `extra`: the players of the rows behind a realistic link (once at each of
+/// `realistic_fps`), at `cl_cmdrate 30`, and operated (metrics and statistics on).
 fn load_report(
     players: &[usize],
     [realistic, cmdrate_30, operated]: &[&[usize]; 3],
+    realistic_fps: &[f64],
     seconds: f64,
     map: &str,
     fps: f64,
 ) {
+    let bots = LoadConfig::default().bots;
     println!(
-        "load over real UDP on loopback: a 128 Hz server (64 Hz snapshots) on {map} and one \
-         bot-driven client per player at up to {fps} fps in this process (no server bots), \
-         joining one every 100 ms; {seconds} s measured per row after everyone joined and \
-         3 s of play\n"
+        "load over real UDP on loopback, in a fight: a 128 Hz server (64 Hz snapshots) on \
+         {map} with {bots} bots, and one client per player in this process, each played by \
+         a bot that aims at what it draws and fires rifles and rockets, at up to {fps} fps \
+         unless the row says otherwise; joining one every 100 ms; {seconds} s measured per \
+         row after everyone joined and 3 s of play\n"
     );
     println!("{}", LoadReport::HEADER);
-    let lossy = ConditionerSettings {
-        latency_ms: 75.0,
-        jitter_ms: 20.0,
-        loss_pct: 5.0,
-        loss_burst: 2.0,
-        ..Default::default()
-    };
+    let lossy = way(75.0, 20.0, 5.0, OUTAGE_MS);
     let clean = ConditionerSettings::default();
-    let rows = (players.iter().map(|&n| (n, clean, 0, false)))
-        .chain(realistic.iter().map(|&n| (n, lossy, 0, false)))
-        .chain(cmdrate_30.iter().map(|&n| (n, clean, 30, false)))
-        .chain(cmdrate_30.iter().map(|&n| (n, lossy, 30, false)))
-        .chain(operated.iter().map(|&n| (n, clean, 0, true)));
-    for (n, link, cmd_rate, operated) in rows {
+    let rows = (players.iter().map(|&n| (n, clean, fps, 0, false)))
+        .chain(
+            realistic
+                .iter()
+                .flat_map(|&n| realistic_fps.iter().map(move |&f| (n, lossy, f, 0, false))),
+        )
+        .chain(cmdrate_30.iter().map(|&n| (n, clean, fps, 30, false)))
+        .chain(cmdrate_30.iter().map(|&n| (n, lossy, fps, 30, false)))
+        .chain(operated.iter().map(|&n| (n, clean, fps, 0, true)));
+    for (n, link, fps, cmd_rate, operated) in rows {
         let report = load(&LoadConfig {
             players: n,
             seconds,
@@ -372,46 +379,22 @@ fn both(rtt_ms: f32, jitter_ms: f32, loss_pct: f32, outage_ms: f32) -> Link {
     }
 }
 
-/// "5 % loss in outages of 60-140 ms", "5 % in bursts of 3", "1 %", "no loss".
-fn describe_loss(w: &ConditionerSettings) -> String {
-    let (loss, burst) = (w.loss_pct, w.loss_burst);
-    if loss == 0.0 {
-        "no loss".into()
-    } else if w.outage_ms > 0.0 {
-        let (shortest, longest) = w.outage_range_ms();
-        format!("{loss} % loss in outages of {shortest:.0}-{longest:.0} ms")
-    } else if burst > 1.0 {
-        format!("{loss} % loss in bursts of {burst}")
-    } else {
-        format!("{loss} % loss")
-    }
-}
-
-/// "jitter 20 ms", "jitter 20 ms and spikes (Pareto, mean 5 ms)".
-fn describe_jitter(w: &ConditionerSettings) -> String {
-    let mut text = format!("jitter {} ms", w.jitter_ms);
-    if w.jitter_tail_ms > 0.0 {
-        text += &format!(" and spikes (Pareto, mean {} ms)", w.jitter_tail_ms);
-    }
-    text
-}
-
 /// A link as the tables name it.
 fn describe(link: &Link) -> String {
     let mut text = if link.up == link.down {
         format!(
             "{} ms, {}, {}",
             link.rtt_ms(),
-            describe_jitter(&link.up),
-            describe_loss(&link.up)
+            link.up.describe_jitter(),
+            link.up.describe_loss()
         )
     } else {
         let one = |w: &ConditionerSettings| {
             format!(
                 "{} ms, {}, {}",
                 w.latency_ms,
-                describe_jitter(w),
-                describe_loss(w)
+                w.describe_jitter(),
+                w.describe_loss()
             )
         };
         format!("up {}; down {}", one(&link.up), one(&link.down))

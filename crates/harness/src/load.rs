@@ -1,5 +1,7 @@
 //! The load test: a real server over real UDP on loopback and as many bot-driven clients as
-//! it has players, all in this process, in real time. It measures what a host sizing a
+//! it has players, all in this process, in real time, in a fight: each client is played by
+//! a [`PlayerBot`] that aims at what it draws and fires rifles and rockets, and the server
+//! adds bots of its own. It measures what a host sizing a
 //! server needs: the server's tick time with snapshot building and encoding included, the
 //! longest tick while players join, what each client sends and receives a second with
 //! UDP/IP and netcode headers, and what the snapshots weigh (per player, the largest, how
@@ -8,8 +10,11 @@
 //! `cargo run --release -p sightline-bench -- load` runs 16, 32 and 64 players; the test
 //! suite runs a short version with a few.
 
+use crate::player::{PlayerBot, drive_with_bot};
 use crate::realtime::{JoinTimes, MeasuredServer};
+use crate::stepper::{FrameClock, Frames};
 use bevy::prelude::*;
+use sightline_bots::BotSkill;
 use sightline_client::{
     ClientPlugin, CommandRate, ConnectionStatus, InputSource, StatsKey, client_app,
 };
@@ -50,6 +55,11 @@ pub struct LoadConfig {
     pub link: ConditionerSettings,
     /// Each client's `cl_cmdrate` (0: a packet a frame).
     pub cmd_rate: u32,
+    /// Bots the server adds to the match, besides the clients.
+    pub bots: u8,
+    /// Whether the clients fight (a [`PlayerBot`] at each one's controls, firing at what
+    /// it draws), rather than only run (the client's own bot input, which never fires).
+    pub fire: bool,
     /// Whether the server runs as a host operating it would: Prometheus metrics scraped
     /// every second and lifetime statistics in SQLite, every client with a statistics
     /// key.
@@ -67,6 +77,8 @@ impl Default for LoadConfig {
             map: "depot".into(),
             link: ConditionerSettings::default(),
             cmd_rate: 0,
+            bots: 4,
+            fire: true,
             operated: false,
         }
     }
@@ -164,6 +176,15 @@ fn load_client(server: std::net::SocketAddr, seed: u64, config: &LoadConfig) -> 
     );
     app.insert_resource(LinkConditions(config.link));
     app.insert_resource(CommandRate(config.cmd_rate));
+    if config.fire {
+        // The bot's brain counts its frames on this clock; `load` advances it.
+        let frames = Frames {
+            fps: config.fps,
+            ..Frames::lockstep(TickConfig::default().tick_hz)
+        };
+        app.insert_resource(FrameClock::new(frames, 0));
+        drive_with_bot(&mut app, PlayerBot::new(seed, BotSkill::Normal));
+    }
     if config.operated {
         let mut key = [0u8; 16];
         key[..8].copy_from_slice(&seed.to_le_bytes());
@@ -202,8 +223,8 @@ pub fn load(config: &LoadConfig) -> LoadReport {
     let players = config.players.clamp(1, u8::MAX as usize);
     let server_config = ServerConfig {
         name: "load".into(),
-        max_players: players as u8,
-        bots: 0,
+        max_players: (players as u8).saturating_add(config.bots),
+        bots: config.bots,
         tick,
         ..Default::default()
     };
@@ -228,21 +249,22 @@ pub fn load(config: &LoadConfig) -> LoadReport {
     let (addr, shared) = (server.addr, server.shared.clone());
 
     let l = &config.link;
-    let link = if l.is_active() {
+    let mut link = if l.is_active() {
         format!(
-            "{:.0} ms RTT, {:.0} ms jitter, {:.0} % loss in bursts of {:.0}",
+            "{:.0} ms RTT, {}, {}",
             2.0 * l.latency_ms,
-            l.jitter_ms,
-            l.loss_pct,
-            l.loss_burst
+            l.describe_jitter(),
+            l.describe_loss()
         )
     } else {
         "loopback".into()
     };
-    let link = match config.cmd_rate {
-        0 => link,
-        rate => format!("{link}, cl_cmdrate {rate}"),
-    };
+    if config.fps != LoadConfig::default().fps {
+        link += &format!(", {} fps", config.fps);
+    }
+    if config.cmd_rate != 0 {
+        link += &format!(", cl_cmdrate {}", config.cmd_rate);
+    }
     let mut report = LoadReport {
         link: match config.operated {
             false => link,
@@ -263,6 +285,9 @@ pub fn load(config: &LoadConfig) -> LoadReport {
         // A frame late does not make the next one early.
         next_frame = next_frame.max(now) + frame;
         for app in clients.iter_mut() {
+            if let Some(mut clock) = app.world_mut().get_resource_mut::<FrameClock>() {
+                clock.count += 1;
+            }
             app.update();
         }
         *frames += 1;

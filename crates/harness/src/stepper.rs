@@ -83,7 +83,8 @@ pub struct FrameClock {
 }
 
 impl FrameClock {
-    fn new(frames: Frames, now_ns: u64) -> Self {
+    /// A clock of `frames` whose first frame is at wall time `now_ns`.
+    pub(crate) fn new(frames: Frames, now_ns: u64) -> Self {
         Self {
             frames,
             count: 0,

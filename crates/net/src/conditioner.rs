@@ -63,6 +63,31 @@ impl ConditionerSettings {
         )
     }
 
+    /// The loss in words, as the reports name it: "5 % loss in outages of 60-140 ms",
+    /// "5 % loss in bursts of 3", "1 % loss", "no loss".
+    pub fn describe_loss(&self) -> String {
+        let (loss, burst) = (self.loss_pct, self.loss_burst);
+        if loss == 0.0 {
+            "no loss".into()
+        } else if self.outage_ms > 0.0 {
+            let (shortest, longest) = self.outage_range_ms();
+            format!("{loss} % loss in outages of {shortest:.0}-{longest:.0} ms")
+        } else if burst > 1.0 {
+            format!("{loss} % loss in bursts of {burst}")
+        } else {
+            format!("{loss} % loss")
+        }
+    }
+
+    /// The jitter in words: "jitter 20 ms", "jitter 20 ms and spikes (Pareto, mean 5 ms)".
+    pub fn describe_jitter(&self) -> String {
+        let mut text = format!("jitter {} ms", self.jitter_ms);
+        if self.jitter_tail_ms > 0.0 {
+            text += &format!(" and spikes (Pareto, mean {} ms)", self.jitter_tail_ms);
+        }
+        text
+    }
+
     /// Whether these settings change anything.
     pub fn is_active(&self) -> bool {
         *self != Self::default()

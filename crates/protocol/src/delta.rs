@@ -20,8 +20,12 @@
 //!   and one speeding up or turning pays for the change of velocity, not again for the
 //!   position it leads to. A player not in the baseline is referred to all zeros, which
 //!   is also what a full snapshot (baseline 0) does for everyone;
-//! - the rockets in flight in full, and the item bits and the recipient's [`Touches`] when
-//!   they changed;
+//! - the projectiles in flight, each as what differs from its reference: its baseline
+//!   self carried along its velocity (a rocket flies straight, so one in flight costs its
+//!   id and a byte), or all zeros for one new to the client. Positions and velocities
+//!   travel on a grid ([`ProjectileSnap::on_grid`]), so both ends reckon the reference
+//!   alike;
+//! - the item bits and the recipient's [`Touches`] when they changed;
 //! - the recipient's unacknowledged events ([`EventSnap`]), each numbered by the gap from
 //!   the one before and stamped with its age in ticks, which is small where its tick is not.
 //!
@@ -36,8 +40,9 @@
 use crate::bytes::{Reader, put_f32, put_varint, put_zigzag, unzigzag, zigzag};
 use crate::codec::DecodeError;
 use crate::messages::{
-    DropSnap, EventSnap, MAX_SNAPSHOT_DROPS, MAX_SNAPSHOT_EVENTS, MAX_SNAPSHOT_PLAYERS,
-    MAX_SNAPSHOT_PROJECTILES, PlayerEvent, PlayerSnap, ProjectileSnap, Snapshot, Touches,
+    DropSnap, EventSnap, KIT_QUAD, KIT_REGEN, MAX_SNAPSHOT_DROPS, MAX_SNAPSHOT_EVENTS,
+    MAX_SNAPSHOT_PLAYERS, MAX_SNAPSHOT_PROJECTILES, PlayerEvent, PlayerSnap, ProjectileSnap,
+    Snapshot, Touches,
 };
 use bevy::prelude::Resource;
 use serde::de::Error as _;
@@ -107,8 +112,40 @@ const MAX_DROP_BYTES: usize = 3 + 1 + 12;
 
 /// Largest encoding of one changed player: head, id, every field.
 const MAX_CHANGE_BYTES: usize = 3 + 1 + FIELDS * 5;
-/// Largest encoding of one projectile: id, owner, kind, position and velocity.
-const MAX_PROJECTILE_BYTES: usize = 3 + 1 + 1 + 24;
+/// Largest encoding of one projectile: id, flags, six coordinates (each change within
+/// [`MAX_PROJECTILE_CHANGE`]: four bytes), owner, kind.
+const MAX_PROJECTILE_BYTES: usize = 3 + 1 + 6 * 4 + 1 + 1;
+
+/// Grid steps per metre of a projectile's position on the wire: the players' millimetre,
+/// so a client flying its own rockets on from a snapshot's meets the walls and bodies the
+/// server's do.
+pub const PROJECTILE_POS_STEPS: f32 = POS_STEPS;
+/// Grid steps per m/s of a projectile's velocity on the wire: fine enough that carrying
+/// a baseline along it for half a second lands within a step of where the rocket is.
+pub const PROJECTILE_VEL_STEPS: f32 = 256.0;
+/// Largest projectile position on the grid, in steps either way: every step up to it
+/// is exact in an f32 (16 km), so a value read is written back the same.
+pub const MAX_PROJECTILE_POS_STEPS: i64 = 1 << 24;
+/// Largest projectile velocity on the grid, in steps either way (4 km/s).
+pub const MAX_PROJECTILE_VEL_STEPS: i64 = 1 << 20;
+/// Largest change of a projectile coordinate from its reference, steps either way: from
+/// one edge of the grid to a reference carried past the other (at most four seconds at
+/// the top speed: one grid).
+const MAX_PROJECTILE_CHANGE: i32 = 1 << 26;
+
+/// The grid's limit for coordinate `i` of a projectile (position, then velocity).
+fn projectile_limit(i: usize) -> i64 {
+    if i < 3 {
+        MAX_PROJECTILE_POS_STEPS
+    } else {
+        MAX_PROJECTILE_VEL_STEPS
+    }
+}
+/// Projectile flag bits: a position axis changed (`<< axis`), a velocity axis changed
+/// (`<< 3 + axis`), the owner, the kind.
+const PROJECTILE_OWNER: u8 = 1 << 6;
+/// See [`PROJECTILE_OWNER`].
+const PROJECTILE_KIND: u8 = 1 << 7;
 
 /// `p` as fields. Horizontal motion and yaw change every snapshot a player runs and
 /// turns; they come first.
@@ -204,7 +241,15 @@ impl PlayerSnap {
     /// pixel at 3 m); and they follow its velocity only past the newest snapshot, for at
     /// most 100 ms, where 1/32 m/s is 3 mm. Positions stay exact. Turning and running
     /// then cost a byte a field where they cost two.
+    ///
+    /// What nobody else draws is not sent at all: the magazine, the armour and the
+    /// weapons carried (only the power-ups' glow shows). A firing player would otherwise
+    /// pay for every round in every snapshot, and an enemy's client would know when it
+    /// has to reload.
     pub fn as_seen_by_others(mut self) -> Self {
+        self.ammo = 0;
+        self.armor = 0;
+        self.kit &= KIT_QUAD | KIT_REGEN;
         let round = |v: i16, step: i16| {
             let step = i32::from(step);
             let v = (i32::from(v) + step / 2).div_euclid(step) * step;
@@ -217,6 +262,158 @@ impl PlayerSnap {
         self.pitch = round(self.pitch, OTHERS_ANGLE_STEP).clamp(-max_pitch, max_pitch);
         self.vel = self.vel.map(|v| round(v, OTHERS_VEL_STEP));
         self
+    }
+}
+
+impl ProjectileSnap {
+    /// This projectile as snapshots carry it: position on a grid of
+    /// [`PROJECTILE_POS_STEPS`] a metre and velocity of [`PROJECTILE_VEL_STEPS`] a m/s,
+    /// rounded to the nearest step, within the grid's range.
+    pub fn on_grid(self) -> Self {
+        let steps = projectile_steps(&self);
+        projectile_of_steps(self.id, self.owner, self.kind, &steps)
+    }
+}
+
+/// A projectile's position and velocity in grid steps.
+fn projectile_steps(p: &ProjectileSnap) -> [i64; 6] {
+    let on = |i: usize, v: f32, per: f32| {
+        let steps = f64::from(v) * f64::from(per);
+        let limit = projectile_limit(i) as f64;
+        // NaN (which no validated snapshot holds) goes to 0.
+        if steps.is_nan() {
+            0
+        } else {
+            steps.round().clamp(-limit, limit) as i64
+        }
+    };
+    std::array::from_fn(|i| match i {
+        0..3 => on(i, p.pos[i], PROJECTILE_POS_STEPS),
+        _ => on(i, p.vel[i - 3], PROJECTILE_VEL_STEPS),
+    })
+}
+
+/// The projectile at grid `steps` (each within its limit, so exact).
+fn projectile_of_steps(
+    id: u16,
+    owner: PlayerId,
+    kind: ProjectileKind,
+    steps: &[i64; 6],
+) -> ProjectileSnap {
+    let at = |i: usize, per: f32| steps[i] as f32 / per;
+    ProjectileSnap {
+        id,
+        kind,
+        owner,
+        pos: std::array::from_fn(|i| at(i, PROJECTILE_POS_STEPS)),
+        vel: std::array::from_fn(|i| at(i + 3, PROJECTILE_VEL_STEPS)),
+    }
+}
+
+/// What a projectile is expected to be: the baseline's projectile of the same id carried
+/// along its velocity for `dt_us`, or all zeros (owner 0, the first kind) for one the
+/// baseline lacks. Integer arithmetic only, so server and client agree exactly.
+fn projectile_reference(
+    id: u16,
+    baseline: &[ProjectileSnap],
+    dt_us: u64,
+) -> (PlayerId, ProjectileKind, [i64; 6]) {
+    let Some(b) = baseline.iter().find(|b| b.id == id) else {
+        return (PlayerId(0), ProjectileKind::ALL[0], [0; 6]);
+    };
+    let mut steps = projectile_steps(b);
+    let dt = dt_us.min(MAX_GLIDE_US) as i64;
+    // Velocity steps times microseconds make position steps at this rate. Within i64:
+    // 2^20 steps a second times 2^22 microseconds times 2^10.
+    let per = PROJECTILE_VEL_STEPS as i64 * 1_000_000;
+    for axis in 0..3 {
+        // To the nearest step, halves away from zero, as the server's grid rounds.
+        let moved = steps[axis + 3] * dt * PROJECTILE_POS_STEPS as i64;
+        steps[axis] += moved.signum() * ((moved.abs() + per / 2) / per);
+    }
+    (b.owner, b.kind, steps)
+}
+
+/// How one projectile differs from its reference.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ProjectileChange {
+    /// Which projectile.
+    pub id: u16,
+    /// Which of its coordinates, owner and kind differ: a bit per coordinate, then the
+    /// owner's and the kind's.
+    flags: u8,
+    /// Each coordinate's difference in grid steps; 0 where its flag is clear.
+    deltas: [i32; 6],
+    /// The owner and kind, when flagged.
+    owner: PlayerId,
+    kind: ProjectileKind,
+}
+
+impl ProjectileChange {
+    /// How `p` differs from its reference in `baseline`.
+    fn between(p: &ProjectileSnap, baseline: &[ProjectileSnap], dt_us: u64) -> Self {
+        let (owner, kind, reference) = projectile_reference(p.id, baseline, dt_us);
+        let now = projectile_steps(p);
+        let mut change = Self {
+            id: p.id,
+            flags: 0,
+            deltas: [0; 6],
+            owner: p.owner,
+            kind: p.kind,
+        };
+        for i in 0..6 {
+            // Within i32: `now` lies in the grid's range, and the reference within
+            // twice it (a position carried at most four seconds at the grid's top speed).
+            let d = (now[i] - reference[i]) as i32;
+            if d != 0 {
+                change.flags |= 1 << i;
+                change.deltas[i] = d;
+            }
+        }
+        // Unflagged, the owner and kind are left at what reading leaves them.
+        if p.owner != owner {
+            change.flags |= PROJECTILE_OWNER;
+        } else {
+            change.owner = PlayerId(0);
+        }
+        if p.kind != kind {
+            change.flags |= PROJECTILE_KIND;
+        } else {
+            change.kind = ProjectileKind::ALL[0];
+        }
+        change
+    }
+
+    /// The projectile this change describes against `baseline`, refusing a flag that
+    /// names no change and a coordinate off the grid.
+    fn apply(
+        &self,
+        baseline: &[ProjectileSnap],
+        dt_us: u64,
+    ) -> Result<ProjectileSnap, DecodeError> {
+        let invalid = |what: &str| DecodeError::Invalid(what.into());
+        let (mut owner, mut kind, mut steps) = projectile_reference(self.id, baseline, dt_us);
+        if self.flags & PROJECTILE_OWNER != 0 {
+            if self.owner == owner {
+                return Err(invalid("a projectile's owner sent unchanged"));
+            }
+            owner = self.owner;
+        }
+        if self.flags & PROJECTILE_KIND != 0 {
+            if self.kind == kind {
+                return Err(invalid("a projectile's kind sent unchanged"));
+            }
+            kind = self.kind;
+        }
+        for (i, step) in steps.iter_mut().enumerate() {
+            if self.flags & (1 << i) != 0 {
+                *step += i64::from(self.deltas[i]);
+            }
+            if step.abs() > projectile_limit(i) {
+                return Err(invalid("a projectile off the grid"));
+            }
+        }
+        Ok(projectile_of_steps(self.id, owner, kind, &steps))
     }
 }
 
@@ -346,8 +543,8 @@ pub struct SnapshotPacket {
     pub removed: Vec<PlayerId>,
     /// Players that differ from their reference, in id order.
     pub changed: Vec<PlayerChange>,
-    /// [`Snapshot::projectiles`], in full.
-    pub projectiles: Vec<ProjectileSnap>,
+    /// [`Snapshot::projectiles`], each as it differs from its reference.
+    pub projectiles: Vec<ProjectileChange>,
     /// [`Snapshot::items`] when they differ from the baseline's.
     pub items: Option<u64>,
     /// [`Snapshot::drops`], in full.
@@ -430,6 +627,7 @@ impl SnapshotPacket {
         removed.extend(old.map(|b| b.id));
         let base_items = baseline.map_or(0, |b| b.items);
         let base_touches = baseline.map_or_else(Touches::default, |b| b.touches);
+        let base_projectiles = baseline.map_or(&[][..], |b| &b.projectiles[..]);
         Self {
             seq: snapshot.seq,
             baseline: baseline.map_or(0, |b| b.seq),
@@ -444,7 +642,11 @@ impl SnapshotPacket {
             server_tick_us: snapshot.server_tick_us,
             removed,
             changed,
-            projectiles: snapshot.projectiles.clone(),
+            projectiles: snapshot
+                .projectiles
+                .iter()
+                .map(|p| ProjectileChange::between(p, base_projectiles, dt))
+                .collect(),
             items: (snapshot.items != base_items).then_some(snapshot.items),
             drops: snapshot.drops.clone(),
             events: flip_ages(&snapshot.events, snapshot.server_tick),
@@ -489,6 +691,7 @@ impl SnapshotPacket {
         if removed.next().is_some() {
             return Err(invalid("a removed player was not in the baseline"));
         }
+        let base_projectiles = baseline.map_or(&[][..], |b| &b.projectiles[..]);
         let base_items = baseline.map_or(0, |b| b.items);
         if self.items == Some(base_items) {
             return Err(invalid("item bits sent unchanged"));
@@ -509,7 +712,11 @@ impl SnapshotPacket {
             touches: self.touches.unwrap_or(base_touches),
             server_tick_us: self.server_tick_us,
             players,
-            projectiles: self.projectiles.clone(),
+            projectiles: self
+                .projectiles
+                .iter()
+                .map(|p| p.apply(base_projectiles, dt))
+                .collect::<Result<_, _>>()?,
             items: self.items.unwrap_or(base_items),
             drops: self.drops.clone(),
             events: flip_ages(&self.events, server_tick),
@@ -575,10 +782,17 @@ impl SnapshotPacket {
         put_varint(&mut out, self.projectiles.len() as u64);
         for p in &self.projectiles {
             put_varint(&mut out, p.id.into());
-            out.push(p.owner.0);
-            out.push(p.kind.index() as u8);
-            for v in p.pos.iter().chain(&p.vel) {
-                put_f32(&mut out, *v);
+            out.push(p.flags);
+            for (i, d) in p.deltas.iter().enumerate() {
+                if p.flags & (1 << i) != 0 {
+                    put_zigzag(&mut out, *d);
+                }
+            }
+            if p.flags & PROJECTILE_OWNER != 0 {
+                out.push(p.owner.0);
+            }
+            if p.flags & PROJECTILE_KIND != 0 {
+                out.push(p.kind.index() as u8);
             }
         }
         if let Some(items) = self.items {
@@ -680,23 +894,35 @@ impl SnapshotPacket {
         let mut projectiles = Vec::with_capacity(count);
         for _ in 0..count {
             let id = u16::try_from(r.varint()?).map_err(|_| "projectile id too large")?;
-            let owner = PlayerId(r.byte()?);
-            let kind = *ProjectileKind::ALL
-                .get(usize::from(r.byte()?))
-                .ok_or("unknown projectile kind")?;
-            let mut v = [0.0; 6];
-            for x in &mut v {
-                *x = r.f32()?;
-                if !x.is_finite() {
-                    return Err("projectile holds NaN or infinity");
+            let flags = r.byte()?;
+            let mut deltas = [0; 6];
+            for (i, d) in deltas.iter_mut().enumerate() {
+                if flags & (1 << i) != 0 {
+                    *d = r.zigzag()?;
+                    if *d == 0 {
+                        return Err("a projectile coordinate flagged unchanged");
+                    }
+                    if d.unsigned_abs() > MAX_PROJECTILE_CHANGE as u32 {
+                        return Err("a projectile coordinate changed off the grid");
+                    }
                 }
             }
-            projectiles.push(ProjectileSnap {
+            let owner = match flags & PROJECTILE_OWNER {
+                0 => PlayerId(0),
+                _ => PlayerId(r.byte()?),
+            };
+            let kind = match flags & PROJECTILE_KIND {
+                0 => ProjectileKind::ALL[0],
+                _ => *ProjectileKind::ALL
+                    .get(usize::from(r.byte()?))
+                    .ok_or("unknown projectile kind")?,
+            };
+            projectiles.push(ProjectileChange {
                 id,
-                kind,
+                flags,
+                deltas,
                 owner,
-                pos: [v[0], v[1], v[2]],
-                vel: [v[3], v[4], v[5]],
+                kind,
             });
         }
         let items = if flags & HAS_ITEMS != 0 {

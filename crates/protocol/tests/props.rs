@@ -18,6 +18,10 @@ use sightline_protocol::{
     MAX_SNAPSHOT_PLAYERS, MAX_SNAPSHOT_PROJECTILES, PlayerEvent, PlayerSnap, ProjectileSnap,
     ScoreLine, ServerDatagram, ServerMessage, ServerTextKind, Snapshot, SnapshotPacket, Touches,
     Welcome, Wire, clean_text,
+    delta::{
+        MAX_PROJECTILE_POS_STEPS, MAX_PROJECTILE_VEL_STEPS, PROJECTILE_POS_STEPS,
+        PROJECTILE_VEL_STEPS,
+    },
 };
 use sightline_sim::{
     Buttons, InputCmd, MAX_TICK_HZ, MIN_TICK_HZ, PlayerId, VIEW_FRAC_STEP, WEAPON_SLOTS,
@@ -242,16 +246,31 @@ fn player_snap() -> impl Strategy<Value = PlayerSnap> {
         )
 }
 
+/// A projectile anywhere on the wire's grid (snapshots carry them on it), its
+/// coordinates over every width from none to the grid's edge.
 fn projectile_snap() -> impl Strategy<Value = ProjectileSnap> {
-    (u16_any(), projectile_kind(), player_id(), vec3(), vec3()).prop_map(
-        |(id, kind, owner, pos, vel)| ProjectileSnap {
-            id,
-            kind,
-            owner,
-            pos,
-            vel,
-        },
+    let steps = |edge: i64| {
+        let edge = edge as i32;
+        prop_oneof![Just(0), -100..=100, -edge..=edge, Just(edge), Just(-edge)]
+    };
+    (
+        u16_any(),
+        projectile_kind(),
+        player_id(),
+        prop::array::uniform3(steps(MAX_PROJECTILE_POS_STEPS)),
+        prop::array::uniform3(steps(MAX_PROJECTILE_VEL_STEPS)),
     )
+        .prop_map(|(id, kind, owner, pos, vel)| {
+            let s = [pos, vel].concat();
+            let at = |i: usize, per: f32| s[i] as f32 / per;
+            ProjectileSnap {
+                id,
+                kind,
+                owner,
+                pos: std::array::from_fn(|i| at(i, PROJECTILE_POS_STEPS)),
+                vel: std::array::from_fn(|i| at(i + 3, PROJECTILE_VEL_STEPS)),
+            }
+        })
 }
 
 fn projectile_kind() -> impl Strategy<Value = ProjectileKind> {

@@ -235,14 +235,18 @@ pub(crate) fn send_snapshots(
                 ..PlayerSnap::new(*id, s).with_intent(&cmd.0)
             })
             .collect(),
+        // On the wire's grid, so what is kept as sent is what each client resolves.
         projectiles: rockets
             .iter()
-            .map(|r| ProjectileSnap {
-                id: r.id,
-                kind: r.kind,
-                owner: r.owner,
-                pos: r.pos.to_array(),
-                vel: r.vel.to_array(),
+            .map(|r| {
+                ProjectileSnap {
+                    id: r.id,
+                    kind: r.kind,
+                    owner: r.owner,
+                    pos: r.pos.to_array(),
+                    vel: r.vel.to_array(),
+                }
+                .on_grid()
             })
             .collect(),
         items: items_present(items.iter().copied()),

@@ -203,6 +203,7 @@ fn others_see_angles_and_velocity_rounded_within_their_ranges() {
     );
     assert_eq!(seen.vel, [i16::MAX / 16 * 16, i16::MIN, 16]);
     assert_eq!(seen.pos, p.pos, "positions stay exact");
+    assert_eq!((seen.health, seen.weapon), (p.health, p.weapon));
     assert_eq!(
         seen.as_seen_by_others(),
         seen,
@@ -215,8 +216,24 @@ fn others_see_angles_and_velocity_rounded_within_their_ranges() {
 }
 
 #[test]
+fn others_are_not_sent_a_players_magazine_armour_or_weapons_carried() {
+    use crate::{KIT_QUAD, KIT_WEAPONS};
+    let mut p = player(1);
+    (p.ammo, p.armor, p.kit) = (17, 50, KIT_QUAD | KIT_WEAPONS);
+    let seen = p.as_seen_by_others();
+    assert_eq!((seen.ammo, seen.armor, seen.kit), (0, 0, KIT_QUAD));
+    // A firing player's rounds cost its watchers nothing.
+    let mut fired = p;
+    fired.ammo -= 1;
+    assert_eq!(fired.as_seen_by_others(), seen);
+}
+
+#[test]
 fn a_whole_number_of_quanta_sent_in_steps_is_refused() {
-    let base = snapshot(10, &[1]);
+    let base = Snapshot {
+        projectiles: vec![],
+        ..snapshot(10, &[1])
+    };
     let mut next = ran(&base, 1);
     next.players[0].yaw += 64;
     let mut bytes = SnapshotPacket::encode(&next, Some(&base)).to_bytes();
@@ -407,18 +424,95 @@ fn hostile_bytes_are_refused() {
         packet(0, 0, &[0, 0, 1, 0x80, 0x80, 0x04]).is_err(),
         "projectile id"
     );
-    let projectile = |kind: u8, x: f32| {
-        let mut tail = vec![0, 0, 1, 7, 1, kind];
-        tail.extend(x.to_le_bytes());
-        tail.extend([0; 20]);
-        packet(0, 0, &tail)
+    // A projectile: its id, its flags (a bit per coordinate, then owner and kind) and
+    // what they flag, against all zeros (none in a full snapshot's baseline).
+    let projectile = |rest: &[u8]| {
+        let mut tail = vec![0, 0, 1, 7];
+        tail.extend(rest);
+        packet(0, 0, &tail).and_then(|p| p.resolve(None))
     };
-    let rocket = |x: f32| projectile(0, x);
-    assert!(rocket(0.5).is_ok());
-    assert!(projectile(2, 0.5).is_ok(), "a plasma ball");
-    assert!(projectile(3, 0.5).is_err(), "no such projectile");
-    assert!(rocket(f32::NAN).is_err(), "a rocket at NaN");
-    assert!(rocket(f32::INFINITY).is_err());
+    assert!(
+        projectile(&[0]).is_ok(),
+        "a rocket of player 0's at rest at 0"
+    );
+    assert!(projectile(&[1, 2]).is_ok(), "one step along x");
+    assert!(
+        projectile(&[1, 0]).is_err(),
+        "a coordinate flagged unchanged"
+    );
+    assert!(projectile(&[0x80, 2]).is_ok(), "a plasma ball");
+    assert!(projectile(&[0x80, 3]).is_err(), "no such projectile");
+    assert!(projectile(&[0x80, 0]).is_err(), "the kind sent unchanged");
+    assert!(projectile(&[0x40, 0]).is_err(), "the owner sent unchanged");
+    assert!(projectile(&[0x40, 5]).is_ok(), "player 5's");
+    let far = |steps: i32| {
+        let mut rest = vec![1];
+        crate::bytes::put_zigzag(&mut rest, steps);
+        projectile(&rest)
+    };
+    assert!(far(1 << 24).is_ok(), "the grid's edge");
+    assert!(far((1 << 24) + 1).is_err(), "off the grid");
+    assert!(far(-(1 << 24) - 1).is_err());
+    let fast = |steps: i32| {
+        let mut rest = vec![1 << 3];
+        crate::bytes::put_zigzag(&mut rest, steps);
+        projectile(&rest)
+    };
+    assert!(fast(1 << 20).is_ok(), "the top speed");
+    assert!(fast((1 << 20) + 1).is_err(), "faster than the grid");
+}
+
+#[test]
+fn a_rocket_in_flight_costs_its_id_and_a_byte() {
+    let mut base = snapshot(40, &[1]);
+    let rocket = ProjectileSnap {
+        id: 300,
+        kind: sightline_combat::ProjectileKind::Rocket,
+        owner: PlayerId(1),
+        pos: [10.0, 1.5, -4.0],
+        vel: [18.0, -2.5, 7.0],
+    }
+    .on_grid();
+    base.projectiles = vec![rocket];
+    let bytes = |s: &Snapshot, b: Option<&Snapshot>| SnapshotPacket::encode(s, b).to_bytes();
+    let mut next = ran(&base, 6);
+    next.projectiles.clear();
+    let without = bytes(&next, Some(&base)).len();
+    // Six snapshots later it has flown on as the server moves it, tick by tick in f32.
+    let dt = 1.0 / 128.0;
+    let mut flown = rocket;
+    for _ in 0..12 {
+        for axis in 0..3 {
+            flown.pos[axis] += flown.vel[axis] * dt;
+        }
+    }
+    next.projectiles = vec![flown.on_grid()];
+    let (resolved, _) = round_trip(&next, Some(&base));
+    let next = Snapshot {
+        baseline: base.seq,
+        ..next
+    };
+    assert_eq!(resolved, next);
+    assert_eq!(
+        bytes(&next, Some(&base)).len() - without,
+        3,
+        "an id of two bytes and no coordinate off its reference"
+    );
+    // New to the client, it is sent in full: still well under its f32s' 27 bytes.
+    let full = bytes(&next, None).len()
+        - bytes(
+            &Snapshot {
+                projectiles: vec![],
+                ..next.clone()
+            },
+            None,
+        )
+        .len();
+    assert!(full <= 18, "{full} bytes");
+    // Off the grid, it arrives on it.
+    let mut off = next.clone();
+    off.projectiles[0].pos[0] += 0.0001;
+    assert_eq!(round_trip(&off, Some(&base)).0, next);
 }
 
 #[test]
