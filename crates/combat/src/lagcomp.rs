@@ -74,16 +74,20 @@ pub enum ViewJudgement {
 }
 
 impl ViewWindow {
-    /// The window for a command taken at `now_tick`, whose packet acknowledged the
-    /// snapshot of `ack_tick` (`None`: none the server can vouch for, so no rewind is
-    /// allowed at all), following a command that claimed `previous_view`, from a client
-    /// whose round trip the transport measures at `round_trip` seconds.
+    /// The window for a command taken at `now_tick` that arrived at `arrived_tick`, whose
+    /// packet acknowledged the snapshot of `ack_tick` (`None`: none the server can vouch
+    /// for, so no rewind is allowed at all), following a command that claimed
+    /// `previous_view`, from a client whose round trip the transport measures at
+    /// `round_trip` seconds.
     ///
     /// What a client draws is at most a round trip, its interpolation delay and a little
-    /// more old when its command runs, so the view may lie no further back than
-    /// `round_trip` plus [`MAX_VIEW_LAG`], whichever snapshot the packet names.
+    /// more old when its command arrives, so the view may lie no further back than
+    /// `round_trip` plus [`MAX_VIEW_LAG`] before the arrival, whichever snapshot the packet
+    /// names. The time it then waits in the server's buffer (longer after the player was
+    /// held for a late command) is the server's, not the client's.
     pub fn new(
         now_tick: u32,
+        arrived_tick: u32,
         ack_tick: Option<u32>,
         previous_view: Option<f64>,
         round_trip: f32,
@@ -97,7 +101,8 @@ impl ViewWindow {
         let ack = ack as f64;
         let latency =
             f64::from(round_trip.clamp(0.0, MAX_HONEST_ROUND_TRIP)) + f64::from(MAX_VIEW_LAG);
-        let mut oldest = (ack - MAX_VIEW_LAG as f64 * hz).max(now - latency * hz);
+        let arrived = f64::from(arrived_tick.min(now_tick));
+        let mut oldest = (ack - MAX_VIEW_LAG as f64 * hz).max(arrived - latency * hz);
         if let Some(previous) = previous_view {
             oldest = oldest.max(previous - MAX_VIEW_STEP_BACK as f64 * hz);
         }
@@ -254,7 +259,7 @@ mod tests {
     #[test]
     fn a_view_window_follows_the_acknowledged_snapshot() {
         // 128 Hz, tick 1000, the command's packet acknowledged the snapshot of tick 980.
-        let w = ViewWindow::new(1000, Some(980), None, 0.15, 128);
+        let w = ViewWindow::new(1000, 1000, Some(980), None, 0.15, 128);
         assert!(w.contains(980.0 - 12.8), "100 ms of interpolation delay");
         assert!(w.contains(980.0 + 5.0), "a little extrapolation");
         assert!(
@@ -265,10 +270,10 @@ mod tests {
         assert!(!w.contains(f64::NAN));
         // The round trip bounds it too: a stale acknowledgement from a near client
         // leaves nothing.
-        let stale = ViewWindow::new(1000, Some(900), None, 0.15, 128);
+        let stale = ViewWindow::new(1000, 1000, Some(900), None, 0.15, 128);
         assert!(!stale.contains(900.0));
         assert_eq!(stale.judge(900.0), ViewJudgement::Refused);
-        assert!(!ViewWindow::new(1000, None, None, 0.15, 128).contains(1000.0));
+        assert!(!ViewWindow::new(1000, 1000, None, None, 0.15, 128).contains(1000.0));
     }
 
     #[test]
@@ -277,7 +282,7 @@ mod tests {
         // little input buffer put the view 460 ms back (58.9 ticks), past the 400 ms
         // (51.2 ticks) rewind limit.
         let hz = 128.0;
-        let w = ViewWindow::new(1000, Some(958), None, 0.3, 128);
+        let w = ViewWindow::new(1000, 1000, Some(958), None, 0.3, 128);
         let view = 1000.0 - 0.46 * hz;
         match w.judge(view) {
             ViewJudgement::Late { at, excess } => {
@@ -293,7 +298,7 @@ mod tests {
         assert_eq!(w.judge(1000.0 - 0.61 * hz), ViewJudgement::Refused);
         assert_eq!(w.judge(f64::NAN), ViewJudgement::Refused);
         // A round trip past any honest one explains no more.
-        let far = ViewWindow::new(1000, Some(700), None, 30.0, 128);
+        let far = ViewWindow::new(1000, 1000, Some(700), None, 30.0, 128);
         assert_eq!(far.judge(1000.0 - 1.4 * hz), ViewJudgement::Refused);
     }
 
@@ -302,7 +307,7 @@ mod tests {
         // 20 ms of round trip, but the packet names a snapshot 60 ms old: the window
         // follows the round trip, not the snapshot.
         let hz = 128.0;
-        let w = ViewWindow::new(1000, Some(992), None, 0.02, 128);
+        let w = ViewWindow::new(1000, 1000, Some(992), None, 0.02, 128);
         assert!(w.contains(1000.0 - 0.3 * hz), "the largest delay honoured");
         assert!(!w.contains(1000.0 - 0.33 * hz));
         assert!(
@@ -310,13 +315,30 @@ mod tests {
             "what the snapshot alone allowed"
         );
         // A far client keeps what its round trip explains.
-        let far = ViewWindow::new(1000, Some(980), None, 0.1, 128);
+        let far = ViewWindow::new(1000, 1000, Some(980), None, 0.1, 128);
         assert!(far.contains(1000.0 - 0.35 * hz));
     }
 
     #[test]
+    fn time_a_command_waits_in_the_servers_buffer_is_not_held_against_its_view() {
+        // 20 ms of round trip; the command arrived at tick 980 and runs at 1000, after
+        // the player was held for a late command before it. Its view, as old as any when
+        // it arrived, is judged; one older still is not.
+        let hz = 128.0;
+        let w = ViewWindow::new(1000, 980, Some(975), None, 0.02, 128);
+        let at_arrival = 980.0 - 0.3 * hz;
+        assert!(w.contains(at_arrival));
+        assert!(!w.contains(at_arrival - 0.03 * hz));
+        // Past the rewind limit of the tick it runs in, it is judged late, not refused.
+        assert!(matches!(w.judge(at_arrival), ViewJudgement::Late { .. }));
+        // An arrival "after" the tick it runs in is taken as that tick.
+        let now = ViewWindow::new(1000, 1010, Some(975), None, 0.02, 128);
+        assert_eq!(now, ViewWindow::new(1000, 1000, Some(975), None, 0.02, 128));
+    }
+
+    #[test]
     fn view_time_may_not_jump_back_from_the_previous_command() {
-        let w = ViewWindow::new(1000, Some(980), Some(975.0), 0.15, 128);
+        let w = ViewWindow::new(1000, 1000, Some(980), Some(975.0), 0.15, 128);
         assert!(w.contains(975.0 - 6.0), "within 50 ms of the previous");
         assert!(!w.contains(975.0 - 7.0));
     }

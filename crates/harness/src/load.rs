@@ -247,6 +247,16 @@ pub fn load(config: &LoadConfig) -> LoadReport {
         },
     );
     let (addr, shared) = (server.addr, server.shared.clone());
+    // The server's own bots join as it starts: not what the join columns measure. A
+    // join's frame and the one after it count, so one more frame goes too.
+    let mut bot_joins = 0;
+    let give_up = Instant::now() + Duration::from_secs(10);
+    while bot_joins < u64::from(config.bots) && Instant::now() < give_up {
+        std::thread::sleep(Duration::from_millis(5));
+        bot_joins += shared.take_joins().joins;
+    }
+    std::thread::sleep(Duration::from_millis(20));
+    shared.take_joins();
 
     let l = &config.link;
     let mut link = if l.is_active() {

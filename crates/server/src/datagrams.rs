@@ -11,7 +11,7 @@ use crate::wire::encoded;
 use bevy::prelude::*;
 use sightline_net::{PacketFaults, RenetServer};
 use sightline_protocol::{Channel, ClientDatagram, ServerDatagram, Wire};
-use sightline_sim::TickConfig;
+use sightline_sim::{Tick, TickConfig};
 
 /// Strikes the senders of transport packets the transport refused (see
 /// [`sightline_net::PacketGuard`]): one strike each, as for a malformed message.
@@ -58,6 +58,7 @@ pub(crate) fn receive_datagrams(
     fixed: Res<Time<Fixed>>,
     real: Res<Time<Real>>,
     lag: Res<FrameLag>,
+    tick: Res<Tick>,
 ) {
     // Now, as it is while the datagrams are read: a stall inside this frame (after its
     // clock was read) is time the clients had to send them.
@@ -150,6 +151,7 @@ pub(crate) fn receive_datagrams(
                 .min(f64::from(u32::MAX)) as u32;
             conn.conduct.last_command_at = now;
             buffer.ack_snapshot = buffer.ack_snapshot.max(packet.ack_snapshot);
+            buffer.note_arrival(tick.0.saturating_add(1));
             for cmd in cmds.iter().rev() {
                 if buffer.push_within(*cmd, ack_tick, owed, silent) == Push::TooFarAhead {
                     conn.refuse_command(&mut server, now, &mut stats);

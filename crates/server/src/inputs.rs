@@ -20,8 +20,11 @@ pub const MAX_BUFFERED_SECONDS: f32 = 1.0;
 /// one-shot buttons.
 pub const REPEAT_GRACE_SECONDS: f32 = 0.05;
 /// For how long a missing command is waited for, the player [`Held`], within the
-/// allowance: a run of three lost packets at 30 frames a second.
-pub const HOLD_GRACE_SECONDS: f32 = 0.1;
+/// allowance: an outage of up to 150 ms (Wi-Fi's are 50-150 ms), which the client's
+/// packets repeat their commands across ([`sightline_protocol::InputPacket`]). At 0.1 s
+/// the 30 and 60 fps clients of the netcode report lost 3.5-4 commands a minute to
+/// 60-140 ms outages, each a correction of late input.
+pub const HOLD_GRACE_SECONDS: f32 = 0.15;
 /// One tick in this many, on average, a player may spend held. Each hold leaves the
 /// client's commands one tick later than before, which its pacing drains by ticking up to
 /// 3 % slower; a client holding more often than that is not pacing honestly, and after
@@ -54,6 +57,8 @@ pub enum Push {
 struct Waiting {
     cmd: InputCmd,
     ack_tick: Option<u32>,
+    /// The server tick at which it arrived.
+    arrived: u32,
 }
 
 /// How the buffer looked to the ticks since the last snapshot, reported to the client so
@@ -94,6 +99,10 @@ pub struct InputBuffer {
     last_simulated: u32,
     last_cmd: InputCmd,
     last_ack_tick: Option<u32>,
+    /// The tick commands pushed now arrive at ([`Self::note_arrival`]), and the tick the
+    /// command last taken arrived at.
+    arrival_tick: u32,
+    last_arrival_tick: u32,
     missing_streak: u32,
     held_streak: u32,
     /// Holding allowance left, in 1/[`HOLD_SHARE`] ticks: each command taken earns one,
@@ -123,6 +132,8 @@ impl InputBuffer {
             last_simulated: 0,
             last_cmd: InputCmd::default(),
             last_ack_tick: None,
+            arrival_tick: 0,
+            last_arrival_tick: 0,
             missing_streak: 0,
             held_streak: 0,
             hold_credit: hold_ticks * HOLD_SHARE,
@@ -187,7 +198,14 @@ impl InputBuffer {
             }
             self.pending.pop_back();
         }
-        self.pending.insert(at, Waiting { cmd, ack_tick });
+        self.pending.insert(
+            at,
+            Waiting {
+                cmd,
+                ack_tick,
+                arrived: self.arrival_tick,
+            },
+        );
         Push::Queued
     }
 
@@ -253,6 +271,7 @@ impl InputBuffer {
         self.last_simulated = w.cmd.seq;
         self.last_cmd = w.cmd;
         self.last_ack_tick = w.ack_tick;
+        self.last_arrival_tick = w.arrived;
         self.missing_streak = 0;
         self.held_streak = 0;
         self.hold_credit = (self.hold_credit + 1).min(self.hold_credit_cap);
@@ -268,6 +287,20 @@ impl InputBuffer {
     /// Ticks this player was held waiting for a command, in all.
     pub fn holds(&self) -> u32 {
         self.holds
+    }
+
+    /// Notes the server tick at which the commands pushed from now on arrive (the tick
+    /// about to run when their packet is read).
+    pub fn note_arrival(&mut self, tick: u32) {
+        self.arrival_tick = tick;
+    }
+
+    /// The tick at which the command last taken arrived: lag compensation allows its view
+    /// time a round trip and the interpolation delay before that, however long it then
+    /// waited in this buffer (a hold on a missing command before it delays every later
+    /// one).
+    pub fn last_arrival_tick(&self) -> u32 {
+        self.last_arrival_tick
     }
 
     /// The tick of the snapshot acknowledged by the packet that brought the command last
@@ -341,6 +374,7 @@ pub(crate) fn consume_inputs(
         }
         *window = ViewWindow::new(
             tick.0,
+            buffer.last_arrival_tick(),
             buffer.last_ack_tick(),
             previous_view,
             server.rtt(conn.client_id) as f32,
