@@ -38,6 +38,8 @@ mod operating;
 #[cfg(test)]
 mod pickups;
 #[cfg(test)]
+mod rate;
+#[cfg(test)]
 mod raw;
 #[cfg(test)]
 mod session;

@@ -1,7 +1,7 @@
 //! The client's console variables and where each one takes effect.
 
 use bevy::prelude::*;
-use sightline_client::CommandRate;
+use sightline_client::{CommandRate, DownloadRate};
 use sightline_console::{CvarValue, Cvars};
 use sightline_interpolation::InterpolationSettings;
 use sightline_net::{ConditionerSettings, LinkConditions};
@@ -73,8 +73,10 @@ pub mod cvar {
             "crosshair size in pixels, 2 to 64";
         CROSSHAIR_COLOR: String = "crosshair_color", Text { max_len: 9 }, "#ffffff", SAVED,
             "crosshair colour as #RRGGBB or #RRGGBBAA (hexadecimal)";
-        RATE: i64 = "rate", Int { min: 2500, max: 100000 }, 25000, SAVED,
-            "most bytes a second you ask the server to send you";
+        RATE: i64 = "rate", Int { min: 0, max: 1_000_000 }, 0, SAVED,
+            "most bytes a second the server may send you (0: no limit; under 8000 counts \
+             as 8000): on a slow link far players are then updated less often, rather \
+             than snapshots lost";
         NET_FAKELAG: f64 = "net_fakelag", Float { min: 0.0, max: 1000.0 }, 0.0, NONE,
             "fake one-way latency on your traffic, ms, both ways";
         NET_FAKEJITTER: f64 = "net_fakejitter", Float { min: 0.0, max: 500.0 }, 0.0, NONE,
@@ -128,12 +130,14 @@ fn apply_cvars(
     mut interp: ResMut<InterpolationSettings>,
     mut link: ResMut<LinkConditions>,
     mut rate: ResMut<CommandRate>,
+    mut download: ResMut<DownloadRate>,
 ) {
     if !cvars.is_changed() {
         return;
     }
     // Values are in range: the table's ranges are checked when a cvar is set.
     rate.set_if_neq(CommandRate(cvars.read(cvar::CL_CMDRATE) as u32));
+    download.set_if_neq(DownloadRate(cvars.read(cvar::RATE) as u32));
     netgraph.set_if_neq(NetgraphMode(cvars.read(cvar::CL_NETGRAPH) as u8));
     let settings = InterpolationSettings {
         cl_interp: cvars.read(cvar::CL_INTERP) as f32,

@@ -21,6 +21,7 @@ mod feeds;
 mod inbound;
 mod input;
 mod pacing;
+mod rate;
 mod reconnect;
 mod roster;
 mod snapshots;
@@ -38,6 +39,7 @@ pub use input::{
     CommandRate, InputHistory, InputSource, LocalInput, MIN_REDUNDANCY_SECONDS, REDUNDANCY_FRAMES,
 };
 pub use pacing::{InputPacing, MAX_DILATION, SETTLE_LIMIT, SHORT_SHARE, TARGET_MIN_QUEUE};
+pub use rate::DownloadRate;
 pub use reconnect::{RESUME_WINDOW_SECONDS, Reconnect, backoff_seconds};
 pub use roster::{Roster, RosterEntry};
 pub use snapshots::LatestSnapshot;
@@ -116,6 +118,8 @@ impl Plugin for ClientPlugin {
             .init_session_resource::<ClientStats>()
             .init_session_resource::<InputHistory>()
             .init_resource::<CommandRate>()
+            .init_resource::<DownloadRate>()
+            .init_session_resource::<rate::RateTold>()
             .init_session_resource::<ChatLog>()
             .init_session_resource::<KillFeed>()
             .init_session_resource::<MatchInfo>()
@@ -195,6 +199,7 @@ impl Plugin for ClientPlugin {
                 Update,
                 (
                     clock::send_pings,
+                    rate::tell_rate,
                     clock::update_server_clock,
                     pacing::pace_ticks,
                     cues::release_timed_cues,

@@ -48,7 +48,10 @@ pub(crate) fn receive_datagrams(
     let now = time.elapsed_secs_f64();
     while let Some(bytes) = client.receive_message(Channel::Unreliable) {
         let packet = match ServerDatagram::decode(&bytes) {
-            Ok(ServerDatagram::Snapshot(p)) => p,
+            Ok(ServerDatagram::Snapshot(p)) => {
+                stats.snapshot_bytes += bytes.len() as u64;
+                p
+            }
             Ok(ServerDatagram::Pong {
                 client_time_us,
                 server_time_us,
@@ -81,8 +84,12 @@ pub(crate) fn receive_datagrams(
             shown.write(ShownEvent(early));
         }
         stats.note_snapshot(snapshot.seq);
-        // Late snapshots still fill gaps in remote players' paths.
+        // Late snapshots still fill gaps in remote players' paths; a player the server
+        // held back for our rate is no measurement.
         for (id, mut buffer) in &mut remotes {
+            if snapshot.held.binary_search(id).is_ok() {
+                continue;
+            }
             if let Ok(i) = snapshot.players.binary_search_by_key(id, |p| p.id) {
                 let p = &snapshot.players[i];
                 buffer.push_steered(server_time, p.state(), p.spawn_count, p.intent_cmd());

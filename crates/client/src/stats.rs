@@ -21,6 +21,9 @@ pub struct PlayerSeen {
 pub struct ClientStats {
     /// Snapshots accepted.
     pub snapshots: u64,
+    /// Bytes of the snapshot datagrams received, as encoded (what `rate` governs, less
+    /// the headers).
+    pub snapshot_bytes: u64,
     /// Snapshots that arrived after a newer one (dropped).
     pub stale_snapshots: u64,
     /// Messages that failed to decode or validate (dropped).

@@ -122,6 +122,7 @@ fn snapshot(players: u8, seq: u32) -> Snapshot {
             })
             .collect(),
         events: Vec::new(),
+        held: Vec::new(),
     }
 }
 
@@ -142,6 +143,9 @@ pub fn client_message() -> Vec<Vec<u8>> {
         },
         ClientMessage::Chat {
             text: "gg, well played".into(),
+        },
+        ClientMessage::Rate {
+            bytes_per_second: 25_000,
         },
     ])
 }
@@ -235,7 +239,7 @@ pub fn client_datagram() -> Vec<Vec<u8>> {
 }
 
 /// The fuzz baseline four snapshots on: one player turned and ran, one left, one joined,
-/// an item was taken.
+/// one was held back, an item was taken.
 fn moved() -> Snapshot {
     let mut s = snapshot(4, 12);
     s.server_time_us += 62_500;
@@ -245,6 +249,8 @@ fn moved() -> Snapshot {
     s.players[1].health = 40;
     s.items = 0b1001;
     s.events = shown_events();
+    // One held back for the client's rate.
+    s.held = vec![s.players[2].id];
     s
 }
 

@@ -347,6 +347,7 @@ pub fn load(config: &LoadConfig) -> LoadReport {
         players: snapshots1.players - snapshots0.players,
         moving: snapshots1.moving - snapshots0.moving,
         events_expired: snapshots1.events_expired - snapshots0.events_expired,
+        held: snapshots1.held - snapshots0.held,
     };
     report.client_fps = (frames - frames0) as f64 / elapsed;
     let mut times = TickTimes::default();

@@ -27,7 +27,9 @@
 //!   alike;
 //! - the item bits and the recipient's [`Touches`] when they changed;
 //! - the recipient's unacknowledged events ([`EventSnap`]), each numbered by the gap from
-//!   the one before and stamped with its age in ticks, which is small where its tick is not.
+//!   the one before and stamped with its age in ticks, which is small where its tick is not;
+//! - the players held back for the client's `rate` ([`Snapshot::held`]), by id: each is a
+//!   baseline player left at its reference, which the client does not draw from.
 //!
 //! Decoding checks every count, order and width and takes each number in its one
 //! shortest form, so a packet has a single encoding; resolving it against the baseline
@@ -105,6 +107,8 @@ const HAS_DROPS: u8 = 2;
 const HAS_TOUCHES: u8 = 4;
 /// Bit set in the packet's flags when events follow (none: no bytes).
 const HAS_EVENTS: u8 = 8;
+/// Bit set in the packet's flags when held players follow (none: no bytes).
+const HAS_HELD: u8 = 16;
 /// Largest encoding of one event: number, age, kind, two ids and a damage, a position.
 const MAX_EVENT_BYTES: usize = 5 + 5 + 1 + 2 + 3 + 12;
 /// Largest encoding of one dropped weapon: id, weapon, position.
@@ -552,6 +556,9 @@ pub struct SnapshotPacket {
     /// [`Snapshot::events`], each `tick` given as the ticks before the snapshot's
     /// (wrapping).
     pub events: Vec<EventSnap>,
+    /// [`Snapshot::held`]: baseline players left at their reference, which the client
+    /// must not take for a measurement.
+    pub held: Vec<PlayerId>,
 }
 
 /// The header numbers a delta counts from: the baseline's, or zeros.
@@ -599,7 +606,8 @@ impl SnapshotPacket {
         + (1 + MAX_SNAPSHOT_PROJECTILES * MAX_PROJECTILE_BYTES)
         + 10
         + (1 + MAX_SNAPSHOT_DROPS * MAX_DROP_BYTES)
-        + (1 + MAX_SNAPSHOT_EVENTS * MAX_EVENT_BYTES);
+        + (1 + MAX_SNAPSHOT_EVENTS * MAX_EVENT_BYTES)
+        + (1 + MAX_SNAPSHOT_PLAYERS);
 
     /// `snapshot` as changes from `baseline` (`None`: in full). The baseline must be a
     /// snapshot sent to the same client; its sequence number goes in the packet.
@@ -610,6 +618,7 @@ impl SnapshotPacket {
         let mut removed = Vec::new();
         let mut changed = Vec::with_capacity(snapshot.players.len());
         let mut old = base_players.iter().peekable();
+        let mut held = Vec::new();
         for p in &snapshot.players {
             while let Some(gone) = old.next_if(|b| b.id < p.id) {
                 removed.push(gone.id);
@@ -618,6 +627,11 @@ impl SnapshotPacket {
                 Some(b) => (Reference::of(b, dt), true),
                 None => (Reference::NONE, false),
             };
+            // A held player goes as its reference; only one the client holds can be.
+            if in_baseline && snapshot.held.binary_search(&p.id).is_ok() {
+                held.push(p.id);
+                continue;
+            }
             let change = PlayerChange::between(p.id, &reference, &fields(p));
             // A baseline player unchanged is left out; a new one is always listed.
             if change.mask != 0 || !in_baseline {
@@ -650,6 +664,7 @@ impl SnapshotPacket {
             items: (snapshot.items != base_items).then_some(snapshot.items),
             drops: snapshot.drops.clone(),
             events: flip_ages(&snapshot.events, snapshot.server_tick),
+            held,
         }
     }
 
@@ -691,6 +706,15 @@ impl SnapshotPacket {
         if removed.next().is_some() {
             return Err(invalid("a removed player was not in the baseline"));
         }
+        // A held player is a baseline player left at its reference: neither listed as
+        // changed nor removed.
+        for id in &self.held {
+            let kept = base_players.binary_search_by_key(id, |b| b.id).is_ok()
+                && !self.removed.contains(id);
+            if !kept || self.changed.iter().any(|c| c.id == *id) {
+                return Err(invalid("a held player the client does not hold as it is"));
+            }
+        }
         let base_projectiles = baseline.map_or(&[][..], |b| &b.projectiles[..]);
         let base_items = baseline.map_or(0, |b| b.items);
         if self.items == Some(base_items) {
@@ -720,6 +744,7 @@ impl SnapshotPacket {
             items: self.items.unwrap_or(base_items),
             drops: self.drops.clone(),
             events: flip_ages(&self.events, server_tick),
+            held: self.held.clone(),
         };
         snapshot.validate()?;
         Ok(snapshot)
@@ -753,7 +778,8 @@ impl SnapshotPacket {
         } else {
             HAS_EVENTS
         };
-        out.push(items | drops | touches | events);
+        let held = if self.held.is_empty() { 0 } else { HAS_HELD };
+        out.push(items | drops | touches | events | held);
         if let Some(t) = self.touches {
             out.extend([t.own_pushes, t.pushes, t.contacts, t.contact_with.0]);
         }
@@ -811,6 +837,10 @@ impl SnapshotPacket {
         if !self.events.is_empty() {
             put_events(&mut out, &self.events);
         }
+        if !self.held.is_empty() {
+            put_varint(&mut out, self.held.len() as u64);
+            out.extend(self.held.iter().map(|id| id.0));
+        }
         out
     }
 
@@ -839,7 +869,7 @@ impl SnapshotPacket {
         let repeated_inputs = r.varint()?;
         let server_tick_us = r.varint()?;
         let flags = r.byte()?;
-        if flags & !(HAS_ITEMS | HAS_DROPS | HAS_TOUCHES | HAS_EVENTS) != 0 {
+        if flags & !(HAS_ITEMS | HAS_DROPS | HAS_TOUCHES | HAS_EVENTS | HAS_HELD) != 0 {
             return Err("unknown flags");
         }
         let touches = if flags & HAS_TOUCHES != 0 {
@@ -940,6 +970,21 @@ impl SnapshotPacket {
         } else {
             Vec::new()
         };
+        let held = if flags & HAS_HELD != 0 {
+            let count = read_count(r, MAX_SNAPSHOT_PLAYERS)?;
+            if count == 0 {
+                return Err("the held flag with none");
+            }
+            let held: Vec<PlayerId> = (0..count)
+                .map(|_| r.byte().map(PlayerId))
+                .collect::<Result<_, _>>()?;
+            if held.windows(2).any(|w| w[1] <= w[0]) {
+                return Err("held players not in increasing id order");
+            }
+            held
+        } else {
+            Vec::new()
+        };
         r.finish()?;
         Ok(Self {
             seq,
@@ -957,6 +1002,7 @@ impl SnapshotPacket {
             items,
             drops,
             events,
+            held,
         })
     }
 }

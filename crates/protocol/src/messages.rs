@@ -66,6 +66,13 @@ pub enum ClientMessage {
         /// What was said.
         text: String,
     },
+    /// The most the player's downlink takes, bytes a second (`rate`, as in Quake and
+    /// Source; 0: no limit): the server keeps its snapshots within it by updating far
+    /// players less often. Sent on joining and whenever it changes.
+    Rate {
+        /// Bytes a second, UDP/IP headers included.
+        bytes_per_second: u32,
+    },
     /// A console command for the server, from a player who knows its `rcon_password`
     /// (inside netcode's encryption, so neither travels in the clear).
     Rcon {
@@ -103,6 +110,8 @@ impl Wire for ClientMessage {
                     Ok(())
                 }
             }
+            // Any rate: the server holds it within its own bounds.
+            Self::Rate { .. } => Ok(()),
         }
     }
 }
@@ -612,6 +621,11 @@ pub struct Snapshot {
     pub server_tick_us: u32,
     /// Every player's state, in id order.
     pub players: Vec<PlayerSnap>,
+    /// Players whose update the server held back to keep within the client's `rate`, in
+    /// id order, each one of `players`: their state here is their last measurement
+    /// carried on along its velocity, not a new one, so the client draws them from the
+    /// snapshots before.
+    pub held: Vec<PlayerId>,
     /// Rockets in flight.
     pub projectiles: Vec<ProjectileSnap>,
     /// Which of the map's item spots hold their item, as bits by item index.
@@ -655,6 +669,16 @@ impl Snapshot {
             if p.held.0 & !(Buttons::JUMP.0 | Buttons::CROUCH.0) != 0 {
                 return Err(invalid("held buttons other than jump and crouch"));
             }
+        }
+        if self.held.windows(2).any(|w| w[1] <= w[0]) {
+            return Err(invalid("held players not in increasing id order"));
+        }
+        if self
+            .held
+            .iter()
+            .any(|id| self.players.binary_search_by_key(id, |p| p.id).is_err())
+        {
+            return Err(invalid("a held player not in the snapshot"));
         }
         if self.projectiles.len() > MAX_SNAPSHOT_PROJECTILES {
             return Err(invalid("too many projectiles"));

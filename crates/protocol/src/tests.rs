@@ -53,6 +53,7 @@ fn snapshot(n: usize) -> Snapshot {
         items: 0b1011,
         drops: vec![],
         events: vec![],
+        held: vec![],
     }
 }
 

@@ -31,6 +31,7 @@ mod outbox;
 // carry them.
 mod inputs;
 mod interest;
+mod rate;
 mod snapshots;
 // Match rules, and sides in team games.
 mod rules;
@@ -87,6 +88,7 @@ pub use logs::{LogFile, LogFormat, LogOutput, LogRotation, add_logging};
 pub use metrics::{JsonPage, Metrics};
 pub use plugin::{CommandSource, CommandSourcesExt, ServerPlugin, ServerSet, server_app};
 pub use query::{Queries, QueryPlugin};
+pub use rate::{DATAGRAM_OVERHEAD, DownloadRate, MAX_HELD_SNAPSHOTS, MIN_RATE};
 pub use rcon::{
     RconListen, RconPacket, RconPlugin, SERVERDATA_AUTH, SERVERDATA_AUTH_RESPONSE,
     SERVERDATA_EXECCOMMAND, SERVERDATA_RESPONSE_VALUE,

@@ -9,6 +9,7 @@ use crate::inbox::{AdminInbox, AdminLine, AdminOrigin};
 use crate::inputs::InputBuffer;
 use crate::interest::Interest;
 use crate::outbox::{Outgoing, send_to_playing};
+use crate::rate::DownloadRate;
 use crate::records::Career;
 use crate::resume::{Departed, DepartedPlayers, Resumable};
 use crate::snapshots::{EventQueue, SnapshotCounter};
@@ -209,6 +210,13 @@ pub(crate) fn handle_reliable_messages(
                         admission.commands.entity(entity).insert(PlayerKeyOf(key));
                     }
                     admitted.extend(player);
+                }
+                (ClientMessage::Rate { bytes_per_second }, ConnectionStage::Playing) => {
+                    let mut client = admission.commands.entity(entity);
+                    match bytes_per_second {
+                        0 => client.remove::<DownloadRate>(),
+                        rate => client.insert(DownloadRate::new(rate)),
+                    };
                 }
                 (ClientMessage::Chat { text }, ConnectionStage::Playing) => {
                     chat.extend(chat_line(&admission.players, entity, &mut conn, &text, now));

@@ -6,6 +6,7 @@ use crate::connection::{Connection, ConnectionStage};
 use crate::inputs::InputBuffer;
 use crate::interest::{HEAR_RADIUS, Interest};
 use crate::metrics::Metrics;
+use crate::rate::{DownloadRate, hold_for_rate, squared_distance};
 use crate::stalls::catching_up;
 use crate::stats::{SLICE_BYTES, SnapshotStats, TickTimes};
 use bevy::prelude::*;
@@ -201,6 +202,7 @@ pub(crate) fn send_snapshots(
         Option<&Pushes>,
         Option<&Contacts>,
         Option<&mut EventQueue>,
+        Option<&mut DownloadRate>,
     )>,
     times: Res<TickTimes>,
     mut weights: ResMut<SnapshotStats>,
@@ -252,6 +254,7 @@ pub(crate) fn send_snapshots(
         items: items_present(items.iter().copied()),
         drops: drops_lying(&drops),
         events: Vec::new(),
+        held: Vec::new(),
     };
     snapshot.players.sort_by_key(|p| p.id);
     let spots = items.iter().fold(0u64, |bits, s| bits | (1 << s.index));
@@ -261,10 +264,25 @@ pub(crate) fn send_snapshots(
     // One snapshot, its players chosen and its header rewritten for each recipient, and
     // encoded against what that recipient holds.
     let lifetime = (EVENT_LIFETIME_S * f64::from(config.tick_hz)) as u32;
-    for (conn, mut buffer, mut counter, me, interest, pushes, contacts, queue) in &mut clients {
+    let now = f64::from(tick.0) / f64::from(config.tick_hz.max(1));
+    for (conn, mut buffer, mut counter, me, interest, pushes, contacts, queue, mut rate) in
+        &mut clients
+    {
         if conn.stage != ConnectionStage::Playing {
             continue;
         }
+        let budget = match rate.as_deref_mut() {
+            Some(rate) => {
+                let sent_bps = server
+                    .network_info(conn.client_id)
+                    .map_or(0.0, |n| n.bytes_sent_per_second);
+                match rate.budget(now, config.snapshot_hz(), sent_bps) {
+                    Some(budget) => Some(budget),
+                    None => continue, // over its rate: this snapshot waits
+                }
+            }
+            None => None,
+        };
         let events = match queue {
             Some(mut queue) => {
                 if let Some(through) = counter.events_through(buffer.ack_snapshot) {
@@ -303,8 +321,17 @@ pub(crate) fn send_snapshots(
         let baseline = baseline.as_deref();
         match encode_within_budget(&mut sent, baseline, own) {
             Ok(bytes) => {
+                let bytes = match (rate.as_deref_mut(), baseline, budget) {
+                    (Some(rate), Some(baseline), Some(budget)) => {
+                        let bytes = hold_for_rate(&mut sent, baseline, own, budget, rate, bytes);
+                        rate.spend(bytes.len(), &sent);
+                        bytes
+                    }
+                    _ => bytes,
+                };
                 let moving = sent.players.iter().filter(|p| p.vel != [0; 3]).count();
                 weights.count(bytes.len(), sent.players.len(), moving);
+                weights.held += sent.held.len() as u64;
                 if let Some(metrics) = &metrics {
                     metrics.snapshot_bytes.observe(bytes.len() as f64);
                 }
@@ -317,7 +344,6 @@ pub(crate) fn send_snapshots(
     }
 }
 
-/// Squared distance between two grid positions, in steps.
 /// What the server did to a player besides its commands, for its own client.
 fn touches_of(pushes: Option<&Pushes>, contacts: Option<&Contacts>) -> Touches {
     let pushes = pushes.copied().unwrap_or_default();
@@ -328,12 +354,6 @@ fn touches_of(pushes: Option<&Pushes>, contacts: Option<&Contacts>) -> Touches {
         contacts: contacts.count,
         contact_with: contacts.last.unwrap_or(PlayerId(0)),
     }
-}
-
-fn squared_distance(a: [i32; 3], b: [i32; 3]) -> i64 {
-    (0..3)
-        .map(|i| (i64::from(a[i]) - i64::from(b[i])).pow(2))
-        .sum()
 }
 
 /// Everyone `interest` lets a client see, as it is shown them: its own player exact, and

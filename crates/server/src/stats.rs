@@ -76,6 +76,8 @@ pub struct SnapshotStats {
     /// Events dropped unacknowledged: their client acknowledged no snapshot for the
     /// events' lifetime (3 s), or more were queued for it than are kept.
     pub events_expired: u64,
+    /// Player entries held back for their client's `rate` (of `players`).
+    pub held: u64,
 }
 
 impl SnapshotStats {

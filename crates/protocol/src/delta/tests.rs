@@ -54,6 +54,7 @@ fn snapshot(seq: u32, ids: &[u8]) -> Snapshot {
             pos: [4.0, 0.0, -1.0],
         }],
         events: vec![],
+        held: vec![],
     }
 }
 
@@ -313,7 +314,12 @@ fn hostile_bytes_are_refused() {
     assert!(packet(0, 0, &[0, 0, 0]).is_ok(), "an empty full snapshot");
     assert!(packet(5, 0, &[0, 0, 0]).is_err(), "baseline 0 as a delta");
     assert!(packet(65, 0, &[0, 0, 0]).is_err(), "further back than kept");
-    assert!(packet(0, 16, &[0, 0, 0]).is_err(), "unknown flag");
+    assert!(packet(0, 32, &[0, 0, 0]).is_err(), "unknown flag");
+    assert!(
+        packet(0, 16, &[0, 0, 0, 0]).is_err(),
+        "the held flag with none"
+    );
+    assert!(packet(0, 16, &[0, 0, 0, 2, 5, 5]).is_err(), "held twice");
     // Events, after the (empty) removed, changed and projectile lists: a count, then each
     // one's number gap, age in ticks, kind and fields.
     let events = |tail: &[u8]| packet(0, 8, &[&[0, 0, 0][..], tail].concat());
@@ -547,4 +553,46 @@ fn the_history_resolves_against_what_it_kept_and_forgets_the_oldest() {
     let kept = ran(&first, 16);
     let packet = SnapshotPacket::encode(&ran(&prev, 1), Some(&kept));
     assert!(history.resolve(&packet).is_ok());
+}
+
+#[test]
+fn a_held_player_goes_as_its_reference_and_is_marked() {
+    let base = snapshot(10, &[1, 2, 3]);
+    let ran_on = ran(&base, 2);
+    let mut next = ran_on.clone();
+    next.players[0].yaw += 640; // player 1 turned
+    next.players[1].pos[0] += 5_000; // player 2 went on, but is held back
+    next.held = vec![PlayerId(2)];
+    let (resolved, held_bytes) = round_trip(&next, Some(&base));
+    assert_eq!(resolved.held, vec![PlayerId(2)]);
+    // Where its baseline self ran on to, not where it went; the others as sent.
+    assert_eq!(resolved.players[1], ran_on.players[1]);
+    assert_eq!(resolved.players[0], next.players[0]);
+    let (_, sent_bytes) = round_trip(
+        &Snapshot {
+            held: vec![],
+            ..next.clone()
+        },
+        Some(&base),
+    );
+    assert!(held_bytes < sent_bytes, "{held_bytes} against {sent_bytes}");
+    // A newcomer cannot be held: it is sent in full.
+    let mut newcomer = next.clone();
+    newcomer.players.push(player(9));
+    newcomer.held = vec![PlayerId(2), PlayerId(9)];
+    let (resolved, _) = round_trip(&newcomer, Some(&base));
+    assert_eq!(resolved.held, vec![PlayerId(2)]);
+    assert_eq!(resolved.players[3], player(9));
+    // A held player the client does not hold as it is (not in the baseline, removed or
+    // changed) is refused.
+    for held in [PlayerId(7), PlayerId(1)] {
+        let mut packet = SnapshotPacket::encode(&next, Some(&base));
+        packet.held = vec![held];
+        assert!(packet.resolve(Some(&base)).is_err(), "{held:?}");
+    }
+    let mut gone = next.clone();
+    gone.players.remove(2);
+    let mut packet = SnapshotPacket::encode(&gone, Some(&base));
+    packet.held = vec![PlayerId(3)];
+    assert!(packet.resolve(Some(&base)).is_err(), "removed");
 }
