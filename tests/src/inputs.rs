@@ -133,7 +133,9 @@ fn holding_back_commands_again_and_again_buys_only_the_allowance() {
     // Its allowance at the start, then one tick in HOLD_SHARE.
     let allowed = hold + ticks / HOLD_SHARE + 1;
     assert!(c_held <= allowed, "held {c_held} ticks, allowed {allowed}");
-    assert!(c_held > hold, "the cheat was never held: {c_held}");
+    // And it was held: at least its starting allowance (later holds need 32 commands
+    // taken each, and most of its commands arrive after a repeat stood in for them).
+    assert!(c_held >= hold, "the cheat was never held: {c_held}");
 }
 
 #[test]
