@@ -277,6 +277,26 @@ impl ProjectileSnap {
         let steps = projectile_steps(&self);
         projectile_of_steps(self.id, self.owner, self.kind, &steps)
     }
+
+    /// The projectile at grid steps `pos` and `vel`, each clamped to the grid's range
+    /// ([`MAX_PROJECTILE_POS_STEPS`], [`MAX_PROJECTILE_VEL_STEPS`]).
+    pub fn from_grid(
+        id: u16,
+        owner: PlayerId,
+        kind: ProjectileKind,
+        pos: [i32; 3],
+        vel: [i32; 3],
+    ) -> Self {
+        let steps = std::array::from_fn(|i| {
+            let (v, limit) = if i < 3 {
+                (pos[i], MAX_PROJECTILE_POS_STEPS)
+            } else {
+                (vel[i - 3], MAX_PROJECTILE_VEL_STEPS)
+            };
+            i64::from(v).clamp(-limit, limit)
+        });
+        projectile_of_steps(id, owner, kind, &steps)
+    }
 }
 
 /// A projectile's position and velocity in grid steps.

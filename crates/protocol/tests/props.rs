@@ -18,10 +18,7 @@ use sightline_protocol::{
     MAX_SNAPSHOT_PLAYERS, MAX_SNAPSHOT_PROJECTILES, PlayerEvent, PlayerSnap, ProjectileSnap,
     ScoreLine, ServerDatagram, ServerMessage, ServerTextKind, Snapshot, SnapshotPacket, Touches,
     Welcome, Wire, clean_text,
-    delta::{
-        MAX_PROJECTILE_POS_STEPS, MAX_PROJECTILE_VEL_STEPS, PROJECTILE_POS_STEPS,
-        PROJECTILE_VEL_STEPS,
-    },
+    delta::{MAX_PROJECTILE_POS_STEPS, MAX_PROJECTILE_VEL_STEPS},
 };
 use sightline_sim::{
     Buttons, InputCmd, MAX_TICK_HZ, MIN_TICK_HZ, PlayerId, VIEW_FRAC_STEP, WEAPON_SLOTS,
@@ -261,15 +258,7 @@ fn projectile_snap() -> impl Strategy<Value = ProjectileSnap> {
         prop::array::uniform3(steps(MAX_PROJECTILE_VEL_STEPS)),
     )
         .prop_map(|(id, kind, owner, pos, vel)| {
-            let s = [pos, vel].concat();
-            let at = |i: usize, per: f32| s[i] as f32 / per;
-            ProjectileSnap {
-                id,
-                kind,
-                owner,
-                pos: std::array::from_fn(|i| at(i, PROJECTILE_POS_STEPS)),
-                vel: std::array::from_fn(|i| at(i + 3, PROJECTILE_VEL_STEPS)),
-            }
+            ProjectileSnap::from_grid(id, owner, kind, pos, vel)
         })
 }
 
