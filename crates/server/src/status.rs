@@ -50,7 +50,7 @@ impl StatusSources<'_, '_> {
              malformed={} malformed_bundles={} bad_packets={} ack_stalls={} resends_held={} \
              over_budget={} refused_commands={} holds={} repeats={} \
              unresolved_inputs={} late_shots={} refused_shots={} events_expired={} \
-             junk_datagrams={} handshakes_refused={} connections_refused={} \
+             held_for_rate={} junk_datagrams={} handshakes_refused={} connections_refused={} \
              tokens_issued={} tokens_refused={} token_requests_dropped={} \
              stalls={} stall_max_ms={:.0} ticks_caught_up={} skipped_ms={:.0} \
              queries={} queries_dropped={} rcon_wrong={} rcon_lockouts={} rcon_refused={}",
@@ -73,6 +73,7 @@ impl StatusSources<'_, '_> {
             self.lagcomp.late,
             self.lagcomp.refused,
             self.snapshots.events_expired,
+            self.snapshots.held,
             net.junk_datagrams,
             net.handshakes_refused,
             net.connections_refused,

@@ -283,6 +283,11 @@ fn publish(mut telemetry: ResMut<Telemetry>, metrics: Res<Metrics>, s: Sources) 
             s.snapshots.sliced,
         ),
         (
+            "sightline_snapshot_players_held_total",
+            "Players' updates held back to keep a client within its rate",
+            s.snapshots.held,
+        ),
+        (
             "sightline_kicks_total",
             "Connections kicked, for strikes or idleness",
             stats.kicks,
