@@ -321,9 +321,14 @@ pub(crate) fn send_snapshots(
         let baseline = baseline.as_deref();
         match encode_within_budget(&mut sent, baseline, own) {
             Ok(bytes) => {
-                let bytes = match (rate.as_deref_mut(), baseline, budget) {
-                    (Some(rate), Some(baseline), Some(budget)) => {
-                        let bytes = hold_for_rate(&mut sent, baseline, own, budget, rate, bytes);
+                // A full snapshot holds nobody back (nobody is held by the client yet), but
+                // is charged to the rate all the same.
+                let bytes = match (rate.as_deref_mut(), budget) {
+                    (Some(rate), Some(budget)) => {
+                        let bytes = match baseline {
+                            Some(b) => hold_for_rate(&mut sent, b, own, budget, rate, bytes),
+                            None => bytes,
+                        };
                         rate.spend(bytes.len(), &sent);
                         bytes
                     }
