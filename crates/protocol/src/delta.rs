@@ -288,12 +288,8 @@ impl ProjectileSnap {
         vel: [i32; 3],
     ) -> Self {
         let steps = std::array::from_fn(|i| {
-            let (v, limit) = if i < 3 {
-                (pos[i], MAX_PROJECTILE_POS_STEPS)
-            } else {
-                (vel[i - 3], MAX_PROJECTILE_VEL_STEPS)
-            };
-            i64::from(v).clamp(-limit, limit)
+            let v = if i < 3 { pos[i] } else { vel[i - 3] };
+            i64::from(v).clamp(-projectile_limit(i), projectile_limit(i))
         });
         projectile_of_steps(id, owner, kind, &steps)
     }

@@ -122,7 +122,8 @@ pub(crate) fn hold_for_rate(
     rate: &DownloadRate,
     bytes: Vec<u8>,
 ) -> Vec<u8> {
-    if bytes.len() + DATAGRAM_OVERHEAD <= budget {
+    let fits = |encoded: &[u8]| encoded.len() + DATAGRAM_OVERHEAD <= budget;
+    if fits(&bytes) {
         return bytes;
     }
     let (me, from) = (own.map(|p| p.id), own.map_or([0; 3], |p| p.pos));
@@ -138,9 +139,8 @@ pub(crate) fn hold_for_rate(
     }
     // Farthest first.
     candidates.sort_unstable_by(|a, b| b.cmp(a));
-    let mut best = bytes;
     let mut count = 1;
-    loop {
+    let (packet, encoded) = loop {
         let mut held: Vec<PlayerId> = candidates[..count].iter().map(|(_, id)| *id).collect();
         held.sort_unstable();
         let trial = Snapshot {
@@ -149,19 +149,19 @@ pub(crate) fn hold_for_rate(
         };
         let packet = SnapshotPacket::encode(&trial, Some(baseline));
         let Ok(encoded) = ServerDatagram::Snapshot(packet.clone()).encode() else {
-            break;
+            return bytes; // `sent` untouched: what goes is what was encoded first
         };
-        let Ok(resolved) = packet.resolve(Some(baseline)) else {
-            break; // cannot happen: a packet resolves against its own baseline
-        };
-        *sent = resolved;
-        best = encoded;
-        if best.len() + DATAGRAM_OVERHEAD <= budget || count == candidates.len() {
-            break;
+        if fits(&encoded) || count == candidates.len() {
+            break (packet, encoded);
         }
         count = (count * 2).min(candidates.len());
-    }
-    best
+    };
+    // Kept as the client will resolve it: each held player at its reference.
+    let Ok(resolved) = packet.resolve(Some(baseline)) else {
+        return bytes; // cannot happen: a packet resolves against its own baseline
+    };
+    *sent = resolved;
+    encoded
 }
 
 /// Squared distance between two grid positions, in steps.

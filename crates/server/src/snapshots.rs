@@ -276,10 +276,10 @@ pub(crate) fn send_snapshots(
                 let sent_bps = server
                     .network_info(conn.client_id)
                     .map_or(0.0, |n| n.bytes_sent_per_second);
-                match rate.budget(now, config.snapshot_hz(), sent_bps) {
-                    Some(budget) => Some(budget),
-                    None => continue, // over its rate: this snapshot waits
-                }
+                let Some(budget) = rate.budget(now, config.snapshot_hz(), sent_bps) else {
+                    continue; // over its rate: this snapshot waits
+                };
+                Some(budget)
             }
             None => None,
         };
