@@ -12,7 +12,7 @@ use sightline_harness::load::{LoadConfig, LoadReport, load};
 use sightline_harness::measure::hits::{HitReport, HitSetup, measure_hits_with};
 use sightline_harness::measure::{
     ConditionerSettings, Conditions, Link, NetcodeReport, REALISTIC_FPS, RouteChange, Scenario,
-    percentile, run,
+    ScenarioReport, Trouble, percentile, run, run_seeds,
 };
 use sightline_harness::soak::{SoakConfig, soak};
 use sightline_harness::{Stepper, load_map};
@@ -67,6 +67,10 @@ enum What {
         /// Map.
         #[arg(long, default_value = "duel")]
         map: String,
+        /// Runs per row of the realistic table, each with its own seed, splitting
+        /// `--seconds` between them.
+        #[arg(long, default_value_t = 3)]
+        seeds: u64,
         /// Only these rows of the realistic table, counted from 0 (all when absent).
         #[arg(long, value_delimiter = ',')]
         links: Vec<usize>,
@@ -233,6 +237,7 @@ fn main() {
             lab,
             clients,
             map,
+            seeds,
             links,
             freshness,
         } => {
@@ -241,7 +246,7 @@ fn main() {
             } else if freshness {
                 freshness_report(seconds, &map)
             } else {
-                netcode_report(seconds, &map, &links)
+                netcode_report(seconds, seeds, &map, &links)
             }
         }
     }
@@ -399,6 +404,10 @@ fn describe(link: &Link) -> String {
         };
         format!("up {}; down {}", one(&link.up), one(&link.down))
     };
+    let (dup, reorder) = (link.up.duplicate_pct, link.up.reorder_pct);
+    if dup > 0.0 || reorder > 0.0 {
+        text += &format!(", {dup} % duplicated, {reorder} % reordered");
+    }
     if let Some(change) = link.route_change {
         text += &format!(
             "; {:+} ms at {} s",
@@ -409,8 +418,34 @@ fn describe(link: &Link) -> String {
     text
 }
 
-/// The realistic links, in table order.
-fn realistic_links(seconds: f64) -> Vec<Link> {
+/// A row of the realistic table: the link, and what else goes wrong.
+#[derive(Clone, Copy)]
+struct Row {
+    link: Link,
+    trouble: Trouble,
+}
+
+impl Row {
+    fn on(link: Link) -> Self {
+        Self {
+            link,
+            trouble: Trouble::default(),
+        }
+    }
+
+    /// How the tables name it.
+    fn describe(&self) -> String {
+        let mut text = describe(&self.link);
+        if self.trouble.is_any() {
+            text += "; ";
+            text += &self.trouble.describe();
+        }
+        text
+    }
+}
+
+/// The realistic rows, in table order, for runs of `seconds` each.
+fn realistic_rows(seconds: f64) -> Vec<Row> {
     let mut asymmetric = both(150.0, 20.0, 5.0, OUTAGE_MS);
     asymmetric.up = way(100.0, 30.0, 5.0, OUTAGE_MS);
     asymmetric.down = way(50.0, 10.0, 1.0, SHORT_OUTAGE_MS);
@@ -429,7 +464,32 @@ fn realistic_links(seconds: f64) -> Vec<Link> {
     for w in [&mut spiky.up, &mut spiky.down] {
         w.jitter_tail_ms = 5.0;
     }
-    vec![
+    // A bad day: a messy link, the client's frames hitching and the server stalling.
+    let mut messy = both(150.0, 20.0, 1.0, SHORT_OUTAGE_MS);
+    for w in [&mut messy.up, &mut messy.down] {
+        w.duplicate_pct = 1.0;
+        w.reorder_pct = 1.0;
+    }
+    let bad_day = Row {
+        link: messy,
+        trouble: Trouble {
+            hitch_every_s: 20.0,
+            stall_every_s: 15.0,
+            ..Default::default()
+        },
+    };
+    // A Wi-Fi roam and a tunnel: the link dark for a second, and later for three.
+    let dark = Row {
+        link: both(50.0, 5.0, 0.0, 0.0),
+        trouble: Trouble {
+            outages: [
+                Some(((seconds / 3.0).round(), 1.0)),
+                Some(((seconds * 2.0 / 3.0).round(), 3.0)),
+            ],
+            ..Default::default()
+        },
+    };
+    let mut rows: Vec<Row> = [
         both(20.0, 0.0, 0.0, 0.0),
         both(50.0, 5.0, 1.0, SHORT_OUTAGE_MS),
         both(150.0, 20.0, 0.0, 0.0),
@@ -440,6 +500,11 @@ fn realistic_links(seconds: f64) -> Vec<Link> {
         shorter,
         spiky,
     ]
+    .into_iter()
+    .map(Row::on)
+    .collect();
+    rows.extend([bad_day, dark]);
+    rows
 }
 
 /// Mean outage of the lossy links, ms: spells of 60-140 ms, a few snapshots' worth.
@@ -447,24 +512,30 @@ const OUTAGE_MS: f32 = 100.0;
 /// Mean outage of the lightly lossy links, ms: spells of 24-56 ms, a snapshot or three.
 const SHORT_OUTAGE_MS: f32 = 40.0;
 
-fn netcode_report(seconds: f64, map: &str, only: &[usize]) {
+fn netcode_report(seconds: f64, seeds: u64, map: &str, only: &[usize]) {
     let fps: Vec<String> = REALISTIC_FPS.iter().map(|f| f.to_string()).collect();
+    let span = (seconds / seeds.max(1) as f64).round();
     println!(
         "netcode in a fight: on {map}, a 128 Hz server (64 Hz snapshots) with 4 bots and one \
          client at each of {} fps, every frame's length varying by up to 20 % and each \
          client's clock 0.1 % fast or slow, all fighting (the clients played by a bot that \
-         sees what the client draws, with rifle and rockets); {seconds} s per link after 5 s \
-         of warm-up; latency is the round trip, jitter and loss apply each way\n",
+         sees what the client draws, with rifle and rockets); each row {seeds} runs of \
+         {span} s with different seeds, each after 5 s of warm-up, pooled, with the lowest \
+         and highest run in brackets; latency is the round trip, jitter and loss apply each \
+         way\n",
         fps.join(", ")
     );
     let mut rows = Vec::new();
-    for (i, link) in realistic_links(seconds).iter().enumerate() {
+    for (i, row) in realistic_rows(span).iter().enumerate() {
         if !only.is_empty() && !only.contains(&i) {
             continue;
         }
-        let scenario = Scenario::realistic(*link, map, seconds, 2000 + i as u64 * 10);
-        let r = run(&scenario);
-        rows.push((describe(link), r));
+        let mut scenario = Scenario::realistic(row.link, map, span, 0);
+        scenario.trouble = row.trouble;
+        let seeds: Vec<u64> = (0..seeds)
+            .map(|k| 2000 + i as u64 * 10 + k * 1000)
+            .collect();
+        rows.push((row.describe(), run_seeds(&scenario, &seeds)));
     }
     println!("own player and input:\n");
     println!(
@@ -475,24 +546,29 @@ fn netcode_report(seconds: f64, map: &str, only: &[usize]) {
     );
     println!("|---|---:|---:|---|---|---:|---|---:|---:|---:|---|---:|---|");
     for (label, r) in &rows {
-        for c in &r.clients {
+        for (j, c) in r.clients.iter().enumerate() {
+            let [own, late, other, ..] = c.corrections_by_cause_per_min;
+            let own_of = |k: usize| move |c: &NetcodeReport| c.corrections_by_cause_per_min[k];
             println!(
-                "| {label} | {:.0} | {:.1} / {:.1} | {} | {:.1} | {:.0} / {:.0} / {:.0} | {:.0} | {:.1} | {:.1} | {:.1} / {:.1} | {:.1} | {:.0} / {:.0} |",
+                "| {label} | {:.0} | {} / {:.1} | {} / {} / {other:.1} | {} | {:.1} | {:.0} / {:.0} / {:.0} | {:.0} | {:.1} | {} | {:.1} / {:.1} | {:.1} | {} / {:.0} |",
                 c.fps,
-                c.seen_per_min,
+                spread(c.seen_per_min, r.spread(j, |c| c.seen_per_min), 1),
                 c.corrections_per_min,
-                causes(c),
+                spread(own, r.spread(j, own_of(0)), 1),
+                spread(late, r.spread(j, own_of(1)), 1),
+                others(c),
                 c.corrections_while_dead_per_min,
                 mm(c.seen_p99),
                 mm(c.correction_p99),
                 mm(c.correction_max),
-                c.resets,
+                // Resets over all the runs together: the target is none in any.
+                c.resets * seeds as f64,
                 c.repeats_per_min,
-                c.held_per_min,
+                spread(c.held_per_min, r.spread(j, |c| c.held_per_min), 1),
                 c.input_latency_ms_mean,
                 c.input_latency_ms_p99,
                 c.input_buffer_ms,
-                c.shot_age_ms_mean,
+                spread(c.shot_age_ms_mean, r.spread(j, |c| c.shot_age_ms_mean), 0),
                 c.shot_age_ms_p99,
             );
         }
@@ -500,14 +576,14 @@ fn netcode_report(seconds: f64, map: &str, only: &[usize]) {
     println!("\nother players and bandwidth:\n");
     println!(
         "| link | fps | interp error mean / p99 / max mm | extrapolated % | held past a respawn % \
-         | interp delay mean / p99 ms | drawn lag mean / p99 ms | render steps back | up B/s \
-         | down B/s |"
+         | interp delay mean / p99 ms | drawn lag mean / p99 ms | pop-ins /min | missing p99 ms \
+         | in sight, not drawn % | render steps back | up B/s | down B/s |"
     );
-    println!("|---|---:|---|---:|---:|---|---|---:|---:|---:|");
+    println!("|---|---:|---|---:|---:|---|---|---:|---:|---:|---:|---:|---:|");
     for (label, r) in &rows {
-        for c in &r.clients {
+        for (j, c) in r.clients.iter().enumerate() {
             println!(
-                "| {label} | {:.0} | {:.2} / {:.1} / {:.0} | {:.2} | {:.2} | {:.1} / {:.1} | {:.0} / {:.0} | {} | {:.0} | {:.0} |",
+                "| {label} | {:.0} | {:.2} / {:.1} / {:.0} | {:.2} | {:.2} | {:.1} / {:.1} | {} / {:.0} | {} | {:.0} | {:.2} | {} | {:.0} | {} |",
                 c.fps,
                 mm(c.interp_error_mean),
                 mm(c.interp_error_p99),
@@ -516,25 +592,48 @@ fn netcode_report(seconds: f64, map: &str, only: &[usize]) {
                 c.respawn_frames_pct,
                 c.interp_delay_ms_mean,
                 c.interp_delay_ms_p99,
-                c.drawn_lag_ms_mean,
+                spread(c.drawn_lag_ms_mean, r.spread(j, |c| c.drawn_lag_ms_mean), 0),
                 c.drawn_lag_ms_p99,
+                spread(c.pop_ins_per_min, r.spread(j, |c| c.pop_ins_per_min), 1),
+                c.pop_in_ms_p99,
+                c.missing_pct,
                 steps_back(c),
                 c.up_bytes_per_s,
-                c.down_bytes_per_s,
+                spread(c.down_bytes_per_s, r.spread(j, |c| c.down_bytes_per_s), 0),
             );
         }
     }
     println!("\nthe fights:\n");
     println!(
         "| link | kills /min | rockets /min | hitscan shots /min | frames drawing our own player \
-         as a remote one too % |"
+         as a remote one too % | client hitches / server stalls / dark spells made |"
     );
-    println!("|---|---:|---:|---:|---:|");
+    println!("|---|---:|---:|---:|---:|---|");
     for (label, r) in &rows {
+        let runs = r.seeds.len().max(1) as f64;
+        let mean = |f: fn(&ScenarioReport) -> f64| r.seeds.iter().map(f).sum::<f64>() / runs;
+        let total = |f: fn(&ScenarioReport) -> u64| r.seeds.iter().map(f).sum::<u64>();
         println!(
-            "| {label} | {:.0} | {:.0} | {:.0} | {:.1} |",
-            r.kills_per_min, r.rockets_per_min, r.shots_per_min, r.pooled.self_drawn_pct
+            "| {label} | {:.0} | {:.0} | {:.0} | {:.1} | {} / {} / {} |",
+            mean(|s| s.kills_per_min),
+            mean(|s| s.rockets_per_min),
+            mean(|s| s.shots_per_min),
+            mean(|s| s.pooled.self_drawn_pct),
+            total(|s| s.hitches),
+            total(|s| s.stalls),
+            total(|s| s.outages),
         );
+    }
+}
+
+/// A figure pooled over the seeds, with the lowest and highest run in brackets when
+/// they differ at the precision shown: "18.5 (17.9-19.1)".
+fn spread(pooled: f64, (lo, hi): (f64, f64), digits: usize) -> String {
+    let (lo_text, hi_text) = (format!("{lo:.digits$}"), format!("{hi:.digits$}"));
+    if lo_text == hi_text || !lo.is_finite() {
+        format!("{pooled:.digits$}")
+    } else {
+        format!("{pooled:.digits$} ({lo_text}-{hi_text})")
     }
 }
 
@@ -552,16 +651,17 @@ fn freshness_report(seconds: f64, map: &str) {
          | interp delay mean ms | interp error p99 mm | extrapolated % | down B/s |"
     );
     println!("|---|---:|---:|---|---|---:|---:|---:|---:|");
-    let links = realistic_links(seconds);
+    let rows = realistic_rows(seconds);
     for i in [0, 3] {
         for hz in [64, 128] {
-            let mut scenario = Scenario::realistic(links[i], map, seconds, 2000 + i as u64 * 10);
+            let mut scenario =
+                Scenario::realistic(rows[i].link, map, seconds, 2000 + i as u64 * 10);
             scenario.tick = TickConfig::new(128, hz).expect("valid rates");
             let r = run(&scenario);
             for c in &r.clients {
                 println!(
                     "| {} | {hz} | {:.0} | {:.0} / {:.0} | {:.0} / {:.0} | {:.1} | {:.1} | {:.2} | {:.0} |",
-                    describe(&links[i]),
+                    rows[i].describe(),
                     c.fps,
                     c.shot_age_ms_mean,
                     c.shot_age_ms_p99,
@@ -580,8 +680,14 @@ fn freshness_report(seconds: f64, map: &str) {
 /// Corrections per minute by cause, two table cells: the netcode's own doing ("own /
 /// late input / unpredicted") and other players' ("player / knockback / killed").
 fn causes(r: &NetcodeReport) -> String {
-    let [own, late, other, player, knockback, killed] = r.corrections_by_cause_per_min;
-    format!("{own:.1} / {late:.1} / {other:.1} | {player:.1} / {knockback:.1} / {killed:.1}")
+    let [own, late, other, ..] = r.corrections_by_cause_per_min;
+    format!("{own:.1} / {late:.1} / {other:.1} | {}", others(r))
+}
+
+/// Corrections per minute of other players' doing: "player / knockback / killed".
+fn others(r: &NetcodeReport) -> String {
+    let [.., player, knockback, killed] = r.corrections_by_cause_per_min;
+    format!("{player:.1} / {knockback:.1} / {killed:.1}")
 }
 
 /// "0", or "12 (largest 3.1 ms)".

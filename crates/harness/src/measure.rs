@@ -35,19 +35,21 @@ mod scenario;
 
 pub use hits::{HitReport, HitSetup, measure_hits, measure_hits_with};
 pub(crate) use probes::{CombatLog, ShotRecord};
-use probes::{Probe, Truth, log_combat};
+use probes::{Probe, TickLog, Truth, log_combat, log_ticks, record_truth};
 pub(crate) use report::mean;
-pub use report::{NetcodeReport, ScenarioReport, percentile};
-pub use scenario::{Combat, Conditions, Link, REALISTIC_FPS, RouteChange, Scenario};
+pub use report::{NetcodeReport, ScenarioReport, SeededReport, percentile};
+pub use scenario::{
+    Combat, Conditions, HITCHES_MS, Link, REALISTIC_FPS, RouteChange, STALL_MS, Scenario, Trouble,
+};
 
 use crate::player::{PlayerBot, drive_with_bot};
 use crate::stepper::{Stepper, Updated};
 use sightline_bots::BotSkill;
 use sightline_combat::WeaponKind;
 pub use sightline_net::ConditionerSettings;
-use sightline_server::{InputBuffer, MatchRules, ServerConfig};
-use sightline_sim::hash::hash;
-use sightline_sim::{CurrentCmd, PlayerId};
+use sightline_server::{MatchRules, ServerConfig};
+use sightline_sim::hash::{hash, unit};
+use std::time::Duration;
 
 /// A server for `scenario`, its combat logged; with no match limits in a fight, so no
 /// intermission interrupts the measurement.
@@ -76,7 +78,12 @@ pub(crate) fn scenario_server(scenario: &Scenario) -> Stepper {
     let mut s = Stepper::new(config, &scenario.map);
     s.server
         .init_resource::<CombatLog>()
-        .add_systems(bevy::app::FixedPostUpdate, log_combat);
+        .init_resource::<Truth>()
+        .init_resource::<TickLog>()
+        .add_systems(
+            bevy::app::FixedPostUpdate,
+            (log_combat, record_truth, log_ticks),
+        );
     s
 }
 
@@ -85,8 +92,41 @@ pub fn run(scenario: &Scenario) -> ScenarioReport {
     run_on(&mut scenario_server(scenario), scenario)
 }
 
+/// Plays `scenario` with each of `seeds` in turn, and pools each client over them.
+pub fn run_seeds(scenario: &Scenario, seeds: &[u64]) -> SeededReport {
+    let mut probes: Vec<Vec<Probe>> = Vec::new();
+    let mut reports = Vec::new();
+    for &seed in seeds {
+        let scenario = Scenario {
+            seed,
+            ..scenario.clone()
+        };
+        let (report, played) = play(&mut scenario_server(&scenario), &scenario);
+        for (j, p) in played.into_iter().enumerate() {
+            if probes.len() <= j {
+                probes.push(Vec::new());
+            }
+            probes[j].push(p);
+        }
+        reports.push(report);
+    }
+    let hz = scenario.tick.tick_hz;
+    SeededReport {
+        clients: probes
+            .iter()
+            .map(|p| NetcodeReport::pooled(&p.iter().collect::<Vec<_>>(), scenario.seconds, hz))
+            .collect(),
+        seeds: reports,
+    }
+}
+
 /// Plays `scenario` on `s`, a server from [`scenario_server`], and measures it.
 fn run_on(s: &mut Stepper, scenario: &Scenario) -> ScenarioReport {
+    play(s, scenario).0
+}
+
+/// [`run_on`], giving back the probes as well.
+fn play(s: &mut Stepper, scenario: &Scenario) -> (ScenarioReport, Vec<Probe>) {
     let link = scenario.link;
     let mut probes: Vec<Probe> = Vec::new();
     for (i, frames) in scenario.clients.iter().enumerate() {
@@ -100,37 +140,35 @@ fn run_on(s: &mut Stepper, scenario: &Scenario) -> ScenarioReport {
             frames.fps,
         ));
     }
-    let mut truth = Truth::default();
     let steps = |secs: f64| (secs * scenario.tick.tick_hz as f64).round() as usize;
-    let observe =
-        |s: &mut Stepper, which: Updated, probes: &mut [Probe], truth: &mut Truth| match which {
-            Updated::Server => {
-                truth.record(&mut s.server);
-                let now = s.now();
-                let w = s.server.world_mut();
-                let mut q = w.query::<(&PlayerId, &CurrentCmd, &InputBuffer)>();
-                for (id, cmd, buffer) in q.iter(w) {
-                    if let Some(p) = probes.iter_mut().find(|p| p.id == Some(*id)) {
-                        p.observe_server(cmd, buffer, now);
-                    }
-                }
-                let shots = std::mem::take(&mut w.resource_mut::<CombatLog>().shots);
-                for shot in shots {
-                    if shot.weapon == WeaponKind::Rockets {
-                        continue;
-                    }
-                    if let Some(p) = probes
-                        .iter_mut()
-                        .find(|p| p.measuring && p.id == Some(shot.shooter))
-                    {
-                        p.shot_ages_ms.push(shot.age * 1000.0);
-                    }
+    let observe = |s: &mut Stepper, which: Updated, probes: &mut [Probe]| match which {
+        Updated::Server => {
+            let now = s.now();
+            let w = s.server.world_mut();
+            for (id, taken) in std::mem::take(&mut w.resource_mut::<TickLog>().0) {
+                if let Some(p) = probes.iter_mut().find(|p| p.id == Some(id)) {
+                    p.observe_server(taken, now);
                 }
             }
-            Updated::Client(i) => probes[i].observe_client(&mut s.clients[i], truth),
-        };
+            let shots = std::mem::take(&mut w.resource_mut::<CombatLog>().shots);
+            for shot in shots {
+                if shot.weapon == WeaponKind::Rockets {
+                    continue;
+                }
+                if let Some(p) = probes
+                    .iter_mut()
+                    .find(|p| p.measuring && p.id == Some(shot.shooter))
+                {
+                    p.shot_ages_ms.push(shot.age * 1000.0);
+                }
+            }
+        }
+        Updated::Client(i) => {
+            probes[i].observe_client(&mut s.clients[i], s.server.world().resource::<Truth>())
+        }
+    };
     for _ in 0..steps(scenario.warmup) {
-        s.step_with(|s, which| observe(s, which, &mut probes, &mut truth));
+        s.step_with(|s, which| observe(s, which, &mut probes));
     }
     for (i, p) in probes.iter_mut().enumerate() {
         p.start(&mut s.clients[i], &s.links[i]);
@@ -139,22 +177,48 @@ fn run_on(s: &mut Stepper, scenario: &Scenario) -> ScenarioReport {
         let log = s.server.world().resource::<CombatLog>();
         (log.kills, log.rockets, log.hitscan)
     };
+    let mut conditions = (link.up, link.down);
     let mut route_changed = false;
+    let mut dark = false;
+    let mut made = Made::default();
     for step in 0..steps(scenario.seconds) {
+        let t = step as f64 / scenario.tick.tick_hz as f64;
         if let Some(change) = link.route_change
+            && t >= change.after_seconds
             && !route_changed
-            && step as f64 / scenario.tick.tick_hz as f64 >= change.after_seconds
         {
             route_changed = true;
             let slower = |mut c: ConditionerSettings| {
                 c.latency_ms = (c.latency_ms + change.extra_ms).max(0.0);
                 c
             };
-            for l in &s.links {
-                l.set_conditions(slower(link.up), slower(link.down));
+            conditions = (slower(link.up), slower(link.down));
+            if !dark {
+                set_links(s, conditions);
             }
         }
-        s.step_with(|s, which| observe(s, which, &mut probes, &mut truth));
+        let out = scenario
+            .trouble
+            .outages
+            .iter()
+            .flatten()
+            .any(|&(at, length)| (at..at + length).contains(&t));
+        if out != dark {
+            dark = out;
+            if dark {
+                let none = |c: ConditionerSettings| ConditionerSettings {
+                    loss_pct: 100.0,
+                    outage_ms: 0.0,
+                    ..c
+                };
+                set_links(s, (none(conditions.0), none(conditions.1)));
+                made.outages += 1;
+            } else {
+                set_links(s, conditions);
+            }
+        }
+        made.trouble(s, scenario, step as u64);
+        s.step_with(|s, which| observe(s, which, &mut probes));
     }
     for (i, p) in probes.iter_mut().enumerate() {
         p.finish(&s.clients[i], &s.links[i]);
@@ -162,7 +226,7 @@ fn run_on(s: &mut Stepper, scenario: &Scenario) -> ScenarioReport {
     let hz = scenario.tick.tick_hz;
     let log = s.server.world().resource::<CombatLog>();
     let minutes = scenario.seconds / 60.0;
-    ScenarioReport {
+    let report = ScenarioReport {
         clients: probes
             .iter()
             .map(|p| NetcodeReport::pooled(&[p], scenario.seconds, hz))
@@ -176,6 +240,51 @@ fn run_on(s: &mut Stepper, scenario: &Scenario) -> ScenarioReport {
             .world()
             .resource::<sightline_server::ServerStats>()
             .unresolved_inputs,
+        hitches: made.hitches,
+        stalls: made.stalls,
+        outages: made.outages,
+    };
+    (report, probes)
+}
+
+/// Sets every client's link.
+fn set_links(s: &Stepper, (up, down): (ConditionerSettings, ConditionerSettings)) {
+    for l in &s.links {
+        l.set_conditions(up, down);
+    }
+}
+
+/// The trouble made so far.
+#[derive(Default)]
+struct Made {
+    hitches: u64,
+    stalls: u64,
+    outages: u64,
+}
+
+impl Made {
+    /// Before measured step `step`: each measured client hitches, and the server stalls,
+    /// with the chance a step has at the scenario's rates; lengths drawn from the seed.
+    fn trouble(&mut self, s: &mut Stepper, scenario: &Scenario, step: u64) {
+        let trouble = &scenario.trouble;
+        let dt = s.dt.as_secs_f64();
+        let draw = |salt: u64| unit(hash(scenario.seed, step, salt)) as f64;
+        if trouble.hitch_every_s > 0.0 {
+            for i in 0..scenario.clients.len() {
+                let salt = 0x6869_7400 + i as u64;
+                if draw(salt) < dt / trouble.hitch_every_s {
+                    let which = hash(scenario.seed, step, salt + 0x100) % HITCHES_MS.len() as u64;
+                    s.hitch_client(i, Duration::from_millis(HITCHES_MS[which as usize]));
+                    self.hitches += 1;
+                }
+            }
+        }
+        if trouble.stall_every_s > 0.0 && draw(0x7374_616c) < dt / trouble.stall_every_s {
+            let (short, long) = STALL_MS;
+            let ms = short + ((long - short) as f64 * draw(0x7374_616d)).round() as u64;
+            s.stall_server(Duration::from_millis(ms));
+            self.stalls += 1;
+        }
     }
 }
 
@@ -200,6 +309,7 @@ mod tests {
     use super::*;
     use bevy::prelude::*;
     use sightline_movement::PlayerState;
+    use sightline_sim::PlayerId;
 
     /// Every player's state bits, on the server and as each client predicts its own,
     /// and what crossed each link: packets both ways, and bytes up (snapshots carry the
@@ -294,6 +404,72 @@ mod tests {
             assert!(r.up_bytes_per_s > 0.0 && r.down_bytes_per_s > 0.0);
         }
         assert!(report.shots_per_min > 0.0, "{report:#?}");
+    }
+
+    /// A bad day: every measured client's frames hitch, the server stalls, and the link
+    /// goes dark for a second. The trouble is made as asked, and no honest client is
+    /// reset, struck or sent back to reconnect for it.
+    #[test]
+    fn hitches_stalls_and_a_dark_second_cost_nobody_a_reset_or_a_strike() {
+        let way = ConditionerSettings {
+            latency_ms: 40.0,
+            jitter_ms: 5.0,
+            ..Default::default()
+        };
+        let link = Link {
+            up: way,
+            down: way,
+            route_change: None,
+        };
+        let mut scenario = Scenario::realistic(link, "duel", 8.0, 5);
+        scenario.clients.truncate(2);
+        scenario.warmup = 3.0;
+        scenario.trouble = Trouble {
+            hitch_every_s: 2.0,
+            stall_every_s: 1.5,
+            outages: [Some((4.0, 1.0)), None],
+        };
+        let mut s = scenario_server(&scenario);
+        let r = run_on(&mut s, &scenario);
+        assert!(r.hitches >= 2, "{r:#?}");
+        assert!(r.stalls >= 2, "{r:#?}");
+        assert_eq!(r.outages, 1, "{r:#?}");
+        for c in &r.clients {
+            assert_eq!(c.resets, 0.0, "{c:#?}");
+        }
+        let stats = s.server.world().resource::<sightline_server::ServerStats>();
+        assert_eq!((stats.strikes, stats.refused_commands), (0, 0));
+        for c in &s.clients {
+            let sessions = c.world().resource::<sightline_client::EarlierSessions>();
+            assert_eq!(sessions.sessions, 0, "a client reconnected");
+        }
+    }
+
+    /// Played with several seeds, each client's rates are the mean over the runs, and
+    /// each run's own figure lies within the spread.
+    #[test]
+    fn seeded_runs_pool_to_the_mean_of_their_rates() {
+        let c = Conditions {
+            rtt_ms: 60.0,
+            jitter_ms: 10.0,
+            loss_pct: 5.0,
+        };
+        let scenario = Scenario::lab(c, 1, "duel", 3.0, 0);
+        let r = run_seeds(&scenario, &[1, 2]);
+        assert_eq!(r.seeds.len(), 2);
+        let per_run: Vec<f64> = r
+            .seeds
+            .iter()
+            .map(|s| s.clients[0].up_bytes_per_s)
+            .collect();
+        assert_ne!(per_run[0], per_run[1], "the seeds played alike");
+        let pooled = r.clients[0].up_bytes_per_s;
+        assert!((pooled - (per_run[0] + per_run[1]) / 2.0).abs() < 1e-6);
+        let (lo, hi) = r.spread(0, |c| c.up_bytes_per_s);
+        assert_eq!(
+            (lo, hi),
+            (per_run[0].min(per_run[1]), per_run[0].max(per_run[1]))
+        );
     }
 
     #[test]

@@ -125,6 +125,8 @@ pub struct Stepper {
     now_ns: u64,
     /// Wall time of the server's next update, nanoseconds.
     server_due_ns: u64,
+    /// A stall the server's next update wakes from, nanoseconds (0: none).
+    server_stall_ns: u64,
 }
 
 /// Loads one of the shipped maps.
@@ -165,6 +167,7 @@ impl Stepper {
             links: Vec::new(),
             now_ns: 0,
             server_due_ns: dt.as_nanos() as u64,
+            server_stall_ns: 0,
         }
     }
 
@@ -184,6 +187,25 @@ impl Stepper {
             .iter(w)
             .find(|(p, _)| **p == id)
             .map(|(_, c)| read(c))
+    }
+
+    /// Makes the server's process stand still for `stall` before its next update: the
+    /// update comes that much later, and its clock counts the whole gap, so the server
+    /// catches up the ticks it owes in that one update, as the dedicated server does on
+    /// waking.
+    pub fn stall_server(&mut self, stall: Duration) {
+        let ns = u64::try_from(stall.as_nanos()).unwrap_or(u64::MAX);
+        self.server_due_ns = self.server_due_ns.saturating_add(ns);
+        self.server_stall_ns = self.server_stall_ns.saturating_add(ns);
+    }
+
+    /// Makes client `i` hitch: its next frame comes `hitch` later than due, and covers
+    /// the whole gap (a frame that took that long: a shader compiling, the disk, the OS).
+    pub fn hitch_client(&mut self, i: usize, hitch: Duration) {
+        let ns = u64::try_from(hitch.as_nanos()).unwrap_or(u64::MAX);
+        if let Some(mut clock) = self.clients[i].world_mut().get_resource_mut::<FrameClock>() {
+            clock.due_ns = clock.due_ns.saturating_add(ns);
+        }
     }
 
     /// The server's tick rate.
@@ -293,7 +315,17 @@ impl Stepper {
         self.network.set_time(Duration::from_nanos(at));
         match which {
             Updated::Server => {
-                self.server.update();
+                if self.server_stall_ns > 0 {
+                    let woke = self.dt + Duration::from_nanos(self.server_stall_ns);
+                    self.server_stall_ns = 0;
+                    self.server
+                        .insert_resource(TimeUpdateStrategy::ManualDuration(woke));
+                    self.server.update();
+                    self.server
+                        .insert_resource(TimeUpdateStrategy::ManualDuration(self.dt));
+                } else {
+                    self.server.update();
+                }
                 self.server_due_ns += self.dt.as_nanos() as u64;
             }
             Updated::Client(i) => {
@@ -432,6 +464,75 @@ mod tests {
             let ratio = counted / wall;
             assert!((ratio - (1.0 + drift)).abs() < 1e-6, "{fps}: {ratio}");
         }
+    }
+
+    #[test]
+    fn a_stalled_server_wakes_late_and_catches_up_every_tick_it_owes() {
+        let mut s = server();
+        let frames = Frames {
+            fps: 60.0,
+            jitter: 0.0,
+            drift: 0.0,
+            seed: 1,
+        };
+        let link = ConditionerSettings::default();
+        let c = s.add_client_with("c", 1, link, link, frames);
+        s.run_for(1.0);
+        let tick = |s: &Stepper| s.server.world().resource::<sightline_sim::Tick>().0;
+        let before = tick(&s);
+        s.stall_server(Duration::from_millis(125));
+        let mut updates = Vec::new();
+        let mut client_frames = 0;
+        // The 16 ticks the stall owes and the next one, all in the one update that wakes.
+        s.step_with(|s, which| match which {
+            Updated::Server => updates.push((s.now(), tick(s))),
+            Updated::Client(_) => client_frames += 1,
+        });
+        assert!(updates.is_empty(), "the server woke during its stall");
+        assert!(
+            client_frames > 0,
+            "the client went on while the server stood still"
+        );
+        for _ in 0..16 {
+            s.step_with(|s, which| {
+                if which == Updated::Server {
+                    updates.push((s.now(), tick(s)));
+                }
+            });
+        }
+        assert_eq!(updates.len(), 1, "{updates:?}");
+        let (at, ticks) = updates[0];
+        assert_eq!(ticks - before, 17, "caught up in one update");
+        assert!((at - (1.0 + 17.0 / 128.0)).abs() < 1e-6, "woke at {at}");
+        // From then on, a tick per tick of wall time again.
+        s.steps(128);
+        assert_eq!(tick(&s) - before, 17 + 128);
+        assert!(s.clients[c].world().resource::<FrameClock>().count > 60);
+    }
+
+    #[test]
+    fn a_hitch_is_one_frame_covering_the_whole_gap() {
+        let mut s = server();
+        let frames = Frames {
+            fps: 100.0,
+            jitter: 0.0,
+            drift: 0.0,
+            seed: 1,
+        };
+        let link = ConditionerSettings::default();
+        let c = s.add_client_with("c", 1, link, link, frames);
+        s.run_for(1.0);
+        let count = s.clients[c].world().resource::<FrameClock>().count;
+        s.hitch_client(c, Duration::from_millis(250));
+        s.run_for(0.25);
+        let clock = *s.clients[c].world().resource::<FrameClock>();
+        assert_eq!(clock.count, count, "a frame ran during the hitch");
+        s.steps(2);
+        let clock = *s.clients[c].world().resource::<FrameClock>();
+        assert_eq!(clock.count, count + 1);
+        assert_eq!(clock.last_ns - clock.previous_ns, 260_000_000);
+        let delta = s.clients[c].world().resource::<Time<Real>>().delta();
+        assert_eq!(delta, Duration::from_millis(260), "the app is told so");
     }
 
     #[test]

@@ -57,6 +57,10 @@ impl PredictedStep {
 #[derive(Resource, Debug, Default, Clone)]
 pub struct PredictionHistory {
     steps: VecDeque<PredictedStep>,
+    /// The command whose step was last taken by [`Self::acknowledge`]: a snapshot that
+    /// acknowledges it again (the server held our player, waiting for the next) is still
+    /// about a command we predicted.
+    acknowledged: Option<u32>,
 }
 
 impl PredictionHistory {
@@ -68,6 +72,12 @@ impl PredictionHistory {
     /// The step predicted for command `seq`, if still held.
     pub fn get(&self, seq: u32) -> Option<&PredictedStep> {
         self.steps.iter().find(|s| s.cmd.seq == seq)
+    }
+
+    /// Whether command `seq` was predicted here: still held, or the one acknowledged
+    /// last.
+    pub fn was_predicted(&self, seq: u32) -> bool {
+        self.acknowledged == Some(seq) || self.get(seq).is_some()
     }
 
     /// Sequence of the newest command, if any.
@@ -92,6 +102,7 @@ impl PredictionHistory {
             self.steps.pop_front();
         }
         if self.steps.front().is_some_and(|s| s.cmd.seq == seq) {
+            self.acknowledged = Some(seq);
             self.steps.pop_front()
         } else {
             None
@@ -106,6 +117,7 @@ impl PredictionHistory {
     /// Forgets everything.
     pub fn clear(&mut self) {
         self.steps.clear();
+        self.acknowledged = None;
     }
 }
 
@@ -130,5 +142,22 @@ mod tests {
         assert_eq!(h.len(), 2);
         assert!(h.acknowledge(9).is_none());
         assert!(h.is_empty());
+    }
+
+    #[test]
+    fn a_command_acknowledged_again_was_still_predicted() {
+        let mut h = PredictionHistory::default();
+        for seq in 1..=5 {
+            h.push(PredictedStep::new(cmd(seq), PlayerState::default()));
+        }
+        assert!(h.was_predicted(4) && !h.was_predicted(6));
+        h.acknowledge(3);
+        // The server held our player: the next snapshot acknowledges 3 again.
+        assert!(h.was_predicted(3), "the step compared last");
+        assert!(!h.was_predicted(2), "older ones are forgotten");
+        h.acknowledge(4);
+        assert!(!h.was_predicted(3) && h.was_predicted(4));
+        h.clear();
+        assert!(!h.was_predicted(4), "a reset predicted nothing");
     }
 }

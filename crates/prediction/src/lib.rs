@@ -289,7 +289,7 @@ fn apply_server_update(
         return;
     }
 
-    let predicted = history.get(server.ack).is_some();
+    let predicted = history.was_predicted(server.ack);
     let patience = settings.max_unacked_seconds + round_trip.0;
     let max_unacked = (patience * config.tick_hz as f32).ceil() as usize;
     // Dead, the commands after the acknowledged one were predicted as sent (moving, while

@@ -261,6 +261,7 @@ pub fn measure_hits_with(setup: &HitSetup) -> HitReport {
                 sightline_bots::BotSkill::Easy
             },
         }),
+        trouble: super::Trouble::default(),
         warmup: 4.0,
         seconds: setup.seconds,
         seed: setup.seed,

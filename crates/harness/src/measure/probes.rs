@@ -16,8 +16,10 @@ use sightline_sim::{BotControlled, CurrentCmd, PlayerId, Tick, TickConfig};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 /// Where each player was after every server tick, and its spawn count (which changes
-/// when the server teleports it): (tick time, players); and who is dead now.
-#[derive(Default)]
+/// when the server teleports it): (tick time, players); and who is dead now. Recorded
+/// by [`record_truth`] after each tick, so a server catching up a stall's ticks in one
+/// update leaves none out.
+#[derive(Resource, Default)]
 pub(super) struct Truth(
     Vec<(f64, BTreeMap<PlayerId, (Vec3, SpawnCount)>)>,
     BTreeSet<PlayerId>,
@@ -27,35 +29,79 @@ pub(super) struct Truth(
 /// the respawn rather than as an error, seconds: long enough for a lost snapshot or two.
 const RESPAWN_HOLD: f64 = 0.25;
 
+/// Records the tick's truth: every player's position and spawn count, and who is dead.
+pub(super) fn record_truth(
+    mut truth: ResMut<Truth>,
+    tick: Res<Tick>,
+    config: Res<TickConfig>,
+    players: Query<(&PlayerId, &PlayerState, &SpawnCount, &Vitals)>,
+) {
+    let time = f64::from(tick.0) / f64::from(config.tick_hz);
+    if truth.0.last().is_some_and(|(t, _)| *t >= time) {
+        return;
+    }
+    let positions = players
+        .iter()
+        .map(|(id, st, spawns, _)| (*id, (st.pos, *spawns)))
+        .collect();
+    truth.0.push((time, positions));
+    truth.1 = players
+        .iter()
+        .filter(|(.., v)| !v.alive())
+        .map(|(id, ..)| *id)
+        .collect();
+    // Drawn times lie well within the last few seconds.
+    if truth.0.len() > 4096 {
+        truth.0.drain(..2048);
+    }
+}
+
+/// What each human player's tick did with its commands, logged after every tick for the
+/// probes: the command it ran, the commands left waiting, and the server's running count
+/// of its holds.
+#[derive(Resource, Default)]
+pub(super) struct TickLog(pub Vec<(PlayerId, TickTaken)>);
+
+/// One player's tick, as [`TickLog`] keeps it.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct TickTaken {
+    /// Sequence of the command the tick ran.
+    pub seq: u32,
+    /// Commands left in the buffer.
+    pub waiting: usize,
+    /// Ticks the server has held this player so far.
+    pub holds: u32,
+}
+
+/// Logs what each human player's tick took from its buffer.
+pub(super) fn log_ticks(
+    mut log: ResMut<TickLog>,
+    players: Query<(&PlayerId, &CurrentCmd, &InputBuffer)>,
+) {
+    for (id, cmd, buffer) in &players {
+        log.0.push((
+            *id,
+            TickTaken {
+                seq: cmd.0.seq,
+                waiting: buffer.len(),
+                holds: buffer.holds(),
+            },
+        ));
+    }
+}
+
 impl Truth {
+    /// The players on the server at `time` (in the tick just before it).
+    fn players_at(&self, time: f64) -> Vec<PlayerId> {
+        let i = self.0.partition_point(|(t, _)| *t <= time);
+        i.checked_sub(1)
+            .and_then(|i| self.0.get(i))
+            .map_or_else(Vec::new, |(_, players)| players.keys().copied().collect())
+    }
+
     /// The server's present: the time of the newest tick recorded, seconds.
     pub(super) fn latest(&self) -> Option<f64> {
         self.0.last().map(|(t, _)| *t)
-    }
-
-    pub(super) fn record(&mut self, server: &mut App) {
-        let w = server.world_mut();
-        let tick = w.resource::<Tick>().0;
-        let time = tick as f64 / w.resource::<TickConfig>().tick_hz as f64;
-        if self.0.last().is_some_and(|(t, _)| *t >= time) {
-            return;
-        }
-        let positions = w
-            .query::<(&PlayerId, &PlayerState, &SpawnCount)>()
-            .iter(w)
-            .map(|(id, st, spawns)| (*id, (st.pos, *spawns)))
-            .collect();
-        self.0.push((time, positions));
-        self.1 = w
-            .query::<(&PlayerId, &Vitals)>()
-            .iter(w)
-            .filter(|(_, v)| !v.alive())
-            .map(|(id, _)| *id)
-            .collect();
-        // Drawn times lie well within the last few seconds.
-        if self.0.len() > 4096 {
-            self.0.drain(..2048);
-        }
     }
 
     /// The server's position of `id` at `time`, between ticks linearly (up to the tick
@@ -230,6 +276,15 @@ pub(super) struct Probe {
     delays_ms: Vec<f64>,
     /// The server's present less the render time, each frame, milliseconds.
     drawn_lags_ms: Vec<f64>,
+    /// Remote players in plain sight at the drawn time but not drawn, by id: since when
+    /// (wall time, seconds).
+    missing_since: HashMap<PlayerId, f64>,
+    /// Remote-player frames in plain sight, and those of them not drawn.
+    sight_frames: u64,
+    missing_frames: u64,
+    /// Players drawn at last after being in plain sight undrawn: how long each was
+    /// missing, milliseconds.
+    pop_ins_ms: Vec<f64>,
     last_render: Option<f64>,
     steps_back: u64,
     max_back_ms: f64,
@@ -321,6 +376,9 @@ impl Probe {
             .iter(w)
             .map(|(id, d)| (*id, *d))
             .collect();
+        if let Some(t) = render.server_time {
+            self.look_for_pop_ins(w, truth, t, clock.last_seconds(), &drawn);
+        }
         for (id, d) in drawn {
             // Not drawn: never sampled, or not yet in view at the drawn time.
             if d.time == 0.0 || d.mode == DrawMode::Unseen {
@@ -347,14 +405,69 @@ impl Probe {
         }
     }
 
-    /// After a server tick, this client's player there: whether the tick took a new
-    /// command, and how many were left waiting.
-    pub(super) fn observe_server(&mut self, cmd: &CurrentCmd, buffer: &InputBuffer, now: f64) {
-        if self.measuring {
-            let first = self.holds.map_or(buffer.holds(), |(first, _)| first);
-            self.holds = Some((first, buffer.holds()));
+    /// Notes the remote players in plain sight of our eye at render time `t` (a clear
+    /// line to the middle of their body where the server had them then) that the client
+    /// does not draw, and those it draws at last after missing: pop-ins. Players that
+    /// have just respawned, or are dead, and frames while we are dead, are left out.
+    fn look_for_pop_ins(
+        &mut self,
+        w: &mut World,
+        truth: &Truth,
+        t: f64,
+        now: f64,
+        drawn: &[(PlayerId, Drawn)],
+    ) {
+        let Some(me) = self.id else { return };
+        if truth.1.contains(&me) {
+            self.missing_since.clear();
+            return;
         }
-        let seq = cmd.0.seq;
+        let Some(eye) = w
+            .query_filtered::<&PlayerState, With<LocalPlayer>>()
+            .iter(w)
+            .next()
+            .map(|s| w.resource::<MoveParams>().eye_position(s))
+        else {
+            return;
+        };
+        let middle = w.resource::<MoveParams>().height(false) * 0.5;
+        let map = w.resource::<CurrentMap>();
+        for id in truth.players_at(t) {
+            if id == me || truth.1.contains(&id) {
+                continue;
+            }
+            let Some((pos, fell)) = truth.at(id, t) else {
+                continue;
+            };
+            let body = pos + Vec3::Y * middle;
+            if fell.is_some() || !map.world.is_clear(eye, body - eye) {
+                self.missing_since.remove(&id);
+                continue;
+            }
+            self.sight_frames += 1;
+            let shown = drawn
+                .iter()
+                .any(|(d_id, d)| *d_id == id && d.time != 0.0 && d.mode != DrawMode::Unseen);
+            if shown {
+                if let Some(since) = self.missing_since.remove(&id) {
+                    self.pop_ins_ms.push((now - since) * 1000.0);
+                }
+            } else {
+                self.missing_frames += 1;
+                self.missing_since.entry(id).or_insert(now);
+            }
+        }
+    }
+
+    /// After a server tick, this client's player there: whether the tick took a new
+    /// command, and how many were left waiting; `now` is the wall time of the server's
+    /// update that ran the tick.
+    pub(super) fn observe_server(&mut self, taken: TickTaken, now: f64) {
+        if self.measuring {
+            let first = self.holds.map_or(taken.holds, |(first, _)| first);
+            self.holds = Some((first, taken.holds));
+        }
+        let seq = taken.seq;
         if seq <= self.last_simulated {
             return;
         }
@@ -362,7 +475,7 @@ impl Probe {
         if !self.measuring {
             return;
         }
-        self.waiting_sum += buffer.len() as u64;
+        self.waiting_sum += taken.waiting as u64;
         self.taken += 1;
         if let Some(pressed) = self.pressed.remove(&seq) {
             self.latencies_ms.push((now - pressed) * 1000.0);
@@ -413,6 +526,7 @@ impl NetcodeReport {
         let errors = gather(|p| &p.errors);
         let delays = gather(|p| &p.delays_ms);
         let lags = gather(|p| &p.drawn_lags_ms);
+        let pop_ins = gather(|p| &p.pop_ins_ms);
         let sum = |f: fn(&Probe) -> u64| probes.iter().map(|p| f(p)).sum::<u64>();
         let (frames, late) = (sum(|p| p.frames), sum(|p| p.late));
         let waiting = sum(|p| p.waiting_sum) as f64 / sum(|p| p.taken).max(1) as f64;
@@ -453,6 +567,10 @@ impl NetcodeReport {
             interp_delay_ms_p99: percentile(&delays, 0.99),
             drawn_lag_ms_mean: mean(&lags),
             drawn_lag_ms_p99: percentile(&lags, 0.99),
+            pop_ins_per_min: pop_ins.len() as f64 / minutes / n,
+            pop_in_ms_p99: percentile(&pop_ins, 0.99),
+            missing_pct: 100.0 * sum(|p| p.missing_frames) as f64
+                / sum(|p| p.sight_frames).max(1) as f64,
             render_steps_back: sum(|p| p.steps_back) as f64 / n,
             render_step_back_max_ms: probes.iter().map(|p| p.max_back_ms).fold(0.0, f64::max),
             up_bytes_per_s: sum(|p| p.wire.0) as f64 / seconds / n,

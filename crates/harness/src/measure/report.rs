@@ -77,6 +77,14 @@ pub struct NetcodeReport {
     pub drawn_lag_ms_mean: f64,
     /// Its 99th percentile.
     pub drawn_lag_ms_p99: f64,
+    /// Pop-ins per minute per client: a remote player drawn at last after frames in
+    /// which it stood in plain sight of our eye (a clear line to the middle of its body
+    /// where the server had it at the drawn time) and was not drawn.
+    pub pop_ins_per_min: f64,
+    /// How long those players were missing first, milliseconds: 99th percentile.
+    pub pop_in_ms_p99: f64,
+    /// Of the remote-player frames in plain sight, the share not drawn, percent.
+    pub missing_pct: f64,
     /// Frames whose render time was earlier than the previous frame's, per client.
     pub render_steps_back: f64,
     /// Largest such step back, milliseconds.
@@ -103,6 +111,35 @@ pub struct ScenarioReport {
     /// Input packets the server dropped because it no longer held the command they were
     /// written against, over the whole run: an honest client never causes one.
     pub unresolved_inputs: u64,
+    /// Hitches made in the measured clients' frames, all together.
+    pub hitches: u64,
+    /// Stalls made on the server.
+    pub stalls: u64,
+    /// Spells the link went dark.
+    pub outages: u64,
+}
+
+/// A scenario played with several seeds.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct SeededReport {
+    /// Each measured client, pooled over the seeds: rates are the mean per run,
+    /// percentiles are over every sample of every run.
+    pub clients: Vec<NetcodeReport>,
+    /// Each seed's own report, in the order played, for the spread between them.
+    pub seeds: Vec<ScenarioReport>,
+}
+
+impl SeededReport {
+    /// `figure` of client `j` in each seed's run: the smallest and the largest.
+    pub fn spread(&self, j: usize, figure: impl Fn(&NetcodeReport) -> f64) -> (f64, f64) {
+        self.seeds
+            .iter()
+            .filter_map(|r| r.clients.get(j))
+            .map(figure)
+            .fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), v| {
+                (lo.min(v), hi.max(v))
+            })
+    }
 }
 
 /// The nearest-rank `q` quantile (0 to 1) of sorted values, or 0 when there are none.

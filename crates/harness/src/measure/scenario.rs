@@ -66,6 +66,59 @@ pub struct RouteChange {
     pub extra_ms: f32,
 }
 
+/// What goes wrong besides the link: the measured clients' frames hitching, the server
+/// standing still, the link going dark altogether. Each hitch and stall falls at a
+/// seeded moment, on average once per the interval given.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct Trouble {
+    /// Mean seconds between one measured client's hitches (0: none); each is a frame of
+    /// [`HITCHES_MS`] (one of them, drawn).
+    pub hitch_every_s: f64,
+    /// Mean seconds between the server's stalls (0: none); each lasts [`STALL_MS`].
+    pub stall_every_s: f64,
+    /// Spells with the link dark both ways for every measured client: (seconds into the
+    /// measured span, length in seconds).
+    pub outages: [Option<(f64, f64)>; 2],
+}
+
+/// The lengths of a client's hitches, milliseconds: a frame that loaded a texture, one
+/// that compiled a shader, one the OS took away.
+pub const HITCHES_MS: [u64; 3] = [120, 250, 600];
+/// The shortest and longest of the server's stalls, milliseconds.
+pub const STALL_MS: (u64, u64) = (50, 150);
+
+impl Trouble {
+    /// Whether anything goes wrong at all.
+    pub fn is_any(&self) -> bool {
+        self.hitch_every_s > 0.0
+            || self.stall_every_s > 0.0
+            || self.outages.iter().any(Option::is_some)
+    }
+
+    /// How the tables name it ("" when nothing goes wrong).
+    pub fn describe(&self) -> String {
+        let mut parts = Vec::new();
+        if self.hitch_every_s > 0.0 {
+            let ms: Vec<String> = HITCHES_MS.iter().map(u64::to_string).collect();
+            parts.push(format!(
+                "client hitches of {} ms every {} s",
+                ms.join("/"),
+                self.hitch_every_s
+            ));
+        }
+        if self.stall_every_s > 0.0 {
+            parts.push(format!(
+                "server stalls of {}-{} ms every {} s",
+                STALL_MS.0, STALL_MS.1, self.stall_every_s
+            ));
+        }
+        for (at, length) in self.outages.iter().flatten() {
+            parts.push(format!("dark {length} s at {at} s"));
+        }
+        parts.join(", ")
+    }
+}
+
 /// A fight: server bots, and the measured clients played by [`PlayerBot`](crate::player::PlayerBot)s that fire.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Combat {
@@ -89,6 +142,8 @@ pub struct Scenario {
     /// `None`: the clients are driven by their own bot input and never fire, and no bots
     /// are on the server.
     pub combat: Option<Combat>,
+    /// What goes wrong besides the link.
+    pub trouble: Trouble,
     /// Seconds played before measuring.
     pub warmup: f64,
     /// Seconds measured.
@@ -111,6 +166,7 @@ impl Scenario {
             link: conditions.link(),
             clients: vec![Frames::lockstep(tick.tick_hz); clients],
             combat: None,
+            trouble: Trouble::default(),
             warmup: 3.0,
             seconds,
             seed,
@@ -141,6 +197,7 @@ impl Scenario {
                 bots: 4,
                 skill: BotSkill::Normal,
             }),
+            trouble: Trouble::default(),
             warmup: 5.0,
             seconds,
             seed,
