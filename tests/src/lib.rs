@@ -10,6 +10,8 @@ mod bodies;
 #[cfg(test)]
 mod container;
 #[cfg(test)]
+mod demos;
+#[cfg(test)]
 mod events;
 #[cfg(test)]
 mod faults;

@@ -31,9 +31,9 @@ pub struct DroppedWeapon {
     pub left: f32,
 }
 
-/// The next drop number.
-#[derive(Resource, Default)]
-pub(crate) struct NextDropId(u16);
+/// The number the next dropped weapon takes (a demo's keyframe keeps it).
+#[derive(Resource, Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct NextDropId(pub u16);
 
 /// The weapon a player holding `arsenal` leaves at death: the one in hand, if it is not
 /// one every player spawns with.

@@ -5,7 +5,7 @@ use crate::{Arsenal, MAX_ARMOR, POWER_UP_TIME, SPAWN_HEALTH, Vitals, WeaponKind}
 use bevy::prelude::*;
 use sightline_map::{CurrentMap, ItemKind};
 use sightline_movement::PlayerState;
-use sightline_sim::TickConfig;
+use sightline_sim::{PlayerId, TickConfig};
 
 /// How close (horizontally, m) a player must come to take an item.
 const REACH: f32 = 1.0;
@@ -94,18 +94,22 @@ pub fn spawn_items_for(commands: &mut Commands, map: &CurrentMap) {
 pub(crate) fn take_items(
     config: Res<TickConfig>,
     mut spots: Query<&mut ItemSpot>,
-    mut players: Query<(&PlayerState, &mut Vitals, &mut Arsenal)>,
+    mut players: Query<(&PlayerId, &PlayerState, &mut Vitals, &mut Arsenal)>,
 ) {
     let dt = config.dt();
+    // Two players reaching an item in one tick: the lower id takes it, wherever each is
+    // stored (a demo's replay stores them elsewhere).
+    let mut order: Vec<_> = players.iter_mut().collect();
+    order.sort_by_key(|(id, ..)| **id);
     for mut spot in &mut spots {
         if spot.respawn_in > 0.0 {
             spot.respawn_in = (spot.respawn_in - dt).max(0.0);
             continue;
         }
-        for (state, mut vitals, mut arsenal) in &mut players {
+        for (_, state, vitals, arsenal) in &mut order {
             let offset = state.pos - spot.pos;
             let near = Vec2::new(offset.x, offset.z).length() < REACH && offset.y.abs() < 1.5;
-            if near && vitals.alive() && pick_up(spot.kind, &mut vitals, &mut arsenal) {
+            if near && vitals.alive() && pick_up(spot.kind, vitals, arsenal) {
                 spot.respawn_in = respawn_time(spot.kind);
                 break;
             }

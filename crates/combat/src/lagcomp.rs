@@ -114,6 +114,17 @@ impl ViewWindow {
         }
     }
 
+    /// The window that admits exactly `view` for a command taken at `now_tick`: what a
+    /// demo's replay uses for a command whose view the game found honest, so the shot is
+    /// judged as it was (late past the same rewind limit).
+    pub fn exactly(view: f64, now_tick: u32, tick_hz: u32) -> Self {
+        Self {
+            oldest: view,
+            newest: view,
+            rewind_floor: rewind_floor(now_tick, tick_hz),
+        }
+    }
+
     /// A window no view time lies in.
     pub const CLOSED: Self = Self {
         oldest: f64::INFINITY,
@@ -229,6 +240,16 @@ impl HitboxHistory {
     /// The newest tick recorded.
     pub fn newest_tick(&self) -> Option<u32> {
         self.ticks.back().map(|(t, _)| *t)
+    }
+
+    /// Every tick kept, oldest first, with its hitboxes (for a demo's keyframe).
+    pub fn ticks(&self) -> impl Iterator<Item = (u32, &[(PlayerId, Hitbox)])> {
+        self.ticks.iter().map(|(t, b)| (*t, b.as_slice()))
+    }
+
+    /// Forgets every tick kept.
+    pub fn clear(&mut self) {
+        self.ticks.clear();
     }
 }
 

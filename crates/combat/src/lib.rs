@@ -38,7 +38,7 @@ pub use damage::{
     Damage, MAX_ARMOR, MAX_HEALTH, POWER_UP_TIME, QUAD_FACTOR, REGEN_HEALTH, REGEN_RATE,
     RESPAWN_DELAY, SPAWN_HEALTH, SPAWN_PROTECTION, Vitals, splash,
 };
-pub use drops::{DROP_TIME, DroppedWeapon, MAX_DROPS, dropped_weapon};
+pub use drops::{DROP_TIME, DroppedWeapon, MAX_DROPS, NextDropId, dropped_weapon};
 pub use events::CombatEvent;
 pub use hitbox::{HitZone, Hitbox, ray_capsule, ray_hit, ray_sphere};
 pub use items::{ItemSpot, items_present, pick_up, respawn_time, spawn_items_for};
@@ -46,7 +46,7 @@ pub use lagcomp::{
     HitboxHistory, LagCompStats, MAX_HONEST_ROUND_TRIP, MAX_REWIND, MAX_VIEW_LAG, MAX_VIEW_LEAD,
     MAX_VIEW_STEP_BACK, ViewJudgement, ViewWindow, clamp_view_time,
 };
-pub use plugin::{CombatPlugin, CombatSystems, silenced};
+pub use plugin::{CombatPlugin, CombatSystems, NextRocketId, silenced};
 pub use respawn::respawned;
 pub use rocket::{
     ProjectileDef, ProjectileKind, Rocket, detonate_newest, fly_rocket, launch_rocket,

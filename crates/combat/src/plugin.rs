@@ -2,10 +2,10 @@
 //! rockets, the state of the living and the dead, and the hitbox history.
 
 use crate::{
-    Arsenal, CombatEvent, HitZone, Hitbox, HitboxHistory, LagCompStats, Pushes, Rocket, Score,
-    Shot, Team, ViewJudgement, ViewWindow, Vitals, WeaponKind, aim_direction, clamp_view_time,
-    detonate_newest, fly_rocket, launch_rocket, pellet_direction, ray_hit, rocket_splash,
-    step_arsenal,
+    Arsenal, CombatEvent, HitZone, Hitbox, HitboxHistory, LagCompStats, NextDropId, Pushes, Rocket,
+    Score, Shot, Team, ViewJudgement, ViewWindow, Vitals, WeaponKind, aim_direction,
+    clamp_view_time, detonate_newest, fly_rocket, launch_rocket, pellet_direction, ray_hit,
+    rocket_splash, step_arsenal,
 };
 use bevy::prelude::*;
 use sightline_map::CurrentMap;
@@ -30,7 +30,7 @@ impl Plugin for CombatPlugin {
             .map_or(128, |c| c.tick_hz);
         app.insert_resource(HitboxHistory::new(hz, 1.0))
             .init_resource::<NextRocketId>()
-            .init_resource::<crate::drops::NextDropId>()
+            .init_resource::<NextDropId>()
             .init_resource::<LagCompStats>()
             .add_message::<CombatEvent>()
             .add_systems(
@@ -62,8 +62,9 @@ impl Plugin for CombatPlugin {
     }
 }
 
-#[derive(Resource, Default)]
-struct NextRocketId(u16);
+/// The number the next projectile launched takes (a demo's keyframe keeps it).
+#[derive(Resource, Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct NextRocketId(pub u16);
 
 /// What a dead player's command does: it only looks around. The server runs the dead's
 /// commands through this, and a client replays its own through it once it learns it died.
@@ -360,7 +361,11 @@ fn fly_rockets(
     mut players: Combatants,
 ) {
     let dt = config.dt();
-    for (entity, mut rocket) in &mut rockets {
+    // In number order, not the entities': which of two rockets kills a player must not
+    // depend on where each was stored (a demo's replay stores them elsewhere).
+    let mut flying: Vec<_> = rockets.iter_mut().collect();
+    flying.sort_by_key(|(_, rocket)| rocket.id);
+    for (entity, mut rocket) in flying {
         let targets: Vec<Hitbox> = players
             .iter()
             .filter(|(id, _, _, _, v, ..)| **id != rocket.owner && v.alive())

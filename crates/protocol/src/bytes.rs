@@ -1,9 +1,9 @@
 //! The byte-level pieces of the hand-written encodings ([`crate::cmds`],
-//! [`crate::delta`]): LEB128 varints taken only in their shortest form, zigzag for signed
+//! [`crate::delta`], and the server's demos): LEB128 varints taken only in their shortest form, zigzag for signed
 //! numbers, little-endian floats, and a reader that refuses to run past its bytes.
 
 /// Writes `v` as a LEB128 varint: seven bits a byte, low bits first.
-pub(crate) fn put_varint(out: &mut Vec<u8>, mut v: u64) {
+pub fn put_varint(out: &mut Vec<u8>, mut v: u64) {
     while v >= 0x80 {
         out.push(v as u8 | 0x80);
         v >>= 7;
@@ -13,41 +13,41 @@ pub(crate) fn put_varint(out: &mut Vec<u8>, mut v: u64) {
 
 /// Writes a signed number zigzagged (0, -1, 1, -2, ...), so small steps either way
 /// take one byte.
-pub(crate) fn put_zigzag(out: &mut Vec<u8>, v: i32) {
+pub fn put_zigzag(out: &mut Vec<u8>, v: i32) {
     put_varint(out, zigzag(v) as u64);
 }
 
 /// `v` zigzagged.
-pub(crate) fn zigzag(v: i32) -> u32 {
+pub fn zigzag(v: i32) -> u32 {
     ((v << 1) ^ (v >> 31)) as u32
 }
 
 /// The signed number `z` zigzags.
-pub(crate) fn unzigzag(z: u32) -> i32 {
+pub fn unzigzag(z: u32) -> i32 {
     ((z >> 1) as i32) ^ -((z & 1) as i32)
 }
 
 /// `v` zigzagged, for 64 bits.
-pub(crate) fn zigzag64(v: i64) -> u64 {
+pub fn zigzag64(v: i64) -> u64 {
     ((v << 1) ^ (v >> 63)) as u64
 }
 
 /// The signed number `z` zigzags, for 64 bits.
-pub(crate) fn unzigzag64(z: u64) -> i64 {
+pub fn unzigzag64(z: u64) -> i64 {
     ((z >> 1) as i64) ^ -((z & 1) as i64)
 }
 
 /// Writes `v` as four little-endian bytes.
-pub(crate) fn put_f32(out: &mut Vec<u8>, v: f32) {
+pub fn put_f32(out: &mut Vec<u8>, v: f32) {
     out.extend_from_slice(&v.to_le_bytes());
 }
 
 /// Reads from a byte string, refusing to run past its end.
-pub(crate) struct Reader<'a>(pub(crate) &'a [u8]);
+pub struct Reader<'a>(pub &'a [u8]);
 
 impl Reader<'_> {
     /// The next byte.
-    pub(crate) fn byte(&mut self) -> Result<u8, &'static str> {
+    pub fn byte(&mut self) -> Result<u8, &'static str> {
         let (&b, rest) = self.0.split_first().ok_or("cut short")?;
         self.0 = rest;
         Ok(b)
@@ -76,28 +76,28 @@ impl Reader<'_> {
     }
 
     /// A varint of at most 32 bits.
-    pub(crate) fn varint(&mut self) -> Result<u32, &'static str> {
+    pub fn varint(&mut self) -> Result<u32, &'static str> {
         Ok(self.varint_of(32)? as u32)
     }
 
     /// A varint of at most 64 bits.
-    pub(crate) fn varint64(&mut self) -> Result<u64, &'static str> {
+    pub fn varint64(&mut self) -> Result<u64, &'static str> {
         self.varint_of(64)
     }
 
     /// A zigzagged signed number.
-    pub(crate) fn zigzag(&mut self) -> Result<i32, &'static str> {
+    pub fn zigzag(&mut self) -> Result<i32, &'static str> {
         Ok(unzigzag(self.varint()?))
     }
 
     /// Four little-endian bytes as a float.
-    pub(crate) fn f32(&mut self) -> Result<f32, &'static str> {
+    pub fn f32(&mut self) -> Result<f32, &'static str> {
         let b = [self.byte()?, self.byte()?, self.byte()?, self.byte()?];
         Ok(f32::from_le_bytes(b))
     }
 
     /// Refuses bytes left over.
-    pub(crate) fn finish(&self) -> Result<(), &'static str> {
+    pub fn finish(&self) -> Result<(), &'static str> {
         if self.0.is_empty() {
             Ok(())
         } else {
@@ -109,7 +109,7 @@ impl Reader<'_> {
 /// Deterministic byte strings of every length below `lengths` (xorshift from `seed`), for
 /// decoders to accept or refuse but never panic on.
 #[cfg(test)]
-pub(crate) fn byte_soup(mut seed: u64, lengths: usize) -> impl Iterator<Item = Vec<u8>> {
+pub fn byte_soup(mut seed: u64, lengths: usize) -> impl Iterator<Item = Vec<u8>> {
     (0..lengths).map(move |len| {
         (0..len)
             .map(|_| {

@@ -28,7 +28,7 @@
 //! and non-finite inputs all come back as a [`DecodeError`] for the caller to drop and
 //! count.
 
-mod bytes;
+pub mod bytes;
 mod channel;
 pub mod cmds;
 mod codec;

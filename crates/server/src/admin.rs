@@ -1,6 +1,6 @@
 //! The host's console: the server's settings as live console variables, and the commands
 //! a dedicated server's host expects from Quake and Source (`status`, `kick`, `ban`,
-//! `say`, `map`, `restart`, `writeconfig`, `quit` ...). Lines arrive in the
+//! `say`, `map`, `restart`, `record`, `writeconfig`, `quit` ...). Lines arrive in the
 //! [`AdminInbox`] from the terminal, Source RCON or a player's `rcon`; each runs once a
 //! frame, with the whole world at hand, and its output goes back where it came from.
 //!
@@ -13,6 +13,7 @@ use crate::bans::{Ban, BanList, unix_now};
 use crate::bots::LeavingBot;
 use crate::connection::{Connection, ConnectionStage};
 use crate::cvars::cvar;
+use crate::demo::{DemoRecorder, demo_path};
 use crate::inbox::{AdminInbox, AdminLine, AdminOrigin};
 use crate::outbox::Outgoing;
 use crate::records::{MAX_TOP, StatsQuery, StatsQuestions, StatsWriter};
@@ -24,7 +25,7 @@ use sightline_console::{Bindings, Console, ConsoleCommands, Cvars, execute_line,
 use sightline_map::{CurrentMap, MapSource, find_map_by_name};
 use sightline_net::{HostKey, IpPrefix, LruMap, RenetServer, UdpServerTransport};
 use sightline_protocol::{MAX_CHAT_LEN, ServerMessage, ServerTextKind, clean_text};
-use sightline_sim::{BotControlled, PlayerId, PlayerName};
+use sightline_sim::{BotControlled, PlayerId, PlayerName, Tick};
 use std::net::{IpAddr, SocketAddr};
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
@@ -67,6 +68,14 @@ const ADMIN_COMMANDS: &[(&str, &str)] = &[
     (
         "top",
         "top [N]: the N best players by kills (default 10; with --stats)",
+    ),
+    (
+        "record",
+        "record NAME: record a demo of the match into demos/NAME.sldemo from the next tick",
+    ),
+    (
+        "stoprecord",
+        "stop recording the demo and say what it holds",
     ),
     ("quit", "stop the server"),
 ];
@@ -510,6 +519,38 @@ fn carry_out(
             std::fs::write(&path, text)
                 .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
             out.print(format!("wrote {}", path.display()));
+        }
+        ("record", [name]) => {
+            if let Some(r) = world.get_resource::<DemoRecorder>() {
+                return Err(format!("already recording {}", r.path().display()));
+            }
+            let path = demo_path(name)?;
+            let tick = world.resource::<Tick>().0.wrapping_add(1);
+            let recorder = DemoRecorder::start(
+                &path,
+                world.resource::<ServerConfig>(),
+                world.resource::<CurrentMap>(),
+                tick,
+            )?;
+            info!("recording the demo {}", path.display());
+            out.print(format!("recording {}", path.display()));
+            world.insert_resource(recorder);
+        }
+        ("stoprecord", []) => {
+            let recorder = world
+                .remove_resource::<DemoRecorder>()
+                .ok_or("not recording a demo")?;
+            let hz = world.resource::<ServerConfig>().tick.tick_hz.max(1);
+            let done = recorder.finish("stopped by the host")?;
+            let line = format!(
+                "wrote {}: {:.1} s ({} ticks), {} bytes",
+                done.path.display(),
+                f64::from(done.ticks) / f64::from(hz),
+                done.ticks,
+                done.bytes
+            );
+            info!("{line}");
+            out.print(line);
         }
         ("quit", []) => {
             info!("quit from the console");

@@ -49,9 +49,13 @@ mod bots;
 mod combat;
 mod cvars;
 mod status;
+// Demos: recording the commands each tick, and replaying them through the same systems.
+pub mod demo;
 // The server assembled, and on a thread of its own (offline play, the harness).
 mod plugin;
 mod thread;
+// A demo replayed through that server, checked against what the game wrote.
+mod replay;
 // What only a dedicated server adds for its host: the bans kept on disk,
 mod bans;
 // the console's commands, and where its lines come from (the terminal, Source RCON);
@@ -97,6 +101,7 @@ pub use records::{
     Career, MAX_TOP, RecordsPlugin, STATS_FLUSH_SECONDS, STATS_QUEUE, StatsDatabase, StatsQuery,
     StatsQuestions, StatsWriter, TopRow, leaderboard_page,
 };
+pub use replay::{Outcome, Verdict, check_map, verify_demo};
 pub use resume::{Departed, DepartedPlayers, RESUME_SECONDS, Resumable};
 pub use rules::{INTERMISSION, MatchOrder, MatchOrders, MatchRules, MatchState};
 pub use sightline_combat::GameMode;

@@ -10,11 +10,12 @@ use sightline_net::{
     AdmissionLimits, FakeLinkArgs, IdentityFileError, LinkConditions, RunFor, SecureConfig,
     Security, ServerIdentity, ServerNetPlugin, ShutdownSignal, fingerprint, load_key_file,
 };
+use sightline_server::demo::{DemoReader, DemoRecorder};
 use sightline_server::{
-    AdminPlugin, BanList, LogFile, LogFormat, LogOutput, LogRotation, Pacing, QueryPlugin,
+    AdminPlugin, BanList, LogFile, LogFormat, LogOutput, LogRotation, Outcome, Pacing, QueryPlugin,
     RconListen, RconPlugin, RecordsPlugin, ServerConfig, StatsDatabase, TelemetryPlugin,
     TerminalPlugin, add_logging, admin_words, cvar, leaderboard_page, server_app,
-    server_cvar_registry,
+    server_cvar_registry, verify_demo,
 };
 use std::net::{IpAddr, SocketAddr, TcpListener, ToSocketAddrs};
 use std::path::{Path, PathBuf};
@@ -163,6 +164,15 @@ struct Args {
     /// shut the server down, so the fleet starts a fresh one.
     #[arg(long, requires = "agones")]
     agones_shutdown_after_match: bool,
+    /// Record a demo of the match into this file from the first tick (the console's
+    /// `stoprecord` ends it; so do a map change and the server stopping).
+    #[arg(long, value_name = "PATH")]
+    record: Option<PathBuf>,
+    /// Replay a demo headless through this build's simulation, check every checksum and
+    /// keyframe it holds, print the first tick, player and field that differ, and exit
+    /// (status 0 when it all matches). Needs the demo's map in maps/.
+    #[arg(long, value_name = "FILE")]
+    verify_demo: Option<PathBuf>,
     #[command(flatten)]
     fake: FakeLinkArgs,
     /// Stop cleanly after this many seconds (for tests and scripted runs).
@@ -330,6 +340,9 @@ fn main() -> ExitCode {
         split_plus_commands(std::env::args_os().map(|a| a.to_string_lossy().into_owned()));
     let config_path = config_file(&mut lines);
     let args: Args = sightline_net::parse_args_from(flags);
+    if let Some(path) = &args.verify_demo {
+        return verify(path);
+    }
     if let Some(s) = args.run_seconds
         && !(s.is_finite() && s > 0.0)
     {
@@ -484,6 +497,18 @@ fn main() -> ExitCode {
     if let Some(agones) = agones {
         app.add_plugins(agones);
     }
+    if let Some(path) = &args.record {
+        match DemoRecorder::start(path, &config, &map, 1) {
+            Ok(recorder) => {
+                info!("recording the demo {}", path.display());
+                app.insert_resource(recorder);
+            }
+            Err(e) => {
+                eprintln!("error: --record: {e}");
+                return ExitCode::FAILURE;
+            }
+        }
+    }
     let admission = if args.insecure {
         "INSECURE (no tokens, no encryption)".to_string()
     } else if args.no_token_service {
@@ -514,6 +539,51 @@ fn main() -> ExitCode {
     match app.run() {
         AppExit::Success => ExitCode::SUCCESS,
         AppExit::Error(_) => ExitCode::FAILURE,
+    }
+}
+
+/// `--verify-demo`: replays the demo at `path` on its map and says whether it matches.
+fn verify(path: &Path) -> ExitCode {
+    let fail = |e: String| {
+        eprintln!("{}: {e}", path.display());
+        ExitCode::FAILURE
+    };
+    let file = match std::fs::File::open(path) {
+        Ok(f) => std::io::BufReader::new(f),
+        Err(e) => return fail(e.to_string()),
+    };
+    let reader = match DemoReader::open(Box::new(file) as Box<dyn std::io::Read + Send + Sync>) {
+        Ok(r) => r,
+        Err(e) => return fail(e.to_string()),
+    };
+    let header = reader.header().clone();
+    let map = match MapSource::load(&find_map(&header.map_name)) {
+        Ok(m) => CurrentMap::new(m),
+        Err(e) => return fail(format!("the demo's map {}: {e}", header.map_name)),
+    };
+    let verdict = match verify_demo(reader, map) {
+        Ok(v) => v,
+        Err(e) => return fail(e),
+    };
+    let seconds = f64::from(verdict.ticks) / f64::from(header.tick_hz.max(1));
+    let checked = format!(
+        "{} ticks ({seconds:.1} s) on {} replayed; {} checksums and {} keyframes compared",
+        verdict.ticks, header.map_name, verdict.checksums, verdict.keyframes
+    );
+    match verdict.outcome {
+        Outcome::Matched => {
+            let ended = verdict
+                .ended
+                .map_or("the file ends without its last record".into(), |r| {
+                    format!("recording ended: {r}")
+                });
+            println!("{}: matches: {checked}; {ended}", path.display());
+            ExitCode::SUCCESS
+        }
+        Outcome::Differs { tick, what } => fail(format!(
+            "differs before tick {tick}: {what} ({checked} up to there)"
+        )),
+        Outcome::Unreadable(e) => fail(format!("{e} ({checked} up to there)")),
     }
 }
 

@@ -3,8 +3,8 @@
 
 use crate::{
     ClientIndex, DepartedPlayers, MatchState, PlayerSlots, ServerConfig, ServerStats,
-    SnapshotStats, Stalls, TickTimes, bots, combat, datagrams, inputs, interest, outbox, resume,
-    rules, sessions, snapshots, stalls, stats, status,
+    SnapshotStats, Stalls, TickTimes, bots, combat, datagrams, demo, inputs, interest, outbox,
+    resume, rules, sessions, snapshots, stalls, stats, status,
 };
 use bevy::prelude::*;
 use sightline_combat::{CombatPlugin, CombatSystems};
@@ -153,6 +153,14 @@ impl Plugin for ServerPlugin {
                         .chain()
                         .in_set(SimSet::BuildSnapshots),
                     stats::end_tick_timer.after(SimSet::BuildSnapshots),
+                    // What was decided, before anyone moves; and what the tick left.
+                    demo::record_tick
+                        .after(rules::freeze_during_intermission)
+                        .before(SimSet::Move)
+                        .run_if(resource_exists::<demo::DemoRecorder>),
+                    demo::remember_tick_end
+                        .after(SimSet::BuildSnapshots)
+                        .run_if(resource_exists::<demo::DemoRecorder>),
                 ),
             )
             .add_systems(
@@ -166,6 +174,13 @@ impl Plugin for ServerPlugin {
                 ),
             )
             .add_systems(PostUpdate, outbox::send_outgoing.in_set(ServerSet::Send))
-            .add_systems(Last, (status::log_on_exit, stalls::allow_catching_up));
+            .add_systems(
+                Last,
+                (
+                    status::log_on_exit,
+                    stalls::allow_catching_up,
+                    demo::finish_on_exit.run_if(resource_exists::<demo::DemoRecorder>),
+                ),
+            );
     }
 }

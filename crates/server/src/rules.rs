@@ -13,7 +13,7 @@ use sightline_combat::{
 use sightline_map::{CurrentMap, MapSource, find_map};
 use sightline_movement::PlayerState;
 use sightline_protocol::ServerMessage;
-use sightline_sim::{CurrentCmd, InputCmd, PlayerName, TickConfig};
+use sightline_sim::{CurrentCmd, InputCmd, PlayerId, PlayerName, TickConfig};
 
 /// Seconds between the end of a match and the start of the next.
 pub const INTERMISSION: f32 = 8.0;
@@ -115,6 +115,7 @@ pub(crate) fn run_match(
     mut map: ResMut<CurrentMap>,
     mut outbox: MessageWriter<Outgoing>,
     mut players: Query<(
+        &PlayerId,
         &PlayerName,
         &mut Score,
         Option<&Team>,
@@ -184,7 +185,11 @@ pub(crate) fn run_match(
             view.items = u64::MAX;
         }
         let mut placed = Vec::new();
-        for (_, mut score, _, mut player, mut vitals, mut arsenal, mut spawns) in &mut players {
+        // In id order: each takes the spawn furthest from those placed before it, so the
+        // order must not depend on where the players are stored.
+        let mut order: Vec<_> = players.iter_mut().collect();
+        order.sort_by_key(|(id, ..)| **id);
+        for (_, _, mut score, _, mut player, mut vitals, mut arsenal, mut spawns) in order {
             let spawn = choose_spawn(&map.def.spawns, &placed);
             placed.push(spawn.pos);
             *score = Score::default();
@@ -197,9 +202,12 @@ pub(crate) fn run_match(
         return;
     }
     state.elapsed += dt;
-    let standings: Vec<(String, i32, Option<Team>)> = players
-        .iter()
-        .map(|(name, score, team, ..)| (name.0.clone(), score.frags, team.copied()))
+    // In id order, so a tie names the same winner wherever the players are stored.
+    let mut ranked: Vec<_> = players.iter().collect();
+    ranked.sort_by_key(|(id, ..)| **id);
+    let standings: Vec<(String, i32, Option<Team>)> = ranked
+        .into_iter()
+        .map(|(_, name, score, team, ..)| (name.0.clone(), score.frags, team.copied()))
         .collect();
     let (name, frags) = leader(rules.mode, &standings).unwrap_or(("Nobody".into(), 0));
     let by_frags = rules.fraglimit > 0 && frags >= rules.fraglimit;

@@ -24,6 +24,13 @@ pub use tick::{MAX_TICK_HZ, MIN_TICK_HZ, Tick, TickConfig, TickConfigError};
 
 use bevy::prelude::*;
 
+/// Version of the simulation: the same commands from the same state play the same way
+/// under one version. Raise it with any change that makes them play differently
+/// (movement, weapons, damage, items, match rules, their order within a tick): a demo
+/// recorded under another version is refused rather than replayed wrong, and
+/// `scripts/record-demo` records the demo the tests keep again.
+pub const SIMULATION_VERSION: u32 = 1;
+
 /// Commonly used simulation types.
 pub mod prelude {
     pub use crate::{

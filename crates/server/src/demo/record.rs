@@ -1,0 +1,297 @@
+//! Recording: each tick, after the commands are chosen and before anyone moves, what
+//! changed between ticks (joins, leaves, team switches, the host's orders and limits),
+//! a checksum once a second, a keyframe every ten seconds, and every player's command.
+//! The bytes go to a thread of their own that writes the file, so a slow disk never
+//! holds up the tick; one that falls seconds behind stops the recording instead.
+
+use super::format::{CommandChain, DemoEncoder, DemoHeader, DemoOrder, Record, Step};
+use super::state::{PlayerRecord, Sums, keyframe, players};
+use crate::ServerConfig;
+use crate::rules::{MatchOrder, MatchOrders};
+use bevy::prelude::*;
+use sightline_combat::ViewWindow;
+use sightline_map::CurrentMap;
+use sightline_sim::{CurrentCmd, Held, PlayerId};
+use std::io::{BufWriter, Write};
+use std::path::{Path, PathBuf};
+use std::sync::mpsc::{Receiver, SyncSender, TrySendError, sync_channel};
+use std::thread::JoinHandle;
+
+/// Seconds between keyframes.
+pub const KEYFRAME_SECONDS: u32 = 10;
+/// Ticks' worth of bytes the file's thread may fall behind before the recording stops.
+const QUEUED_TICKS: usize = 512;
+
+/// A recording in progress.
+#[derive(Resource)]
+pub struct DemoRecorder {
+    path: PathBuf,
+    encoder: DemoEncoder,
+    sink: Option<SyncSender<Vec<u8>>>,
+    writer: Option<JoinHandle<std::io::Result<u64>>>,
+    header: DemoHeader,
+    started: bool,
+    ticks: u32,
+    /// Each player's last command, which the next is written against.
+    commands: CommandChain,
+    /// Every player as the last tick left it: a difference at the next is a change made
+    /// between ticks.
+    after_last_tick: Vec<PlayerRecord>,
+    limits: (i32, f32),
+}
+
+/// What a finished recording came to.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RecordingDone {
+    /// The file.
+    pub path: PathBuf,
+    /// Ticks recorded.
+    pub ticks: u32,
+    /// Bytes written.
+    pub bytes: u64,
+}
+
+impl DemoRecorder {
+    /// Starts recording into `path` (made with its folder, or replaced) from the next
+    /// tick, numbered `start_tick`.
+    pub fn start(
+        path: &Path,
+        config: &ServerConfig,
+        map: &CurrentMap,
+        start_tick: u32,
+    ) -> Result<Self, String> {
+        if let Some(folder) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
+            std::fs::create_dir_all(folder)
+                .map_err(|e| format!("cannot make the folder {}: {e}", folder.display()))?;
+        }
+        let file = std::fs::File::create(path)
+            .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+        let header = DemoHeader {
+            map_name: map.def.name.clone(),
+            map_hash: map.hash,
+            tick_hz: config.tick.tick_hz,
+            snapshot_hz: config.tick.snapshot_hz(),
+            server_name: config.name.clone(),
+            mode: config.rules.mode,
+            fraglimit: config.rules.fraglimit,
+            timelimit: config.rules.timelimit,
+            rotation: config.rules.rotation.clone(),
+            start_tick,
+            recorded_at: std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.as_secs()),
+        };
+        let encoder = DemoEncoder::start(&header)?;
+        let (sink, queue) = sync_channel(QUEUED_TICKS);
+        let writer = std::thread::Builder::new()
+            .name("demo writer".into())
+            .spawn(move || write_file(file, queue))
+            .map_err(|e| format!("cannot start the demo's writer: {e}"))?;
+        Ok(Self {
+            path: path.to_path_buf(),
+            encoder,
+            sink: Some(sink),
+            writer: Some(writer),
+            header,
+            started: false,
+            ticks: 0,
+            commands: CommandChain::default(),
+            after_last_tick: Vec::new(),
+            limits: (config.rules.fraglimit, config.rules.timelimit),
+        })
+    }
+
+    /// The file being written.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Ticks recorded so far.
+    pub fn ticks(&self) -> u32 {
+        self.ticks
+    }
+
+    /// Ends the recording with `reason`, waits for the file to be written, and says
+    /// what it came to.
+    pub fn finish(mut self, reason: &str) -> Result<RecordingDone, String> {
+        let ended = self.encoder.record(&Record::End(reason.into()));
+        let sent = ended.and_then(|()| self.send());
+        self.sink = None;
+        let written = match self.writer.take().map(JoinHandle::join) {
+            Some(Ok(Ok(bytes))) => Ok(bytes),
+            Some(Ok(Err(e))) => Err(format!("cannot write {}: {e}", self.path.display())),
+            _ => Err(format!("the writer of {} failed", self.path.display())),
+        };
+        sent?;
+        Ok(RecordingDone {
+            path: self.path.clone(),
+            ticks: self.ticks,
+            bytes: written?,
+        })
+    }
+
+    /// Hands what was encoded to the file's thread.
+    fn send(&mut self) -> Result<(), String> {
+        let bytes = self.encoder.take();
+        let Some(sink) = &self.sink else {
+            return Err("the recording has stopped".into());
+        };
+        match sink.try_send(bytes) {
+            Ok(()) => Ok(()),
+            Err(TrySendError::Full(_)) => Err(format!(
+                "the disk is too slow: {} is seconds behind",
+                self.path.display()
+            )),
+            Err(TrySendError::Disconnected(_)) => {
+                Err(format!("cannot write {}", self.path.display()))
+            }
+        }
+    }
+}
+
+/// The file's thread: writes what it is sent, flushing when the queue runs dry.
+fn write_file(file: std::fs::File, queue: Receiver<Vec<u8>>) -> std::io::Result<u64> {
+    let mut out = BufWriter::with_capacity(1 << 16, file);
+    let mut written = 0u64;
+    while let Ok(bytes) = queue.recv() {
+        out.write_all(&bytes)?;
+        written += bytes.len() as u64;
+        while let Ok(more) = queue.try_recv() {
+            out.write_all(&more)?;
+            written += more.len() as u64;
+        }
+        out.flush()?;
+    }
+    out.into_inner().map_err(|e| e.into_error())?.sync_all()?;
+    Ok(written)
+}
+
+/// Records this tick: what changed since the last, the checksums and keyframes when
+/// due, and every player's command. Stops the recording (with a warning) on a map
+/// change or when the file cannot keep up.
+pub(crate) fn record_tick(world: &mut World) {
+    let Some(mut recorder) = world.remove_resource::<DemoRecorder>() else {
+        return;
+    };
+    match record(world, &mut recorder) {
+        Ok(true) => world.insert_resource(recorder),
+        Ok(false) => stop(recorder, "the map changed"),
+        Err(e) => stop(recorder, &e),
+    }
+}
+
+/// Stops a recording, saying why in the log.
+fn stop(recorder: DemoRecorder, why: &str) {
+    match recorder.finish(why) {
+        Ok(done) => info!(
+            "demo {} stopped ({why}): {} ticks, {} bytes",
+            done.path.display(),
+            done.ticks,
+            done.bytes
+        ),
+        Err(e) => warn!("demo stopped ({why}): {e}"),
+    }
+}
+
+/// One tick's records; `Ok(false)` when the recording must end here.
+fn record(world: &mut World, r: &mut DemoRecorder) -> Result<bool, String> {
+    let hz = r.header.tick_hz.max(1);
+    let map_hash = world.resource::<CurrentMap>().hash;
+    if map_hash != r.header.map_hash {
+        return Ok(false);
+    }
+    let now = players(world);
+    if !r.started {
+        r.started = true;
+        r.encoder
+            .record(&Record::Keyframe(Box::new(keyframe(world))))?;
+    } else {
+        for p in &now {
+            if r.after_last_tick.iter().all(|q| q != p) {
+                r.encoder.record(&Record::Player(Box::new(p.clone())))?;
+            }
+        }
+        for gone in r
+            .after_last_tick
+            .iter()
+            .filter(|q| now.iter().all(|p| p.id != q.id))
+        {
+            r.commands.forget(gone.id);
+            r.encoder.record(&Record::Left(gone.id))?;
+        }
+    }
+    let order = match &world.resource::<MatchOrders>().0 {
+        Some(MatchOrder::Map(_)) => return Ok(false),
+        Some(MatchOrder::Restart) => Some(DemoOrder::Restart),
+        Some(MatchOrder::NextMap) => Some(DemoOrder::NextMap),
+        Some(MatchOrder::End) => Some(DemoOrder::End),
+        None => None,
+    };
+    if let Some(order) = order {
+        r.encoder.record(&Record::Order(order))?;
+    }
+    let rules = &world.resource::<ServerConfig>().rules;
+    let limits = (rules.fraglimit, rules.timelimit);
+    if limits != r.limits {
+        r.limits = limits;
+        r.encoder.record(&Record::Limits {
+            fraglimit: limits.0,
+            timelimit: limits.1,
+        })?;
+    }
+    let since = r.ticks;
+    if since > 0 && since.is_multiple_of(KEYFRAME_SECONDS * hz) {
+        r.encoder
+            .record(&Record::Keyframe(Box::new(keyframe(world))))?;
+    }
+    if since.is_multiple_of(hz) {
+        let sums = Sums::of(&keyframe(world));
+        r.encoder.record(&Record::Checksum(Box::new(sums)))?;
+    }
+    let steps = steps(world);
+    r.encoder.record(&Record::Tick(r.commands.write(&steps)))?;
+    r.send()?;
+    r.ticks += 1;
+    Ok(true)
+}
+
+/// Every player's step this tick, by id.
+fn steps(world: &mut World) -> Vec<(PlayerId, Step)> {
+    let mut query = world.query::<(&PlayerId, &CurrentCmd, &Held, Option<&ViewWindow>)>();
+    let mut rows: Vec<_> = query
+        .iter(world)
+        .map(|(id, cmd, held, window)| {
+            let step = if held.0 {
+                Step::Held
+            } else {
+                Step::Ran {
+                    cmd: cmd.0,
+                    honest_view: window.is_some_and(|w| w.contains(cmd.0.view_time())),
+                }
+            };
+            (*id, step)
+        })
+        .collect();
+    rows.sort_by_key(|(id, _)| *id);
+    rows
+}
+
+/// Remembers every player as this tick left them, so the next tick can tell what
+/// changed in between.
+pub(crate) fn remember_tick_end(world: &mut World) {
+    if !world.contains_resource::<DemoRecorder>() {
+        return;
+    }
+    let now = players(world);
+    if let Some(mut r) = world.get_resource_mut::<DemoRecorder>() {
+        r.after_last_tick = now;
+    }
+}
+
+/// Stops the recording as the server stops, so the file ends whole.
+pub(crate) fn finish_on_exit(world: &mut World) {
+    let exiting = !world.resource::<Messages<AppExit>>().is_empty();
+    if exiting && let Some(recorder) = world.remove_resource::<DemoRecorder>() {
+        stop(recorder, "the server stopped");
+    }
+}

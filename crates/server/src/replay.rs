@@ -1,0 +1,295 @@
+//! Replaying a demo through the server's own simulation: a server app whose command
+//! sources give way to the demo's commands ([`crate::CommandSourcesExt`]), started from
+//! the demo's first keyframe, each tick checked against the checksums and keyframes the
+//! game wrote.
+
+use crate::demo::format::{
+    CommandChain, DemoError, DemoErrorKind, DemoHeader, DemoOrder, DemoReader, Record, Step,
+};
+use crate::demo::state::{
+    Keyframe, Sums, keyframe, keyframe_difference, put_player, remove_player, restore,
+};
+use crate::rules::{MatchOrder, MatchOrders, MatchRules};
+use crate::{CommandSource, CommandSourcesExt, ServerConfig, server_app};
+use bevy::prelude::*;
+use sightline_combat::ViewWindow;
+use sightline_map::CurrentMap;
+use sightline_net::{MemoryNetwork, Pacing, ServerNetPlugin};
+use sightline_sim::{CurrentCmd, Held, PlayerId, Tick, TickConfig};
+use std::io::Read;
+use std::time::Duration;
+
+/// How a verification ended.
+#[derive(Debug)]
+pub enum Outcome {
+    /// Every checksum and keyframe matched, to the demo's end.
+    Matched,
+    /// The replay went another way: the first check that failed.
+    Differs {
+        /// The tick whose state (before its moves) differs.
+        tick: u32,
+        /// Which player and field, or which part of the world.
+        what: String,
+    },
+    /// The file could not be read on from here (what came before was checked).
+    Unreadable(DemoError),
+}
+
+/// What a verification found.
+#[derive(Debug)]
+pub struct Verdict {
+    /// Ticks replayed.
+    pub ticks: u32,
+    /// Checksums compared.
+    pub checksums: u32,
+    /// Keyframes compared (the first, which the replay starts from, not counted).
+    pub keyframes: u32,
+    /// Why the recording ended, as it says.
+    pub ended: Option<String>,
+    /// The result.
+    pub outcome: Outcome,
+}
+
+/// Where a replay stands, between ticks.
+#[derive(Resource)]
+struct Playback {
+    reader: DemoReader<Box<dyn Read + Send + Sync>>,
+    commands: CommandChain,
+    started: bool,
+    ticks: u32,
+    checksums: u32,
+    keyframes: u32,
+    ended: Option<String>,
+    outcome: Option<Outcome>,
+    tick_hz: u32,
+}
+
+/// A server app that plays the demo `reader` opened on `map` (which must be the demo's:
+/// [`check_map`]).
+fn replay_app(reader: DemoReader<Box<dyn Read + Send + Sync>>, map: CurrentMap) -> App {
+    let h = reader.header().clone();
+    let tick = TickConfig::new(h.tick_hz, h.snapshot_hz).unwrap_or_default();
+    let config = ServerConfig {
+        name: h.server_name.clone(),
+        max_players: u8::MAX,
+        bots: 0,
+        rules: MatchRules {
+            mode: h.mode,
+            fraglimit: h.fraglimit,
+            timelimit: h.timelimit,
+            rotation: h.rotation.clone(),
+        },
+        tick,
+        idle_kick_seconds: 0.0,
+        ..ServerConfig::default()
+    };
+    let dt = Duration::from_nanos(1_000_000_000 / u64::from(tick.tick_hz.max(1)));
+    let net = ServerNetPlugin::memory(MemoryNetwork::on_shared_clock());
+    let mut app = server_app(config, map, net, Pacing::Manual(dt));
+    app.configure_sets(FixedUpdate, CommandSource::Bots.run_if(|| false))
+        .replace_command_source(CommandSource::Network, play_tick)
+        .insert_resource(Playback {
+            reader,
+            commands: CommandChain::default(),
+            started: false,
+            ticks: 0,
+            checksums: 0,
+            keyframes: 0,
+            ended: None,
+            outcome: None,
+            tick_hz: tick.tick_hz,
+        });
+    app
+}
+
+/// Refuses a demo recorded on another map than `map`.
+pub fn check_map(header: &DemoHeader, map: &CurrentMap) -> Result<(), String> {
+    if header.map_hash != map.hash {
+        return Err(format!(
+            "the demo was recorded on {} (content hash {:016x}); the map here is {} ({:016x})",
+            header.map_name, header.map_hash, map.def.name, map.hash
+        ));
+    }
+    Ok(())
+}
+
+/// Replays the demo `src` (whose header `open` read) on `map` to its end or its first
+/// difference.
+pub fn verify_demo(
+    reader: DemoReader<Box<dyn Read + Send + Sync>>,
+    map: CurrentMap,
+) -> Result<Verdict, String> {
+    check_map(reader.header(), &map)?;
+    let mut app = replay_app(reader, map);
+    // A tick is an update; a stuck replay (none running) is bounded all the same.
+    let mut idle = 0;
+    loop {
+        let before = app.world().resource::<Playback>().ticks;
+        app.update();
+        let playback = app.world().resource::<Playback>();
+        if playback.outcome.is_some() {
+            break;
+        }
+        idle = if playback.ticks == before {
+            idle + 1
+        } else {
+            0
+        };
+        if idle > 16 {
+            return Err("the replay stopped running ticks".into());
+        }
+    }
+    let mut playback = app
+        .world_mut()
+        .remove_resource::<Playback>()
+        .ok_or("the replay lost its demo")?;
+    Ok(Verdict {
+        ticks: playback.ticks,
+        checksums: playback.checksums,
+        keyframes: playback.keyframes,
+        ended: playback.ended.take(),
+        outcome: playback.outcome.take().unwrap_or(Outcome::Matched),
+    })
+}
+
+/// The demo's source of commands: reads this tick's records, applies what changed
+/// between ticks, checks what the game checked, and gives every player its command.
+fn play_tick(world: &mut World) {
+    let Some(mut playback) = world.remove_resource::<Playback>() else {
+        return;
+    };
+    if playback.outcome.is_none() {
+        playback.outcome = play(world, &mut playback).err();
+    }
+    world.insert_resource(playback);
+}
+
+/// One tick of the demo; `Err` with how the replay ends.
+fn play(world: &mut World, p: &mut Playback) -> Result<(), Outcome> {
+    loop {
+        let (offset, record) = match p.reader.next_record() {
+            Ok(Some(r)) => r,
+            Ok(None) => return Err(Outcome::Matched),
+            Err(e) => return Err(Outcome::Unreadable(e)),
+        };
+        let tick = world.resource::<Tick>().0;
+        match record {
+            Record::Keyframe(k) if !p.started => {
+                start_from(world, &k).map_err(|e| corrupt(offset, e))?;
+                p.started = true;
+            }
+            _ if !p.started => {
+                return Err(Outcome::Unreadable(DemoError {
+                    offset,
+                    kind: DemoErrorKind::OutOfPlace("the demo does not start with a keyframe"),
+                }));
+            }
+            Record::Keyframe(k) => {
+                k.check().map_err(|e| corrupt(offset, e))?;
+                p.keyframes += 1;
+                if let Some(what) = keyframe_difference(&k, &keyframe(world)) {
+                    return Err(Outcome::Differs { tick, what });
+                }
+            }
+            Record::Player(player) => put_player(world, &player),
+            Record::Left(id) => {
+                p.commands.forget(id);
+                remove_player(world, id);
+            }
+            Record::Order(order) => {
+                world.resource_mut::<MatchOrders>().0 = Some(match order {
+                    DemoOrder::Restart => MatchOrder::Restart,
+                    DemoOrder::NextMap => MatchOrder::NextMap,
+                    DemoOrder::End => MatchOrder::End,
+                });
+            }
+            Record::Limits {
+                fraglimit,
+                timelimit,
+            } => {
+                let mut config = world.resource_mut::<ServerConfig>();
+                config.rules.fraglimit = fraglimit;
+                config.rules.timelimit = timelimit;
+            }
+            Record::Checksum(sums) => {
+                p.checksums += 1;
+                if let Some(what) = sums.difference(&Sums::of(&keyframe(world))) {
+                    return Err(Outcome::Differs { tick, what });
+                }
+            }
+            Record::Tick(steps) => {
+                let steps = p
+                    .commands
+                    .read(&steps)
+                    .map_err(|e| corrupt(offset, e.into()))?;
+                give_commands(world, &steps, p.tick_hz).map_err(|e| corrupt(offset, e))?;
+                p.ticks += 1;
+                return Ok(());
+            }
+            Record::End(reason) => {
+                p.ended = Some(reason);
+                return Err(Outcome::Matched);
+            }
+        }
+    }
+}
+
+fn corrupt(offset: u64, why: String) -> Outcome {
+    Outcome::Unreadable(DemoError {
+        offset,
+        kind: DemoErrorKind::Corrupt(why),
+    })
+}
+
+/// Starts the replay's world from the demo's first keyframe.
+fn start_from(world: &mut World, k: &Keyframe) -> Result<(), String> {
+    k.check()?;
+    restore(world, k);
+    Ok(())
+}
+
+/// Sets every player's command, held flag and view window for this tick as the demo
+/// says; refuses a command the game never runs, or a player who is not there.
+fn give_commands(
+    world: &mut World,
+    steps: &[(PlayerId, Step)],
+    tick_hz: u32,
+) -> Result<(), String> {
+    let tick = world.resource::<Tick>().0;
+    let mut query = world.query::<(
+        &PlayerId,
+        &mut CurrentCmd,
+        &mut Held,
+        Option<&mut ViewWindow>,
+    )>();
+    let mut found = 0;
+    for (id, mut current, mut held, window) in query.iter_mut(world) {
+        let Some((_, step)) = steps.iter().find(|(p, _)| p == id) else {
+            return Err(format!("no command for player {}", id.0));
+        };
+        found += 1;
+        let (cmd, honest_view) = match *step {
+            Step::Held => {
+                held.0 = true;
+                continue;
+            }
+            Step::Ran { cmd, honest_view } => (cmd, honest_view),
+        };
+        if cmd.sanitized().ok() != Some(cmd) {
+            return Err(format!("player {}: a command the game never runs", id.0));
+        }
+        held.0 = false;
+        current.0 = cmd;
+        if let Some(mut window) = window {
+            *window = if honest_view {
+                ViewWindow::exactly(cmd.view_time(), tick, tick_hz)
+            } else {
+                ViewWindow::CLOSED
+            };
+        }
+    }
+    if found != steps.len() {
+        return Err("a command for a player who is not there".into());
+    }
+    Ok(())
+}

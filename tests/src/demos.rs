@@ -1,0 +1,217 @@
+//! Demos: a fight recorded on the server (bots, and people on a lossy link who join,
+//! are held and fire) replays through the same simulation to the same bits; a replay
+//! that goes another way is caught at its tick with the player and field; a demo cut
+//! off is checked up to the cut.
+
+use sightline_harness::{Stepper, load_map};
+use sightline_net::ConditionerSettings;
+use sightline_server::demo::{CommandChain, DemoEncoder, DemoReader, DemoRecorder, Record, Step};
+use sightline_server::{MatchOrder, MatchOrders, Outcome, ServerConfig, Verdict, verify_demo};
+use sightline_sim::{InputCmd, PlayerId, Tick, TickConfig};
+use std::io::Read;
+use std::path::{Path, PathBuf};
+
+fn config() -> ServerConfig {
+    ServerConfig {
+        name: "demo test".into(),
+        max_players: 16,
+        bots: 4,
+        tick: TickConfig::new(128, 64).unwrap(),
+        ..Default::default()
+    }
+}
+
+fn lossy() -> ConditionerSettings {
+    ConditionerSettings {
+        latency_ms: 60.0,
+        jitter_ms: 10.0,
+        loss_pct: 3.0,
+        outage_ms: 80.0,
+        ..Default::default()
+    }
+}
+
+fn verify_bytes(bytes: Vec<u8>) -> Verdict {
+    let src: Box<dyn Read + Send + Sync> = Box::new(std::io::Cursor::new(bytes));
+    let reader = DemoReader::open(src).expect("a demo");
+    verify_demo(reader, load_map("duel")).expect("it replays")
+}
+
+fn temp_demo(name: &str) -> PathBuf {
+    std::env::temp_dir().join(format!("sightline-{name}-{}.sldemo", std::process::id()))
+}
+
+/// Records a fight of about `seconds` into `path`: four bots and a person from the
+/// start, another person joining during the recording, the host restarting the match
+/// part-way; returns the ticks recorded.
+fn record_fight(path: &Path, seconds: f64) -> u32 {
+    let mut s = Stepper::new(config(), "duel");
+    s.add_conditioned_client("alice", 1, lossy(), lossy());
+    s.run_for(2.0);
+    let w = s.server.world_mut();
+    let next_tick = w.resource::<Tick>().0 + 1;
+    let recorder = DemoRecorder::start(
+        path,
+        w.resource::<ServerConfig>(),
+        w.resource::<sightline_map::CurrentMap>(),
+        next_tick,
+    )
+    .expect("recording");
+    w.insert_resource(recorder);
+    s.run_for(1.0);
+    s.add_conditioned_client("bob", 2, lossy(), lossy());
+    s.run_for(seconds / 2.0 - 1.0);
+    s.server.world_mut().resource_mut::<MatchOrders>().0 = Some(MatchOrder::Restart);
+    s.run_for(seconds / 2.0);
+    let recorder = s
+        .server
+        .world_mut()
+        .remove_resource::<DemoRecorder>()
+        .expect("still recording");
+    let done = recorder.finish("the test is over").expect("written");
+    assert_eq!(done.bytes, std::fs::metadata(path).unwrap().len());
+    done.ticks
+}
+
+/// Each record of a demo, with the header, as written.
+fn records(bytes: &[u8]) -> (sightline_server::demo::DemoHeader, Vec<Record>) {
+    let mut r = DemoReader::open(bytes).unwrap();
+    let mut out = Vec::new();
+    while let Some((_, record)) = r.next_record().unwrap() {
+        out.push(record);
+    }
+    (r.header().clone(), out)
+}
+
+#[test]
+fn a_recorded_fight_replays_to_the_same_bits_and_a_changed_one_is_caught() {
+    let path = temp_demo("fight");
+    let ticks = record_fight(&path, 12.0);
+    let bytes = std::fs::read(&path).unwrap();
+    let _ = std::fs::remove_file(&path);
+    let seconds = f64::from(ticks) / 128.0;
+    println!(
+        "{ticks} ticks, {} bytes: {:.0} B/s for 7 players",
+        bytes.len(),
+        bytes.len() as f64 / seconds
+    );
+
+    let verdict = verify_bytes(bytes.clone());
+    assert!(
+        matches!(verdict.outcome, Outcome::Matched),
+        "{:?}",
+        verdict.outcome
+    );
+    assert_eq!(verdict.ticks, ticks);
+    assert!(verdict.checksums >= 12, "{verdict:?}");
+    assert_eq!(verdict.keyframes, 1, "one after the first, at 10 s");
+    assert_eq!(verdict.ended.as_deref(), Some("the test is over"));
+
+    // What the demo holds: a person joined, people were held for late commands, the
+    // host's restart, and it stays small.
+    let (header, all) = records(&bytes);
+    let mut by_kind = std::collections::BTreeMap::<&str, usize>::new();
+    for r in &all {
+        let mut e = DemoEncoder::default();
+        e.record(r).unwrap();
+        let kind = match r {
+            Record::Keyframe(_) => "keyframe",
+            Record::Player(_) => "player",
+            Record::Checksum(_) => "checksum",
+            Record::Tick(_) => "tick",
+            _ => "other",
+        };
+        *by_kind.entry(kind).or_default() += e.take().len();
+    }
+    println!("{by_kind:?}");
+    assert_eq!(header.map_name, "duel");
+    assert!(
+        all.iter()
+            .any(|r| matches!(r, Record::Player(p) if p.name == "bob"))
+    );
+    assert!(all.iter().any(|r| matches!(r, Record::Order(_))));
+    let mut chain = CommandChain::default();
+    let mut held = 0;
+    for r in &all {
+        match r {
+            Record::Tick(t) => {
+                let steps = chain.read(t).unwrap();
+                held += steps.iter().filter(|s| s.1 == Step::Held).count();
+            }
+            Record::Left(id) => chain.forget(*id),
+            _ => {}
+        }
+    }
+    assert!(held > 0, "the lossy link held someone");
+    assert!(
+        (bytes.len() as f64 / seconds) < 8000.0,
+        "{} B/s",
+        bytes.len() as f64 / seconds
+    );
+
+    // One bot's command changed at one tick: the replay goes another way, and the
+    // verifier names that player and tick or soon after.
+    let bot = PlayerId(1);
+    let mut tampered = DemoEncoder::start(&header).unwrap();
+    let (mut read, mut write) = (CommandChain::default(), CommandChain::default());
+    let mut tick_records = 0;
+    for record in all {
+        let record = match record {
+            Record::Tick(commands) => {
+                tick_records += 1;
+                let mut steps = read.read(&commands).unwrap();
+                if tick_records == 300 {
+                    for (id, step) in &mut steps {
+                        if *id == bot {
+                            *step = Step::Ran {
+                                cmd: InputCmd {
+                                    forward: 1.0,
+                                    buttons: sightline_sim::Buttons::JUMP,
+                                    ..Default::default()
+                                },
+                                honest_view: false,
+                            };
+                        }
+                    }
+                }
+                Record::Tick(write.write(&steps))
+            }
+            Record::Left(id) => {
+                read.forget(id);
+                write.forget(id);
+                Record::Left(id)
+            }
+            other => other,
+        };
+        tampered.record(&record).unwrap();
+    }
+    let verdict = verify_bytes(tampered.take());
+    match verdict.outcome {
+        Outcome::Differs { tick, what } => {
+            assert!(what.starts_with("player 1"), "{what}");
+            assert!(
+                what.contains("position") || what.contains("velocity"),
+                "{what}"
+            );
+            let first = header.start_tick;
+            assert!(
+                (first + 300..=first + 300 + 128).contains(&tick),
+                "{tick} ({first})"
+            );
+        }
+        other => panic!("{other:?}"),
+    }
+
+    // Cut off mid-record, as by a server killed while recording: checked up to the cut,
+    // and the cut named by its byte.
+    let cut = bytes.len() / 2;
+    let verdict = verify_bytes(bytes[..cut].to_vec());
+    assert!(verdict.ticks > ticks / 3, "{verdict:?}");
+    match verdict.outcome {
+        Outcome::Unreadable(e) => {
+            assert!(e.offset <= cut as u64 && e.offset > 0, "{e}");
+            assert!(e.to_string().contains("cut off"), "{e}");
+        }
+        other => panic!("{other:?}"),
+    }
+}
