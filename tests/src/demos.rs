@@ -110,20 +110,6 @@ fn a_recorded_fight_replays_to_the_same_bits_and_a_changed_one_is_caught() {
     // What the demo holds: a person joined, people were held for late commands, the
     // host's restart, and it stays small.
     let (header, all) = records(&bytes);
-    let mut by_kind = std::collections::BTreeMap::<&str, usize>::new();
-    for r in &all {
-        let mut e = DemoEncoder::default();
-        e.record(r).unwrap();
-        let kind = match r {
-            Record::Keyframe(_) => "keyframe",
-            Record::Player(_) => "player",
-            Record::Checksum(_) => "checksum",
-            Record::Tick(_) => "tick",
-            _ => "other",
-        };
-        *by_kind.entry(kind).or_default() += e.take().len();
-    }
-    println!("{by_kind:?}");
     assert_eq!(header.map_name, "duel");
     assert!(
         all.iter()

@@ -626,6 +626,101 @@ pub fn ban_file() -> Vec<Vec<u8>> {
     vec![written.as_bytes().to_vec(), by_hand.as_bytes().to_vec()]
 }
 
+/// Seeds for [`crate::server::demo_file`]: a short demo of every record (a keyframe of
+/// two players, their commands, one held, a checksum, a join, a leave, the host's order
+/// and limits, the end), the same cut off inside a record, and one of another version.
+pub fn demo_file() -> Vec<Vec<u8>> {
+    use sightline_combat::{Arsenal, Pushes, Score, SpawnCount, Vitals};
+    use sightline_movement::{Contacts, PlayerState, Solid};
+    use sightline_server::demo::state::{Keyframe, PlayerRecord, Sums};
+    use sightline_server::demo::{CommandChain, DemoEncoder, DemoHeader, DemoOrder, Record, Step};
+    let place = |id: u8| {
+        let mut state = PlayerState::default();
+        (state.pos.x, state.pos.z, state.yaw) = (f32::from(id), -3.5, 1.25);
+        state
+    };
+    let player = |id: u8, name: &str, bot: bool| PlayerRecord {
+        id: PlayerId(id),
+        name: name.into(),
+        bot,
+        team: None,
+        state: place(id),
+        vitals: Vitals::spawned(),
+        arsenal: Arsenal::spawned(),
+        score: Score::default(),
+        spawns: SpawnCount(1),
+        pushes: Pushes::default(),
+        contacts: Contacts::default(),
+        solid: Solid(true),
+    };
+    let header = DemoHeader {
+        map_name: "duel".into(),
+        map_hash: 0x1234_5678_9abc_def0,
+        tick_hz: 128,
+        snapshot_hz: 64,
+        server_name: "Sightline server".into(),
+        mode: GameMode::Deathmatch,
+        fraglimit: 20,
+        timelimit: 600.0,
+        rotation: vec!["duel".into()],
+        start_tick: 1000,
+        recorded_at: 1_796_000_000,
+    };
+    let keyframe = Keyframe::of_players(
+        1000,
+        vec![player(0, "Bot 1", true), player(2, "Zoë", false)],
+    );
+    let mut chain = CommandChain::default();
+    let mut demo = DemoEncoder::start(&header).expect("encodes");
+    let sums = Sums::of(&keyframe);
+    let mut records = vec![
+        Record::Keyframe(Box::new(keyframe)),
+        Record::Checksum(Box::new(sums)),
+    ];
+    for seq in 1..6u32 {
+        let mut bot = turned(seq);
+        bot.view_tick = 0;
+        bot.view_frac = 0;
+        let person = if seq == 3 {
+            Step::Held
+        } else {
+            Step::Ran {
+                cmd: cmd(seq),
+                honest_view: true,
+            }
+        };
+        let steps = [
+            (
+                PlayerId(0),
+                Step::Ran {
+                    cmd: bot,
+                    honest_view: false,
+                },
+            ),
+            (PlayerId(2), person),
+        ];
+        records.push(Record::Tick(chain.write(&steps)));
+    }
+    records.extend([
+        Record::Player(Box::new(player(5, "late", false))),
+        Record::Order(DemoOrder::Restart),
+        Record::Limits {
+            fraglimit: 5,
+            timelimit: 120.0,
+        },
+        Record::Left(PlayerId(0)),
+        Record::End("stopped by the host".into()),
+    ]);
+    for record in &records {
+        demo.record(record).expect("encodes");
+    }
+    let whole = demo.take();
+    let cut = whole[..whole.len() - 9].to_vec();
+    let mut other_version = whole.clone();
+    other_version[16..20].copy_from_slice(&99u32.to_le_bytes());
+    vec![whole, cut, other_version]
+}
+
 /// Seeds for [`crate::server::metrics_request`]: Prometheus's scrape, a health check, the
 /// leaderboard with a query string, a HEAD, and a head cut short.
 pub fn metrics_request() -> Vec<Vec<u8>> {

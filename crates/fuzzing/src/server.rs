@@ -1,8 +1,9 @@
 //! Bodies for what the dedicated server reads besides the game's own messages: Source
 //! RCON packets from a TCP connection ([`RconPacket::decode`]), the ban file
-//! ([`BanList::parse`], what [`BanList::load`] runs on the file's text), and requests to
-//! the metrics listener ([`parse_request_head`]).
+//! ([`BanList::parse`], what [`BanList::load`] runs on the file's text), requests to
+//! the metrics listener ([`parse_request_head`]), and demo files ([`DemoReader`]).
 
+use sightline_server::demo::{CommandChain, DemoEncoder, DemoReader, MAX_RECORD_BYTES, Record};
 use sightline_server::{
     Ban, BanList, MAX_BANS, MAX_REQUEST_BYTES, RconPacket, RequestHead, parse_request_head,
 };
@@ -179,6 +180,68 @@ pub fn metrics_request(data: &[u8]) {
                 return;
             }
             RequestHead::Refused => return,
+        }
+    }
+}
+
+/// A demo file, read as `--verify-demo` reads it: the header, then each record, the
+/// commands through a [`CommandChain`] and each keyframe checked. An error names a byte
+/// within the file; no record claims more than [`MAX_RECORD_BYTES`]; every record read
+/// encodes again, and each tick's commands written again read back the same.
+pub fn demo_file(data: &[u8]) {
+    let mut reader = match DemoReader::open(data) {
+        Ok(r) => r,
+        Err(e) => {
+            assert!(
+                e.offset <= data.len() as u64,
+                "{e} past {} bytes",
+                data.len()
+            );
+            return;
+        }
+    };
+    let header = reader.header().clone();
+    let mut again = DemoEncoder::start(&header).expect("a header read encodes");
+    let (mut chain, mut writer, mut check) = (
+        CommandChain::default(),
+        CommandChain::default(),
+        CommandChain::default(),
+    );
+    loop {
+        let before = reader.offset();
+        let (offset, record) = match reader.next_record() {
+            Ok(Some(r)) => r,
+            Ok(None) => break,
+            Err(e) => {
+                assert!(
+                    e.offset <= data.len() as u64,
+                    "{e} past {} bytes",
+                    data.len()
+                );
+                assert!(e.offset >= before, "{e}: before the record it was reading");
+                return;
+            }
+        };
+        assert!(reader.offset() - offset <= MAX_RECORD_BYTES as u64 + 5);
+        again.record(&record).expect("a record read encodes");
+        again.take();
+        match &record {
+            Record::Tick(commands) => {
+                let Ok(steps) = chain.read(commands) else {
+                    return;
+                };
+                let written = writer.write(&steps);
+                assert_eq!(check.read(&written).as_ref(), Ok(&steps), "written again");
+            }
+            Record::Left(id) => {
+                for c in [&mut chain, &mut writer, &mut check] {
+                    c.forget(*id);
+                }
+            }
+            Record::Keyframe(k) => {
+                let _ = k.check();
+            }
+            _ => {}
         }
     }
 }

@@ -36,6 +36,27 @@ const WIRE_DICTIONARY: &[&[u8]] = &[
     &[0x07],
 ];
 
+/// Bytes that matter to a demo: its magic and versions, record lengths at and past the
+/// cap, the records' tags, and the commands' flags (held, a raw angle, a sequence jump).
+const DEMO_DICTIONARY: &[&[u8]] = &[
+    b"SLDEMO\r\n",
+    &[1, 0, 0, 0],
+    &[0x80, 0x80, 0x80, 0x02],
+    &[0x81, 0x80, 0x80, 0x02],
+    &[0xff, 0xff, 0xff, 0xff, 0x0f],
+    &[0],
+    &[1],
+    &[2],
+    &[3],
+    &[4],
+    &[5],
+    &[6],
+    &[7],
+    &[0x80, 0x02],
+    &[0x80, 0x08],
+    &[0x00, 0x00, 0xc0, 0x7f],
+];
+
 /// Bytes that matter to renet's packets: their types, QUIC varint length prefixes, a
 /// slice's 1200 bytes and the largest counts, the bundle marker.
 const TRANSPORT_DICTIONARY: &[&[u8]] = &[
@@ -342,6 +363,13 @@ pub const TARGETS: &[Target] = &[
         seeds: seeds::ban_file,
         dictionary: BAN_DICTIONARY,
         text: true,
+    },
+    Target {
+        name: "demo_file",
+        body: server::demo_file,
+        seeds: seeds::demo_file,
+        dictionary: DEMO_DICTIONARY,
+        text: false,
     },
     Target {
         name: "metrics_request",

@@ -79,6 +79,7 @@ targets!(
     server_query,
     query_reply,
     ban_file,
+    demo_file,
     metrics_request,
 );
 

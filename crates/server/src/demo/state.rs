@@ -336,6 +336,26 @@ pub struct Keyframe {
 }
 
 impl Keyframe {
+    /// A keyframe of `players` in an empty world: nothing in flight or dropped, every
+    /// item in place, a match just begun, no history (for tests and fuzzing seeds).
+    pub fn of_players(tick: u32, players: Vec<PlayerRecord>) -> Self {
+        Self {
+            tick,
+            players,
+            items: Vec::new(),
+            projectiles: Vec::new(),
+            drops: Vec::new(),
+            match_state: MatchRecord {
+                elapsed: 0.0,
+                intermission: None,
+                rotation_index: 0,
+                finished: 0,
+            },
+            next_ids: (0, 0),
+            hitboxes: Vec::new(),
+        }
+    }
+
     /// Refuses a keyframe holding what the game never makes (the players were checked
     /// as they were read).
     pub fn check(&self) -> Result<(), String> {
