@@ -1,8 +1,10 @@
 //! Demos: a fight recorded on the server (bots, and people on a lossy link who join,
 //! are held and fire) replays through the same simulation to the same bits; a replay
 //! that goes another way is caught at its tick with the player and field; a demo cut
-//! off is checked up to the cut.
+//! off is checked up to the cut; and the demo the repository keeps, recorded by the
+//! dedicated server, verifies under the server binary.
 
+use crate::loopback::binaries;
 use sightline_harness::{Stepper, load_map};
 use sightline_net::ConditionerSettings;
 use sightline_server::demo::{CommandChain, DemoEncoder, DemoReader, DemoRecorder, Record, Step};
@@ -200,4 +202,63 @@ fn a_recorded_fight_replays_to_the_same_bits_and_a_changed_one_is_caught() {
         }
         other => panic!("{other:?}"),
     }
+}
+
+/// The repository's root, where the server finds `maps/`.
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
+}
+
+/// Runs `sightline-server --verify-demo path`: whether it passed, and what it printed.
+fn verify_with_the_server(path: &Path) -> (bool, String) {
+    let out = std::process::Command::new(binaries().join("sightline-server"))
+        .current_dir(root())
+        .arg("--verify-demo")
+        .arg(path)
+        .output()
+        .expect("the server runs");
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    (out.status.success(), text)
+}
+
+/// The demo `scripts/record-demo` recorded with the dedicated server replays under this
+/// build to the same bits: a change to the simulation that plays the same commands
+/// differently fails here, naming the tick and field (re-record it, and raise
+/// `SIMULATION_VERSION` if old demos should be refused).
+#[test]
+fn the_kept_demo_replays_to_the_same_bits_under_the_server_binary() {
+    let kept = root().join("tests/data/duel-bots.sldemo");
+    let (ok, out) = verify_with_the_server(&kept);
+    assert!(ok, "{out}");
+    assert!(
+        out.contains("matches: 2560 ticks (20.0 s) on duel"),
+        "{out}"
+    );
+    assert!(out.contains("checksums compared: 20"), "{out}");
+
+    // Damaged copies: a byte flipped in a record, the file cut short, another
+    // simulation's: each refused with the byte it goes wrong at, and never a panic.
+    let bytes = std::fs::read(&kept).unwrap();
+    let damaged = temp_demo("damaged");
+    let mut flipped = bytes.clone();
+    flipped[bytes.len() / 2] ^= 0x5a;
+    let mut other_version = bytes.clone();
+    other_version[16..20].copy_from_slice(&9999u32.to_le_bytes());
+    // (A flipped byte that still decodes is a state the replay did not reach.)
+    for (copy, expected) in [
+        (flipped, ["byte ", "differs before tick"]),
+        (bytes[..bytes.len() / 3].to_vec(), ["cut off"; 2]),
+        (other_version, ["simulation version 9999"; 2]),
+    ] {
+        std::fs::write(&damaged, &copy).unwrap();
+        let (ok, out) = verify_with_the_server(&damaged);
+        assert!(!ok, "{out}");
+        assert!(expected.iter().any(|e| out.contains(e)), "{out}");
+        assert!(!out.contains("panicked"), "{out}");
+    }
+    let _ = std::fs::remove_file(&damaged);
 }

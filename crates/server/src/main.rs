@@ -567,7 +567,8 @@ fn verify(path: &Path) -> ExitCode {
     };
     let seconds = f64::from(verdict.ticks) / f64::from(header.tick_hz.max(1));
     let checked = format!(
-        "{} ticks ({seconds:.1} s) on {} replayed; {} checksums and {} keyframes compared",
+        "{} ticks ({seconds:.1} s) on {} replayed; checksums compared: {}, keyframes \
+         compared after the first: {}",
         verdict.ticks, header.map_name, verdict.checksums, verdict.keyframes
     );
     match verdict.outcome {
