@@ -39,6 +39,11 @@ fn verify_bytes(bytes: Vec<u8>) -> Verdict {
     verify_demo(reader, load_map("duel")).expect("it replays")
 }
 
+/// Replays the demo at `path` on duel.
+pub(crate) fn verify_file(path: &Path) -> Verdict {
+    verify_bytes(std::fs::read(path).expect("the demo was written"))
+}
+
 fn temp_demo(name: &str) -> PathBuf {
     std::env::temp_dir().join(format!("sightline-{name}-{}.sldemo", std::process::id()))
 }
@@ -108,6 +113,11 @@ fn a_recorded_fight_replays_to_the_same_bits_and_a_changed_one_is_caught() {
     assert!(verdict.checksums >= 12, "{verdict:?}");
     assert_eq!(verdict.keyframes, 1, "one after the first, at 10 s");
     assert_eq!(verdict.ended.as_deref(), Some("the test is over"));
+
+    // On another map it is refused, naming both.
+    let src: Box<dyn Read + Send + Sync> = Box::new(std::io::Cursor::new(bytes.clone()));
+    let wrong = verify_demo(DemoReader::open(src).unwrap(), load_map("depot")).unwrap_err();
+    assert!(wrong.contains("recorded on duel") && wrong.contains("depot"), "{wrong}");
 
     // What the demo holds: a person joined, people were held for late commands, the
     // host's restart, and it stays small.

@@ -353,6 +353,29 @@ fn source_rcon_and_a2s_queries_answer_on_the_game_port() {
         "{packets} packets"
     );
 
+    // A demo from the console, written into demos/ and never outside it; it replays.
+    let (refused, _) = rcon.run(40, "record ../escape");
+    assert!(refused.contains("demo name"), "{refused}");
+    let (started, _) = rcon.run(42, "record rcon-test");
+    assert!(
+        started.contains("recording demos/rcon-test.sldemo"),
+        "{started}"
+    );
+    let (again, _) = rcon.run(44, "record another");
+    assert!(again.contains("already recording"), "{again}");
+    std::thread::sleep(Duration::from_secs(2));
+    let (stopped, _) = rcon.run(46, "stoprecord");
+    assert!(
+        stopped.contains("wrote demos/rcon-test.sldemo"),
+        "{stopped}"
+    );
+    let verdict = crate::demos::verify_file(&dir.join("demos/rcon-test.sldemo"));
+    assert!(
+        matches!(verdict.outcome, sightline_server::Outcome::Matched) && verdict.ticks > 128,
+        "{verdict:?}"
+    );
+    assert!(!dir.join("escape.sldemo").exists());
+
     // A third-party client where one is at hand (CI machines need not have Python).
     if let Some(python) = std::env::var_os("SIGHTLINE_PYTHON") {
         let script = format!(
