@@ -5,7 +5,7 @@
 //! [`crate::verify_demo`] replays it headless and names the first tick, player and field that
 //! went another way.
 //!
-//! The file's layout is in [`format`]; what it keeps of the world, in [`state`].
+//! The file's layout is in [`mod@format`]; what it keeps of the world, in [`state`].
 
 pub mod format;
 mod record;

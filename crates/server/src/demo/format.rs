@@ -688,7 +688,7 @@ mod tests {
     fn ran(cmd: InputCmd) -> Step {
         Step::Ran {
             cmd,
-            honest_view: cmd.seq % 3 == 0,
+            honest_view: cmd.seq.is_multiple_of(3),
         }
     }
 
