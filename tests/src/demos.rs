@@ -117,7 +117,10 @@ fn a_recorded_fight_replays_to_the_same_bits_and_a_changed_one_is_caught() {
     // On another map it is refused, naming both.
     let src: Box<dyn Read + Send + Sync> = Box::new(std::io::Cursor::new(bytes.clone()));
     let wrong = verify_demo(DemoReader::open(src).unwrap(), load_map("depot")).unwrap_err();
-    assert!(wrong.contains("recorded on duel") && wrong.contains("depot"), "{wrong}");
+    assert!(
+        wrong.contains("recorded on duel") && wrong.contains("depot"),
+        "{wrong}"
+    );
 
     // What the demo holds: a person joined, people were held for late commands, the
     // host's restart, and it stays small.

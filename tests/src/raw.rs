@@ -50,7 +50,7 @@ pub fn received_snapshots(world: &mut World) -> Vec<Snapshot> {
         std::iter::from_fn(|| client.receive_message(Channel::Unreliable))
             .filter_map(|b| match ServerDatagram::decode(&b) {
                 Ok(ServerDatagram::Snapshot(packet)) => Some(packet),
-                Ok(ServerDatagram::Pong { .. }) => None,
+                Ok(ServerDatagram::Pong { .. } | ServerDatagram::WeaponCheck(_)) => None,
                 Err(e) => panic!("server sent an invalid datagram: {e}"),
             })
             .collect()

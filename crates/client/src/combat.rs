@@ -3,21 +3,13 @@
 
 use crate::LatestSnapshot;
 use crate::cues::CombatCue;
+use crate::snapshots::dead_in;
 use bevy::prelude::*;
 use sightline_combat::{Arsenal, WeaponKind, aim_direction};
 use sightline_movement::{MoveParams, PlayerState};
 use sightline_prediction::{OwnShot, Predicted};
 use sightline_protocol::KIT_WEAPONS;
 use sightline_sim::{CurrentCmd, PlayerId};
-
-/// Whether player `id` is dead in the newest snapshot (not there at all: alive).
-pub fn dead_in(latest: &LatestSnapshot, id: PlayerId) -> bool {
-    latest
-        .0
-        .as_ref()
-        .and_then(|s| s.players.iter().find(|p| p.id == id))
-        .is_some_and(|p| p.health == 0)
-}
 
 /// Weapons the server says we hold that our predicted arsenal lacks were picked up: they
 /// join it, loaded, as the server's pick-up gives them.

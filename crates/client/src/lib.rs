@@ -29,7 +29,6 @@ mod stats;
 mod status;
 
 pub use catch_up::{MAX_FRAME_CATCH_UP, MIN_FRAME_CATCH_UP};
-pub use combat::dead_in;
 pub use connection::{DesiredName, StatsKey};
 pub use cues::{CombatCue, MAX_CUE_WAIT, MAX_TIMED_CUES, Timed, TimedCues};
 pub use events::{EventInbox, ShownEvent};
@@ -42,7 +41,7 @@ pub use pacing::{InputPacing, MAX_DILATION, SETTLE_LIMIT, SHORT_SHARE, TARGET_MI
 pub use rate::DownloadRate;
 pub use reconnect::{RESUME_WINDOW_SECONDS, Reconnect, backoff_seconds};
 pub use roster::{Roster, RosterEntry};
-pub use snapshots::LatestSnapshot;
+pub use snapshots::{LatestSnapshot, dead_in};
 pub use stats::{ClientStats, EarlierSessions, PlayerSeen};
 pub use status::{ConnectionStatus, ServerInfo};
 

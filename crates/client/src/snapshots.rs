@@ -7,20 +7,32 @@ use crate::pacing::InputPacing;
 use crate::stats::{ClientStats, PlayerSeen};
 use crate::{LocalPlayer, RemotePlayer};
 use bevy::prelude::*;
-use sightline_combat::{Rocket, SpawnCount};
+use sightline_combat::{Ammo, Arsenal, Rocket, SpawnCount};
 use sightline_interpolation::{DelayEstimator, Interpolated, ProjectileTracks, SnapshotBuffer};
 use sightline_movement::PlayerState;
 use sightline_net::{ClockSync, RenetClient};
 use sightline_prediction::{
-    OtherPlayer, OtherPlayers, Predicted, SeenTouches, ServerState, ServerUpdate,
+    OtherPlayer, OtherPlayers, Predicted, SeenTouches, ServerState, ServerUpdate, ServerWeapons,
+    WeaponChecks,
 };
-use sightline_protocol::{Channel, ServerDatagram, Snapshot, SnapshotHistory, Unresolved, Wire};
+use sightline_protocol::{
+    Channel, ServerDatagram, Snapshot, SnapshotHistory, Unresolved, WeaponCheck, Wire,
+};
 use sightline_sim::{Player, PlayerId, TickConfig};
 use std::collections::BTreeMap;
 
 /// The newest snapshot received, and whether it has been applied.
 #[derive(Resource, Debug, Default)]
 pub struct LatestSnapshot(pub Option<Snapshot>, bool);
+
+/// Whether player `id` is dead in the newest snapshot (not there at all: alive).
+pub fn dead_in(latest: &LatestSnapshot, id: PlayerId) -> bool {
+    latest
+        .0
+        .as_ref()
+        .and_then(|s| s.players.iter().find(|p| p.id == id))
+        .is_some_and(|p| p.health == 0)
+}
 
 /// Keeps the newest valid snapshot (older, duplicate and malformed ones are dropped),
 /// hands each one's input timing to pacing and feeds pongs to clock sync. Every snapshot,
@@ -38,10 +50,12 @@ pub(crate) fn receive_datagrams(
     mut remotes: Query<(&PlayerId, &mut SnapshotBuffer), With<RemotePlayer>>,
     mut projectiles: ResMut<ProjectileTracks>,
     mut pacing: ResMut<InputPacing>,
-    (mut inbox, mut shown, config): (
+    (mut inbox, mut shown, config, mut weapon_checks, local): (
         ResMut<EventInbox>,
         MessageWriter<ShownEvent>,
         Res<TickConfig>,
+        ResMut<WeaponChecks>,
+        Query<&PlayerId, With<LocalPlayer>>,
     ),
     time: Res<Time<Real>>,
 ) {
@@ -57,6 +71,13 @@ pub(crate) fn receive_datagrams(
                 server_time_us,
             }) => {
                 on_pong(&mut sync, client_time_us, server_time_us, now);
+                continue;
+            }
+            Ok(ServerDatagram::WeaponCheck(check)) => {
+                let dead = local.single().is_ok_and(|id| dead_in(&latest, *id));
+                if !dead && weapon_checks.0.is_none_or(|w| w.ack < check.ack_input_seq) {
+                    weapon_checks.0 = Some(server_weapons(&check));
+                }
                 continue;
             }
             Err(e) => {
@@ -109,6 +130,25 @@ pub(crate) fn receive_datagrams(
         // frames a second most are never applied.
         pacing.observe(snapshot.input_queue, snapshot.repeated_inputs);
         *latest = LatestSnapshot(Some(snapshot), false);
+    }
+}
+
+/// The server's word on our weapons as prediction compares it.
+fn server_weapons(c: &WeaponCheck) -> ServerWeapons {
+    let [switching, cooldown, reloading, charge] = c.timers;
+    ServerWeapons {
+        ack: c.ack_input_seq,
+        tick: c.tick,
+        arsenal: Arsenal {
+            current: c.current,
+            switching,
+            cooldown,
+            reloading,
+            ammo: c.ammo.map(|(magazine, reserve)| Ammo { magazine, reserve }),
+            owned: c.owned,
+            charge,
+            alt_held: c.alt_held,
+        },
     }
 }
 

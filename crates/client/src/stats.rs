@@ -91,7 +91,9 @@ impl ClientStats {
     /// real network can be judged as the netcode report judges the harness's:
     /// `corrections` (visible ones) and of those `own`, `late`, `other`, `collision`,
     /// `knockback` and `killed` by cause (`CorrectionCause`); `resets` (the server stopped answering and prediction started
-    /// over); `teleports` (respawns adopted); `repeats` (ticks the server repeated a
+    /// over); `teleports` (respawns adopted); `weapon_checks` (the server's word on our
+    /// weapons, once a second, compared with the prediction) and `desyncs` (checks that
+    /// found them out of step other than by a pick-up, then resynchronised); `repeats` (ticks the server repeated a
     /// command of ours for lack of one); `queue_min` (the fewest commands waiting when the
     /// server's ticks took one, averaged over its reports, counting the one taken) and
     /// `buffer_min_ms` (so the least time a command waited there, in ms: the client cannot
@@ -121,7 +123,7 @@ impl ClientStats {
              knockback={} killed={} \
              resets={} teleports={} repeats={} sessions={} reconnects={} \
              shots_late={} shots_refused={} events={} events_missed={} \
-             queue_min={queue:.2} buffer_min_ms={:.1} rtt_ms={:.1} rtt_jitter_ms={:.1}",
+             weapon_checks={} desyncs={} queue_min={queue:.2} buffer_min_ms={:.1} rtt_ms={:.1} rtt_jitter_ms={:.1}",
             run.snapshots,
             run.stale_snapshots,
             run.malformed,
@@ -145,6 +147,8 @@ impl ClientStats {
             run.shots_refused,
             run.events,
             run.events_missed,
+            run.weapon_checks,
+            run.desyncs,
             (queue - 1.0).max(0.0) * 1000.0 / tick.tick_hz as f64,
             ms(sync.rtt_mean()),
             ms(sync.rtt_jitter()),
@@ -188,6 +192,11 @@ pub struct EarlierSessions {
     pub events: u64,
     /// See `events`.
     pub events_missed: u64,
+    /// The server's checks of our weapons compared, and of those the desyncs
+    /// ([`PredictionStats`]).
+    pub weapon_checks: u64,
+    /// See `weapon_checks`.
+    pub desyncs: u64,
 }
 
 impl EarlierSessions {
@@ -206,6 +215,8 @@ impl EarlierSessions {
         self.shots_refused += stats.shots_refused;
         self.events += stats.events;
         self.events_missed += stats.events_missed;
+        self.weapon_checks += prediction.weapon_checks;
+        self.desyncs += prediction.desyncs;
     }
 }
 

@@ -297,6 +297,15 @@ pub fn server_datagram() -> Vec<Vec<u8>> {
             client_time_us: 1,
             server_time_us: 2_000_000,
         },
+        ServerDatagram::WeaponCheck(sightline_protocol::WeaponCheck {
+            ack_input_seq: 4711,
+            tick: 90_210,
+            current: WeaponKind::Railgun,
+            timers: [0.0, -0.0039, 1.25, 0.5],
+            alt_held: true,
+            owned: 0b1_1011,
+            ammo: [(30, 90), (8, 24), (5, 15), (1, 9), (0, 0)],
+        }),
     ])
 }
 

@@ -19,6 +19,7 @@ mod others;
 mod reconcile;
 mod stats;
 mod tick;
+mod weapons;
 
 pub use history::{PredictedStep, PredictionHistory, ProjectileAct};
 pub use others::{MAX_EXTRAPOLATION, OtherPlayer, OtherPlayers};
@@ -27,6 +28,9 @@ pub use stats::{
     CORRECTION_LOG, Correction, CorrectionCause, CorrectionCauses, CorrectionLog, PredictionStats,
 };
 pub use tick::{TickWorld, predict_tick};
+pub use weapons::{
+    ServerWeapons, WEAPON_LOG, WeaponChecks, WeaponLog, check_weapons, weapon_differences,
+};
 
 use bevy::prelude::*;
 use sightline_combat::{Arsenal, Rocket, Shot, silenced, step_arsenal};
@@ -171,6 +175,8 @@ impl Plugin for PredictionPlugin {
             .init_session_resource::<OtherPlayers>()
             .init_session_resource::<SeenTouches>()
             .init_session_resource::<RoundTrip>()
+            .init_session_resource::<WeaponLog>()
+            .init_session_resource::<WeaponChecks>()
             .init_resource::<MoveParams>()
             .add_systems(
                 FixedUpdate,
@@ -180,7 +186,8 @@ impl Plugin for PredictionPlugin {
             )
             .add_systems(
                 PreUpdate,
-                apply_server_update
+                (apply_server_update, check_weapons)
+                    .chain()
                     .in_set(PredictionSet::Reconcile)
                     .run_if(resource_exists::<CurrentMap>),
             )
@@ -206,6 +213,7 @@ fn predict_local_player(
     config: Res<TickConfig>,
     others: Res<OtherPlayers>,
     mut history: ResMut<PredictionHistory>,
+    mut weapons: ResMut<WeaponLog>,
     mut stats: ResMut<PredictionStats>,
     mut player: Query<(&CurrentCmd, Own), With<Predicted>>,
 ) {
@@ -219,6 +227,7 @@ fn predict_local_player(
     }
     let dt = config.dt();
     shot.0 = step_arsenal(&mut arsenal, &cmd.0, dt);
+    weapons.push(cmd.0, *arsenal);
     let act = ProjectileAct::of(shot.0);
     let world = TickWorld {
         map: &map.world,
@@ -248,6 +257,7 @@ fn apply_server_update(
     round_trip: Res<RoundTrip>,
     others: Res<OtherPlayers>,
     mut history: ResMut<PredictionHistory>,
+    mut weapons: ResMut<WeaponLog>,
     mut stats: ResMut<PredictionStats>,
     mut player: Query<(Own, &mut VisualOffset), With<Predicted>>,
 ) {
@@ -279,6 +289,7 @@ fn apply_server_update(
 
     if server.teleported {
         // Placed, not moved: take the server's state and predict on from it, unseen.
+        weapons.placed(history.newest_seq().unwrap_or(0));
         history.acknowledge(server.ack);
         let (new, replayed) = replay(&mut history, &server.state, step);
         stats.teleports += 1;

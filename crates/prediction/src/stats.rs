@@ -187,6 +187,15 @@ pub struct PredictionStats {
     pub replayed: u64,
     /// Times the server stopped answering and prediction started over.
     pub resets: u64,
+    /// The server's checks of our weapons compared with the prediction.
+    pub weapon_checks: u64,
+    /// Checks for a command no longer remembered (not compared).
+    pub weapon_checks_unmatched: u64,
+    /// Checks that found weapons or rounds picked up before we knew (taken quietly).
+    pub weapon_pickups: u64,
+    /// Checks that found our predicted weapons out of step with the server's in any
+    /// other way (logged, then resynchronised).
+    pub desyncs: u64,
 }
 
 #[cfg(test)]

@@ -22,7 +22,9 @@
 //! authenticated (X25519 with the server's static key, SPAKE2 for the password, which no
 //! longer travels; it opens with [`TOKEN_EXCHANGE_MAGIC`]: see [`token`]), a player's
 //! `rcon` line ([`ClientMessage::Rcon`]) and the server's own words
-//! ([`ServerMessage::ServerText`]: the host's `say`, the message of the day, rcon output).
+//! ([`ServerMessage::ServerText`]: the host's `say`, the message of the day, rcon output);
+//! 13 to 18 as the git history tells; 19, a client's own weapons once a second ([`WeaponCheck`]), so a prediction of them
+//! that drifted is found and corrected.
 //!
 //! Decoding never trusts the sender: oversized, truncated, trailing-garbage, out-of-range
 //! and non-finite inputs all come back as a [`DecodeError`] for the caller to drop and
@@ -44,7 +46,7 @@ mod tests;
 pub use channel::{Channel, connection_config};
 pub use cmds::{CmdsError, INPUT_BASE_SPAN, InputPacket, MAX_PACKET_CMDS};
 pub use codec::{DecodeError, EncodeError, Wire, peek_welcome_version};
-pub use datagrams::{ClientDatagram, ServerDatagram};
+pub use datagrams::{ClientDatagram, ServerDatagram, WeaponCheck};
 pub use delta::{
     CLIENT_BASELINES, MAX_BASELINE_AGE, OTHERS_ANGLE_STEP, OTHERS_VEL_STEP, SnapshotHistory,
     SnapshotPacket, Unresolved,
@@ -65,7 +67,7 @@ pub use token::{
 };
 
 /// Version of this protocol; a client and server must agree on it exactly.
-pub const PROTOCOL_VERSION: u32 = 18;
+pub const PROTOCOL_VERSION: u32 = 19;
 
 /// Identifies Sightline traffic to netcode, which drops packets of other games. It does not
 /// change with [`PROTOCOL_VERSION`], so a mismatched client still reaches the handshake

@@ -69,6 +69,42 @@ fn decode_full(bytes: &[u8]) -> Result<Snapshot, DecodeError> {
     match ServerDatagram::decode(bytes)? {
         ServerDatagram::Snapshot(p) => p.resolve(None),
         ServerDatagram::Pong { .. } => Err(DecodeError::Invalid("a pong".into())),
+        ServerDatagram::WeaponCheck(_) => Err(DecodeError::Invalid("a weapon check".into())),
+    }
+}
+
+#[test]
+fn weapon_checks_round_trip_and_hostile_ones_are_refused() {
+    let check = crate::WeaponCheck {
+        ack_input_seq: 812,
+        tick: 99_000,
+        current: sightline_combat::WeaponKind::Rockets,
+        timers: [0.0, -0.003, 1.5, 0.0],
+        alt_held: false,
+        owned: 0b111,
+        ammo: [(30, 90), (8, 24), (5, 15), (0, 0), (0, 0)],
+    };
+    let bytes = ServerDatagram::WeaponCheck(check).encode().unwrap();
+    assert_eq!(
+        ServerDatagram::decode(&bytes).unwrap(),
+        ServerDatagram::WeaponCheck(check)
+    );
+    for bad in [
+        crate::WeaponCheck {
+            timers: [f32::NAN, 0.0, 0.0, 0.0],
+            ..check
+        },
+        crate::WeaponCheck {
+            timers: [0.0, 0.0, 1e9, 0.0],
+            ..check
+        },
+        crate::WeaponCheck {
+            owned: 0x80,
+            ..check
+        },
+    ] {
+        let bytes = ServerDatagram::WeaponCheck(bad).encode().unwrap();
+        assert!(ServerDatagram::decode(&bytes).is_err(), "{bad:?}");
     }
 }
 

@@ -604,7 +604,30 @@ fn server_datagram() -> impl Strategy<Value = ServerDatagram> {
                 server_time_us,
             }
         }),
+        weapon_check().prop_map(ServerDatagram::WeaponCheck),
     ]
+}
+
+fn weapon_check() -> impl Strategy<Value = sightline_protocol::WeaponCheck> {
+    (
+        (any::<u32>(), any::<u32>(), weapon()),
+        prop::array::uniform4(-1.0f32..60.0),
+        (any::<bool>(), 0u8..32),
+        prop::array::uniform5((any::<u16>(), any::<u16>())),
+    )
+        .prop_map(
+            |((ack_input_seq, tick, current), timers, (alt_held, owned), ammo)| {
+                sightline_protocol::WeaponCheck {
+                    ack_input_seq,
+                    tick,
+                    current,
+                    timers,
+                    alt_held,
+                    owned,
+                    ammo,
+                }
+            },
+        )
 }
 
 // ---- Strategies: damaged bytes ----
@@ -829,6 +852,7 @@ fn server_datagram_variant(msg: &ServerDatagram) -> usize {
     match msg {
         ServerDatagram::Snapshot(_) => 0,
         ServerDatagram::Pong { .. } => 1,
+        ServerDatagram::WeaponCheck(_) => 2,
     }
 }
 
@@ -869,7 +893,7 @@ fn every_variant_is_generated() {
         ),
         (
             "ServerDatagram",
-            variants_seen(server_datagram(), server_datagram_variant, 2),
+            variants_seen(server_datagram(), server_datagram_variant, 3),
         ),
     ];
     for (name, seen) in checks {

@@ -149,7 +149,11 @@ impl Plugin for ServerPlugin {
                     rules::freeze_during_intermission
                         .after(SimSet::ReadInputs)
                         .before(SimSet::Move),
-                    (interest::refresh_interest, snapshots::send_snapshots)
+                    (
+                        interest::refresh_interest,
+                        snapshots::send_snapshots,
+                        snapshots::send_weapon_checks,
+                    )
                         .chain()
                         .in_set(SimSet::BuildSnapshots),
                     stats::end_tick_timer.after(SimSet::BuildSnapshots),

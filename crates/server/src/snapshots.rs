@@ -19,7 +19,7 @@ use sightline_net::RenetServer;
 use sightline_protocol::{
     Channel, DropSnap, EncodeError, EventSnap, MAX_BASELINE_AGE, MAX_SNAPSHOT_DROPS,
     MAX_SNAPSHOT_EVENTS, MAX_SNAPSHOT_PROJECTILES, PlayerEvent, PlayerSnap, ProjectileSnap,
-    ServerDatagram, Snapshot, SnapshotPacket, Touches, Wire, kit,
+    ServerDatagram, Snapshot, SnapshotPacket, Touches, WeaponCheck, Wire, kit,
 };
 use sightline_sim::{CurrentCmd, PlayerId, Tick, TickConfig};
 use std::collections::VecDeque;
@@ -430,6 +430,45 @@ fn rockets_shown_to(
         shown.truncate(MAX_SNAPSHOT_PROJECTILES);
     }
     shown
+}
+
+/// Once a second each living player's client is sent its weapons as the server has them
+/// after the last command it simulated ([`WeaponCheck`]), which snapshots carry only in
+/// part; its prediction of them is compared and, where it drifted, corrected. Spread
+/// over the second by player, so the checks do not all leave on one tick.
+pub(crate) fn send_weapon_checks(
+    tick: Res<Tick>,
+    config: Res<TickConfig>,
+    mut server: ResMut<RenetServer>,
+    players: Query<(&Connection, &PlayerId, &InputBuffer, &Arsenal, &Vitals)>,
+) {
+    let hz = config.tick_hz.max(1);
+    for (conn, id, buffer, arsenal, vitals) in &players {
+        let due = (tick.0 + u32::from(id.0) * 7).is_multiple_of(hz);
+        if !due || !vitals.alive() || conn.stage != ConnectionStage::Playing {
+            continue;
+        }
+        if buffer.last_simulated() == 0 {
+            continue;
+        }
+        let check = WeaponCheck {
+            ack_input_seq: buffer.last_simulated(),
+            tick: tick.0,
+            current: arsenal.current,
+            timers: [
+                arsenal.switching,
+                arsenal.cooldown,
+                arsenal.reloading,
+                arsenal.charge,
+            ],
+            alt_held: arsenal.alt_held,
+            owned: arsenal.owned,
+            ammo: arsenal.ammo.map(|a| (a.magazine, a.reserve)),
+        };
+        if let Ok(bytes) = ServerDatagram::WeaponCheck(check).encode() {
+            server.send_message(conn.client_id, Channel::Unreliable, bytes);
+        }
+    }
 }
 
 /// `sent` as a datagram against `baseline`, within [`SLICE_BYTES`] where it can be: when
