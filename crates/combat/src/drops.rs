@@ -62,8 +62,12 @@ pub(crate) fn drop_weapons_of_the_dead(
         let Some(weapon) = dropped_weapon(arsenal) else {
             continue;
         };
+        // The oldest goes; of two as old, the lower number (not where each is stored).
+        let oldest = lying
+            .iter()
+            .min_by(|a, b| (a.1.left.total_cmp(&b.1.left)).then(a.1.id.cmp(&b.1.id)));
         if count >= MAX_DROPS
-            && let Some((oldest, _)) = lying.iter().min_by(|a, b| a.1.left.total_cmp(&b.1.left))
+            && let Some((oldest, _)) = oldest
         {
             commands.entity(oldest).despawn();
             count -= 1;
@@ -89,16 +93,23 @@ pub(crate) fn take_dropped_weapons(
     mut commands: Commands,
     config: Res<TickConfig>,
     mut drops: Query<(Entity, &mut DroppedWeapon)>,
-    mut players: Query<(&PlayerState, &Vitals, &mut Arsenal)>,
+    mut players: Query<(&PlayerId, &PlayerState, &Vitals, &mut Arsenal)>,
 ) {
     let dt = config.dt();
-    for (entity, mut drop) in &mut drops {
+    // Two players over one weapon in a tick: the lower id takes it; two weapons under
+    // one player: the lower number first; wherever each is stored (a demo's replay
+    // stores them elsewhere).
+    let mut order: Vec<_> = players.iter_mut().collect();
+    order.sort_by_key(|(id, ..)| **id);
+    let mut lying: Vec<_> = drops.iter_mut().collect();
+    lying.sort_by_key(|(_, drop)| drop.id);
+    for (entity, mut drop) in lying {
         drop.left -= dt;
         if drop.left <= 0.0 {
             commands.entity(entity).despawn();
             continue;
         }
-        for (state, vitals, mut arsenal) in &mut players {
+        for (_, state, vitals, arsenal) in &mut order {
             let offset = state.pos - drop.pos;
             let near = Vec2::new(offset.x, offset.z).length() < REACH && offset.y.abs() < 1.5;
             if near && vitals.alive() && arsenal.give(drop.weapon) {
