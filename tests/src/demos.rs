@@ -50,8 +50,8 @@ fn temp_demo(name: &str) -> PathBuf {
 
 /// Records a fight of about `seconds` into `path`: four bots and a person from the
 /// start, another person joining during the recording, the host restarting the match
-/// part-way; returns the ticks recorded.
-fn record_fight(path: &Path, seconds: f64) -> u32 {
+/// part-way; returns the ticks recorded and the tick the restart was carried out in.
+fn record_fight(path: &Path, seconds: f64) -> (u32, u32) {
     let mut s = Stepper::new(config(), "duel");
     s.add_conditioned_client("alice", 1, lossy(), lossy());
     s.run_for(2.0);
@@ -69,6 +69,7 @@ fn record_fight(path: &Path, seconds: f64) -> u32 {
     s.add_conditioned_client("bob", 2, lossy(), lossy());
     s.run_for(seconds / 2.0 - 1.0);
     s.server.world_mut().resource_mut::<MatchOrders>().0 = Some(MatchOrder::Restart);
+    let restart = s.server.world().resource::<Tick>().0 + 1;
     s.run_for(seconds / 2.0);
     let recorder = s
         .server
@@ -77,7 +78,7 @@ fn record_fight(path: &Path, seconds: f64) -> u32 {
         .expect("still recording");
     let done = recorder.finish("the test is over").expect("written");
     assert_eq!(done.bytes, std::fs::metadata(path).unwrap().len());
-    done.ticks
+    (done.ticks, restart)
 }
 
 /// Each record of a demo, with the header, as written.
@@ -93,12 +94,12 @@ fn records(bytes: &[u8]) -> (sightline_server::demo::DemoHeader, Vec<Record>) {
 #[test]
 fn a_recorded_fight_replays_to_the_same_bits_and_a_changed_one_is_caught() {
     let path = temp_demo("fight");
-    let ticks = record_fight(&path, 12.0);
+    let (ticks, restarted_at) = record_fight(&path, 12.0);
     let bytes = std::fs::read(&path).unwrap();
     let _ = std::fs::remove_file(&path);
     let seconds = f64::from(ticks) / 128.0;
     println!(
-        "{ticks} ticks, {} bytes: {:.0} B/s for 7 players",
+        "{ticks} ticks, {} bytes: {:.0} B/s for 6 players",
         bytes.len(),
         bytes.len() as f64 / seconds
     );
@@ -113,6 +114,16 @@ fn a_recorded_fight_replays_to_the_same_bits_and_a_changed_one_is_caught() {
     assert!(verdict.checksums >= 12, "{verdict:?}");
     assert_eq!(verdict.keyframes, 1, "one after the first, at 10 s");
     assert_eq!(verdict.ended.as_deref(), Some("the test is over"));
+    // The replay's kills are the game's: every frag and death the standings show.
+    assert_eq!(verdict.standings.len(), 6, "four bots and two people");
+    let deaths: u32 = verdict.standings.iter().map(|s| s.score.deaths).sum();
+    let kills_since_restart = verdict
+        .kills
+        .iter()
+        .filter(|k| k.tick > restarted_at)
+        .count();
+    assert_eq!(deaths as usize, kills_since_restart, "{verdict:?}");
+    assert!(deaths > 0, "nobody died in 12 s of fighting");
 
     // On another map it is refused, naming both.
     let src: Box<dyn Read + Send + Sync> = Box::new(std::io::Cursor::new(bytes.clone()));
@@ -252,6 +263,9 @@ fn the_kept_demo_replays_to_the_same_bits_under_the_server_binary() {
         "{out}"
     );
     assert!(out.contains("checksums compared: 20"), "{out}");
+    // The match as it was played: its kills in order, and each bot's frags and deaths.
+    assert!(out.contains(" killed "), "{out}");
+    assert_eq!(out.matches(" deaths  Bot ").count(), 6, "{out}");
 
     // Damaged copies: a byte flipped in a record, the file cut short, another
     // simulation's: each refused with the byte it goes wrong at, and never a panic.

@@ -571,6 +571,31 @@ fn verify(path: &Path) -> ExitCode {
          compared after the first: {}",
         verdict.ticks, header.map_name, verdict.checksums, verdict.keyframes
     );
+    // The match as the replay played it: the kills in order, then the standings.
+    let tick_hz = f64::from(header.tick_hz.max(1));
+    let name = |id: sightline_sim::PlayerId| {
+        verdict
+            .standings
+            .iter()
+            .find(|s| s.id == id)
+            .map_or_else(|| format!("player {}", id.0), |s| s.name.clone())
+    };
+    for kill in &verdict.kills {
+        let at = f64::from(kill.tick.wrapping_sub(header.start_tick)) / tick_hz;
+        let how = kill.weapon.def().name;
+        let line = if kill.killer == kill.victim {
+            format!("{} killed themselves ({how})", name(kill.victim))
+        } else {
+            format!("{} killed {} ({how})", name(kill.killer), name(kill.victim))
+        };
+        println!("{:>2}:{:04.1} {line}", (at / 60.0) as u32, at % 60.0);
+    }
+    for s in &verdict.standings {
+        println!(
+            "{:>4} frags {:>4} deaths  {}",
+            s.score.frags, s.score.deaths, s.name
+        );
+    }
     match verdict.outcome {
         Outcome::Matched => {
             let ended = verdict

@@ -12,10 +12,10 @@ use crate::demo::state::{
 use crate::rules::{MatchOrder, MatchOrders, MatchRules};
 use crate::{CommandSource, CommandSourcesExt, ServerConfig, server_app};
 use bevy::prelude::*;
-use sightline_combat::ViewWindow;
+use sightline_combat::{CombatEvent, Score, ViewWindow, WeaponKind};
 use sightline_map::CurrentMap;
 use sightline_net::{MemoryNetwork, Pacing, ServerNetPlugin};
-use sightline_sim::{CurrentCmd, Held, PlayerId, Tick, TickConfig};
+use sightline_sim::{CurrentCmd, Held, PlayerId, PlayerName, SimSet, Tick, TickConfig};
 use std::io::Read;
 use std::time::Duration;
 
@@ -35,6 +35,30 @@ pub enum Outcome {
     Unreadable(DemoError),
 }
 
+/// A kill the replay saw.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Kill {
+    /// The tick it happened in.
+    pub tick: u32,
+    /// Who killed (the victim, for a suicide).
+    pub killer: PlayerId,
+    /// Who died.
+    pub victim: PlayerId,
+    /// With what.
+    pub weapon: WeaponKind,
+}
+
+/// A player as the replay left them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Standing {
+    /// Their id.
+    pub id: PlayerId,
+    /// Their name.
+    pub name: String,
+    /// Frags and deaths.
+    pub score: Score,
+}
+
 /// What a verification found.
 #[derive(Debug)]
 pub struct Verdict {
@@ -46,6 +70,10 @@ pub struct Verdict {
     pub keyframes: u32,
     /// Why the recording ended, as it says.
     pub ended: Option<String>,
+    /// Every kill replayed, in order: the demo's timeline.
+    pub kills: Vec<Kill>,
+    /// The players at the end, best first (most frags, then fewest deaths, then id).
+    pub standings: Vec<Standing>,
     /// The result.
     pub outcome: Outcome,
 }
@@ -62,6 +90,8 @@ struct Playback {
     ended: Option<String>,
     outcome: Option<Outcome>,
     tick_hz: u32,
+    kills: Vec<Kill>,
+    standings: Vec<Standing>,
 }
 
 /// A server app that plays the demo `reader` opened on `map` (which must be the demo's:
@@ -98,7 +128,16 @@ fn replay_app(reader: DemoReader<Box<dyn Read + Send + Sync>>, map: CurrentMap) 
             ended: None,
             outcome: None,
             tick_hz: tick.tick_hz,
-        });
+            kills: Vec::new(),
+            standings: Vec::new(),
+        })
+        .add_systems(
+            FixedUpdate,
+            note_kills
+                .after(SimSet::Combat)
+                .before(SimSet::Settle)
+                .run_if(resource_exists::<Playback>),
+        );
     app
 }
 
@@ -149,7 +188,52 @@ pub fn verify_demo(
         keyframes: playback.keyframes,
         ended: playback.ended.take(),
         outcome: playback.outcome.take().unwrap_or(Outcome::Matched),
+        kills: std::mem::take(&mut playback.kills),
+        standings: std::mem::take(&mut playback.standings),
     })
+}
+
+/// Every player's score, best first.
+fn standings(world: &mut World) -> Vec<Standing> {
+    let mut standings: Vec<Standing> = world
+        .query::<(&PlayerId, &PlayerName, &Score)>()
+        .iter(world)
+        .map(|(id, name, score)| Standing {
+            id: *id,
+            name: name.0.clone(),
+            score: *score,
+        })
+        .collect();
+    standings.sort_by_key(|s| (std::cmp::Reverse(s.score.frags), s.score.deaths, s.id));
+    standings
+}
+
+/// Keeps the tick's kills for the demo's timeline.
+fn note_kills(
+    tick: Res<Tick>,
+    mut events: MessageReader<CombatEvent>,
+    mut playback: ResMut<Playback>,
+) {
+    // Past the demo's last tick the app runs one more, on no commands of the demo's.
+    let done = playback.outcome.is_some();
+    for event in events.read() {
+        if done {
+            continue;
+        }
+        if let CombatEvent::Killed {
+            victim,
+            killer,
+            weapon,
+        } = *event
+        {
+            playback.kills.push(Kill {
+                tick: tick.0,
+                killer,
+                victim,
+                weapon,
+            });
+        }
+    }
 }
 
 /// The demo's source of commands: reads this tick's records, applies what changed
@@ -160,6 +244,10 @@ fn play_tick(world: &mut World) {
     };
     if playback.outcome.is_none() {
         playback.outcome = play(world, &mut playback).err();
+        if playback.outcome.is_some() {
+            // The state the demo's last tick left, before the app runs on.
+            playback.standings = standings(world);
+        }
     }
     world.insert_resource(playback);
 }
