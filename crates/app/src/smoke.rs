@@ -59,7 +59,8 @@ const SCREENSHOT_GRACE_SECS: f64 = 30.0;
 
 /// Holds off a `--run-seconds` exit until the screenshot is on disk: a busy machine may
 /// draw a frame a second, and the readback lands a few frames after the request. The
-/// exit stays two seconds ahead so that no single slow frame can skip past it.
+/// exit stays two seconds ahead, or three frames when frames are slower than that (at
+/// 0.7 frames a second one frame took 2.5 s and skipped past a two-second lead).
 fn wait_for_screenshot(
     time: Res<Time<Real>>,
     shot: Res<ScreenshotAt>,
@@ -72,7 +73,8 @@ fn wait_for_screenshot(
     if shot.path.exists() || now > shot.at + SCREENSHOT_GRACE_SECS {
         return;
     }
-    let later = Duration::from_secs_f64(now + 2.0);
+    let lead = (3.0 * time.delta_secs_f64()).max(2.0);
+    let later = Duration::from_secs_f64(now + lead);
     if run_for.0 < later {
         run_for.0 = later;
     }
