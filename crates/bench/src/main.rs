@@ -264,11 +264,7 @@ fn measure_tick(bots: u8, tick: TickConfig, map: &str, seconds: f64) -> (f32, f3
     };
     let mut s = Stepper::new(config, map);
     s.run_for(1.0);
-    s.server
-        .world_mut()
-        .resource_mut::<TickTimes>()
-        .samples_us
-        .clear();
+    s.server.world_mut().resource_mut::<TickTimes>().clear();
     s.run_for(seconds);
     s.server
         .world()

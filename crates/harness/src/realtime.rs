@@ -139,6 +139,8 @@ fn share(
             .lock()
             .expect("poisoned")
             .append(&mut times.samples_us);
+        // The harness reads wall-clock ticks only.
+        times.cpu_samples_us.clear();
     }
     *shared.snapshots.lock().expect("poisoned") = *snapshots;
 }

@@ -3,7 +3,7 @@
 use crate::metrics::Metrics;
 use bevy::prelude::*;
 use sightline_net::Connectionless;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 /// Counters over the server's life.
 #[derive(Resource, Debug, Default)]
@@ -92,13 +92,18 @@ impl SnapshotStats {
     }
 }
 
-/// Wall-clock duration of each fixed tick since the last status line, in microseconds.
+/// Duration of each fixed tick since the last status line, in microseconds: on the wall
+/// clock (what players feel) and in the process's CPU time (the server's own work, which
+/// another process taking the CPU does not inflate).
 #[derive(Resource, Debug, Default)]
 pub struct TickTimes {
-    started: Option<Instant>,
-    /// Durations collected so far.
+    started: Option<(Instant, Option<Duration>)>,
+    /// Wall-clock durations collected so far.
     pub samples_us: Vec<f32>,
-    /// The latest, kept when the samples are taken away.
+    /// CPU time the whole process spent during each of those ticks, where the platform
+    /// has a process CPU clock (empty elsewhere).
+    pub cpu_samples_us: Vec<f32>,
+    /// The latest wall-clock duration, kept when the samples are taken away.
     last_us: f32,
 }
 
@@ -108,30 +113,66 @@ impl TickTimes {
         self.last_us as u32
     }
 
-    /// (median, 99th percentile, max) of the samples, in milliseconds.
+    /// (median, 99th percentile, max) of the wall-clock samples, in milliseconds.
     pub fn summary_ms(&self) -> Option<(f32, f32, f32)> {
-        if self.samples_us.is_empty() {
-            return None;
-        }
-        let mut sorted = self.samples_us.clone();
-        sorted.sort_by(f32::total_cmp);
-        let at = |q: f32| sorted[((sorted.len() - 1) as f32 * q).round() as usize] / 1000.0;
-        Some((at(0.5), at(0.99), at(1.0)))
+        summary_ms(&self.samples_us)
     }
+
+    /// (median, 99th percentile, max) of the CPU-time samples, in milliseconds.
+    pub fn cpu_summary_ms(&self) -> Option<(f32, f32, f32)> {
+        summary_ms(&self.cpu_samples_us)
+    }
+
+    /// Drops the samples, for a fresh start (the latest duration is kept).
+    pub fn clear(&mut self) {
+        self.samples_us.clear();
+        self.cpu_samples_us.clear();
+    }
+}
+
+/// (median, 99th percentile, max) of samples in microseconds, in milliseconds.
+fn summary_ms(samples_us: &[f32]) -> Option<(f32, f32, f32)> {
+    if samples_us.is_empty() {
+        return None;
+    }
+    let mut sorted = samples_us.to_vec();
+    sorted.sort_by(f32::total_cmp);
+    let at = |q: f32| sorted[((sorted.len() - 1) as f32 * q).round() as usize] / 1000.0;
+    Some((at(0.5), at(0.99), at(1.0)))
+}
+
+/// CPU time used by every thread of this process so far.
+#[cfg(unix)]
+fn process_cpu_time() -> Option<Duration> {
+    use rustix::time::{ClockId, clock_gettime};
+    let t = clock_gettime(ClockId::ProcessCPUTime);
+    let secs = u64::try_from(t.tv_sec).ok()?;
+    let nanos = u32::try_from(t.tv_nsec).ok()?;
+    Some(Duration::new(secs, nanos))
+}
+
+/// No process CPU clock here: ticks are measured on the wall clock only.
+#[cfg(not(unix))]
+fn process_cpu_time() -> Option<Duration> {
+    None
 }
 
 /// Starts timing a tick, before anything else in it.
 pub(crate) fn start_tick_timer(mut times: ResMut<TickTimes>) {
-    times.started = Some(Instant::now());
+    times.started = Some((Instant::now(), process_cpu_time()));
 }
 
 /// Records the tick's duration, once its snapshots are sent.
 pub(crate) fn end_tick_timer(mut times: ResMut<TickTimes>, metrics: Option<Res<Metrics>>) {
-    if let Some(start) = times.started.take() {
+    if let Some((start, cpu_start)) = times.started.take() {
         let elapsed = start.elapsed();
         let us = elapsed.as_secs_f32() * 1e6;
         times.last_us = us;
         times.samples_us.push(us);
+        if let (Some(then), Some(now)) = (cpu_start, process_cpu_time()) {
+            let cpu = now.saturating_sub(then);
+            times.cpu_samples_us.push(cpu.as_secs_f32() * 1e6);
+        }
         if let Some(metrics) = metrics {
             metrics.tick_seconds.observe(elapsed.as_secs_f64());
         }

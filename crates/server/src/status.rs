@@ -42,11 +42,13 @@ impl StatusSources<'_, '_> {
         let inn = self.net.received_bytes.saturating_sub(received) as f64 / seconds;
         *self.last = (now, self.net.sent_bytes, self.net.received_bytes);
         let (p50, p99, max) = self.times.summary_ms().unwrap_or_default();
-        self.times.samples_us.clear();
+        let (cpu_p50, cpu_p99, _) = self.times.cpu_summary_ms().unwrap_or_default();
+        self.times.clear();
         let (stats, net) = (&*self.stats, &*self.net);
         format!(
             "status: players={} bots={} tick_p50_ms={p50:.3} tick_p99_ms={p99:.3} \
-             tick_max_ms={max:.3} out_kBps={:.1} in_kBps={:.1} kicks={} strikes={} \
+             tick_max_ms={max:.3} tick_cpu_p50_ms={cpu_p50:.3} \
+             tick_cpu_p99_ms={cpu_p99:.3} out_kBps={:.1} in_kBps={:.1} kicks={} strikes={} \
              malformed={} malformed_bundles={} bad_packets={} ack_stalls={} resends_held={} \
              over_budget={} refused_commands={} holds={} repeats={} \
              unresolved_inputs={} late_shots={} refused_shots={} events_expired={} \
