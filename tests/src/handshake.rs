@@ -79,7 +79,7 @@ fn welcome(version: u32, map: &str, hash: u64) -> Welcome {
         server_name: "fake".into(),
         map_name: map.into(),
         map_hash: hash,
-        your_id: PlayerId(0),
+        your_id: Some(PlayerId(0)),
         resume: [7; 16],
     }
 }
@@ -234,7 +234,7 @@ fn a_held_place_is_claimed_once_when_two_connections_show_its_secret_in_one_fram
         for (i, &twin) in twins.iter().enumerate() {
             for msg in raw::reliable(&mut s, twin) {
                 if let ServerMessage::Welcome(w) = msg {
-                    ids[i] = Some(w.your_id);
+                    ids[i] = w.your_id;
                 }
             }
         }
@@ -243,7 +243,10 @@ fn a_held_place_is_claimed_once_when_two_connections_show_its_secret_in_one_fram
         panic!("both are welcomed: {ids:?}");
     };
     assert_ne!(a, b, "two connections were given one player");
-    assert!(a == welcome.your_id || b == welcome.your_id, "{ids:?}");
+    assert!(
+        Some(a) == welcome.your_id || Some(b) == welcome.your_id,
+        "{ids:?}"
+    );
     // Everyone present has an id of their own.
     let mut present: Vec<PlayerId> = {
         let w = s.server.world_mut();

@@ -530,7 +530,7 @@ fn a_dropped_player_reconnects_by_itself_to_the_same_slot_team_and_place() {
     app.finish();
     app.cleanup();
     let joined = |app: &mut App| match app.world().resource::<ConnectionStatus>() {
-        ConnectionStatus::Connected(info) => Some(info.welcome.your_id),
+        ConnectionStatus::Connected(info) => info.welcome.your_id,
         _ => None,
     };
     assert!(

@@ -34,8 +34,12 @@ fn flooding_inputs_does_not_move_a_player_faster() {
     let mut s = stepper();
     let honest = s.add_raw_client();
     let flood = s.add_raw_client();
-    let h_id = raw::join(&mut s, honest, "honest").your_id;
-    let f_id = raw::join(&mut s, flood, "flood").your_id;
+    let h_id = raw::join(&mut s, honest, "honest")
+        .your_id
+        .expect("joined as a player");
+    let f_id = raw::join(&mut s, flood, "flood")
+        .your_id
+        .expect("joined as a player");
     let h_start = server_state(&mut s, h_id);
     let f_start = server_state(&mut s, f_id);
     let (mut h_seq, mut f_seq) = (0, 0);
@@ -66,8 +70,12 @@ fn withholding_inputs_does_not_slow_a_fall() {
     let mut s = stepper();
     let honest = s.add_raw_client();
     let starve = s.add_raw_client();
-    let h_id = raw::join(&mut s, honest, "honest").your_id;
-    let s_id = raw::join(&mut s, starve, "starve").your_id;
+    let h_id = raw::join(&mut s, honest, "honest")
+        .your_id
+        .expect("joined as a player");
+    let s_id = raw::join(&mut s, starve, "starve")
+        .your_id
+        .expect("joined as a player");
     let jump = |seq| InputCmd {
         seq,
         buttons: Buttons::JUMP,
@@ -107,8 +115,12 @@ fn holding_back_commands_again_and_again_buys_only_the_allowance() {
     let mut s = stepper();
     let honest = s.add_raw_client();
     let cheat = s.add_raw_client();
-    let h_id = raw::join(&mut s, honest, "honest").your_id;
-    let c_id = raw::join(&mut s, cheat, "cheat").your_id;
+    let h_id = raw::join(&mut s, honest, "honest")
+        .your_id
+        .expect("joined as a player");
+    let c_id = raw::join(&mut s, cheat, "cheat")
+        .your_id
+        .expect("joined as a player");
     let hold = (HOLD_GRACE_SECONDS * 64.0).ceil() as u32;
     let (mut h_seq, mut c_seq) = (0, 0);
     let ticks = 64 * 20;
@@ -164,7 +176,9 @@ fn snapshots_acknowledge_the_last_simulated_input() {
 fn malformed_packets_are_dropped_and_counted() {
     let mut s = stepper();
     let c = s.add_raw_client();
-    let id = raw::join(&mut s, c, "fuzzy").your_id;
+    let id = raw::join(&mut s, c, "fuzzy")
+        .your_id
+        .expect("joined as a player");
     let start = server_state(&mut s, id);
     raw::send(&mut s, c, Channel::Reliable, vec![0xff; 40]);
     raw::send(&mut s, c, Channel::Unreliable, vec![0xff; 40]);

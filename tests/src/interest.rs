@@ -130,7 +130,7 @@ fn snapshots_show_positions_exactly_and_others_angles_and_far_speeds_rounded() {
     else {
         panic!("the viewer joined");
     };
-    let me = info.welcome.your_id;
+    let me = info.welcome.your_id.expect("joined as a player");
     let near = HEAR_RADIUS * HEAR_RADIUS;
     let (mut last_seq, mut exact, mut rounded) = (0, 0, 0);
     for _ in 0..20_000 {

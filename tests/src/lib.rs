@@ -46,6 +46,8 @@ mod raw;
 #[cfg(test)]
 mod session;
 #[cfg(test)]
+mod spectators;
+#[cfg(test)]
 mod transport;
 #[cfg(test)]
 mod windowed;

@@ -160,7 +160,7 @@ fn a_snapshot_before_the_welcome_never_gives_us_a_second_body() {
         let ConnectionStatus::Connected(info) = w.resource::<ConnectionStatus>().clone() else {
             panic!("client {i} did not join");
         };
-        let me = info.welcome.your_id;
+        let me = info.welcome.your_id.expect("joined as a player");
         let bodies = w
             .query::<&PlayerId>()
             .iter(w)

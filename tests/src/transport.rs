@@ -338,7 +338,7 @@ fn two_connections_resuming_one_player_at_once_get_it_once() {
     let security = ClientSecurity::default();
     let mut owner = Attacker::connect(server.addr, &security);
     let welcome = owner.join("twin");
-    let (held, secret) = (welcome.your_id, welcome.resume);
+    let (held, secret) = (welcome.your_id.expect("joined as a player"), welcome.resume);
     // Two more connections, ready to speak; both present the secret in one breath.
     let mut twins = [
         Attacker::connect(server.addr, &security),
@@ -366,7 +366,7 @@ fn two_connections_resuming_one_player_at_once_get_it_once() {
         while id.is_none() && start.elapsed() < Duration::from_secs(5) {
             twin.pump(0.02);
             id = twin.reliable().into_iter().find_map(|m| match m {
-                ServerMessage::Welcome(w) => Some(w.your_id),
+                ServerMessage::Welcome(w) => w.your_id,
                 _ => None,
             });
         }

@@ -20,6 +20,10 @@ pub struct Args {
     /// Join this server at once, HOST:PORT.
     #[arg(long, value_name = "HOST:PORT")]
     pub connect: Option<String>,
+    /// Watch --connect's server as a spectator instead of playing: no player, the game
+    /// shown a few seconds behind (the server's sv_spectator_delay).
+    #[arg(long, requires = "connect")]
+    pub spectate: bool,
     /// Player name.
     #[arg(long)]
     pub name: Option<String>,

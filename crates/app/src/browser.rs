@@ -1056,14 +1056,22 @@ fn draw_browser(
                         focused: false,
                     });
                 }
-                Some(row) => join_server(row.join_addr(), "", &mut security, &mut requests),
+                Some(row) => {
+                    let target = Target::Remote(row.join_addr());
+                    join_server(target, "", &mut security, &mut requests);
+                }
                 None => {}
             }
         }
         None => {}
     }
     if let Some((addr, password)) = password_prompt(ctx, &mut browser.prompt) {
-        join_server(addr, &password, &mut security, &mut requests);
+        join_server(
+            Target::Remote(addr),
+            &password,
+            &mut security,
+            &mut requests,
+        );
     }
     Ok(())
 }

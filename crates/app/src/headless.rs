@@ -1,4 +1,5 @@
-//! `--headless`: the client without a window, a bot at the controls, printing a summary
+//! `--headless`: the client without a window, a bot at the controls (or, with
+//! `--spectate`, watching), printing a summary
 //! (what it received, and what prediction, input pacing and clock sync saw: see
 //! `ClientStats::summary_with`).
 
@@ -6,7 +7,7 @@ use crate::args::{Args, LOG_FILTER, resolve, seed_for, usage_error};
 use bevy::log::LogPlugin;
 use bevy::prelude::*;
 use sightline_client::{
-    ClientPlugin, ClientStats, ConnectionStatus, EarlierSessions, InputPacing, InputSource,
+    ClientPlugin, ClientStats, ConnectionStatus, EarlierSessions, InputPacing, InputSource, JoinAs,
     StatsKey, client_app,
 };
 use sightline_net::{
@@ -58,6 +59,10 @@ pub fn run(args: &Args, conditions: ConditionerSettings) -> ExitCode {
     })
     .insert_resource(LinkConditions(conditions))
     .insert_resource(StatsKey(args.guid))
+    .insert_resource(match args.spectate {
+        true => JoinAs::Spectator,
+        false => JoinAs::Player,
+    })
     .insert_resource(outcome.clone())
     .add_systems(Update, quit_when_disconnected)
     .add_systems(Last, report_on_exit);

@@ -33,6 +33,7 @@ mod shake;
 mod sky;
 mod smoke;
 mod sound;
+mod spectator;
 mod viewmodel;
 mod vignette;
 mod weapon_models;
@@ -125,6 +126,7 @@ impl PluginGroup for GamePlugins {
             .add(input::InputPlugin)
             .add(camera::CameraPlugin)
             .add(deathcam::DeathCamPlugin)
+            .add(spectator::SpectatorPlugin)
             .add(materials::MaterialsPlugin)
             .add(world::WorldPlugin)
             .add(sky::SkyPlugin)

@@ -265,11 +265,20 @@ fn draw_menu(
                 });
             }
             ui.horizontal(|ui| {
-                if ui.button("Connect").clicked() {
+                let play = ui.button("Connect").clicked();
+                let watch = ui
+                    .button("Spectate")
+                    .on_hover_text("watch the game a few seconds behind, without playing")
+                    .clicked();
+                if play || watch {
                     match crate::args::lookup(&form.address) {
                         Some(addr) => {
                             form.error = None;
-                            join_server(addr, &form.password, &mut security, &mut requests);
+                            let target = match watch {
+                                true => Target::Spectate(addr),
+                                false => Target::Remote(addr),
+                            };
+                            join_server(target, &form.password, &mut security, &mut requests);
                         }
                         None => {
                             form.error = Some(format!(

@@ -3,7 +3,7 @@
 use crate::cvars::cvar;
 use crate::offline::EmbeddedServer;
 use bevy::prelude::*;
-use sightline_client::{ConnectionStatus, DesiredName, StatsKey};
+use sightline_client::{ConnectionStatus, DesiredName, JoinAs, StatsKey};
 use sightline_console::{Console, ConsoleCommands, Cvars, RunCommand};
 use sightline_net::{ClientSecurity, connect_udp, disconnect_udp};
 use std::net::SocketAddr;
@@ -21,8 +21,10 @@ pub enum AppState {
 /// What to join.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Target {
-    /// A server at this address.
+    /// A server at this address, to play on.
     Remote(SocketAddr),
+    /// A server at this address, to watch as a spectator.
+    Spectate(SocketAddr),
     /// A practice server on this map with this many bots.
     Offline {
         /// Map name.
@@ -42,7 +44,11 @@ impl StartWith {
     /// What the command line asks to join.
     pub fn from_args(args: &crate::args::Args) -> Self {
         if let Some(target) = args.connect.as_deref() {
-            return Self(Some(Target::Remote(crate::args::resolve(target))));
+            let addr = crate::args::resolve(target);
+            return Self(Some(match args.spectate {
+                true => Target::Spectate(addr),
+                false => Target::Remote(addr),
+            }));
         }
         Self(args.map.clone().map(|map| Target::Offline {
             map,
@@ -74,10 +80,11 @@ pub enum SessionRequest {
     Rejoin,
 }
 
-/// Joins the server at `addr`, giving `password` if it asks for one (ignored by
-/// `--insecure`): the one way the menu's Connect and the server browser join.
+/// Joins a server (`target`, to play or watch), giving `password` if it asks for one
+/// (ignored by `--insecure`): the one way the menu's Connect and Spectate and the server
+/// browser join.
 pub(crate) fn join_server(
-    addr: SocketAddr,
+    target: Target,
     password: &str,
     security: &mut crate::args::RemoteSecurity,
     requests: &mut MessageWriter<SessionRequest>,
@@ -86,7 +93,7 @@ pub(crate) fn join_server(
     if let ClientSecurity::Secure { password: p, .. } = &mut security.0 {
         password.clone_into(p);
     }
-    requests.write(SessionRequest::Join(Target::Remote(addr)));
+    requests.write(SessionRequest::Join(target));
 }
 
 /// Handles sessions and the console commands about them.
@@ -98,6 +105,10 @@ impl Plugin for SessionPlugin {
             .world_mut()
             .get_resource_or_insert_with(ConsoleCommands::default);
         commands.register("connect", "connect HOST:PORT: join a server");
+        commands.register(
+            "spectate",
+            "spectate HOST:PORT: watch a server's game, a few seconds behind",
+        );
         commands.register("disconnect", "leave the server");
         commands.register("reconnect", "join the last server again");
         commands.register("map", "map NAME [BOTS]: play offline on a map against bots");
@@ -140,6 +151,15 @@ fn console_commands(
                 )),
             },
             ("connect", _) => console.print("usage: connect HOST:PORT"),
+            ("spectate", [target]) => match crate::args::lookup(target) {
+                Some(addr) => {
+                    requests.write(SessionRequest::Join(Target::Spectate(addr)));
+                }
+                None => console.print(format!(
+                    "error: cannot resolve \"{target}\"; expected HOST:PORT"
+                )),
+            },
+            ("spectate", _) => console.print("usage: spectate HOST:PORT"),
             ("disconnect", _) => {
                 requests.write(SessionRequest::Leave);
             }
@@ -252,8 +272,12 @@ fn join(world: &mut World, target: Target) {
     }));
     let key = player_key(world);
     world.insert_resource(StatsKey(Some(key)));
+    world.insert_resource(match target {
+        Target::Spectate(_) => JoinAs::Spectator,
+        Target::Remote(_) | Target::Offline { .. } => JoinAs::Player,
+    });
     let (addr, security) = match &target {
-        Target::Remote(addr) => (
+        Target::Remote(addr) | Target::Spectate(addr) => (
             *addr,
             world
                 .get_resource::<crate::args::RemoteSecurity>()

@@ -99,9 +99,10 @@ fn report_play(
         info!("played: not connected at exit");
         return;
     };
-    let travelled = stats
-        .seen
-        .get(&info.welcome.your_id)
+    let travelled = info
+        .welcome
+        .your_id
+        .and_then(|id| stats.seen.get(&id))
         .map_or(0.0, |s| s.farthest);
     info!(
         "played: {} commands; input pacing {}; the server repeated {} of them; our player got {travelled:.1} m from where it was first seen; {} predictions corrected",

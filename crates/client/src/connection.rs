@@ -1,6 +1,7 @@
 //! Connecting: Hello, decoding what the server sends, checking the Welcome, changing
 //! maps, disconnection.
 
+use crate::spectate::{JoinAs, Watching};
 use crate::status::{ConnectionStatus, ServerInfo};
 use crate::{ClientStats, FromServer, LocalPlayer};
 use bevy::prelude::*;
@@ -33,14 +34,23 @@ pub(crate) fn send_hello(
     name: Res<DesiredName>,
     key: Res<StatsKey>,
     reconnect: Res<crate::Reconnect>,
+    join_as: Res<JoinAs>,
 ) {
     if *status == ConnectionStatus::Connecting && client.is_connected() {
-        let hello = ClientMessage::Hello {
-            protocol_version: PROTOCOL_VERSION,
-            // The server cleans names too; cleaning here keeps the Hello valid.
-            name: clean_text(&name.0, MAX_NAME_LEN),
-            resume: reconnect.secret.filter(|_| reconnect.resuming),
-            player_key: key.0,
+        // The server cleans names too; cleaning here keeps the Hello valid.
+        let name = clean_text(&name.0, MAX_NAME_LEN);
+        let hello = match *join_as {
+            JoinAs::Player => ClientMessage::Hello {
+                protocol_version: PROTOCOL_VERSION,
+                name,
+                resume: reconnect.secret.filter(|_| reconnect.resuming),
+                player_key: key.0,
+            },
+            // A spectator comes back as a spectator: it has no player to resume.
+            JoinAs::Spectator => ClientMessage::Spectate {
+                protocol_version: PROTOCOL_VERSION,
+                name,
+            },
         };
         crate::send_to_server(&mut client, Channel::Reliable, &hello);
         *status = ConnectionStatus::AwaitingWelcome;
@@ -103,10 +113,13 @@ pub(crate) fn take_welcome(
                 }
                 match accept_welcome(welcome) {
                     Ok((map, tick)) => {
+                        let role = match welcome.your_id {
+                            Some(id) => format!("player {}", id.0),
+                            None => "a spectator".into(),
+                        };
                         info!(
-                            "joined \"{}\" as player {} on {} ({} Hz tick, {} Hz snapshots)",
+                            "joined \"{}\" as {role} on {} ({} Hz tick, {} Hz snapshots)",
                             welcome.server_name,
-                            welcome.your_id.0,
                             welcome.map_name,
                             welcome.tick_hz,
                             welcome.snapshot_hz
@@ -114,13 +127,15 @@ pub(crate) fn take_welcome(
                         fixed.set_timestep_hz(tick.tick_hz as f64);
                         commands.insert_resource(tick);
                         commands.insert_resource(map);
-                        commands.spawn((
-                            crate::snapshots::player_bundle(
-                                welcome.your_id,
-                                PlayerState::default(),
-                            ),
-                            LocalPlayer,
-                        ));
+                        match welcome.your_id {
+                            Some(id) => {
+                                commands.spawn((
+                                    crate::snapshots::player_bundle(id, PlayerState::default()),
+                                    LocalPlayer,
+                                ));
+                            }
+                            None => commands.insert_resource(Watching::default()),
+                        }
                         reconnect.welcomed(welcome.resume);
                         *status = ConnectionStatus::Connected(ServerInfo {
                             welcome: welcome.clone(),
@@ -274,7 +289,7 @@ mod tests {
             server_name: "test".into(),
             map_name: map_name.into(),
             map_hash,
-            your_id: PlayerId(3),
+            your_id: Some(PlayerId(3)),
             resume: [9; 16],
         }
     }
@@ -289,7 +304,8 @@ mod tests {
             bytes.push(text.len() as u8);
             bytes.extend_from_slice(text.as_bytes());
         }
-        bytes.extend([7, 3]);
+        // The map hash, then Some(player 3).
+        bytes.extend([7, 1, 3]);
         bytes.extend([9; 16]);
         bytes
     }

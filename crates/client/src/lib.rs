@@ -25,6 +25,7 @@ mod rate;
 mod reconnect;
 mod roster;
 mod snapshots;
+mod spectate;
 mod stats;
 mod status;
 
@@ -42,6 +43,7 @@ pub use rate::DownloadRate;
 pub use reconnect::{RESUME_WINDOW_SECONDS, Reconnect, backoff_seconds};
 pub use roster::{Roster, RosterEntry};
 pub use snapshots::{LatestSnapshot, dead_in};
+pub use spectate::{JoinAs, Watching};
 pub use stats::{ClientStats, EarlierSessions, PlayerSeen};
 pub use status::{ConnectionStatus, ServerInfo};
 
@@ -110,6 +112,7 @@ impl Plugin for ClientPlugin {
             .insert_resource(DesiredName(self.name.clone()))
             .init_resource::<StatsKey>()
             .insert_resource(self.input.clone())
+            .init_resource::<JoinAs>()
             .init_session_resource::<ConnectionStatus>()
             .init_session_resource::<Roster>()
             .init_session_resource::<LatestSnapshot>()
@@ -138,7 +141,11 @@ impl Plugin for ClientPlugin {
             .init_session_resource::<EventInbox>()
             .add_systems(
                 EndSession,
-                (connection::forget_map, stats::remember_session),
+                (
+                    connection::forget_map,
+                    stats::remember_session,
+                    spectate::stop_watching,
+                ),
             )
             .add_systems(Startup, catch_up::keep_up_with_slow_frames)
             .add_systems(Last, catch_up::limit_catch_up_to_the_frame_rate)
@@ -201,10 +208,18 @@ impl Plugin for ClientPlugin {
                     rate::tell_rate,
                     clock::update_server_clock,
                     pacing::pace_ticks,
-                    cues::release_timed_cues,
-                    events::release_events,
                 )
                     .run_if(connection::in_game.and_then(resource_exists::<RenetClient>)),
+            )
+            .add_systems(
+                Update,
+                (cues::release_timed_cues, events::release_events)
+                    .run_if(connection::in_game.or_else(spectate::watching)),
+            )
+            .add_systems(
+                Update,
+                (spectate::acknowledge_snapshots, spectate::tell_follow)
+                    .run_if(spectate::watching.and_then(resource_exists::<RenetClient>)),
             )
             .add_systems(
                 FixedUpdate,

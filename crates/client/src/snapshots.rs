@@ -169,6 +169,7 @@ pub(crate) fn apply_snapshot(
     mut others: ResMut<OtherPlayers>,
     mut touches: ResMut<SeenTouches>,
     mut pacing: ResMut<InputPacing>,
+    watching: Option<Res<crate::Watching>>,
     mut players: Query<(
         Entity,
         &PlayerId,
@@ -186,8 +187,9 @@ pub(crate) fn apply_snapshot(
         return;
     };
     // A snapshot can overtake the Welcome (it is unreliable, the Welcome reliable): it
-    // waits until we know which player is ours, or ours would be drawn as someone else.
-    if *applied || ours.is_none() {
+    // waits until we know which player is ours, or ours would be drawn as someone else
+    // (a spectator has none: it waits for its Welcome only).
+    if *applied || (ours.is_none() && watching.is_none()) {
         return;
     }
     *applied = true;

@@ -58,7 +58,7 @@ fn welcome(protocol_version: u32) -> ServerMessage {
         server_name: "Sightline server".into(),
         map_name: "duel".into(),
         map_hash: 0xdead_beef_1234,
-        your_id: PlayerId(3),
+        your_id: Some(PlayerId(3)),
         resume: [7; 16],
     })
 }
@@ -147,6 +147,14 @@ pub fn client_message() -> Vec<Vec<u8>> {
         ClientMessage::Rate {
             bytes_per_second: 25_000,
         },
+        ClientMessage::Spectate {
+            protocol_version: PROTOCOL_VERSION,
+            name: "watcher".into(),
+        },
+        ClientMessage::Follow {
+            target: Some(PlayerId(2)),
+        },
+        ClientMessage::Follow { target: None },
     ])
 }
 
@@ -235,6 +243,7 @@ pub fn client_datagram() -> Vec<Vec<u8>> {
         ClientDatagram::Ping {
             client_time_us: 123_456_789,
         },
+        ClientDatagram::Ack { snapshot: 77 },
     ])
 }
 

@@ -14,7 +14,7 @@
 
 use bevy::prelude::*;
 use bevy::time::TimeUpdateStrategy;
-use sightline_client::{ClientPlugin, InputSource, client_app};
+use sightline_client::{ClientPlugin, InputSource, JoinAs, client_app};
 use sightline_map::{CurrentMap, MapSource, find_map};
 use sightline_net::{
     ClientNetPlugin, ConditionerSettings, MemoryClientLink, MemoryNetwork, Pacing, ServerNetPlugin,
@@ -209,7 +209,7 @@ impl Stepper {
     }
 
     /// The server's tick rate.
-    fn tick_hz(&self) -> u32 {
+    pub fn tick_hz(&self) -> u32 {
         (1e9 / self.dt.as_nanos() as f64).round() as u32
     }
 
@@ -265,6 +265,14 @@ impl Stepper {
             Pacing::Manual(self.dt),
         );
         self.push_client(app, frames)
+    }
+
+    /// Adds a client that watches rather than plays ([`JoinAs::Spectator`]), updating in
+    /// lockstep with the server.
+    pub fn add_spectator(&mut self, name: &str) -> usize {
+        let i = self.add_client(name, 0);
+        self.clients[i].insert_resource(JoinAs::Spectator);
+        i
     }
 
     /// Adds a bare client: transport only, for tests that speak the protocol by hand.

@@ -17,6 +17,12 @@ pub enum ClientDatagram {
         /// The client's clock when sent, microseconds.
         client_time_us: u64,
     },
+    /// A spectator's acknowledgement of the newest snapshot it holds, which players carry
+    /// in their input packets: later snapshots are written as changes from it.
+    Ack {
+        /// The snapshot's number.
+        snapshot: u32,
+    },
 }
 
 impl Wire for ClientDatagram {
@@ -25,7 +31,7 @@ impl Wire for ClientDatagram {
     fn validate(&self) -> Result<(), DecodeError> {
         match self {
             Self::Input(p) => p.validate(),
-            Self::Ping { .. } => Ok(()),
+            Self::Ping { .. } | Self::Ack { .. } => Ok(()),
         }
     }
 }

@@ -23,8 +23,10 @@
 //! longer travels; it opens with [`TOKEN_EXCHANGE_MAGIC`]: see [`token`]), a player's
 //! `rcon` line ([`ClientMessage::Rcon`]) and the server's own words
 //! ([`ServerMessage::ServerText`]: the host's `say`, the message of the day, rcon output);
-//! 13 to 18 as the git history tells; 19, a client's own weapons once a second ([`WeaponCheck`]), so a prediction of them
-//! that drifted is found and corrected.
+//! 13 to 18 as the git history tells; 19, a client's own weapons once a second
+//! ([`WeaponCheck`]), so a prediction of them that drifted is found and corrected; 20,
+//! spectators ([`ClientMessage::Spectate`], [`ClientMessage::Follow`], their
+//! acknowledgements in [`ClientDatagram::Ack`], and no player in their [`Welcome`]).
 //!
 //! Decoding never trusts the sender: oversized, truncated, trailing-garbage, out-of-range
 //! and non-finite inputs all come back as a [`DecodeError`] for the caller to drop and
@@ -67,7 +69,7 @@ pub use token::{
 };
 
 /// Version of this protocol; a client and server must agree on it exactly.
-pub const PROTOCOL_VERSION: u32 = 19;
+pub const PROTOCOL_VERSION: u32 = 20;
 
 /// Identifies Sightline traffic to netcode, which drops packets of other games. It does not
 /// change with [`PROTOCOL_VERSION`], so a mismatched client still reaches the handshake

@@ -81,6 +81,21 @@ pub enum ClientMessage {
         /// The console line to run.
         command: String,
     },
+    /// First message after connecting, instead of Hello, from a client that watches
+    /// rather than plays: it takes no player slot (spectators have a limit of their own),
+    /// sends no input, and is sent the world as it was `sv_spectator_delay` ago.
+    Spectate {
+        /// The client's [`crate::PROTOCOL_VERSION`].
+        protocol_version: u32,
+        /// Name shown to the host.
+        name: String,
+    },
+    /// A spectator's choice of whom to follow (`None`: a free camera). The server sends
+    /// a spectator who follows someone what that player's client was sent.
+    Follow {
+        /// The player followed.
+        target: Option<PlayerId>,
+    },
 }
 
 /// Longest rcon command a client may send, bytes.
@@ -94,7 +109,9 @@ impl Wire for ClientMessage {
 
     fn validate(&self) -> Result<(), DecodeError> {
         match self {
-            Self::Hello { name, .. } => check_text("name", name, MAX_NAME_LEN),
+            Self::Hello { name, .. } | Self::Spectate { name, .. } => {
+                check_text("name", name, MAX_NAME_LEN)
+            }
             // Chat is cleaned by the server; only the size is bounded here.
             Self::Chat { text } => {
                 if text.len() > MAX_CHAT_LEN {
@@ -110,8 +127,9 @@ impl Wire for ClientMessage {
                     Ok(())
                 }
             }
-            // Any rate: the server holds it within its own bounds.
-            Self::Rate { .. } => Ok(()),
+            // Any rate: the server holds it within its own bounds. Any player: the
+            // server follows only one that is there.
+            Self::Rate { .. } | Self::Follow { .. } => Ok(()),
         }
     }
 }
@@ -131,8 +149,8 @@ pub struct Welcome {
     pub map_name: String,
     /// Content hash of the map file.
     pub map_hash: u64,
-    /// The player this client controls.
-    pub your_id: PlayerId,
+    /// The player this client controls; `None` for a spectator, who controls none.
+    pub your_id: Option<PlayerId>,
     /// Proof of identity for coming back after a dropped connection (see Hello). Secret:
     /// it travels only inside netcode's encrypted packets.
     pub resume: ResumeSecret,

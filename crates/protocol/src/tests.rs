@@ -15,7 +15,7 @@ fn welcome() -> ServerMessage {
         server_name: "Test server".into(),
         map_name: "duel".into(),
         map_hash: 0xdead_beef_1234,
-        your_id: PlayerId(3),
+        your_id: Some(PlayerId(3)),
         resume: [7; 16],
     })
 }

@@ -422,6 +422,13 @@ fn client_message() -> impl Strategy<Value = ClientMessage> {
         )
             .prop_map(|(password, command)| ClientMessage::Rcon { password, command }),
         u32_any().prop_map(|bytes_per_second| ClientMessage::Rate { bytes_per_second }),
+        (u32_any(), shown_text(MAX_NAME_LEN)).prop_map(|(protocol_version, name)| {
+            ClientMessage::Spectate {
+                protocol_version,
+                name,
+            }
+        }),
+        prop::option::of(player_id()).prop_map(|target| ClientMessage::Follow { target }),
     ]
 }
 
@@ -440,7 +447,7 @@ fn welcome() -> impl Strategy<Value = ServerMessage> {
         shown_text(MAX_SERVER_NAME_LEN),
         map_name(),
         u64_any(),
-        player_id(),
+        prop::option::of(player_id()),
     )
         .prop_map(
             |(
@@ -570,6 +577,7 @@ fn client_datagram() -> impl Strategy<Value = ClientDatagram> {
     prop_oneof![
         input_packet().prop_map(ClientDatagram::Input),
         u64_any().prop_map(|client_time_us| ClientDatagram::Ping { client_time_us }),
+        u32_any().prop_map(|snapshot| ClientDatagram::Ack { snapshot }),
     ]
 }
 
@@ -838,6 +846,8 @@ fn client_variant(msg: &ClientMessage) -> usize {
         ClientMessage::Chat { .. } => 1,
         ClientMessage::Rcon { .. } => 2,
         ClientMessage::Rate { .. } => 3,
+        ClientMessage::Spectate { .. } => 4,
+        ClientMessage::Follow { .. } => 5,
     }
 }
 
@@ -845,6 +855,7 @@ fn client_datagram_variant(msg: &ClientDatagram) -> usize {
     match msg {
         ClientDatagram::Input(_) => 0,
         ClientDatagram::Ping { .. } => 1,
+        ClientDatagram::Ack { .. } => 2,
     }
 }
 
@@ -885,11 +896,11 @@ fn every_variant_is_generated() {
         ),
         (
             "ClientMessage",
-            variants_seen(client_message(), client_variant, 4),
+            variants_seen(client_message(), client_variant, 6),
         ),
         (
             "ClientDatagram",
-            variants_seen(client_datagram(), client_datagram_variant, 2),
+            variants_seen(client_datagram(), client_datagram_variant, 3),
         ),
         (
             "ServerDatagram",

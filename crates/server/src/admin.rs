@@ -360,6 +360,7 @@ fn apply_cvars(world: &mut World, before: &ServerCvars, console: &mut Console) {
     live.rules.timelimit = config.rules.timelimit;
     live.rules.rotation = config.rules.rotation;
     live.idle_kick_seconds = config.idle_kick_seconds;
+    live.spectator_delay = config.spectator_delay;
     live.motd = config.motd;
     if let Some(mut transport) = world.get_resource_mut::<UdpServerTransport>() {
         if changed(cvar::SV_PASSWORD.name()) {

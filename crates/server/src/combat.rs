@@ -5,6 +5,7 @@ use crate::interest::{Interest, hears_explosion};
 use crate::outbox::Outgoing;
 use crate::snapshots::EventQueue;
 use crate::spawn::choose_spawn;
+use crate::spectators::SpectatorFeed;
 use crate::stats::SnapshotStats;
 use bevy::prelude::*;
 use sightline_combat::{Arsenal, CombatEvent, HitZone, SpawnCount, Vitals, respawned};
@@ -35,8 +36,9 @@ pub(crate) fn respawn_players(
     }
 }
 
-/// Tells clients what combat did: fire and bursts as reliable messages (to everyone, and
-/// to whoever was sent the rocket or could see or hear the burst); deaths to everyone,
+/// Tells clients what combat did: fire and bursts as reliable messages (to every player,
+/// and to whoever was sent the rocket or could see or hear the burst; to spectators
+/// later, through the [`SpectatorFeed`]); deaths to everyone,
 /// a hit confirmation to the shooter, a damage indicator to the victim and verdicts on
 /// late or refused shots to the shooter as events in their snapshots ([`EventQueue`]).
 #[allow(clippy::too_many_arguments)]
@@ -51,6 +53,7 @@ pub(crate) fn send_combat_events(
     params: Res<MoveParams>,
     now: Res<Tick>,
     mut stats: ResMut<SnapshotStats>,
+    mut feed: ResMut<SpectatorFeed>,
 ) {
     let client_of = |id: PlayerId| {
         connections
@@ -82,11 +85,9 @@ pub(crate) fn send_combat_events(
                     dir: dir.to_array(),
                     tick,
                 };
+                feed.news(tick, msg.clone());
                 // The shooter predicts its own effects.
-                match client_of(shooter) {
-                    Some(client) => Outgoing::ToPlayingExcept(client, msg),
-                    None => Outgoing::ToPlaying(msg),
-                }
+                Outgoing::ToPlayersExcept(client_of(shooter), msg)
             }
             CombatEvent::Hit {
                 shooter,
@@ -136,6 +137,7 @@ pub(crate) fn send_combat_events(
                     weapon,
                 };
                 tell(None, now.0, killed);
+                feed.death(now.0, killed);
                 continue;
             }
             CombatEvent::ShotLate {
@@ -163,6 +165,7 @@ pub(crate) fn send_combat_events(
                     at: at.to_array(),
                     tick,
                 };
+                feed.news(tick, msg.clone());
                 let rocket = ProjectileSnap {
                     id: rocket,
                     kind,

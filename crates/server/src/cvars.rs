@@ -67,6 +67,14 @@ pub mod cvar {
         SV_BANFILE: String = "sv_banfile", Text { max_len: 1024 }, "", RESTART,
             "file the bans are kept in; empty for bans.txt beside the config file (or in \
              the working directory)";
+        SV_MAX_SPECTATORS: i64 = "sv_max_spectators", Int { min: 0, max: 64 },
+            crate::DEFAULT_MAX_SPECTATORS as i64, RESTART,
+            "most spectators at once, beside the players; 0 takes none";
+        SV_SPECTATOR_DELAY: f64 = "sv_spectator_delay",
+            Float { min: 0.0, max: crate::MAX_SPECTATOR_DELAY as f64 },
+            crate::DEFAULT_SPECTATOR_DELAY as f64, NONE,
+            "seconds behind the game that spectators are shown it, so what they see is \
+             no use to call out to a player";
         SV_MASTER_INTERVAL: f64 = "sv_master_interval", Float { min: 1.0, max: 3600.0 },
             180.0, RESTART, "seconds between announcements to the master lists";
     }
@@ -120,6 +128,8 @@ impl ServerConfig {
             tick,
             idle_kick_seconds: cvars.read(cvar::SV_IDLE_KICK) as f32,
             motd: clean_text(&cvars.read(cvar::SV_MOTD), MAX_CHAT_LEN),
+            max_spectators: cvars.read(cvar::SV_MAX_SPECTATORS) as u8,
+            spectator_delay: cvars.read(cvar::SV_SPECTATOR_DELAY) as f32,
         })
     }
 }

@@ -1,10 +1,11 @@
-//! Datagrams from clients: input packets into each player's buffer, and clock-sync pings
-//! answered at once.
+//! Datagrams from clients: input packets into each player's buffer, spectators'
+//! acknowledgements, and clock-sync pings answered at once.
 
 use crate::conduct::{self, Offence};
 use crate::connection::{ClientIndex, Connection, ConnectionStage};
 use crate::inputs::{InputBuffer, Push};
 use crate::snapshots::SnapshotCounter;
+use crate::spectators::Spectator;
 use crate::stalls::{FrameLag, owed_ticks};
 use crate::stats::ServerStats;
 use crate::wire::encoded;
@@ -51,6 +52,7 @@ pub(crate) fn receive_datagrams(
         &mut Connection,
         Option<&mut InputBuffer>,
         Option<&SnapshotCounter>,
+        Option<&mut Spectator>,
     )>,
     mut stats: ResMut<ServerStats>,
     config: Res<TickConfig>,
@@ -68,7 +70,7 @@ pub(crate) fn receive_datagrams(
     let elapsed = real.delta_secs_f64() + lag.0.as_secs_f64();
     let (max_messages, max_bytes) = conduct::frame_budget(elapsed, config.tick_hz);
     let owed = owed_ticks(&fixed, &time, *lag);
-    for (mut conn, mut buffer, counter) in &mut connections {
+    for (mut conn, mut buffer, counter, mut spectator) in &mut connections {
         if matches!(conn.stage, ConnectionStage::Refused { .. }) {
             continue; // discarded unread by `drop_refused`
         }
@@ -91,7 +93,26 @@ pub(crate) fn receive_datagrams(
                 break;
             }
             let packet = match ClientDatagram::decode(&bytes) {
+                Ok(ClientDatagram::Input(_)) if spectator.is_some() => {
+                    stats.kicks = stats.kicks.saturating_add(1);
+                    conn.refuse(&mut server, "kicked: spectators send no input".into(), now);
+                    break;
+                }
                 Ok(ClientDatagram::Input(p)) => p,
+                Ok(ClientDatagram::Ack { snapshot }) => {
+                    match (spectator.as_deref_mut(), counter) {
+                        (Some(spectator), Some(counter)) => {
+                            if spectator.acknowledge(snapshot, counter).is_err() {
+                                conn.refuse_command(&mut server, now, &mut stats);
+                            }
+                            // A spectator's acknowledgements are its sign of life.
+                            conn.conduct.last_command_at = now;
+                        }
+                        // Players acknowledge in their input packets.
+                        _ => conn.offend(&mut server, Offence::Unexpected, now, &mut stats),
+                    }
+                    continue;
+                }
                 Ok(ClientDatagram::Ping { client_time_us }) => {
                     // The simulation clock: snapshots are stamped on it too.
                     let pong = ServerDatagram::Pong {

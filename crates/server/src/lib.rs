@@ -33,6 +33,8 @@ mod inputs;
 mod interest;
 mod rate;
 mod snapshots;
+// Spectators: the world kept for them, and sent to them that much later.
+mod spectators;
 // Match rules, and sides in team games.
 mod rules;
 mod teams;
@@ -107,6 +109,9 @@ pub use rules::{INTERMISSION, MatchOrder, MatchOrders, MatchRules, MatchState};
 pub use sightline_combat::GameMode;
 pub use snapshots::{EVENT_LIFETIME_S, EventQueue, MAX_QUEUED_EVENTS, SnapshotCounter};
 pub use spawn::choose_spawn;
+pub use spectators::{
+    DEFAULT_MAX_SPECTATORS, DEFAULT_SPECTATOR_DELAY, MAX_SPECTATOR_DELAY, Spectator, SpectatorFeed,
+};
 pub use stalls::{FrameLag, MAX_STALL_CATCH_UP, STALL_SECONDS, Stalls, TickCost};
 pub use stats::{HostingStats, SLICE_BYTES, ServerStats, SnapshotStats, TickTimes};
 pub use teams::smaller_team;
@@ -145,6 +150,11 @@ pub struct ServerConfig {
     pub idle_kick_seconds: f32,
     /// Message of the day, shown to each player on joining; empty for none.
     pub motd: String,
+    /// Most spectators at once, beside the players (0: none taken).
+    pub max_spectators: u8,
+    /// How far behind the game spectators are shown it, seconds (at most
+    /// [`MAX_SPECTATOR_DELAY`]).
+    pub spectator_delay: f32,
 }
 
 impl Default for ServerConfig {
@@ -158,6 +168,8 @@ impl Default for ServerConfig {
             tick: TickConfig::default(),
             idle_kick_seconds: DEFAULT_IDLE_KICK_SECONDS,
             motd: String::new(),
+            max_spectators: DEFAULT_MAX_SPECTATORS,
+            spectator_delay: DEFAULT_SPECTATOR_DELAY,
         }
     }
 }

@@ -110,6 +110,14 @@ struct Args {
     /// [sv_idle_kick; default 30].
     #[arg(long)]
     idle_kick: Option<String>,
+    /// Most spectators at once, beside the players, 0-64; 0 takes none
+    /// [sv_max_spectators; default 8].
+    #[arg(long)]
+    max_spectators: Option<String>,
+    /// Seconds behind the game that spectators are shown it, 0-30 [sv_spectator_delay;
+    /// default 3].
+    #[arg(long)]
+    spectator_delay: Option<String>,
     /// Password for remote admin (Source RCON, and rcon from the game); remote admin is
     /// off without one [rcon_password].
     #[arg(long)]
@@ -206,6 +214,16 @@ impl Args {
                 &self.max_per_address,
             ),
             ("--idle-kick", cvar::SV_IDLE_KICK.name(), &self.idle_kick),
+            (
+                "--max-spectators",
+                cvar::SV_MAX_SPECTATORS.name(),
+                &self.max_spectators,
+            ),
+            (
+                "--spectator-delay",
+                cvar::SV_SPECTATOR_DELAY.name(),
+                &self.spectator_delay,
+            ),
             (
                 "--rcon-password",
                 cvar::RCON_PASSWORD.name(),
@@ -449,7 +467,8 @@ fn main() -> ExitCode {
     let net = ServerNetPlugin::udp(
         bind,
         public_address,
-        config.max_players as usize,
+        // Spectators connect beside the players, within their own limit.
+        usize::from(config.max_players) + usize::from(config.max_spectators),
         security,
         limits,
     );

@@ -13,14 +13,16 @@ use crate::wire::encoded;
 use bevy::prelude::*;
 use sightline_net::{ClientId, RenetServer};
 use sightline_protocol::{Channel, ServerMessage};
+use sightline_sim::PlayerId;
 
 /// A reliable message to send to clients in the game.
 #[derive(Message, Debug, Clone, PartialEq)]
 pub(crate) enum Outgoing {
     /// To every client in the game when it is sent.
     ToPlaying(ServerMessage),
-    /// To every client in the game but one (the shooter, which predicts its own shots).
-    ToPlayingExcept(ClientId, ServerMessage),
+    /// To every player's client but one (the shooter, which predicts its own shots): not
+    /// to spectators, who are shown it later ([`crate::spectators`]).
+    ToPlayersExcept(Option<ClientId>, ServerMessage),
     /// To one client, if it is still in the game when it is sent.
     To(ClientId, ServerMessage),
 }
@@ -46,22 +48,27 @@ pub(crate) fn send_to_playing<'a>(
 pub(crate) fn send_outgoing(
     mut outgoing: MessageReader<Outgoing>,
     mut server: ResMut<RenetServer>,
-    connections: Query<&Connection>,
+    connections: Query<(&Connection, Has<PlayerId>)>,
     index: Res<ClientIndex>,
 ) {
     for out in outgoing.read() {
         match out {
-            Outgoing::ToPlaying(msg) => send_to_playing(&mut server, connections.iter(), msg),
-            Outgoing::ToPlayingExcept(except, msg) => {
-                let others = connections.iter().filter(|c| c.client_id != *except);
-                send_to_playing(&mut server, others, msg);
+            Outgoing::ToPlaying(msg) => {
+                send_to_playing(&mut server, connections.iter().map(|c| c.0), msg);
+            }
+            Outgoing::ToPlayersExcept(except, msg) => {
+                let players = connections
+                    .iter()
+                    .filter(|(c, player)| *player && Some(c.client_id) != *except)
+                    .map(|c| c.0);
+                send_to_playing(&mut server, players, msg);
             }
             Outgoing::To(client, msg) => {
                 let playing = index
                     .0
                     .get(client)
                     .and_then(|e| connections.get(*e).ok())
-                    .is_some_and(|c| c.stage == ConnectionStage::Playing);
+                    .is_some_and(|(c, _)| c.stage == ConnectionStage::Playing);
                 if playing && let Some(bytes) = encoded(msg) {
                     server.send_message(*client, Channel::Reliable, bytes);
                 }
@@ -115,17 +122,24 @@ mod tests {
                     let n = frame.0;
                     out.write(Outgoing::To(1, chat(format!("to 1 {n}"))));
                     out.write(Outgoing::To(3, chat(format!("to 3 {n}"))));
-                    out.write(Outgoing::ToPlayingExcept(1, chat(format!("not 1 {n}"))));
+                    out.write(Outgoing::To(4, chat(format!("to 4 {n}"))));
+                    let not_1 = chat(format!("not 1 {n}"));
+                    out.write(Outgoing::ToPlayersExcept(Some(1), not_1));
                 },
             )
             .add_systems(PostUpdate, send_outgoing);
-        // Clients 1 and 2 are in the game; 3 is waiting for Hello.
-        let mut locals = [1, 2, 3].map(|client| {
+        // Clients 1 and 2 are players; 3 is waiting for Hello; 4 is a spectator, in the
+        // game without a player.
+        let mut locals = [1, 2, 3, 4].map(|client| {
             let mut conn = Connection::new(client, 0.0);
             if client != 3 {
                 conn.stage = ConnectionStage::Playing;
             }
-            let entity = app.world_mut().spawn(conn).id();
+            let mut entity = app.world_mut().spawn(conn);
+            if client < 3 {
+                entity.insert(PlayerId(client as u8));
+            }
+            let entity = entity.id();
             let world = app.world_mut();
             world.resource_mut::<ClientIndex>().0.insert(client, entity);
             world.resource_mut::<RenetServer>().new_local_client(client)
@@ -138,7 +152,7 @@ mod tests {
             }
             app.update();
             let mut server = app.world_mut().resource_mut::<RenetServer>();
-            let received = [1, 2, 3].map(|client| {
+            let received = [1, 2, 3, 4].map(|client| {
                 let local = &mut locals[client as usize - 1];
                 server.process_local_client(client, local).unwrap();
                 let mut texts = Vec::new();
@@ -159,6 +173,7 @@ mod tests {
             assert_eq!(received[0], expected(format!("to 1 {n}")), "frame {n}");
             assert_eq!(received[1], expected(format!("not 1 {n}")), "frame {n}");
             assert!(received[2].is_empty(), "{:?}", received[2]);
+            assert_eq!(received[3], expected(format!("to 4 {n}")), "frame {n}");
         }
     }
 }

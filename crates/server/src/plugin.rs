@@ -4,7 +4,7 @@
 use crate::{
     ClientIndex, DepartedPlayers, MatchState, PlayerSlots, ServerConfig, ServerStats,
     SnapshotStats, Stalls, TickTimes, bots, combat, datagrams, demo, inputs, interest, outbox,
-    resume, rules, sessions, snapshots, stalls, stats, status,
+    resume, rules, sessions, snapshots, spectators, stalls, stats, status,
 };
 use bevy::prelude::*;
 use sightline_combat::{CombatPlugin, CombatSystems};
@@ -106,6 +106,7 @@ impl Plugin for ServerPlugin {
             .init_resource::<rules::MatchOrders>()
             .init_resource::<DepartedPlayers>()
             .init_resource::<Stalls>()
+            .init_resource::<spectators::SpectatorFeed>()
             .add_message::<outbox::Outgoing>()
             .configure_sets(
                 FixedUpdate,
@@ -153,6 +154,12 @@ impl Plugin for ServerPlugin {
                         interest::refresh_interest,
                         snapshots::send_snapshots,
                         snapshots::send_weapon_checks,
+                        (
+                            spectators::keep_world_for_spectators,
+                            spectators::send_to_spectators,
+                        )
+                            .chain()
+                            .run_if(|config: Res<ServerConfig>| config.max_spectators > 0),
                     )
                         .chain()
                         .in_set(SimSet::BuildSnapshots),

@@ -14,6 +14,7 @@ use crate::records::Career;
 use crate::resume::{Departed, DepartedPlayers, Resumable};
 use crate::snapshots::{EventQueue, SnapshotCounter};
 use crate::spawn::choose_spawn;
+use crate::spectators::Spectator;
 use crate::stats::ServerStats;
 use crate::teams::team_for_newcomer;
 use crate::wire::send_reliable;
@@ -76,6 +77,7 @@ pub(crate) fn on_server_event(
     time: Res<Time<Real>>,
     connections: Query<&Connection>,
     players: Leaving,
+    spectators: Query<&Spectator>,
 ) {
     match &event.0 {
         ServerEvent::ClientConnected { client_id } => {
@@ -104,6 +106,8 @@ pub(crate) fn on_server_event(
                 // was never told of this player (and may have been given its id).
                 let others = connections.iter().filter(|c| c.client_id != *client_id);
                 send_to_playing(&mut server, others, &left);
+            } else if let Ok(spectator) = spectators.get(entity) {
+                info!("{} stopped watching ({reason})", spectator.name);
             } else {
                 info!("client {client_id} disconnected before joining ({reason})");
             }
@@ -128,6 +132,7 @@ pub(crate) struct Admission<'w, 's> {
     slots: ResMut<'w, PlayerSlots>,
     departed: ResMut<'w, DepartedPlayers>,
     holders: Query<'w, 's, (Entity, &'static Resumable, &'static PlayerId)>,
+    spectators: Query<'w, 's, (), With<Spectator>>,
     leaving: Leaving<'w, 's>,
     index: Res<'w, ClientIndex>,
     config: Res<'w, ServerConfig>,
@@ -138,7 +143,7 @@ pub(crate) struct Admission<'w, 's> {
 /// it a player, chat is passed on to everyone, junk and messages out of turn earn strikes.
 pub(crate) fn handle_reliable_messages(
     mut server: ResMut<RenetServer>,
-    mut connections: Query<(Entity, &mut Connection)>,
+    mut connections: Query<(Entity, &mut Connection, Option<&mut Spectator>)>,
     mut admission: Admission,
     mut stats: ResMut<ServerStats>,
     mut outbox: MessageWriter<Outgoing>,
@@ -148,9 +153,10 @@ pub(crate) fn handle_reliable_messages(
 ) {
     let now = time.elapsed_secs_f64();
     let mut admitted: Vec<Admitted> = Vec::new();
+    let mut watching = 0;
     let mut chat: Vec<ServerMessage> = Vec::new();
 
-    for (entity, mut conn) in &mut connections {
+    for (entity, mut conn, mut spectator) in &mut connections {
         if matches!(conn.stage, ConnectionStage::Refused { .. }) {
             continue; // its traffic is discarded unread (see `drop_refused`)
         }
@@ -210,6 +216,32 @@ pub(crate) fn handle_reliable_messages(
                         admission.commands.entity(entity).insert(PlayerKeyOf(key));
                     }
                     admitted.extend(player);
+                }
+                (
+                    ClientMessage::Spectate {
+                        protocol_version,
+                        name,
+                    },
+                    ConnectionStage::AwaitingHello { .. },
+                ) => {
+                    if protocol_version != PROTOCOL_VERSION {
+                        let reason = format!(
+                            "protocol mismatch: server speaks version {PROTOCOL_VERSION}, \
+                             client speaks version {protocol_version}"
+                        );
+                        conn.refuse(&mut server, reason, now);
+                        continue;
+                    }
+                    if admission.watch(&mut server, entity, &mut conn, &name, watching, now) {
+                        watching += 1;
+                    }
+                }
+                (ClientMessage::Follow { target }, ConnectionStage::Playing)
+                    if spectator.is_some() =>
+                {
+                    if let Some(spectator) = spectator.as_deref_mut() {
+                        spectator.follow = target;
+                    }
                 }
                 (ClientMessage::Rate { bytes_per_second }, ConnectionStage::Playing) => {
                     let mut client = admission.commands.entity(entity);
@@ -344,7 +376,7 @@ impl Admission<'_, '_> {
         }
         conn.stage = ConnectionStage::Playing;
         conn.conduct.last_command_at = now;
-        self.send_welcome(server, conn.client_id, id, secret);
+        self.send_welcome(server, conn.client_id, Some(id), secret);
         let how = if back.is_some() {
             "came back"
         } else {
@@ -360,6 +392,41 @@ impl Admission<'_, '_> {
             pos: state.pos,
             team,
         })
+    }
+
+    /// Makes a connection that asked to spectate a spectator and welcomes it, or refuses
+    /// it when the spectators' places (less `admitted` this frame) are taken; whether it
+    /// was taken.
+    fn watch(
+        &mut self,
+        server: &mut RenetServer,
+        entity: Entity,
+        conn: &mut Connection,
+        name: &str,
+        admitted: usize,
+        now: f64,
+    ) -> bool {
+        let max = usize::from(self.config.max_spectators);
+        if self.spectators.iter().count() + admitted >= max {
+            let reason = match max {
+                0 => "this server takes no spectators".to_string(),
+                n => format!("no room for spectators ({n})"),
+            };
+            conn.refuse(server, reason, now);
+            return false;
+        }
+        let name = clean_text(name, MAX_NAME_LEN);
+        info!("{name} watches from client {}", conn.client_id);
+        self.commands.entity(entity).insert((
+            Spectator::new(name),
+            SnapshotCounter::default(),
+            EventQueue::default(),
+        ));
+        conn.stage = ConnectionStage::Playing;
+        conn.conduct.last_command_at = now;
+        // A resume secret is part of every Welcome; a spectator's is never honoured.
+        self.send_welcome(server, conn.client_id, None, Resumable::random());
+        true
     }
 
     /// The player a secret proves, coming back within the minute: from the departed, or
@@ -400,14 +467,15 @@ impl Admission<'_, '_> {
         })
     }
 
-    /// Welcomes a new player, then names everyone already in the game. Sent at once, not
+    /// Welcomes a new player (or a spectator: no player), then names everyone already in
+    /// the game. Sent at once, not
     /// through the outbox: the Welcome must be the first message a client gets, ahead of
     /// whatever the outbox sends to everyone in the game this frame.
     fn send_welcome(
         &self,
         server: &mut RenetServer,
         client: ClientId,
-        id: PlayerId,
+        id: Option<PlayerId>,
         secret: Resumable,
     ) {
         let welcome = ServerMessage::Welcome(Welcome {

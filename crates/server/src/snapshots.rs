@@ -177,22 +177,103 @@ impl EventQueue {
     }
 }
 
+/// What a snapshot shows of the world, before it is chosen and addressed for a client.
+#[derive(bevy::ecs::system::SystemParam)]
+pub(crate) struct WorldView<'w, 's> {
+    tick: Res<'w, Tick>,
+    config: Res<'w, TickConfig>,
+    times: Res<'w, TickTimes>,
+    players: Query<
+        'w,
+        's,
+        (
+            &'static PlayerId,
+            &'static PlayerState,
+            &'static Vitals,
+            &'static Arsenal,
+            &'static SpawnCount,
+            &'static CurrentCmd,
+        ),
+    >,
+    rockets: Query<'w, 's, &'static Rocket>,
+    items: Query<'w, 's, &'static ItemSpot>,
+    drops: Query<'w, 's, &'static DroppedWeapon>,
+}
+
+impl WorldView<'_, '_> {
+    /// The tick being built.
+    pub(crate) fn tick(&self) -> &Tick {
+        &self.tick
+    }
+
+    /// The tick and snapshot rates.
+    pub(crate) fn tick_config(&self) -> &TickConfig {
+        &self.config
+    }
+
+    /// The world now, as every recipient shares it: all players (exact, in id order),
+    /// rockets on the wire's grid, the items there and the weapons lying. The header is
+    /// this tick's; the acknowledgements, events and choice of players are each client's.
+    pub(crate) fn snapshot(&self) -> Snapshot {
+        let mut snapshot = Snapshot {
+            seq: 0,
+            baseline: 0,
+            server_tick: self.tick.0,
+            server_time_us: self.config.tick_time_us(*self.tick),
+            ack_input_seq: 0,
+            input_queue: 0,
+            repeated_inputs: 0,
+            touches: Touches::default(),
+            server_tick_us: self.times.last_us(),
+            players: self
+                .players
+                .iter()
+                .map(|(id, s, vitals, arsenal, spawns, cmd)| PlayerSnap {
+                    health: vitals.health.clamp(0.0, 255.0).ceil() as u8,
+                    armor: vitals.armor.clamp(0.0, 255.0).ceil() as u8,
+                    weapon: arsenal.current,
+                    ammo: arsenal.ammo[arsenal.current.index()].magazine,
+                    spawn_count: spawns.0,
+                    kit: kit(arsenal.owned, vitals.quad > 0.0, vitals.regen > 0.0),
+                    ..PlayerSnap::new(*id, s).with_intent(&cmd.0)
+                })
+                .collect(),
+            // On the wire's grid, so what is kept as sent is what each client resolves.
+            projectiles: self
+                .rockets
+                .iter()
+                .map(|r| {
+                    ProjectileSnap {
+                        id: r.id,
+                        kind: r.kind,
+                        owner: r.owner,
+                        pos: r.pos.to_array(),
+                        vel: r.vel.to_array(),
+                    }
+                    .on_grid()
+                })
+                .collect(),
+            items: items_present(self.items.iter().copied()),
+            drops: drops_lying(&self.drops),
+            events: Vec::new(),
+            held: Vec::new(),
+        };
+        snapshot.players.sort_by_key(|p| p.id);
+        snapshot
+    }
+
+    /// The item spots the map has, a bit each.
+    pub(crate) fn spots(&self) -> u64 {
+        self.items
+            .iter()
+            .fold(0u64, |bits, s| bits | (1 << s.index))
+    }
+}
+
 /// On snapshot ticks, sends the world to every playing client.
 pub(crate) fn send_snapshots(
-    tick: Res<Tick>,
-    config: Res<TickConfig>,
+    world: WorldView,
     mut server: ResMut<RenetServer>,
-    players: Query<(
-        &PlayerId,
-        &PlayerState,
-        &Vitals,
-        &Arsenal,
-        &SpawnCount,
-        &CurrentCmd,
-    )>,
-    rockets: Query<&Rocket>,
-    items: Query<&ItemSpot>,
-    drops: Query<&DroppedWeapon>,
     mut clients: Query<(
         &Connection,
         &mut InputBuffer,
@@ -204,60 +285,19 @@ pub(crate) fn send_snapshots(
         Option<&mut EventQueue>,
         Option<&mut DownloadRate>,
     )>,
-    times: Res<TickTimes>,
     mut weights: ResMut<SnapshotStats>,
     metrics: Option<Res<Metrics>>,
     fixed: Res<Time<Fixed>>,
 ) {
+    let (tick, config) = (*world.tick, *world.config);
     // Catching up after a stall, the snapshots of the ticks in between would all leave
     // in this frame: only the last ones go.
-    if !config.is_snapshot_tick(*tick) || catching_up(&fixed) {
+    if !config.is_snapshot_tick(tick) || catching_up(&fixed) {
         return;
     }
     // What every recipient shares; each gets its own header and players.
-    let mut snapshot = Snapshot {
-        seq: 0,
-        baseline: 0,
-        server_tick: tick.0,
-        server_time_us: config.tick_time_us(*tick),
-        ack_input_seq: 0,
-        input_queue: 0,
-        repeated_inputs: 0,
-        touches: Touches::default(),
-        server_tick_us: times.last_us(),
-        players: players
-            .iter()
-            .map(|(id, s, vitals, arsenal, spawns, cmd)| PlayerSnap {
-                health: vitals.health.clamp(0.0, 255.0).ceil() as u8,
-                armor: vitals.armor.clamp(0.0, 255.0).ceil() as u8,
-                weapon: arsenal.current,
-                ammo: arsenal.ammo[arsenal.current.index()].magazine,
-                spawn_count: spawns.0,
-                kit: kit(arsenal.owned, vitals.quad > 0.0, vitals.regen > 0.0),
-                ..PlayerSnap::new(*id, s).with_intent(&cmd.0)
-            })
-            .collect(),
-        // On the wire's grid, so what is kept as sent is what each client resolves.
-        projectiles: rockets
-            .iter()
-            .map(|r| {
-                ProjectileSnap {
-                    id: r.id,
-                    kind: r.kind,
-                    owner: r.owner,
-                    pos: r.pos.to_array(),
-                    vel: r.vel.to_array(),
-                }
-                .on_grid()
-            })
-            .collect(),
-        items: items_present(items.iter().copied()),
-        drops: drops_lying(&drops),
-        events: Vec::new(),
-        held: Vec::new(),
-    };
-    snapshot.players.sort_by_key(|p| p.id);
-    let spots = items.iter().fold(0u64, |bits, s| bits | (1 << s.index));
+    let mut snapshot = world.snapshot();
+    let spots = world.spots();
     let everyone = std::mem::take(&mut snapshot.players);
     let coarse: Vec<PlayerSnap> = everyone.iter().map(|p| p.as_seen_by_others()).collect();
     let rockets = std::mem::take(&mut snapshot.projectiles);
@@ -365,7 +405,7 @@ fn touches_of(pushes: Option<&Pushes>, contacts: Option<&Contacts>) -> Touches {
 /// everyone else as [`PlayerSnap::as_seen_by_others`], coarser where nobody sees the
 /// difference, but with the exact velocity within [`HEAR_RADIUS`]: near enough to touch,
 /// where its prediction carries them forward over a round trip to collide with.
-fn shown_to(
+pub(crate) fn shown_to(
     own: Option<&PlayerSnap>,
     everyone: &[PlayerSnap],
     coarse: &[PlayerSnap],
@@ -408,7 +448,7 @@ fn drops_lying(drops: &Query<&DroppedWeapon>) -> Vec<DropSnap> {
 
 /// The rockets `sends` lets a client (whose player is `own`) see, at most
 /// [`MAX_SNAPSHOT_PROJECTILES`]: past that, its own first, then the nearest.
-fn rockets_shown_to(
+pub(crate) fn rockets_shown_to(
     own: Option<&PlayerSnap>,
     rockets: &[ProjectileSnap],
     sends: impl Fn(&ProjectileSnap) -> bool,
@@ -475,7 +515,7 @@ pub(crate) fn send_weapon_checks(
 /// the players new to this client (not in its baseline) do not all fit, as when it joins
 /// a full server, the farthest of them wait for the next snapshots, which bring them
 /// once the client acknowledges this one. Its own player (`own`) never waits.
-fn encode_within_budget(
+pub(crate) fn encode_within_budget(
     sent: &mut Snapshot,
     baseline: Option<&Snapshot>,
     own: Option<&PlayerSnap>,

@@ -2,6 +2,7 @@
 //! minute and when the server stops.
 
 use crate::connection::PlayerSlots;
+use crate::spectators::Spectator;
 use crate::stalls::Stalls;
 use crate::stats::{HostingStats, ServerStats, SnapshotStats, TickTimes};
 use bevy::prelude::*;
@@ -18,6 +19,7 @@ pub(crate) struct StatusSources<'w, 's> {
     times: ResMut<'w, TickTimes>,
     slots: Res<'w, PlayerSlots>,
     bots: Query<'w, 's, (), With<BotControlled>>,
+    spectators: Query<'w, 's, (), With<Spectator>>,
     stats: Res<'w, ServerStats>,
     hosting: Res<'w, HostingStats>,
     connectionless: Option<Res<'w, Connectionless>>,
@@ -46,7 +48,7 @@ impl StatusSources<'_, '_> {
         self.times.clear();
         let (stats, net) = (&*self.stats, &*self.net);
         format!(
-            "status: players={} bots={} tick_p50_ms={p50:.3} tick_p99_ms={p99:.3} \
+            "status: players={} bots={} spectators={} tick_p50_ms={p50:.3} tick_p99_ms={p99:.3} \
              tick_max_ms={max:.3} tick_cpu_p50_ms={cpu_p50:.3} \
              tick_cpu_p99_ms={cpu_p99:.3} out_kBps={:.1} in_kBps={:.1} kicks={} strikes={} \
              malformed={} malformed_bundles={} bad_packets={} ack_stalls={} resends_held={} \
@@ -58,6 +60,7 @@ impl StatusSources<'_, '_> {
              queries={} queries_dropped={} rcon_wrong={} rcon_lockouts={} rcon_refused={}",
             self.slots.len(),
             self.bots.iter().count(),
+            self.spectators.iter().count(),
             out / 1000.0,
             inn / 1000.0,
             stats.kicks,

@@ -1,0 +1,216 @@
+//! The spectator's view: a free camera flown with the movement keys and the mouse, or a
+//! followed player's view, through their eyes or from behind them. Fire follows the next
+//! player, alternate fire the previous, jump changes the view; the server is told whom
+//! we follow ([`Watching`]), and sends what that player's client is sent.
+
+use crate::camera::MainCamera;
+use bevy::prelude::*;
+use bevy::transform::TransformSystems;
+use bevy_egui::egui;
+use sightline_client::{LocalInput, RemotePlayer, Roster, Watching};
+use sightline_interpolation::{DrawMode, Drawn};
+use sightline_movement::{MoveFlags, MoveParams};
+use sightline_sim::{Buttons, PlayerId, SessionAppExt};
+
+/// How a spectator looks at the game.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum ViewMode {
+    /// Flown freely.
+    #[default]
+    Free,
+    /// Through the followed player's eyes.
+    FirstPerson,
+    /// From behind and above the followed player.
+    Chase,
+}
+
+impl ViewMode {
+    /// The next view, as jump steps through them.
+    fn next(self) -> Self {
+        match self {
+            Self::Free => Self::FirstPerson,
+            Self::FirstPerson => Self::Chase,
+            Self::Chase => Self::Free,
+        }
+    }
+
+    /// In words, for the line on screen.
+    fn label(self) -> &'static str {
+        match self {
+            Self::Free => "free camera",
+            Self::FirstPerson => "first person",
+            Self::Chase => "chase camera",
+        }
+    }
+}
+
+/// The spectator's camera.
+#[derive(Resource, Debug, Clone, Copy, Default, PartialEq)]
+pub struct SpectatorView {
+    /// How it looks.
+    pub mode: ViewMode,
+    /// Where the free camera is (`None`: not placed yet).
+    pub free_at: Option<Vec3>,
+}
+
+/// How fast the free camera flies, metres a second.
+const FLY_SPEED: f32 = 9.0;
+/// How far behind and above the followed player the chase camera sits, metres.
+const CHASE_BACK: f32 = 3.5;
+const CHASE_UP: f32 = 1.2;
+
+/// The spectator's controls and camera.
+pub struct SpectatorPlugin;
+
+impl Plugin for SpectatorPlugin {
+    fn build(&self, app: &mut App) {
+        app.init_session_resource::<SpectatorView>()
+            .add_systems(Update, switch_view.run_if(resource_exists::<Watching>))
+            .add_systems(
+                PostUpdate,
+                place_spectator_camera
+                    .before(TransformSystems::Propagate)
+                    .run_if(resource_exists::<Watching>),
+            )
+            .add_systems(
+                bevy_egui::EguiPrimaryContextPass,
+                draw_spectator_line.run_if(resource_exists::<Watching>),
+            );
+    }
+}
+
+/// Fire and alternate fire follow the next and previous player, jump changes the view.
+/// The presses are taken here: a spectator sends no commands to carry them.
+fn switch_view(
+    mut input: ResMut<LocalInput>,
+    mut watching: ResMut<Watching>,
+    mut view: ResMut<SpectatorView>,
+    players: Query<&PlayerId, With<RemotePlayer>>,
+) {
+    let pressed = input.pressed;
+    input.pressed = Buttons::default();
+    input.pressed_slot = 0;
+    let present: Vec<PlayerId> = players.iter().copied().collect();
+    if pressed.contains(Buttons::JUMP) {
+        view.mode = view.mode.next();
+        if view.mode == ViewMode::Free {
+            watching.follow = None;
+        } else if watching.follow.is_none() {
+            watching.cycle(&present, 1);
+        }
+    }
+    for (button, step) in [(Buttons::FIRE, 1), (Buttons::ALT_FIRE, -1)] {
+        if pressed.contains(button) {
+            watching.cycle(&present, step);
+            if view.mode == ViewMode::Free {
+                view.mode = ViewMode::FirstPerson;
+            }
+        }
+    }
+    // The one followed left: the free camera takes over where they were.
+    if watching.follow.is_some_and(|f| !present.contains(&f)) {
+        watching.follow = None;
+        view.mode = ViewMode::Free;
+    }
+}
+
+/// Places the camera for the view chosen, and hides the followed player's body when
+/// looking through their eyes.
+fn place_spectator_camera(
+    time: Res<Time>,
+    input: Res<LocalInput>,
+    params: Res<MoveParams>,
+    watching: Res<Watching>,
+    mut view: ResMut<SpectatorView>,
+    mut players: Query<(&PlayerId, &Drawn, &mut Visibility), With<RemotePlayer>>,
+    mut camera: Query<&mut Transform, With<MainCamera>>,
+) {
+    let Ok(mut transform) = camera.single_mut() else {
+        return;
+    };
+    let followed = watching.follow.and_then(|f| {
+        players
+            .iter()
+            .find(|(id, drawn, _)| **id == f && drawn.mode != DrawMode::Unseen)
+            .map(|(_, drawn, _)| *drawn)
+    });
+    match (view.mode, followed) {
+        (ViewMode::FirstPerson, Some(d)) => {
+            let eye = d.pos + Vec3::Y * params.eye(d.flags.has(MoveFlags::CROUCHED));
+            transform.translation = eye;
+            transform.rotation = Quat::from_euler(EulerRot::YXZ, d.yaw, d.pitch, 0.0);
+            view.free_at = Some(eye);
+        }
+        (ViewMode::Chase, Some(d)) => {
+            let facing = Quat::from_rotation_y(d.yaw);
+            let eye = d.pos + Vec3::Y * params.eye(false);
+            let at = eye + facing * Vec3::new(0.0, CHASE_UP, CHASE_BACK);
+            *transform = Transform::from_translation(at).looking_at(eye, Vec3::Y);
+            view.free_at = Some(at);
+        }
+        _ => {
+            // Flown where the mouse looks; starts where the last view was.
+            let rotation = Quat::from_euler(EulerRot::YXZ, input.yaw, input.pitch, 0.0);
+            let mut at = view.free_at.unwrap_or(transform.translation);
+            let wish = rotation * Vec3::new(input.right, 0.0, -input.forward);
+            let up = f32::from(u8::from(input.buttons.contains(Buttons::JUMP)))
+                - f32::from(u8::from(input.buttons.contains(Buttons::CROUCH)));
+            at += (wish + Vec3::Y * up).clamp_length_max(1.0) * FLY_SPEED * time.delta_secs();
+            transform.translation = at;
+            transform.rotation = rotation;
+            view.free_at = Some(at);
+        }
+    }
+    for (id, drawn, mut visibility) in &mut players {
+        let inside = view.mode == ViewMode::FirstPerson && Some(*id) == watching.follow;
+        if inside && drawn.mode != DrawMode::Unseen {
+            visibility.set_if_neq(Visibility::Hidden);
+        }
+    }
+}
+
+/// Whom we watch and how, and the keys that change it, at the foot of the screen.
+fn draw_spectator_line(
+    mut contexts: bevy_egui::EguiContexts,
+    watching: Res<Watching>,
+    view: Res<SpectatorView>,
+    roster: Res<Roster>,
+) -> Result {
+    let who = match watching.follow {
+        Some(id) => format!("watching {} ({})", roster.name(id), view.mode.label()),
+        None => format!("spectating ({})", ViewMode::Free.label()),
+    };
+    let ctx = contexts.ctx_mut()?;
+    let screen = ctx.content_rect();
+    let painter = ctx.layer_painter(egui::LayerId::new(
+        egui::Order::Foreground,
+        egui::Id::new("spectator"),
+    ));
+    let color = egui::Color32::from_white_alpha(230);
+    let line = format!("{who}  ·  fire: next player  ·  alt fire: previous  ·  jump: view");
+    let galley = painter.layout_no_wrap(line, egui::FontId::proportional(18.0), color);
+    let at = egui::pos2(screen.center().x, screen.bottom() - 40.0);
+    let rect = egui::Align2::CENTER_CENTER.anchor_size(at, galley.size());
+    painter.rect_filled(rect.expand(6.0), 6.0, egui::Color32::from_black_alpha(140));
+    painter.galley(rect.min, galley, color);
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn jump_steps_through_the_views_and_back_to_the_free_camera() {
+        let mut mode = ViewMode::Free;
+        let mut seen = Vec::new();
+        for _ in 0..3 {
+            mode = mode.next();
+            seen.push(mode);
+        }
+        assert_eq!(
+            seen,
+            [ViewMode::FirstPerson, ViewMode::Chase, ViewMode::Free]
+        );
+    }
+}

@@ -1,0 +1,128 @@
+//! Watching instead of playing. A spectator's client says Spectate where a player's says
+//! Hello, has no player of its own (every player is drawn from snapshots, as a player's
+//! client draws the others), sends no input, acknowledges each snapshot in a datagram of
+//! its own, and tells the server whom it follows, so the server can send it what that
+//! player's client is sent. The server shows it the game `sv_spectator_delay` late.
+
+use crate::snapshots::LatestSnapshot;
+use crate::status::ConnectionStatus;
+use bevy::prelude::*;
+use sightline_net::RenetClient;
+use sightline_protocol::{Channel, ClientDatagram, ClientMessage};
+use sightline_sim::PlayerId;
+
+/// How this client joins a server: as a player (Hello) or as a spectator (Spectate).
+#[derive(Resource, Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum JoinAs {
+    /// Plays: the server gives it a player.
+    #[default]
+    Player,
+    /// Watches: no player, no input.
+    Spectator,
+}
+
+/// Present while this client watches a server: whom it follows.
+#[derive(Resource, Debug, Clone, Default, PartialEq, Eq)]
+pub struct Watching {
+    /// The player followed (`None`: a free camera).
+    pub follow: Option<PlayerId>,
+    /// What the server was last told of `follow` (`None`: nothing yet).
+    told: Option<Option<PlayerId>>,
+    /// The newest snapshot acknowledged.
+    acked: u32,
+}
+
+impl Watching {
+    /// Follows the player `step` places after the one followed among `present` (in id
+    /// order, wrapping round; from a free camera, the first or the last); nobody when
+    /// nobody is present.
+    pub fn cycle(&mut self, present: &[PlayerId], step: i32) {
+        let mut ids = present.to_vec();
+        ids.sort();
+        ids.dedup();
+        if ids.is_empty() {
+            self.follow = None;
+            return;
+        }
+        let n = ids.len() as i64;
+        let at = self
+            .follow
+            .and_then(|f| ids.iter().position(|id| *id == f))
+            .map(|i| i as i64);
+        let next = match at {
+            Some(i) => (i + i64::from(step)).rem_euclid(n),
+            None if step < 0 => n - 1,
+            None => 0,
+        };
+        self.follow = Some(ids[next as usize]);
+    }
+}
+
+/// Whether this client is in a server's game as a spectator.
+pub(crate) fn watching(status: Res<ConnectionStatus>, watching: Option<Res<Watching>>) -> bool {
+    status.is_connected() && watching.is_some()
+}
+
+/// Acknowledges the newest snapshot once, as a player's input packets would: the server
+/// writes later ones as changes from it.
+pub(crate) fn acknowledge_snapshots(
+    mut client: ResMut<RenetClient>,
+    latest: Res<LatestSnapshot>,
+    mut watching: ResMut<Watching>,
+) {
+    let Some(newest) = latest.0.as_ref().map(|s| s.seq) else {
+        return;
+    };
+    if newest != watching.acked {
+        watching.acked = newest;
+        let ack = ClientDatagram::Ack { snapshot: newest };
+        crate::send_to_server(&mut client, Channel::Unreliable, &ack);
+    }
+}
+
+/// Tells the server whom this spectator follows, whenever that changes.
+pub(crate) fn tell_follow(mut client: ResMut<RenetClient>, mut watching: ResMut<Watching>) {
+    if watching.told != Some(watching.follow) {
+        watching.told = Some(watching.follow);
+        let follow = ClientMessage::Follow {
+            target: watching.follow,
+        };
+        crate::send_to_server(&mut client, Channel::Reliable, &follow);
+    }
+}
+
+/// A session over, this client no longer watches it.
+pub(crate) fn stop_watching(mut commands: Commands) {
+    commands.remove_resource::<Watching>();
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cycling_goes_round_the_players_present_in_id_order() {
+        let ids = [PlayerId(5), PlayerId(1), PlayerId(3)];
+        let mut w = Watching::default();
+        w.cycle(&ids, 1);
+        assert_eq!(w.follow, Some(PlayerId(1)), "from a free camera, the first");
+        w.cycle(&ids, 1);
+        w.cycle(&ids, 1);
+        assert_eq!(w.follow, Some(PlayerId(5)));
+        w.cycle(&ids, 1);
+        assert_eq!(w.follow, Some(PlayerId(1)), "round again");
+        w.cycle(&ids, -1);
+        assert_eq!(w.follow, Some(PlayerId(5)), "and back");
+        // The one followed left: start again from the first.
+        w.cycle(&[PlayerId(1), PlayerId(3)], 1);
+        assert_eq!(w.follow, Some(PlayerId(1)));
+        w.cycle(&[], 1);
+        assert_eq!(w.follow, None, "nobody to follow");
+        w.cycle(&ids, -1);
+        assert_eq!(
+            w.follow,
+            Some(PlayerId(5)),
+            "from a free camera backwards, the last"
+        );
+    }
+}
