@@ -83,7 +83,7 @@ pub(crate) fn value<T: std::str::FromStr>(summary: &str, key: &str) -> T {
 }
 
 #[test]
-fn server_and_two_headless_clients_play_over_udp() {
+fn server_and_two_headless_clients_play_over_udp_and_a_third_watches() {
     let dir = binaries();
     let port = free_udp_port().to_string();
     let server = Command::new(dir.join("sightline-server"))
@@ -125,6 +125,21 @@ fn server_and_two_headless_clients_play_over_udp() {
         })
         .collect();
 
+    // Cat watches: no player, the game three seconds late, for long enough to see everyone
+    // move after those three seconds.
+    let spectator = Command::new(dir.join("sightline"))
+        .args([
+            "--headless",
+            "--spectate",
+            "--connect",
+            &format!("127.0.0.1:{port}"),
+        ])
+        .args(["--name", "cat", "--run-seconds", "7"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spectator starts");
+
     for (client, name) in clients.into_iter().zip(["ann", "bob"]) {
         let out = wait(client, Duration::from_secs(30), name);
         let stdout = String::from_utf8_lossy(&out.stdout);
@@ -140,6 +155,23 @@ fn server_and_two_headless_clients_play_over_udp() {
         assert!(field(summary, "snapshots") > 100, "{name}: {summary}");
         assert!(!stderr.contains("panicked"), "{name}:\n{stderr}");
     }
+    let out = wait(spectator, Duration::from_secs(30), "cat");
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+    );
+    assert!(out.status.success(), "cat failed:\n{stdout}\n{stderr}");
+    let summary = stdout
+        .lines()
+        .find_map(|l| l.strip_prefix("summary: "))
+        .unwrap_or_else(|| panic!("cat printed no summary:\n{stdout}\n{stderr}"));
+    assert_eq!(field(summary, "players_seen"), 4, "cat: {summary}");
+    assert_eq!(field(summary, "players_moved"), 4, "cat: {summary}");
+    assert_eq!(field(summary, "malformed"), 0, "cat: {summary}");
+    assert_eq!(field(summary, "unresolved"), 0, "cat: {summary}");
+    assert!(field(summary, "snapshots") > 100, "cat: {summary}");
+    assert!(stderr.contains("as a spectator"), "{stderr}");
+
     let out = wait(server, Duration::from_secs(30), "server");
     let log =
         String::from_utf8_lossy(&out.stderr).to_string() + &String::from_utf8_lossy(&out.stdout);
@@ -149,6 +181,12 @@ fn server_and_two_headless_clients_play_over_udp() {
         log.contains("ann joined") && log.contains("bob joined"),
         "{log}"
     );
+    // The spectator took no player's place.
+    assert!(
+        log.contains("cat watches") && log.contains("cat stopped watching"),
+        "{log}"
+    );
+    assert!(!log.contains("cat joined"), "{log}");
     assert!(
         log.contains("ann left") && log.contains("bob left"),
         "{log}"

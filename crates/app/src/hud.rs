@@ -9,12 +9,13 @@ use crate::deathcam::DeathView;
 use crate::input::{Action, Controls, MouseLook};
 use crate::overlays::{GameMenu, SettingsPage};
 use crate::session::{AppState, describe};
+use crate::spectator::{SpectatorView, ViewMode};
 use bevy::prelude::*;
 use bevy_egui::{EguiContexts, EguiPrimaryContextPass, egui};
 use leafwing_input_manager::prelude::ActionState;
 use sightline_client::{
     CombatCue, ConnectionStatus, InputHistory, InputPacing, KillFeed, LatestSnapshot, MatchInfo,
-    Roster,
+    Roster, Watching,
 };
 use sightline_console::{Console, Cvars};
 use sightline_prediction::Predicted;
@@ -61,6 +62,7 @@ fn draw_hud(
     death: Res<DeathView>,
     menu: Res<GameMenu>,
     settings: Res<SettingsPage>,
+    (watching, spectator): (Option<Res<Watching>>, Res<SpectatorView>),
 ) -> Result {
     let ctx = contexts.ctx_mut()?;
     let painter = ctx.layer_painter(egui::LayerId::new(
@@ -70,12 +72,17 @@ fn draw_hud(
     let center = ctx.content_rect().center();
     // The HUD's layer is above windows: nothing of it in the middle while a menu is there.
     let menus = menu.open || settings.open;
-    // No crosshair over the death camera either: there is nothing to aim.
-    if !death.active() && !menus {
+    // No crosshair over the death camera either, nor watching but through a player's
+    // eyes: there is nothing to aim.
+    let aimed = watching.is_none() || spectator.mode == ViewMode::FirstPerson;
+    if !death.active() && !menus && aimed {
         draw_crosshair(&painter, center, &crosshair);
     }
     let banner = match &*status {
-        ConnectionStatus::Connected(_) if pacing.holds_input(history.last_seq()) => {
+        // A spectator sends no input, so there is none to hold.
+        ConnectionStatus::Connected(_)
+            if watching.is_none() && pacing.holds_input(history.last_seq()) =>
+        {
             Some("synchronizing with the server...".to_string())
         }
         ConnectionStatus::Connected(_) => None,
@@ -94,7 +101,10 @@ fn draw_hud(
         painter.text(
             center + egui::vec2(0.0, 60.0),
             egui::Align2::CENTER_CENTER,
-            "click to play  ·  Esc opens the menu  ·  ` opens the console",
+            match watching {
+                None => "click to play  ·  Esc opens the menu  ·  ` opens the console",
+                Some(_) => "click to watch  ·  Esc opens the menu  ·  ` opens the console",
+            },
             egui::FontId::proportional(16.0),
             egui::Color32::from_white_alpha(200),
         );

@@ -8,6 +8,7 @@ use bevy::prelude::*;
 use bevy::transform::TransformSystems;
 use bevy_egui::egui;
 use sightline_client::{LocalInput, RemotePlayer, Roster, Watching};
+use sightline_console::{ConsoleCommands, RunCommand};
 use sightline_interpolation::{DrawMode, Drawn};
 use sightline_movement::{MoveFlags, MoveParams};
 use sightline_sim::{Buttons, PlayerId, SessionAppExt};
@@ -64,6 +65,15 @@ pub struct SpectatorPlugin;
 
 impl Plugin for SpectatorPlugin {
     fn build(&self, app: &mut App) {
+        let mut commands = app
+            .world_mut()
+            .get_resource_or_insert_with(ConsoleCommands::default);
+        commands.register("spec_next", "spectating: follow the next player");
+        commands.register("spec_prev", "spectating: follow the previous player");
+        commands.register(
+            "spec_mode",
+            "spectating: change the view (free, first person, chase)",
+        );
         app.init_session_resource::<SpectatorView>()
             .add_systems(Update, switch_view.run_if(resource_exists::<Watching>))
             .add_systems(
@@ -79,10 +89,13 @@ impl Plugin for SpectatorPlugin {
     }
 }
 
-/// Fire and alternate fire follow the next and previous player, jump changes the view.
-/// The presses are taken here: a spectator sends no commands to carry them.
+/// Fire and alternate fire follow the next and previous player, jump changes the view;
+/// so do the console's `spec_next`, `spec_prev` and `spec_mode` (Source's names), which
+/// can be bound to keys. The presses are taken here: a spectator sends no commands to
+/// carry them.
 fn switch_view(
     mut input: ResMut<LocalInput>,
+    mut run: MessageReader<RunCommand>,
     mut watching: ResMut<Watching>,
     mut view: ResMut<SpectatorView>,
     players: Query<&PlayerId, With<RemotePlayer>>,
@@ -91,7 +104,10 @@ fn switch_view(
     input.pressed = Buttons::default();
     input.pressed_slot = 0;
     let present: Vec<PlayerId> = players.iter().copied().collect();
-    if pressed.contains(Buttons::JUMP) {
+    let commands: Vec<&str> = run.read().map(|c| c.name.as_str()).collect();
+    let asked =
+        |button: Buttons, command: &str| pressed.contains(button) || commands.contains(&command);
+    if asked(Buttons::JUMP, "spec_mode") {
         view.mode = view.mode.next();
         if view.mode == ViewMode::Free {
             watching.follow = None;
@@ -99,8 +115,11 @@ fn switch_view(
             watching.cycle(&present, 1);
         }
     }
-    for (button, step) in [(Buttons::FIRE, 1), (Buttons::ALT_FIRE, -1)] {
-        if pressed.contains(button) {
+    for (button, command, step) in [
+        (Buttons::FIRE, "spec_next", 1),
+        (Buttons::ALT_FIRE, "spec_prev", -1),
+    ] {
+        if asked(button, command) {
             watching.cycle(&present, step);
             if view.mode == ViewMode::Free {
                 view.mode = ViewMode::FirstPerson;

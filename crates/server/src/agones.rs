@@ -11,7 +11,7 @@ use crate::{Connection, ConnectionStage, MatchState, ServerConfig};
 use agones::Sdk;
 use bevy::prelude::*;
 use sightline_map::CurrentMap;
-use sightline_sim::SimSet;
+use sightline_sim::{PlayerId, SimSet};
 use std::collections::BTreeSet;
 use std::net::{IpAddr, SocketAddr};
 use std::sync::{Arc, Mutex};
@@ -231,7 +231,8 @@ fn report_tick(
     config: Res<ServerConfig>,
     map: Res<CurrentMap>,
     matches: Res<MatchState>,
-    connections: Query<&Connection>,
+    // Players only: a spectator holds no player's place.
+    connections: Query<&Connection, With<PlayerId>>,
     mut reported: Local<Reported>,
 ) {
     let watched = link.watched.lock().expect("poisoned").clone();

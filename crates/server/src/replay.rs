@@ -111,6 +111,8 @@ fn replay_app(reader: DemoReader<Box<dyn Read + Send + Sync>>, map: CurrentMap) 
         },
         tick,
         idle_kick_seconds: 0.0,
+        // Nobody watches a verification.
+        max_spectators: 0,
         ..ServerConfig::default()
     };
     let dt = Duration::from_nanos(1_000_000_000 / u64::from(tick.tick_hz.max(1)));
