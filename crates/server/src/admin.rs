@@ -18,6 +18,7 @@ use crate::inbox::{AdminInbox, AdminLine, AdminOrigin};
 use crate::outbox::Outgoing;
 use crate::records::{MAX_TOP, StatsQuery, StatsQuestions, StatsWriter};
 use crate::rules::{MatchOrder, MatchOrders, MatchState};
+use crate::spectators::Spectator;
 use crate::stats::{HostingStats, ServerStats};
 use bevy::prelude::*;
 use sightline_combat::Score;
@@ -378,7 +379,8 @@ fn apply_cvars(world: &mut World, before: &ServerCvars, console: &mut Console) {
 /// A player as the console finds them.
 struct Target {
     entity: Entity,
-    id: PlayerId,
+    /// Its player (`None`: a spectator).
+    id: Option<PlayerId>,
     name: String,
     client: Option<u64>,
     bot: bool,
@@ -398,14 +400,14 @@ fn find_player(world: &mut World, who: &str) -> Result<Target, String> {
         .iter(world)
         .map(|(entity, id, name, conn, bot)| Target {
             entity,
-            id: *id,
+            id: Some(*id),
             name: name.0.clone(),
             client: conn.map(|c| c.client_id),
             bot,
         })
         .collect();
     if let Ok(n) = who.parse::<u8>()
-        && let Some(i) = all.iter().position(|t| t.id.0 == n)
+        && let Some(i) = all.iter().position(|t| t.id.is_some_and(|id| id.0 == n))
     {
         return Ok(all.into_iter().nth(i).expect("found"));
     }
@@ -649,18 +651,26 @@ fn ban(world: &mut World, who: &str, rest: &[&str], out: &mut Console) -> Result
     };
     info!("banned {prefix} {length}: {reason}");
     out.print(format!("banned {prefix} {length} ({reason})"));
-    // Who plays from there goes now.
+    // Who plays or watches from there goes now.
     let mut query = world.query::<(Entity, &PlayerId, &PlayerName, &Connection)>();
-    let inside: Vec<Target> = query
+    let mut inside: Vec<Target> = query
         .iter(world)
         .map(|(entity, id, name, conn)| Target {
             entity,
-            id: *id,
+            id: Some(*id),
             name: name.0.clone(),
             client: Some(conn.client_id),
             bot: false,
         })
         .collect();
+    let mut watchers = world.query::<(Entity, &Spectator, &Connection)>();
+    inside.extend(watchers.iter(world).map(|(entity, s, conn)| Target {
+        entity,
+        id: None,
+        name: s.name.clone(),
+        client: Some(conn.client_id),
+        bot: false,
+    }));
     for target in inside {
         let addr = target
             .client
@@ -722,6 +732,11 @@ fn status(world: &mut World, out: &mut Console) {
         "{:>3} {:<24} {:>5} {:>5} {:>5} {:<22} {:>8}",
         "id", "name", "score", "ping", "loss", "address", "time"
     ));
+    let mut watchers = world.query::<(&Spectator, &Connection)>();
+    let watchers: Vec<(String, u64, f64)> = watchers
+        .iter(world)
+        .map(|(s, c)| (s.name.clone(), c.client_id, c.connected_at))
+        .collect();
     let server = world.resource::<RenetServer>();
     let transport = world.get_resource::<UdpServerTransport>();
     for (id, name, frags, conn, bot) in rows {
@@ -744,6 +759,23 @@ fn status(world: &mut World, out: &mut Console) {
         out.print(format!(
             "{id:>3} {:<24} {frags:>5} {ping:>5} {loss:>5} {addr:<22} {time:>8}",
             format!("\"{name}\"")
+        ));
+    }
+    out.print(format!(
+        "spectators: {} ({} max, {} s behind)",
+        watchers.len(),
+        config.max_spectators,
+        config.spectator_delay
+    ));
+    for (name, client, since) in watchers {
+        let addr = transport
+            .and_then(|t| t.client_addr(client))
+            .map_or("-".into(), |a| a.to_string());
+        out.print(format!(
+            "    {:<24} {:>17} {addr:<22} {:>8}",
+            format!("\"{name}\""),
+            "",
+            clock(now - since)
         ));
     }
 }
