@@ -5,10 +5,13 @@
 //! dedicated server, verifies under the server binary.
 
 use crate::loopback::binaries;
+use sightline_client::{ChatLog, ClientStats, KillFeed, MAX_KILL_FEED, Roster, Watching};
 use sightline_harness::{Stepper, load_map};
-use sightline_net::ConditionerSettings;
+use sightline_net::{ConditionerSettings, MemoryNetwork, Pacing, ServerNetPlugin};
 use sightline_server::demo::{CommandChain, DemoEncoder, DemoReader, DemoRecorder, Record, Step};
-use sightline_server::{MatchOrder, MatchOrders, Outcome, ServerConfig, Verdict, verify_demo};
+use sightline_server::{
+    MatchOrder, MatchOrders, Outcome, ServerConfig, Verdict, open_demo, playback_app, verify_demo,
+};
 use sightline_sim::{InputCmd, PlayerId, Tick, TickConfig};
 use std::io::Read;
 use std::path::{Path, PathBuf};
@@ -288,4 +291,65 @@ fn the_kept_demo_replays_to_the_same_bits_under_the_server_binary() {
         assert!(!out.contains("panicked"), "{out}");
     }
     let _ = std::fs::remove_file(&damaged);
+}
+
+#[test]
+fn a_demo_plays_back_to_a_spectator_as_the_game_was_and_stops_at_its_end() {
+    let path = root().join("tests/data/duel-bots.sldemo");
+    let verdict = verify_file(&path);
+    let (reader, map) = open_demo(&path).expect("the kept demo opens");
+    let tick_hz = reader.header().tick_hz;
+    let dt = std::time::Duration::from_nanos(1_000_000_000 / u64::from(tick_hz));
+    let network = MemoryNetwork::on_shared_clock();
+    let server = playback_app(
+        reader,
+        map,
+        ServerNetPlugin::memory(network.clone()),
+        Pacing::Manual(dt),
+    );
+    let mut s = Stepper::around(server, network, dt);
+    let tick = |s: &Stepper| s.server.world().resource::<Tick>().0;
+    // Nobody watching: the demo waits.
+    s.run_for(1.0);
+    let waiting = tick(&s);
+    let viewer = s.add_spectator("viewer");
+    s.run_for(f64::from(verdict.ticks) / f64::from(tick_hz) + 3.0);
+    let client = s.clients[viewer].world();
+    assert!(client.get_resource::<Watching>().is_some(), "a spectator");
+    // Every tick of the demo played, then the world held still.
+    let played = tick(&s) - waiting;
+    assert!(
+        (verdict.ticks..=verdict.ticks + 2).contains(&played),
+        "{played} ticks played of the demo's {}",
+        verdict.ticks
+    );
+    // Everyone drawn, moving; the kills shown in the kill feed as the match had them.
+    let stats = client.resource::<ClientStats>();
+    assert_eq!(stats.seen.len(), verdict.standings.len(), "{stats:?}");
+    assert_eq!(
+        stats.players_moved(1.0),
+        verdict.standings.len(),
+        "{stats:?}"
+    );
+    let feed = client.resource::<KillFeed>();
+    assert_eq!(
+        feed.0.len(),
+        verdict.kills.len().min(MAX_KILL_FEED),
+        "{feed:?}"
+    );
+    let roster = client.resource::<Roster>();
+    for standing in &verdict.standings {
+        let line = roster.0.get(&standing.id).expect("on the scoreboard");
+        assert_eq!(
+            (line.frags, line.deaths),
+            (standing.score.frags, standing.score.deaths),
+            "{}",
+            standing.name
+        );
+    }
+    let chat = client.resource::<ChatLog>();
+    assert!(
+        chat.0.iter().any(|(_, text)| text == "the demo has ended"),
+        "{chat:?}"
+    );
 }

@@ -24,6 +24,9 @@ pub struct Args {
     /// shown a few seconds behind (the server's sv_spectator_delay).
     #[arg(long, requires = "connect")]
     pub spectate: bool,
+    /// Watch a demo (a server's recording, .sldemo) with the spectator's cameras.
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["connect", "map", "headless"])]
+    pub demo: Option<std::path::PathBuf>,
     /// Player name.
     #[arg(long)]
     pub name: Option<String>,

@@ -1,12 +1,14 @@
 //! Practice offline: the dedicated server's own code, run on a thread inside the client
-//! and joined over loopback UDP like any other server.
+//! and joined over loopback UDP like any other server; and demos, played back by that
+//! server's replay and watched as a spectator.
 
 use bevy::prelude::*;
 use sightline_map::{CurrentMap, MapSource, find_map};
 use sightline_net::{AdmissionLimits, SecureConfig, Security, ServerNetPlugin};
-use sightline_server::{ServerConfig, ServerThread};
+use sightline_server::{PLAYBACK_SPECTATORS, ServerConfig, ServerThread, open_demo, playback_app};
 use sightline_sim::TickConfig;
 use std::net::SocketAddr;
+use std::path::Path;
 
 /// A server running on a thread of this process. Dropping it stops the server.
 pub struct EmbeddedServer {
@@ -47,6 +49,30 @@ impl EmbeddedServer {
         )
         .map_err(|e| format!("cannot start the server thread: {e}"))?;
         info!("practice server for {map} on {addr} with {bots} bots");
+        Ok(Self {
+            addr,
+            _thread: thread,
+        })
+    }
+
+    /// Plays the demo at `path` on a server of its own ([`playback_app`]), on loopback,
+    /// for this game to watch as a spectator.
+    pub fn play_demo(path: &Path) -> Result<Self, String> {
+        let (reader, map) = open_demo(path)?;
+        let bind: SocketAddr = "127.0.0.1:0".parse().expect("valid address");
+        let (net, addr) = ServerNetPlugin::udp(
+            bind,
+            None,
+            usize::from(PLAYBACK_SPECTATORS),
+            Security::Secure(SecureConfig::random()),
+            AdmissionLimits::default(),
+        )
+        .map_err(|e| e.to_string())?;
+        let thread = ServerThread::spawn_app("sightline-demo", move |stop| {
+            playback_app(reader, map, net, sightline_net::Pacing::RealTime(stop))
+        })
+        .map_err(|e| format!("cannot start the demo's server thread: {e}"))?;
+        info!("playing {} on {addr}", path.display());
         Ok(Self {
             addr,
             _thread: thread,

@@ -25,6 +25,8 @@ pub enum Target {
     Remote(SocketAddr),
     /// A server at this address, to watch as a spectator.
     Spectate(SocketAddr),
+    /// A demo file, played back by a server inside the game and watched as a spectator.
+    Demo(std::path::PathBuf),
     /// A practice server on this map with this many bots.
     Offline {
         /// Map name.
@@ -43,6 +45,9 @@ pub struct StartWith(pub Option<Target>);
 impl StartWith {
     /// What the command line asks to join.
     pub fn from_args(args: &crate::args::Args) -> Self {
+        if let Some(path) = &args.demo {
+            return Self(Some(Target::Demo(path.clone())));
+        }
         if let Some(target) = args.connect.as_deref() {
             let addr = crate::args::resolve(target);
             return Self(Some(match args.spectate {
@@ -106,6 +111,10 @@ impl Plugin for SessionPlugin {
             .get_resource_or_insert_with(ConsoleCommands::default);
         commands.register("connect", "connect HOST:PORT: join a server");
         commands.register(
+            "playdemo",
+            "playdemo FILE: watch a demo (a server's recording), with the spectator's cameras",
+        );
+        commands.register(
             "spectate",
             "spectate HOST:PORT: watch a server's game, a few seconds behind",
         );
@@ -160,6 +169,11 @@ fn console_commands(
                 )),
             },
             ("spectate", _) => console.print("usage: spectate HOST:PORT"),
+            ("playdemo", [path]) => {
+                let path = std::path::PathBuf::from(path);
+                requests.write(SessionRequest::Join(Target::Demo(path)));
+            }
+            ("playdemo", _) => console.print("usage: playdemo FILE"),
             ("disconnect", _) => {
                 requests.write(SessionRequest::Leave);
             }
@@ -273,7 +287,7 @@ fn join(world: &mut World, target: Target) {
     let key = player_key(world);
     world.insert_resource(StatsKey(Some(key)));
     world.insert_resource(match target {
-        Target::Spectate(_) => JoinAs::Spectator,
+        Target::Spectate(_) | Target::Demo(_) => JoinAs::Spectator,
         Target::Remote(_) | Target::Offline { .. } => JoinAs::Player,
     });
     let (addr, security) = match &target {
@@ -284,6 +298,21 @@ fn join(world: &mut World, target: Target) {
                 .map(|s| s.0.clone())
                 .unwrap_or_default(),
         ),
+        Target::Demo(path) => match EmbeddedServer::play_demo(path) {
+            Ok(server) => {
+                let addr = server.addr;
+                world.resource_mut::<Session>().server = Some(server);
+                (addr, ClientSecurity::default())
+            }
+            Err(reason) => {
+                let reason = format!("cannot play the demo: {reason}");
+                world
+                    .resource_mut::<Console>()
+                    .print(format!("error: {reason}"));
+                world.resource_mut::<Session>().ended = Some(reason);
+                return;
+            }
+        },
         Target::Offline { map, bots, skill } => match EmbeddedServer::start(map, *bots, *skill) {
             Ok(server) => {
                 let addr = server.addr;

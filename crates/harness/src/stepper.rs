@@ -171,6 +171,23 @@ impl Stepper {
         }
     }
 
+    /// A stepper around a server app already built (a demo's playback, say) on
+    /// `network`, ticking every `dt`, and no clients yet.
+    pub fn around(mut server: App, network: MemoryNetwork, dt: Duration) -> Self {
+        server.finish();
+        server.cleanup();
+        Self {
+            server,
+            clients: Vec::new(),
+            network,
+            dt,
+            links: Vec::new(),
+            now_ns: 0,
+            server_due_ns: dt.as_nanos() as u64,
+            server_stall_ns: 0,
+        }
+    }
+
     /// Wall time the stepper has advanced to, seconds.
     pub fn now(&self) -> f64 {
         self.now_ns as f64 / 1e9

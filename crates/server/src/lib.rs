@@ -103,7 +103,10 @@ pub use records::{
     Career, MAX_TOP, RecordsPlugin, STATS_FLUSH_SECONDS, STATS_QUEUE, StatsDatabase, StatsQuery,
     StatsQuestions, StatsWriter, TopRow, leaderboard_page,
 };
-pub use replay::{Kill, Outcome, Standing, Verdict, check_map, verify_demo};
+pub use replay::{
+    DemoFile, Kill, Outcome, PLAYBACK_SPECTATORS, Standing, Verdict, check_map, open_demo,
+    playback_app, verify_demo,
+};
 pub use resume::{Departed, DepartedPlayers, RESUME_SECONDS, Resumable};
 pub use rules::{INTERMISSION, MatchOrder, MatchOrders, MatchRules, MatchState};
 pub use sightline_combat::GameMode;

@@ -830,6 +830,10 @@ mod tests {
             "60",
             "--ban-file",
             "bans.txt",
+            "--max-spectators",
+            "2",
+            "--spectator-delay",
+            "5",
         ]);
         let cvars = server_cvar_registry();
         for (flag, name, _) in every.cvar_flags() {

@@ -7,16 +7,19 @@ use crate::demo::format::{
     CommandChain, DemoError, DemoErrorKind, DemoHeader, DemoOrder, DemoReader, Record, Step,
 };
 use crate::demo::state::{
-    Keyframe, Sums, keyframe, keyframe_difference, put_player, remove_player, restore,
+    Keyframe, Recorded, Sums, keyframe, keyframe_difference, put_player, remove_player, restore,
 };
 use crate::rules::{MatchOrder, MatchOrders, MatchRules};
 use crate::{CommandSource, CommandSourcesExt, ServerConfig, server_app};
 use bevy::prelude::*;
 use sightline_combat::{CombatEvent, Score, ViewWindow, WeaponKind};
-use sightline_map::CurrentMap;
+use sightline_map::{CurrentMap, MapSource, find_map};
 use sightline_net::{MemoryNetwork, Pacing, ServerNetPlugin};
+use sightline_protocol::{ServerMessage, ServerTextKind};
 use sightline_sim::{CurrentCmd, Held, PlayerId, PlayerName, SimSet, Tick, TickConfig};
+use std::collections::HashMap;
 use std::io::Read;
+use std::path::Path;
 use std::time::Duration;
 
 /// How a verification ended.
@@ -94,9 +97,123 @@ struct Playback {
     standings: Vec<Standing>,
 }
 
+/// A demo file opened, ready to play.
+pub type DemoFile = DemoReader<Box<dyn Read + Send + Sync>>;
+
+/// Opens the demo at `path` and loads its map from `maps/`, checking it is the map the
+/// demo was recorded on.
+pub fn open_demo(path: &Path) -> Result<(DemoFile, CurrentMap), String> {
+    let file = std::fs::File::open(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let file = Box::new(std::io::BufReader::new(file)) as Box<dyn Read + Send + Sync>;
+    let reader = DemoReader::open(file).map_err(|e| format!("{}: {e}", path.display()))?;
+    let name = reader.header().map_name.clone();
+    let map = MapSource::load(&find_map(&name))
+        .map(CurrentMap::new)
+        .map_err(|e| format!("the demo's map {name}: {e}"))?;
+    check_map(reader.header(), &map)?;
+    Ok((reader, map))
+}
+
+/// A server that plays the demo `reader` (opened on its `map`) at `pacing` (real time,
+/// for the game), for spectators only, through `net`: the game's `playdemo` joins it as
+/// one, so a demo is watched with the cameras, HUD, kill feed and scoreboard of a live
+/// game. It waits for its first spectator, shows the world at once (no spectator delay)
+/// and stops where the demo ends, saying so.
+pub fn playback_app(
+    reader: DemoFile,
+    map: CurrentMap,
+    net: ServerNetPlugin,
+    pacing: Pacing,
+) -> App {
+    let tick_hz = reader.header().tick_hz;
+    let mut app = replay_app(reader, map, net, pacing, |config| {
+        config.max_spectators = PLAYBACK_SPECTATORS;
+        config.spectator_delay = 0.0;
+    });
+    app.world_mut().resource_mut::<Time<Virtual>>().pause();
+    app.add_systems(Update, (announce_players, pace_playback).chain());
+    info!("playing a demo at {tick_hz} Hz for spectators");
+    app
+}
+
+/// Spectators a demo's playback takes: the game that started it, and room to spare.
+pub const PLAYBACK_SPECTATORS: u8 = 4;
+
+/// In playback, tells spectators who is in the demo: its players come and go by its
+/// records (a keyframe, a join between ticks), not by joining, so nothing else does.
+fn announce_players(
+    named: Query<(Entity, &PlayerId, &PlayerName, Has<Recorded>), Changed<PlayerName>>,
+    mut gone: RemovedComponents<PlayerId>,
+    mut known: Local<HashMap<Entity, PlayerId>>,
+    mut outbox: MessageWriter<crate::outbox::Outgoing>,
+) {
+    use crate::outbox::Outgoing;
+    for entity in gone.read() {
+        if let Some(id) = known.remove(&entity) {
+            outbox.write(Outgoing::ToPlaying(ServerMessage::PlayerLeft {
+                id,
+                reason: "left".into(),
+            }));
+        }
+    }
+    for (entity, id, name, bot) in &named {
+        known.insert(entity, *id);
+        outbox.write(Outgoing::ToPlaying(ServerMessage::PlayerJoined {
+            id: *id,
+            name: name.0.clone(),
+            bot,
+        }));
+    }
+}
+
+/// In playback, the demo waits for its first spectator and stops (the world holds
+/// still) where it ends, telling the spectators why.
+fn pace_playback(
+    spectators: Query<(), With<crate::Spectator>>,
+    playback: Option<Res<Playback>>,
+    mut time: ResMut<Time<Virtual>>,
+    mut outbox: MessageWriter<crate::outbox::Outgoing>,
+    mut state: Local<(bool, bool)>,
+) {
+    let (watched, told) = &mut *state;
+    *watched |= !spectators.is_empty();
+    let ended = playback.as_ref().and_then(|p| p.outcome.as_ref());
+    let run = *watched && ended.is_none();
+    if run && time.is_paused() {
+        time.unpause();
+    } else if !run && !time.is_paused() {
+        time.pause();
+    }
+    if let (Some(outcome), false) = (ended, *told) {
+        *told = true;
+        let text = match outcome {
+            Outcome::Matched => "the demo has ended".to_string(),
+            Outcome::Differs { tick, what } => {
+                format!(
+                    "the demo stops here: this build plays it another way at tick {tick} ({what})"
+                )
+            }
+            Outcome::Unreadable(e) => format!("the demo stops here: {e}"),
+        };
+        info!("{text}");
+        outbox.write(crate::outbox::Outgoing::ToPlaying(
+            ServerMessage::ServerText {
+                kind: ServerTextKind::Say,
+                text,
+            },
+        ));
+    }
+}
+
 /// A server app that plays the demo `reader` opened on `map` (which must be the demo's:
-/// [`check_map`]).
-fn replay_app(reader: DemoReader<Box<dyn Read + Send + Sync>>, map: CurrentMap) -> App {
+/// [`check_map`]) through `net` at `pacing`, with `configure`'s changes to its settings.
+fn replay_app(
+    reader: DemoFile,
+    map: CurrentMap,
+    net: ServerNetPlugin,
+    pacing: Pacing,
+    configure: impl FnOnce(&mut ServerConfig),
+) -> App {
     let h = reader.header().clone();
     let tick = TickConfig::new(h.tick_hz, h.snapshot_hz).unwrap_or_default();
     let config = ServerConfig {
@@ -111,13 +228,12 @@ fn replay_app(reader: DemoReader<Box<dyn Read + Send + Sync>>, map: CurrentMap) 
         },
         tick,
         idle_kick_seconds: 0.0,
-        // Nobody watches a verification.
         max_spectators: 0,
         ..ServerConfig::default()
     };
-    let dt = Duration::from_nanos(1_000_000_000 / u64::from(tick.tick_hz.max(1)));
-    let net = ServerNetPlugin::memory(MemoryNetwork::on_shared_clock());
-    let mut app = server_app(config, map, net, Pacing::Manual(dt));
+    let mut config = config;
+    configure(&mut config);
+    let mut app = server_app(config, map, net, pacing);
     app.configure_sets(FixedUpdate, CommandSource::Bots.run_if(|| false))
         .replace_command_source(CommandSource::Network, play_tick)
         .insert_resource(Playback {
@@ -161,7 +277,11 @@ pub fn verify_demo(
     map: CurrentMap,
 ) -> Result<Verdict, String> {
     check_map(reader.header(), &map)?;
-    let mut app = replay_app(reader, map);
+    let tick = reader.header().tick_hz.max(1);
+    let dt = Duration::from_nanos(1_000_000_000 / u64::from(tick));
+    let net = ServerNetPlugin::memory(MemoryNetwork::on_shared_clock());
+    // Nobody watches a verification.
+    let mut app = replay_app(reader, map, net, Pacing::Manual(dt), |_| {});
     // A tick is an update; a stuck replay (none running) is bounded all the same.
     let mut idle = 0;
     loop {

@@ -46,7 +46,7 @@ pub struct Spectator {
     pub follow: Option<PlayerId>,
     /// The newest snapshot it acknowledged (0: none).
     pub ack: u32,
-    /// The tick of the last frame it was sent, whose shots and deaths it has.
+    /// The tick of the last frame it was sent (`None`: none yet).
     shown_through: Option<u32>,
 }
 
@@ -235,13 +235,18 @@ pub(crate) fn send_to_spectators(mut s: SpectatorSend) {
         if conn.stage != ConnectionStage::Playing {
             continue;
         }
-        let since = spectator.shown_through.unwrap_or(shown);
-        let between = |t: u32| t > since && t <= shown;
-        for (_, msg) in s.feed.news.iter().filter(|(t, _)| between(*t)) {
-            send_reliable(&mut s.server, conn.client_id, msg);
-        }
-        for (t, death) in s.feed.deaths.iter().filter(|(t, _)| between(*t)) {
-            s.weights.events_expired += queue.push(tick.0, *t, *death) as u64;
+        // What waits up to the frame shown has been sent to nobody yet (it is forgotten
+        // once sent to all), and comes now; a spectator joining begins after it. (Shots
+        // and deaths are kept after the tick that made them ran, so one can wait a
+        // frame past its own.)
+        if spectator.shown_through.is_some() {
+            let due = |t: &u32| *t <= shown;
+            for (_, msg) in s.feed.news.iter().filter(|(t, _)| due(t)) {
+                send_reliable(&mut s.server, conn.client_id, msg);
+            }
+            for (t, death) in s.feed.deaths.iter().filter(|(t, _)| due(t)) {
+                s.weights.events_expired += queue.push(tick.0, *t, *death) as u64;
+            }
         }
         spectator.shown_through = Some(shown);
         if let Some(through) = counter.events_through(spectator.ack) {

@@ -25,14 +25,25 @@ impl ServerThread {
         net: ServerNetPlugin,
         extend: impl FnOnce(&mut App) + Send + 'static,
     ) -> std::io::Result<Self> {
+        Self::spawn_app(name, move |stop| {
+            let mut app = server_app(config, map, net, Pacing::RealTime(stop));
+            extend(&mut app);
+            app
+        })
+    }
+
+    /// Runs the server app `build` makes (in real time, stopping on the signal it is
+    /// given: a demo's playback, say) on a thread called `name`.
+    pub fn spawn_app(
+        name: &str,
+        build: impl FnOnce(ShutdownSignal) -> App + Send + 'static,
+    ) -> std::io::Result<Self> {
         let signal = ShutdownSignal::default();
         let stop = signal.clone();
         let handle = std::thread::Builder::new()
             .name(name.into())
             .spawn(move || {
-                let mut app = server_app(config, map, net, Pacing::RealTime(stop));
-                extend(&mut app);
-                app.run();
+                build(stop).run();
             })?;
         Ok(Self {
             signal,
