@@ -111,6 +111,9 @@ fn draw_chat(
     egui::Area::new(egui::Id::new("chat"))
         .anchor(egui::Align2::LEFT_BOTTOM, [12.0, -12.0])
         .show(ctx, |ui| {
+            // An area takes the size of what it first held: empty, lines would wrap a
+            // letter at a time.
+            ui.set_min_width(480.0);
             for (name, text) in log.0.iter().rev().take(6).rev() {
                 ui.label(
                     egui::RichText::new(format!("{name}: {text}"))

@@ -201,10 +201,17 @@ fn record(world: &mut World, r: &mut DemoRecorder) -> Result<bool, String> {
         return Ok(false);
     }
     let now = players(world);
+    let since = r.ticks;
+    let keyframe_due = !r.started || (since > 0 && since.is_multiple_of(KEYFRAME_SECONDS * hz));
+    let checksum_due = since.is_multiple_of(hz);
+    // The whole state, taken once for the keyframe and the checksum that share a tick.
+    let mut state = (keyframe_due || checksum_due).then(|| keyframe(world));
     if !r.started {
         r.started = true;
-        r.encoder
-            .record(&Record::Keyframe(Box::new(keyframe(world))))?;
+        if let Some(state) = &state {
+            r.encoder
+                .record(&Record::Keyframe(Box::new(state.clone())))?;
+        }
     } else {
         for p in &now {
             if r.after_last_tick.iter().all(|q| q != p) {
@@ -239,13 +246,14 @@ fn record(world: &mut World, r: &mut DemoRecorder) -> Result<bool, String> {
             timelimit: limits.1,
         })?;
     }
-    let since = r.ticks;
-    if since > 0 && since.is_multiple_of(KEYFRAME_SECONDS * hz) {
-        r.encoder
-            .record(&Record::Keyframe(Box::new(keyframe(world))))?;
+    let sums = state.as_ref().filter(|_| checksum_due).map(Sums::of);
+    if since > 0
+        && keyframe_due
+        && let Some(state) = state.take()
+    {
+        r.encoder.record(&Record::Keyframe(Box::new(state)))?;
     }
-    if since.is_multiple_of(hz) {
-        let sums = Sums::of(&keyframe(world));
+    if let Some(sums) = sums {
         r.encoder.record(&Record::Checksum(Box::new(sums)))?;
     }
     let steps = steps(world);

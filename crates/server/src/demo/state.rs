@@ -542,12 +542,7 @@ pub fn restore(world: &mut World, k: &Keyframe) {
 /// Puts a player into a replay's world as `p` says: a new one, or the one of its id
 /// changed.
 pub fn put_player(world: &mut World, p: &PlayerRecord) {
-    let existing = world
-        .query::<(Entity, &PlayerId)>()
-        .iter(world)
-        .find(|(_, id)| **id == p.id)
-        .map(|(e, _)| e);
-    let mut entity = match existing {
+    let mut entity = match entity_of(world, p.id) {
         Some(e) => world.entity_mut(e),
         None => world.spawn((Player, p.id)),
     };
@@ -570,14 +565,18 @@ pub fn put_player(world: &mut World, p: &PlayerRecord) {
 
 /// Takes a player out of a replay's world.
 pub fn remove_player(world: &mut World, id: PlayerId) {
-    let found = world
+    if let Some(e) = entity_of(world, id) {
+        world.despawn(e);
+    }
+}
+
+/// The entity of player `id`, if there is one.
+fn entity_of(world: &mut World, id: PlayerId) -> Option<Entity> {
+    world
         .query::<(Entity, &PlayerId)>()
         .iter(world)
         .find(|(_, p)| **p == id)
-        .map(|(e, _)| e);
-    if let Some(e) = found {
-        world.despawn(e);
-    }
+        .map(|(e, _)| e)
 }
 
 /// The names of the world's parts, in the order of [`Sums::world`].
