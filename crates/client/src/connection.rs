@@ -1,8 +1,7 @@
 //! Connecting: Hello, decoding what the server sends, checking the Welcome, changing
 //! maps, disconnection.
 
-use crate::spectate::{JoinAs, Watching};
-use crate::status::{ConnectionStatus, ServerInfo};
+use crate::status::{ConnectionStatus, JoinAs, ServerInfo, Watching};
 use crate::{ClientStats, FromServer, LocalPlayer};
 use bevy::prelude::*;
 use sightline_map::{CurrentMap, MapSource, find_map_by_name};

@@ -43,9 +43,8 @@ pub use rate::DownloadRate;
 pub use reconnect::{RESUME_WINDOW_SECONDS, Reconnect, backoff_seconds};
 pub use roster::{Roster, RosterEntry};
 pub use snapshots::{LatestSnapshot, dead_in};
-pub use spectate::{JoinAs, Watching};
 pub use stats::{ClientStats, EarlierSessions, PlayerSeen};
-pub use status::{ConnectionStatus, ServerInfo};
+pub use status::{ConnectionStatus, JoinAs, ServerInfo, Watching};
 
 use bevy::app::RunFixedMainLoopSystems;
 use bevy::prelude::*;

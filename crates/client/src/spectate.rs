@@ -5,58 +5,10 @@
 //! player's client is sent. The server shows it the game `sv_spectator_delay` late.
 
 use crate::snapshots::LatestSnapshot;
-use crate::status::ConnectionStatus;
+use crate::status::{ConnectionStatus, Watching};
 use bevy::prelude::*;
 use sightline_net::RenetClient;
 use sightline_protocol::{Channel, ClientDatagram, ClientMessage};
-use sightline_sim::PlayerId;
-
-/// How this client joins a server: as a player (Hello) or as a spectator (Spectate).
-#[derive(Resource, Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub enum JoinAs {
-    /// Plays: the server gives it a player.
-    #[default]
-    Player,
-    /// Watches: no player, no input.
-    Spectator,
-}
-
-/// Present while this client watches a server: whom it follows.
-#[derive(Resource, Debug, Clone, Default, PartialEq, Eq)]
-pub struct Watching {
-    /// The player followed (`None`: a free camera).
-    pub follow: Option<PlayerId>,
-    /// What the server was last told of `follow` (`None`: nothing yet).
-    told: Option<Option<PlayerId>>,
-    /// The newest snapshot acknowledged.
-    acked: u32,
-}
-
-impl Watching {
-    /// Follows the player `step` places after the one followed among `present` (in id
-    /// order, wrapping round; from a free camera, the first or the last); nobody when
-    /// nobody is present.
-    pub fn cycle(&mut self, present: &[PlayerId], step: i32) {
-        let mut ids = present.to_vec();
-        ids.sort();
-        ids.dedup();
-        if ids.is_empty() {
-            self.follow = None;
-            return;
-        }
-        let n = ids.len() as i64;
-        let at = self
-            .follow
-            .and_then(|f| ids.iter().position(|id| *id == f))
-            .map(|i| i as i64);
-        let next = match at {
-            Some(i) => (i + i64::from(step)).rem_euclid(n),
-            None if step < 0 => n - 1,
-            None => 0,
-        };
-        self.follow = Some(ids[next as usize]);
-    }
-}
 
 /// Whether this client is in a server's game as a spectator.
 pub(crate) fn watching(status: Res<ConnectionStatus>, watching: Option<Res<Watching>>) -> bool {
@@ -99,6 +51,7 @@ pub(crate) fn stop_watching(mut commands: Commands) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use sightline_sim::PlayerId;
 
     #[test]
     fn cycling_goes_round_the_players_present_in_id_order() {
