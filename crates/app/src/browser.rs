@@ -722,6 +722,8 @@ impl Listing {
 /// The password prompt for a server that needs one.
 struct PasswordPrompt {
     addr: SocketAddr,
+    /// Whether the join is to watch rather than play.
+    watch: bool,
     name: String,
     password: String,
     focused: bool,
@@ -1013,7 +1015,11 @@ fn table_width() -> f32 {
 
 /// What a click on the page asks for.
 enum Action {
-    Join(SocketAddr),
+    /// Join the server at this address: to play, or (`watch`) as a spectator.
+    Join {
+        addr: SocketAddr,
+        watch: bool,
+    },
     Refresh,
 }
 
@@ -1045,19 +1051,20 @@ fn draw_browser(
         });
     match action {
         Some(Action::Refresh) => browser.refresh(browser.tab, &masters),
-        Some(Action::Join(addr)) => {
+        Some(Action::Join { addr, watch }) => {
             let row = browser.listing(browser.tab).row(addr).cloned();
             match row {
                 Some(row) if row.needs_password() => {
                     browser.prompt = Some(PasswordPrompt {
                         addr: row.join_addr(),
+                        watch,
                         name: row.info().map_or_else(String::new, |i| i.name.clone()),
                         password: String::new(),
                         focused: false,
                     });
                 }
                 Some(row) => {
-                    let target = Target::Remote(row.join_addr());
+                    let target = target(row.join_addr(), watch);
                     join_server(target, "", &mut security, &mut requests);
                 }
                 None => {}
@@ -1065,13 +1072,8 @@ fn draw_browser(
         }
         None => {}
     }
-    if let Some((addr, password)) = password_prompt(ctx, &mut browser.prompt) {
-        join_server(
-            Target::Remote(addr),
-            &password,
-            &mut security,
-            &mut requests,
-        );
+    if let Some((addr, watch, password)) = password_prompt(ctx, &mut browser.prompt) {
+        join_server(target(addr, watch), &password, &mut security, &mut requests);
     }
     Ok(())
 }
@@ -1147,7 +1149,7 @@ fn page(ui: &mut egui::Ui, browser: &mut ServerBrowser, masters: &str) -> Option
     }
     ui.separator();
     if let Some(addr) = table(ui, browser) {
-        action = Some(Action::Join(addr));
+        action = Some(Action::Join { addr, watch: false });
     }
     ui.separator();
     ui.horizontal(|ui| {
@@ -1157,7 +1159,15 @@ fn page(ui: &mut egui::Ui, browser: &mut ServerBrowser, masters: &str) -> Option
             .clicked()
             && let Some(addr) = selected
         {
-            action = Some(Action::Join(addr));
+            action = Some(Action::Join { addr, watch: false });
+        }
+        if ui
+            .add_enabled(selected.is_some(), egui::Button::new("Spectate"))
+            .on_hover_text("watch the game a few seconds behind, without playing")
+            .clicked()
+            && let Some(addr) = selected
+        {
+            action = Some(Action::Join { addr, watch: true });
         }
         match selected {
             Some(addr) if browser.is_favourite(addr) => {
@@ -1368,10 +1378,20 @@ fn cells(row: &Row) -> [String; 6] {
 }
 
 /// The password prompt, while one is open; gives the server and password to join with.
+/// What joining `addr` is: to play, or (`watch`) as a spectator.
+fn target(addr: SocketAddr, watch: bool) -> Target {
+    match watch {
+        true => Target::Spectate(addr),
+        false => Target::Remote(addr),
+    }
+}
+
+/// The password prompt of a server that needs one: the address, whether the join is to
+/// watch, and the password, once given.
 fn password_prompt(
     ctx: &egui::Context,
     prompt: &mut Option<PasswordPrompt>,
-) -> Option<(SocketAddr, String)> {
+) -> Option<(SocketAddr, bool, String)> {
     let open = prompt.as_mut()?;
     let mut decided = None;
     let modal = egui::Modal::new(egui::Id::new("server password")).show(ctx, |ui| {
@@ -1399,7 +1419,7 @@ fn password_prompt(
         decided.get_or_insert(false);
     }
     match decided? {
-        true => prompt.take().map(|p| (p.addr, p.password)),
+        true => prompt.take().map(|p| (p.addr, p.watch, p.password)),
         false => {
             *prompt = None;
             None
