@@ -10,7 +10,8 @@ use sightline_harness::{Stepper, load_map};
 use sightline_net::{ConditionerSettings, MemoryNetwork, Pacing, ServerNetPlugin};
 use sightline_server::demo::{CommandChain, DemoEncoder, DemoReader, DemoRecorder, Record, Step};
 use sightline_server::{
-    MatchOrder, MatchOrders, Outcome, ServerConfig, Verdict, open_demo, playback_app, verify_demo,
+    MatchOrder, MatchOrders, Outcome, PlaybackControl, ServerConfig, Verdict, open_demo,
+    playback_app, verify_demo,
 };
 use sightline_sim::{InputCmd, PlayerId, Tick, TickConfig};
 use std::io::Read;
@@ -301,11 +302,13 @@ fn a_demo_plays_back_to_a_spectator_as_the_game_was_and_stops_at_its_end() {
     let tick_hz = reader.header().tick_hz;
     let dt = std::time::Duration::from_nanos(1_000_000_000 / u64::from(tick_hz));
     let network = MemoryNetwork::on_shared_clock();
+    let control = PlaybackControl::default();
     let server = playback_app(
         reader,
         map,
         ServerNetPlugin::memory(network.clone()),
         Pacing::Manual(dt),
+        control.clone(),
     );
     let mut s = Stepper::around(server, network, dt);
     let tick = |s: &Stepper| s.server.world().resource::<Tick>().0;
@@ -313,7 +316,15 @@ fn a_demo_plays_back_to_a_spectator_as_the_game_was_and_stops_at_its_end() {
     s.run_for(1.0);
     let waiting = tick(&s);
     let viewer = s.add_spectator("viewer");
-    s.run_for(f64::from(verdict.ticks) / f64::from(tick_hz) + 3.0);
+    s.run_for(5.0);
+    // Paused by the viewer: the world holds still, then goes on from where it was.
+    control.set_paused(true);
+    s.run_for(0.1);
+    let paused_at = tick(&s);
+    s.run_for(2.0);
+    assert_eq!(tick(&s), paused_at, "the demo ran on while paused");
+    control.set_paused(false);
+    s.run_for(f64::from(verdict.ticks) / f64::from(tick_hz) - 5.0 + 3.0);
     let client = s.clients[viewer].world();
     assert!(client.get_resource::<Watching>().is_some(), "a spectator");
     // Every tick of the demo played, then the world held still.

@@ -5,7 +5,9 @@
 use bevy::prelude::*;
 use sightline_map::{CurrentMap, MapSource, find_map};
 use sightline_net::{AdmissionLimits, SecureConfig, Security, ServerNetPlugin};
-use sightline_server::{PLAYBACK_SPECTATORS, ServerConfig, ServerThread, open_demo, playback_app};
+use sightline_server::{
+    PLAYBACK_SPECTATORS, PlaybackControl, ServerConfig, ServerThread, open_demo, playback_app,
+};
 use sightline_sim::TickConfig;
 use std::net::SocketAddr;
 use std::path::Path;
@@ -14,6 +16,8 @@ use std::path::Path;
 pub struct EmbeddedServer {
     /// Where it listens (loopback, a free port).
     pub addr: SocketAddr,
+    /// The hold on a demo it plays (`None`: a practice server).
+    pub playback: Option<PlaybackControl>,
     _thread: ServerThread,
 }
 
@@ -51,6 +55,7 @@ impl EmbeddedServer {
         info!("practice server for {map} on {addr} with {bots} bots");
         Ok(Self {
             addr,
+            playback: None,
             _thread: thread,
         })
     }
@@ -68,13 +73,22 @@ impl EmbeddedServer {
             AdmissionLimits::default(),
         )
         .map_err(|e| e.to_string())?;
+        let control = PlaybackControl::default();
+        let hold = control.clone();
         let thread = ServerThread::spawn_app("sightline-demo", move |stop| {
-            playback_app(reader, map, net, sightline_net::Pacing::RealTime(stop))
+            playback_app(
+                reader,
+                map,
+                net,
+                sightline_net::Pacing::RealTime(stop),
+                hold,
+            )
         })
         .map_err(|e| format!("cannot start the demo's server thread: {e}"))?;
         info!("playing {} on {addr}", path.display());
         Ok(Self {
             addr,
+            playback: Some(control),
             _thread: thread,
         })
     }

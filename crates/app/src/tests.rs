@@ -4,9 +4,11 @@
 
 use crate::{AppState, GamePlugins, Session, StartWith, Target, windowless_app};
 use bevy::prelude::*;
-use sightline_client::{ClientStats, ConnectionStatus, InputSource, LatestSnapshot};
+use sightline_client::{
+    ClientStats, ConnectionStatus, InputSource, LatestSnapshot, RemotePlayer, Watching,
+};
 use sightline_console::Console;
-use sightline_interpolation::InterpolationStats;
+use sightline_interpolation::{Drawn, InterpolationStats};
 use sightline_map::CurrentMap;
 use sightline_netgraph::Netgraph;
 use sightline_prediction::{Predicted, PredictionStats};
@@ -180,5 +182,89 @@ fn sessions_follow_one_another_cleanly() {
     });
     app.update();
     assert_forgotten(app.world_mut(), tick);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// The server tick of the world drawn: the render time, in ticks of the demo's 128 Hz.
+fn drawn_tick(world: &World) -> Option<f64> {
+    let render = world.resource::<sightline_interpolation::RenderTime>();
+    render.server_time.map(|t| t * 128.0)
+}
+
+#[test]
+fn a_demo_watched_in_the_game_pauses_and_goes_on_from_where_it_was() {
+    let dir = std::env::temp_dir().join(format!("sightline-demo-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("a temporary directory");
+    let kept =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/data/duel-bots.sldemo");
+    let mut app = windowless_app(GamePlugins {
+        name: "viewer".into(),
+        input: InputSource::Local,
+        startup: Vec::new(),
+        config: Some(dir.join("config.cfg")),
+        security: Default::default(),
+        link: Default::default(),
+        start: StartWith(Some(Target::Demo(kept))),
+    });
+    app.finish();
+    app.cleanup();
+    let limit = Duration::from_secs(30);
+    // Watching, six bots drawn, the drawn world a second into the demo.
+    play_until(&mut app, limit, "the demo's players", |w| {
+        w.get_resource::<Watching>().is_some()
+            && w.query_filtered::<(), With<RemotePlayer>>().iter(w).count() == 6
+            && w.resource::<ClientStats>().snapshots > 64
+    });
+    console(&mut app, "demo_pause");
+    // Once the last snapshots before the pause are drawn, the drawn world stops short of
+    // the newest and holds there.
+    let paused = Instant::now();
+    play_until(&mut app, limit, "a second of pause", |_| {
+        paused.elapsed() > Duration::from_secs(1)
+    });
+    let newest = |w: &World| {
+        w.resource::<LatestSnapshot>()
+            .0
+            .as_ref()
+            .map_or(0, |s| s.server_tick)
+    };
+    let held = newest(app.world());
+    let positions = |w: &mut World| {
+        let mut drawn = w.query_filtered::<&Drawn, With<RemotePlayer>>();
+        let mut at: Vec<[i32; 3]> = drawn
+            .iter(w)
+            .map(|d| (d.pos * 100.0).round().as_ivec3().to_array())
+            .collect();
+        at.sort();
+        at
+    };
+    let still = positions(app.world_mut());
+    play_until(&mut app, limit, "two seconds of pause", |_| {
+        paused.elapsed() > Duration::from_secs(2)
+    });
+    assert_eq!(newest(app.world()), held, "the demo went on while paused");
+    assert_eq!(
+        positions(app.world_mut()),
+        still,
+        "players moved while paused"
+    );
+    // On going on, the world is drawn between snapshots again at once, not after the
+    // two seconds the pause took (for which the drawn world's clock ran on).
+    console(&mut app, "demo_resume");
+    let resumed = Instant::now();
+    play_until(
+        &mut app,
+        limit,
+        "the world drawn between snapshots again",
+        |w| {
+            let newest = f64::from(newest(w));
+            drawn_tick(w).is_some_and(|t| t > f64::from(held) && t <= newest)
+        },
+    );
+    assert!(
+        resumed.elapsed() < Duration::from_millis(1500),
+        "the drawn world took {:?} to follow the demo again",
+        resumed.elapsed()
+    );
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -114,23 +114,30 @@ pub(crate) fn sample_remote_players(
             continue;
         };
         // Past the newest snapshot: the movement step, steering as the player last did.
-        if let (Some(map), Some((from, newest, intent))) = (map.as_ref(), buffer.newest())
-            && t > from
-        {
-            d.pos = coast.at(
-                from,
-                &newest,
-                &intent,
-                t - from,
-                limit,
-                &map.world,
-                &params,
-                dt,
-            );
+        let drawn_at = |at: f64, coast: &mut Coast| -> Option<Vec3> {
+            match (map.as_ref(), buffer.newest()) {
+                (Some(map), Some((from, newest, intent))) if at > from => Some(coast.at(
+                    from,
+                    &newest,
+                    &intent,
+                    at - from,
+                    limit,
+                    &map.world,
+                    &params,
+                    dt,
+                )),
+                _ => sample(buffer, at, limit, params.gravity).map(|s| s.pos),
+            }
+        };
+        if let Some(pos) = drawn_at(t, &mut coast) {
+            d.pos = pos;
         }
-        let d = blend.apply(&drawn, d, fade, |at| {
-            sample(buffer, at, limit, params.gravity).map(|s| s.pos)
-        });
+        // Where the last frame's time is drawn now, the same way (coasting past the
+        // newest snapshot): what it was drawn at less this is the jump to fade. Sampled
+        // without the coast, a held player's jump was the coast itself, which the fade
+        // fed back into the next frame's, so a player held still drifted and wobbled.
+        let known = drawn_at(drawn.time, &mut coast);
+        let d = blend.apply(&drawn, d, fade, |_| known);
         match d.mode {
             DrawMode::Interpolated => stats.interpolated += 1,
             DrawMode::Extrapolated => stats.extrapolated += 1,

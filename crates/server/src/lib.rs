@@ -104,8 +104,8 @@ pub use records::{
     StatsQuestions, StatsWriter, TopRow, leaderboard_page,
 };
 pub use replay::{
-    DemoFile, Kill, Outcome, PLAYBACK_SPECTATORS, Standing, Verdict, check_map, open_demo,
-    playback_app, verify_demo,
+    DemoFile, Kill, Outcome, PLAYBACK_SPECTATORS, PlaybackControl, Standing, Verdict, check_map,
+    open_demo, playback_app, verify_demo,
 };
 pub use resume::{Departed, DepartedPlayers, RESUME_SECONDS, Resumable};
 pub use rules::{INTERMISSION, MatchOrder, MatchOrders, MatchRules, MatchState};

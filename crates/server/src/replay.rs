@@ -20,6 +20,8 @@ use sightline_sim::{CurrentCmd, Held, PlayerId, PlayerName, SimSet, Tick, TickCo
 use std::collections::HashMap;
 use std::io::Read;
 use std::path::Path;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 /// How a verification ended.
@@ -124,6 +126,7 @@ pub fn playback_app(
     map: CurrentMap,
     net: ServerNetPlugin,
     pacing: Pacing,
+    control: PlaybackControl,
 ) -> App {
     let tick_hz = reader.header().tick_hz;
     let mut app = replay_app(reader, map, net, pacing, |config| {
@@ -131,13 +134,31 @@ pub fn playback_app(
         config.spectator_delay = 0.0;
     });
     app.world_mut().resource_mut::<Time<Virtual>>().pause();
-    app.add_systems(Update, (announce_players, pace_playback).chain());
+    app.insert_resource(control)
+        .add_systems(Update, (announce_players, pace_playback).chain());
     info!("playing a demo at {tick_hz} Hz for spectators");
     app
 }
 
 /// Spectators a demo's playback takes: the game that started it, and room to spare.
 pub const PLAYBACK_SPECTATORS: u8 = 4;
+
+/// The viewer's hold on a demo's playback, shared with the server thread playing it:
+/// paused or running.
+#[derive(Resource, Debug, Clone, Default)]
+pub struct PlaybackControl(Arc<AtomicBool>);
+
+impl PlaybackControl {
+    /// Pauses (or resumes) the demo.
+    pub fn set_paused(&self, paused: bool) {
+        self.0.store(paused, Ordering::Relaxed);
+    }
+
+    /// Whether the viewer paused the demo.
+    pub fn paused(&self) -> bool {
+        self.0.load(Ordering::Relaxed)
+    }
+}
 
 /// In playback, tells spectators who is in the demo: its players come and go by its
 /// records (a keyframe, a join between ticks), not by joining, so nothing else does.
@@ -166,11 +187,12 @@ fn announce_players(
     }
 }
 
-/// In playback, the demo waits for its first spectator and stops (the world holds
-/// still) where it ends, telling the spectators why.
+/// In playback, the demo waits for its first spectator, holds still while the viewer
+/// pauses it, and stops where it ends, telling the spectators why.
 fn pace_playback(
     spectators: Query<(), With<crate::Spectator>>,
     playback: Option<Res<Playback>>,
+    control: Res<PlaybackControl>,
     mut time: ResMut<Time<Virtual>>,
     mut outbox: MessageWriter<crate::outbox::Outgoing>,
     mut state: Local<(bool, bool)>,
@@ -178,7 +200,7 @@ fn pace_playback(
     let (watched, told) = &mut *state;
     *watched |= !spectators.is_empty();
     let ended = playback.as_ref().and_then(|p| p.outcome.as_ref());
-    let run = *watched && ended.is_none();
+    let run = *watched && ended.is_none() && !control.paused();
     if run && time.is_paused() {
         time.unpause();
     } else if !run && !time.is_paused() {
