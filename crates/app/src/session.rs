@@ -298,29 +298,13 @@ fn join(world: &mut World, target: Target) {
                 .map(|s| s.0.clone())
                 .unwrap_or_default(),
         ),
-        Target::Demo(path) => match EmbeddedServer::play_demo(path) {
+        Target::Demo(_) | Target::Offline { .. } => match start_embedded(&target) {
             Ok(server) => {
                 let addr = server.addr;
                 world.resource_mut::<Session>().server = Some(server);
                 (addr, ClientSecurity::default())
             }
             Err(reason) => {
-                let reason = format!("cannot play the demo: {reason}");
-                world
-                    .resource_mut::<Console>()
-                    .print(format!("error: {reason}"));
-                world.resource_mut::<Session>().ended = Some(reason);
-                return;
-            }
-        },
-        Target::Offline { map, bots, skill } => match EmbeddedServer::start(map, *bots, *skill) {
-            Ok(server) => {
-                let addr = server.addr;
-                world.resource_mut::<Session>().server = Some(server);
-                (addr, ClientSecurity::default())
-            }
-            Err(e) => {
-                let reason = format!("cannot start practice on {map}: {e}");
                 world
                     .resource_mut::<Console>()
                     .print(format!("error: {reason}"));
@@ -346,6 +330,21 @@ fn join(world: &mut World, target: Target) {
     world
         .resource_mut::<NextState<AppState>>()
         .set(AppState::Playing);
+}
+
+/// Starts the server inside the game that `target` is played on: a demo's playback or a
+/// practice server.
+fn start_embedded(target: &Target) -> Result<EmbeddedServer, String> {
+    match target {
+        Target::Demo(path) => {
+            EmbeddedServer::play_demo(path).map_err(|e| format!("cannot play the demo: {e}"))
+        }
+        Target::Offline { map, bots, skill } => EmbeddedServer::start(map, *bots, *skill)
+            .map_err(|e| format!("cannot start practice on {map}: {e}")),
+        Target::Remote(addr) | Target::Spectate(addr) => Err(format!(
+            "{addr} is a server elsewhere, not one to start here"
+        )),
+    }
 }
 
 fn leave(world: &mut World, reason: Option<String>) {

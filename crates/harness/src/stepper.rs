@@ -157,18 +157,7 @@ impl Stepper {
             Pacing::Manual(dt),
         );
         extend(&mut server);
-        server.finish();
-        server.cleanup();
-        Self {
-            server,
-            clients: Vec::new(),
-            network,
-            dt,
-            links: Vec::new(),
-            now_ns: 0,
-            server_due_ns: dt.as_nanos() as u64,
-            server_stall_ns: 0,
-        }
+        Self::around(server, network, dt)
     }
 
     /// A stepper around a server app already built (a demo's playback, say) on

@@ -193,12 +193,7 @@ pub(crate) fn handle_reliable_messages(
                     },
                     ConnectionStage::AwaitingHello { .. },
                 ) => {
-                    if protocol_version != PROTOCOL_VERSION {
-                        let reason = format!(
-                            "protocol mismatch: server speaks version {PROTOCOL_VERSION}, \
-                             client speaks version {protocol_version}"
-                        );
-                        conn.refuse(&mut server, reason, now);
+                    if refuse_other_version(&mut conn, &mut server, protocol_version, now) {
                         continue;
                     }
                     let player = admission.admit(
@@ -224,12 +219,7 @@ pub(crate) fn handle_reliable_messages(
                     },
                     ConnectionStage::AwaitingHello { .. },
                 ) => {
-                    if protocol_version != PROTOCOL_VERSION {
-                        let reason = format!(
-                            "protocol mismatch: server speaks version {PROTOCOL_VERSION}, \
-                             client speaks version {protocol_version}"
-                        );
-                        conn.refuse(&mut server, reason, now);
+                    if refuse_other_version(&mut conn, &mut server, protocol_version, now) {
                         continue;
                     }
                     if admission.watch(&mut server, entity, &mut conn, &name, watching, now) {
@@ -505,6 +495,24 @@ impl Admission<'_, '_> {
             send_reliable(server, client, &motd);
         }
     }
+}
+
+/// Refuses a client that speaks another protocol version, naming both; whether it did.
+fn refuse_other_version(
+    conn: &mut Connection,
+    server: &mut RenetServer,
+    version: u32,
+    now: f64,
+) -> bool {
+    if version == PROTOCOL_VERSION {
+        return false;
+    }
+    let reason = format!(
+        "protocol mismatch: server speaks version {PROTOCOL_VERSION}, client speaks version \
+         {version}"
+    );
+    conn.refuse(server, reason, now);
+    true
 }
 
 /// A player's chat line, cleaned, if it says something and the player may chat now.
