@@ -63,7 +63,7 @@ impl EmbeddedServer {
     /// Plays the demo at `path` on a server of its own ([`playback_app`]), on loopback,
     /// for this game to watch as a spectator.
     pub fn play_demo(path: &Path) -> Result<Self, String> {
-        let (reader, map) = open_demo(path)?;
+        let (reader, map) = open_demo(path).map_err(|e| format!("{}: {e}", path.display()))?;
         let bind: SocketAddr = "127.0.0.1:0".parse().expect("valid address");
         let (net, addr) = ServerNetPlugin::udp(
             bind,

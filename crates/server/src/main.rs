@@ -10,11 +10,11 @@ use sightline_net::{
     AdmissionLimits, FakeLinkArgs, IdentityFileError, LinkConditions, RunFor, SecureConfig,
     Security, ServerIdentity, ServerNetPlugin, ShutdownSignal, fingerprint, load_key_file,
 };
-use sightline_server::demo::{DemoReader, DemoRecorder};
+use sightline_server::demo::DemoRecorder;
 use sightline_server::{
     AdminPlugin, BanList, LogFile, LogFormat, LogOutput, LogRotation, Outcome, Pacing, QueryPlugin,
     RconListen, RconPlugin, RecordsPlugin, ServerConfig, StatsDatabase, TelemetryPlugin,
-    TerminalPlugin, add_logging, admin_words, cvar, leaderboard_page, server_app,
+    TerminalPlugin, add_logging, admin_words, cvar, leaderboard_page, open_demo, server_app,
     server_cvar_registry, verify_demo,
 };
 use std::net::{IpAddr, SocketAddr, TcpListener, ToSocketAddrs};
@@ -567,19 +567,11 @@ fn verify(path: &Path) -> ExitCode {
         eprintln!("{}: {e}", path.display());
         ExitCode::FAILURE
     };
-    let file = match std::fs::File::open(path) {
-        Ok(f) => std::io::BufReader::new(f),
-        Err(e) => return fail(e.to_string()),
-    };
-    let reader = match DemoReader::open(Box::new(file) as Box<dyn std::io::Read + Send + Sync>) {
-        Ok(r) => r,
-        Err(e) => return fail(e.to_string()),
+    let (reader, map) = match open_demo(path) {
+        Ok(opened) => opened,
+        Err(e) => return fail(e),
     };
     let header = reader.header().clone();
-    let map = match MapSource::load(&find_map(&header.map_name)) {
-        Ok(m) => CurrentMap::new(m),
-        Err(e) => return fail(format!("the demo's map {}: {e}", header.map_name)),
-    };
     let verdict = match verify_demo(reader, map) {
         Ok(v) => v,
         Err(e) => return fail(e),

@@ -103,11 +103,11 @@ struct Playback {
 pub type DemoFile = DemoReader<Box<dyn Read + Send + Sync>>;
 
 /// Opens the demo at `path` and loads its map from `maps/`, checking it is the map the
-/// demo was recorded on.
+/// demo was recorded on; the error does not name the file, which the caller knows.
 pub fn open_demo(path: &Path) -> Result<(DemoFile, CurrentMap), String> {
-    let file = std::fs::File::open(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let file = std::fs::File::open(path).map_err(|e| e.to_string())?;
     let file = Box::new(std::io::BufReader::new(file)) as Box<dyn Read + Send + Sync>;
-    let reader = DemoReader::open(file).map_err(|e| format!("{}: {e}", path.display()))?;
+    let reader = DemoReader::open(file).map_err(|e| e.to_string())?;
     let name = reader.header().map_name.clone();
     let map = MapSource::load(&find_map(&name))
         .map(CurrentMap::new)
