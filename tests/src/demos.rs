@@ -10,8 +10,8 @@ use sightline_harness::{Stepper, load_map};
 use sightline_net::{ConditionerSettings, MemoryNetwork, Pacing, ServerNetPlugin};
 use sightline_server::demo::{CommandChain, DemoEncoder, DemoReader, DemoRecorder, Record, Step};
 use sightline_server::{
-    MatchOrder, MatchOrders, Outcome, PlaybackControl, ServerConfig, Verdict, open_demo,
-    playback_app, verify_demo,
+    DemoIndex, MatchOrder, MatchOrders, Outcome, PlaybackControl, Seek, ServerConfig, Verdict,
+    open_demo, playback_app, verify_demo,
 };
 use sightline_sim::{InputCmd, PlayerId, Tick, TickConfig};
 use std::io::Read;
@@ -96,7 +96,7 @@ fn records(bytes: &[u8]) -> (sightline_server::demo::DemoHeader, Vec<Record>) {
 }
 
 #[test]
-fn a_recorded_fight_replays_to_the_same_bits_and_a_changed_one_is_caught() {
+fn a_recorded_fight_replays_to_the_same_bits_plays_from_any_tick_and_a_changed_one_is_caught() {
     let path = temp_demo("fight");
     let (ticks, restarted_at) = record_fight(&path, 12.0);
     let bytes = std::fs::read(&path).unwrap();
@@ -136,6 +136,8 @@ fn a_recorded_fight_replays_to_the_same_bits_and_a_changed_one_is_caught() {
         wrong.contains("recorded on duel") && wrong.contains("depot"),
         "{wrong}"
     );
+
+    played_from_a_later_tick(&bytes, &verdict);
 
     // What the demo holds: a person joined, people were held for late commands, the
     // host's restart, and it stays small.
@@ -232,6 +234,70 @@ fn a_recorded_fight_replays_to_the_same_bits_and_a_changed_one_is_caught() {
     }
 }
 
+/// The fight played to a spectator from a tick past the join, the restart and the
+/// keyframe at 10 s, four times as fast: the playback starts from that keyframe (having
+/// read what came before without simulating it), lands on the tick before anyone
+/// watches, and plays on to the end with every checksum matching and the scoreboard the
+/// replay's.
+fn played_from_a_later_tick(bytes: &[u8], verdict: &Verdict) {
+    let reader = || {
+        let src: Box<dyn Read + Send + Sync> = Box::new(std::io::Cursor::new(bytes.to_vec()));
+        DemoReader::open(src).expect("a demo")
+    };
+    let index = DemoIndex::scan(reader());
+    assert_eq!(index.ticks(), verdict.ticks, "{index:?}");
+    assert_eq!(index.keyframes.len(), 2, "{index:?}");
+    assert!(index.unreadable.is_none());
+    let seek = index.seek(index.first + 1400);
+    assert_eq!(
+        seek,
+        Seek {
+            keyframe: index.keyframes[1],
+            tick: index.first + 1400
+        }
+    );
+    let dt = std::time::Duration::from_nanos(1_000_000_000 / 128);
+    let network = MemoryNetwork::on_shared_clock();
+    let control = PlaybackControl::default();
+    assert_eq!(control.set_speed(9.0), 4.0, "at most four times");
+    let server = playback_app(
+        reader(),
+        load_map("duel"),
+        ServerNetPlugin::memory(network.clone()),
+        Pacing::Manual(dt),
+        control,
+        Some(seek),
+    );
+    let mut s = Stepper::around(server, network, dt);
+    let tick = |s: &Stepper| s.server.world().resource::<Tick>().0;
+    s.run_for(0.5);
+    assert_eq!(tick(&s), seek.tick, "on the tick, waiting for a spectator");
+    let viewer = s.add_spectator("viewer");
+    let left = f64::from(index.end - seek.tick) / 128.0;
+    s.run_for(left / 4.0 + 1.0);
+    let client = s.clients[viewer].world();
+    let chat = client.resource::<ChatLog>();
+    assert!(
+        chat.0.iter().any(|(_, text)| text == "the demo has ended"),
+        "{chat:?}"
+    );
+    let played = tick(&s) - seek.tick;
+    assert!(
+        (index.end - seek.tick..=index.end - seek.tick + 2).contains(&played),
+        "{played} ticks played from {seek:?} in {index:?}"
+    );
+    let roster = client.resource::<Roster>();
+    for standing in &verdict.standings {
+        let line = roster.0.get(&standing.id).expect("on the scoreboard");
+        assert_eq!(
+            (line.frags, line.deaths),
+            (standing.score.frags, standing.score.deaths),
+            "{}",
+            standing.name
+        );
+    }
+}
+
 /// The repository's root, where the server finds `maps/`.
 fn root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
@@ -309,6 +375,7 @@ fn a_demo_plays_back_to_a_spectator_as_the_game_was_and_stops_at_its_end() {
         ServerNetPlugin::memory(network.clone()),
         Pacing::Manual(dt),
         control.clone(),
+        None,
     );
     let mut s = Stepper::around(server, network, dt);
     let tick = |s: &Stepper| s.server.world().resource::<Tick>().0;

@@ -314,14 +314,15 @@ fn face_spawn_direction(
     }
 }
 
-/// Grabs the cursor while playing; the console, chat and the menus free it (Escape opens
-/// the game menu), a click or the menu's Resume takes it back.
+/// Grabs the cursor while playing; the console, chat, the menus and the demo's controls
+/// free it (Escape opens the game menu), a click or the menu's Resume takes it back.
 fn grab_cursor(
     state: Res<State<AppState>>,
     console: Res<Console>,
     focus: Res<TextFocus>,
     menu: Res<GameMenu>,
     settings: Res<SettingsPage>,
+    demo_ui: Res<crate::playback::DemoUi>,
     mouse: Res<ButtonInput<MouseButton>>,
     mut look: ResMut<MouseLook>,
     mut cursor: Query<&mut CursorOptions, With<PrimaryWindow>>,
@@ -330,7 +331,8 @@ fn grab_cursor(
         && !console.open
         && !focus.0
         && !menu.open
-        && !settings.open;
+        && !settings.open
+        && !demo_ui.open;
     let wanted = if !playing {
         false
     } else if mouse.just_pressed(MouseButton::Left) {

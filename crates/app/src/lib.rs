@@ -25,6 +25,7 @@ mod menu;
 mod offline;
 mod overlays;
 mod particles;
+mod playback;
 mod players;
 mod resolution;
 mod session;
@@ -127,6 +128,7 @@ impl PluginGroup for GamePlugins {
             .add(camera::CameraPlugin)
             .add(deathcam::DeathCamPlugin)
             .add(spectator::SpectatorPlugin)
+            .add(playback::DemoControlsPlugin)
             .add(materials::MaterialsPlugin)
             .add(world::WorldPlugin)
             .add(sky::SkyPlugin)

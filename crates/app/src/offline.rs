@@ -6,18 +6,20 @@ use bevy::prelude::*;
 use sightline_map::{CurrentMap, MapSource, find_map};
 use sightline_net::{AdmissionLimits, SecureConfig, Security, ServerNetPlugin};
 use sightline_server::{
-    PLAYBACK_SPECTATORS, PlaybackControl, ServerConfig, ServerThread, open_demo, playback_app,
+    DemoIndex, Kill, Outcome, PLAYBACK_SPECTATORS, PlaybackControl, Seek, ServerConfig,
+    ServerThread, open_demo, playback_app, verify_demo,
 };
 use sightline_sim::TickConfig;
 use std::net::SocketAddr;
-use std::path::Path;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, OnceLock};
 
 /// A server running on a thread of this process. Dropping it stops the server.
 pub struct EmbeddedServer {
     /// Where it listens (loopback, a free port).
     pub addr: SocketAddr,
-    /// The hold on a demo it plays (`None`: a practice server).
-    pub playback: Option<PlaybackControl>,
+    /// The demo it plays (`None`: a practice server).
+    pub playback: Option<DemoPlayback>,
     _thread: ServerThread,
 }
 
@@ -60,9 +62,10 @@ impl EmbeddedServer {
         })
     }
 
-    /// Plays the demo at `path` on a server of its own ([`playback_app`]), on loopback,
-    /// for this game to watch as a spectator.
-    pub fn play_demo(path: &Path) -> Result<Self, String> {
+    /// Plays `demo` on a server of its own ([`playback_app`]), on loopback, for this
+    /// game to watch as a spectator: from its start, or from `seek`.
+    pub fn play_demo(demo: &DemoPlayback, seek: Option<Seek>) -> Result<Self, String> {
+        let path = &demo.path;
         let (reader, map) = open_demo(path).map_err(|e| format!("{}: {e}", path.display()))?;
         let bind: SocketAddr = "127.0.0.1:0".parse().expect("valid address");
         let (net, addr) = ServerNetPlugin::udp(
@@ -73,8 +76,7 @@ impl EmbeddedServer {
             AdmissionLimits::default(),
         )
         .map_err(|e| e.to_string())?;
-        let control = PlaybackControl::default();
-        let hold = control.clone();
+        let hold = demo.control.clone();
         let thread = ServerThread::spawn_app("sightline-demo", move |stop| {
             playback_app(
                 reader,
@@ -82,14 +84,65 @@ impl EmbeddedServer {
                 net,
                 sightline_net::Pacing::RealTime(stop),
                 hold,
+                seek,
             )
         })
         .map_err(|e| format!("cannot start the demo's server thread: {e}"))?;
         info!("playing {} on {addr}", path.display());
         Ok(Self {
             addr,
-            playback: Some(control),
+            playback: Some(demo.clone()),
             _thread: thread,
         })
     }
+}
+
+/// A demo being watched: the viewer's hold on its playback, and what its timeline
+/// shows. Kept when the demo is started again from another tick.
+#[derive(Clone)]
+pub struct DemoPlayback {
+    /// The file.
+    pub path: PathBuf,
+    /// Paused or running, and how fast.
+    pub control: PlaybackControl,
+    /// Its ticks and keyframes.
+    pub index: Arc<DemoIndex>,
+    /// Its kills, once a read-through on a thread of its own has found them (or why it
+    /// could not).
+    pub kills: Arc<OnceLock<Result<Vec<Kill>, String>>>,
+}
+
+impl DemoPlayback {
+    /// Opens the demo at `path`: reads where its ticks are, and starts reading it
+    /// through for its kills.
+    pub fn open(path: &Path) -> Result<Self, String> {
+        let (reader, _) = open_demo(path).map_err(|e| format!("{}: {e}", path.display()))?;
+        let index = DemoIndex::scan(reader);
+        let kills = Arc::new(OnceLock::new());
+        let found = kills.clone();
+        let file = path.to_path_buf();
+        std::thread::Builder::new()
+            .name("sightline-demo-kills".into())
+            .spawn(move || {
+                let _ = found.set(kills_in(&file));
+            })
+            .map_err(|e| format!("cannot read the demo through: {e}"))?;
+        Ok(Self {
+            path: path.to_path_buf(),
+            control: PlaybackControl::default(),
+            index: Arc::new(index),
+            kills,
+        })
+    }
+}
+
+/// Every kill in the demo at `path`, found by replaying it headless as `--verify-demo`
+/// does; the kills up to where a demo that this build plays another way stops.
+fn kills_in(path: &Path) -> Result<Vec<Kill>, String> {
+    let (reader, map) = open_demo(path)?;
+    let verdict = verify_demo(reader, map)?;
+    if let Outcome::Differs { tick, .. } = verdict.outcome {
+        info!("the demo's timeline ends at tick {tick}, where this build plays it another way");
+    }
+    Ok(verdict.kills)
 }

@@ -1,11 +1,12 @@
 //! Sessions: connecting, playing offline, disconnecting, reconnecting; the app's states.
 
 use crate::cvars::cvar;
-use crate::offline::EmbeddedServer;
+use crate::offline::{DemoPlayback, EmbeddedServer};
 use bevy::prelude::*;
 use sightline_client::{ConnectionStatus, DesiredName, JoinAs, StatsKey};
 use sightline_console::{Console, ConsoleCommands, Cvars, RunCommand};
 use sightline_net::{ClientSecurity, connect_udp, disconnect_udp};
+use sightline_server::Seek;
 use std::net::SocketAddr;
 
 /// Where the app is.
@@ -83,6 +84,8 @@ pub enum SessionRequest {
     Leave,
     /// Join the last target again.
     Rejoin,
+    /// Play the demo being watched from this tick on (`demo_gototick`, the timeline).
+    Seek(u32),
 }
 
 /// Joins a server (`target`, to play or watch), giving `password` if it asks for one
@@ -250,8 +253,12 @@ fn apply_requests(world: &mut World) {
                 }
             },
             SessionRequest::Join(t) => t,
+            SessionRequest::Seek(tick) => {
+                seek_demo(world, tick);
+                continue;
+            }
         };
-        join(world, target);
+        join(world, target, None);
     }
 }
 
@@ -276,7 +283,9 @@ fn player_key(world: &mut World) -> sightline_protocol::PlayerKey {
     key
 }
 
-fn join(world: &mut World, target: Target) {
+/// Joins `target`: a demo starting at `seek` when one is given, played on with the hold
+/// and timeline it had.
+fn join(world: &mut World, target: Target, seek: Option<(DemoPlayback, Seek)>) {
     leave(world, None);
     let name = world.resource::<Cvars>().read(cvar::NAME);
     world.insert_resource(DesiredName(if name.is_empty() {
@@ -298,7 +307,7 @@ fn join(world: &mut World, target: Target) {
                 .map(|s| s.0.clone())
                 .unwrap_or_default(),
         ),
-        Target::Demo(_) | Target::Offline { .. } => match start_embedded(&target) {
+        Target::Demo(_) | Target::Offline { .. } => match start_embedded(&target, seek) {
             Ok(server) => {
                 let addr = server.addr;
                 world.resource_mut::<Session>().server = Some(server);
@@ -332,12 +341,37 @@ fn join(world: &mut World, target: Target) {
         .set(AppState::Playing);
 }
 
+/// Plays the demo being watched again from `tick`: a new playback started from the
+/// keyframe before it and simulated on to it, watched as afresh, with the view, the
+/// player followed, the speed and the pause carried over.
+fn seek_demo(world: &mut World, tick: u32) {
+    let session = world.resource::<Session>();
+    let demo = session.server.as_ref().and_then(|s| s.playback.clone());
+    let (Some(demo), Some(target)) = (demo, session.last.clone()) else {
+        world
+            .resource_mut::<Console>()
+            .print("demo_gototick: no demo is playing");
+        return;
+    };
+    let seek = demo.index.seek(tick);
+    let carried = crate::playback::Carried::from_world(world);
+    join(world, target, Some((demo, seek)));
+    world.insert_resource(carried);
+}
+
 /// Starts the server inside the game that `target` is played on: a demo's playback or a
 /// practice server.
-fn start_embedded(target: &Target) -> Result<EmbeddedServer, String> {
+fn start_embedded(
+    target: &Target,
+    seek: Option<(DemoPlayback, Seek)>,
+) -> Result<EmbeddedServer, String> {
     match target {
         Target::Demo(path) => {
-            EmbeddedServer::play_demo(path).map_err(|e| format!("cannot play the demo: {e}"))
+            let (demo, seek) = match seek {
+                Some((demo, seek)) => (demo, Some(seek)),
+                None => (DemoPlayback::open(path)?, None),
+            };
+            EmbeddedServer::play_demo(&demo, seek).map_err(|e| format!("cannot play the demo: {e}"))
         }
         Target::Offline { map, bots, skill } => EmbeddedServer::start(map, *bots, *skill)
             .map_err(|e| format!("cannot start practice on {map}: {e}")),

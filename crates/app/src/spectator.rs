@@ -4,13 +4,11 @@
 //! we follow ([`Watching`]), and sends what that player's client is sent.
 
 use crate::camera::MainCamera;
-use crate::session::Session;
 use bevy::prelude::*;
 use bevy::transform::TransformSystems;
 use bevy_egui::egui;
 use sightline_client::{LocalInput, RemotePlayer, Roster, Watching};
-use sightline_console::{Console, ConsoleCommands, RunCommand};
-use sightline_interpolation::{DelayEstimator, RenderTime, StreamClock};
+use sightline_console::{ConsoleCommands, RunCommand};
 use sightline_interpolation::{DrawMode, Drawn};
 use sightline_movement::{MoveFlags, MoveParams};
 use sightline_sim::{Buttons, PlayerId, SessionAppExt};
@@ -76,17 +74,8 @@ impl Plugin for SpectatorPlugin {
             "spec_mode",
             "spectating: change the view (free, first person, chase)",
         );
-        commands.register("demo_pause", "watching a demo: pause it");
-        commands.register(
-            "demo_resume",
-            "watching a demo: go on from where it was paused",
-        );
-        commands.register("demo_togglepause", "watching a demo: pause it, or go on");
         app.init_session_resource::<SpectatorView>()
-            .add_systems(
-                Update,
-                (switch_view, pause_demo).run_if(resource_exists::<Watching>),
-            )
+            .add_systems(Update, switch_view.run_if(resource_exists::<Watching>))
             .add_systems(
                 PostUpdate,
                 place_spectator_camera
@@ -141,42 +130,6 @@ fn switch_view(
     if watching.follow.is_some_and(|f| !present.contains(&f)) {
         watching.follow = None;
         view.mode = ViewMode::Free;
-    }
-}
-
-/// `demo_pause`, `demo_resume` and `demo_togglepause`: hold the demo being watched
-/// still, or let it go on. The snapshot stream stops while it is paused, so on going on
-/// the drawn world's clock starts afresh from the stream, as on joining, rather than
-/// waiting for the stream to catch up with the time spent paused.
-fn pause_demo(
-    mut run: MessageReader<RunCommand>,
-    session: Res<Session>,
-    mut console: ResMut<Console>,
-    mut commands: Commands,
-) {
-    for cmd in run.read() {
-        let wanted = |paused: bool| match cmd.name.as_str() {
-            "demo_pause" => Some(true),
-            "demo_resume" => Some(false),
-            "demo_togglepause" => Some(!paused),
-            _ => None,
-        };
-        let control = session.server.as_ref().and_then(|s| s.playback.as_ref());
-        let Some(control) = control else {
-            if wanted(false).is_some() {
-                console.print(format!("{}: no demo is playing", cmd.name));
-            }
-            continue;
-        };
-        let Some(paused) = wanted(control.paused()) else {
-            continue;
-        };
-        if control.paused() && !paused {
-            commands.insert_resource(RenderTime::default());
-            commands.insert_resource(StreamClock::default());
-            commands.insert_resource(DelayEstimator::default());
-        }
-        control.set_paused(paused);
     }
 }
 
@@ -241,16 +194,11 @@ fn draw_spectator_line(
     watching: Res<Watching>,
     view: Res<SpectatorView>,
     roster: Res<Roster>,
-    session: Res<Session>,
 ) -> Result {
-    let mut who = match watching.follow {
+    let who = match watching.follow {
         Some(id) => format!("watching {} ({})", roster.name(id), view.mode.label()),
         None => format!("spectating ({})", ViewMode::Free.label()),
     };
-    let demo = session.server.as_ref().and_then(|s| s.playback.as_ref());
-    if demo.is_some_and(|d| d.paused()) {
-        who.push_str("  ·  paused (demo_togglepause)");
-    }
     let ctx = contexts.ctx_mut()?;
     let screen = ctx.content_rect();
     let painter = ctx.layer_painter(egui::LayerId::new(

@@ -8,7 +8,7 @@ use sightline_client::{
     ClientStats, ConnectionStatus, InputSource, LatestSnapshot, RemotePlayer, Watching,
 };
 use sightline_console::Console;
-use sightline_interpolation::{Drawn, InterpolationStats};
+use sightline_interpolation::{Drawn, InterpolationStats, StreamTime};
 use sightline_map::CurrentMap;
 use sightline_netgraph::Netgraph;
 use sightline_prediction::{Predicted, PredictionStats};
@@ -192,7 +192,7 @@ fn drawn_tick(world: &World) -> Option<f64> {
 }
 
 #[test]
-fn a_demo_watched_in_the_game_pauses_and_goes_on_from_where_it_was() {
+fn a_demo_watched_in_the_game_pauses_runs_faster_and_seeks() {
     let dir = std::env::temp_dir().join(format!("sightline-demo-{}", std::process::id()));
     std::fs::create_dir_all(&dir).expect("a temporary directory");
     let kept =
@@ -248,8 +248,8 @@ fn a_demo_watched_in_the_game_pauses_and_goes_on_from_where_it_was() {
         still,
         "players moved while paused"
     );
-    // On going on, the world is drawn between snapshots again at once, not after the
-    // two seconds the pause took (for which the drawn world's clock ran on).
+    // On going on, the world is drawn between snapshots again at once: the drawn
+    // world's clock stopped with the demo.
     console(&mut app, "demo_resume");
     let resumed = Instant::now();
     play_until(
@@ -266,5 +266,51 @@ fn a_demo_watched_in_the_game_pauses_and_goes_on_from_where_it_was() {
         "the drawn world took {:?} to follow the demo again",
         resumed.elapsed()
     );
+    // Four times as fast: the drawn world keeps up with a stream that runs four times
+    // as fast, and stays between snapshots.
+    console(&mut app, "demo_timescale 4");
+    play_until(&mut app, limit, "the faster stream", |w| {
+        w.resource::<StreamTime>().rate == 4.0
+    });
+    let (from, fast) = (drawn_tick(app.world()).unwrap_or(0.0), Instant::now());
+    play_until(&mut app, limit, "a second at four times", |_| {
+        fast.elapsed() > Duration::from_secs(1)
+    });
+    let moved = drawn_tick(app.world()).unwrap_or(0.0) - from;
+    let real = fast.elapsed().as_secs_f64() * 128.0;
+    assert!(
+        moved > 3.0 * real && moved < 5.0 * real,
+        "the drawn world moved {moved:.0} ticks in {real:.0} ticks of real time"
+    );
+    // Following a player, go back to tick 300 (before the first keyframe after the
+    // start) and then on to 1900 (past the second): each time the demo starts again there,
+    // with the player still followed and the speed kept.
+    console(&mut app, "spec_next");
+    play_until(&mut app, limit, "following", |w| {
+        w.resource::<Watching>().follow.is_some()
+    });
+    let followed = app.world().resource::<Watching>().follow;
+    let first = f64::from(
+        app.world()
+            .resource::<Session>()
+            .server
+            .as_ref()
+            .and_then(|s| s.playback.as_ref())
+            .expect("a demo")
+            .index
+            .first,
+    );
+    for (to, next) in [(300.0, 1279.0), (1900.0, 2560.0)] {
+        console(&mut app, &format!("demo_gototick {to}"));
+        app.update();
+        play_until(&mut app, limit, "the demo from the tick asked for", |w| {
+            w.get_resource::<Watching>()
+                .is_some_and(|w| w.follow == followed)
+                && drawn_tick(w).is_some_and(|t| t >= first + to)
+        });
+        let at = drawn_tick(app.world()).unwrap_or(0.0) - first;
+        assert!(at < next, "drawn at tick {at} after going to {to}");
+        assert_eq!(app.world().resource::<StreamTime>().rate, 4.0);
+    }
     let _ = std::fs::remove_dir_all(&dir);
 }

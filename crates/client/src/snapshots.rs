@@ -8,7 +8,9 @@ use crate::stats::{ClientStats, PlayerSeen};
 use crate::{LocalPlayer, RemotePlayer};
 use bevy::prelude::*;
 use sightline_combat::{Ammo, Arsenal, Rocket, SpawnCount};
-use sightline_interpolation::{DelayEstimator, Interpolated, ProjectileTracks, SnapshotBuffer};
+use sightline_interpolation::{
+    DelayEstimator, Interpolated, ProjectileTracks, SnapshotBuffer, StreamTime,
+};
 use sightline_movement::PlayerState;
 use sightline_net::{ClockSync, RenetClient};
 use sightline_prediction::{
@@ -57,7 +59,7 @@ pub(crate) fn receive_datagrams(
         ResMut<WeaponChecks>,
         Query<&PlayerId, With<LocalPlayer>>,
     ),
-    time: Res<Time<Real>>,
+    (time, stream): (Res<Time<Real>>, Res<StreamTime>),
 ) {
     let now = time.elapsed_secs_f64();
     while let Some(bytes) = client.receive_message(Channel::Unreliable) {
@@ -99,7 +101,8 @@ pub(crate) fn receive_datagrams(
             }
         };
         let server_time = snapshot.server_time_us as f64 / 1e6;
-        delay.record(server_time, now);
+        // On the clock render time runs on (a demo's may run faster or stop).
+        delay.record(server_time, stream.elapsed());
         // More waiting than the queue holds: the oldest show now.
         for early in inbox.take(&snapshot.events, now, &config, &mut stats) {
             shown.write(ShownEvent(early));

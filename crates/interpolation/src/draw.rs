@@ -90,7 +90,7 @@ pub(crate) fn sample_projectiles(
 
 /// Samples every remote player's buffer at the render time, blending out any jump.
 pub(crate) fn sample_remote_players(
-    time: Res<Time<Real>>,
+    time: Res<crate::StreamTime>,
     render: Res<RenderTime>,
     settings: Res<InterpolationSettings>,
     params: Res<MoveParams>,
@@ -105,7 +105,7 @@ pub(crate) fn sample_remote_players(
     let Some(t) = render.server_time else {
         return;
     };
-    let fade = (-time.delta_secs() / BLEND_SECONDS).exp();
+    let fade = (-time.delta() as f32 / BLEND_SECONDS).exp();
     let limit = settings.max_extrapolation as f64;
     let mut any_late = false;
     let dt = tick.map_or(1.0 / 128.0, |c| c.dt());

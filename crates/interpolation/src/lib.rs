@@ -24,7 +24,7 @@ pub use coast::Coast;
 pub use delay::{COVERAGE, DelayEstimator, MAX_DELAY, MIN_DELAY, STARTING_DELAY};
 pub use draw::{BLEND_MAX, BLEND_SECONDS, DrawBlend, Interpolated, InterpolationStats};
 pub use projectiles::{DrawnProjectiles, MAX_TRACKS, ProjectileTracks};
-pub use render_time::{DELAY_SLEW, RenderTime, StreamClock};
+pub use render_time::{DELAY_SLEW, RenderTime, StreamClock, StreamTime};
 
 use bevy::prelude::*;
 use sightline_movement::MoveParams;
@@ -72,8 +72,14 @@ impl Plugin for InterpolationPlugin {
             .init_session_resource::<InterpolationStats>()
             .init_session_resource::<StreamClock>()
             .init_resource::<MoveParams>()
+            // Not of a session: it runs on between them, as the real clock does.
+            .init_resource::<StreamTime>()
             .init_session_resource::<ProjectileTracks>()
             .init_session_resource::<DrawnProjectiles>()
+            .add_systems(
+                First,
+                render_time::advance_stream_time.after(bevy::time::TimeSystems),
+            )
             .add_systems(
                 Update,
                 (

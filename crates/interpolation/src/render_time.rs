@@ -54,6 +54,51 @@ impl RenderTime {
     }
 }
 
+/// The clock snapshots' arrivals and render time are measured on: real time, or real
+/// time run faster, slower or stopped ([`Self::rate`]) when the stream is a demo played
+/// at another speed, so the drawn world keeps pace with the stream without waiting for
+/// it or running past it.
+#[derive(Resource, Debug, Clone, Copy, PartialEq)]
+pub struct StreamTime {
+    /// Seconds of stream a real second brings: 1 live, a demo's speed, 0 while paused.
+    pub rate: f64,
+    elapsed: f64,
+    delta: f64,
+}
+
+impl Default for StreamTime {
+    fn default() -> Self {
+        Self {
+            rate: 1.0,
+            elapsed: 0.0,
+            delta: 0.0,
+        }
+    }
+}
+
+impl StreamTime {
+    /// Seconds since the app started, on this clock.
+    pub fn elapsed(&self) -> f64 {
+        self.elapsed
+    }
+
+    /// Seconds this frame took, on this clock.
+    pub fn delta(&self) -> f64 {
+        self.delta
+    }
+
+    /// Moves on a frame of `real` seconds at the rate set.
+    pub fn advance(&mut self, real: f64) {
+        self.delta = real.max(0.0) * self.rate.max(0.0);
+        self.elapsed += self.delta;
+    }
+}
+
+/// Moves the stream's clock on with the real one.
+pub(crate) fn advance_stream_time(real: Res<Time<Real>>, mut stream: ResMut<StreamTime>) {
+    stream.advance(real.delta_secs_f64());
+}
+
 /// The snapshot stream's clock: server time as snapshots arrive, i.e. client time minus
 /// the mean lateness of snapshots, slewed so it never runs backwards.
 #[derive(Resource, Debug, Default, Clone, Copy)]
@@ -64,13 +109,13 @@ pub struct StreamClock(pub ServerClock);
 /// and jitter of arrivals, not the one-way latency. The delay in use slews towards the
 /// one wanted, so render time never jumps or runs backwards when the delay changes.
 pub(crate) fn choose_render_time(
-    time: Res<Time<Real>>,
+    time: Res<StreamTime>,
     mut clock: ResMut<StreamClock>,
     settings: Res<InterpolationSettings>,
     estimator: Res<DelayEstimator>,
     mut render: ResMut<RenderTime>,
 ) {
-    let now = time.elapsed_secs_f64();
+    let now = time.elapsed();
     if let Some(lateness) = estimator.mean_lateness() {
         clock.0.update(now, -lateness);
     }
@@ -82,12 +127,27 @@ pub(crate) fn choose_render_time(
         settings.cl_interp as f64
     } - nudge;
     render.automatic = automatic;
-    render.advance(clock.0.server_time(now), wanted, time.delta_secs_f64());
+    render.advance(clock.0.server_time(now), wanted, time.delta());
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_stream_clock_runs_at_its_rate_and_stops_at_zero() {
+        let mut t = StreamTime::default();
+        t.advance(0.5);
+        t.rate = 4.0;
+        t.advance(0.25);
+        assert_eq!((t.elapsed(), t.delta()), (1.5, 1.0));
+        t.rate = 0.0;
+        t.advance(3.0);
+        assert_eq!((t.elapsed(), t.delta()), (1.5, 0.0));
+        t.rate = 0.25;
+        t.advance(2.0);
+        assert_eq!(t.elapsed(), 2.0);
+    }
 
     #[test]
     fn render_time_follows_a_changing_delay_without_jumps_or_steps_back() {

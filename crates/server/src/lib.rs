@@ -56,7 +56,9 @@ pub mod demo;
 // The server assembled, and on a thread of its own (offline play, the harness).
 mod plugin;
 mod thread;
-// A demo replayed through that server, checked against what the game wrote.
+// A demo replayed through that server, checked against what the game wrote, and played
+// for spectators to watch.
+mod playback;
 mod replay;
 // What only a dedicated server adds for its host: the bans kept on disk,
 mod bans;
@@ -92,6 +94,9 @@ pub use inputs::{
 pub use interest::{HEAR_RADIUS, Interest, LINGER_SECONDS, REFRESH_TICKS, SIGHT_MARGIN, could_see};
 pub use logs::{LogFile, LogFormat, LogOutput, LogRotation, add_logging};
 pub use metrics::{JsonPage, Metrics};
+pub use playback::{
+    DemoIndex, FASTEST, PLAYBACK_SPECTATORS, PlaybackControl, SLOWEST, Seek, playback_app,
+};
 pub use plugin::{CommandSource, CommandSourcesExt, ServerPlugin, ServerSet, server_app};
 pub use query::{Queries, QueryPlugin};
 pub use rate::{DATAGRAM_OVERHEAD, DownloadRate, MAX_HELD_SNAPSHOTS, MIN_RATE};
@@ -103,10 +108,7 @@ pub use records::{
     Career, MAX_TOP, RecordsPlugin, STATS_FLUSH_SECONDS, STATS_QUEUE, StatsDatabase, StatsQuery,
     StatsQuestions, StatsWriter, TopRow, leaderboard_page,
 };
-pub use replay::{
-    DemoFile, Kill, Outcome, PLAYBACK_SPECTATORS, PlaybackControl, Standing, Verdict, check_map,
-    open_demo, playback_app, verify_demo,
-};
+pub use replay::{DemoFile, Kill, Outcome, Standing, Verdict, check_map, open_demo, verify_demo};
 pub use resume::{Departed, DepartedPlayers, RESUME_SECONDS, Resumable};
 pub use rules::{INTERMISSION, MatchOrder, MatchOrders, MatchRules, MatchState};
 pub use sightline_combat::GameMode;

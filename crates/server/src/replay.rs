@@ -7,7 +7,7 @@ use crate::demo::format::{
     CommandChain, DemoError, DemoErrorKind, DemoHeader, DemoOrder, DemoReader, Record, Step,
 };
 use crate::demo::state::{
-    Keyframe, Recorded, Sums, keyframe, keyframe_difference, put_player, remove_player, restore,
+    Keyframe, Sums, keyframe, keyframe_difference, put_player, remove_player, restore,
 };
 use crate::rules::{MatchOrder, MatchOrders, MatchRules};
 use crate::{CommandSource, CommandSourcesExt, ServerConfig, server_app};
@@ -15,13 +15,9 @@ use bevy::prelude::*;
 use sightline_combat::{CombatEvent, Score, ViewWindow, WeaponKind};
 use sightline_map::{CurrentMap, MapSource, find_map};
 use sightline_net::{MemoryNetwork, Pacing, ServerNetPlugin};
-use sightline_protocol::{ServerMessage, ServerTextKind};
 use sightline_sim::{CurrentCmd, Held, PlayerId, PlayerName, SimSet, Tick, TickConfig};
-use std::collections::HashMap;
 use std::io::Read;
 use std::path::Path;
-use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 /// How a verification ended.
@@ -85,15 +81,20 @@ pub struct Verdict {
 
 /// Where a replay stands, between ticks.
 #[derive(Resource)]
-struct Playback {
+pub(crate) struct Playback {
     reader: DemoReader<Box<dyn Read + Send + Sync>>,
     commands: CommandChain,
-    started: bool,
+    /// Whether the world has been started from a keyframe.
+    pub(crate) started: bool,
+    /// A keyframe to start from instead of the first: the records before it are read
+    /// (commands decoded, limits kept) but not simulated.
+    pub(crate) start_at: Option<u32>,
     ticks: u32,
     checksums: u32,
     keyframes: u32,
     ended: Option<String>,
-    outcome: Option<Outcome>,
+    /// How the replay ended, once it has.
+    pub(crate) outcome: Option<Outcome>,
     tick_hz: u32,
     kills: Vec<Kill>,
     standings: Vec<Standing>,
@@ -116,120 +117,9 @@ pub fn open_demo(path: &Path) -> Result<(DemoFile, CurrentMap), String> {
     Ok((reader, map))
 }
 
-/// A server that plays the demo `reader` (opened on its `map`) at `pacing` (real time,
-/// for the game), for spectators only, through `net`: the game's `playdemo` joins it as
-/// one, so a demo is watched with the cameras, HUD, kill feed and scoreboard of a live
-/// game. It waits for its first spectator, shows the world at once (no spectator delay)
-/// and stops where the demo ends, saying so.
-pub fn playback_app(
-    reader: DemoFile,
-    map: CurrentMap,
-    net: ServerNetPlugin,
-    pacing: Pacing,
-    control: PlaybackControl,
-) -> App {
-    let tick_hz = reader.header().tick_hz;
-    let mut app = replay_app(reader, map, net, pacing, |config| {
-        config.max_spectators = PLAYBACK_SPECTATORS;
-        config.spectator_delay = 0.0;
-    });
-    app.world_mut().resource_mut::<Time<Virtual>>().pause();
-    app.insert_resource(control)
-        .add_systems(Update, (announce_players, pace_playback).chain());
-    info!("playing a demo at {tick_hz} Hz for spectators");
-    app
-}
-
-/// Spectators a demo's playback takes: the game that started it, and room to spare.
-pub const PLAYBACK_SPECTATORS: u8 = 4;
-
-/// The viewer's hold on a demo's playback, shared with the server thread playing it:
-/// paused or running.
-#[derive(Resource, Debug, Clone, Default)]
-pub struct PlaybackControl(Arc<AtomicBool>);
-
-impl PlaybackControl {
-    /// Pauses (or resumes) the demo.
-    pub fn set_paused(&self, paused: bool) {
-        self.0.store(paused, Ordering::Relaxed);
-    }
-
-    /// Whether the viewer paused the demo.
-    pub fn paused(&self) -> bool {
-        self.0.load(Ordering::Relaxed)
-    }
-}
-
-/// In playback, tells spectators who is in the demo: its players come and go by its
-/// records (a keyframe, a join between ticks), not by joining, so nothing else does.
-fn announce_players(
-    named: Query<(Entity, &PlayerId, &PlayerName, Has<Recorded>), Changed<PlayerName>>,
-    mut gone: RemovedComponents<PlayerId>,
-    mut known: Local<HashMap<Entity, PlayerId>>,
-    mut outbox: MessageWriter<crate::outbox::Outgoing>,
-) {
-    use crate::outbox::Outgoing;
-    for entity in gone.read() {
-        if let Some(id) = known.remove(&entity) {
-            outbox.write(Outgoing::ToPlaying(ServerMessage::PlayerLeft {
-                id,
-                reason: "left".into(),
-            }));
-        }
-    }
-    for (entity, id, name, bot) in &named {
-        known.insert(entity, *id);
-        outbox.write(Outgoing::ToPlaying(ServerMessage::PlayerJoined {
-            id: *id,
-            name: name.0.clone(),
-            bot,
-        }));
-    }
-}
-
-/// In playback, the demo waits for its first spectator, holds still while the viewer
-/// pauses it, and stops where it ends, telling the spectators why.
-fn pace_playback(
-    spectators: Query<(), With<crate::Spectator>>,
-    playback: Option<Res<Playback>>,
-    control: Res<PlaybackControl>,
-    mut time: ResMut<Time<Virtual>>,
-    mut outbox: MessageWriter<crate::outbox::Outgoing>,
-    mut state: Local<(bool, bool)>,
-) {
-    let (watched, told) = &mut *state;
-    *watched |= !spectators.is_empty();
-    let ended = playback.as_ref().and_then(|p| p.outcome.as_ref());
-    let run = *watched && ended.is_none() && !control.paused();
-    if run && time.is_paused() {
-        time.unpause();
-    } else if !run && !time.is_paused() {
-        time.pause();
-    }
-    if let (Some(outcome), false) = (ended, *told) {
-        *told = true;
-        let text = match outcome {
-            Outcome::Matched => "the demo has ended".to_string(),
-            Outcome::Differs { tick, what } => {
-                format!(
-                    "the demo stops here: this build plays it another way at tick {tick} ({what})"
-                )
-            }
-            Outcome::Unreadable(e) => format!("the demo stops here: {e}"),
-        };
-        info!("{text}");
-        outbox.write(crate::outbox::Outgoing::ToPlaying(
-            ServerMessage::ServerText {
-                kind: ServerTextKind::Say,
-                text,
-            },
-        ));
-    }
-}
-
 /// A server app that plays the demo `reader` opened on `map` (which must be the demo's:
 /// [`check_map`]) through `net` at `pacing`, with `configure`'s changes to its settings.
-fn replay_app(
+pub(crate) fn replay_app(
     reader: DemoFile,
     map: CurrentMap,
     net: ServerNetPlugin,
@@ -262,6 +152,7 @@ fn replay_app(
             reader,
             commands: CommandChain::default(),
             started: false,
+            start_at: None,
             ticks: 0,
             checksums: 0,
             keyframes: 0,
@@ -398,6 +289,9 @@ fn play_tick(world: &mut World) {
 
 /// One tick of the demo; `Err` with how the replay ends.
 fn play(world: &mut World, p: &mut Playback) -> Result<(), Outcome> {
+    if let Some(keyframe) = p.start_at.take() {
+        skip_to(world, p, keyframe)?;
+    }
     loop {
         let (offset, record) = match p.reader.next_record() {
             Ok(Some(r)) => r,
@@ -428,21 +322,11 @@ fn play(world: &mut World, p: &mut Playback) -> Result<(), Outcome> {
                 p.commands.forget(id);
                 remove_player(world, id);
             }
-            Record::Order(order) => {
-                world.resource_mut::<MatchOrders>().0 = Some(match order {
-                    DemoOrder::Restart => MatchOrder::Restart,
-                    DemoOrder::NextMap => MatchOrder::NextMap,
-                    DemoOrder::End => MatchOrder::End,
-                });
-            }
+            Record::Order(order) => give_order(world, order),
             Record::Limits {
                 fraglimit,
                 timelimit,
-            } => {
-                let mut config = world.resource_mut::<ServerConfig>();
-                config.rules.fraglimit = fraglimit;
-                config.rules.timelimit = timelimit;
-            }
+            } => set_limits(world, fraglimit, timelimit),
             Record::Checksum(sums) => {
                 p.checksums += 1;
                 if let Some(what) = sums.difference(&Sums::of(&keyframe(world))) {
@@ -464,6 +348,64 @@ fn play(world: &mut World, p: &mut Playback) -> Result<(), Outcome> {
             }
         }
     }
+}
+
+/// Reads on to the keyframe of tick `tick` and starts the world from it: what comes
+/// before is read but not simulated. Commands are decoded (each is written against the
+/// one before), departures forgotten and limits kept, as the keyframe holds neither;
+/// an order given in the keyframe's own tick is carried out in it, as recorded.
+fn skip_to(world: &mut World, p: &mut Playback, tick: u32) -> Result<(), Outcome> {
+    let mut order = None;
+    loop {
+        let (offset, record) = match p.reader.next_record() {
+            Ok(Some(r)) => r,
+            Ok(None) => return Err(Outcome::Matched),
+            Err(e) => return Err(Outcome::Unreadable(e)),
+        };
+        match record {
+            Record::Keyframe(k) if k.tick >= tick => {
+                start_from(world, &k).map_err(|e| corrupt(offset, e))?;
+                p.started = true;
+                if let Some(order) = order {
+                    give_order(world, order);
+                }
+                return Ok(());
+            }
+            Record::Left(id) => p.commands.forget(id),
+            Record::Order(o) => order = Some(o),
+            Record::Limits {
+                fraglimit,
+                timelimit,
+            } => set_limits(world, fraglimit, timelimit),
+            Record::Tick(steps) => {
+                p.commands
+                    .read(&steps)
+                    .map_err(|e| corrupt(offset, e.into()))?;
+                order = None;
+            }
+            Record::End(reason) => {
+                p.ended = Some(reason);
+                return Err(Outcome::Matched);
+            }
+            Record::Keyframe(_) | Record::Player(_) | Record::Checksum(_) => {}
+        }
+    }
+}
+
+/// Carries out the host's order in this tick.
+fn give_order(world: &mut World, order: DemoOrder) {
+    world.resource_mut::<MatchOrders>().0 = Some(match order {
+        DemoOrder::Restart => MatchOrder::Restart,
+        DemoOrder::NextMap => MatchOrder::NextMap,
+        DemoOrder::End => MatchOrder::End,
+    });
+}
+
+/// The host's new limits.
+fn set_limits(world: &mut World, fraglimit: i32, timelimit: f32) {
+    let mut config = world.resource_mut::<ServerConfig>();
+    config.rules.fraglimit = fraglimit;
+    config.rules.timelimit = timelimit;
 }
 
 fn corrupt(offset: u64, why: String) -> Outcome {
