@@ -62,7 +62,11 @@ fn draw_hud(
     death: Res<DeathView>,
     menu: Res<GameMenu>,
     settings: Res<SettingsPage>,
-    (watching, spectator): (Option<Res<Watching>>, Res<SpectatorView>),
+    (watching, spectator, demo_ui): (
+        Option<Res<Watching>>,
+        Res<SpectatorView>,
+        Res<crate::playback::DemoUi>,
+    ),
 ) -> Result {
     let ctx = contexts.ctx_mut()?;
     let painter = ctx.layer_painter(egui::LayerId::new(
@@ -103,6 +107,8 @@ fn draw_hud(
             egui::Align2::CENTER_CENTER,
             match watching {
                 None => "click to play  ·  Esc opens the menu  ·  ` opens the console",
+                // The demo's controls have the mouse until `demoui` gives it back.
+                Some(_) if demo_ui.open => "demoui gives the mouse back to the camera",
                 Some(_) => "click to watch  ·  Esc opens the menu  ·  ` opens the console",
             },
             egui::FontId::proportional(16.0),

@@ -294,11 +294,11 @@ fn draw_timeline(
                         None => "finding the kills".into(),
                     };
                     ui.horizontal(|ui| {
-                        ui.label(format!(
+                        ui.label(text(format!(
                             "{} / {}  ·  tick {now}  ·  {state}  ·  {kills}",
                             clock(now, hz),
                             clock(length, hz)
-                        ));
+                        )));
                         if ui_state.open {
                             let pause = if control.paused() { "play" } else { "pause" };
                             if ui.button(pause).clicked() {
@@ -306,19 +306,27 @@ fn draw_timeline(
                             }
                             for speed in SPEEDS {
                                 if ui
-                                    .selectable_label(control.speed() == speed, format!("{speed}x"))
+                                    .selectable_label(
+                                        control.speed() == speed,
+                                        text(format!("{speed}x")),
+                                    )
                                     .clicked()
                                 {
                                     control.set_speed(speed);
                                 }
                             }
                         } else {
-                            ui.label("  ·  demoui: controls");
+                            ui.label(text("  ·  demoui: controls".into()));
                         }
                     });
                 });
         });
     Ok(())
+}
+
+/// Text light enough to read on the timeline's dark ground.
+fn text(s: String) -> egui::RichText {
+    egui::RichText::new(s).color(egui::Color32::from_white_alpha(230))
 }
 
 /// `ticks` at `hz` as minutes and seconds.

@@ -332,7 +332,11 @@ mod tests {
         assert_eq!((control.speed(), control.rate()), (1.0, 1.0));
         assert_eq!(control.set_speed(0.01), SLOWEST);
         assert_eq!(control.set_speed(f32::INFINITY), FASTEST);
-        assert_eq!(control.set_speed(f32::NAN), FASTEST, "not a number: as it was");
+        assert_eq!(
+            control.set_speed(f32::NAN),
+            FASTEST,
+            "not a number: as it was"
+        );
         assert_eq!(control.set_speed(2.0), 2.0);
         control.set_paused(true);
         assert_eq!(control.rate(), 0.0);
