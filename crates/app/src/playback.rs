@@ -6,14 +6,12 @@
 
 use crate::offline::DemoPlayback;
 use crate::session::{Session, SessionRequest};
-use crate::spectator::SpectatorView;
 use bevy::prelude::*;
 use bevy_egui::egui;
 use sightline_client::Watching;
 use sightline_console::{Console, ConsoleCommands, RunCommand};
 use sightline_interpolation::{RenderTime, StreamTime};
 use sightline_server::{FASTEST, SLOWEST};
-use sightline_sim::PlayerId;
 
 /// The demo controls and timeline.
 pub struct DemoControlsPlugin;
@@ -42,14 +40,7 @@ impl Plugin for DemoControlsPlugin {
             "watching a demo: free the mouse for the timeline's controls, or take it back",
         );
         app.init_resource::<DemoUi>()
-            .add_systems(
-                Update,
-                (
-                    demo_commands,
-                    follow_demo_pace,
-                    carry_over_seek.run_if(resource_exists::<Carried>),
-                ),
-            )
+            .add_systems(Update, (demo_commands, follow_demo_pace))
             .add_systems(
                 bevy_egui::EguiPrimaryContextPass,
                 draw_timeline.run_if(resource_exists::<Watching>),
@@ -169,41 +160,6 @@ fn follow_demo_pace(session: Res<Session>, mut stream: ResMut<StreamTime>, mut u
     if ui.open && demo(&session).is_none() {
         ui.open = false;
     }
-}
-
-/// What a seek carries over to the demo played again: the view and the player followed.
-#[derive(Resource, Debug, Clone, Copy)]
-pub(crate) struct Carried {
-    view: SpectatorView,
-    follow: Option<PlayerId>,
-}
-
-impl Carried {
-    /// The view and the player followed now.
-    pub(crate) fn from_world(world: &World) -> Self {
-        Self {
-            view: world
-                .get_resource::<SpectatorView>()
-                .copied()
-                .unwrap_or_default(),
-            follow: world.get_resource::<Watching>().and_then(|w| w.follow),
-        }
-    }
-}
-
-/// Once the demo played again welcomes us, looks as we looked before the seek.
-fn carry_over_seek(
-    carried: Res<Carried>,
-    watching: Option<ResMut<Watching>>,
-    mut view: ResMut<SpectatorView>,
-    mut commands: Commands,
-) {
-    let Some(mut watching) = watching else {
-        return;
-    };
-    watching.follow = carried.follow;
-    *view = carried.view;
-    commands.remove_resource::<Carried>();
 }
 
 /// Speeds the timeline offers.

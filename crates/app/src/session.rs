@@ -354,7 +354,7 @@ fn seek_demo(world: &mut World, tick: u32) {
         return;
     };
     let seek = demo.index.seek(tick);
-    let carried = crate::playback::Carried::from_world(world);
+    let carried = crate::spectator::Carried::from_world(world);
     join(world, target, Some((demo, seek)));
     world.insert_resource(carried);
 }

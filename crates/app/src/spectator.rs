@@ -75,7 +75,13 @@ impl Plugin for SpectatorPlugin {
             "spectating: change the view (free, first person, chase)",
         );
         app.init_session_resource::<SpectatorView>()
-            .add_systems(Update, switch_view.run_if(resource_exists::<Watching>))
+            .add_systems(
+                Update,
+                (
+                    switch_view.run_if(resource_exists::<Watching>),
+                    carry_over_seek.run_if(resource_exists::<Carried>),
+                ),
+            )
             .add_systems(
                 PostUpdate,
                 place_spectator_camera
@@ -131,6 +137,41 @@ fn switch_view(
         watching.follow = None;
         view.mode = ViewMode::Free;
     }
+}
+
+/// What a demo's seek carries over to the demo played again: the view and the player followed.
+#[derive(Resource, Debug, Clone, Copy)]
+pub(crate) struct Carried {
+    view: SpectatorView,
+    follow: Option<PlayerId>,
+}
+
+impl Carried {
+    /// The view and the player followed now.
+    pub(crate) fn from_world(world: &World) -> Self {
+        Self {
+            view: world
+                .get_resource::<SpectatorView>()
+                .copied()
+                .unwrap_or_default(),
+            follow: world.get_resource::<Watching>().and_then(|w| w.follow),
+        }
+    }
+}
+
+/// Once the demo played again welcomes us, looks as we looked before the seek.
+fn carry_over_seek(
+    carried: Res<Carried>,
+    watching: Option<ResMut<Watching>>,
+    mut view: ResMut<SpectatorView>,
+    mut commands: Commands,
+) {
+    let Some(mut watching) = watching else {
+        return;
+    };
+    watching.follow = carried.follow;
+    *view = carried.view;
+    commands.remove_resource::<Carried>();
 }
 
 /// Places the camera for the view chosen, and hides the followed player's body when
