@@ -6,8 +6,8 @@ use bevy::prelude::*;
 use sightline_map::{CurrentMap, MapSource, find_map};
 use sightline_net::{AdmissionLimits, SecureConfig, Security, ServerNetPlugin};
 use sightline_server::{
-    DemoIndex, Kill, Outcome, PLAYBACK_SPECTATORS, PlaybackControl, Seek, ServerConfig,
-    ServerThread, open_demo, playback_app, verify_demo,
+    DemoIndex, Kill, LocalOrders, Outcome, PLAYBACK_SPECTATORS, PlaybackControl, Seek,
+    ServerConfig, ServerThread, local_orders, open_demo, playback_app, verify_demo,
 };
 use sightline_sim::TickConfig;
 use std::net::SocketAddr;
@@ -20,6 +20,8 @@ pub struct EmbeddedServer {
     pub addr: SocketAddr,
     /// The demo it plays (`None`: a practice server).
     pub playback: Option<DemoPlayback>,
+    /// Orders to a practice server (`record`, `stop`); `None` for a demo's playback.
+    pub orders: Option<LocalOrders>,
     _thread: ServerThread,
 }
 
@@ -46,18 +48,20 @@ impl EmbeddedServer {
             AdmissionLimits::default(),
         )
         .map_err(|e| e.to_string())?;
+        let (orders, inbox) = local_orders();
         let thread = ServerThread::spawn(
             "sightline-server",
             config,
             CurrentMap::new(source),
             net,
-            |_| {},
+            |app| inbox.install(app),
         )
         .map_err(|e| format!("cannot start the server thread: {e}"))?;
         info!("practice server for {map} on {addr} with {bots} bots");
         Ok(Self {
             addr,
             playback: None,
+            orders: Some(orders),
             _thread: thread,
         })
     }
@@ -92,6 +96,7 @@ impl EmbeddedServer {
         Ok(Self {
             addr,
             playback: Some(demo.clone()),
+            orders: None,
             _thread: thread,
         })
     }

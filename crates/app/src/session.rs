@@ -6,7 +6,7 @@ use bevy::prelude::*;
 use sightline_client::{ConnectionStatus, DesiredName, JoinAs, StatsKey};
 use sightline_console::{Console, ConsoleCommands, Cvars, RunCommand};
 use sightline_net::{ClientSecurity, connect_udp, disconnect_udp};
-use sightline_server::Seek;
+use sightline_server::{LocalOrder, Seek};
 use std::net::SocketAddr;
 
 /// Where the app is.
@@ -124,6 +124,11 @@ impl Plugin for SessionPlugin {
         commands.register("disconnect", "leave the server");
         commands.register("reconnect", "join the last server again");
         commands.register("map", "map NAME [BOTS]: play offline on a map against bots");
+        commands.register(
+            "record",
+            "record NAME: practising offline, record the match into demos/NAME.sldemo",
+        );
+        commands.register("stop", "stop recording a demo");
         commands.register("quit", "quit the game");
         commands.register("status", "show the connection and the players");
         app.init_state::<AppState>()
@@ -132,7 +137,13 @@ impl Plugin for SessionPlugin {
             .add_systems(Startup, start_from_command_line)
             .add_systems(
                 Update,
-                (console_commands, apply_requests, leave_when_disconnected).chain(),
+                (
+                    console_commands,
+                    apply_requests,
+                    print_server_answers,
+                    leave_when_disconnected,
+                )
+                    .chain(),
             );
     }
 }
@@ -151,9 +162,15 @@ fn console_commands(
     mut exit: MessageWriter<AppExit>,
     status: Res<ConnectionStatus>,
     roster: Res<sightline_client::Roster>,
+    session: Res<Session>,
 ) {
     for cmd in run.read() {
         match (cmd.name.as_str(), cmd.args.as_slice()) {
+            ("record", [name]) => {
+                order_practice(&session, &mut console, LocalOrder::Record(name.clone()))
+            }
+            ("record", _) => console.print("usage: record NAME"),
+            ("stop", _) => order_practice(&session, &mut console, LocalOrder::StopRecording),
             ("connect", [target]) => match crate::args::lookup(target) {
                 Some(addr) => {
                     requests.write(SessionRequest::Join(Target::Remote(addr)));
@@ -211,6 +228,33 @@ fn console_commands(
                 }
             }
             _ => {}
+        }
+    }
+}
+
+/// Gives the practice server an order, or says why there is none to give it to: a
+/// demo of another server's game is recorded by that server.
+fn order_practice(session: &Session, console: &mut Console, order: LocalOrder) {
+    let orders = session.server.as_ref().and_then(|s| s.orders.as_ref());
+    match orders {
+        Some(orders) if orders.send(order) => {}
+        Some(_) => console.print("error: the practice server has stopped"),
+        None => console.print(
+            "record: only practice offline (map NAME) is recorded here; a server records \
+             its own games (its host's record NAME, or rcon record NAME)",
+        ),
+    }
+}
+
+/// Prints what the practice server answered to `record` and `stop`.
+fn print_server_answers(session: Res<Session>, mut console: ResMut<Console>) {
+    let Some(orders) = session.server.as_ref().and_then(|s| s.orders.as_ref()) else {
+        return;
+    };
+    for answer in orders.answers() {
+        match answer {
+            Ok(line) => console.print(line),
+            Err(e) => console.print(format!("error: {e}")),
         }
     }
 }

@@ -10,6 +10,7 @@ use bevy_egui::egui;
 use sightline_client::{LocalInput, RemotePlayer, Roster, Watching};
 use sightline_console::{ConsoleCommands, RunCommand};
 use sightline_interpolation::{DrawMode, Drawn};
+use sightline_map::{CollisionWorld, CurrentMap};
 use sightline_movement::{MoveFlags, MoveParams};
 use sightline_sim::{Buttons, PlayerId, SessionAppExt};
 
@@ -59,6 +60,9 @@ const FLY_SPEED: f32 = 9.0;
 /// How far behind and above the followed player the chase camera sits, metres.
 const CHASE_BACK: f32 = 3.5;
 const CHASE_UP: f32 = 1.2;
+/// How far short of a wall behind the followed player the chase camera stops, metres:
+/// more than the near clipping plane, so the wall is not cut open.
+const CHASE_MARGIN: f32 = 0.25;
 
 /// The spectator's controls and camera.
 pub struct SpectatorPlugin;
@@ -174,6 +178,18 @@ fn carry_over_seek(
     commands.remove_resource::<Carried>();
 }
 
+/// Where the chase camera sits for a player whose eye is at `eye`, facing `yaw`: behind
+/// and above them, or short of the first wall or ceiling in the way (by
+/// [`CHASE_MARGIN`]), so it never looks from inside the map's geometry.
+fn chase_camera(eye: Vec3, yaw: f32, world: Option<&CollisionWorld>) -> Vec3 {
+    let offset = Quat::from_rotation_y(yaw) * Vec3::new(0.0, CHASE_UP, CHASE_BACK);
+    let (dir, length) = (offset.normalize_or_zero(), offset.length());
+    let reach = world
+        .and_then(|w| w.cast_ray(eye, dir, length + CHASE_MARGIN))
+        .map_or(length, |(hit, _)| (hit - CHASE_MARGIN).clamp(0.0, length));
+    eye + dir * reach
+}
+
 /// Places the camera for the view chosen, and hides the followed player's body when
 /// looking through their eyes.
 fn place_spectator_camera(
@@ -181,6 +197,7 @@ fn place_spectator_camera(
     input: Res<LocalInput>,
     params: Res<MoveParams>,
     watching: Res<Watching>,
+    map: Option<Res<CurrentMap>>,
     mut view: ResMut<SpectatorView>,
     mut players: Query<(&PlayerId, &Drawn, &mut Visibility), With<RemotePlayer>>,
     mut camera: Query<&mut Transform, With<MainCamera>>,
@@ -202,9 +219,8 @@ fn place_spectator_camera(
             view.free_at = Some(eye);
         }
         (ViewMode::Chase, Some(d)) => {
-            let facing = Quat::from_rotation_y(d.yaw);
             let eye = d.pos + Vec3::Y * params.eye(false);
-            let at = eye + facing * Vec3::new(0.0, CHASE_UP, CHASE_BACK);
+            let at = chase_camera(eye, d.yaw, map.as_deref().map(|m| &*m.world));
             *transform = Transform::from_translation(at).looking_at(eye, Vec3::Y);
             view.free_at = Some(at);
         }
@@ -259,6 +275,25 @@ fn draw_spectator_line(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_chase_camera_stops_short_of_a_wall_behind_the_player() {
+        // A wall whose face is at z = 2, behind a player at the origin facing -z.
+        let wall = CollisionWorld::from_boxes([(
+            Vec3::new(0.0, 1.0, 2.5),
+            Vec3::new(10.0, 5.0, 0.5),
+            Quat::IDENTITY,
+        )]);
+        let eye = Vec3::new(0.0, 1.6, 0.0);
+        let open = chase_camera(eye, 0.0, None);
+        assert!((open - eye - Vec3::new(0.0, CHASE_UP, CHASE_BACK)).length() < 1e-5);
+        let walled = chase_camera(eye, 0.0, Some(&wall));
+        assert!(walled.z < 2.0 - 0.2 && walled.z > 1.0, "{walled}");
+        assert!(walled.y > eye.y, "still above the eye: {walled}");
+        // Turned round, the wall is in front: nothing in the way behind.
+        let turned = chase_camera(eye, std::f32::consts::PI, Some(&wall));
+        assert!((turned.z + CHASE_BACK).abs() < 1e-4, "{turned}");
+    }
 
     #[test]
     fn jump_steps_through_the_views_and_back_to_the_free_camera() {

@@ -185,6 +185,58 @@ fn sessions_follow_one_another_cleanly() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// Practice recorded from the game's console: `record NAME` starts the practice
+/// server's recording, `stop` finishes it, and the demo verifies, the player and the
+/// bot in it.
+#[test]
+fn practice_is_recorded_from_the_console_and_the_demo_verifies() {
+    let dir = std::env::temp_dir().join(format!("sightline-record-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("a temporary directory");
+    let mut app = game(&dir.join("config.cfg"));
+    let limit = Duration::from_secs(40);
+    play_until(&mut app, limit, "practice", |w| playing(w, "duel", 30));
+    let name = format!("app-test-{}", std::process::id());
+    console(&mut app, &format!("record {name}"));
+    let said = |w: &World, start: &str| {
+        w.resource::<Console>()
+            .lines()
+            .any(|l| l.starts_with(start))
+    };
+    play_until(&mut app, limit, "the recording", |w| {
+        said(w, "recording demos/")
+    });
+    let recording = Instant::now();
+    play_until(&mut app, limit, "two seconds of it", |_| {
+        recording.elapsed() > Duration::from_secs(2)
+    });
+    console(&mut app, "stop");
+    play_until(&mut app, limit, "the demo written", |w| {
+        said(w, "wrote demos/")
+    });
+    console(&mut app, "stop");
+    play_until(&mut app, limit, "the second stop refused", |w| {
+        said(w, "error: not recording a demo")
+    });
+    let path = std::path::Path::new("demos").join(format!("{name}.sldemo"));
+    let (reader, map) = sightline_server::open_demo(&path).expect("the demo opens");
+    let verdict = sightline_server::verify_demo(reader, map).expect("it replays");
+    let _ = std::fs::remove_file(&path);
+    // The folder too, if the test made it (it holds nothing else then).
+    let _ = std::fs::remove_dir("demos");
+    assert!(
+        matches!(verdict.outcome, sightline_server::Outcome::Matched),
+        "{:?}",
+        verdict.outcome
+    );
+    assert!(
+        verdict.ticks >= 200,
+        "{} ticks in two seconds",
+        verdict.ticks
+    );
+    assert_eq!(verdict.standings.len(), 2, "the player and the bot");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 /// The server tick of the world drawn: the render time, in ticks of the demo's 128 Hz.
 fn drawn_tick(world: &World) -> Option<f64> {
     let render = world.resource::<sightline_interpolation::RenderTime>();
@@ -215,6 +267,20 @@ fn a_demo_watched_in_the_game_pauses_runs_faster_and_seeks() {
             && w.query_filtered::<(), With<RemotePlayer>>().iter(w).count() == 6
             && w.resource::<ClientStats>().snapshots > 64
     });
+    // A demo of another game is not recorded here.
+    console(&mut app, "record copy");
+    app.update();
+    assert!(
+        app.world()
+            .resource::<Console>()
+            .lines()
+            .any(|l| l.starts_with("record: only practice offline")),
+        "{:?}",
+        app.world()
+            .resource::<Console>()
+            .lines()
+            .collect::<Vec<_>>()
+    );
     console(&mut app, "demo_pause");
     // Once the last snapshots before the pause are drawn, the drawn world stops short of
     // the newest and holds there.

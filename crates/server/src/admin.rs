@@ -13,7 +13,7 @@ use crate::bans::{Ban, BanList, unix_now};
 use crate::bots::LeavingBot;
 use crate::connection::{Connection, ConnectionStage};
 use crate::cvars::cvar;
-use crate::demo::{DemoRecorder, demo_path};
+use crate::demo::demo_path;
 use crate::inbox::{AdminInbox, AdminLine, AdminOrigin};
 use crate::outbox::Outgoing;
 use crate::records::{MAX_TOP, StatsQuery, StatsQuestions, StatsWriter};
@@ -26,7 +26,7 @@ use sightline_console::{Bindings, Console, ConsoleCommands, Cvars, execute_line,
 use sightline_map::{CurrentMap, MapSource, find_map_by_name};
 use sightline_net::{HostKey, IpPrefix, LruMap, RenetServer, UdpServerTransport};
 use sightline_protocol::{MAX_CHAT_LEN, ServerMessage, ServerTextKind, clean_text};
-use sightline_sim::{BotControlled, PlayerId, PlayerName, Tick};
+use sightline_sim::{BotControlled, PlayerId, PlayerName};
 use std::net::{IpAddr, SocketAddr};
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
@@ -524,37 +524,10 @@ fn carry_out(
             out.print(format!("wrote {}", path.display()));
         }
         ("record", [name]) => {
-            if let Some(r) = world.get_resource::<DemoRecorder>() {
-                return Err(format!("already recording {}", r.path().display()));
-            }
             let path = demo_path(name)?;
-            let tick = world.resource::<Tick>().0.wrapping_add(1);
-            let recorder = DemoRecorder::start(
-                &path,
-                world.resource::<ServerConfig>(),
-                world.resource::<CurrentMap>(),
-                tick,
-            )?;
-            info!("recording the demo {}", path.display());
-            out.print(format!("recording {}", path.display()));
-            world.insert_resource(recorder);
+            out.print(crate::demo::start_recording(world, &path)?);
         }
-        ("stoprecord", []) => {
-            let recorder = world
-                .remove_resource::<DemoRecorder>()
-                .ok_or("not recording a demo")?;
-            let hz = world.resource::<ServerConfig>().tick.tick_hz.max(1);
-            let done = recorder.finish("stopped by the host")?;
-            let line = format!(
-                "wrote {}: {:.1} s ({} ticks), {} bytes",
-                done.path.display(),
-                f64::from(done.ticks) / f64::from(hz),
-                done.ticks,
-                done.bytes
-            );
-            info!("{line}");
-            out.print(line);
-        }
+        ("stoprecord", []) => out.print(crate::demo::stop_recording(world)?),
         ("quit", []) => {
             info!("quit from the console");
             out.print("stopping the server");

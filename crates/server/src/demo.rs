@@ -15,7 +15,7 @@ pub use format::{
     CommandChain, DEMO_EXTENSION, DEMO_FORMAT_VERSION, DEMO_MAGIC, DemoEncoder, DemoError,
     DemoErrorKind, DemoHeader, DemoOrder, DemoReader, MAX_RECORD_BYTES, Record, Step, TickCommands,
 };
-pub use record::{DemoRecorder, KEYFRAME_SECONDS, RecordingDone};
+pub use record::{DemoRecorder, KEYFRAME_SECONDS, RecordingDone, start_recording, stop_recording};
 pub(crate) use record::{finish_on_exit, record_tick, remember_tick_end};
 
 use std::path::PathBuf;

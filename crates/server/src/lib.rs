@@ -125,7 +125,7 @@ pub use telemetry::{
     TelemetryPlugin, parse_request_head,
 };
 pub use terminal::TerminalPlugin;
-pub use thread::ServerThread;
+pub use thread::{LocalOrder, LocalOrders, OrderInbox, ServerThread, local_orders};
 
 use bevy::prelude::*;
 pub use sightline_net::Pacing;

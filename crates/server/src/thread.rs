@@ -1,11 +1,15 @@
 //! The server on a thread of its own, in real time: offline play runs the dedicated
-//! server's own code this way, and so do the harness's soak and load test.
+//! server's own code this way, and so do the harness's soak and load test. The program
+//! that runs it can give it orders ([`LocalOrders`]): the game records its practice.
 
+use crate::demo::{demo_path, start_recording, stop_recording};
 use crate::{ServerConfig, server_app};
 use bevy::prelude::*;
 use sightline_map::CurrentMap;
 use sightline_net::{Pacing, ServerNetPlugin, ShutdownSignal};
+use std::sync::Mutex;
 use std::sync::atomic::Ordering;
+use std::sync::mpsc::{Receiver, Sender, channel};
 use std::thread::JoinHandle;
 
 /// A running server thread. Dropping it stops the server and waits for it.
@@ -72,5 +76,88 @@ impl Drop for ServerThread {
         if self.halt() {
             error!("the server thread panicked");
         }
+    }
+}
+
+/// What the program running a server thread asks of it: the game's `record` and `stop`
+/// on its practice server.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum LocalOrder {
+    /// Record the game into the demo folder under this name (as the console's `record`).
+    Record(String),
+    /// Stop recording.
+    StopRecording,
+}
+
+/// The program's end of a server thread's orders: each order is answered with what the
+/// server's console would print, or why it could not.
+pub struct LocalOrders {
+    orders: Sender<LocalOrder>,
+    answers: Mutex<Receiver<Result<String, String>>>,
+}
+
+impl LocalOrders {
+    /// Sends `order`; `false` if the server is gone.
+    pub fn send(&self, order: LocalOrder) -> bool {
+        self.orders.send(order).is_ok()
+    }
+
+    /// The answers that came since the last call, in order.
+    pub fn answers(&self) -> Vec<Result<String, String>> {
+        self.answers
+            .lock()
+            .map(|a| a.try_iter().collect())
+            .unwrap_or_default()
+    }
+}
+
+/// The server's end of [`LocalOrders`], to install in its app.
+#[derive(Resource)]
+pub struct OrderInbox {
+    orders: Mutex<Receiver<LocalOrder>>,
+    answers: Sender<Result<String, String>>,
+}
+
+impl OrderInbox {
+    /// Carries out the orders in the app's frames.
+    pub fn install(self, app: &mut App) {
+        app.insert_resource(self)
+            .add_systems(Update, carry_out_local_orders);
+    }
+}
+
+/// A pair of ends for a server thread's orders.
+pub fn local_orders() -> (LocalOrders, OrderInbox) {
+    let (orders, inbox) = channel();
+    let (answer, answers) = channel();
+    (
+        LocalOrders {
+            orders,
+            answers: Mutex::new(answers),
+        },
+        OrderInbox {
+            orders: Mutex::new(inbox),
+            answers: answer,
+        },
+    )
+}
+
+/// Carries out what the program asked, answering each order.
+fn carry_out_local_orders(world: &mut World) {
+    let orders: Vec<LocalOrder> = world
+        .resource::<OrderInbox>()
+        .orders
+        .lock()
+        .map(|o| o.try_iter().collect())
+        .unwrap_or_default();
+    for order in orders {
+        let answer = match order {
+            LocalOrder::Record(name) => {
+                demo_path(&name).and_then(|path| start_recording(world, &path))
+            }
+            LocalOrder::StopRecording => stop_recording(world),
+        };
+        // The program may have stopped listening; the recording goes on regardless.
+        let _ = world.resource::<OrderInbox>().answers.send(answer);
     }
 }

@@ -11,7 +11,7 @@ use crate::rules::{MatchOrder, MatchOrders};
 use bevy::prelude::*;
 use sightline_combat::ViewWindow;
 use sightline_map::CurrentMap;
-use sightline_sim::{CurrentCmd, Held, PlayerId};
+use sightline_sim::{CurrentCmd, Held, PlayerId, Tick};
 use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
 use std::sync::mpsc::{Receiver, SyncSender, TrySendError, sync_channel};
@@ -164,6 +164,42 @@ fn write_file(file: std::fs::File, queue: Receiver<Vec<u8>>) -> std::io::Result<
     }
     out.into_inner().map_err(|e| e.into_error())?.sync_all()?;
     Ok(written)
+}
+
+/// Starts recording the server's game into `path` from the next tick; what to tell
+/// the host, or why not.
+pub fn start_recording(world: &mut World, path: &Path) -> Result<String, String> {
+    if let Some(r) = world.get_resource::<DemoRecorder>() {
+        return Err(format!("already recording {}", r.path().display()));
+    }
+    let tick = world.resource::<Tick>().0.wrapping_add(1);
+    let recorder = DemoRecorder::start(
+        path,
+        world.resource::<ServerConfig>(),
+        world.resource::<CurrentMap>(),
+        tick,
+    )?;
+    info!("recording the demo {}", path.display());
+    world.insert_resource(recorder);
+    Ok(format!("recording {}", path.display()))
+}
+
+/// Stops the recording, the file whole; what was written, or why not.
+pub fn stop_recording(world: &mut World) -> Result<String, String> {
+    let recorder = world
+        .remove_resource::<DemoRecorder>()
+        .ok_or("not recording a demo")?;
+    let hz = world.resource::<ServerConfig>().tick.tick_hz.max(1);
+    let done = recorder.finish("stopped by the host")?;
+    let line = format!(
+        "wrote {}: {:.1} s ({} ticks), {} bytes",
+        done.path.display(),
+        f64::from(done.ticks) / f64::from(hz),
+        done.ticks,
+        done.bytes
+    );
+    info!("{line}");
+    Ok(line)
 }
 
 /// Records this tick: what changed since the last, the checksums and keyframes when
