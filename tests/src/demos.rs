@@ -286,6 +286,11 @@ fn played_from_a_later_tick(bytes: &[u8], verdict: &Verdict) {
         (index.end - seek.tick..=index.end - seek.tick + 2).contains(&played),
         "{played} ticks played from {seek:?} in {index:?}"
     );
+    assert_scoreboard_is_the_replays(client, verdict);
+}
+
+/// Every scoreboard line the spectator `client` shows is the replay's final standing.
+fn assert_scoreboard_is_the_replays(client: &bevy::prelude::World, verdict: &Verdict) {
     let roster = client.resource::<Roster>();
     for standing in &verdict.standings {
         let line = roster.0.get(&standing.id).expect("on the scoreboard");
@@ -415,16 +420,7 @@ fn a_demo_plays_back_to_a_spectator_as_the_game_was_and_stops_at_its_end() {
         verdict.kills.len().min(MAX_KILL_FEED),
         "{feed:?}"
     );
-    let roster = client.resource::<Roster>();
-    for standing in &verdict.standings {
-        let line = roster.0.get(&standing.id).expect("on the scoreboard");
-        assert_eq!(
-            (line.frags, line.deaths),
-            (standing.score.frags, standing.score.deaths),
-            "{}",
-            standing.name
-        );
-    }
+    assert_scoreboard_is_the_replays(client, &verdict);
     let chat = client.resource::<ChatLog>();
     assert!(
         chat.0.iter().any(|(_, text)| text == "the demo has ended"),
