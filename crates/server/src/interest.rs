@@ -4,9 +4,10 @@
 //! A client is sent its own player, its team-mates, every player within earshot
 //! ([`HEAR_RADIUS`]) and every player it could see: a clear line from its eye to the
 //! target's eye, to the target's middle, or to a point [`SIGHT_MARGIN`] to either side of
-//! it. The margin is the look-ahead: it covers how far either player moves before the
-//! next check and while the snapshot travels, so a player stepping round a corner is
-//! already there when the corner is rounded. Sight lines are checked for a slice of the
+//! it, or from where the viewer's eye will be to where the target will be if each runs
+//! on for [`SIGHT_LOOKAHEAD`]. The margin and the run ahead cover how far either player
+//! moves before the next check and while the snapshot travels, so a player stepping
+//! round a corner, or out from cover, is already drawn when it does. Sight lines are checked for a slice of the
 //! clients each tick (each client every [`REFRESH_TICKS`]); earshot and teams, which cost
 //! nothing, every tick. A player once sent stays sent for [`LINGER_SECONDS`], so nobody
 //! flickers at a doorway's edge. Two clients share one
@@ -21,8 +22,8 @@
 //! a client only when the client could see or hear the spot ([`Interest::items`]): until
 //! then it keeps what it last saw.
 //!
-//! What a wallhack can still see: players within earshot or inside the margin of a
-//! sight line, team-mates, rockets that will come into view before the next check,
+//! What a wallhack can still see: players within earshot, inside the margin of a sight
+//! line or about to come into view by the look-ahead, team-mates, rockets that will come into view before the next check,
 //! bursts within [`EXPLOSION_HEAR_RADIUS`], items within earshot, and where each shot
 //! came from ([`sightline_protocol::ServerMessage::Fired`] carries the shooter's position
 //! for everyone's sound and tracers).
@@ -133,8 +134,13 @@ pub fn hears_explosion(world: &CollisionWorld, eye: Vec3, at: Vec3) -> bool {
     eye.distance(at) <= EXPLOSION_HEAR_RADIUS || world.is_clear(eye, short - eye)
 }
 
+/// How far ahead each player's run is looked along, seconds, as a rocket's flight is
+/// ([`ROCKET_LOOKAHEAD`]): a player about to step out from cover, or a viewer about to
+/// round a corner, is sent before it happens, so it is drawn when it does.
+pub const SIGHT_LOOKAHEAD: f32 = 0.25;
+
 /// Whether a viewer at `viewer` could see a player at `target` across `world`, or will
-/// within the margin (see the module docs).
+/// within the margin or as they run on (see the module docs).
 pub fn could_see(
     world: &CollisionWorld,
     viewer: &PlayerState,
@@ -146,9 +152,29 @@ pub fn could_see(
     let middle = target.pos + Vec3::Y * params.height(target.crouched()) * 0.5;
     // Sideways, across the line of sight, in the horizontal plane.
     let across = (middle - eye).cross(Vec3::Y).normalize_or_zero() * SIGHT_MARGIN;
-    [target_eye, middle, middle + across, middle - across]
+    let now = [target_eye, middle, middle + across, middle - across];
+    if now
         .into_iter()
         .any(|point| world.is_clear(eye, point - eye))
+    {
+        return true;
+    }
+    // Where each will be running on as they run now, across the ground (a jump or a fall
+    // is brief), if no wall stops them first.
+    let ahead = |from: Vec3, state: &PlayerState| {
+        let run = Vec3::new(state.vel.x, 0.0, state.vel.z) * SIGHT_LOOKAHEAD;
+        (run.length_squared() > 1e-4 && world.is_clear(from, run)).then_some(from + run)
+    };
+    let their_ahead = ahead(middle, target);
+    if their_ahead.is_some_and(|point| world.is_clear(eye, point - eye)) {
+        return true;
+    }
+    ahead(eye, viewer).is_some_and(|my_eye| {
+        [Some(target_eye), Some(middle), their_ahead]
+            .into_iter()
+            .flatten()
+            .any(|point| world.is_clear(my_eye, point - my_eye))
+    })
 }
 
 /// Sight lines checked lately, by pair of players (lower id first), with the tick they
@@ -307,6 +333,38 @@ mod tests {
             &standing(2.0, 0.0),
             &params
         ));
+    }
+
+    fn running(x: f32, z: f32, vel: Vec3) -> PlayerState {
+        PlayerState {
+            vel,
+            ..standing(x, z)
+        }
+    }
+
+    #[test]
+    fn a_player_about_to_step_out_or_a_viewer_about_to_round_the_corner_is_seen_early() {
+        let (world, params) = (wall(), MoveParams::default());
+        let viewer = standing(-20.0, 0.0);
+        // Behind the wall, 1.7 m from its end: hidden standing or running along it, seen
+        // running out (2.5 m in the look-ahead at 10 m/s).
+        assert!(!could_see(&world, &viewer, &standing(2.0, 0.3), &params));
+        let along = running(2.0, 0.3, Vec3::new(0.0, 0.0, -10.0));
+        assert!(!could_see(&world, &viewer, &along, &params));
+        let out = running(2.0, 0.3, Vec3::new(0.0, 0.0, 10.0));
+        assert!(could_see(&world, &viewer, &out, &params));
+        // Running into the wall does not see through it.
+        let into = running(2.0, 0.0, Vec3::new(-8.0, 0.0, 0.0));
+        assert!(!could_see(&world, &viewer, &into, &params));
+        // A viewer close behind the wall's end, hidden from a player far beyond it, sees
+        // them early only when running round the end.
+        let target = standing(8.0, 0.0);
+        let near_end = standing(-0.5, 1.8);
+        assert!(!could_see(&world, &near_end, &target, &params));
+        let rounding = running(-0.5, 1.8, Vec3::new(0.0, 0.0, 8.0));
+        assert!(could_see(&world, &rounding, &target, &params));
+        let backing = running(-0.5, 1.8, Vec3::new(0.0, 0.0, -8.0));
+        assert!(!could_see(&world, &backing, &target, &params));
     }
 
     #[test]

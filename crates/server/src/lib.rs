@@ -91,7 +91,9 @@ pub use inputs::{
     HOLD_GRACE_SECONDS, HOLD_SHARE, InputBuffer, InputTiming, MAX_BUFFERED_SECONDS,
     MAX_SEQ_AHEAD_SECONDS, Push,
 };
-pub use interest::{HEAR_RADIUS, Interest, LINGER_SECONDS, REFRESH_TICKS, SIGHT_MARGIN, could_see};
+pub use interest::{
+    HEAR_RADIUS, Interest, LINGER_SECONDS, REFRESH_TICKS, SIGHT_LOOKAHEAD, SIGHT_MARGIN, could_see,
+};
 pub use logs::{LogFile, LogFormat, LogOutput, LogRotation, add_logging};
 pub use metrics::{JsonPage, Metrics};
 pub use playback::{
