@@ -135,7 +135,7 @@ pub fn hears_explosion(world: &CollisionWorld, eye: Vec3, at: Vec3) -> bool {
 }
 
 /// How far ahead each player's run is looked along, seconds, as a rocket's flight is
-/// ([`ROCKET_LOOKAHEAD`]): a player about to step out from cover, or a viewer about to
+/// (`ROCKET_LOOKAHEAD`): a player about to step out from cover, or a viewer about to
 /// round a corner, is sent before it happens, so it is drawn when it does.
 pub const SIGHT_LOOKAHEAD: f32 = 0.25;
 
