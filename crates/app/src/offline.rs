@@ -7,7 +7,7 @@ use sightline_map::{CurrentMap, MapSource, find_map};
 use sightline_net::{AdmissionLimits, SecureConfig, Security, ServerNetPlugin};
 use sightline_server::{
     DemoIndex, Kill, LocalOrders, Outcome, PLAYBACK_SPECTATORS, PlaybackControl, Seek,
-    ServerConfig, ServerThread, local_orders, open_demo, playback_app, verify_demo,
+    ServerConfig, ServerThread, local_orders, open_demo, playback_app, read_demo, verify_demo,
 };
 use sightline_sim::TickConfig;
 use std::net::SocketAddr;
@@ -121,7 +121,8 @@ impl DemoPlayback {
     /// Opens the demo at `path`: reads where its ticks are, and starts reading it
     /// through for its kills.
     pub fn open(path: &Path) -> Result<Self, String> {
-        let (reader, _) = open_demo(path).map_err(|e| format!("{}: {e}", path.display()))?;
+        // The map is checked where the demo is played (`play_demo`); the index needs none.
+        let reader = read_demo(path).map_err(|e| format!("{}: {e}", path.display()))?;
         let index = DemoIndex::scan(reader);
         let kills = Arc::new(OnceLock::new());
         let found = kills.clone();

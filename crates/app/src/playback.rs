@@ -55,11 +55,6 @@ pub struct DemoUi {
     pub open: bool,
 }
 
-/// The demo being watched, if one is.
-fn demo(session: &Session) -> Option<&DemoPlayback> {
-    session.server.as_ref().and_then(|s| s.playback.as_ref())
-}
-
 /// The tick of the demo (counted from its start) drawn now.
 fn drawn_tick(demo: &DemoPlayback, render: &RenderTime) -> Option<u32> {
     let index = &demo.index;
@@ -93,7 +88,7 @@ fn demo_commands(
         ) {
             continue;
         }
-        let Some(demo) = demo(&session) else {
+        let Some(demo) = session.demo() else {
             console.print(format!("{name}: no demo is playing"));
             continue;
         };
@@ -153,11 +148,11 @@ fn goto_tick(arg: &str, now: u32) -> Option<u32> {
 /// The drawn world's clock runs at the demo's pace: its speed, stopped while paused, and
 /// real time otherwise; the mouse goes back to the camera when no demo plays.
 fn follow_demo_pace(session: Res<Session>, mut stream: ResMut<StreamTime>, mut ui: ResMut<DemoUi>) {
-    let rate = demo(&session).map_or(1.0, |d| f64::from(d.control.rate()));
+    let rate = session.demo().map_or(1.0, |d| f64::from(d.control.rate()));
     if stream.rate != rate {
         stream.rate = rate;
     }
-    if ui.open && demo(&session).is_none() {
+    if ui.open && session.demo().is_none() {
         ui.open = false;
     }
 }
@@ -175,7 +170,7 @@ fn draw_timeline(
     ui_state: Res<DemoUi>,
     mut requests: MessageWriter<SessionRequest>,
 ) -> Result {
-    let Some(demo) = demo(&session) else {
+    let Some(demo) = session.demo() else {
         return Ok(());
     };
     let ctx = contexts.ctx_mut()?;

@@ -6,7 +6,7 @@ use bevy::prelude::*;
 use sightline_client::{ConnectionStatus, DesiredName, JoinAs, StatsKey};
 use sightline_console::{Console, ConsoleCommands, Cvars, RunCommand};
 use sightline_net::{ClientSecurity, connect_udp, disconnect_udp};
-use sightline_server::{LocalOrder, Seek};
+use sightline_server::{LocalOrder, LocalOrders, Seek};
 use std::net::SocketAddr;
 
 /// Where the app is.
@@ -69,10 +69,22 @@ impl StartWith {
 pub struct Session {
     /// What was last joined, for `reconnect`.
     pub last: Option<Target>,
-    /// The practice server, while playing offline.
+    /// The server inside the game: practice offline, or a demo's playback.
     pub server: Option<EmbeddedServer>,
     /// Why the last session ended, for the menu.
     pub ended: Option<String>,
+}
+
+impl Session {
+    /// The demo being watched, if one is.
+    pub(crate) fn demo(&self) -> Option<&DemoPlayback> {
+        self.server.as_ref().and_then(|s| s.playback.as_ref())
+    }
+
+    /// The practice server's orders, while practising offline.
+    pub(crate) fn orders(&self) -> Option<&LocalOrders> {
+        self.server.as_ref().and_then(|s| s.orders.as_ref())
+    }
 }
 
 /// A session change asked for by the menu or the console.
@@ -235,8 +247,7 @@ fn console_commands(
 /// Gives the practice server an order, or says why there is none to give it to: a
 /// demo of another server's game is recorded by that server.
 fn order_practice(session: &Session, console: &mut Console, order: LocalOrder) {
-    let orders = session.server.as_ref().and_then(|s| s.orders.as_ref());
-    match orders {
+    match session.orders() {
         Some(orders) if orders.send(order) => {}
         Some(_) => console.print("error: the practice server has stopped"),
         None => console.print(
@@ -248,7 +259,7 @@ fn order_practice(session: &Session, console: &mut Console, order: LocalOrder) {
 
 /// Prints what the practice server answered to `record` and `stop`.
 fn print_server_answers(session: Res<Session>, mut console: ResMut<Console>) {
-    let Some(orders) = session.server.as_ref().and_then(|s| s.orders.as_ref()) else {
+    let Some(orders) = session.orders() else {
         return;
     };
     for answer in orders.answers() {
@@ -390,8 +401,7 @@ fn join(world: &mut World, target: Target, seek: Option<(DemoPlayback, Seek)>) {
 /// player followed, the speed and the pause carried over.
 fn seek_demo(world: &mut World, tick: u32) {
     let session = world.resource::<Session>();
-    let demo = session.server.as_ref().and_then(|s| s.playback.clone());
-    let (Some(demo), Some(target)) = (demo, session.last.clone()) else {
+    let (Some(demo), Some(target)) = (session.demo().cloned(), session.last.clone()) else {
         world
             .resource_mut::<Console>()
             .print("demo_gototick: no demo is playing");
@@ -400,7 +410,10 @@ fn seek_demo(world: &mut World, tick: u32) {
     let seek = demo.index.seek(tick);
     let carried = crate::spectator::Carried::from_world(world);
     join(world, target, Some((demo, seek)));
-    world.insert_resource(carried);
+    // Only for a demo that did start again: otherwise nothing would take it.
+    if world.resource::<Session>().server.is_some() {
+        world.insert_resource(carried);
+    }
 }
 
 /// Starts the server inside the game that `target` is played on: a demo's playback or a

@@ -110,7 +110,9 @@ pub use records::{
     Career, MAX_TOP, RecordsPlugin, STATS_FLUSH_SECONDS, STATS_QUEUE, StatsDatabase, StatsQuery,
     StatsQuestions, StatsWriter, TopRow, leaderboard_page,
 };
-pub use replay::{DemoFile, Kill, Outcome, Standing, Verdict, check_map, open_demo, verify_demo};
+pub use replay::{
+    DemoFile, Kill, Outcome, Standing, Verdict, check_map, open_demo, read_demo, verify_demo,
+};
 pub use resume::{Departed, DepartedPlayers, RESUME_SECONDS, Resumable};
 pub use rules::{INTERMISSION, MatchOrder, MatchOrders, MatchRules, MatchState};
 pub use sightline_combat::GameMode;

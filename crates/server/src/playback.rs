@@ -202,14 +202,14 @@ pub fn playback_app(
 struct CatchUp(Option<u32>);
 
 /// On the way to a seek's tick: runs as many ticks next frame as are left (up to
-/// [`CATCH_UP_TICKS`]) on the fixed clock itself, with the virtual clock stopped, so it
-/// lands on the tick exactly. The first of them starts the world from the keyframe.
+/// [`CATCH_UP_TICKS`]) on the fixed clock itself, with the virtual clock stopped
+/// ([`pace_playback`] holds it while a seek is on its way), so it lands on the tick
+/// exactly. The first of them starts the world from the keyframe.
 fn catch_up(
     tick: Res<Tick>,
     playback: Res<Playback>,
     mut target: ResMut<CatchUp>,
     mut fixed: ResMut<Time<Fixed>>,
-    mut time: ResMut<Time<Virtual>>,
 ) {
     let Some(to) = target.0 else {
         return;
@@ -223,7 +223,6 @@ fn catch_up(
         target.0 = None;
         return;
     }
-    time.pause();
     let step = fixed.timestep();
     fixed.accumulate_overstep(step * left.min(CATCH_UP_TICKS));
 }

@@ -103,12 +103,18 @@ pub(crate) struct Playback {
 /// A demo file opened, ready to play.
 pub type DemoFile = DemoReader<Box<dyn Read + Send + Sync>>;
 
+/// Opens the demo at `path` and reads its header, without its map (to read the file
+/// through, as [`crate::DemoIndex::scan`] does); the error does not name the file.
+pub fn read_demo(path: &Path) -> Result<DemoFile, String> {
+    let file = std::fs::File::open(path).map_err(|e| e.to_string())?;
+    let file = Box::new(std::io::BufReader::new(file)) as Box<dyn Read + Send + Sync>;
+    DemoReader::open(file).map_err(|e| e.to_string())
+}
+
 /// Opens the demo at `path` and loads its map from `maps/`, checking it is the map the
 /// demo was recorded on; the error does not name the file, which the caller knows.
 pub fn open_demo(path: &Path) -> Result<(DemoFile, CurrentMap), String> {
-    let file = std::fs::File::open(path).map_err(|e| e.to_string())?;
-    let file = Box::new(std::io::BufReader::new(file)) as Box<dyn Read + Send + Sync>;
-    let reader = DemoReader::open(file).map_err(|e| e.to_string())?;
+    let reader = read_demo(path)?;
     let name = reader.header().map_name.clone();
     let map = MapSource::load(&find_map(&name))
         .map(CurrentMap::new)
@@ -293,11 +299,7 @@ fn play(world: &mut World, p: &mut Playback) -> Result<(), Outcome> {
         skip_to(world, p, keyframe)?;
     }
     loop {
-        let (offset, record) = match p.reader.next_record() {
-            Ok(Some(r)) => r,
-            Ok(None) => return Err(Outcome::Matched),
-            Err(e) => return Err(Outcome::Unreadable(e)),
-        };
+        let (offset, record) = next_record(p)?;
         let tick = world.resource::<Tick>().0;
         match record {
             Record::Keyframe(k) if !p.started => {
@@ -357,11 +359,7 @@ fn play(world: &mut World, p: &mut Playback) -> Result<(), Outcome> {
 fn skip_to(world: &mut World, p: &mut Playback, tick: u32) -> Result<(), Outcome> {
     let mut order = None;
     loop {
-        let (offset, record) = match p.reader.next_record() {
-            Ok(Some(r)) => r,
-            Ok(None) => return Err(Outcome::Matched),
-            Err(e) => return Err(Outcome::Unreadable(e)),
-        };
+        let (offset, record) = next_record(p)?;
         match record {
             Record::Keyframe(k) if k.tick >= tick => {
                 start_from(world, &k).map_err(|e| corrupt(offset, e))?;
@@ -406,6 +404,16 @@ fn set_limits(world: &mut World, fraglimit: i32, timelimit: f32) {
     let mut config = world.resource_mut::<ServerConfig>();
     config.rules.fraglimit = fraglimit;
     config.rules.timelimit = timelimit;
+}
+
+/// The demo's next record and its byte; `Err` with how the replay ends where the file
+/// does, or cannot be read on.
+fn next_record(p: &mut Playback) -> Result<(u64, Record), Outcome> {
+    match p.reader.next_record() {
+        Ok(Some(r)) => Ok(r),
+        Ok(None) => Err(Outcome::Matched),
+        Err(e) => Err(Outcome::Unreadable(e)),
+    }
 }
 
 fn corrupt(offset: u64, why: String) -> Outcome {
