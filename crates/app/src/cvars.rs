@@ -67,6 +67,9 @@ pub mod cvar {
              the game started with";
         VID_VSYNC: bool = "vid_vsync", Bool, false, SAVED,
             "1 waits for the display's refresh (no tearing, a frame more of delay)";
+        CL_KILLCAM: bool = "cl_killcam", Bool, true, SAVED,
+            "1 shows the moments before your death again through your killer's eyes while \
+             you wait to respawn (fire or jump skips it)";
         CROSSHAIR_STYLE: i64 = "crosshair_style", Int { min: 0, max: 4 }, 1, SAVED,
             "crosshair: 0 none, 1 cross, 2 cross with a dot, 3 dot, 4 circle";
         CROSSHAIR_SIZE: f64 = "crosshair_size", Float { min: 2.0, max: 64.0 }, 12.0, SAVED,

@@ -4,6 +4,7 @@
 //! hole where they strike, and the railgun's lingering beam. Particles and marks are
 //! [`crate::particles`]'s; this module says when and where.
 
+use crate::killcam::Killcam;
 use crate::particles::{Emit, Mark};
 use bevy::prelude::*;
 use sightline_client::{CombatCue, LatestSnapshot};
@@ -49,7 +50,11 @@ impl Plugin for EffectsPlugin {
         app.add_systems(Startup, make_effect_assets)
             .add_systems(
                 Update,
-                (draw_projectiles, spawn_effects, age_effects)
+                (
+                    draw_projectiles.after(crate::killcam::KillcamSet),
+                    spawn_effects,
+                    age_effects,
+                )
                     .run_if(resource_exists::<EffectAssets>),
             )
             .add_systems(
@@ -103,17 +108,28 @@ fn beam_transform(from: Vec3, dir: Vec3, length: f32, width: f32) -> Transform {
         .with_scale(Vec3::new(width, length, width))
 }
 
-/// Projectiles where interpolation draws them (in step with the players around them),
-/// each leaving its trail.
+/// Projectiles where interpolation (or the killcam's replay) draws them, in step with the
+/// players around them, each leaving its trail. When the killcam starts or ends, those
+/// drawn are dropped and drawn afresh: a trail never joins the replay to the live world.
+#[allow(clippy::too_many_arguments)]
 fn draw_projectiles(
     mut commands: Commands,
     drawn: Res<DrawnProjectiles>,
     latest: Res<LatestSnapshot>,
+    killcam: Res<Killcam>,
+    mut replaying: Local<bool>,
     assets: Res<EffectAssets>,
     mut emit: MessageWriter<Emit>,
     mut projectiles: Query<(Entity, &ProjectileVisual, &mut Transform)>,
 ) {
     let flying = &drawn.0;
+    if *replaying != killcam.active() {
+        *replaying = killcam.active();
+        for (entity, ..) in &projectiles {
+            commands.entity(entity).despawn();
+        }
+        return;
+    }
     for (entity, projectile, mut transform) in &mut projectiles {
         match flying.iter().find(|(id, _)| *id == projectile.id) {
             Some(&(_, pos)) => {
@@ -142,7 +158,9 @@ fn draw_projectiles(
         if projectiles.iter().any(|(_, p, _)| p.id == id) {
             continue;
         }
-        let kind = projectile_kind(&latest, id);
+        let kind = killcam
+            .projectile_kind(id)
+            .unwrap_or_else(|| projectile_kind(&latest, id));
         let (mesh, material, scale) = match kind {
             ProjectileKind::Rocket => (&assets.rocket, &assets.rocket_material, 1.0),
             ProjectileKind::Plasma => (&assets.plasma, &assets.plasma_material, 1.0),

@@ -20,6 +20,7 @@ mod graphics;
 mod headless;
 mod hud;
 mod input;
+mod killcam;
 mod materials;
 mod menu;
 mod offline;
@@ -127,6 +128,7 @@ impl PluginGroup for GamePlugins {
             .add(input::InputPlugin)
             .add(camera::CameraPlugin)
             .add(deathcam::DeathCamPlugin)
+            .add(killcam::KillcamPlugin)
             .add(spectator::SpectatorPlugin)
             .add(playback::DemoControlsPlugin)
             .add(materials::MaterialsPlugin)

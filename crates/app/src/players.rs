@@ -7,6 +7,7 @@
 
 use crate::MainCamera;
 use crate::character::{self, BodyPaint, HAND_REST, Motion, PELVIS_REST, Rig};
+use crate::killcam::Replayed;
 use bevy::prelude::*;
 use bevy_egui::{EguiContexts, EguiPrimaryContextPass, egui};
 use sightline_client::{CombatCue, LatestSnapshot, RemotePlayer, Roster};
@@ -72,7 +73,8 @@ impl Plugin for PlayersPlugin {
                     glow_with_power_ups,
                 )
                     .chain()
-                    .after(InterpolationSet::Sample),
+                    .after(InterpolationSet::Sample)
+                    .after(crate::killcam::KillcamSet),
             ),
         )
         .add_systems(EguiPrimaryContextPass, draw_name_plates);
@@ -179,17 +181,23 @@ fn heading(vel: Vec3, yaw: f32) -> Vec2 {
 fn track_motion(
     time: Res<Time>,
     latest: Res<LatestSnapshot>,
-    mut players: Query<(&PlayerId, &Drawn, &mut Tracker), With<RemotePlayer>>,
+    mut players: Query<(&PlayerId, &Drawn, &mut Tracker, Option<&Replayed>), With<RemotePlayer>>,
 ) {
     let dt = time.delta_secs();
     if dt <= 0.0 {
         return;
     }
-    for (id, drawn, mut tracker) in &mut players {
-        let snap = latest
-            .0
-            .as_ref()
-            .and_then(|s| s.players.iter().find(|p| p.id == *id));
+    for (id, drawn, mut tracker, replayed) in &mut players {
+        // A body the killcam replays lives and holds what it did then.
+        let snap = replayed.copied().or_else(|| {
+            let s = latest.0.as_ref()?;
+            let p = s.players.iter().find(|p| p.id == *id)?;
+            Some(Replayed {
+                health: p.health,
+                weapon: p.weapon,
+                kit: p.kit,
+            })
+        });
         let tracker = &mut *tracker;
         let m = &mut tracker.motion;
         match tracker.last_pos {
@@ -341,17 +349,18 @@ fn power_up_glow(kit: u8) -> LinearRgba {
 /// Bodies glow while a power-up runs (their material changed only when that changes).
 fn glow_with_power_ups(
     latest: Res<LatestSnapshot>,
-    mut bodies: Query<(&PlayerId, &BodyMaterial, &mut Tracker)>,
+    mut bodies: Query<(&PlayerId, &BodyMaterial, &mut Tracker, Option<&Replayed>)>,
     mut materials: ResMut<Assets<StandardMaterial>>,
 ) {
-    let Some(snapshot) = latest.0.as_ref() else {
-        return;
-    };
-    for (id, body, mut tracker) in &mut bodies {
-        let Some(snap) = snapshot.players.iter().find(|p| p.id == *id) else {
+    for (id, body, mut tracker, replayed) in &mut bodies {
+        let kit = replayed.map(|r| r.kit).or_else(|| {
+            let s = latest.0.as_ref()?;
+            Some(s.players.iter().find(|p| p.id == *id)?.kit)
+        });
+        let Some(kit) = kit else {
             continue;
         };
-        let power_ups = snap.kit & (KIT_QUAD | KIT_REGEN);
+        let power_ups = kit & (KIT_QUAD | KIT_REGEN);
         if power_ups == tracker.power_ups {
             continue;
         }

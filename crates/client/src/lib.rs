@@ -22,6 +22,7 @@ mod inbound;
 mod input;
 mod pacing;
 mod rate;
+mod recent;
 mod reconnect;
 mod roster;
 mod snapshots;
@@ -40,6 +41,7 @@ pub use input::{
 };
 pub use pacing::{InputPacing, MAX_DILATION, SETTLE_LIMIT, SHORT_SHARE, TARGET_MIN_QUEUE};
 pub use rate::DownloadRate;
+pub use recent::{Clip, ClipPose, MAX_GAP, MAX_RECENT, RECENT_SECONDS, RecentWorld};
 pub use reconnect::{RESUME_WINDOW_SECONDS, Reconnect, backoff_seconds};
 pub use roster::{Roster, RosterEntry};
 pub use snapshots::{LatestSnapshot, dead_in};

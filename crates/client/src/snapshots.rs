@@ -42,6 +42,7 @@ pub fn dead_in(latest: &LatestSnapshot, id: PlayerId) -> bool {
 /// ([`EventInbox`]). Snapshots come as changes
 /// from one this client acknowledged, resolved against the ones it keeps
 /// ([`SnapshotHistory`]); one whose baseline is no longer kept is dropped and counted.
+/// Where the game keeps the [`crate::RecentWorld`], every snapshot goes into it too.
 pub(crate) fn receive_datagrams(
     mut client: ResMut<RenetClient>,
     mut latest: ResMut<LatestSnapshot>,
@@ -59,7 +60,11 @@ pub(crate) fn receive_datagrams(
         ResMut<WeaponChecks>,
         Query<&PlayerId, With<LocalPlayer>>,
     ),
-    (time, stream): (Res<Time<Real>>, Res<StreamTime>),
+    (time, stream, mut recent): (
+        Res<Time<Real>>,
+        Res<StreamTime>,
+        Option<ResMut<crate::RecentWorld>>,
+    ),
 ) {
     let now = time.elapsed_secs_f64();
     while let Some(bytes) = client.receive_message(Channel::Unreliable) {
@@ -101,6 +106,9 @@ pub(crate) fn receive_datagrams(
             }
         };
         let server_time = snapshot.server_time_us as f64 / 1e6;
+        if let Some(recent) = recent.as_deref_mut() {
+            recent.record(&snapshot);
+        }
         // On the clock render time runs on (a demo's may run faster or stop).
         delay.record(server_time, stream.elapsed());
         // More waiting than the queue holds: the oldest show now.
