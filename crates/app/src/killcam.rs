@@ -17,7 +17,7 @@ use bevy::prelude::*;
 use bevy::transform::TransformSystems;
 use bevy_egui::{EguiContexts, EguiPrimaryContextPass, egui};
 use sightline_client::{
-    Clip, LatestSnapshot, LocalInput, LocalPlayer, RecentWorld, RemotePlayer, Roster, ShownEvent,
+    Clip, LatestSnapshot, LocalInput, LocalPlayer, RecentWorld, RemotePlayer, Roster,
 };
 use sightline_combat::{ProjectileKind, WeaponKind};
 use sightline_console::{ConsoleCommands, Cvars, RunCommand};
@@ -36,6 +36,8 @@ pub const KILLCAM_HOLD: f64 = 0.4;
 #[derive(Resource, Debug, Default)]
 pub struct Killcam {
     showing: Option<Showing>,
+    /// The number of the last death event of ours replayed (or passed over).
+    replayed: Option<u32>,
 }
 
 /// A replay under way.
@@ -138,83 +140,91 @@ impl Plugin for KillcamPlugin {
     }
 }
 
-/// Starts a replay when the kill feed's event says another player killed us, if the
-/// recent world holds our death and the killer in the seconds before it.
+/// Starts a replay when the newest snapshot has us dead and carries the event of another
+/// player killing us (events ride every snapshot until acknowledged, so the one that
+/// first has us dead has it), if the recent world holds our death and the killer in the
+/// seconds before it. Each death is replayed once, however many snapshots carry it.
 #[allow(clippy::too_many_arguments)]
 fn start_killcam(
     mut commands: Commands,
     time: Res<Time<Real>>,
     cvars: Option<Res<Cvars>>,
-    mut shown: MessageReader<ShownEvent>,
     latest: Res<LatestSnapshot>,
     recent: Res<RecentWorld>,
     input: Res<LocalInput>,
     me: Query<&PlayerId, With<LocalPlayer>>,
     mut killcam: ResMut<Killcam>,
 ) {
-    let wanted = cvars.is_none_or(|c| c.read(cvar::CL_KILLCAM));
-    let Ok(me) = me.single() else {
-        shown.clear();
+    let (Some(snapshot), Ok(me)) = (latest.0.as_ref(), me.single()) else {
         return;
     };
-    for ShownEvent(event) in shown.read() {
-        let PlayerEvent::Killed {
+    if killcam.active() || !sightline_client::dead_in(&latest, *me) {
+        return;
+    }
+    let kill = snapshot.events.iter().rev().find_map(|e| match e.event {
+        PlayerEvent::Killed {
             victim,
             killer,
             weapon,
-        } = *event
-        else {
-            continue;
-        };
-        if victim != *me || killer == *me || !wanted || killcam.active() {
-            continue;
-        }
-        if !sightline_client::dead_in(&latest, *me) {
-            continue;
-        }
-        let Some(death) = recent.death_of(*me) else {
-            info!("no killcam: our death is not in the snapshots kept");
-            continue;
-        };
-        // From the killer's first moment in our snapshots, if it came later: before
-        // it, interest management did not send us where they were.
-        let mut clip = recent.clip(death - KILLCAM_SECONDS, death);
-        match clip.first_seen(killer) {
-            Some(seen) if clip.pose(killer, death).is_some() => {
-                if seen > clip.from {
-                    clip = recent.clip(seen, death);
-                }
-            }
-            _ => {
-                info!("no killcam: the killer was not in our view when we died");
-                continue;
-            }
-        }
-        for id in clip.players().filter(|id| *id != killer) {
-            commands.spawn((
-                KillcamGhost,
-                id,
-                RemotePlayer,
-                Drawn {
-                    mode: DrawMode::Unseen,
-                    ..default()
-                },
-            ));
-        }
-        info!(
-            "killcam: the last {KILLCAM_SECONDS} s from player {}'s eyes",
-            killer.0
-        );
-        killcam.showing = Some(Showing {
-            clip,
-            killer,
-            weapon,
-            started: time.elapsed_secs_f64(),
-            held: input.buttons,
-            projectiles: Vec::new(),
-            eye: None,
-        });
+        } if victim == *me => Some((e.seq, killer, weapon)),
+        _ => None,
+    });
+    let Some((seq, killer, weapon)) = kill else {
+        return;
+    };
+    if killcam.replayed.is_some_and(|last| last >= seq) {
+        return;
     }
+    killcam.replayed = Some(seq);
+    if killer == *me || !cvars.is_none_or(|c| c.read(cvar::CL_KILLCAM)) {
+        return;
+    }
+    let Some(death) = recent.death_of(*me) else {
+        info!("no killcam: our death is not in the snapshots kept");
+        return;
+    };
+    // From the killer's first moment in our snapshots, if it came later: before it,
+    // interest management did not send us where they were.
+    let mut clip = recent.clip(death - KILLCAM_SECONDS, death);
+    match clip.first_seen(killer) {
+        Some(seen) if clip.pose(killer, death).is_some() => {
+            if seen > clip.from {
+                clip = recent.clip(seen, death);
+            }
+        }
+        _ => {
+            info!("no killcam: the killer was not in our view when we died");
+            return;
+        }
+    }
+    for id in clip.players().filter(|id| *id != killer) {
+        // Hidden until the clip poses it.
+        commands.spawn((
+            KillcamGhost,
+            id,
+            RemotePlayer,
+            Drawn {
+                mode: DrawMode::Unseen,
+                ..default()
+            },
+            Transform::default(),
+            Visibility::Hidden,
+        ));
+    }
+    info!(
+        "killcam: the last {:.2} s from player {}'s eyes",
+        clip.to - clip.from,
+        killer.0
+    );
+    killcam.showing = Some(Showing {
+        clip,
+        killer,
+        weapon,
+        started: time.elapsed_secs_f64(),
+        held: input.buttons,
+        projectiles: Vec::new(),
+        eye: None,
+    });
 }
 
 /// Ends the replay when it has run its course, when fire or jump is newly pressed (or

@@ -127,9 +127,11 @@ fn dress_remote_players(
             visor: materials.add(visor_material(color)),
         };
         let rig = character::build_body(&mut commands, entity, &paint, &mut meshes, &mut materials);
+        // A body placed before it was dressed (the killcam's stand-ins) stays where it is.
+        commands
+            .entity(entity)
+            .insert_if_new((Transform::default(), Visibility::default()));
         commands.entity(entity).insert((
-            Transform::default(),
-            Visibility::default(),
             Dressed,
             BodyMaterial {
                 clothes: paint.clothes,
