@@ -408,7 +408,8 @@ impl Probe {
     /// Notes the remote players in plain sight of our eye at render time `t` (a clear
     /// line to the middle of their body where the server had them then) that the client
     /// does not draw, and those it draws at last after missing: pop-ins. Players that
-    /// have just respawned, or are dead, and frames while we are dead, are left out.
+    /// have just respawned, or are dead, and frames while we are dead, are left out, and
+    /// a spell of missing ends when the player dies.
     fn look_for_pop_ins(
         &mut self,
         w: &mut World,
@@ -433,10 +434,14 @@ impl Probe {
         let middle = w.resource::<MoveParams>().height(false) * 0.5;
         let map = w.resource::<CurrentMap>();
         for id in truth.players_at(t) {
-            if id == me || truth.1.contains(&id) {
+            if id == me {
                 continue;
             }
-            let Some((pos, fell)) = truth.at(id, t) else {
+            // A player who died (or left) while missing was not waiting to be drawn
+            // through the death: the spell ends there, not at the next life's first frame.
+            let alive = (!truth.1.contains(&id)).then(|| truth.at(id, t)).flatten();
+            let Some((pos, fell)) = alive else {
+                self.missing_since.remove(&id);
                 continue;
             };
             let body = pos + Vec3::Y * middle;
