@@ -78,6 +78,12 @@ impl Killcam {
         self.showing.as_ref().map(|s| (s.killer, &s.clip))
     }
 
+    /// The weapon in the killer's hand at the replay's moment, at real time `now`.
+    pub(crate) fn killer_weapon(&self, now: f64) -> Option<WeaponKind> {
+        let s = self.showing.as_ref()?;
+        Some(s.clip.pose(s.killer, self.replay_time(now)?)?.weapon)
+    }
+
     /// What replayed projectile `id` is.
     pub(crate) fn projectile_kind(&self, id: u16) -> Option<ProjectileKind> {
         let s = self.showing.as_ref()?;

@@ -8,6 +8,7 @@
 use crate::MainCamera;
 use crate::camera::ViewZoom;
 use crate::character::{advance_phase, land_dip};
+use crate::killcam::Killcam;
 use crate::particles::Emit;
 use crate::weapon_models::{self, model};
 use bevy::prelude::*;
@@ -224,10 +225,12 @@ fn note_own_shots(mut cues: MessageReader<CombatCue>, mut handling: ResMut<Handl
 }
 
 /// Shows the weapon in hand and moves it: bob, sway, landing, recoil, reload, switch and
-/// zoom.
+/// zoom; during the killcam, the killer's.
 #[allow(clippy::too_many_arguments)]
 fn handle_weapon(
     time: Res<Time>,
+    real: Res<Time<Real>>,
+    killcam: Res<Killcam>,
     params: Res<MoveParams>,
     latest: Res<LatestSnapshot>,
     zoom: Option<Res<ViewZoom>>,
@@ -239,6 +242,19 @@ fn handle_weapon(
     let Ok((mut transform, mut visibility)) = root.single_mut() else {
         return;
     };
+    // The killcam looks through the killer's eyes: their weapon, held still.
+    if let Some(weapon) = killcam.killer_weapon(real.elapsed_secs_f64()) {
+        visibility.set_if_neq(Visibility::Inherited);
+        for (view, mut v) in &mut views {
+            v.set_if_neq(if view.0 == weapon {
+                Visibility::Inherited
+            } else {
+                Visibility::Hidden
+            });
+        }
+        *transform = Transform::from_translation(HAND);
+        return;
+    }
     let Ok((id, state, arsenal)) = player.single() else {
         visibility.set_if_neq(Visibility::Hidden);
         return;
