@@ -6,7 +6,7 @@
 
 use bevy::prelude::*;
 use sightline_combat::ProjectileKind;
-use sightline_interpolation::lerp_angle;
+use sightline_interpolation::between;
 use sightline_movement::PlayerState;
 use sightline_protocol::{PlayerSnap, ProjectileSnap, Snapshot};
 use sightline_sim::PlayerId;
@@ -133,7 +133,8 @@ impl RecentWorld {
 /// A player as a clip shows them at one moment.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct ClipPose {
-    /// Where they stood and looked, between the snapshots around the moment.
+    /// Where they stood and looked, between the snapshots around the moment (as the live
+    /// world is drawn, [`between`]).
     pub state: PlayerState,
     /// Health, 0 dead (from the nearer snapshot before the moment).
     pub health: u8,
@@ -154,17 +155,21 @@ pub struct Clip {
     projectiles: BTreeMap<u16, Vec<(f64, ProjectileSnap)>>,
 }
 
-/// The two entries of `track` around `t`: the last at or before it, and the next when it
-/// follows within [`MAX_GAP`]; `None` before the first, and past the last by more than
-/// the gap (gone from the snapshots).
-fn around<T>(track: &[(f64, T)], t: f64) -> Option<(&(f64, T), Option<&(f64, T)>)> {
+/// The entries of `track` around `t`: the last at or before it, and the next when it
+/// follows within [`MAX_GAP`], with how far `t` is from the one to the other (0 to 1);
+/// `None` before the first, and past the last by more than the gap (gone from the
+/// snapshots).
+fn around<T>(track: &[(f64, T)], t: f64) -> Option<(&(f64, T), Option<(&(f64, T), f32)>)> {
     let next = track.partition_point(|(time, _)| *time <= t);
     let a = track.get(next.checked_sub(1)?)?;
     let b = track.get(next).filter(|b| b.0 - a.0 <= MAX_GAP);
     if b.is_none() && t - a.0 > MAX_GAP {
         return None;
     }
-    Some((a, b))
+    Some((
+        a,
+        b.map(|b| (b, ((t - a.0) / (b.0 - a.0)).clamp(0.0, 1.0) as f32)),
+    ))
 }
 
 impl Clip {
@@ -182,15 +187,11 @@ impl Clip {
     /// respawn), or held at the last one; `None` where the clip does not have them.
     pub fn pose(&self, id: PlayerId, t: f64) -> Option<ClipPose> {
         let (a, b) = around(self.players.get(&id)?, t)?;
-        let (sa, mut state) = (&a.1, a.1.state());
-        if let Some((tb, sb)) = b.filter(|(_, sb)| sb.spawn_count == sa.spawn_count) {
-            let f = ((t - a.0) / (tb - a.0)).clamp(0.0, 1.0) as f32;
-            let next = sb.state();
-            state.pos = state.pos.lerp(next.pos, f);
-            state.vel = state.vel.lerp(next.vel, f);
-            state.yaw = lerp_angle(state.yaw, next.yaw, f);
-            state.pitch = state.pitch + (next.pitch - state.pitch) * f;
-        }
+        let sa = &a.1;
+        let state = match b.filter(|((_, sb), _)| sb.spawn_count == sa.spawn_count) {
+            Some(((_, sb), f)) => between(&sa.state(), &sb.state(), f),
+            None => sa.state(),
+        };
         Some(ClipPose {
             state,
             health: sa.health,
@@ -207,10 +208,7 @@ impl Clip {
                 let (a, b) = around(track, t)?;
                 let from = Vec3::from_array(a.1.pos);
                 let pos = match b {
-                    Some((tb, pb)) => {
-                        let f = ((t - a.0) / (tb - a.0)).clamp(0.0, 1.0) as f32;
-                        from.lerp(Vec3::from_array(pb.pos), f)
-                    }
+                    Some(((_, pb), f)) => from.lerp(Vec3::from_array(pb.pos), f),
                     // Past its last snapshot it has burst (or left our view): not drawn.
                     None if t > a.0 => return None,
                     None => from,

@@ -143,6 +143,19 @@ pub fn lerp_angle(a: f32, b: f32, t: f32) -> f32 {
     sightline_sim::wrap_angle(a + d * t)
 }
 
+/// The state a fraction `f` (0 to 1) of the way from `a` to `b`: position, velocity and
+/// view in between (yaw the short way round), the movement bits of the nearer. Drawing
+/// between snapshots, live or replayed, goes through it.
+pub fn between(a: &PlayerState, b: &PlayerState, f: f32) -> PlayerState {
+    PlayerState {
+        pos: a.pos.lerp(b.pos, f),
+        vel: a.vel.lerp(b.vel, f),
+        yaw: lerp_angle(a.yaw, b.yaw, f),
+        pitch: a.pitch + (b.pitch - a.pitch) * f,
+        flags: if f < 0.5 { a.flags } else { b.flags },
+    }
+}
+
 /// Where the player stood at server time `t`: interpolated between the states around it,
 /// extrapolated along the newest velocity (with gravity when airborne) for at most
 /// `max_extrapolation` seconds past the newest, then held; before the oldest, unseen.
@@ -194,16 +207,8 @@ pub fn sample(
         };
         return Some(drawn(a, a.pos + a.vel * dt - Vec3::Y * fall, mode));
     };
-    let f = ((t - t0) / (t1 - t0)) as f32;
-    let nearer = if f < 0.5 { a } else { b };
-    Some(Drawn {
-        pos: a.pos.lerp(b.pos, f),
-        yaw: lerp_angle(a.yaw, b.yaw, f),
-        pitch: a.pitch + (b.pitch - a.pitch) * f,
-        flags: nearer.flags,
-        mode: DrawMode::Interpolated,
-        time: t,
-    })
+    let s = between(a, b, ((t - t0) / (t1 - t0)) as f32);
+    Some(drawn(&s, s.pos, DrawMode::Interpolated))
 }
 
 #[cfg(test)]

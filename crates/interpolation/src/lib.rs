@@ -19,7 +19,7 @@ mod draw;
 mod projectiles;
 mod render_time;
 
-pub use buffer::{DrawMode, Drawn, MAX_STATES, SnapshotBuffer, lerp_angle, sample};
+pub use buffer::{DrawMode, Drawn, MAX_STATES, SnapshotBuffer, between, lerp_angle, sample};
 pub use coast::Coast;
 pub use delay::{COVERAGE, DelayEstimator, MAX_DELAY, MIN_DELAY, STARTING_DELAY};
 pub use draw::{BLEND_MAX, BLEND_SECONDS, DrawBlend, Interpolated, InterpolationStats};
