@@ -12,7 +12,7 @@ use sightline_console::{ConsoleCommands, RunCommand};
 use sightline_interpolation::{DrawMode, Drawn};
 use sightline_map::{CollisionWorld, CurrentMap};
 use sightline_movement::{MoveFlags, MoveParams};
-use sightline_sim::{Buttons, PlayerId, SessionAppExt};
+use sightline_sim::{Buttons, EndSession, PlayerId, SessionAppExt};
 
 /// How a spectator looks at the game.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -82,10 +82,12 @@ impl Plugin for SpectatorPlugin {
             .add_systems(
                 Update,
                 (
-                    switch_view.run_if(resource_exists::<Watching>),
                     carry_over_seek.run_if(resource_exists::<Carried>),
-                ),
+                    switch_view.run_if(resource_exists::<Watching>),
+                )
+                    .chain(),
             )
+            .add_systems(EndSession, forget_carried)
             .add_systems(
                 PostUpdate,
                 place_spectator_camera
@@ -163,18 +165,37 @@ impl Carried {
     }
 }
 
-/// Once the demo played again welcomes us, looks as we looked before the seek.
+/// Once the demo played again has drawn its players, looks as we looked before the
+/// seek. It waits for the players: following one not yet drawn would read as that
+/// player having left, and drop back to the free camera.
 fn carry_over_seek(
     carried: Res<Carried>,
     watching: Option<ResMut<Watching>>,
+    players: Query<&PlayerId, With<RemotePlayer>>,
     mut view: ResMut<SpectatorView>,
     mut commands: Commands,
 ) {
     let Some(mut watching) = watching else {
         return;
     };
-    watching.follow = carried.follow;
+    if players.is_empty() {
+        return;
+    }
     *view = carried.view;
+    watching.follow = carried.follow;
+    // Seeking to before they joined: the free camera, as when a followed player leaves.
+    if watching
+        .follow
+        .is_some_and(|f| !players.iter().any(|p| *p == f))
+    {
+        watching.follow = None;
+        view.mode = ViewMode::Free;
+    }
+    commands.remove_resource::<Carried>();
+}
+
+/// A session left before the demo played again drew anyone carries nothing further.
+fn forget_carried(mut commands: Commands) {
     commands.remove_resource::<Carried>();
 }
 
