@@ -39,7 +39,10 @@ pub use inbound::FromServer;
 pub use input::{
     CommandRate, InputHistory, InputSource, LocalInput, MIN_REDUNDANCY_SECONDS, REDUNDANCY_FRAMES,
 };
-pub use pacing::{InputPacing, MAX_DILATION, SETTLE_LIMIT, SHORT_SHARE, TARGET_MIN_QUEUE};
+pub use pacing::{
+    InputPacing, MAX_DILATION, MAX_DRIFT, OUTAGE_REPORTS, SETTLE_LIMIT, SHORT_SHARE,
+    TARGET_MIN_QUEUE,
+};
 pub use rate::DownloadRate;
 pub use recent::{Clip, ClipPose, MAX_GAP, MAX_RECENT, RECENT_SECONDS, RecentWorld};
 pub use reconnect::{RESUME_WINDOW_SECONDS, Reconnect, backoff_seconds};

@@ -5,11 +5,19 @@
 //! took one (counting that one; 0 when a tick found none and held the player or repeated
 //! its last command). Too few and the server has to wait for our commands; too many and
 //! every input waits needlessly. The controller steers a low percentile of those reports
-//! over the last few seconds to one: at the worst moments but the rarest, the command a
-//! tick needs has only just arrived. Its window so sees the link's jitter and losses
-//! itself, and the buffer grows with them only as far as they actually delay commands.
-//! The rare dry tick costs no correction: the server holds the player for that tick and
-//! runs the command when it comes (`sightline_server::HOLD_SHARE`).
+//! over the last two seconds to one: at the worst moments but the rarest, the command a
+//! tick needs has only just arrived. Its window so sees the link's jitter and the frames'
+//! unevenness itself, and the buffer grows with them only as far as they actually delay
+//! commands. Three things keep it from steering where it should not:
+//! - an outage (several dry reports in a row) is left out: bridging one would delay every
+//!   command by it, so the server holds the player through it instead;
+//! - one command too many is drained gently, so the window's lag does not swing the pace
+//!   past the target into a dry tick;
+//! - a dry report too rare for the percentile (a clock a little slower than the server's
+//!   leaves one every few seconds) teaches a lasting, slowly fading speed-up.
+//!
+//! A dry tick costs no correction: the server holds the player for that tick and runs the
+//! command when it comes (`sightline_server::HOLD_SHARE`).
 
 use bevy::prelude::*;
 use sightline_sim::TickConfig;
@@ -19,11 +27,16 @@ use std::collections::VecDeque;
 /// rarest moments: just the one it takes.
 pub const TARGET_MIN_QUEUE: u8 = 1;
 /// Share of reports that may find the buffer short of [`TARGET_MIN_QUEUE`] (the
-/// percentile steered). Each such report is a tick or two the server held the player
-/// waiting for a late command: measured, at most 1.6 % of ticks (60 fps, 150 ms, 5 %
-/// bursty loss), inside the server's allowance of one in 32. A smaller share buys fewer
-/// holds with a deeper buffer for every command.
-pub const SHORT_SHARE: f64 = 0.10;
+/// percentile steered), outages aside ([`OUTAGE_REPORTS`]). Each such report is a tick
+/// or two the server held the player waiting for a late command. A smaller share buys
+/// fewer holds with a deeper buffer for every command.
+pub const SHORT_SHARE: f64 = 0.04;
+/// Dry reports in a row from which the spell is an outage (of the link, or of our own
+/// frames: a hitch) rather than the link's jitter or the frames' unevenness: three
+/// snapshots' worth, 47 ms at 64 Hz. An outage is not steered against: a buffer deep
+/// enough to bridge one would delay every command by it. The server holds the player
+/// through it and pacing drains what piled up after it.
+pub const OUTAGE_REPORTS: usize = 3;
 /// Commands after which a client moves even if pacing never settles (a link so bad the
 /// server keeps starving): about four seconds at 128 Hz.
 pub const SETTLE_LIMIT: u32 = 512;
@@ -33,6 +46,19 @@ pub const MAX_DILATION: f64 = 0.03;
 pub const CATCH_UP_DILATION: f64 = 0.10;
 /// Pace change per command of error, as a fraction.
 const GAIN: f64 = 0.01;
+/// Pace change when the queue is one command deeper than the target: gentle, draining a
+/// command in about three seconds, slower than the window can see the change, so the
+/// pace does not overshoot into a dry tick.
+const GENTLE: f64 = 0.0025;
+/// Largest pace correction learnt for a clock running slower than the server's
+/// ([`InputPacing::drift`]), as a fraction: crystals differ by a few hundredths of a
+/// percent, virtual machines' clocks by more.
+pub const MAX_DRIFT: f64 = 0.0015;
+/// Correction learnt from each dry report that is not an outage, as a fraction.
+const DRIFT_STEP: f64 = 0.0003;
+/// Reports over which the learnt correction fades, unless dry reports renew it: five
+/// minutes at 64 Hz.
+const DRIFT_FADE_REPORTS: f64 = 300.0 * 64.0;
 /// Reports the controller looks back over: two seconds at 64 Hz.
 const WINDOW: usize = 128;
 /// Reports needed before the pace is trusted.
@@ -55,6 +81,14 @@ pub struct InputPacing {
     /// Whether the pace has ever settled; before that, starvation is the pipeline
     /// filling up and only calls for catching up.
     ever_settled: bool,
+    /// The pace correction learnt for our clock (negative: faster). A clock slower than
+    /// the server's by 0.1 % leaves the buffer a tick short every 8 s: each time one tick
+    /// finds it dry and the server holds the player, and the window's percentile never
+    /// sees a dry report that rare. Each such report (one not in an outage) so makes us
+    /// a little faster for good, fading slowly.
+    pub drift: f64,
+    /// Dry reports in a row, the latest included.
+    dry_run: usize,
 }
 
 impl Default for InputPacing {
@@ -67,6 +101,8 @@ impl Default for InputPacing {
             queue_sum: 0,
             repeats_applied: 0,
             ever_settled: false,
+            drift: 0.0,
+            dry_run: 0,
         }
     }
 }
@@ -90,6 +126,9 @@ impl InputPacing {
             self.ever_settled = true;
             self.reports.clear();
         }
+        if self.ever_settled {
+            self.learn_drift(min_queue);
+        }
         self.factor = self.choose_factor();
     }
 
@@ -102,9 +141,17 @@ impl InputPacing {
     }
 
     /// The reported minimum queue that all but [`SHORT_SHARE`] of the window's reports
-    /// reach.
+    /// reach, leaving out outages: runs of at least [`OUTAGE_REPORTS`] dry reports. If
+    /// those are most of the window, the link is not out but our commands come too late,
+    /// and every report counts.
     pub fn low_queue(&self) -> u8 {
-        let mut queues: Vec<u8> = self.reports.iter().map(|&(q, _)| q).collect();
+        let all: Vec<u8> = self.reports.iter().map(|&(q, _)| q).collect();
+        let outside = outside_outages(&all);
+        let mut queues = if outside.len() * 2 >= all.len() {
+            outside
+        } else {
+            all
+        };
         if queues.is_empty() {
             return 0;
         }
@@ -113,14 +160,31 @@ impl InputPacing {
         queues[rank.min(queues.len() - 1)]
     }
 
+    /// Learns from a dry run that ended short of an outage, and fades what was learnt.
+    fn learn_drift(&mut self, min_queue: u8) {
+        if min_queue == 0 {
+            self.dry_run += 1;
+            return;
+        }
+        if (1..OUTAGE_REPORTS).contains(&self.dry_run) {
+            self.drift -= DRIFT_STEP * self.dry_run as f64;
+        }
+        self.dry_run = 0;
+        self.drift = (self.drift * (1.0 - 1.0 / DRIFT_FADE_REPORTS)).clamp(-MAX_DRIFT, 0.0);
+    }
+
     fn choose_factor(&self) -> f64 {
         let filling = !self.ever_settled && self.reports.iter().any(|&(q, _)| q == 0);
         if filling {
             return 1.0 - CATCH_UP_DILATION;
         }
         // Positive error: commands wait too long, so tick a little slower.
-        let error = self.low_queue() as f64 - TARGET_MIN_QUEUE as f64;
-        1.0 + (GAIN * error).clamp(-MAX_DILATION, MAX_DILATION)
+        let error = i32::from(self.low_queue()) - i32::from(TARGET_MIN_QUEUE);
+        let steer = match error {
+            1 => GENTLE,
+            e => GAIN * f64::from(e),
+        };
+        1.0 + (steer + self.drift).clamp(-MAX_DILATION, MAX_DILATION)
     }
 
     /// Whether commands should only look around for now: the pace has not settled yet
@@ -170,6 +234,17 @@ impl InputPacing {
     pub fn queue_totals(&self) -> (u64, u64) {
         (self.received, self.queue_sum)
     }
+}
+
+/// The reports of `queues` outside runs of [`OUTAGE_REPORTS`] or more dry ones.
+fn outside_outages(queues: &[u8]) -> Vec<u8> {
+    let mut kept = Vec::with_capacity(queues.len());
+    for run in queues.chunk_by(|a, b| (*a == 0) == (*b == 0)) {
+        if run[0] != 0 || run.len() < OUTAGE_REPORTS {
+            kept.extend_from_slice(run);
+        }
+    }
+    kept
 }
 
 /// Applies the chosen pace to the fixed timestep.
@@ -230,6 +305,90 @@ mod tests {
             p.observe(if i % 5 == 0 { 0 } else { 2 }, 0);
         }
         assert_eq!(p.low_queue(), 0);
-        assert_eq!(p.factor, 1.0 - GAIN);
+        // Besides, each of those dry reports taught that our clock is slow.
+        assert!((p.drift + MAX_DRIFT).abs() < 1e-6, "{}", p.drift);
+        assert!((p.factor - (1.0 - GAIN - MAX_DRIFT)).abs() < 1e-6);
+    }
+
+    #[test]
+    fn a_slow_clock_s_rare_dry_ticks_teach_a_faster_pace_that_fades() {
+        let mut p = InputPacing::default();
+        for _ in 0..SETTLE_REPORTS {
+            p.observe(1, 0);
+        }
+        // A clock 0.1 % slow: a dry tick every 8 s (512 reports), too rare for the
+        // window's percentile, which stays on target.
+        for i in 0..4 * 512 {
+            p.observe(if i % 512 == 256 { 0 } else { 1 }, 0);
+            assert_eq!(p.low_queue(), 1);
+        }
+        assert!(p.drift < -3.5 * DRIFT_STEP, "{}", p.drift);
+        assert!(p.factor < 1.0);
+        // None since: the correction fades, by half in about 3.5 minutes.
+        let learnt = p.drift;
+        for _ in 0..(0.7 * DRIFT_FADE_REPORTS) as usize {
+            p.observe(1, 0);
+        }
+        assert!(
+            (p.drift / learnt - 0.5).abs() < 0.01,
+            "{} of {learnt}",
+            p.drift
+        );
+        // An outage's dry run teaches nothing.
+        let before = p.drift;
+        for q in [0, 0, 0, 0, 1] {
+            p.observe(q, 0);
+        }
+        assert!(p.drift >= before && p.drift <= before * 0.999);
+    }
+
+    #[test]
+    fn one_command_too_deep_drains_gently_and_more_drains_faster() {
+        let mut p = InputPacing::default();
+        for _ in 0..WINDOW {
+            p.observe(2, 0);
+        }
+        assert_eq!(p.factor, 1.0 + GENTLE);
+        for _ in 0..WINDOW {
+            p.observe(4, 0);
+        }
+        assert_eq!(p.factor, 1.0 + MAX_DILATION);
+    }
+
+    #[test]
+    fn outages_are_not_steered_against_but_a_starved_link_is() {
+        let mut p = InputPacing::default();
+        for _ in 0..SETTLE_REPORTS {
+            p.observe(2, 0);
+        }
+        // An outage of 8 dry reports (125 ms) in two seconds, a seventh of them more than
+        // the share, and the commands otherwise one ahead: that is the target.
+        for i in 0..WINDOW {
+            p.observe(if (40..48).contains(&i) { 0 } else { 1 }, 0);
+        }
+        assert_eq!(p.low_queue(), 1);
+        assert_eq!(p.factor, 1.0);
+        // The same dry reports one at a time are the link's jitter: run faster.
+        for i in 0..WINDOW {
+            p.observe(if i % 16 == 0 { 0 } else { 1 }, 0);
+        }
+        assert_eq!(p.low_queue(), 0);
+        assert!(p.factor < 1.0);
+        // Dry most of the time: our commands are late, whatever the runs look like.
+        for i in 0..WINDOW {
+            p.observe(if i % 8 < 6 { 0 } else { 1 }, 0);
+        }
+        assert_eq!(p.low_queue(), 0);
+        assert!(p.factor < 1.0);
+    }
+
+    #[test]
+    fn runs_of_dry_reports_from_the_outage_length_on_are_left_out() {
+        let short = vec![0; OUTAGE_REPORTS - 1];
+        let long = vec![0; OUTAGE_REPORTS];
+        let with = |run: &[u8]| [&[3, 1][..], run, &[2][..]].concat();
+        assert_eq!(outside_outages(&with(&short)).len(), 3 + short.len());
+        assert_eq!(outside_outages(&with(&long)), vec![3, 1, 2]);
+        assert_eq!(outside_outages(&long), Vec::<u8>::new());
     }
 }
