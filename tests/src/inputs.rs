@@ -148,6 +148,15 @@ fn holding_back_commands_again_and_again_buys_only_the_allowance() {
     // And it was held: at least its starting allowance (later holds need 32 commands
     // taken each, and most of its commands arrive after a repeat stood in for them).
     assert!(c_held >= hold, "the cheat was never held: {c_held}");
+    // Its client is told: the newest snapshot's count (wrapping) is the server's, short
+    // at most the tick after it.
+    let told = raw::snapshots(&mut s, cheat)
+        .last()
+        .expect("snapshots came")
+        .touches
+        .held;
+    let behind = ((c_held & 0xff) as u8).wrapping_sub(told);
+    assert!(behind <= 1, "told {told} of {c_held} holds");
 }
 
 #[test]

@@ -74,6 +74,10 @@ pub struct InputPacing {
     pub received: u64,
     /// Ticks the server had to repeat our command, in all.
     pub repeats: u32,
+    /// Ticks the server held our player waiting for a command of ours, in all.
+    pub held: u32,
+    /// The server's wrapping count of them in the newest snapshot.
+    held_count: Option<u8>,
     /// Sum of reported queue depths, for the mean.
     queue_sum: u64,
     /// The server's total of repeats as of the snapshot prediction last took.
@@ -98,6 +102,8 @@ impl Default for InputPacing {
             factor: 1.0,
             received: 0,
             repeats: 0,
+            held: 0,
+            held_count: None,
             queue_sum: 0,
             repeats_applied: 0,
             ever_settled: false,
@@ -130,6 +136,17 @@ impl InputPacing {
             self.learn_drift(min_queue);
         }
         self.factor = self.choose_factor();
+    }
+
+    /// Takes a newer snapshot's wrapping count of the ticks the server held our player.
+    /// A count seemingly more than half the range on is an older snapshot's, and taken for
+    /// none (snapshots come a few ticks apart).
+    pub fn count_holds(&mut self, count: u8) {
+        let since = self.held_count.map_or(0, |last| count.wrapping_sub(last));
+        if since < 128 {
+            self.held += u32::from(since);
+            self.held_count = Some(count);
+        }
     }
 
     /// Whether the server repeated or skipped commands of ours between the snapshot
@@ -340,6 +357,20 @@ mod tests {
             p.observe(q, 0);
         }
         assert!(p.drift >= before && p.drift <= before * 0.999);
+    }
+
+    #[test]
+    fn holds_are_counted_across_the_wrap_and_not_from_an_older_count() {
+        let mut p = InputPacing::default();
+        p.count_holds(250);
+        assert_eq!(p.held, 0, "the first count is where we start");
+        p.count_holds(252);
+        p.count_holds(3);
+        assert_eq!(p.held, 9);
+        p.count_holds(1);
+        assert_eq!(p.held, 9, "an older count");
+        p.count_holds(4);
+        assert_eq!(p.held, 10);
     }
 
     #[test]

@@ -94,7 +94,8 @@ impl ClientStats {
     /// over); `teleports` (respawns adopted); `weapon_checks` (the server's word on our
     /// weapons, once a second, compared with the prediction) and `desyncs` (checks that
     /// found them out of step other than by a pick-up, then resynchronised); `repeats` (ticks the server repeated a
-    /// command of ours for lack of one); `queue_min` (the fewest commands waiting when the
+    /// command of ours for lack of one); `holds` (ticks it held our player waiting for a
+    /// late one instead, which costs no correction); `queue_min` (the fewest commands waiting when the
     /// server's ticks took one, averaged over its reports, counting the one taken) and
     /// `buffer_min_ms` (so the least time a command waited there, in ms: the client cannot
     /// see the mean wait); `rtt_ms` and `rtt_jitter_ms` (clock-sync pings). A key press
@@ -121,7 +122,7 @@ impl ClientStats {
             "snapshots={} stale={} malformed={} unresolved={} players_seen={} players_moved={} \
              corrections={} corrections_seen={} own={} late={} other={} collision={} \
              knockback={} killed={} \
-             resets={} teleports={} repeats={} sessions={} reconnects={} \
+             resets={} teleports={} repeats={} holds={} sessions={} reconnects={} \
              shots_late={} shots_refused={} events={} events_missed={} \
              weapon_checks={} desyncs={} queue_min={queue:.2} buffer_min_ms={:.1} rtt_ms={:.1} rtt_jitter_ms={:.1}",
             run.snapshots,
@@ -141,6 +142,7 @@ impl ClientStats {
             run.resets,
             run.teleports,
             run.repeats,
+            run.holds,
             run.sessions + 1,
             run.reconnects,
             run.shots_late,
@@ -184,6 +186,8 @@ pub struct EarlierSessions {
     pub teleports: u64,
     /// Commands the server repeated for want of ours.
     pub repeats: u64,
+    /// Ticks the server held our player waiting for a command of ours.
+    pub holds: u64,
     /// Our shots judged late, and refused ([`ClientStats`]).
     pub shots_late: u64,
     /// See `shots_late`.
@@ -211,6 +215,7 @@ impl EarlierSessions {
         self.resets += prediction.resets;
         self.teleports += prediction.teleports;
         self.repeats += u64::from(pacing.repeats);
+        self.holds += u64::from(pacing.held);
         self.shots_late += stats.shots_late;
         self.shots_refused += stats.shots_refused;
         self.events += stats.events;

@@ -84,6 +84,7 @@ fn snapshot(players: u8, seq: u32) -> Snapshot {
             pushes: 3,
             contacts: 2,
             contact_with: PlayerId(1),
+            held: 4,
         },
         server_tick_us: 312,
         players: (0..players)

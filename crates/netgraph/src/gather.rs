@@ -139,10 +139,11 @@ pub(crate) fn gather(
             100.0 * interp.frames_extrapolating as f64 / interp.frames.max(1) as f64
         ),
         format!(
-            "commands {:.0}/s, waiting at server {:.1} (pace x{:.3}), repeated {}",
+            "commands {:.0}/s, waiting at server {:.1} (pace x{:.3}), held {}, repeated {}",
             g.commands.per_second(),
             pacing.mean_queue(),
             pacing.factor,
+            pacing.held,
             pacing.repeats
         ),
         format!(

@@ -615,7 +615,7 @@ impl SnapshotPacket {
         + 1
         + 5
         + 1
-        + 4
+        + 5
         + 10
         + (1 + MAX_SNAPSHOT_PLAYERS)
         + (1 + MAX_SNAPSHOT_PLAYERS * MAX_CHANGE_BYTES)
@@ -797,7 +797,7 @@ impl SnapshotPacket {
         let held = if self.held.is_empty() { 0 } else { HAS_HELD };
         out.push(items | drops | touches | events | held);
         if let Some(t) = self.touches {
-            out.extend([t.own_pushes, t.pushes, t.contacts, t.contact_with.0]);
+            out.extend([t.own_pushes, t.pushes, t.contacts, t.contact_with.0, t.held]);
         }
         put_varint(&mut out, self.removed.len() as u64);
         out.extend(self.removed.iter().map(|id| id.0));
@@ -894,6 +894,7 @@ impl SnapshotPacket {
                 pushes: r.byte()?,
                 contacts: r.byte()?,
                 contact_with: PlayerId(r.byte()?),
+                held: r.byte()?,
             })
         } else {
             None

@@ -26,7 +26,9 @@
 //! 13 to 18 as the git history tells; 19, a client's own weapons once a second
 //! ([`WeaponCheck`]), so a prediction of them that drifted is found and corrected; 20,
 //! spectators ([`ClientMessage::Spectate`], [`ClientMessage::Follow`], their
-//! acknowledgements in [`ClientDatagram::Ack`], and no player in their [`Welcome`]).
+//! acknowledgements in [`ClientDatagram::Ack`], and no player in their [`Welcome`]); 21,
+//! the ticks the server held a player waiting for its client's command, among its
+//! [`Touches`].
 //!
 //! Decoding never trusts the sender: oversized, truncated, trailing-garbage, out-of-range
 //! and non-finite inputs all come back as a [`DecodeError`] for the caller to drop and
@@ -69,7 +71,7 @@ pub use token::{
 };
 
 /// Version of this protocol; a client and server must agree on it exactly.
-pub const PROTOCOL_VERSION: u32 = 20;
+pub const PROTOCOL_VERSION: u32 = 21;
 
 /// Identifies Sightline traffic to netcode, which drops packets of other games. It does not
 /// change with [`PROTOCOL_VERSION`], so a mismatched client still reaches the handshake

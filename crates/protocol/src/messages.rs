@@ -271,6 +271,9 @@ pub struct Touches {
     pub contacts: u8,
     /// The player met in the last of those (`PlayerId(0)` before any).
     pub contact_with: PlayerId,
+    /// Ticks it was held waiting for a late command of its client's: the client predicted
+    /// the command run, so a hold costs it no correction, but it shows the holds.
+    pub held: u8,
 }
 
 impl Default for Touches {
@@ -280,6 +283,7 @@ impl Default for Touches {
             pushes: 0,
             contacts: 0,
             contact_with: PlayerId(0),
+            held: 0,
         }
     }
 }

@@ -346,7 +346,7 @@ pub(crate) fn send_snapshots(
                 timing.min_queue
             },
             repeated_inputs: timing.repeats,
-            touches: touches_of(pushes, contacts),
+            touches: touches_of(pushes, contacts, buffer.holds()),
             players: shown_to(own, &everyone, &coarse, |id| {
                 interest.is_none_or(|i| i.sends(id, tick.0))
             }),
@@ -389,8 +389,9 @@ pub(crate) fn send_snapshots(
     }
 }
 
-/// What the server did to a player besides its commands, for its own client.
-fn touches_of(pushes: Option<&Pushes>, contacts: Option<&Contacts>) -> Touches {
+/// What the server did to a player besides its commands, for its own client: `holds` is
+/// its running total of held ticks, sent wrapping.
+fn touches_of(pushes: Option<&Pushes>, contacts: Option<&Contacts>, holds: u32) -> Touches {
     let pushes = pushes.copied().unwrap_or_default();
     let contacts = contacts.copied().unwrap_or_default();
     Touches {
@@ -398,6 +399,7 @@ fn touches_of(pushes: Option<&Pushes>, contacts: Option<&Contacts>) -> Touches {
         pushes: pushes.others,
         contacts: contacts.count,
         contact_with: contacts.last.unwrap_or(PlayerId(0)),
+        held: (holds & 0xff) as u8,
     }
 }
 

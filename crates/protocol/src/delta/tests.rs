@@ -37,6 +37,7 @@ fn snapshot(seq: u32, ids: &[u8]) -> Snapshot {
             pushes: 2,
             contacts: 3,
             contact_with: PlayerId(4),
+            held: 6,
         },
         server_tick_us: 150,
         players: ids.iter().map(|&id| player(id)).collect(),
@@ -361,8 +362,8 @@ fn hostile_bytes_are_refused() {
         seventeen.extend([1, 0, 4]);
     }
     assert!(events(&seventeen).is_err(), "too many events");
-    // Touches: four bytes after the flags.
-    let touched = packet(0, 4, &[1, 2, 3, 4, 0, 0, 0]).expect("touches");
+    // Touches: five bytes after the flags.
+    let touched = packet(0, 4, &[1, 2, 3, 4, 5, 0, 0, 0]).expect("touches");
     assert_eq!(
         touched.resolve(None).map(|s| s.touches),
         Ok(crate::Touches {
@@ -370,10 +371,11 @@ fn hostile_bytes_are_refused() {
             pushes: 2,
             contacts: 3,
             contact_with: PlayerId(4),
+            held: 5,
         })
     );
     assert!(packet(0, 4, &[1, 2, 3]).is_err(), "touches cut short");
-    let unchanged = packet(0, 4, &[0, 0, 0, 0, 0, 0, 0]).expect("decodes");
+    let unchanged = packet(0, 4, &[0, 0, 0, 0, 0, 0, 0, 0]).expect("decodes");
     assert!(
         unchanged.resolve(None).is_err(),
         "touches sent equal to the baseline's"
