@@ -181,16 +181,10 @@ fn carry_over_seek(
     if players.is_empty() {
         return;
     }
+    // Seeking to before the followed player joined: `switch_view`, next, finds them
+    // gone and gives the free camera, as when a followed player leaves.
     *view = carried.view;
     watching.follow = carried.follow;
-    // Seeking to before they joined: the free camera, as when a followed player leaves.
-    if watching
-        .follow
-        .is_some_and(|f| !players.iter().any(|p| *p == f))
-    {
-        watching.follow = None;
-        view.mode = ViewMode::Free;
-    }
     commands.remove_resource::<Carried>();
 }
 
