@@ -1,6 +1,6 @@
 //! Players in each other's way, and combat in prediction: two clients body-blocking on the
-//! server, a predicted rocket jump, and a death and respawn (a teleport), each with the
-//! clients' prediction corrections counted by cause.
+//! server, a predicted rocket jump, another's rocket predicted, and a death and respawn
+//! (a teleport), each with the clients' prediction corrections counted by cause.
 
 use bevy::prelude::*;
 use sightline_client::{InputPacing, InputSource, LatestSnapshot, LocalInput, LocalPlayer};
@@ -291,6 +291,60 @@ fn a_running_rocket_jump_is_predicted_too() {
         largest(&before, &now)
     );
     assert!(peak > 1.5, "the rocket did not lift the player: {peak} m");
+    assert_eq!(causes.total(), 0, "{causes:?}");
+}
+
+#[test]
+fn anothers_rocket_is_predicted_and_its_push_costs_no_correction() {
+    let mut s = stepper(2);
+    let target = own_id(&mut s.clients[0]);
+    let shooter = own_id(&mut s.clients[1]);
+    // Ten metres apart in the open, the shooter facing the target (north, -Z).
+    place(&mut s, target, Vec3::new(-6.0, 0.0, -8.0), SOUTH);
+    place(&mut s, shooter, Vec3::new(-6.0, 0.0, 2.0), 0.0);
+    // Rockets aimed at the floor two metres short of the target's feet.
+    *input(&mut s.clients[1]) = LocalInput {
+        pitch: -(1.6f32 / 8.0).atan(),
+        weapon_slot: 3,
+        ..default()
+    };
+    s.run_for(1.0);
+    let before = stats(&s.clients[0]);
+    let start = server_state(&mut s, target);
+    input(&mut s.clients[1]).buttons = Buttons::FIRE;
+    // The burst is predicted: our client has us thrown before its snapshots say so.
+    let mut ahead = false;
+    for _ in 0..192 {
+        s.step();
+        input(&mut s.clients[1]).buttons = Buttons::default();
+        let w = s.clients[0].world_mut();
+        let predicted = *w
+            .query_filtered::<&PlayerState, With<Predicted>>()
+            .single(w)
+            .expect("predicted");
+        let confirmed = w
+            .resource::<LatestSnapshot>()
+            .0
+            .as_ref()
+            .and_then(|snap| snap.players.iter().find(|p| p.id == target))
+            .map(|p| p.state());
+        if predicted.vel.length() > 2.0 && confirmed.is_some_and(|c| c.vel.length() < 0.5) {
+            ahead = true;
+        }
+    }
+    let end = server_state(&mut s, target);
+    let moved = end.pos.distance(start.pos);
+    let now = stats(&s.clients[0]);
+    let causes = since(&before, &now);
+    eprintln!(
+        "another's rocket: thrown {moved:.2} m, {causes:?}, largest {:.4} m",
+        largest(&before, &now)
+    );
+    assert!(
+        moved > 0.5,
+        "the rocket did not throw the target: {moved} m"
+    );
+    assert!(ahead, "the push was not predicted ahead of the server");
     assert_eq!(causes.total(), 0, "{causes:?}");
 }
 

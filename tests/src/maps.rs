@@ -34,7 +34,7 @@ fn run(
         .map(|tick| {
             let (mut cmd, act) = cmd_at(tick);
             cmd.seq = tick as u32 + 1;
-            state = predict_tick(&world, &state, &cmd, act, &mut rockets);
+            state = predict_tick(&world, &state, &cmd, act, &mut rockets).0;
             state
         })
         .collect()

@@ -233,7 +233,7 @@ pub(crate) fn apply_snapshot(
                 update.0 = Some(ServerState {
                     ack: snapshot.ack_input_seq,
                     state: server_state,
-                    rockets: rockets_of(snapshot, *id),
+                    rockets: rockets_in(snapshot),
                     teleported,
                     dead: snap.health == 0,
                     starved,
@@ -255,6 +255,7 @@ pub(crate) fn apply_snapshot(
                 .iter()
                 .filter(|p| p.id != me && p.health > 0)
                 .map(|p| OtherPlayer {
+                    id: p.id,
                     state: p.state(),
                     moves_first: p.id < me,
                 })
@@ -294,17 +295,18 @@ pub(crate) fn note_snapshot_silence(
     }
 }
 
-/// `owner`'s rockets in flight in `snapshot`, as prediction flies them. Their age is not
-/// sent; it only matters to a rocket five seconds old, far from its owner by then.
-fn rockets_of(snapshot: &Snapshot, owner: PlayerId) -> Vec<Rocket> {
+/// The rockets in flight in `snapshot`, as prediction flies them (on the server's grid,
+/// so exactly). Their age is not sent; it only matters to a rocket five seconds old, far
+/// from its owner by then. Nor is an owner's order to burst one: that arrives as a
+/// correction.
+fn rockets_in(snapshot: &Snapshot) -> Vec<Rocket> {
     snapshot
         .projectiles
         .iter()
-        .filter(|p| p.owner == owner)
         .map(|p| Rocket {
             id: p.id,
             kind: p.kind,
-            owner,
+            owner: p.owner,
             pos: Vec3::from_array(p.pos),
             vel: Vec3::from_array(p.vel),
             age: 0.0,

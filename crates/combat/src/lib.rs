@@ -49,8 +49,9 @@ pub use lagcomp::{
 pub use plugin::{CombatPlugin, CombatSystems, NextRocketId, silenced};
 pub use respawn::respawned;
 pub use rocket::{
+    MAX_PROJECTILE_POS_STEPS, MAX_PROJECTILE_VEL_STEPS, PROJECTILE_POS_STEPS, PROJECTILE_VEL_STEPS,
     ProjectileDef, ProjectileKind, Rocket, detonate_newest, fly_rocket, launch_rocket,
-    rocket_splash,
+    projectile_at_steps, projectile_steps, rocket_splash,
 };
 pub use score::Score;
 pub use spawns::{Pushes, SpawnCount};

@@ -4,11 +4,50 @@
 use crate::{Hitbox, aim_direction, ray_hit, splash};
 use bevy::prelude::*;
 use sightline_map::CollisionWorld;
+use sightline_movement::grid::POS_STEPS;
 use sightline_movement::{MoveParams, PlayerState};
 use sightline_sim::{InputCmd, PlayerId};
 
 /// Seconds a projectile flies before it bursts on its own.
 const ROCKET_LIFETIME: f32 = 5.0;
+
+/// Grid steps per metre of a projectile's position: the players' millimetre. Every tick
+/// leaves a projectile on this grid and snapshots carry it so, so a client flies anyone's
+/// rocket on from a snapshot exactly as the server does.
+pub const PROJECTILE_POS_STEPS: f32 = POS_STEPS;
+/// Grid steps per m/s of a projectile's velocity: fine enough that carrying a baseline
+/// along it for half a second lands within a step of where the rocket is.
+pub const PROJECTILE_VEL_STEPS: f32 = 256.0;
+/// Largest projectile position on the grid, in steps either way: every step up to it
+/// is exact in an f32 (16 km), so a value read is written back the same.
+pub const MAX_PROJECTILE_POS_STEPS: i64 = 1 << 24;
+/// Largest projectile velocity on the grid, in steps either way (4 km/s).
+pub const MAX_PROJECTILE_VEL_STEPS: i64 = 1 << 20;
+
+/// A projectile's position and velocity in grid steps, each rounded to the nearest
+/// (halves away from zero) and clamped to the grid's range; NaN goes to 0.
+pub fn projectile_steps(pos: [f32; 3], vel: [f32; 3]) -> [i64; 6] {
+    let on = |v: f32, per: f32, limit: i64| {
+        let steps = f64::from(v) * f64::from(per);
+        if steps.is_nan() {
+            0
+        } else {
+            steps.round().clamp(-limit as f64, limit as f64) as i64
+        }
+    };
+    std::array::from_fn(|i| match i {
+        0..3 => on(pos[i], PROJECTILE_POS_STEPS, MAX_PROJECTILE_POS_STEPS),
+        _ => on(vel[i - 3], PROJECTILE_VEL_STEPS, MAX_PROJECTILE_VEL_STEPS),
+    })
+}
+
+/// The position and velocity at grid `steps` (exact when each is within its limit).
+pub fn projectile_at_steps(steps: &[i64; 6]) -> ([f32; 3], [f32; 3]) {
+    (
+        std::array::from_fn(|i| steps[i] as f32 / PROJECTILE_POS_STEPS),
+        std::array::from_fn(|i| steps[i + 3] as f32 / PROJECTILE_VEL_STEPS),
+    )
+}
 
 /// The projectiles there are.
 #[derive(
@@ -95,6 +134,21 @@ pub struct Rocket {
     pub detonate: bool,
 }
 
+impl Rocket {
+    /// This rocket with its position and velocity on the grid
+    /// ([`PROJECTILE_POS_STEPS`], [`PROJECTILE_VEL_STEPS`]): what launching and every
+    /// tick of flight leave it in.
+    pub fn on_grid(self) -> Self {
+        let (pos, vel) =
+            projectile_at_steps(&projectile_steps(self.pos.to_array(), self.vel.to_array()));
+        Self {
+            pos: Vec3::from_array(pos),
+            vel: Vec3::from_array(vel),
+            ..self
+        }
+    }
+}
+
 /// A projectile of `kind` fired by `owner` standing in `state` (after this tick's move)
 /// with `cmd`: from half a metre in front of the eye, along the aim. The server's launch
 /// and the client's prediction of its own projectiles.
@@ -117,12 +171,14 @@ pub fn launch_rocket(
         age: 0.0,
         detonate: false,
     }
+    .on_grid()
 }
 
 /// Flies a rocket for one tick of `dt`: where it bursts, on a wall, on one of `targets`
 /// (the hitboxes of the living, its owner left out), at the end of its life or where it
-/// is when detonated ([`Rocket::detonate`]), or `None`
-/// while it flies on. Pure, so the client flies its own rockets exactly as the server does.
+/// is when detonated ([`Rocket::detonate`]), or `None` while it flies on (to a point on
+/// the grid, [`Rocket::on_grid`]). Pure, so the client flies rockets exactly as the
+/// server does.
 pub fn fly_rocket(
     rocket: &mut Rocket,
     world: &CollisionWorld,
@@ -151,6 +207,7 @@ pub fn fly_rocket(
         None if rocket.age >= ROCKET_LIFETIME => Some(rocket.pos),
         None => {
             rocket.pos += step;
+            *rocket = rocket.on_grid();
             None
         }
     }
@@ -342,5 +399,34 @@ mod tests {
             "bursts where it was, without flying on"
         );
         assert!(!detonate_newest(rockets[2..].iter_mut(), PlayerId(0)));
+    }
+
+    #[test]
+    fn launch_and_flight_leave_a_rocket_on_the_grid_that_snapshots_carry_exactly() {
+        let params = MoveParams::default();
+        let me = PlayerState::at(Vec3::new(0.123_456, 0.0, -3.210_987), 0.0);
+        let cmd = InputCmd {
+            yaw: 0.377,
+            pitch: 0.123,
+            ..default()
+        };
+        let mut rocket = launch_rocket(1, ProjectileKind::Rocket, PlayerId(0), &me, &cmd, &params);
+        let world = CollisionWorld::from_boxes([]);
+        for _ in 0..20 {
+            assert_eq!(rocket.on_grid(), rocket, "off the grid: {rocket:?}");
+            let steps = projectile_steps(rocket.pos.to_array(), rocket.vel.to_array());
+            let (pos, vel) = projectile_at_steps(&steps);
+            assert_eq!(
+                (Vec3::from_array(pos), Vec3::from_array(vel)),
+                (rocket.pos, rocket.vel)
+            );
+            assert_eq!(
+                fly_rocket(&mut rocket, &world, [], &params, 1.0 / 128.0),
+                None
+            );
+        }
+        // Within half a step of where it would be off the grid.
+        let speed = (rocket.vel.length() - ProjectileKind::Rocket.def().speed).abs();
+        assert!(speed < 0.01, "{speed}");
     }
 }

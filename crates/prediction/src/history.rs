@@ -1,5 +1,6 @@
 //! The ring of commands predicted but not yet acknowledged.
 
+use crate::Bursts;
 use bevy::prelude::*;
 use sightline_combat::{ProjectileKind, Shot};
 use sightline_movement::PlayerState;
@@ -40,6 +41,8 @@ pub struct PredictedStep {
     /// detonated the newest (the weapon's state does not depend on where we stand, so a
     /// replay does it again from wherever the replayed move ends).
     pub projectile: ProjectileAct,
+    /// Whose bursts pushed us in this step, as predicted.
+    pub bursts: Bursts,
 }
 
 impl PredictedStep {
@@ -107,6 +110,14 @@ impl PredictionHistory {
         } else {
             None
         }
+    }
+
+    /// Whose bursts pushed us in the steps predicted after command `seq`.
+    pub fn bursts_after(&self, seq: u32) -> Bursts {
+        self.steps
+            .iter()
+            .filter(|s| s.cmd.seq > seq)
+            .fold(Bursts::default(), |all, s| all.or(s.bursts))
     }
 
     /// The unacknowledged steps, oldest first, for replay.

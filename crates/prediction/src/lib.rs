@@ -9,10 +9,11 @@
 //! replay call the same pure functions with the same commands. A predicted tick
 //! ([`predict_tick`]) is everything the server does to our player that the client can
 //! know: the movement step against the map and the other players where the server should
-//! have them ([`OtherPlayers`]), and our own rockets' flight, whose bursts push us (rocket
-//! jumps). What it cannot know (others' rockets, others changing course into us) arrives
-//! as corrections, counted by cause ([`CorrectionCauses`]) and blended; a teleport (a
-//! respawn) is adopted without counting.
+//! have them ([`OtherPlayers`]), and the flight of every rocket that could reach us, ours
+//! (rocket jumps) and others' as the snapshots show them, whose bursts push us. What it
+//! cannot know (rockets fired since the newest snapshot, others changing course into us)
+//! arrives as corrections, counted by cause ([`CorrectionCauses`]) and blended; a teleport
+//! (a respawn) is adopted without counting.
 
 mod history;
 mod others;
@@ -24,10 +25,12 @@ mod weapons;
 pub use history::{PredictedStep, PredictionHistory, ProjectileAct};
 pub use others::{MAX_EXTRAPOLATION, OtherPlayer, OtherPlayers};
 pub use reconcile::{Reconciliation, reconcile, replay};
+
+use reconcile::agree;
 pub use stats::{
     CORRECTION_LOG, Correction, CorrectionCause, CorrectionCauses, CorrectionLog, PredictionStats,
 };
-pub use tick::{TickWorld, predict_tick};
+pub use tick::{Bursts, TickWorld, predict_tick};
 pub use weapons::{
     ServerWeapons, WEAPON_LOG, WeaponChecks, WeaponLog, check_weapons, weapon_differences,
 };
@@ -40,7 +43,7 @@ use sightline_sim::{CurrentCmd, PlayerId, SessionAppExt, SimSet, TickConfig};
 
 /// Marks the entity whose movement this client predicts (its own player).
 #[derive(Component, Debug, Default, Clone, Copy)]
-#[require(VisualOffset, Arsenal, OwnRockets, OwnShot)]
+#[require(VisualOffset, Arsenal, PredictedRockets, OwnShot)]
 pub struct Predicted;
 
 /// How far the drawn player is from its predicted position after a correction; decays to
@@ -48,10 +51,11 @@ pub struct Predicted;
 #[derive(Component, Debug, Default, Clone, Copy, PartialEq)]
 pub struct VisualOffset(pub Vec3);
 
-/// Our own rockets in flight, as predicted: flown each tick with the server's
-/// [`sightline_combat::fly_rocket`], so their bursts push us the tick the server's do.
+/// Rockets in flight, as predicted: ours, and others' that could reach us, flown each
+/// tick with the server's [`sightline_combat::fly_rocket`], so their bursts push us the
+/// tick the server's do.
 #[derive(Component, Debug, Default, Clone, PartialEq)]
-pub struct OwnRockets(pub Vec<Rocket>);
+pub struct PredictedRockets(pub Vec<Rocket>);
 
 /// What our weapon fired with this tick's command, if anything: prediction steps the
 /// arsenal with each command it predicts, and the muzzle flash, tracer and sound are
@@ -107,7 +111,8 @@ pub struct ServerState {
     pub ack: u32,
     /// Our state after it.
     pub state: PlayerState,
-    /// Our rockets in flight at the same tick.
+    /// The rockets in flight at the same tick, everyone's (prediction flies ours and
+    /// those that could reach us).
     pub rockets: Vec<Rocket>,
     /// The server placed us without movement (a respawn, a new match) since the last
     /// state: adopt it, no correction.
@@ -200,7 +205,7 @@ type Own<'a> = (
     &'a PlayerId,
     &'a mut PlayerState,
     &'a mut Arsenal,
-    &'a mut OwnRockets,
+    &'a mut PredictedRockets,
     &'a mut OwnShot,
 );
 
@@ -236,12 +241,13 @@ fn predict_local_player(
         others: &others,
         me: *id,
     };
-    let after = predict_tick(&world, &state, &cmd.0, act, &mut rockets.0);
+    let (after, bursts) = predict_tick(&world, &state, &cmd.0, act, &mut rockets.0);
     *state = after;
     history.push(PredictedStep {
         cmd: cmd.0,
         after,
         projectile: act,
+        bursts,
     });
     stats.predicted += 1;
 }
@@ -264,19 +270,32 @@ fn apply_server_update(
     let Some(server) = update.0.take() else {
         return;
     };
-    let Ok(((id, mut state, _, mut own_rockets, _), mut offset)) = player.single_mut() else {
+    let Ok(((id, mut state, _, mut flying, _), mut offset)) = player.single_mut() else {
         return;
     };
+    let me = *id;
     let world = TickWorld {
         map: &map.world,
         params: &params,
         dt: config.dt(),
         others: &others,
-        me: *id,
+        me,
     };
-    // Replays fly our rockets on from where the server has them at the acknowledged tick.
+    let patience = settings.max_unacked_seconds + round_trip.0;
+    // Replays fly the rockets on from where the server has them at the acknowledged tick:
+    // ours, and others' that could reach us before the server has run what we predict.
+    let known = rockets_to_fly(&server.rockets, me, state.pos, patience);
+    // Another's rocket may burst on us within what we predict, or one we predicted
+    // bursting on us may not have: replay, even when the server agrees, with what it
+    // says now. What that changes is news of the others, not a mistake of ours.
+    let predicted_bursts = history.bursts_after(server.ack);
+    let learning = known.iter().any(|r| r.owner != me) || predicted_bursts.others;
+    let agreed_at_ack = history
+        .get(server.ack)
+        .is_some_and(|p| agree(&p.after, &server.state, settings.epsilon));
+    let mut rockets = known;
+    let mut replayed_bursts = Bursts::default();
     // The dead only look around, however the commands were predicted when sent.
-    let mut rockets = server.rockets.clone();
     let dead = server.dead;
     let step = |s: &PlayerState, p: &mut PredictedStep| {
         let (cmd, launch) = if dead {
@@ -284,7 +303,10 @@ fn apply_server_update(
         } else {
             (p.cmd, p.projectile)
         };
-        predict_tick(&world, s, &cmd, launch, &mut rockets)
+        let (after, bursts) = predict_tick(&world, s, &cmd, launch, &mut rockets);
+        p.bursts = bursts;
+        replayed_bursts = replayed_bursts.or(bursts);
+        after
     };
 
     if server.teleported {
@@ -296,16 +318,15 @@ fn apply_server_update(
         stats.replayed += replayed as u64;
         offset.0 = Vec3::ZERO;
         *state = new;
-        own_rockets.0 = rockets;
+        flying.0 = rockets;
         return;
     }
 
     let predicted = history.was_predicted(server.ack);
-    let patience = settings.max_unacked_seconds + round_trip.0;
     let max_unacked = (patience * config.tick_hz as f32).ceil() as usize;
     // Dead, the commands after the acknowledged one were predicted as sent (moving, while
     // we did not know yet): replay them as the server runs them even when it agrees.
-    let epsilon = if dead {
+    let epsilon = if dead || learning {
         f32::NEG_INFINITY
     } else {
         settings.epsilon
@@ -320,7 +341,15 @@ fn apply_server_update(
         step,
     );
     match outcome {
-        Reconciliation::Agreed => stats.agreed += 1,
+        Reconciliation::Agreed => {
+            stats.agreed += 1;
+            if learning {
+                flying.0 = rockets;
+            } else {
+                // None of the others' rockets can reach us any more.
+                flying.0.retain(|r| r.owner == me);
+            }
+        }
         Reconciliation::Replayed {
             state: new,
             replayed,
@@ -330,7 +359,11 @@ fn apply_server_update(
             let jump = state.pos - new.pos;
             let size = jump.length();
             if size > settings.visible {
-                let cause = classify(&server, predicted);
+                let cause = if learning && agreed_at_ack && !dead {
+                    learnt(predicted_bursts.or(replayed_bursts))
+                } else {
+                    classify(&server, predicted)
+                };
                 stats.corrections.push(size, cause);
                 stats.last_correction = size;
                 stats.causes.count(cause);
@@ -339,15 +372,48 @@ fn apply_server_update(
                 offset.0 = if snap { Vec3::ZERO } else { offset.0 + jump };
             }
             *state = new;
-            own_rockets.0 = rockets;
+            flying.0 = rockets;
         }
         Reconciliation::Reset { state: new } => {
             stats.resets += 1;
             warn!("the server has not acknowledged {max_unacked} commands; taking its state");
             offset.0 = Vec3::ZERO;
             *state = new;
-            own_rockets.0 = server.rockets;
+            flying.0 = rockets_to_fly(&server.rockets, me, new.pos, patience);
         }
+    }
+}
+
+/// How fast we might be moving towards a rocket while it flies to us, m/s (a rocket
+/// jump's speed), and how far from our origin its burst can still touch our body, metres.
+const OUR_SPEED: f32 = 20.0;
+const OUR_REACH: f32 = 2.0;
+
+/// The rockets a replay flies from the server's `rockets`: all of ours, and others' that
+/// could burst within reach of us, standing at `at`, within `seconds`.
+fn rockets_to_fly(rockets: &[Rocket], me: PlayerId, at: Vec3, seconds: f32) -> Vec<Rocket> {
+    rockets
+        .iter()
+        .filter(|r| {
+            let reach =
+                (r.vel.length() + OUR_SPEED) * seconds + r.kind.def().splash_radius + OUR_REACH;
+            r.owner == me || r.pos.distance(at) <= reach
+        })
+        .copied()
+        .collect()
+}
+
+/// Why a replay made only for news of the others (the server agreed with our prediction
+/// of the command it acknowledged) moved us: another's burst, predicted before or now
+/// ([`CorrectionCause::Knockback`]); else one of ours meeting the others differently
+/// (ours); else the others' bodies where we now expect them (a collision).
+fn learnt(bursts: Bursts) -> CorrectionCause {
+    if bursts.others {
+        CorrectionCause::Knockback
+    } else if bursts.own {
+        CorrectionCause::Own
+    } else {
+        CorrectionCause::Collision
     }
 }
 

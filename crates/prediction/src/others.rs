@@ -13,6 +13,7 @@
 use bevy::prelude::*;
 use sightline_map::CollisionWorld;
 use sightline_movement::{Body, MoveParams, MoveWorld, PlayerState};
+use sightline_sim::PlayerId;
 
 /// Longest a remote player is carried forward, seconds: past this the guess is worth
 /// little, and the snapshot that would correct it is overdue anyway.
@@ -25,6 +26,8 @@ const INTERACTION_RANGE: f32 = 8.0;
 /// Another living player as the newest snapshot showed it.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct OtherPlayer {
+    /// Who it is (a rocket flies through its owner's body).
+    pub id: PlayerId,
     /// Its state at the snapshot's tick.
     pub state: PlayerState,
     /// Whether the server moves it before us in a tick (a lower player id).
@@ -51,7 +54,7 @@ impl OtherPlayers {
         map: &CollisionWorld,
         params: &MoveParams,
         dt: f32,
-    ) -> Vec<PlayerState> {
+    ) -> Vec<(PlayerId, PlayerState)> {
         let ahead = i64::from(seq) - i64::from(self.ack);
         let most = (MAX_EXTRAPOLATION / dt).round() as i64;
         let mine = [Body::of(me, params)];
@@ -64,7 +67,7 @@ impl OtherPlayers {
                 if other.state.pos.distance(me.pos) > INTERACTION_RANGE + travel {
                     return None;
                 }
-                Some(carried(&other.state, t, map, &mine, params))
+                Some((other.id, carried(&other.state, t, map, &mine, params)))
             })
             .collect()
     }
@@ -118,10 +121,12 @@ mod tests {
             ack: 10,
             players: vec![
                 OtherPlayer {
+                    id: PlayerId(1),
                     state: runner(-4.0, 2.0),
                     moves_first: true,
                 },
                 OtherPlayer {
+                    id: PlayerId(3),
                     state: runner(4.0, 2.0),
                     moves_first: false,
                 },
@@ -129,7 +134,11 @@ mod tests {
         };
         let me = runner(0.0, 0.0);
         let dt = 0.125;
-        let at = others.at(14, &me, &open_floor(), &params, dt);
+        let at: Vec<_> = others
+            .at(14, &me, &open_floor(), &params, dt)
+            .into_iter()
+            .map(|(_, s)| s)
+            .collect();
         // Four ticks on for the one moved before us, three for the one moved after.
         assert!(
             (at[0].pos.x - (-4.0 + 2.0 * 4.0 * dt)).abs() < 1e-5,
@@ -142,7 +151,7 @@ mod tests {
         // The acknowledged command itself sees them where the snapshot had them.
         assert_eq!(
             others.at(10, &me, &open_floor(), &params, dt)[0],
-            others.players[0].state
+            (PlayerId(1), others.players[0].state)
         );
     }
 
@@ -156,19 +165,21 @@ mod tests {
             ack: 0,
             players: vec![
                 OtherPlayer {
+                    id: PlayerId(1),
                     state: runner(-2.0, 7.0),
                     moves_first: true,
                 },
                 OtherPlayer {
+                    id: PlayerId(2),
                     state: faller,
                     moves_first: true,
                 },
             ],
         };
         let at = others.at(40, &me, &open_floor(), &params, 1.0 / 64.0);
-        let gap = Body::of(&at[0], &params).gap(&Body::of(&me, &params));
+        let gap = Body::of(&at[0].1, &params).gap(&Body::of(&me, &params));
         assert!((0.0..0.01).contains(&gap), "ran into us: gap {gap}");
-        assert!(at[1].pos.y >= 0.0 && at[1].pos.y < 0.02, "{:?}", at[1]);
+        assert!(at[1].1.pos.y >= 0.0 && at[1].1.pos.y < 0.02, "{:?}", at[1]);
     }
 
     #[test]
@@ -177,6 +188,7 @@ mod tests {
         let others = OtherPlayers {
             ack: 0,
             players: vec![OtherPlayer {
+                id: PlayerId(1),
                 state: runner(30.0, 0.0),
                 moves_first: true,
             }],

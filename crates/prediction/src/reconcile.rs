@@ -24,7 +24,8 @@ pub enum Reconciliation {
     },
 }
 
-fn agree(a: &PlayerState, b: &PlayerState, epsilon: f32) -> bool {
+/// Whether two states agree within `epsilon` (flags exactly).
+pub(crate) fn agree(a: &PlayerState, b: &PlayerState, epsilon: f32) -> bool {
     a.flags == b.flags
         && (a.pos - b.pos).abs().max_element() <= epsilon
         && (a.vel - b.vel).abs().max_element() <= epsilon

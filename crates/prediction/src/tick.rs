@@ -25,22 +25,42 @@ pub struct TickWorld<'a> {
     pub me: PlayerId,
 }
 
+/// Whose projectiles' bursts pushed our player in a predicted tick.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Bursts {
+    /// One of ours.
+    pub own: bool,
+    /// Another player's.
+    pub others: bool,
+}
+
+impl Bursts {
+    /// Either's bursts.
+    pub fn or(self, other: Self) -> Self {
+        Self {
+            own: self.own || other.own,
+            others: self.others || other.others,
+        }
+    }
+}
+
 /// Runs our command `cmd` on our player in `state` as the server will: the movement step
 /// against the map and the other players where the server should have them
 /// ([`OtherPlayers::at`]); then, as the server's combat does after movement, a projectile
 /// launched by this command (`act`) from where the move ended, or our newest detonated,
-/// and one tick of flight
-/// for each of our rockets, a burst pushing us by the same [`rocket_splash`] the server
-/// applies. Others' rockets are not predicted: their pushes arrive as corrections.
-/// Last, the state goes on the grid, as the server's tick leaves it
-/// ([`sightline_movement::grid`]).
+/// and one tick of flight for each rocket in `rockets` (ours, and others' known from the
+/// snapshots), against the map and every body but its owner's, a burst pushing us by the
+/// same [`rocket_splash`] the server applies. Rockets fired since the newest snapshot by
+/// others are not known: their pushes arrive as corrections. Last, the state goes on the
+/// grid, as the server's tick leaves it ([`sightline_movement::grid`]). Returns the state
+/// and whose bursts pushed us.
 pub fn predict_tick(
     world: &TickWorld,
     state: &PlayerState,
     cmd: &InputCmd,
     act: ProjectileAct,
     rockets: &mut Vec<Rocket>,
-) -> PlayerState {
+) -> (PlayerState, Bursts) {
     let TickWorld {
         map, params, dt, ..
     } = *world;
@@ -49,7 +69,7 @@ pub fn predict_tick(
         state,
         params,
         dt,
-        others.iter().map(|o| Body::of(o, params)),
+        others.iter().map(|(_, o)| Body::of(o, params)),
     );
     let mut s = step_among(
         state,
@@ -70,16 +90,33 @@ pub fn predict_tick(
         }
         ProjectileAct::None => {}
     }
-    let targets: Vec<Hitbox> = others.iter().map(Hitbox::of).collect();
+    // Every body but the owner's, as the server's rockets fly after everyone has moved.
+    let me = (world.me, Hitbox::of(&s));
+    let bodies: Vec<(PlayerId, Hitbox)> = others
+        .iter()
+        .map(|(id, o)| (*id, Hitbox::of(o)))
+        .chain([me])
+        .collect();
+    let mut bursts = Bursts::default();
     rockets.retain_mut(|rocket| {
-        let Some(at) = fly_rocket(rocket, map, targets.iter().copied(), params, dt) else {
+        let owner = rocket.owner;
+        let targets = bodies
+            .iter()
+            .filter(|(id, _)| *id != owner)
+            .map(|(_, h)| *h);
+        let Some(at) = fly_rocket(rocket, map, targets, params, dt) else {
             return true;
         };
         if let Some((_, push)) = rocket_splash(rocket.kind, at, &s, map, params) {
             s.vel += push;
+            if owner == world.me {
+                bursts.own = true;
+            } else {
+                bursts.others = true;
+            }
         }
         false
     });
     // What the server's tick leaves is on the grid; so is what we predict it leaves.
-    on_grid(&s)
+    (on_grid(&s), bursts)
 }

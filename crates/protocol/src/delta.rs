@@ -120,18 +120,11 @@ const MAX_CHANGE_BYTES: usize = 3 + 1 + FIELDS * 5;
 /// [`MAX_PROJECTILE_CHANGE`]: four bytes), owner, kind.
 const MAX_PROJECTILE_BYTES: usize = 3 + 1 + 6 * 4 + 1 + 1;
 
-/// Grid steps per metre of a projectile's position on the wire: the players' millimetre,
-/// so a client flying its own rockets on from a snapshot's meets the walls and bodies the
-/// server's do.
-pub const PROJECTILE_POS_STEPS: f32 = POS_STEPS;
-/// Grid steps per m/s of a projectile's velocity on the wire: fine enough that carrying
-/// a baseline along it for half a second lands within a step of where the rocket is.
-pub const PROJECTILE_VEL_STEPS: f32 = 256.0;
-/// Largest projectile position on the grid, in steps either way: every step up to it
-/// is exact in an f32 (16 km), so a value read is written back the same.
-pub const MAX_PROJECTILE_POS_STEPS: i64 = 1 << 24;
-/// Largest projectile velocity on the grid, in steps either way (4 km/s).
-pub const MAX_PROJECTILE_VEL_STEPS: i64 = 1 << 20;
+/// The projectile grid the server's rockets stay on ([`sightline_combat::Rocket::on_grid`]),
+/// which snapshots carry exactly.
+pub use sightline_combat::{
+    MAX_PROJECTILE_POS_STEPS, MAX_PROJECTILE_VEL_STEPS, PROJECTILE_POS_STEPS, PROJECTILE_VEL_STEPS,
+};
 /// Largest change of a projectile coordinate from its reference, steps either way: from
 /// one edge of the grid to a reference carried past the other (at most four seconds at
 /// the top speed: one grid).
@@ -297,20 +290,7 @@ impl ProjectileSnap {
 
 /// A projectile's position and velocity in grid steps.
 fn projectile_steps(p: &ProjectileSnap) -> [i64; 6] {
-    let on = |i: usize, v: f32, per: f32| {
-        let steps = f64::from(v) * f64::from(per);
-        let limit = projectile_limit(i) as f64;
-        // NaN (which no validated snapshot holds) goes to 0.
-        if steps.is_nan() {
-            0
-        } else {
-            steps.round().clamp(-limit, limit) as i64
-        }
-    };
-    std::array::from_fn(|i| match i {
-        0..3 => on(i, p.pos[i], PROJECTILE_POS_STEPS),
-        _ => on(i, p.vel[i - 3], PROJECTILE_VEL_STEPS),
-    })
+    sightline_combat::projectile_steps(p.pos, p.vel)
 }
 
 /// The projectile at grid `steps` (each within its limit, so exact).
@@ -320,13 +300,13 @@ fn projectile_of_steps(
     kind: ProjectileKind,
     steps: &[i64; 6],
 ) -> ProjectileSnap {
-    let at = |i: usize, per: f32| steps[i] as f32 / per;
+    let (pos, vel) = sightline_combat::projectile_at_steps(steps);
     ProjectileSnap {
         id,
         kind,
         owner,
-        pos: std::array::from_fn(|i| at(i, PROJECTILE_POS_STEPS)),
-        vel: std::array::from_fn(|i| at(i + 3, PROJECTILE_VEL_STEPS)),
+        pos,
+        vel,
     }
 }
 

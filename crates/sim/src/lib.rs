@@ -29,7 +29,10 @@ use bevy::prelude::*;
 /// (movement, weapons, damage, items, match rules, their order within a tick): a demo
 /// recorded under another version is refused rather than replayed wrong, and
 /// `scripts/record-demo` records the demo the tests keep again.
-pub const SIMULATION_VERSION: u32 = 1;
+///
+/// 2: projectiles stay on the snapshot grid after every tick, so clients can fly
+/// anyone's rockets exactly as the server does.
+pub const SIMULATION_VERSION: u32 = 2;
 
 /// Commonly used simulation types.
 pub mod prelude {
