@@ -120,3 +120,83 @@ pub fn predict_tick(
     // What the server's tick leaves is on the grid; so is what we predict it leaves.
     (on_grid(&s), bursts)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::OtherPlayer;
+    use sightline_combat::ProjectileKind;
+    use sightline_map::test_support::open_floor;
+
+    /// A rocket of `owner`'s at chest height `x` metres east of the origin, flying west.
+    fn rocket(owner: PlayerId, x: f32) -> Rocket {
+        Rocket {
+            id: 7,
+            kind: ProjectileKind::Rocket,
+            owner,
+            pos: Vec3::new(x, 1.0, 0.0),
+            vel: Vec3::new(-28.0, 0.0, 0.0),
+            age: 0.0,
+            detonate: false,
+        }
+        .on_grid()
+    }
+
+    /// Ticks `rockets` flying at us standing at the origin, with `others` about, until a
+    /// burst; whose it was and how it left us.
+    fn until_burst(rockets: &mut Vec<Rocket>, others: &OtherPlayers) -> (Bursts, PlayerState) {
+        let map = open_floor();
+        let params = MoveParams::default();
+        let world = TickWorld {
+            map: &map,
+            params: &params,
+            dt: 1.0 / 128.0,
+            others,
+            me: PlayerId(1),
+        };
+        let mut me = PlayerState::at(Vec3::ZERO, 0.0);
+        for seq in 1..128 {
+            let cmd = InputCmd { seq, ..default() };
+            let (after, bursts) = predict_tick(&world, &me, &cmd, ProjectileAct::None, rockets);
+            me = after;
+            if bursts != Bursts::default() {
+                return (bursts, me);
+            }
+        }
+        panic!("no burst reached us: {rockets:?}");
+    }
+
+    #[test]
+    fn anothers_rocket_bursts_on_us_and_passes_through_its_owner() {
+        // Its owner stands between it and us: the rocket flies through them, as the
+        // server's leaves its owner out, and bursts on us.
+        let owner = OtherPlayers {
+            ack: 0,
+            players: vec![OtherPlayer {
+                id: PlayerId(2),
+                state: PlayerState::at(Vec3::new(2.0, 0.0, 0.0), 0.0),
+                moves_first: false,
+            }],
+        };
+        let mut rockets = vec![rocket(PlayerId(2), 6.0)];
+        let (bursts, me) = until_burst(&mut rockets, &owner);
+        assert_eq!(
+            bursts,
+            Bursts {
+                own: false,
+                others: true
+            }
+        );
+        assert!(rockets.is_empty());
+        assert!(me.vel.x < -1.0, "thrown west: {me:?}");
+
+        // Someone else's body in the way stops it short of us: a burst there still
+        // reaches us, weaker.
+        let mut blocked = vec![rocket(PlayerId(3), 6.0)];
+        let (_, shielded) = until_burst(&mut blocked, &owner);
+        assert!(
+            shielded.vel.x > me.vel.x && shielded.vel.x < 0.0,
+            "{shielded:?} against {me:?}"
+        );
+    }
+}
