@@ -1,6 +1,5 @@
 //! The ring of commands predicted but not yet acknowledged.
 
-use crate::Bursts;
 use bevy::prelude::*;
 use sightline_combat::{ProjectileKind, Shot};
 use sightline_movement::PlayerState;
@@ -26,6 +25,25 @@ impl ProjectileAct {
             Some(s) if s.detonates() => Self::Detonate,
             Some(s) => s.projectile().map_or(Self::None, Self::Launch),
             None => Self::None,
+        }
+    }
+}
+
+/// Whose projectiles' bursts pushed our player in a predicted tick.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Bursts {
+    /// One of ours.
+    pub own: bool,
+    /// Another player's.
+    pub others: bool,
+}
+
+impl Bursts {
+    /// Either's bursts.
+    pub fn or(self, other: Self) -> Self {
+        Self {
+            own: self.own || other.own,
+            others: self.others || other.others,
         }
     }
 }

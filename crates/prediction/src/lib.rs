@@ -22,7 +22,7 @@ mod stats;
 mod tick;
 mod weapons;
 
-pub use history::{PredictedStep, PredictionHistory, ProjectileAct};
+pub use history::{Bursts, PredictedStep, PredictionHistory, ProjectileAct};
 pub use others::{MAX_EXTRAPOLATION, OtherPlayer, OtherPlayers};
 pub use reconcile::{Reconciliation, reconcile, replay};
 
@@ -30,7 +30,7 @@ use reconcile::agree;
 pub use stats::{
     CORRECTION_LOG, Correction, CorrectionCause, CorrectionCauses, CorrectionLog, PredictionStats,
 };
-pub use tick::{Bursts, TickWorld, predict_tick};
+pub use tick::{TickWorld, predict_tick};
 pub use weapons::{
     ServerWeapons, WEAPON_LOG, WeaponChecks, WeaponLog, check_weapons, weapon_differences,
 };

@@ -1,7 +1,7 @@
 //! One predicted tick of our own player: everything the server does to it in a tick that
 //! the client can know, in the server's order.
 
-use crate::{OtherPlayers, ProjectileAct};
+use crate::{Bursts, OtherPlayers, ProjectileAct};
 use bevy::prelude::*;
 use sightline_combat::{Hitbox, Rocket, detonate_newest, fly_rocket, launch_rocket, rocket_splash};
 use sightline_map::CollisionWorld;
@@ -23,25 +23,6 @@ pub struct TickWorld<'a> {
     pub others: &'a OtherPlayers,
     /// Who we are (the owner of our rockets).
     pub me: PlayerId,
-}
-
-/// Whose projectiles' bursts pushed our player in a predicted tick.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct Bursts {
-    /// One of ours.
-    pub own: bool,
-    /// Another player's.
-    pub others: bool,
-}
-
-impl Bursts {
-    /// Either's bursts.
-    pub fn or(self, other: Self) -> Self {
-        Self {
-            own: self.own || other.own,
-            others: self.others || other.others,
-        }
-    }
 }
 
 /// Runs our command `cmd` on our player in `state` as the server will: the movement step
