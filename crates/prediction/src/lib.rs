@@ -57,6 +57,28 @@ pub struct VisualOffset(pub Vec3);
 #[derive(Component, Debug, Default, Clone, PartialEq)]
 pub struct PredictedRockets(pub Vec<Rocket>);
 
+/// The others' rockets prediction flies already (their numbers): one the server shows
+/// that is not among them is news, worth a replay.
+#[derive(Resource, Debug, Default, Clone, PartialEq)]
+pub struct LearntRockets(Vec<u16>);
+
+impl LearntRockets {
+    /// Takes the rockets a snapshot's replay would fly (`known`, we being `me`); whether
+    /// another's is among them that was not before. Those the server no longer has are
+    /// forgotten.
+    pub fn learn(&mut self, known: &[Rocket], me: PlayerId) -> bool {
+        let theirs = || known.iter().filter(|r| r.owner != me).map(|r| r.id);
+        let news = theirs().any(|id| !self.0.contains(&id));
+        self.0.retain(|id| known.iter().any(|r| r.id == *id));
+        self.0.extend(
+            theirs()
+                .filter(|id| !self.0.contains(id))
+                .collect::<Vec<_>>(),
+        );
+        news
+    }
+}
+
 /// What our weapon fired with this tick's command, if anything: prediction steps the
 /// arsenal with each command it predicts, and the muzzle flash, tracer and sound are
 /// shown from this.
@@ -179,6 +201,7 @@ impl Plugin for PredictionPlugin {
             .init_session_resource::<ServerUpdate>()
             .init_session_resource::<OtherPlayers>()
             .init_session_resource::<SeenTouches>()
+            .init_session_resource::<LearntRockets>()
             .init_session_resource::<RoundTrip>()
             .init_session_resource::<WeaponLog>()
             .init_session_resource::<WeaponChecks>()
@@ -265,6 +288,7 @@ fn apply_server_update(
     mut history: ResMut<PredictionHistory>,
     mut weapons: ResMut<WeaponLog>,
     mut stats: ResMut<PredictionStats>,
+    mut learnt_rockets: ResMut<LearntRockets>,
     mut player: Query<(Own, &mut VisualOffset), With<Predicted>>,
 ) {
     let Some(server) = update.0.take() else {
@@ -285,11 +309,12 @@ fn apply_server_update(
     // Replays fly the rockets on from where the server has them at the acknowledged tick:
     // ours, and others' that could reach us before the server has run what we predict.
     let known = rockets_to_fly(&server.rockets, me, state.pos, patience);
-    // Another's rocket may burst on us within what we predict, or one we predicted
-    // bursting on us may not have: replay, even when the server agrees, with what it
-    // says now. What that changes is news of the others, not a mistake of ours.
+    // Another's rocket come within reach that we do not fly yet may burst on us within
+    // what we predict: replay, even when the server agrees, with it. What that changes is
+    // news of the others, not a mistake of ours. One we fly already needs no replay: the
+    // server's word on the command it reaches us in will say whether we flew it right.
+    let learning = learnt_rockets.learn(&known, me);
     let predicted_bursts = history.bursts_after(server.ack);
-    let learning = known.iter().any(|r| r.owner != me) || predicted_bursts.others;
     let agreed_at_ack = history
         .get(server.ack)
         .is_some_and(|p| agree(&p.after, &server.state, settings.epsilon));
@@ -346,8 +371,10 @@ fn apply_server_update(
             if learning {
                 flying.0 = rockets;
             } else {
-                // None of the others' rockets can reach us any more.
-                flying.0.retain(|r| r.owner == me);
+                // Others' rockets the server no longer has burst somewhere already.
+                flying
+                    .0
+                    .retain(|r| r.owner == me || server.rockets.iter().any(|s| s.id == r.id));
             }
         }
         Reconciliation::Replayed {
@@ -460,6 +487,27 @@ mod tests {
     use super::*;
     use bevy::time::TimeUpdateStrategy;
     use std::time::Duration;
+
+    #[test]
+    fn another_rocket_is_news_once_and_forgotten_when_the_server_drops_it() {
+        let rocket = |id: u16, owner: u8| Rocket {
+            id,
+            kind: sightline_combat::ProjectileKind::Rocket,
+            owner: PlayerId(owner),
+            pos: Vec3::ZERO,
+            vel: Vec3::X,
+            age: 0.0,
+            detonate: false,
+        };
+        let me = PlayerId(1);
+        let mut learnt = LearntRockets::default();
+        assert!(!learnt.learn(&[rocket(1, 1)], me), "ours are never news");
+        assert!(learnt.learn(&[rocket(1, 1), rocket(2, 2)], me));
+        assert!(!learnt.learn(&[rocket(2, 2)], me), "flown already");
+        assert!(learnt.learn(&[rocket(2, 2), rocket(3, 4)], me));
+        assert!(!learnt.learn(&[rocket(3, 4)], me));
+        assert_eq!(learnt.0, [3], "2 burst and is forgotten");
+    }
 
     #[test]
     fn the_visual_offset_decays_smoothly_to_nothing() {
