@@ -575,7 +575,8 @@ fn give_feet(
     players: Query<Entity, (Or<(With<Predicted>, With<RemotePlayer>)>, Without<Feet>)>,
 ) {
     for player in &players {
-        commands.entity(player).insert(Feet::default());
+        // The session may end this frame, despawning the player before this applies.
+        commands.entity(player).try_insert(Feet::default());
     }
 }
 
