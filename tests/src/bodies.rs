@@ -213,6 +213,23 @@ fn two_clients_body_block_on_the_server() {
     }
 }
 
+/// Our client's predicted state for player `id`, and the state its newest snapshot gives
+/// it (none before one has).
+fn predicted_and_confirmed(client: &mut App, id: PlayerId) -> (PlayerState, Option<PlayerState>) {
+    let w = client.world_mut();
+    let predicted = *w
+        .query_filtered::<&PlayerState, With<Predicted>>()
+        .single(w)
+        .expect("predicted");
+    let confirmed = w
+        .resource::<LatestSnapshot>()
+        .0
+        .as_ref()
+        .and_then(|snap| snap.players.iter().find(|p| p.id == id))
+        .map(|p| p.state());
+    (predicted, confirmed)
+}
+
 #[test]
 fn a_rocket_jump_is_predicted_before_the_server_confirms_it() {
     let mut s = stepper(1);
@@ -233,17 +250,7 @@ fn a_rocket_jump_is_predicted_before_the_server_confirms_it() {
     for _ in 0..128 {
         s.step();
         input(&mut s.clients[0]).buttons = Buttons::default();
-        let w = s.clients[0].world_mut();
-        let predicted = *w
-            .query_filtered::<&PlayerState, With<Predicted>>()
-            .single(w)
-            .expect("predicted");
-        let confirmed = w
-            .resource::<LatestSnapshot>()
-            .0
-            .as_ref()
-            .and_then(|snap| snap.players.iter().find(|p| p.id == id))
-            .map(|p| p.state());
+        let (predicted, confirmed) = predicted_and_confirmed(&mut s.clients[0], id);
         if predicted.vel.y > 4.0 && confirmed.is_some_and(|c| c.vel.y < 1.0) {
             ahead = true;
         }
@@ -317,17 +324,7 @@ fn anothers_rocket_is_predicted_and_its_push_costs_no_correction() {
     for _ in 0..192 {
         s.step();
         input(&mut s.clients[1]).buttons = Buttons::default();
-        let w = s.clients[0].world_mut();
-        let predicted = *w
-            .query_filtered::<&PlayerState, With<Predicted>>()
-            .single(w)
-            .expect("predicted");
-        let confirmed = w
-            .resource::<LatestSnapshot>()
-            .0
-            .as_ref()
-            .and_then(|snap| snap.players.iter().find(|p| p.id == target))
-            .map(|p| p.state());
+        let (predicted, confirmed) = predicted_and_confirmed(&mut s.clients[0], target);
         if predicted.vel.length() > 2.0 && confirmed.is_some_and(|c| c.vel.length() < 0.5) {
             ahead = true;
         }

@@ -207,7 +207,7 @@ pub(crate) fn apply_snapshot(
     *applied = true;
     let starved = pacing.repeated_since_applied(snapshot.repeated_inputs);
     let t = snapshot.touches;
-    let touched = touches.changed([t.own_pushes, t.pushes, t.contacts]);
+    let touched = touches.changed([t.own_pushes, t.pushes, t.contacts, t.held]);
     let server_time = snapshot.server_time_us as f64 / 1e6;
     let mut present: BTreeMap<PlayerId, Entity> = BTreeMap::new();
     for (entity, id, mut state, spawns, local, predicted) in &mut players {

@@ -29,21 +29,26 @@ impl ProjectileAct {
     }
 }
 
-/// Whose projectiles' bursts pushed our player in a predicted tick.
+/// What besides our command moved our player in a predicted tick, as the server counts it
+/// for its own ([`crate::ServerTouches`]): whose projectiles' bursts pushed it, and
+/// whether another player's body changed its move.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct Bursts {
-    /// One of ours.
+pub struct Touched {
+    /// A burst of one of ours.
     pub own: bool,
-    /// Another player's.
+    /// A burst of another player's.
     pub others: bool,
+    /// Another player's body, where we expected it.
+    pub contact: bool,
 }
 
-impl Bursts {
-    /// Either's bursts.
+impl Touched {
+    /// What either touched.
     pub fn or(self, other: Self) -> Self {
         Self {
             own: self.own || other.own,
             others: self.others || other.others,
+            contact: self.contact || other.contact,
         }
     }
 }
@@ -59,8 +64,8 @@ pub struct PredictedStep {
     /// detonated the newest (the weapon's state does not depend on where we stand, so a
     /// replay does it again from wherever the replayed move ends).
     pub projectile: ProjectileAct,
-    /// Whose bursts pushed us in this step, as predicted.
-    pub bursts: Bursts,
+    /// What besides the command moved us in this step, as predicted.
+    pub touched: Touched,
 }
 
 impl PredictedStep {
@@ -130,12 +135,21 @@ impl PredictionHistory {
         }
     }
 
-    /// Whose bursts pushed us in the steps predicted after command `seq`.
-    pub fn bursts_after(&self, seq: u32) -> Bursts {
+    /// What touched us in the steps predicted after command `seq`.
+    pub fn touched_after(&self, seq: u32) -> Touched {
         self.steps
             .iter()
             .filter(|s| s.cmd.seq > seq)
-            .fold(Bursts::default(), |all, s| all.or(s.bursts))
+            .fold(Touched::default(), |all, s| all.or(s.touched))
+    }
+
+    /// What touched us in the steps still held up to and including command `seq`:
+    /// those predicted since the last acknowledgement.
+    pub fn touched_through(&self, seq: u32) -> Touched {
+        self.steps
+            .iter()
+            .take_while(|s| s.cmd.seq <= seq)
+            .fold(Touched::default(), |all, s| all.or(s.touched))
     }
 
     /// The unacknowledged steps, oldest first, for replay.
@@ -171,6 +185,37 @@ mod tests {
         assert_eq!(h.len(), 2);
         assert!(h.acknowledge(9).is_none());
         assert!(h.is_empty());
+    }
+
+    #[test]
+    fn touches_are_told_apart_by_the_acknowledged_command() {
+        let mut h = PredictionHistory::default();
+        for seq in 1..=6 {
+            let mut step = PredictedStep::new(cmd(seq), PlayerState::default());
+            step.touched = Touched {
+                own: seq == 5,
+                others: seq == 2,
+                contact: false,
+            };
+            h.push(step);
+        }
+        let (others, own) = (
+            Touched {
+                others: true,
+                ..default()
+            },
+            Touched {
+                own: true,
+                ..default()
+            },
+        );
+        assert_eq!(h.touched_through(3), others);
+        assert_eq!(h.touched_after(3), own);
+        assert_eq!(h.touched_through(1), Touched::default());
+        h.acknowledge(2);
+        // Acknowledged steps are gone: what is held through 4 burst nothing.
+        assert_eq!(h.touched_through(4), Touched::default());
+        assert_eq!(h.touched_through(6), own);
     }
 
     #[test]

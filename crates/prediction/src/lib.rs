@@ -22,7 +22,7 @@ mod stats;
 mod tick;
 mod weapons;
 
-pub use history::{Bursts, PredictedStep, PredictionHistory, ProjectileAct};
+pub use history::{PredictedStep, PredictionHistory, ProjectileAct, Touched};
 pub use others::{MAX_EXTRAPOLATION, OtherPlayer, OtherPlayers};
 pub use reconcile::{Reconciliation, reconcile, replay};
 
@@ -158,23 +158,27 @@ pub struct ServerTouches {
     pub push: bool,
     /// Another player's body changed our move.
     pub contact: bool,
+    /// The server held us a tick waiting for a late command: the commands after it meet
+    /// the world a tick later than we predicted them.
+    pub held: bool,
 }
 
 /// The server's running counts of what it did to our player (own pushes, others'
-/// pushes, contacts), as of the last snapshot.
+/// pushes, contacts, holds), as of the last snapshot.
 #[derive(Resource, Debug, Default, Clone, Copy, PartialEq, Eq)]
-pub struct SeenTouches(Option<[u8; 3]>);
+pub struct SeenTouches(Option<[u8; 4]>);
 
 impl SeenTouches {
     /// Takes a snapshot's counts; which changed since the previous snapshot (the first
     /// one only sets them).
-    pub fn changed(&mut self, counts: [u8; 3]) -> ServerTouches {
+    pub fn changed(&mut self, counts: [u8; 4]) -> ServerTouches {
         let before = self.0.replace(counts);
         let moved = |i: usize| before.is_some_and(|b| b[i] != counts[i]);
         ServerTouches {
             own_push: moved(0),
             push: moved(1),
             contact: moved(2),
+            held: moved(3),
         }
     }
 }
@@ -264,13 +268,13 @@ fn predict_local_player(
         others: &others,
         me: *id,
     };
-    let (after, bursts) = predict_tick(&world, &state, &cmd.0, act, &mut rockets.0);
+    let (after, touched) = predict_tick(&world, &state, &cmd.0, act, &mut rockets.0);
     *state = after;
     history.push(PredictedStep {
         cmd: cmd.0,
         after,
         projectile: act,
-        bursts,
+        touched,
     });
     stats.predicted += 1;
 }
@@ -314,12 +318,16 @@ fn apply_server_update(
     // news of the others, not a mistake of ours. One we fly already needs no replay: the
     // server's word on the command it reaches us in will say whether we flew it right.
     let learning = learnt_rockets.learn(&known, me);
-    let predicted_bursts = history.bursts_after(server.ack);
+    let predicted_touches = history.touched_after(server.ack);
+    // What we predicted touching us up to the acknowledged command, which the server may
+    // not have done: another's burst its rocket met something else first for, a body it
+    // did not have in our way.
+    let touched_before = history.touched_through(server.ack);
     let agreed_at_ack = history
         .get(server.ack)
         .is_some_and(|p| agree(&p.after, &server.state, settings.epsilon));
     let mut rockets = known;
-    let mut replayed_bursts = Bursts::default();
+    let mut replayed_touches = Touched::default();
     // The dead only look around, however the commands were predicted when sent.
     let dead = server.dead;
     let step = |s: &PlayerState, p: &mut PredictedStep| {
@@ -328,9 +336,9 @@ fn apply_server_update(
         } else {
             (p.cmd, p.projectile)
         };
-        let (after, bursts) = predict_tick(&world, s, &cmd, launch, &mut rockets);
-        p.bursts = bursts;
-        replayed_bursts = replayed_bursts.or(bursts);
+        let (after, touched) = predict_tick(&world, s, &cmd, launch, &mut rockets);
+        p.touched = touched;
+        replayed_touches = replayed_touches.or(touched);
         after
     };
 
@@ -387,9 +395,9 @@ fn apply_server_update(
             let size = jump.length();
             if size > settings.visible {
                 let cause = if learning && agreed_at_ack && !dead {
-                    learnt(predicted_bursts.or(replayed_bursts))
+                    learnt(predicted_touches.or(replayed_touches))
                 } else {
-                    classify(&server, predicted)
+                    classify(&server, predicted, touched_before)
                 };
                 stats.corrections.push(size, cause);
                 stats.last_correction = size;
@@ -434,10 +442,10 @@ fn rockets_to_fly(rockets: &[Rocket], me: PlayerId, at: Vec3, seconds: f32) -> V
 /// of the command it acknowledged) moved us: another's burst, predicted before or now
 /// ([`CorrectionCause::Knockback`]); else one of ours meeting the others differently
 /// (ours); else the others' bodies where we now expect them (a collision).
-fn learnt(bursts: Bursts) -> CorrectionCause {
-    if bursts.others {
+fn learnt(touched: Touched) -> CorrectionCause {
+    if touched.others {
         CorrectionCause::Knockback
-    } else if bursts.own {
+    } else if touched.own {
         CorrectionCause::Own
     } else {
         CorrectionCause::Collision
@@ -445,20 +453,29 @@ fn learnt(bursts: Bursts) -> CorrectionCause {
 }
 
 /// Why the server's state differs from what we predicted for the same command, by what
-/// the server says it did: another player's explosion pushed us; we died (the server
-/// stopped us moving before we knew); another player's body changed our move; the server
-/// ran short of our commands; no prediction to compare (`predicted` false). Anything left
-/// is our own misprediction, our own rockets' pushes included (we predict them), and a
-/// body we expected in our way that the server did not have there (our guess of where
-/// the others were).
-fn classify(server: &ServerState, predicted: bool) -> CorrectionCause {
-    if server.touched.push {
+/// the server says it did, then by what we predicted it would do (`before`: what touched
+/// us up to that command) and it did not:
+///
+/// - another player's explosion pushed us, or we predicted one that the server's rocket
+///   did not give us, having met a body we guessed elsewhere (knockback);
+/// - we died: the server stopped us moving before we knew;
+/// - another player's body changed our move, or we predicted one in our way that the
+///   server did not have there (a collision: our guess of where the others were);
+/// - the server ran short of our commands, or held us a tick for a late one, so the
+///   commands after it meet the world later than we predicted (late input);
+/// - no prediction to compare (`predicted` false).
+///
+/// Anything left is our own misprediction, our own rockets' pushes included (we predict
+/// them).
+fn classify(server: &ServerState, predicted: bool, before: Touched) -> CorrectionCause {
+    let touched = server.touched;
+    if touched.push || before.others {
         CorrectionCause::Knockback
     } else if server.dead {
         CorrectionCause::Killed
-    } else if server.touched.contact {
+    } else if touched.contact || before.contact {
         CorrectionCause::Collision
-    } else if server.starved {
+    } else if server.starved || touched.held {
         CorrectionCause::Late
     } else if !predicted {
         CorrectionCause::Other
@@ -507,6 +524,57 @@ mod tests {
         assert!(learnt.learn(&[rocket(2, 2), rocket(3, 4)], me));
         assert!(!learnt.learn(&[rocket(3, 4)], me));
         assert_eq!(learnt.0, [3], "2 burst and is forgotten");
+    }
+
+    #[test]
+    fn corrections_are_classified_by_the_servers_word_then_by_what_we_predicted() {
+        let server = |touched: ServerTouches, starved: bool| ServerState {
+            starved,
+            touched,
+            ..default()
+        };
+        let none = ServerTouches::default();
+        let nothing = Touched::default();
+        let cause = |s: &ServerState, before: Touched| classify(s, true, before);
+        assert_eq!(cause(&server(none, false), nothing), CorrectionCause::Own);
+        let others_burst = Touched {
+            others: true,
+            ..default()
+        };
+        let body = Touched {
+            contact: true,
+            ..default()
+        };
+        // We predicted another's burst, or a body in our way, that the server did not
+        // give us: the others' doing, not ours.
+        assert_eq!(
+            cause(&server(none, false), others_burst),
+            CorrectionCause::Knockback
+        );
+        assert_eq!(
+            cause(&server(none, false), body),
+            CorrectionCause::Collision
+        );
+        // Our own burst predicted is still ours.
+        let own = Touched {
+            own: true,
+            ..default()
+        };
+        assert_eq!(cause(&server(none, false), own), CorrectionCause::Own);
+        // A hold or a repeat: late input.
+        let held = ServerTouches { held: true, ..none };
+        assert_eq!(cause(&server(held, false), nothing), CorrectionCause::Late);
+        assert_eq!(cause(&server(none, true), nothing), CorrectionCause::Late);
+        // What the server says it did comes first.
+        let pushed = ServerTouches { push: true, ..held };
+        assert_eq!(
+            cause(&server(pushed, false), body),
+            CorrectionCause::Knockback
+        );
+        assert_eq!(
+            classify(&server(none, false), false, nothing),
+            CorrectionCause::Other
+        );
     }
 
     #[test]

@@ -1,12 +1,12 @@
 //! One predicted tick of our own player: everything the server does to it in a tick that
 //! the client can know, in the server's order.
 
-use crate::{Bursts, OtherPlayers, ProjectileAct};
+use crate::{OtherPlayers, ProjectileAct, Touched};
 use bevy::prelude::*;
 use sightline_combat::{Hitbox, Rocket, detonate_newest, fly_rocket, launch_rocket, rocket_splash};
 use sightline_map::CollisionWorld;
 use sightline_movement::{
-    Body, MoveParams, MoveWorld, PlayerState, bodies_near, on_grid, step_among,
+    Body, MoveParams, MoveWorld, PlayerState, bodies_near, on_grid, step, step_among,
 };
 use sightline_sim::{InputCmd, PlayerId};
 
@@ -34,14 +34,14 @@ pub struct TickWorld<'a> {
 /// same [`rocket_splash`] the server applies. Rockets fired since the newest snapshot by
 /// others are not known: their pushes arrive as corrections. Last, the state goes on the
 /// grid, as the server's tick leaves it ([`sightline_movement::grid`]). Returns the state
-/// and whose bursts pushed us.
+/// and what touched us: whose bursts, and whether the others' bodies changed the move.
 pub fn predict_tick(
     world: &TickWorld,
     state: &PlayerState,
     cmd: &InputCmd,
     act: ProjectileAct,
     rockets: &mut Vec<Rocket>,
-) -> (PlayerState, Bursts) {
+) -> (PlayerState, Touched) {
     let TickWorld {
         map, params, dt, ..
     } = *world;
@@ -62,6 +62,11 @@ pub fn predict_tick(
         params,
         dt,
     );
+    // As the server tells a contact: the move differs from the one without the bodies.
+    let mut touched = Touched {
+        contact: !bodies.is_empty() && s != step(state, cmd, map, params, dt),
+        ..default()
+    };
     match act {
         ProjectileAct::Launch(kind) => {
             rockets.push(launch_rocket(0, kind, world.me, &s, cmd, params));
@@ -78,7 +83,6 @@ pub fn predict_tick(
         .map(|(id, o)| (*id, Hitbox::of(o)))
         .chain([me])
         .collect();
-    let mut bursts = Bursts::default();
     rockets.retain_mut(|rocket| {
         let owner = rocket.owner;
         let targets = bodies
@@ -91,15 +95,15 @@ pub fn predict_tick(
         if let Some((_, push)) = rocket_splash(rocket.kind, at, &s, map, params) {
             s.vel += push;
             if owner == world.me {
-                bursts.own = true;
+                touched.own = true;
             } else {
-                bursts.others = true;
+                touched.others = true;
             }
         }
         false
     });
     // What the server's tick leaves is on the grid; so is what we predict it leaves.
-    (on_grid(&s), bursts)
+    (on_grid(&s), touched)
 }
 
 #[cfg(test)]
@@ -125,7 +129,7 @@ mod tests {
 
     /// Ticks `rockets` flying at us standing at the origin, with `others` about, until a
     /// burst; whose it was and how it left us.
-    fn until_burst(rockets: &mut Vec<Rocket>, others: &OtherPlayers) -> (Bursts, PlayerState) {
+    fn until_burst(rockets: &mut Vec<Rocket>, others: &OtherPlayers) -> (Touched, PlayerState) {
         let map = open_floor();
         let params = MoveParams::default();
         let world = TickWorld {
@@ -138,10 +142,10 @@ mod tests {
         let mut me = PlayerState::at(Vec3::ZERO, 0.0);
         for seq in 1..128 {
             let cmd = InputCmd { seq, ..default() };
-            let (after, bursts) = predict_tick(&world, &me, &cmd, ProjectileAct::None, rockets);
+            let (after, touched) = predict_tick(&world, &me, &cmd, ProjectileAct::None, rockets);
             me = after;
-            if bursts != Bursts::default() {
-                return (bursts, me);
+            if touched.own || touched.others {
+                return (touched, me);
             }
         }
         panic!("no burst reached us: {rockets:?}");
@@ -160,12 +164,12 @@ mod tests {
             }],
         };
         let mut rockets = vec![rocket(PlayerId(2), 6.0)];
-        let (bursts, me) = until_burst(&mut rockets, &owner);
+        let (touched, me) = until_burst(&mut rockets, &owner);
         assert_eq!(
-            bursts,
-            Bursts {
-                own: false,
-                others: true
+            touched,
+            Touched {
+                others: true,
+                ..default()
             }
         );
         assert!(rockets.is_empty());
@@ -179,5 +183,51 @@ mod tests {
             shielded.vel.x > me.vel.x && shielded.vel.x < 0.0,
             "{shielded:?} against {me:?}"
         );
+    }
+
+    #[test]
+    fn a_body_in_our_way_is_a_predicted_contact() {
+        let map = open_floor();
+        let params = MoveParams::default();
+        // Someone standing a metre ahead of us (north, -Z), and us running at them.
+        let ahead = |z: f32| OtherPlayers {
+            ack: 0,
+            players: vec![OtherPlayer {
+                id: PlayerId(2),
+                state: PlayerState::at(Vec3::new(0.0, 0.0, z), 0.0),
+                moves_first: true,
+            }],
+        };
+        let run = |others: &OtherPlayers| {
+            let world = TickWorld {
+                map: &map,
+                params: &params,
+                dt: 1.0 / 128.0,
+                others,
+                me: PlayerId(1),
+            };
+            let mut me = PlayerState::at(Vec3::ZERO, 0.0);
+            let mut touched = Touched::default();
+            for seq in 1..64 {
+                let cmd = InputCmd {
+                    seq,
+                    forward: 1.0,
+                    ..default()
+                };
+                let (after, t) = predict_tick(&world, &me, &cmd, ProjectileAct::None, &mut vec![]);
+                me = after;
+                touched = touched.or(t);
+            }
+            (touched, me)
+        };
+        let (touched, me) = run(&ahead(-1.0));
+        assert!(
+            touched.contact && !touched.own && !touched.others,
+            "{touched:?}"
+        );
+        assert!(me.pos.z > -1.0, "stopped short of them: {me:?}");
+        let (touched, me) = run(&ahead(-30.0));
+        assert_eq!(touched, Touched::default(), "nobody in the way");
+        assert!(me.pos.z < -1.0, "{me:?}");
     }
 }
