@@ -1,11 +1,14 @@
 //! A client's `rate` on a slow link: the server keeps its snapshots within it by holding
 //! the farthest players back, never the client's own and never one for more than
-//! [`MAX_HELD_SNAPSHOTS`] snapshots in a row, and the client still draws everyone.
+//! [`MAX_HELD_SNAPSHOTS`] snapshots in a row, and the client still draws everyone; behind
+//! a slow line it loses no snapshots where a client without a rate loses many.
 
 use bevy::prelude::*;
 use sightline_client::{ClientStats, DownloadRate, LatestSnapshot, RemotePlayer};
 use sightline_harness::Stepper;
+use sightline_harness::load::{LoadConfig, LoadReport, load};
 use sightline_interpolation::{DrawMode, Drawn};
+use sightline_net::ConditionerSettings;
 use sightline_prediction::Predicted;
 use sightline_server::{DATAGRAM_OVERHEAD, MAX_HELD_SNAPSHOTS, ServerConfig, SnapshotStats};
 use sightline_sim::PlayerId;
@@ -117,4 +120,41 @@ fn a_client_on_a_low_rate_gets_far_players_less_often_and_still_draws_them() {
     assert!(seen[0].frames > 0 && seen[1].frames > 0);
     assert!(guessed(1) < 0.05, "{:.3} of frames guessed", guessed(1));
     assert!(guessed(0) < 0.35, "{:.3} of frames guessed", guessed(0));
+}
+
+#[test]
+fn on_a_slow_line_over_udp_a_client_that_sets_its_rate_loses_no_snapshots_and_one_that_does_not_loses_many()
+ {
+    // Eight fighting players and four bots, each client behind its own 10 kB/s line (a
+    // router queueing 100 ms), 30 ms each way: without a rate, more than the line carries.
+    const LINE: u32 = 10_000;
+    let line = ConditionerSettings {
+        latency_ms: 30.0,
+        capacity_bps: LINE as f32,
+        ..Default::default()
+    };
+    let run = |rate: u32| {
+        load(&LoadConfig {
+            players: 8,
+            seconds: 4.0,
+            warmup: 2.0,
+            link: line,
+            rate,
+            ..Default::default()
+        })
+    };
+    let (set, unset) = (run(LINE), run(0));
+    println!("{}\n{set}\n{unset}", LoadReport::HEADER);
+    for r in [&set, &unset] {
+        assert_eq!(r.joined, 8, "{r}");
+        assert!(!r.server_panicked);
+    }
+    assert!(
+        unset.down_bytes_per_s > f64::from(LINE),
+        "a line that binds: {unset}"
+    );
+    assert!(set.down_bytes_per_s <= f64::from(LINE), "{set}");
+    assert!(set.snapshots.held > 0, "far players held back: {set}");
+    assert!(set.snapshots_lost_pct < 1.0, "{set}");
+    assert!(unset.snapshots_lost_pct > 10.0, "{unset}");
 }

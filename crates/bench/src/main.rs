@@ -273,8 +273,12 @@ fn measure_tick(bots: u8, tick: TickConfig, map: &str, seconds: f64) -> (f32, f3
         .expect("ticks ran")
 }
 
+/// Bytes a second of the load test's slow line, and the `rate` its second row sets.
+const SLOW_LINE: u32 = 10_000;
+
 /// `extra`: the players of the rows behind a realistic link (once at each of
-/// `realistic_fps`), at `cl_cmdrate 30`, and operated (metrics and statistics on).
+/// `realistic_fps`, and behind a slow line without and with a `rate` to match it), at
+/// `cl_cmdrate 30`, and operated (metrics and statistics on).
 fn load_report(
     players: &[usize],
     [realistic, cmdrate_30, operated]: &[&[usize]; 3],
@@ -294,16 +298,27 @@ fn load_report(
     println!("{}", LoadReport::HEADER);
     let lossy = way(75.0, 20.0, 5.0, OUTAGE_MS);
     let clean = ConditionerSettings::default();
-    let rows = (players.iter().map(|&n| (n, clean, fps, 0, false)))
+    // A slow line: 10 kB/s each way behind 60 ms, its router queueing 100 ms.
+    let slow = ConditionerSettings {
+        capacity_bps: SLOW_LINE as f32,
+        ..way(30.0, 0.0, 0.0, 0.0)
+    };
+    let rows = (players.iter().map(|&n| (n, clean, fps, 0, 0, false)))
+        .chain(realistic.iter().flat_map(|&n| {
+            realistic_fps
+                .iter()
+                .map(move |&f| (n, lossy, f, 0, 0, false))
+        }))
+        .chain(cmdrate_30.iter().map(|&n| (n, clean, fps, 30, 0, false)))
+        .chain(cmdrate_30.iter().map(|&n| (n, lossy, fps, 30, 0, false)))
+        .chain(realistic.iter().map(|&n| (n, slow, fps, 0, 0, false)))
         .chain(
             realistic
                 .iter()
-                .flat_map(|&n| realistic_fps.iter().map(move |&f| (n, lossy, f, 0, false))),
+                .map(|&n| (n, slow, fps, 0, SLOW_LINE, false)),
         )
-        .chain(cmdrate_30.iter().map(|&n| (n, clean, fps, 30, false)))
-        .chain(cmdrate_30.iter().map(|&n| (n, lossy, fps, 30, false)))
-        .chain(operated.iter().map(|&n| (n, clean, fps, 0, true)));
-    for (n, link, fps, cmd_rate, operated) in rows {
+        .chain(operated.iter().map(|&n| (n, clean, fps, 0, 0, true)));
+    for (n, link, fps, cmd_rate, rate, operated) in rows {
         let report = load(&LoadConfig {
             players: n,
             seconds,
@@ -311,6 +326,7 @@ fn load_report(
             map: map.into(),
             link,
             cmd_rate,
+            rate,
             operated,
             ..Default::default()
         });

@@ -5,7 +5,7 @@
 //! server needs: the server's tick time with snapshot building and encoding included, the
 //! longest tick while players join, what each client sends and receives a second with
 //! UDP/IP and netcode headers, and what the snapshots weigh (per player, the largest, how
-//! many renet had to send in slices).
+//! many renet had to send in slices), and how many of them a slow line lost.
 //!
 //! `cargo run --release -p sightline-bench -- load` runs 16, 32 and 64 players; the test
 //! suite runs a short version with a few.
@@ -16,7 +16,8 @@ use crate::stepper::{FrameClock, Frames};
 use bevy::prelude::*;
 use sightline_bots::BotSkill;
 use sightline_client::{
-    ClientPlugin, CommandRate, ConnectionStatus, InputSource, StatsKey, client_app,
+    ClientPlugin, ClientStats, CommandRate, ConnectionStatus, DownloadRate, InputSource,
+    LatestSnapshot, StatsKey, client_app,
 };
 use sightline_net::{
     AdmissionLimits, ClientNetPlugin, ClientSecurity, ConditionerSettings, LinkConditions, Pacing,
@@ -55,6 +56,8 @@ pub struct LoadConfig {
     pub link: ConditionerSettings,
     /// Each client's `cl_cmdrate` (0: a packet a frame).
     pub cmd_rate: u32,
+    /// Each client's `rate`, bytes a second (0: none asked for).
+    pub rate: u32,
     /// Bots the server adds to the match, besides the clients.
     pub bots: u8,
     /// Whether the clients fight (a [`PlayerBot`] at each one's controls, firing at what
@@ -77,6 +80,7 @@ impl Default for LoadConfig {
             map: "depot".into(),
             link: ConditionerSettings::default(),
             cmd_rate: 0,
+            rate: 0,
             bots: 4,
             fire: true,
             operated: false,
@@ -113,13 +117,16 @@ pub struct LoadReport {
     pub snapshots: SnapshotStats,
     /// The clients' mean frame rate (all share this process's cores).
     pub client_fps: f64,
+    /// Share of the snapshots the server sent that a client never took: lost on the link,
+    /// dropped by a slow line's full queue, or come after a newer one; percent.
+    pub snapshots_lost_pct: f64,
     /// Whether the server thread panicked.
     pub server_panicked: bool,
 }
 
 impl LoadReport {
     /// The table's header, in the columns [`LoadReport`]'s `Display` writes.
-    pub const HEADER: &'static str = "| link | players | tick median / p99 / max ms | frames with a join: longest tick / frame ms | other frames meanwhile: longest ms | down B/s per client | up B/s per client | datagrams /s down / up | B per moving player per snapshot | largest snapshot B | snapshots sent in slices | players moving % | client fps |\n|---|---:|---|---:|---:|---:|---:|---|---:|---:|---:|---:|---:|";
+    pub const HEADER: &'static str = "| link | players | tick median / p99 / max ms | frames with a join: longest tick / frame ms | other frames meanwhile: longest ms | down B/s per client | up B/s per client | datagrams /s down / up | B per moving player per snapshot | largest snapshot B | snapshots sent in slices | snapshots lost % | players moving % | client fps |\n|---|---:|---|---:|---:|---:|---:|---|---:|---:|---:|---:|---:|---:|";
 
     /// Mean encoded snapshot, bytes.
     pub fn snapshot_mean(&self) -> f64 {
@@ -143,7 +150,7 @@ impl fmt::Display for LoadReport {
         let (p50, p99, max) = self.tick_ms;
         write!(
             f,
-            "| {} | {} | {:.3} / {:.3} / {:.3} | {:.3} / {:.3} | {:.3} | {:.0} | {:.0} | {:.0} / {:.0} | {:.1} | {} | {} | {:.0} | {:.0} |",
+            "| {} | {} | {:.3} / {:.3} / {:.3} | {:.3} / {:.3} | {:.3} | {:.0} | {:.0} | {:.0} / {:.0} | {:.1} | {} | {} | {:.1} | {:.0} | {:.0} |",
             self.link,
             self.players,
             p50,
@@ -159,6 +166,7 @@ impl fmt::Display for LoadReport {
             self.bytes_per_moving_player(),
             self.snapshots.largest,
             self.snapshots.sliced,
+            self.snapshots_lost_pct,
             self.moving_pct(),
             self.client_fps,
         )
@@ -176,6 +184,7 @@ fn load_client(server: std::net::SocketAddr, seed: u64, config: &LoadConfig) -> 
     );
     app.insert_resource(LinkConditions(config.link));
     app.insert_resource(CommandRate(config.cmd_rate));
+    app.insert_resource(DownloadRate(config.rate));
     if config.fire {
         // The bot's brain counts its frames on this clock; `load` advances it.
         let frames = Frames {
@@ -207,6 +216,22 @@ fn wire(clients: &[App]) -> (WireCount, WireCount) {
         }
     }
     sum
+}
+
+/// Snapshots accepted and the newest one's sequence number, summed over the clients.
+fn snapshots_seen(clients: &[App]) -> (u64, u64) {
+    clients.iter().fold((0, 0), |(accepted, newest), app| {
+        let w = app.world();
+        let seq = w
+            .resource::<LatestSnapshot>()
+            .0
+            .as_ref()
+            .map_or(0, |s| s.seq);
+        (
+            accepted + w.resource::<ClientStats>().snapshots,
+            newest + u64::from(seq),
+        )
+    })
 }
 
 fn connected(clients: &[App]) -> usize {
@@ -272,8 +297,14 @@ pub fn load(config: &LoadConfig) -> LoadReport {
     if config.fps != LoadConfig::default().fps {
         link += &format!(", {} fps", config.fps);
     }
+    if l.capacity_bps > 0.0 {
+        link += &format!(", a {:.0} kB/s line", l.capacity_bps / 1000.0);
+    }
     if config.cmd_rate != 0 {
         link += &format!(", cl_cmdrate {}", config.cmd_rate);
+    }
+    if config.rate != 0 {
+        link += &format!(", rate {}", config.rate);
     }
     let mut report = LoadReport {
         link: match config.operated {
@@ -324,6 +355,7 @@ pub fn load(config: &LoadConfig) -> LoadReport {
     report.joined = connected(&clients);
     shared.take_ticks();
     let (down0, up0) = wire(&clients);
+    let seen0 = snapshots_seen(&clients);
     let snapshots0 = shared.snapshots();
     let frames0 = frames;
     let measure_start = Instant::now();
@@ -332,7 +364,11 @@ pub fn load(config: &LoadConfig) -> LoadReport {
     }
     let elapsed = measure_start.elapsed().as_secs_f64();
     let (down1, up1) = wire(&clients);
+    let seen1 = snapshots_seen(&clients);
     let snapshots1 = shared.snapshots();
+    // Every client's snapshots are numbered one by one as the server sends them.
+    let (accepted, sent) = (seen1.0 - seen0.0, seen1.1.saturating_sub(seen0.1));
+    report.snapshots_lost_pct = 100.0 * (1.0 - accepted as f64 / sent.max(1) as f64).max(0.0);
     let n = clients.len().max(1) as f64;
     let per_client_second = |a: u64, b: u64| b.saturating_sub(a) as f64 / elapsed / n;
     report.down_bytes_per_s = per_client_second(down0.bytes, down1.bytes);

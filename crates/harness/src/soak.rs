@@ -67,6 +67,7 @@ impl Default for SoakConfig {
                 loss_burst: 0.0,
                 outage_ms: 0.0,
                 jitter_tail_ms: 0.0,
+                capacity_bps: 0.0,
             },
             map: "depot".into(),
             // Both within the warm-up: the memory check then measures the steady state

@@ -1,5 +1,8 @@
 //! A link conditioner: fake latency, jitter, loss, duplication and reordering applied to
-//! packets in the transport, deterministic from a seed so tests replay exactly.
+//! packets in the transport, deterministic from a seed so tests replay exactly. With
+//! [`ConditionerSettings::capacity_bps`] it is also a slow link: a bottleneck that sends
+//! so many bytes a second, queueing what comes faster and dropping what would wait
+//! longer than [`BOTTLENECK_QUEUE_MS`] (a router's buffer overflowing).
 //!
 //! Loss is independent per packet by default. With [`ConditionerSettings::loss_burst`]
 //! above 1 it comes in bursts, as on real paths (a Wi-Fi retry storm, a congested queue
@@ -43,6 +46,35 @@ pub struct ConditionerSettings {
     /// little, a few much (a Wi-Fi retry, a queue filling). One in a hundred waits over
     /// nine times the mean, one in a thousand over thirty.
     pub jitter_tail_ms: f32,
+    /// A slow link: above 0, the bytes a second the link carries (each packet with
+    /// UDP/IP's [`UDP_IP_HEADER`]); a packet waits behind those sent before it, and one
+    /// that would wait longer than [`BOTTLENECK_QUEUE_MS`] is dropped.
+    pub capacity_bps: f32,
+}
+
+/// The longest a packet waits in a slow link's queue before the queue overflows and drops
+/// it, milliseconds: a home router's buffer, as the bottleneck of a slow line.
+pub const BOTTLENECK_QUEUE_MS: f64 = 100.0;
+
+/// Bytes of IPv4 and UDP header a datagram costs a slow link besides its payload.
+pub const UDP_IP_HEADER: usize = 28;
+
+/// A packet's size, which a slow link takes time to send.
+pub trait WireSize {
+    /// Payload bytes.
+    fn wire_bytes(&self) -> usize;
+}
+
+impl WireSize for Vec<u8> {
+    fn wire_bytes(&self) -> usize {
+        self.len()
+    }
+}
+
+impl<A> WireSize for (A, Vec<u8>) {
+    fn wire_bytes(&self) -> usize {
+        self.1.len()
+    }
 }
 
 /// An outage lasts `outage_ms` times this at the shortest…
@@ -109,7 +141,8 @@ impl ConditionerSettings {
         check("duplication", self.duplicate_pct, 100.0)?;
         check("reordering", self.reorder_pct, 100.0)?;
         check("outage length", self.outage_ms, 10_000.0)?;
-        check("jitter tail", self.jitter_tail_ms, 1000.0)
+        check("jitter tail", self.jitter_tail_ms, 1000.0)?;
+        check("capacity", self.capacity_bps, 1e9)
     }
 }
 
@@ -127,6 +160,10 @@ pub struct LinkConditioner<P> {
     out: bool,
     switch_at: Option<Duration>,
     switches: u64,
+    /// When a slow link has sent everything queued so far.
+    busy_until: Duration,
+    /// Packets a slow link's full queue dropped.
+    overflowed: u64,
     // Ordered by delivery time, then by send order so equal times keep their order.
     queue: BinaryHeap<Reverse<(Duration, u64, Wrapped<P>)>>,
 }
@@ -152,7 +189,7 @@ impl<P> Ord for Wrapped<P> {
     }
 }
 
-impl<P: Clone> LinkConditioner<P> {
+impl<P: Clone + WireSize> LinkConditioner<P> {
     /// A conditioner whose choices follow from `seed`.
     pub fn new(settings: ConditionerSettings, seed: u64) -> Self {
         Self {
@@ -163,6 +200,8 @@ impl<P: Clone> LinkConditioner<P> {
             out: false,
             switch_at: None,
             switches: 0,
+            busy_until: Duration::ZERO,
+            overflowed: 0,
             queue: BinaryHeap::new(),
         }
     }
@@ -180,6 +219,10 @@ impl<P: Clone> LinkConditioner<P> {
         if lost {
             return;
         }
+        let Some(sent) = self.through_bottleneck(now, &packet) else {
+            self.overflowed += 1;
+            return;
+        };
         let copies = if unit(mix(self.seed, n, 2)) * 100.0 < s.duplicate_pct {
             2
         } else {
@@ -195,10 +238,32 @@ impl<P: Clone> LinkConditioner<P> {
                 let u = f64::from(unit(mix(self.seed, n, 13 + copy)));
                 delay_ms += pareto_extra(f64::from(s.jitter_tail_ms), u) as f32;
             }
-            let at = now + Duration::from_secs_f64(delay_ms as f64 / 1000.0);
+            let at = sent + Duration::from_secs_f64(delay_ms as f64 / 1000.0);
             self.queue
                 .push(Reverse((at, n * 2 + copy, Wrapped(packet.clone()))));
         }
+    }
+
+    /// When a slow link has finished sending `packet`, queued at `now` behind what it
+    /// still has to send; `None` when the queue is too full to take it. Without a
+    /// capacity, `now`.
+    fn through_bottleneck(&mut self, now: Duration, packet: &P) -> Option<Duration> {
+        let capacity = f64::from(self.settings.capacity_bps);
+        if capacity <= 0.0 {
+            return Some(now);
+        }
+        let start = self.busy_until.max(now);
+        if (start - now).as_secs_f64() * 1000.0 > BOTTLENECK_QUEUE_MS {
+            return None;
+        }
+        let bytes = (packet.wire_bytes() + UDP_IP_HEADER) as f64;
+        self.busy_until = start + Duration::from_secs_f64(bytes / capacity);
+        Some(self.busy_until)
+    }
+
+    /// Packets a slow link dropped because its queue was full.
+    pub fn overflowed(&self) -> u64 {
+        self.overflowed
     }
 
     /// Whether packet `n` is lost: an independent draw, or a step of the Gilbert-Elliott
@@ -347,6 +412,57 @@ mod tests {
         out
     }
 
+    impl WireSize for u32 {
+        fn wire_bytes(&self) -> usize {
+            4
+        }
+    }
+
+    #[test]
+    fn a_slow_link_queues_what_it_cannot_send_at_once_and_drops_what_overflows() {
+        let s = ConditionerSettings {
+            capacity_bps: 10_000.0,
+            ..Default::default()
+        };
+        // 100 bytes on the link each, headers included: 10 ms.
+        let packet = vec![0u8; 100 - UDP_IP_HEADER];
+        // Half the capacity: everything arrives, each after its 10 ms on the line.
+        let mut c = LinkConditioner::new(s, 1);
+        for i in 0..100u64 {
+            c.send(ms(i * 20), packet.clone());
+            assert!(c.ready(ms(i * 20 + 9)).is_empty());
+            assert_eq!(c.ready(ms(i * 20 + 10)).len(), 1);
+        }
+        assert_eq!(c.overflowed(), 0);
+        // Twice the capacity for two seconds: the queue fills to its 100 ms and then drops
+        // what would wait longer, so the link carries its capacity and half is lost.
+        let mut c = LinkConditioner::new(s, 1);
+        let (mut arrived, mut longest) = (0, Duration::ZERO);
+        let mut sent_at = std::collections::VecDeque::new();
+        for t in 0..2000u64 {
+            if t % 5 == 0 {
+                let before = c.overflowed();
+                c.send(ms(t), packet.clone());
+                if c.overflowed() == before {
+                    sent_at.push_back(ms(t));
+                }
+            }
+            for _ in c.ready(ms(t)) {
+                arrived += 1;
+                longest = longest.max(ms(t) - sent_at.pop_front().expect("sent"));
+            }
+        }
+        assert!((195..=200).contains(&arrived), "{arrived} arrived");
+        // The 400 sent, less the 200 carried and the ten that filled the queue first.
+        assert!(
+            (185..=195).contains(&c.overflowed()),
+            "{} dropped",
+            c.overflowed()
+        );
+        assert!(longest <= ms(111), "waited {longest:?}");
+        assert!(longest >= ms(100), "the queue never filled: {longest:?}");
+    }
+
     #[test]
     fn a_clean_link_delivers_everything_in_order_at_once() {
         let out = run(ConditionerSettings::default(), 1, 100);
@@ -420,6 +536,7 @@ mod tests {
             loss_burst: 0.0,
             outage_ms: 0.0,
             jitter_tail_ms: 0.0,
+            capacity_bps: 0.0,
         };
         assert_eq!(run(s, 11, 500), run(s, 11, 500));
         let bursty = ConditionerSettings {

@@ -31,7 +31,9 @@ pub use bevy_renet::{RenetClient, RenetReceive, RenetSend, RenetServer, RenetSer
 pub use bundle::{ACK_HOLD, MalformedBundle, unbundle};
 pub use cli::{FakeLinkArgs, parse_args, parse_args_from};
 pub use clock::{CLOCK_WINDOW, ClockSync, SLEW_RATE, STEP_THRESHOLD, ServerClock};
-pub use conditioner::{ConditionerSettings, LinkConditioner, MAX_TAIL_MS};
+pub use conditioner::{
+    BOTTLENECK_QUEUE_MS, ConditionerSettings, LinkConditioner, MAX_TAIL_MS, UDP_IP_HEADER, WireSize,
+};
 pub use connectionless::{
     CONNECTIONLESS_HEADER, Connectionless, ForeignStreams, MAX_CONNECTIONLESS_BYTES,
     MAX_CONNECTIONLESS_PER_FRAME, MAX_CONNECTIONLESS_REPLIES, MAX_FOREIGN_STREAMS,
