@@ -83,10 +83,10 @@ impl PredictedStep {
 #[derive(Resource, Debug, Default, Clone)]
 pub struct PredictionHistory {
     steps: VecDeque<PredictedStep>,
-    /// The command whose step was last taken by [`Self::acknowledge`]: a snapshot that
-    /// acknowledges it again (the server held our player, waiting for the next) is still
-    /// about a command we predicted.
-    acknowledged: Option<u32>,
+    /// The command whose step was last taken by [`Self::acknowledge`], and the state we
+    /// predicted after it: a snapshot that acknowledges it again (the server held our
+    /// player, waiting for the next) is still about a command we predicted.
+    acknowledged: Option<(u32, PlayerState)>,
 }
 
 impl PredictionHistory {
@@ -103,7 +103,26 @@ impl PredictionHistory {
     /// Whether command `seq` was predicted here: still held, or the one acknowledged
     /// last.
     pub fn was_predicted(&self, seq: u32) -> bool {
-        self.acknowledged == Some(seq) || self.get(seq).is_some()
+        self.acknowledged.is_some_and(|(s, _)| s == seq) || self.get(seq).is_some()
+    }
+
+    /// What we predicted after command `seq`, if it is the one acknowledged last.
+    pub fn acknowledged_again(&self, seq: u32) -> Option<&PlayerState> {
+        self.acknowledged
+            .as_ref()
+            .filter(|(s, _)| *s == seq)
+            .map(|(_, after)| after)
+    }
+
+    /// Notes that the steps held were replayed from `state`, the server's after command
+    /// `seq`: if `seq` is the one acknowledged last, a snapshot acknowledging it again is
+    /// compared with that.
+    pub fn replayed_from(&mut self, seq: u32, state: &PlayerState) {
+        if let Some((s, after)) = &mut self.acknowledged
+            && *s == seq
+        {
+            *after = *state;
+        }
     }
 
     /// Sequence of the newest command, if any.
@@ -127,8 +146,8 @@ impl PredictionHistory {
         while self.steps.front().is_some_and(|s| s.cmd.seq < seq) {
             self.steps.pop_front();
         }
-        if self.steps.front().is_some_and(|s| s.cmd.seq == seq) {
-            self.acknowledged = Some(seq);
+        if let Some(step) = self.steps.front().filter(|s| s.cmd.seq == seq) {
+            self.acknowledged = Some((seq, step.after));
             self.steps.pop_front()
         } else {
             None

@@ -326,6 +326,11 @@ fn apply_server_update(
     let agreed_at_ack = history
         .get(server.ack)
         .is_some_and(|p| agree(&p.after, &server.state, settings.epsilon));
+    // A replay made only for news of the others' rockets is kept only if that news
+    // touches us; otherwise what it changed is our guess of the others' bodies, which
+    // the server's word on those commands will settle (as when there is no news).
+    let news_only = learning && agreed_at_ack && !server.dead;
+    let before_news = news_only.then(|| history.clone());
     let mut rockets = known;
     let mut replayed_touches = Touched::default();
     // The dead only look around, however the commands were predicted when sent.
@@ -385,6 +390,15 @@ fn apply_server_update(
                     .retain(|r| r.owner == me || server.rockets.iter().any(|s| s.id == r.id));
             }
         }
+        Reconciliation::Replayed { .. }
+            if !(predicted_touches.others || replayed_touches.others)
+                && let Some(before) = before_news =>
+        {
+            *history = before;
+            history.acknowledge(server.ack);
+            stats.agreed += 1;
+            flying.0 = rockets;
+        }
         Reconciliation::Replayed {
             state: new,
             replayed,
@@ -394,7 +408,7 @@ fn apply_server_update(
             let jump = state.pos - new.pos;
             let size = jump.length();
             if size > settings.visible {
-                let cause = if learning && agreed_at_ack && !dead {
+                let cause = if news_only {
                     learnt(predicted_touches.or(replayed_touches))
                 } else {
                     classify(&server, predicted, touched_before)

@@ -71,8 +71,20 @@ pub fn reconcile(
     {
         return Reconciliation::Agreed;
     }
+    // The same command acknowledged again (the server held us for the next): nothing of
+    // ours ran since, and if the server still has us as we predicted, the world's moving
+    // on meanwhile is for the next acknowledgement to judge, once, rather than a jump
+    // with every snapshot of the hold.
+    if acked.is_none()
+        && history
+            .acknowledged_again(ack)
+            .is_some_and(|after| agree(after, server, epsilon))
+    {
+        return Reconciliation::Agreed;
+    }
 
     let (state, replayed) = replay(history, server, step);
+    history.replayed_from(ack, server);
     if replayed == 0 && acked.is_none() && agree(&current, server, epsilon) {
         return Reconciliation::Agreed;
     }
@@ -153,6 +165,41 @@ mod tests {
             reconcile(&mut h, 6, &at(6.5), at(10.5), 32, 1e-4, toy),
             Reconciliation::Agreed
         );
+    }
+
+    #[test]
+    fn the_same_command_acknowledged_again_agrees_while_the_server_still_has_us_there() {
+        let (mut h, current) = predicted(10);
+        let replays = std::cell::Cell::new(0);
+        let counted = |s: &PlayerState, c: &mut PredictedStep| {
+            replays.set(replays.get() + 1);
+            toy(s, c)
+        };
+        assert_eq!(
+            reconcile(&mut h, 4, &at(4.0), current, 32, 1e-4, counted),
+            Reconciliation::Agreed
+        );
+        // Held: the next snapshots acknowledge 4 again, with us where they had us.
+        for _ in 0..3 {
+            assert_eq!(
+                reconcile(&mut h, 4, &at(4.0), current, 32, 1e-4, counted),
+                Reconciliation::Agreed
+            );
+        }
+        assert_eq!(replays.get(), 0, "a hold alone replays nothing");
+        // Pushed while held: that is news, replayed once, and then agreed with.
+        assert_eq!(
+            reconcile(&mut h, 4, &at(4.5), current, 32, 1e-4, counted),
+            Reconciliation::Replayed {
+                state: at(10.5),
+                replayed: 6
+            }
+        );
+        assert_eq!(
+            reconcile(&mut h, 4, &at(4.5), at(10.5), 32, 1e-4, counted),
+            Reconciliation::Agreed
+        );
+        assert_eq!(replays.get(), 6);
     }
 
     #[test]
