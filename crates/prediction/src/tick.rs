@@ -127,9 +127,17 @@ mod tests {
         .on_grid()
     }
 
-    /// Ticks `rockets` flying at us standing at the origin, with `others` about, until a
-    /// burst; whose it was and how it left us.
-    fn until_burst(rockets: &mut Vec<Rocket>, others: &OtherPlayers) -> (Touched, PlayerState) {
+    /// Predicts us from the origin on the open floor at 128 Hz, running `forward`, among
+    /// `others` and `rockets`, for at most `ticks` commands or until `stop` holds for
+    /// what has touched us; what touched us in all, where we ended, and whether `stop`
+    /// held.
+    fn predict_from_origin(
+        others: &OtherPlayers,
+        forward: f32,
+        ticks: u32,
+        rockets: &mut Vec<Rocket>,
+        stop: impl Fn(Touched) -> bool,
+    ) -> (Touched, PlayerState, bool) {
         let map = open_floor();
         let params = MoveParams::default();
         let world = TickWorld {
@@ -140,15 +148,29 @@ mod tests {
             me: PlayerId(1),
         };
         let mut me = PlayerState::at(Vec3::ZERO, 0.0);
-        for seq in 1..128 {
-            let cmd = InputCmd { seq, ..default() };
-            let (after, touched) = predict_tick(&world, &me, &cmd, ProjectileAct::None, rockets);
-            me = after;
-            if touched.own || touched.others {
-                return (touched, me);
+        let mut touched = Touched::default();
+        for seq in 1..=ticks {
+            let cmd = InputCmd {
+                seq,
+                forward,
+                ..default()
+            };
+            let (after, t) = predict_tick(&world, &me, &cmd, ProjectileAct::None, rockets);
+            (me, touched) = (after, touched.or(t));
+            if stop(touched) {
+                return (touched, me, true);
             }
         }
-        panic!("no burst reached us: {rockets:?}");
+        (touched, me, false)
+    }
+
+    /// Ticks `rockets` flying at us standing at the origin, with `others` about, until a
+    /// burst; whose it was and how it left us.
+    fn until_burst(rockets: &mut Vec<Rocket>, others: &OtherPlayers) -> (Touched, PlayerState) {
+        let (touched, me, burst) =
+            predict_from_origin(others, 0.0, 127, rockets, |t| t.own || t.others);
+        assert!(burst, "no burst reached us: {rockets:?}");
+        (touched, me)
     }
 
     #[test]
@@ -187,8 +209,6 @@ mod tests {
 
     #[test]
     fn a_body_in_our_way_is_a_predicted_contact() {
-        let map = open_floor();
-        let params = MoveParams::default();
         // Someone standing a metre ahead of us (north, -Z), and us running at them.
         let ahead = |z: f32| OtherPlayers {
             ack: 0,
@@ -199,25 +219,7 @@ mod tests {
             }],
         };
         let run = |others: &OtherPlayers| {
-            let world = TickWorld {
-                map: &map,
-                params: &params,
-                dt: 1.0 / 128.0,
-                others,
-                me: PlayerId(1),
-            };
-            let mut me = PlayerState::at(Vec3::ZERO, 0.0);
-            let mut touched = Touched::default();
-            for seq in 1..64 {
-                let cmd = InputCmd {
-                    seq,
-                    forward: 1.0,
-                    ..default()
-                };
-                let (after, t) = predict_tick(&world, &me, &cmd, ProjectileAct::None, &mut vec![]);
-                me = after;
-                touched = touched.or(t);
-            }
+            let (touched, me, _) = predict_from_origin(others, 1.0, 63, &mut vec![], |_| false);
             (touched, me)
         };
         let (touched, me) = run(&ahead(-1.0));
