@@ -799,8 +799,17 @@ fn measure_client(remotes: u8, seconds: f64) {
 }
 
 fn hit_row(on: &HitReport, off: &HitReport) -> String {
+    hit_row_spread(on, off, None)
+}
+
+/// A hit table's row; `spread`, the lowest and highest run's share of unblocked shots
+/// that hit, goes in brackets after it.
+fn hit_row_spread(on: &HitReport, off: &HitReport, spread: Option<(f64, f64)>) -> String {
+    let spread = spread.map_or(String::new(), |(low, high)| {
+        format!(" ({low:.1}-{high:.1})")
+    });
     format!(
-        "{} | {:.1} | {:.1} | {:.1} | {:.1} | {:.0} / {:.0} | {:.0} | {:.1} | {:.1} | {:.2} / {:.0}",
+        "{} | {:.1} | {:.1} | {:.1}{spread} | {:.1} | {:.0} / {:.0} | {:.0} | {:.1} | {:.1} | {:.2} / {:.0}",
         on.shots,
         on.hit_pct(),
         on.blocked_pct(),
@@ -816,14 +825,26 @@ fn hit_row(on: &HitReport, off: &HitReport) -> String {
     )
 }
 
+/// Seeds of the moving hit table's runs, each a row's `seconds`, pooled.
+const HIT_SEEDS: [u64; 3] = [7, 8, 9];
+
+/// [`hit_row`] of the pooled `runs`, with the lowest and highest run's share of
+/// unblocked shots that hit in brackets.
+fn seeded_hit_row(runs: &[HitReport], off: &HitReport) -> String {
+    let shares = runs.iter().map(HitReport::hit_pct_unblocked);
+    let spread = shares.fold((f64::MAX, f64::MIN), |(l, h), v| (l.min(v), h.max(v)));
+    hit_row_spread(&HitReport::pooled(runs), off, Some(spread))
+}
+
 fn hit_report(seconds: f64) {
     println!(
         "hit registration, moving: a client strafing (and stepping forward and back) fires the \
          rifle at a bot that strafes while it fights back, aiming from its predicted eye where \
          its screen draws the bot (or 0.5 m beside its centre line); the shooter's frames vary \
          by up to 20 % and its clock runs 0.1 % fast; 20 ms jitter each way, loss in outages \
-         of 60-140 ms; {seconds} s per row, a shot every 13 ticks when the target is in view; \
-         rewind window {} ms\n",
+         of 60-140 ms; each row 3 runs of {seconds} s with different seeds, pooled, with the \
+         lowest and highest run's share of unblocked shots that hit in brackets; a shot every \
+         13 ticks when the target is in view; rewind window {} ms\n",
         sightline_combat::MAX_REWIND * 1000.0
     );
     println!(
@@ -836,9 +857,17 @@ fn hit_report(seconds: f64) {
         for rtt in [0.0, 50.0, 150.0, 300.0] {
             for loss in [0.0, 5.0] {
                 let link = both(rtt, 20.0, loss, OUTAGE_MS);
-                let on = measure_hits_with(&HitSetup::moving(link, fps, false, seconds, 7));
-                let off = measure_hits_with(&HitSetup::moving(link, fps, true, seconds, 7));
-                println!("| {fps} | {rtt} | {loss} | {} |", hit_row(&on, &off));
+                let runs = |beside: bool| -> Vec<HitReport> {
+                    HIT_SEEDS
+                        .iter()
+                        .map(|&seed| {
+                            measure_hits_with(&HitSetup::moving(link, fps, beside, seconds, seed))
+                        })
+                        .collect()
+                };
+                let on = runs(false);
+                let off = HitReport::pooled(&runs(true));
+                println!("| {fps} | {rtt} | {loss} | {} |", seeded_hit_row(&on, &off));
             }
         }
     }

@@ -119,6 +119,30 @@ impl HitReport {
         let clear = self.shots - self.blocked;
         100.0 * self.hits_unblocked as f64 / clear.max(1) as f64
     }
+
+    /// Several runs' reports as one: their shots together, each mean and share weighted
+    /// by its run's shots, the largest of the largest.
+    pub fn pooled(runs: &[HitReport]) -> HitReport {
+        let shots: u32 = runs.iter().map(|r| r.shots).sum();
+        let weighted = |f: fn(&HitReport) -> f64| {
+            let sum: f64 = runs.iter().map(|r| f(r) * f64::from(r.shots)).sum();
+            sum / f64::from(shots.max(1))
+        };
+        let largest = |f: fn(&HitReport) -> f64| runs.iter().map(f).fold(0.0, f64::max);
+        HitReport {
+            shots,
+            hits: runs.iter().map(|r| r.hits).sum(),
+            blocked: runs.iter().map(|r| r.blocked).sum(),
+            hits_unblocked: runs.iter().map(|r| r.hits_unblocked).sum(),
+            rewind_ms_mean: weighted(|r| r.rewind_ms_mean),
+            rewind_ms_max: largest(|r| r.rewind_ms_max),
+            within_window_pct: weighted(|r| r.within_window_pct),
+            late_pct: weighted(|r| r.late_pct),
+            refused_pct: weighted(|r| r.refused_pct),
+            frame_delay_mean: weighted(|r| r.frame_delay_mean),
+            frame_delay_max: largest(|r| r.frame_delay_max),
+        }
+    }
 }
 
 /// Nobody dies and nobody runs dry: the measurement is about hits, not rounds.
@@ -333,5 +357,35 @@ pub fn measure_hits_with(setup: &HitSetup) -> HitReport {
         refused_pct: 100.0 * refused as f64 / shots.len().max(1) as f64,
         frame_delay_mean: mean(&delays),
         frame_delay_max: percentile(&delays, 1.0),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pooled_runs_weigh_each_by_its_shots() {
+        let run = |shots, hits, blocked, rewind, late| HitReport {
+            shots,
+            hits,
+            blocked,
+            hits_unblocked: hits,
+            rewind_ms_mean: rewind,
+            rewind_ms_max: rewind * 2.0,
+            within_window_pct: 100.0 - late,
+            late_pct: late,
+            refused_pct: 0.0,
+            frame_delay_mean: 0.5,
+            frame_delay_max: 1.0,
+        };
+        let pooled =
+            HitReport::pooled(&[run(100, 90, 10, 60.0, 0.0), run(300, 297, 0, 100.0, 4.0)]);
+        assert_eq!((pooled.shots, pooled.hits, pooled.blocked), (400, 387, 10));
+        assert!((pooled.hit_pct_unblocked() - 100.0 * 387.0 / 390.0).abs() < 1e-9);
+        assert!((pooled.rewind_ms_mean - 90.0).abs() < 1e-9);
+        assert_eq!(pooled.rewind_ms_max, 200.0);
+        assert!((pooled.late_pct - 3.0).abs() < 1e-9);
+        assert_eq!(HitReport::pooled(&[]).shots, 0);
     }
 }
