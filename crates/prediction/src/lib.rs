@@ -408,8 +408,9 @@ fn apply_server_update(
             let jump = state.pos - new.pos;
             let size = jump.length();
             if size > settings.visible {
+                // Kept for news only when another's burst is in it, before or now.
                 let cause = if news_only {
-                    learnt(predicted_touches.or(replayed_touches))
+                    CorrectionCause::Knockback
                 } else {
                     classify(&server, predicted, touched_before)
                 };
@@ -450,20 +451,6 @@ fn rockets_to_fly(rockets: &[Rocket], me: PlayerId, at: Vec3, seconds: f32) -> V
         })
         .copied()
         .collect()
-}
-
-/// Why a replay made only for news of the others (the server agreed with our prediction
-/// of the command it acknowledged) moved us: another's burst, predicted before or now
-/// ([`CorrectionCause::Knockback`]); else one of ours meeting the others differently
-/// (ours); else the others' bodies where we now expect them (a collision).
-fn learnt(touched: Touched) -> CorrectionCause {
-    if touched.others {
-        CorrectionCause::Knockback
-    } else if touched.own {
-        CorrectionCause::Own
-    } else {
-        CorrectionCause::Collision
-    }
 }
 
 /// Why the server's state differs from what we predicted for the same command, by what
