@@ -457,9 +457,10 @@ fn rockets_to_fly(rockets: &[Rocket], me: PlayerId, at: Vec3, seconds: f32) -> V
 /// the server says it did, then by what we predicted it would do (`before`: what touched
 /// us up to that command) and it did not:
 ///
-/// - another player's explosion pushed us, or we predicted one that the server's rocket
-///   did not give us, having met a body we guessed elsewhere (knockback);
+/// - another player's explosion pushed us (knockback);
 /// - we died: the server stopped us moving before we knew;
+/// - we predicted another's explosion pushing us that the server's rocket did not give
+///   us, having met a body we guessed elsewhere (knockback);
 /// - another player's body changed our move, or we predicted one in our way that the
 ///   server did not have there (a collision: our guess of where the others were);
 /// - the server ran short of our commands, or held us a tick for a late one, so the
@@ -470,10 +471,12 @@ fn rockets_to_fly(rockets: &[Rocket], me: PlayerId, at: Vec3, seconds: f32) -> V
 /// them).
 fn classify(server: &ServerState, predicted: bool, before: Touched) -> CorrectionCause {
     let touched = server.touched;
-    if touched.push || before.others {
+    if touched.push {
         CorrectionCause::Knockback
     } else if server.dead {
         CorrectionCause::Killed
+    } else if before.others {
+        CorrectionCause::Knockback
     } else if touched.contact || before.contact {
         CorrectionCause::Collision
     } else if server.starved || touched.held {
@@ -576,6 +579,13 @@ mod tests {
             classify(&server(none, false), false, nothing),
             CorrectionCause::Other
         );
+        // Killed by a rocket we saw coming: the stop at death, which the death camera
+        // shows.
+        let dead = ServerState {
+            dead: true,
+            ..server(none, false)
+        };
+        assert_eq!(cause(&dead, others_burst), CorrectionCause::Killed);
     }
 
     #[test]
