@@ -155,6 +155,11 @@ fn on_a_slow_line_over_udp_a_client_that_sets_its_rate_loses_no_snapshots_and_on
     );
     assert!(set.down_bytes_per_s <= f64::from(LINE), "{set}");
     assert!(set.snapshots.held > 0, "far players held back: {set}");
-    assert!(set.snapshots_lost_pct < 1.0, "{set}");
-    assert!(unset.snapshots_lost_pct > 10.0, "{unset}");
+    // Lost counts every snapshot a client did not take, which a busy machine's late
+    // frames can add to on both: what sets them apart is the line's drops.
+    assert!(unset.snapshots_lost_pct > 20.0, "{unset}");
+    assert!(
+        set.snapshots_lost_pct < unset.snapshots_lost_pct / 5.0,
+        "{set}\n{unset}"
+    );
 }
