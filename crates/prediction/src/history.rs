@@ -83,9 +83,10 @@ impl PredictedStep {
 #[derive(Resource, Debug, Default, Clone)]
 pub struct PredictionHistory {
     steps: VecDeque<PredictedStep>,
-    /// The command whose step was last taken by [`Self::acknowledge`], and the state we
-    /// predicted after it: a snapshot that acknowledges it again (the server held our
-    /// player, waiting for the next) is still about a command we predicted.
+    /// The command whose step was last taken by [`Self::acknowledge`], and where we last
+    /// took it to leave us (our prediction, or the server's state we replayed from): a
+    /// snapshot that acknowledges it again (the server held our player, waiting for the
+    /// next) is still about a command we predicted.
     acknowledged: Option<(u32, PlayerState)>,
 }
 
@@ -106,7 +107,7 @@ impl PredictionHistory {
         self.acknowledged.is_some_and(|(s, _)| s == seq) || self.get(seq).is_some()
     }
 
-    /// What we predicted after command `seq`, if it is the one acknowledged last.
+    /// Where we last took command `seq` to leave us, if it is the one acknowledged last.
     pub fn acknowledged_again(&self, seq: u32) -> Option<&PlayerState> {
         self.acknowledged
             .as_ref()
