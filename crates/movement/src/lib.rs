@@ -16,7 +16,7 @@ mod state;
 pub use bodies::{Body, MoveWorld, bodies_near, reach};
 pub use grid::{GridState, on_grid};
 pub use params::MoveParams;
-pub use pmove::{step, step_among, view_vectors};
+pub use pmove::{moved_by_bodies, step, step_among, view_vectors};
 pub use state::{Contacts, MoveFlags, PlayerState, Solid};
 
 use bevy::prelude::*;
@@ -96,8 +96,7 @@ fn move_players(
             bodies: &others,
         };
         let moved = step_among(state, &cmd.0, &world, &params, dt);
-        // Only near another body is the move worth taking again without it.
-        if !others.is_empty() && moved != step(state, &cmd.0, &map.world, &params, dt) {
+        if moved_by_bodies(state, &cmd.0, &world, &moved, &params, dt) {
             let me = Body::of(&moved, &params);
             let nearest = bodies
                 .iter()

@@ -40,6 +40,22 @@ pub fn step(
     step_among(state, cmd, &MoveWorld::map(world), params, dt)
 }
 
+/// Whether the other players' bodies in `world` changed `moved`, the move [`step_among`]
+/// made of `cmd` from `state`: the same command without them goes elsewhere. The server
+/// counts these as contacts ([`crate::Contacts`]), and prediction tells its own the same
+/// way.
+pub fn moved_by_bodies(
+    state: &PlayerState,
+    cmd: &InputCmd,
+    world: &MoveWorld,
+    moved: &PlayerState,
+    params: &MoveParams,
+    dt: f32,
+) -> bool {
+    // Only near another body is the move worth taking again without it.
+    !world.bodies.is_empty() && *moved != step(state, cmd, world.map, params, dt)
+}
+
 /// Advances one player by one command over `dt` seconds, blocked by the map and by the
 /// other players' capsules in `world` (which stand still while this one moves).
 ///

@@ -6,7 +6,7 @@ use bevy::prelude::*;
 use sightline_combat::{Hitbox, Rocket, detonate_newest, fly_rocket, launch_rocket, rocket_splash};
 use sightline_map::CollisionWorld;
 use sightline_movement::{
-    Body, MoveParams, MoveWorld, PlayerState, bodies_near, on_grid, step, step_among,
+    Body, MoveParams, MoveWorld, PlayerState, bodies_near, moved_by_bodies, on_grid, step_among,
 };
 use sightline_sim::{InputCmd, PlayerId};
 
@@ -52,21 +52,17 @@ pub fn predict_tick(
         dt,
         others.iter().map(|(_, o)| Body::of(o, params)),
     );
-    let mut s = step_among(
-        state,
-        cmd,
-        &MoveWorld {
-            map,
-            bodies: &bodies,
-        },
-        params,
-        dt,
-    );
-    // As the server tells a contact: the move differs from the one without the bodies.
+    let moving = MoveWorld {
+        map,
+        bodies: &bodies,
+    };
+    let mut s = step_among(state, cmd, &moving, params, dt);
+    // As the server tells a contact.
     let mut touched = Touched {
-        contact: !bodies.is_empty() && s != step(state, cmd, map, params, dt),
+        contact: moved_by_bodies(state, cmd, &moving, &s, params, dt),
         ..default()
     };
+
     match act {
         ProjectileAct::Launch(kind) => {
             rockets.push(launch_rocket(0, kind, world.me, &s, cmd, params));
