@@ -56,7 +56,8 @@ pub struct ConditionerSettings {
 /// it, milliseconds: a home router's buffer, as the bottleneck of a slow line.
 pub const BOTTLENECK_QUEUE_MS: f64 = 100.0;
 
-/// Bytes of IPv4 and UDP header a datagram costs a slow link besides its payload.
+/// Bytes of IPv4 and UDP header around each datagram: what it costs a slow link, and the
+/// transports' traffic counts, besides its payload.
 pub const UDP_IP_HEADER: usize = 28;
 
 /// A packet's size, which a slow link takes time to send.

@@ -21,7 +21,7 @@
 //! bytes of headers).
 
 use crate::guard::PacketGuard;
-use crate::{ConditionerSettings, LinkConditioner, NetStats, PacketFaults};
+use crate::{ConditionerSettings, LinkConditioner, NetStats, PacketFaults, UDP_IP_HEADER};
 use bevy::prelude::*;
 use bevy_renet::{
     RenetClient, RenetClientPlugin, RenetReceive, RenetSend, RenetServer, RenetServerPlugin,
@@ -32,8 +32,6 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-/// Bytes of IPv4 and UDP headers around every datagram.
-const UDP_IP_HEADER_BYTES: u64 = 28;
 /// Bytes netcode adds to a payload packet besides its sequence number: the prefix byte
 /// and the 16-byte authentication tag (XChaCha20-Poly1305).
 const NETCODE_FIXED_BYTES: u64 = 1 + 16;
@@ -59,7 +57,7 @@ impl Traffic {
         for p in packets {
             // Netcode numbers each connection's packets in each direction from 0.
             let seq = self.packets.fetch_add(1, Ordering::Relaxed);
-            let wire = p.len() as u64 + UDP_IP_HEADER_BYTES + NETCODE_FIXED_BYTES;
+            let wire = (p.len() + UDP_IP_HEADER) as u64 + NETCODE_FIXED_BYTES;
             self.wire_bytes
                 .fetch_add(wire + sequence_bytes(seq), Ordering::Relaxed);
             self.bytes.fetch_add(p.len() as u64, Ordering::Relaxed);

@@ -1,7 +1,7 @@
 //! The socket both ends share: a non-blocking UDP socket behind a link conditioner, what it
 //! counts, and the per-peer packet rate both ends hold each other to.
 
-use crate::{ConditionerSettings, LinkConditioner};
+use crate::{ConditionerSettings, LinkConditioner, UDP_IP_HEADER};
 use bevy::prelude::*;
 use renetcode::NETCODE_MAX_PACKET_BYTES;
 use std::fmt;
@@ -88,9 +88,6 @@ pub(super) fn unix_now() -> Duration {
 
 type Datagram = (SocketAddr, Vec<u8>);
 
-/// Bytes of IPv4 and UDP headers around each datagram.
-const UDP_IPV4_HEADER_BYTES: u64 = 28;
-
 /// What crossed a socket one way: datagrams, and bytes as the link carries them (each
 /// datagram with its 28 bytes of UDP/IPv4 headers).
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
@@ -106,7 +103,7 @@ pub struct WireCount {
 impl WireCount {
     fn count(&mut self, payload: usize) {
         self.datagrams += 1;
-        self.bytes += payload as u64 + UDP_IPV4_HEADER_BYTES;
+        self.bytes += (payload + UDP_IP_HEADER) as u64;
         self.largest = self.largest.max(payload);
     }
 }
