@@ -5,7 +5,8 @@
 //! server needs: the server's tick time with snapshot building and encoding included, the
 //! longest tick while players join, what each client sends and receives a second with
 //! UDP/IP and netcode headers, and what the snapshots weigh (per player, the largest, how
-//! many renet had to send in slices), and how many of them a slow line lost.
+//! many renet had to send in slices), and how many of them the clients never took (lost
+//! on the link, dropped by a slow line's queue, or overtaken).
 //!
 //! `cargo run --release -p sightline-bench -- load` runs 16, 32 and 64 players; the test
 //! suite runs a short version with a few.
