@@ -33,21 +33,48 @@ const LENGTH_BYTES: usize = 2;
 /// what arrived.
 pub const ACK_HOLD: Duration = Duration::from_millis(50);
 
-/// When the last datagram and the last acknowledgement went to one peer, to pace
-/// acknowledgements (see the module docs).
-#[derive(Debug, Default, Clone, Copy)]
-pub(crate) struct Pacer {
-    last_sent: Option<Instant>,
-    last_ack: Option<Instant>,
+/// A moment on the clock a [`Pacer`] runs on: the process's [`Instant`] over UDP, an app's
+/// elapsed time ([`Duration`]) on the in-process network, whose apps share a simulated clock.
+pub(crate) trait Moment: Copy {
+    /// Time from `earlier` to `self`, zero if `earlier` is later.
+    fn since(self, earlier: Self) -> Duration;
 }
 
-impl Pacer {
+impl Moment for Instant {
+    fn since(self, earlier: Self) -> Duration {
+        self.saturating_duration_since(earlier)
+    }
+}
+
+impl Moment for Duration {
+    fn since(self, earlier: Self) -> Duration {
+        self.saturating_sub(earlier)
+    }
+}
+
+/// When the last datagram and the last acknowledgement went to one peer, to pace
+/// acknowledgements (see the module docs).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Pacer<T = Instant> {
+    last_sent: Option<T>,
+    last_ack: Option<T>,
+}
+
+impl<T> Default for Pacer<T> {
+    fn default() -> Self {
+        Self {
+            last_sent: None,
+            last_ack: None,
+        }
+    }
+}
+
+impl<T: Moment> Pacer<T> {
     /// The payloads to send for an update's renet `packets` at `now`: bundled, without
     /// acknowledgements sent within [`ACK_HOLD`], and none at all when only
     /// acknowledgements remain and the peer heard from us within it.
-    pub(crate) fn payloads(&mut self, mut packets: Vec<Vec<u8>>, now: Instant) -> Vec<Vec<u8>> {
-        let within =
-            |t: Option<Instant>| t.is_some_and(|t| now.saturating_duration_since(t) < ACK_HOLD);
+    pub(crate) fn payloads(&mut self, mut packets: Vec<Vec<u8>>, now: T) -> Vec<Vec<u8>> {
+        let within = |t: Option<T>| t.is_some_and(|t| now.since(t) < ACK_HOLD);
         if within(self.last_ack) {
             packets.retain(|p| !is_ack(p));
         }

@@ -9,17 +9,17 @@
 //! Otherwise the receiving side applies the conditioner on its own clock, so apps whose
 //! clocks started at different moments still see the set delays.
 //!
-//! Unlike the UDP transports, this network does not bundle renet's packets into shared
-//! datagrams ([`crate::bundle`]): the conditioner loses runs of *packets*, and with three
-//! times fewer datagrams a run of three would last three times as long, which real links,
-//! whose losses come in runs of time, do not do. Measured with bundling here, the netcode
-//! report's 150 ms / 5 % row loses runs of three snapshots and three input packets.
+//! Like the UDP transports, this network bundles the packets renet produces in one update
+//! into shared datagrams and paces acknowledgements ([`crate::bundle`]), so what crosses
+//! it, and what the conditioner delays and loses, are the datagrams the real transports
+//! send: each is one packet to the conditioner.
 //!
-//! Each link counts what crossed it as renet's packets and as they would go over the
-//! wire: each packet in a netcode datagram (a prefix byte, the packet's sequence number in
-//! as few bytes as it needs, a 16-byte authentication tag) inside a UDP/IPv4 datagram (28
-//! bytes of headers).
+//! Each link counts what crossed it as datagrams and as they would go over the wire: each
+//! datagram's payload in a netcode packet (a prefix byte, its sequence number in as few
+//! bytes as it needs, a 16-byte authentication tag) inside a UDP/IPv4 datagram (28 bytes
+//! of headers).
 
+use crate::bundle::{self, Pacer};
 use crate::guard::PacketGuard;
 use crate::{ConditionerSettings, LinkConditioner, NetStats, PacketFaults, UDP_IP_HEADER};
 use bevy::prelude::*;
@@ -44,17 +44,17 @@ fn sequence_bytes(seq: u64) -> u64 {
 /// What crossed one direction of a link.
 #[derive(Default)]
 struct Traffic {
-    /// renet's packets, bytes.
+    /// Datagrams' payloads (renet's packets, bundled), bytes.
     bytes: AtomicU64,
-    /// renet's packets, count (each one datagram).
+    /// Datagrams.
     packets: AtomicU64,
-    /// Bytes on the wire: the packets with netcode's and UDP/IP's headers.
+    /// Bytes on the wire: the payloads with netcode's and UDP/IP's headers.
     wire_bytes: AtomicU64,
 }
 
 impl Traffic {
-    fn count(&self, packets: &[Vec<u8>]) {
-        for p in packets {
+    fn count(&self, datagrams: &[Vec<u8>]) {
+        for p in datagrams {
             // Netcode numbers each connection's packets in each direction from 0.
             let seq = self.packets.fetch_add(1, Ordering::Relaxed);
             let wire = (p.len() + UDP_IP_HEADER) as u64 + NETCODE_FIXED_BYTES;
@@ -111,24 +111,24 @@ impl Link {
             .map(|c| Duration::from_nanos(c.load(Ordering::Relaxed)))
     }
 
-    /// Sends packets one way: into the conditioner at once on a shared clock, otherwise
+    /// Sends datagrams one way: into the conditioner at once on a shared clock, otherwise
     /// into the raw queue for the receiver to time on its own clock.
     fn send(
         &self,
         raw: &Mutex<VecDeque<Vec<u8>>>,
         conditioner: &Mutex<LinkConditioner<Vec<u8>>>,
         traffic: &Traffic,
-        packets: Vec<Vec<u8>>,
+        datagrams: Vec<Vec<u8>>,
     ) {
-        traffic.count(&packets);
+        traffic.count(&datagrams);
         match self.shared_now() {
             Some(now) => {
                 let mut conditioner = conditioner.lock().expect("memory link poisoned");
-                for packet in packets {
-                    conditioner.send(now, packet);
+                for datagram in datagrams {
+                    conditioner.send(now, datagram);
                 }
             }
-            None => raw.lock().expect("memory link poisoned").extend(packets),
+            None => raw.lock().expect("memory link poisoned").extend(datagrams),
         }
     }
 
@@ -228,7 +228,8 @@ impl MemoryClientLink {
         self.link.closed.store(true, Ordering::Relaxed);
     }
 
-    /// Bytes sent so far (client to server, server to client), as renet's packets.
+    /// Bytes sent so far (client to server, server to client): the datagrams' payloads,
+    /// renet's packets bundled.
     pub fn bytes_sent(&self) -> (u64, u64) {
         (
             self.link.traffic_up.totals().0,
@@ -236,7 +237,8 @@ impl MemoryClientLink {
         )
     }
 
-    /// Datagrams sent so far (client to server, server to client): one per renet packet.
+    /// Datagrams sent so far (client to server, server to client), each holding one or
+    /// more of renet's packets.
     pub fn packets_sent(&self) -> (u64, u64) {
         (
             self.link.traffic_up.totals().1,
@@ -245,7 +247,7 @@ impl MemoryClientLink {
     }
 
     /// Bytes sent so far (client to server, server to client) as they would cross the
-    /// wire: renet's packets in netcode's datagrams (a prefix byte, the sequence number,
+    /// wire: the payloads in netcode's datagrams (a prefix byte, the sequence number,
     /// a 16-byte tag) with 28 bytes of UDP/IPv4 headers each.
     pub fn wire_bytes_sent(&self) -> (u64, u64) {
         (
@@ -272,11 +274,21 @@ impl MemoryClientLink {
 #[derive(Resource)]
 struct ServerLinks {
     network: MemoryNetwork,
-    links: Vec<(ClientId, Arc<Link>, PacketGuard)>,
+    links: Vec<ServerLink>,
+}
+
+/// The server's end of one client's link.
+struct ServerLink {
+    id: ClientId,
+    link: Arc<Link>,
+    /// Checks what the client sends.
+    guard: PacketGuard,
+    /// Bundles and paces what goes to it, on the server's clock.
+    pacer: Pacer<Duration>,
 }
 
 #[derive(Resource)]
-struct ClientLink(MemoryClientLink, PacketGuard);
+struct ClientLink(MemoryClientLink, PacketGuard, Pacer<Duration>);
 
 impl Drop for ClientLink {
     // A client app that goes away closes its link, as a process exit closes a socket.
@@ -301,14 +313,18 @@ pub(crate) fn add_server_systems(app: &mut App, network: MemoryNetwork) {
 }
 
 pub(crate) fn add_client_systems(app: &mut App, link: MemoryClientLink) {
-    app.insert_resource(ClientLink(link, PacketGuard::from_server()))
-        .add_systems(
-            PreUpdate,
-            client_receive
-                .in_set(RenetReceive)
-                .after(RenetClientPlugin::update_system),
-        )
-        .add_systems(PostUpdate, client_send.in_set(RenetSend));
+    app.insert_resource(ClientLink(
+        link,
+        PacketGuard::from_server(),
+        Pacer::default(),
+    ))
+    .add_systems(
+        PreUpdate,
+        client_receive
+            .in_set(RenetReceive)
+            .after(RenetClientPlugin::update_system),
+    )
+    .add_systems(PostUpdate, client_send.in_set(RenetSend));
 }
 
 fn drain(queue: &Mutex<VecDeque<Vec<u8>>>) -> VecDeque<Vec<u8>> {
@@ -316,7 +332,7 @@ fn drain(queue: &Mutex<VecDeque<Vec<u8>>>) -> VecDeque<Vec<u8>> {
 }
 
 /// Accepts new links, drops closed ones and hands received packets to renet, each
-/// checked first as over UDP.
+/// datagram unbundled and each packet checked first as over UDP.
 fn server_receive(
     mut links: ResMut<ServerLinks>,
     mut server: ResMut<RenetServer>,
@@ -328,41 +344,66 @@ fn server_receive(
     let accepted = std::mem::take(&mut links.network.0.lock().expect("poisoned").pending);
     for (id, link) in accepted {
         server.add_connection(id);
-        links.links.push((id, link, PacketGuard::from_client()));
+        links.links.push(ServerLink {
+            id,
+            link,
+            guard: PacketGuard::from_client(),
+            pacer: Pacer::default(),
+        });
     }
-    links.links.retain_mut(|(id, link, guard)| {
-        if link.closed.load(Ordering::Relaxed) {
-            server.remove_connection(*id);
-            return false;
-        }
-        for packet in link.arrive(&link.to_server, &link.up, now) {
-            match guard.check(&packet) {
-                // A packet for a connection renet already dropped is simply discarded.
-                Ok(()) => drop(server.process_packet_from(&packet, *id)),
-                Err(fault) => {
-                    stats.bad_packets += 1;
-                    faults.push(*id, fault);
+    links.links.retain_mut(
+        |ServerLink {
+             id, link, guard, ..
+         }| {
+            if link.closed.load(Ordering::Relaxed) {
+                server.remove_connection(*id);
+                return false;
+            }
+            for datagram in link.arrive(&link.to_server, &link.up, now) {
+                let Ok(packets) = bundle::unbundle(&datagram) else {
+                    stats.malformed_bundles += 1;
+                    continue;
+                };
+                for packet in packets {
+                    match guard.check(packet) {
+                        // A packet for a connection renet already dropped is simply discarded.
+                        Ok(()) => drop(server.process_packet_from(packet, *id)),
+                        Err(fault) => {
+                            stats.bad_packets += 1;
+                            faults.push(*id, fault);
+                        }
+                    }
                 }
             }
-        }
-        true
-    });
+            true
+        },
+    );
 }
 
-/// Sends renet's outgoing packets and closes links the server disconnected.
-fn server_send(mut links: ResMut<ServerLinks>, mut server: ResMut<RenetServer>) {
+/// Sends renet's outgoing packets, bundled and with acknowledgements paced as over UDP,
+/// and closes links the server disconnected.
+fn server_send(
+    mut links: ResMut<ServerLinks>,
+    mut server: ResMut<RenetServer>,
+    time: Res<Time<Real>>,
+) {
     for id in server.disconnections_id() {
-        if let Some((_, link, _)) = links.links.iter().find(|(l, ..)| *l == id) {
-            link.closed.store(true, Ordering::Relaxed);
+        if let Some(l) = links.links.iter().find(|l| l.id == id) {
+            l.link.closed.store(true, Ordering::Relaxed);
         }
         server.remove_connection(id);
     }
     links
         .links
-        .retain(|(_, link, _)| !link.closed.load(Ordering::Relaxed));
-    for (id, link, _) in &links.links {
+        .retain(|l| !l.link.closed.load(Ordering::Relaxed));
+    let now = time.elapsed();
+    for ServerLink {
+        id, link, pacer, ..
+    } in &mut links.links
+    {
         if let Ok(packets) = server.get_packets_to_send(*id) {
-            link.send(&link.to_client, &link.down, &link.traffic_down, packets);
+            let datagrams = pacer.payloads(packets, now);
+            link.send(&link.to_client, &link.down, &link.traffic_down, datagrams);
         }
     }
 }
@@ -372,7 +413,7 @@ fn client_receive(
     mut client: ResMut<RenetClient>,
     time: Res<Time<Real>>,
 ) {
-    let ClientLink(link, guard) = &mut *link;
+    let ClientLink(link, guard, _) = &mut *link;
     if link.link.closed.load(Ordering::Relaxed) {
         if !client.is_disconnected() {
             client.disconnect_due_to_transport();
@@ -380,22 +421,32 @@ fn client_receive(
         return;
     }
     let link = &link.link;
-    for packet in link.arrive(&link.to_client, &link.down, time.elapsed()) {
-        // A refused packet is dropped; the client counts nothing more about it here.
-        if guard.check(&packet).is_ok() {
-            client.process_packet(&packet);
+    for datagram in link.arrive(&link.to_client, &link.down, time.elapsed()) {
+        // What is malformed or refused is dropped; the client counts nothing more here.
+        let Ok(packets) = bundle::unbundle(&datagram) else {
+            continue;
+        };
+        for packet in packets {
+            if guard.check(packet).is_ok() {
+                client.process_packet(packet);
+            }
         }
     }
 }
 
-fn client_send(link: Res<ClientLink>, mut client: ResMut<RenetClient>) {
+fn client_send(
+    mut link: ResMut<ClientLink>,
+    mut client: ResMut<RenetClient>,
+    time: Res<Time<Real>>,
+) {
+    let ClientLink(link, _, pacer) = &mut *link;
     if client.is_disconnected() {
-        link.0.close();
+        link.close();
         return;
     }
-    let packets = client.get_packets_to_send();
-    let link = &link.0.link;
-    link.send(&link.to_server, &link.up, &link.traffic_up, packets);
+    let datagrams = pacer.payloads(client.get_packets_to_send(), time.elapsed());
+    let link = &link.link;
+    link.send(&link.to_server, &link.up, &link.traffic_up, datagrams);
 }
 
 #[cfg(test)]
