@@ -110,7 +110,7 @@ pub(crate) fn receive_datagrams(
             recent.record(&snapshot);
         }
         // On the clock render time runs on (a demo's may run faster or stop).
-        delay.record(server_time, stream.elapsed());
+        delay.record(server_time, stream.elapsed(), stream.delta());
         // More waiting than the queue holds: the oldest show now.
         for early in inbox.take(&snapshot.events, now, &config, &mut stats) {
             shown.write(ShownEvent(early));

@@ -18,16 +18,32 @@ pub const COVERAGE: f64 = 0.99;
 /// Safety added to interval + jitter, seconds.
 const MARGIN: f64 = 0.002;
 
-/// Snapshot arrivals: (server time stamped on the snapshot, client time it arrived).
+/// One snapshot's arrival.
+#[derive(Debug, Clone, Copy)]
+struct Arrival {
+    /// Server time stamped on the snapshot.
+    stamp: f64,
+    /// Client time of the frame that read it.
+    read: f64,
+    /// Length of that frame: the frame before it drew without the snapshot.
+    frame: f64,
+}
+
+/// Snapshot arrivals, to choose the delay from.
 #[derive(Resource, Debug, Default, Clone)]
 pub struct DelayEstimator {
-    arrivals: VecDeque<(f64, f64)>,
+    arrivals: VecDeque<Arrival>,
 }
 
 impl DelayEstimator {
-    /// Records a snapshot stamped `server_time` arriving at client time `arrival`.
-    pub fn record(&mut self, server_time: f64, arrival: f64) {
-        self.arrivals.push_back((server_time, arrival));
+    /// Records a snapshot stamped `server_time` read in the frame at client time
+    /// `arrival`, a frame `frame` seconds long (0 when it is seen the moment it arrives).
+    pub fn record(&mut self, server_time: f64, arrival: f64, frame: f64) {
+        self.arrivals.push_back(Arrival {
+            stamp: server_time,
+            read: arrival,
+            frame: frame.max(0.0),
+        });
         if self.arrivals.len() > WINDOW {
             self.arrivals.pop_front();
         }
@@ -44,7 +60,7 @@ impl DelayEstimator {
     }
 
     fn lateness(&self) -> impl Iterator<Item = f64> + '_ {
-        self.arrivals.iter().map(|(s, a)| a - s)
+        self.arrivals.iter().map(|a| a.read - a.stamp)
     }
 
     /// Mean of (arrival - server time): the client-clock delay of the snapshot stream.
@@ -62,7 +78,7 @@ impl DelayEstimator {
     /// Mean server-time interval between snapshots received (loss lengthens it).
     pub fn mean_interval(&self) -> Option<f64> {
         // Snapshots can arrive out of order, so the span is newest minus oldest stamp.
-        let stamps = self.arrivals.iter().map(|(s, _)| *s);
+        let stamps = self.arrivals.iter().map(|a| a.stamp);
         let spread = stamps.clone().fold(f64::MIN, f64::max) - stamps.fold(f64::MAX, f64::min);
         (self.len() > 1).then(|| spread / (self.len() - 1) as f64)
     }
@@ -73,6 +89,12 @@ impl DelayEstimator {
     /// usual it arrived), plus a margin; within [`MIN_DELAY`]..=[`MAX_DELAY`], and
     /// [`STARTING_DELAY`] until measured. A percentile, not mean plus a deviation:
     /// bursts of loss and late packets are not normally distributed.
+    ///
+    /// What a snapshot must cover is the last frame drawn without it, the one before
+    /// the frame that read it: frames come one at a time, and no frame in between waits
+    /// for it. So each need is counted from the frame before, a frame's length earlier
+    /// than the read; counted from the read, a 30 fps client waited a whole frame (33 ms)
+    /// more than it had to, 15 ms more than the 64 Hz spacing itself.
     pub fn delay(&self) -> f64 {
         if self.len() < MIN_SAMPLES {
             return STARTING_DELAY;
@@ -80,11 +102,15 @@ impl DelayEstimator {
         let Some(mean) = self.mean_lateness() else {
             return STARTING_DELAY;
         };
-        let mut by_stamp: Vec<(f64, f64)> = self.arrivals.iter().copied().collect();
-        by_stamp.sort_by(|a, b| a.0.total_cmp(&b.0));
+        let mut by_stamp: Vec<Arrival> = self.arrivals.iter().copied().collect();
+        by_stamp.sort_by(|a, b| a.stamp.total_cmp(&b.stamp));
         let mut needed: Vec<f64> = by_stamp
             .windows(2)
-            .map(|w| (w[1].0 - w[0].0) + (w[1].1 - w[1].0 - mean))
+            .map(|w| {
+                let (before, next) = (w[0], w[1]);
+                let later_than_usual = next.read - next.frame - next.stamp - mean;
+                (next.stamp - before.stamp) + later_than_usual
+            })
             .filter(|n| n.is_finite())
             .collect();
         needed.sort_by(f64::total_cmp);
@@ -104,7 +130,7 @@ mod tests {
         assert_eq!(e.delay(), STARTING_DELAY);
         for i in 0..100 {
             let s = i as f64 / 64.0;
-            e.record(s, s + 0.075);
+            e.record(s, s + 0.075, 0.0);
         }
         let d = e.delay();
         assert!((d - (1.0 / 64.0 + MARGIN)).abs() < 1e-9, "{d}");
@@ -121,14 +147,14 @@ mod tests {
             }
             let s = i as f64 / 64.0;
             let jitter = if i % 2 == 0 { 0.015 } else { -0.015 };
-            e.record(s, s + 0.1 + jitter);
+            e.record(s, s + 0.1 + jitter, 0.0);
         }
         let d = e.delay();
         assert!(d > 1.0 / 64.0 + 0.014, "{d}");
         assert!(d <= MAX_DELAY);
         let mut slow = DelayEstimator::default();
         for i in 0..40 {
-            slow.record(i as f64, i as f64);
+            slow.record(i as f64, i as f64, 0.0);
         }
         assert_eq!(slow.delay(), MAX_DELAY);
     }
@@ -142,12 +168,58 @@ mod tests {
                 continue;
             }
             let s = i as f64 / 64.0;
-            e.record(s, s + 0.05);
+            e.record(s, s + 0.05, 0.0);
         }
         let d = e.delay();
         assert!(d >= 4.0 / 64.0, "covers a gap of four intervals: {d}");
         let interval = e.mean_interval().unwrap();
         let mean_plus_sd = interval + e.jitter().unwrap() + MARGIN;
         assert!(mean_plus_sd < 2.0 / 64.0, "the old rule: {mean_plus_sd}");
+    }
+
+    /// Frames of about `fps` (each up to 20 % longer, by a fixed sequence) reading 64 Hz
+    /// snapshots that arrive 50 ms after their stamp: the delay chosen after `warm`
+    /// seconds, and the share of the frames after that whose render time lay past the
+    /// newest snapshot in hand.
+    fn frames_reading_snapshots(fps: f64, warm: f64) -> (f64, f64) {
+        let mut e = DelayEstimator::default();
+        let (mut now, mut next_snapshot, mut newest) = (0.0_f64, 0_u64, f64::MIN);
+        let (mut chosen, mut frames, mut short) = (None, 0_u32, 0_u32);
+        let mut draw = 12345_u64;
+        while now < warm + 5.0 {
+            draw = draw
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            let frame = (1.0 + 0.2 * (draw >> 40) as f64 / (1u64 << 24) as f64) / fps;
+            now += frame;
+            while next_snapshot as f64 / 64.0 + 0.05 <= now {
+                let stamp = next_snapshot as f64 / 64.0;
+                e.record(stamp, now, frame);
+                newest = newest.max(stamp);
+                next_snapshot += 1;
+            }
+            if now < warm {
+                continue;
+            }
+            let delay = *chosen.get_or_insert_with(|| e.delay());
+            let render = now - e.mean_lateness().unwrap() - delay;
+            frames += 1;
+            short += u32::from(render > newest);
+        }
+        (chosen.unwrap(), f64::from(short) / f64::from(frames))
+    }
+
+    #[test]
+    fn the_delay_covers_the_last_frame_without_a_snapshot_not_the_one_that_read_it() {
+        for fps in [30.0, 60.0, 144.0, 240.0] {
+            let (delay, short) = frames_reading_snapshots(fps, 4.0);
+            // Render time never passed what was in hand…
+            assert!(short < 1.0 - COVERAGE, "{fps} fps: {short} of frames short");
+            // …and the delay is no more than the spacing: a slow client, whose frame
+            // waits before reading each snapshot, needs less, not a frame more.
+            assert!(delay <= 1.0 / 64.0 + MARGIN + 1e-9, "{fps} fps: {delay}");
+        }
+        let (at_30, _) = frames_reading_snapshots(30.0, 4.0);
+        assert!(at_30 < 0.011, "{at_30}");
     }
 }
