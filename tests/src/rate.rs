@@ -113,14 +113,15 @@ fn a_client_on_a_low_rate_gets_far_players_less_often_and_still_draws_them() {
     assert!(slow_rate <= f64::from(RATE), "{slow_rate}");
     // Every remote player is still drawn. The other client draws them between two
     // measurements nearly always; the slow one draws a held player on past its last
-    // measurement (along its steering) for up to two snapshots, about a third of the
-    // time here (a quarter while the interpolation delay still covered a frame more
-    // than it needs): drawn later instead, it would be at another moment than the one a
+    // measurement (along its steering) for up to two snapshots, in nearly half its frames
+    // here, where most entries are held and a fifth of its snapshots wait (one frame in
+    // four while the interpolation delay still covered a frame more than it needs, and
+    // the rate was kept by renet's count, which let fewer snapshots go): drawn later instead, it would be at another moment than the one a
     // shot's view time names, which lag compensation judges every player at.
     let guessed = |k: usize| f64::from(seen[k].guessed) / f64::from(seen[k].frames.max(1));
     assert!(seen[0].frames > 0 && seen[1].frames > 0);
     assert!(guessed(1) < 0.05, "{:.3} of frames guessed", guessed(1));
-    assert!(guessed(0) < 0.45, "{:.3} of frames guessed", guessed(0));
+    assert!(guessed(0) < 0.55, "{:.3} of frames guessed", guessed(0));
 }
 
 #[test]

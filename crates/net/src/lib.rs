@@ -70,6 +70,32 @@ pub const TRANSPORT_LOG_FILTER: &str = "renetcode=off,renet=error";
 #[derive(Resource, Debug, Default, Clone, Copy, PartialEq)]
 pub struct LinkConditions(pub ConditionerSettings);
 
+/// Bytes each connected client has been sent so far, as datagrams on the wire (UDP/IP's
+/// and netcode's headers included), counted by the transport as it sends them. renet's
+/// own measure of what it sent is not that: it counts the acknowledgement packets the
+/// transports leave out ([`ACK_HOLD`]), and their ranges, which grow when the peer never
+/// hears them, and it cannot see the headers. A client's `rate` is kept by this count.
+#[derive(Resource, Debug, Default)]
+pub struct SentToClients(std::collections::HashMap<ClientId, u64>);
+
+impl SentToClients {
+    /// Bytes sent to `client` so far (0 for one never sent anything).
+    pub fn total(&self, client: ClientId) -> u64 {
+        self.0.get(&client).copied().unwrap_or(0)
+    }
+
+    /// Counts `bytes` more sent to `client`.
+    fn add(&mut self, client: ClientId, bytes: u64) {
+        let total = self.0.entry(client).or_default();
+        *total = total.saturating_add(bytes);
+    }
+
+    /// Forgets the clients `connected` says are gone.
+    fn keep_only(&mut self, connected: impl Fn(ClientId) -> bool) {
+        self.0.retain(|id, _| connected(*id));
+    }
+}
+
 /// Sixteen unguessable bytes from the operating system's generator (through netcode's
 /// crypto), for secrets such as a player's resume secret.
 pub fn random_secret() -> [u8; 16] {
@@ -175,6 +201,7 @@ impl Plugin for ServerNetPlugin {
             .insert_resource(RenetServer::new(sightline_protocol::connection_config()))
             .init_resource::<LinkConditions>()
             .init_resource::<NetStats>()
+            .init_resource::<SentToClients>()
             .init_resource::<PacketFaults>()
             .init_resource::<AddressBans>()
             .init_resource::<Connectionless>()

@@ -21,7 +21,9 @@
 
 use crate::bundle::{self, Pacer};
 use crate::guard::PacketGuard;
-use crate::{ConditionerSettings, LinkConditioner, NetStats, PacketFaults, UDP_IP_HEADER};
+use crate::{
+    ConditionerSettings, LinkConditioner, NetStats, PacketFaults, SentToClients, UDP_IP_HEADER,
+};
 use bevy::prelude::*;
 use bevy_renet::{
     RenetClient, RenetClientPlugin, RenetReceive, RenetSend, RenetServer, RenetServerPlugin,
@@ -53,15 +55,18 @@ struct Traffic {
 }
 
 impl Traffic {
-    fn count(&self, datagrams: &[Vec<u8>]) {
+    /// Counts `datagrams` sent; returns their bytes on the wire.
+    fn count(&self, datagrams: &[Vec<u8>]) -> u64 {
+        let mut all = 0;
         for p in datagrams {
             // Netcode numbers each connection's packets in each direction from 0.
             let seq = self.packets.fetch_add(1, Ordering::Relaxed);
-            let wire = (p.len() + UDP_IP_HEADER) as u64 + NETCODE_FIXED_BYTES;
-            self.wire_bytes
-                .fetch_add(wire + sequence_bytes(seq), Ordering::Relaxed);
+            let wire = (p.len() + UDP_IP_HEADER) as u64 + NETCODE_FIXED_BYTES + sequence_bytes(seq);
+            self.wire_bytes.fetch_add(wire, Ordering::Relaxed);
             self.bytes.fetch_add(p.len() as u64, Ordering::Relaxed);
+            all += wire;
         }
+        all
     }
 
     fn totals(&self) -> (u64, u64, u64) {
@@ -119,8 +124,8 @@ impl Link {
         conditioner: &Mutex<LinkConditioner<Vec<u8>>>,
         traffic: &Traffic,
         datagrams: Vec<Vec<u8>>,
-    ) {
-        traffic.count(&datagrams);
+    ) -> u64 {
+        let wire = traffic.count(&datagrams);
         match self.shared_now() {
             Some(now) => {
                 let mut conditioner = conditioner.lock().expect("memory link poisoned");
@@ -130,6 +135,7 @@ impl Link {
             }
             None => raw.lock().expect("memory link poisoned").extend(datagrams),
         }
+        wire
     }
 
     /// What has arrived one way by the receiver's clock `local_now` (or the shared
@@ -385,6 +391,7 @@ fn server_receive(
 fn server_send(
     mut links: ResMut<ServerLinks>,
     mut server: ResMut<RenetServer>,
+    mut sent: ResMut<SentToClients>,
     time: Res<Time<Real>>,
 ) {
     for id in server.disconnections_id() {
@@ -403,9 +410,12 @@ fn server_send(
     {
         if let Ok(packets) = server.get_packets_to_send(*id) {
             let datagrams = pacer.payloads(packets, now);
-            link.send(&link.to_client, &link.down, &link.traffic_down, datagrams);
+            let wire = link.send(&link.to_client, &link.down, &link.traffic_down, datagrams);
+            sent.add(*id, wire);
         }
     }
+    let links = &links.links;
+    sent.keep_only(|id| links.iter().any(|l| l.id == id));
 }
 
 fn client_receive(
@@ -467,8 +477,10 @@ mod tests {
     #[test]
     fn wire_bytes_add_netcode_and_udp_headers_to_each_packet() {
         let t = Traffic::default();
-        t.count(&[vec![0; 100], vec![0; 10]]);
+        let wire = t.count(&[vec![0; 100], vec![0; 10]]);
         // Sequence 0 takes no bytes, sequence 1 one byte.
         assert_eq!(t.totals(), (110, 2, 110 + 2 * (28 + 17) + 1));
+        // What the server counts against a client's rate (`SentToClients`).
+        assert_eq!(wire, t.totals().2);
     }
 }

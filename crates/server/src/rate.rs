@@ -21,6 +21,12 @@ pub const MIN_RATE: u32 = 8_000;
 /// interpolation delay mostly covers.
 pub const MAX_HELD_SNAPSHOTS: u8 = 2;
 
+/// Share of a client's rate the server fills. A slow line is its own bottleneck: sent at
+/// exactly its rate, each burst (two snapshots at most) would leave a standing queue in
+/// its router, and the queue's delay on every later snapshot; a little under it, the
+/// queue drains between snapshots.
+pub const RATE_SHARE: f64 = 0.95;
+
 /// Bytes a snapshot datagram costs on the link besides its encoding: UDP/IP's 28, and
 /// netcode's and renet's headers.
 pub const DATAGRAM_OVERHEAD: usize = 47;
@@ -36,10 +42,14 @@ pub struct DownloadRate {
     last: Option<f64>,
     /// Snapshots in a row each player's update has been held, by id.
     held_for: Box<[u8; 256]>,
-    /// Snapshot bytes sent since the last snapshot tick, and their rate, smoothed, bytes a
-    /// second: what of renet's measure of everything sent is snapshots.
+    /// Snapshot bytes sent since the last snapshot tick (with [`DATAGRAM_OVERHEAD`]), and
+    /// their rate, smoothed, bytes a second: what of everything sent is snapshots.
     sent_since: usize,
     snapshot_bps: f64,
+    /// The transport's count of everything sent to the client at the last snapshot tick
+    /// ([`sightline_net::SentToClients`]), and its rate, smoothed alike.
+    sent_total: Option<u64>,
+    sent_bps: f64,
 }
 
 impl DownloadRate {
@@ -52,6 +62,8 @@ impl DownloadRate {
             held_for: Box::new([0; 256]),
             sent_since: 0,
             snapshot_bps: 0.0,
+            sent_total: None,
+            sent_bps: 0.0,
         }
     }
 
@@ -63,19 +75,25 @@ impl DownloadRate {
     /// Earns what passed since the last snapshot tick (server time `now`, seconds) and
     /// says how many bytes the next snapshot may take, headers included; `None` while the
     /// client is still overspent, when the snapshot waits (Quake 3's way: holding players
-    /// back was not enough). `snapshot_hz` caps the bucket. `sent_bps` is everything sent
-    /// to the client a second as the transport measures it: what is not snapshots (the
-    /// reliable stream: shots heard, the kill feed, chat) comes off the rate first, down to
-    /// a quarter of it, which snapshots always keep.
-    pub fn budget(&mut self, now: f64, snapshot_hz: u32, sent_bps: f64) -> Option<usize> {
+    /// back was not enough). `snapshot_hz` caps the bucket. `sent_total` is everything sent
+    /// to the client so far as the transport counts it on the wire: what is not snapshots
+    /// (the reliable stream: shots heard, the kill feed, chat; acknowledgements sent alone)
+    /// comes off the rate first, down to a quarter of it, which snapshots always keep.
+    pub fn budget(&mut self, now: f64, snapshot_hz: u32, sent_total: u64) -> Option<usize> {
         let hz = f64::from(snapshot_hz.max(1));
         let dt = self.last.map_or(1.0 / hz, |last| (now - last).max(0.0));
         if dt > 0.0 {
             let sample = self.sent_since as f64 / dt;
             self.snapshot_bps = 0.9 * self.snapshot_bps + 0.1 * sample;
             self.sent_since = 0;
+            if let Some(before) = self.sent_total {
+                let sample = sent_total.saturating_sub(before) as f64 / dt;
+                self.sent_bps = 0.9 * self.sent_bps + 0.1 * sample;
+            }
+            self.sent_total = Some(sent_total);
         }
-        let rate = f64::from(self.bytes_per_second);
+        let sent_bps = self.sent_bps;
+        let rate = f64::from(self.bytes_per_second) * RATE_SHARE;
         let others = (sent_bps - self.snapshot_bps).max(0.0);
         let for_snapshots = (rate - others).max(rate / 4.0);
         let cap = 2.0 * for_snapshots / hz;
@@ -93,7 +111,7 @@ impl DownloadRate {
     /// held.
     pub fn spend(&mut self, bytes: usize, sent: &Snapshot) {
         self.allowance -= (bytes + DATAGRAM_OVERHEAD) as f64;
-        self.sent_since += bytes;
+        self.sent_since += bytes + DATAGRAM_OVERHEAD;
         for p in &sent.players {
             let held = &mut self.held_for[usize::from(p.id.0)];
             *held = match sent.held.binary_search(&p.id) {
@@ -178,21 +196,65 @@ mod tests {
     #[test]
     fn a_rate_earns_in_time_and_keeps_no_more_than_two_snapshots() {
         let mut rate = DownloadRate::new(16_000);
-        // The first snapshot may take two snapshots' worth at 64 a second.
-        assert_eq!(rate.budget(10.0, 64, 0.0), Some(500));
+        // What a snapshot interval earns at 64 a second: 237.5 bytes.
+        let per = 16_000.0 * RATE_SHARE / 64.0;
+        // The first snapshot may take two snapshots' worth.
+        assert_eq!(rate.budget(10.0, 64, 0), Some((2.0 * per) as usize));
         rate.spend(453, &Snapshot::default());
-        assert_eq!(rate.budget(10.0 + 1.0 / 64.0, 64, 0.0), Some(250));
+        let left = 2.0 * per - 500.0;
+        assert_eq!(
+            rate.budget(10.0 + 1.0 / 64.0, 64, 0),
+            Some((left + per) as usize)
+        );
         // Overspent, the next snapshot waits until the rate has earned it back.
         rate.spend(453, &Snapshot::default());
-        assert_eq!(rate.budget(10.0 + 2.0 / 64.0, 64, 0.0), None);
-        assert_eq!(rate.budget(10.0 + 3.0 / 64.0, 64, 0.0), Some(250));
+        let left = left + per - 500.0;
+        assert!(left + per < 0.0);
+        assert_eq!(rate.budget(10.0 + 2.0 / 64.0, 64, 0), None);
+        assert_eq!(
+            rate.budget(10.0 + 4.0 / 64.0, 64, 0),
+            Some((left + 3.0 * per) as usize)
+        );
         // A long quiet buys no burst.
-        assert_eq!(rate.budget(20.0, 64, 0.0), Some(500));
-        // What else is sent comes off the rate, down to a quarter of it.
-        let mut shared = DownloadRate::new(16_000);
-        assert_eq!(shared.budget(10.0, 64, 8_000.0), Some(250));
-        let mut flooded = DownloadRate::new(16_000);
-        assert_eq!(flooded.budget(10.0, 64, 100_000.0), Some(125));
+        assert_eq!(rate.budget(20.0, 64, 0), Some((2.0 * per) as usize));
+    }
+
+    /// The budget a client gets once the smoothing has settled, its snapshots taking
+    /// `snapshot` bytes and the transport sending `others` more each snapshot interval.
+    fn settled_budget(rate: u32, snapshot: usize, others: u64) -> Option<usize> {
+        let mut r = DownloadRate::new(rate);
+        let (mut total, mut budget) = (0, None);
+        for k in 0..400 {
+            budget = r.budget(10.0 + f64::from(k) / 64.0, 64, total);
+            r.spend(snapshot, &Snapshot::default());
+            total += (snapshot + DATAGRAM_OVERHEAD) as u64 + others;
+        }
+        budget
+    }
+
+    #[test]
+    fn what_else_the_transport_sends_comes_off_the_rate_down_to_a_quarter() {
+        // The rate's share is 15.2 kB/s: 237.5 bytes a snapshot interval.
+        let share = 16_000.0 * RATE_SHARE;
+        let two_intervals = |bps: f64| (2.0 * bps / 64.0) as usize;
+        // Alone, a snapshot of 53 bytes (100 with headers) leaves two intervals' worth.
+        assert_eq!(settled_budget(16_000, 53, 0), Some(two_intervals(share)));
+        // 62 bytes more an interval (4 kB/s of reliable messages and acknowledgements)
+        // come off what snapshots earn.
+        let shared = settled_budget(16_000, 53, 62).unwrap();
+        let expected = two_intervals(share - 62.0 * 64.0);
+        assert!(
+            shared.abs_diff(expected) <= 1,
+            "{shared} against {expected}"
+        );
+        // A flood leaves snapshots a quarter of the share (small ones, 50 bytes with
+        // headers, to fit in it).
+        let flooded = settled_budget(16_000, 3, 2_000).unwrap();
+        let expected = two_intervals(share / 4.0);
+        assert!(
+            flooded.abs_diff(expected) <= 1,
+            "{flooded} against {expected}"
+        );
         // Under the floor counts as the floor.
         assert_eq!(DownloadRate::new(10).bytes_per_second(), MIN_RATE);
     }

@@ -15,7 +15,7 @@ use sightline_combat::{
 };
 use sightline_movement::grid::POS_STEPS;
 use sightline_movement::{Contacts, PlayerState};
-use sightline_net::RenetServer;
+use sightline_net::{RenetServer, SentToClients};
 use sightline_protocol::{
     Channel, DropSnap, EncodeError, EventSnap, MAX_BASELINE_AGE, MAX_SNAPSHOT_DROPS,
     MAX_SNAPSHOT_EVENTS, MAX_SNAPSHOT_PROJECTILES, PlayerEvent, PlayerSnap, ProjectileSnap,
@@ -288,6 +288,7 @@ pub(crate) fn send_snapshots(
     mut weights: ResMut<SnapshotStats>,
     metrics: Option<Res<Metrics>>,
     fixed: Res<Time<Fixed>>,
+    sent_to: Option<Res<SentToClients>>,
 ) {
     let (tick, config) = (*world.tick, *world.config);
     // Catching up after a stall, the snapshots of the ticks in between would all leave
@@ -313,10 +314,8 @@ pub(crate) fn send_snapshots(
         }
         let budget = match rate.as_deref_mut() {
             Some(rate) => {
-                let sent_bps = server
-                    .network_info(conn.client_id)
-                    .map_or(0.0, |n| n.bytes_sent_per_second);
-                let Some(budget) = rate.budget(now, config.snapshot_hz(), sent_bps) else {
+                let sent = sent_to.as_ref().map_or(0, |s| s.total(conn.client_id));
+                let Some(budget) = rate.budget(now, config.snapshot_hz(), sent) else {
                     continue; // over its rate: this snapshot waits
                 };
                 Some(budget)

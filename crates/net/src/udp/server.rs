@@ -9,7 +9,10 @@ use crate::bundle;
 use crate::guard::{self, PacketGuard};
 use crate::limits::{HostKey, LruMap, RateLimiter};
 use crate::{AddressBans, Connectionless, ForeignStreams};
-use crate::{ConditionerSettings, LinkConditions, NetStats, PacketFault, PacketFaults};
+use crate::{
+    ConditionerSettings, LinkConditions, NetStats, PacketFault, PacketFaults, SentToClients,
+    UDP_IP_HEADER,
+};
 use bevy::prelude::*;
 use bevy_renet::RenetServer;
 use renetcode::{NetcodeServer, ServerAuthentication, ServerConfig, ServerResult};
@@ -548,6 +551,7 @@ pub(crate) fn server_send(
     mut server: ResMut<RenetServer>,
     mut stats: ResMut<NetStats>,
     mut connectionless: ResMut<Connectionless>,
+    mut sent: ResMut<SentToClients>,
 ) {
     let UdpServerTransport {
         netcode,
@@ -573,6 +577,7 @@ pub(crate) fn server_send(
             match netcode.generate_payload_packet(client_id, &packet) {
                 Ok((addr, payload)) => {
                     peer.sent_since_ack = peer.sent_since_ack.saturating_add(1);
+                    sent.add(client_id, (payload.len() + UDP_IP_HEADER) as u64);
                     socket.send_to(payload, addr);
                 }
                 Err(e) => {
@@ -582,6 +587,7 @@ pub(crate) fn server_send(
             }
         }
     }
+    sent.keep_only(|id| peers.contains_key(&id));
     socket.flush();
 }
 
