@@ -1,11 +1,13 @@
 //! Prediction and interpolation end to end, behind a conditioned link.
 
-use sightline_client::{ClientStats, EarlierSessions, InputHistory};
+use bevy::prelude::With;
+use sightline_client::{ClientStats, EarlierSessions, InputHistory, Roster};
 use sightline_harness::Stepper;
 use sightline_harness::measure::{Conditions, Scenario, run};
 use sightline_net::ConditionerSettings;
-use sightline_prediction::PredictionStats;
-use sightline_server::{InputBuffer, ServerConfig, ServerStats};
+use sightline_prediction::{Predicted, PredictionStats};
+use sightline_server::{Connection, InputBuffer, ServerConfig, ServerStats};
+use sightline_sim::PlayerId;
 
 /// A link that drops everything for a second or three, both ways (a Wi-Fi roam, a
 /// tunnel), then comes back: within half a second of its return the server runs commands
@@ -170,4 +172,46 @@ fn the_server_s_weapon_checks_find_a_drifted_prediction_and_put_it_right() {
         s.clients[c].world().resource(),
     );
     assert!(summary.contains("desyncs=1"), "{summary}");
+}
+
+/// A player's ping, on the scoreboard and in the host's `status`, is the server's own
+/// timing of its link: from a snapshot leaving to the first input packet acknowledging
+/// it. renet's estimate waits for acknowledgement packets, which the transports hold back
+/// up to 50 ms to save bytes, so it reads a good link as a worse one.
+#[test]
+fn a_player_s_ping_is_its_link_not_the_acknowledgement_pacing() {
+    let mut s = Stepper::new(ServerConfig::default(), "duel");
+    let way = ConditionerSettings {
+        latency_ms: 40.0,
+        ..Default::default()
+    };
+    let c = s.add_conditioned_client("pinged", 3, way, way);
+    s.run_for(4.0);
+    let id = s.links[c].client_id();
+    let w = s.server.world_mut();
+    let ours = w
+        .query::<&Connection>()
+        .iter(w)
+        .find(|conn| conn.client_id == id)
+        .and_then(|conn| conn.round_trip.seconds())
+        .expect("the round trip was timed");
+    let renet = w.resource::<sightline_net::RenetServer>().rtt(id);
+    eprintln!(
+        "round trip: {:.1} ms timed by the server, {:.1} ms by renet",
+        ours * 1000.0,
+        renet * 1000.0
+    );
+    // 80 ms of link, and at most a client frame and a server tick of waiting (each 7.8 ms
+    // here) before the acknowledgement is sent and read.
+    assert!((0.080..0.080 + 0.016 + 0.002).contains(&ours), "{ours}");
+    assert!(renet > ours + 0.010, "renet {renet}, ours {ours}");
+    // The scoreboard tells the client the same.
+    let client = s.clients[c].world_mut();
+    let me = *client
+        .query_filtered::<&PlayerId, With<Predicted>>()
+        .single(client)
+        .expect("our player");
+    let shown = client.resource::<Roster>().0[&me].ping_ms;
+    let shown = f64::from(shown.expect("a ping on the scoreboard")) / 1000.0;
+    assert!((shown - ours).abs() < 0.010, "shown {shown}, ours {ours}");
 }

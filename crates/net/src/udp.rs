@@ -10,9 +10,12 @@
 //!   each other to.
 //! - `server`: the server's [`UdpServerTransport`], its gatekeeping and its systems.
 //! - `client`: the client's [`UdpClientTransport`], its standby connection and its systems.
+//! - `arrivals`: the share of a client's datagrams lost on the way in, by netcode's numbers.
 
 // Each end uses only the socket, never the other end.
 mod socket;
+
+mod arrivals;
 
 mod client;
 mod server;

@@ -11,7 +11,7 @@
 use crate::ServerConfig;
 use crate::bans::{Ban, BanList, unix_now};
 use crate::bots::LeavingBot;
-use crate::connection::{Connection, ConnectionStage};
+use crate::connection::{Connection, ConnectionStage, ping_seconds};
 use crate::cvars::cvar;
 use crate::demo::demo_path;
 use crate::inbox::{AdminInbox, AdminLine, AdminOrigin};
@@ -682,14 +682,15 @@ fn status(world: &mut World, out: &mut Console) {
         Option<&Connection>,
         Has<BotControlled>,
     )>();
-    let mut rows: Vec<(u8, String, i32, Option<(u64, f64)>, bool)> = query
+    let server = world.resource::<RenetServer>();
+    let mut rows: Vec<(u8, String, i32, Option<(u64, f64, f64)>, bool)> = query
         .iter(world)
         .map(|(id, name, score, conn, bot)| {
             (
                 id.0,
                 name.0.clone(),
                 score.frags,
-                conn.map(|c| (c.client_id, c.connected_at)),
+                conn.map(|c| (c.client_id, c.connected_at, ping_seconds(c, server))),
                 bot,
             )
         })
@@ -710,22 +711,19 @@ fn status(world: &mut World, out: &mut Console) {
         .iter(world)
         .map(|(s, c)| (s.name.clone(), c.client_id, c.connected_at))
         .collect();
-    let server = world.resource::<RenetServer>();
     let transport = world.get_resource::<UdpServerTransport>();
     for (id, name, frags, conn, bot) in rows {
         let (ping, loss, addr, time) = match (conn, bot) {
-            (Some((client, since)), _) => {
-                let info = server.network_info(client).ok();
-                (
-                    info.as_ref()
-                        .map_or("-".into(), |i| format!("{:.0}", i.rtt * 1000.0)),
-                    info.map_or("-".into(), |i| format!("{:.0}%", i.packet_loss * 100.0)),
-                    transport
-                        .and_then(|t| t.client_addr(client))
-                        .map_or("-".into(), |a| a.to_string()),
-                    clock(now - since),
-                )
-            }
+            (Some((client, since, ping)), _) => (
+                format!("{:.0}", ping * 1000.0),
+                transport
+                    .and_then(|t| t.upstream_loss(client))
+                    .map_or("-".into(), |l| format!("{:.0}%", l * 100.0)),
+                transport
+                    .and_then(|t| t.client_addr(client))
+                    .map_or("-".into(), |a| a.to_string()),
+                clock(now - since),
+            ),
             (None, true) => ("BOT".into(), "-".into(), "-".into(), "-".into()),
             (None, false) => ("-".into(), "-".into(), "(dropped)".into(), "-".into()),
         };

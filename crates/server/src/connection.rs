@@ -50,10 +50,49 @@ pub struct Connection {
     pub conduct: Conduct,
     /// When it connected, real seconds (for the host's `status`).
     pub connected_at: f64,
+    /// Its round trip as the server times it (its ping).
+    pub round_trip: RoundTrip,
     chat_tokens: f32,
     chat_updated: f64,
     /// When a refused transport packet from it was last logged.
     fault_logged_at: Option<f64>,
+}
+
+/// A client's round trip as the server times it: from a snapshot leaving to the first
+/// input packet acknowledging it, smoothed as TCP smooths its own (each sample an eighth).
+/// Like a ping in Quake or Source it includes the client's wait for its next frame and
+/// the server's for its next read. renet's estimate is longer by up to
+/// [`sightline_net::ACK_HOLD`]: it waits for acknowledgement packets, which the
+/// transports hold back that long.
+#[derive(Debug, Default, Clone, Copy, PartialEq)]
+pub struct RoundTrip(Option<f64>);
+
+/// A connection's ping, seconds: the server's own timing ([`RoundTrip`]), or renet's
+/// before the first sample.
+pub(crate) fn ping_seconds(conn: &Connection, server: &RenetServer) -> f64 {
+    conn.round_trip
+        .seconds()
+        .unwrap_or_else(|| server.rtt(conn.client_id))
+}
+
+/// Longest round trip sample taken, seconds: an acknowledgement later than that is a
+/// stalled client, not its link.
+const MAX_ROUND_TRIP_SAMPLE: f64 = 5.0;
+
+impl RoundTrip {
+    /// Takes a sample, seconds; a negative or not finite one is ignored.
+    pub fn sample(&mut self, seconds: f64) {
+        if !(seconds.is_finite() && seconds >= 0.0) {
+            return;
+        }
+        let s = seconds.min(MAX_ROUND_TRIP_SAMPLE);
+        self.0 = Some(self.0.map_or(s, |rtt| rtt * 0.875 + s * 0.125));
+    }
+
+    /// The smoothed round trip, seconds; `None` before a sample.
+    pub fn seconds(&self) -> Option<f64> {
+        self.0
+    }
 }
 
 /// Seconds between log lines about one connection's refused transport packets: the
@@ -69,6 +108,7 @@ impl Connection {
             malformed: 0,
             conduct: Conduct::new(now),
             connected_at: now,
+            round_trip: RoundTrip::default(),
             chat_tokens: CHAT_BURST,
             chat_updated: now,
             fault_logged_at: None,
@@ -216,6 +256,23 @@ impl PlayerSlots {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_round_trip_follows_its_samples_an_eighth_at_a_time_and_ignores_nonsense() {
+        let mut rtt = RoundTrip::default();
+        assert_eq!(rtt.seconds(), None);
+        rtt.sample(f64::NAN);
+        rtt.sample(-1.0);
+        assert_eq!(rtt.seconds(), None);
+        rtt.sample(0.080);
+        assert_eq!(rtt.seconds(), Some(0.080));
+        rtt.sample(0.160);
+        assert!((rtt.seconds().unwrap() - 0.090).abs() < 1e-12);
+        // A stalled client's acknowledgement counts as the longest sample taken.
+        let mut stalled = RoundTrip::default();
+        stalled.sample(1e9);
+        assert_eq!(stalled.seconds(), Some(MAX_ROUND_TRIP_SAMPLE));
+    }
 
     #[test]
     fn slots_hand_out_the_lowest_free_id_up_to_the_limit() {

@@ -171,6 +171,12 @@ pub(crate) fn receive_datagrams(
                 .ceil()
                 .min(f64::from(u32::MAX)) as u32;
             conn.conduct.last_command_at = now;
+            // The first packet to acknowledge a snapshot times the round trip.
+            if packet.ack_snapshot > buffer.ack_snapshot
+                && let Some(sent) = counter.sent_at(packet.ack_snapshot)
+            {
+                conn.round_trip.sample(now - sent);
+            }
             buffer.ack_snapshot = buffer.ack_snapshot.max(packet.ack_snapshot);
             buffer.note_arrival(tick.0.saturating_add(1));
             for cmd in cmds.iter().rev() {

@@ -4,7 +4,9 @@
 
 use crate::ServerConfig;
 use crate::conduct::{self, Offence};
-use crate::connection::{ClientIndex, Connection, ConnectionStage, PlayerKeyOf, PlayerSlots};
+use crate::connection::{
+    ClientIndex, Connection, ConnectionStage, PlayerKeyOf, PlayerSlots, ping_seconds,
+};
 use crate::inbox::{AdminInbox, AdminLine, AdminOrigin};
 use crate::inputs::InputBuffer;
 use crate::interest::Interest;
@@ -676,7 +678,7 @@ pub(crate) fn broadcast_scoreboard(
         .map(|(id, score, conn, team, _)| ScoreLine {
             id: *id,
             ping_ms: conn.map(|c| {
-                (server.rtt(c.client_id) * 1000.0)
+                (ping_seconds(c, &server) * 1000.0)
                     .round()
                     .clamp(0.0, u16::MAX as f64) as u16
             }),

@@ -7,7 +7,7 @@ use crate::inputs::InputBuffer;
 use crate::interest::{HEAR_RADIUS, Interest};
 use crate::metrics::Metrics;
 use crate::rate::{DownloadRate, hold_for_rate, squared_distance};
-use crate::stalls::catching_up;
+use crate::stalls::{FrameLag, catching_up};
 use crate::stats::{SLICE_BYTES, SnapshotStats, TickTimes};
 use bevy::prelude::*;
 use sightline_combat::{
@@ -29,12 +29,22 @@ use std::sync::Arc;
 /// 64 Hz. An acknowledgement older than that names a world the client has long left.
 pub const ACKABLE_SNAPSHOTS: usize = 64;
 
-/// The snapshots recently sent to one client: their numbers, the ticks they describe and
-/// what they held, to encode later ones against.
+/// The snapshots recently sent to one client: their numbers, the ticks they describe,
+/// when they left and what they held, to encode later ones against.
 #[derive(Component, Debug, Default, Clone)]
 pub struct SnapshotCounter {
     last: u32,
-    recent: VecDeque<(u32, u32, Option<Arc<Snapshot>>)>,
+    recent: VecDeque<Sent>,
+}
+
+/// One snapshot sent.
+#[derive(Debug, Clone)]
+struct Sent {
+    seq: u32,
+    tick: u32,
+    /// Real seconds when it left, if noted ([`SnapshotCounter::note_sent_at`]).
+    at: Option<f64>,
+    snapshot: Option<Arc<Snapshot>>,
 }
 
 impl SnapshotCounter {
@@ -42,7 +52,12 @@ impl SnapshotCounter {
     /// (years of play) and skip 0, which means "none".
     pub fn next(&mut self, tick: u32) -> u32 {
         self.last = self.last.wrapping_add(1).max(1);
-        self.recent.push_back((self.last, tick, None));
+        self.recent.push_back(Sent {
+            seq: self.last,
+            tick,
+            at: None,
+            snapshot: None,
+        });
         if self.recent.len() > ACKABLE_SNAPSHOTS {
             self.recent.pop_front();
         }
@@ -52,8 +67,21 @@ impl SnapshotCounter {
     /// Remembers what the last numbered snapshot held.
     pub fn keep(&mut self, sent: Snapshot) {
         if let Some(last) = self.recent.back_mut() {
-            last.2 = Some(Arc::new(sent));
+            last.snapshot = Some(Arc::new(sent));
         }
+    }
+
+    /// Notes when the last numbered snapshot left (real seconds), to time the round trip
+    /// to its acknowledgement.
+    pub fn note_sent_at(&mut self, at: f64) {
+        if let Some(last) = self.recent.back_mut() {
+            last.at = Some(at);
+        }
+    }
+
+    /// When a recent snapshot left, if noted.
+    pub fn sent_at(&self, seq: u32) -> Option<f64> {
+        self.find(seq).and_then(|s| s.at)
     }
 
     /// The snapshot to encode the one just numbered against: the acknowledged `ack`, if
@@ -62,11 +90,7 @@ impl SnapshotCounter {
         if ack == 0 || self.last.wrapping_sub(ack) > MAX_BASELINE_AGE {
             return None;
         }
-        self.recent
-            .iter()
-            .rev()
-            .find(|(s, ..)| *s == ack)
-            .and_then(|(.., sent)| sent.clone())
+        self.find(ack).and_then(|s| s.snapshot.clone())
     }
 
     /// Number of the last snapshot sent (0: none yet).
@@ -77,14 +101,14 @@ impl SnapshotCounter {
     /// The tick of a snapshot this client says it holds, if it is one of the recent
     /// snapshots sent to it; `None` for a number never sent or long gone.
     pub fn tick_of(&self, seq: u32) -> Option<u32> {
-        self.find(seq).map(|(_, tick, _)| *tick)
+        self.find(seq).map(|s| s.tick)
     }
 
     /// The newest of the client's commands that a recent snapshot said was simulated:
     /// what input packets count their base back from.
     pub fn acked_input_of(&self, seq: u32) -> Option<u32> {
         self.find(seq)
-            .and_then(|(.., sent)| sent.as_ref())
+            .and_then(|s| s.snapshot.as_ref())
             .map(|s| s.ack_input_seq)
     }
 
@@ -92,13 +116,13 @@ impl SnapshotCounter {
     /// or long gone): the client holding that snapshot has every event up to it.
     pub fn events_through(&self, seq: u32) -> Option<u32> {
         self.find(seq)
-            .and_then(|(.., sent)| sent.as_ref())
+            .and_then(|s| s.snapshot.as_ref())
             .and_then(|s| s.events.last())
             .map(|e| e.seq)
     }
 
-    fn find(&self, seq: u32) -> Option<&(u32, u32, Option<Arc<Snapshot>>)> {
-        self.recent.iter().rev().find(|(s, ..)| *s == seq)
+    fn find(&self, seq: u32) -> Option<&Sent> {
+        self.recent.iter().rev().find(|s| s.seq == seq)
     }
 }
 
@@ -289,8 +313,11 @@ pub(crate) fn send_snapshots(
     metrics: Option<Res<Metrics>>,
     fixed: Res<Time<Fixed>>,
     sent_to: Option<Res<SentToClients>>,
+    (real, lag): (Res<Time<Real>>, Res<FrameLag>),
 ) {
     let (tick, config) = (*world.tick, *world.config);
+    // Real time as the datagrams read in this frame reckon it, to time acknowledgements.
+    let sent_at = real.elapsed_secs_f64() + lag.0.as_secs_f64();
     // Catching up after a stall, the snapshots of the ticks in between would all leave
     // in this frame: only the last ones go.
     if !config.is_snapshot_tick(tick) || catching_up(&fixed) {
@@ -333,10 +360,12 @@ pub(crate) fn send_snapshots(
             None => Vec::new(),
         };
         let timing = buffer.take_timing();
+        let seq = counter.next(tick.0);
+        counter.note_sent_at(sent_at);
         // The recipient's own player, found once: what is near it and what waits.
         let own = me.and_then(|me| everyone.iter().find(|p| p.id == *me));
         let mut sent = Snapshot {
-            seq: counter.next(tick.0),
+            seq,
             ack_input_seq: buffer.last_simulated(),
             // No tick since the last snapshot (not possible at a steady rate): report 0.
             input_queue: if timing.min_queue == u8::MAX {

@@ -1,6 +1,7 @@
 //! The server's end: its netcode endpoint with the gatekeeping in front of it (screening,
 //! admission, per-peer pacing and budgets), and the systems that drive it.
 
+use super::arrivals::{Arrivals, payload_sequence};
 use super::socket::{ConditionedSocket, PacketRate, UdpSetupError, unix_now};
 use crate::auth::{
     self, AdmissionLimits, CONNECTION_REQUEST_BYTES, SecureConfig, Security, TokenService,
@@ -79,6 +80,8 @@ struct Peer {
     heard_since_ack: u32,
     sent_since_ack: u32,
     updated: Instant,
+    /// Which of its numbered datagrams arrived.
+    arrivals: Arrivals,
 }
 
 impl Peer {
@@ -93,6 +96,7 @@ impl Peer {
             heard_since_ack: 0,
             sent_since_ack: 0,
             updated: now,
+            arrivals: Arrivals::default(),
         }
     }
 
@@ -234,6 +238,7 @@ struct Admission<'a> {
 /// add or drop a connection.
 fn handle(
     result: ServerResult,
+    sequence: Option<u64>,
     socket: &mut ConditionedSocket,
     server: &mut RenetServer,
     admission: &mut Admission,
@@ -245,6 +250,10 @@ fn handle(
             let Some(peer) = admission.peers.get_mut(&client_id) else {
                 return; // turned away: renet never heard of it
             };
+            // netcode accepted it, so its number is the client's own.
+            if let Some(seq) = sequence {
+                peer.arrivals.arrived(seq);
+            }
             let Ok(packets) = bundle::unbundle(payload) else {
                 admission.stats.malformed_bundles += 1;
                 return;
@@ -315,6 +324,12 @@ impl UdpServerTransport {
     /// The address a connected client sends from.
     pub fn client_addr(&self, client_id: u64) -> Option<SocketAddr> {
         self.netcode.client_addr(client_id)
+    }
+
+    /// The share of a connected client's datagrams lost on the way in, 0 to 1, over its
+    /// last few seconds of sending (`None` until enough were numbered).
+    pub fn upstream_loss(&self, client_id: u64) -> Option<f32> {
+        self.peers.get(&client_id)?.arrivals.lost()
     }
 
     /// The address clients dial.
@@ -444,6 +459,7 @@ pub(crate) fn server_receive(
             peers,
             ..
         } = &mut *transport;
+        let sequence = payload_sequence(&bytes);
         let result = netcode.process_packet(addr, &mut bytes);
         let mut admission = Admission {
             secure,
@@ -456,7 +472,7 @@ pub(crate) fn server_receive(
             bans: &bans,
             now,
         };
-        handle(result, socket, &mut server, &mut admission);
+        handle(result, sequence, socket, &mut server, &mut admission);
     }
     let UdpServerTransport {
         netcode,
@@ -510,16 +526,16 @@ pub(crate) fn server_receive(
                 addr,
                 payload: None,
             };
-            handle(silent, socket, &mut server, &mut admission);
+            handle(silent, None, socket, &mut server, &mut admission);
         }
     }
     for client_id in netcode.clients_id() {
         let result = netcode.update_client(client_id);
-        handle(result, socket, &mut server, &mut admission);
+        handle(result, None, socket, &mut server, &mut admission);
     }
     for client_id in server.disconnections_id() {
         let result = netcode.disconnect(client_id);
-        handle(result, socket, &mut server, &mut admission);
+        handle(result, None, socket, &mut server, &mut admission);
     }
     // Turned away: netcode's goodbye, and renet never hears of them.
     for client_id in rejected {
