@@ -1,13 +1,14 @@
 //! Prediction and interpolation end to end, behind a conditioned link.
 
 use bevy::prelude::With;
-use sightline_client::{ClientStats, EarlierSessions, InputHistory, Roster};
+use sightline_client::{ClientStats, EarlierSessions, InputHistory, LatestSnapshot, Roster};
 use sightline_harness::Stepper;
 use sightline_harness::measure::{Conditions, Scenario, run};
+use sightline_interpolation::{InterpolationSettings, RenderTime};
 use sightline_net::ConditionerSettings;
 use sightline_prediction::{Predicted, PredictionStats};
 use sightline_server::{Connection, InputBuffer, ServerConfig, ServerStats};
-use sightline_sim::PlayerId;
+use sightline_sim::{CurrentCmd, PlayerId, TickConfig};
 
 /// A link that drops everything for a second or three, both ways (a Wi-Fi roam, a
 /// tunnel), then comes back: within half a second of its return the server runs commands
@@ -214,4 +215,60 @@ fn a_player_s_ping_is_its_link_not_the_acknowledgement_pacing() {
     let shown = client.resource::<Roster>().0[&me].ping_ms;
     let shown = f64::from(shown.expect("a ping on the scoreboard")) / 1000.0;
     assert!((shown - ours).abs() < 0.010, "shown {shown}, ours {ours}");
+}
+
+/// When snapshots stop coming, the others are drawn carried on past the newest for at most
+/// `max_extrapolation`, then held there; the view time a command claims goes no further,
+/// so a shot in a downstream outage is judged where the others were drawn and never leads
+/// the acknowledged snapshot by more than lag compensation allows (such shots of an honest
+/// client were refused, once the interpolation delay no longer covered a spare frame).
+#[test]
+fn in_a_downstream_outage_the_view_time_stops_where_the_others_are_drawn() {
+    let mut s = Stepper::new(ServerConfig::default(), "duel");
+    let way = ConditionerSettings {
+        latency_ms: 10.0,
+        ..Default::default()
+    };
+    let c = s.add_conditioned_client("in the dark", 4, way, way);
+    s.run_for(3.0);
+    let dark = ConditionerSettings {
+        loss_pct: 100.0,
+        ..way
+    };
+    s.links[c].set_conditions(way, dark);
+    let (mut held, mut furthest) = (0, f64::MIN);
+    for _ in 0..(0.4 * 128.0) as usize {
+        s.step();
+        let client = s.clients[c].world_mut();
+        let hz = f64::from(client.resource::<TickConfig>().tick_hz);
+        let limit = f64::from(client.resource::<InterpolationSettings>().max_extrapolation);
+        let view = client
+            .query_filtered::<&CurrentCmd, With<Predicted>>()
+            .single(client)
+            .expect("our player")
+            .0
+            .view_time()
+            / hz;
+        let newest = client
+            .resource::<LatestSnapshot>()
+            .0
+            .as_ref()
+            .expect("a snapshot");
+        let lead = view - newest.server_time_us as f64 / 1e6;
+        let render = client
+            .resource::<RenderTime>()
+            .server_time
+            .expect("render time");
+        assert!(
+            lead <= limit + 1e-6,
+            "the view leads the newest snapshot by {lead} s"
+        );
+        furthest = furthest.max(lead);
+        held += usize::from(render > view + 1e-3);
+    }
+    eprintln!("the view led the newest snapshot by at most {furthest:.3} s");
+    assert!(held > 0, "render time never ran past what was drawn");
+    s.links[c].set_conditions(way, way);
+    s.run_for(1.0);
+    assert_eq!(s.clients[c].world().resource::<PredictionStats>().resets, 0);
 }

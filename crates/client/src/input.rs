@@ -291,7 +291,10 @@ pub(crate) fn sample_input(
     tick: Res<Tick>,
     config: Res<TickConfig>,
     pacing: Res<InputPacing>,
-    render: Res<sightline_interpolation::RenderTime>,
+    (render, drawing): (
+        Res<sightline_interpolation::RenderTime>,
+        Res<sightline_interpolation::InterpolationSettings>,
+    ),
     mut history: ResMut<InputHistory>,
     latest: Res<LatestSnapshot>,
     match_info: Res<crate::MatchInfo>,
@@ -321,9 +324,14 @@ pub(crate) fn sample_input(
             }
         }
     };
-    // Lag compensation judges this command's shots against the moment drawn on screen.
+    // Lag compensation judges this command's shots against the moment drawn on screen:
+    // render time, but no later than the others are drawn when snapshots stop coming
+    // (carried on past the newest for `max_extrapolation`, then held there).
     if let Some(t) = render.server_time {
-        raw.set_view_time(t * config.tick_hz as f64);
+        let drawn = latest.0.as_ref().map_or(t, |s| {
+            t.min(s.server_time_us as f64 / 1e6 + f64::from(drawing.max_extrapolation))
+        });
+        raw.set_view_time(drawn * config.tick_hz as f64);
     }
     if dead || match_info.intermission || pacing.holds_input(history.last_seq()) {
         raw = InputCmd {
