@@ -16,6 +16,16 @@
 //! - a dry report too rare for the percentile (a clock a little slower than the server's
 //!   leaves one every few seconds) teaches a lasting, slowly fading speed-up.
 //!
+//! What an outage piles up is drained at once, at the full [`MAX_DILATION`]: each tick the
+//! server held us through it is a command of ours that now waits a tick longer than
+//! before, and the first report after it shows them waiting. Left to the percentile,
+//! which the window's older reports keep on target for two seconds, they began to drain
+//! only by then, and behind a link dark every few seconds every command waited about
+//! 10 ms more. Known in number, they are drained open-loop ([`InputPacing::backlog`]), so
+//! the report's round trip adds no overshoot. Draining faster (8 %) cut more of the wait,
+//! but left nothing in the buffer to bridge the next outage: the server held us 40 % more
+//! often, ran out of its holding allowance and repeated commands, each a correction.
+//!
 //! A dry tick costs no correction: the server holds the player for that tick and runs the
 //! command when it comes (`sightline_server::HOLD_SHARE`).
 
@@ -44,6 +54,9 @@ pub const SETTLE_LIMIT: u32 = 512;
 pub const MAX_DILATION: f64 = 0.03;
 /// Speed-up while the pipeline first fills, as a fraction.
 pub const CATCH_UP_DILATION: f64 = 0.10;
+/// Most server ticks one report is taken to cover when draining; a longer silence (a
+/// snapshot stream held back, a downlink outage) drains no more than this.
+const MAX_REPORT_TICKS: u32 = 64;
 /// Pace change per command of error, as a fraction.
 const GAIN: f64 = 0.01;
 /// Pace change when the queue is one command deeper than the target: gentle, draining a
@@ -93,6 +106,15 @@ pub struct InputPacing {
     pub drift: f64,
     /// Dry reports in a row, the latest included.
     dry_run: usize,
+    /// Commands of ours waiting at the server beyond what pacing steers to, piled up by
+    /// the ticks it held us through the last outage, and not yet drained.
+    pub backlog: f64,
+    /// Ticks the server held us in the current run of dry reports.
+    run_holds: u32,
+    /// Dry reports in a row, counted from before the pace settles too.
+    dry_reports: usize,
+    /// The server tick of the newest report.
+    report_tick: Option<u32>,
 }
 
 impl Default for InputPacing {
@@ -109,14 +131,27 @@ impl Default for InputPacing {
             ever_settled: false,
             drift: 0.0,
             dry_run: 0,
+            backlog: 0.0,
+            run_holds: 0,
+            dry_reports: 0,
+            report_tick: None,
         }
     }
 }
 
 impl InputPacing {
-    /// Takes one snapshot's report: the fewest commands waiting since the previous one,
-    /// and the server's running total of repeated commands.
-    pub fn observe(&mut self, min_queue: u8, repeats_total: u32) {
+    /// Takes one snapshot's report: its server tick, the fewest commands waiting since
+    /// the previous one, and the server's running total of repeated commands.
+    pub fn observe(&mut self, tick: u32, min_queue: u8, repeats_total: u32) {
+        let ticks = self
+            .report_tick
+            .map_or(0, |last| tick.wrapping_sub(last).min(MAX_REPORT_TICKS));
+        self.report_tick = Some(tick);
+        // What the pace since the last report drained: a tick at `factor` makes
+        // 1 / factor commands while the server takes one.
+        if self.factor > 1.0 {
+            self.backlog -= f64::from(ticks) * (1.0 - 1.0 / self.factor);
+        }
         let repeated = repeats_total
             .saturating_sub(self.repeats)
             .min(u8::MAX as u32) as u8;
@@ -134,8 +169,28 @@ impl InputPacing {
         }
         if self.ever_settled {
             self.learn_drift(min_queue);
+            self.learn_backlog(min_queue);
         }
+        self.backlog = self.backlog.max(0.0);
         self.factor = self.choose_factor();
+    }
+
+    /// A dry report says the server's buffer ran empty, so nothing is left over to drain;
+    /// the first report after a dry run shows what the run's holds piled up: its queue
+    /// beyond the steered one, up to those holds (a dry tick of commands sent late piles
+    /// up nothing).
+    fn learn_backlog(&mut self, min_queue: u8) {
+        if min_queue == 0 {
+            self.dry_reports += 1;
+            self.backlog = 0.0;
+            return;
+        }
+        if self.dry_reports > 0 {
+            let excess = min_queue.saturating_sub(self.low_queue().max(TARGET_MIN_QUEUE));
+            self.backlog = f64::from(self.run_holds.min(u32::from(excess)));
+        }
+        self.dry_reports = 0;
+        self.run_holds = 0;
     }
 
     /// Takes a newer snapshot's wrapping count of the ticks the server held our player.
@@ -146,6 +201,9 @@ impl InputPacing {
         if since < 128 {
             self.held += u32::from(since);
             self.held_count = Some(count);
+            if self.dry_reports > 0 {
+                self.run_holds = self.run_holds.saturating_add(u32::from(since));
+            }
         }
     }
 
@@ -194,6 +252,9 @@ impl InputPacing {
         let filling = !self.ever_settled && self.reports.iter().any(|&(q, _)| q == 0);
         if filling {
             return 1.0 - CATCH_UP_DILATION;
+        }
+        if self.backlog >= 1.0 {
+            return 1.0 + MAX_DILATION;
         }
         // Positive error: commands wait too long, so tick a little slower.
         let error = i32::from(self.low_queue()) - i32::from(TARGET_MIN_QUEUE);
@@ -279,16 +340,22 @@ pub(crate) fn pace_ticks(
 mod tests {
     use super::*;
 
+    /// Feeds a report two ticks after the last, as 64 Hz snapshots of a 128 Hz server come.
+    fn report(p: &mut InputPacing, min_queue: u8, repeats_total: u32) {
+        let tick = p.report_tick.map_or(0, |t| t + 2);
+        p.observe(tick, min_queue, repeats_total);
+    }
+
     #[test]
     fn starvation_while_filling_catches_up_then_the_low_queue_is_steered_to_one() {
         let mut p = InputPacing::default();
-        p.observe(0, 1);
+        report(&mut p, 0, 1);
         assert_eq!(p.factor, 1.0 - CATCH_UP_DILATION, "filling the pipeline");
         assert_eq!(p.repeats, 1);
         assert!(!p.settled());
         let mut p = InputPacing::default();
         for _ in 0..WINDOW {
-            p.observe(6, 0);
+            report(&mut p, 6, 0);
         }
         assert!(p.settled());
         assert!(
@@ -297,7 +364,7 @@ mod tests {
         );
         let mut p = InputPacing::default();
         for _ in 0..WINDOW {
-            p.observe(1, 0);
+            report(&mut p, 1, 0);
         }
         assert_eq!(p.factor, 1.0);
         assert_eq!(p.mean_queue(), 1.0);
@@ -307,19 +374,19 @@ mod tests {
     fn rare_dry_ticks_are_tolerated_and_frequent_ones_speed_up() {
         let mut p = InputPacing::default();
         for _ in 0..SETTLE_REPORTS {
-            p.observe(2, 0);
+            report(&mut p, 2, 0);
         }
         assert!(p.has_settled());
         // One report in a hundred and twenty finds the buffer dry: the percentile is not
         // moved by it, and the deeper rest slows the pace.
         for i in 0..WINDOW {
-            p.observe(if i % 120 == 0 { 0 } else { 2 }, 0);
+            report(&mut p, if i % 120 == 0 { 0 } else { 2 }, 0);
         }
         assert_eq!(p.low_queue(), 2);
         assert!(p.factor > 1.0);
         // One in five: speed up, within the settled limit.
         for i in 0..WINDOW {
-            p.observe(if i % 5 == 0 { 0 } else { 2 }, 0);
+            report(&mut p, if i % 5 == 0 { 0 } else { 2 }, 0);
         }
         assert_eq!(p.low_queue(), 0);
         // Besides, each of those dry reports taught that our clock is slow.
@@ -331,12 +398,12 @@ mod tests {
     fn a_slow_clock_s_rare_dry_ticks_teach_a_faster_pace_that_fades() {
         let mut p = InputPacing::default();
         for _ in 0..SETTLE_REPORTS {
-            p.observe(1, 0);
+            report(&mut p, 1, 0);
         }
         // A clock 0.1 % slow: a dry tick every 8 s (512 reports), too rare for the
         // window's percentile, which stays on target.
         for i in 0..4 * 512 {
-            p.observe(if i % 512 == 256 { 0 } else { 1 }, 0);
+            report(&mut p, if i % 512 == 256 { 0 } else { 1 }, 0);
             assert_eq!(p.low_queue(), 1);
         }
         assert!(p.drift < -3.5 * DRIFT_STEP, "{}", p.drift);
@@ -344,7 +411,7 @@ mod tests {
         // None since: the correction fades, by half in about 3.5 minutes.
         let learnt = p.drift;
         for _ in 0..(0.7 * DRIFT_FADE_REPORTS) as usize {
-            p.observe(1, 0);
+            report(&mut p, 1, 0);
         }
         assert!(
             (p.drift / learnt - 0.5).abs() < 0.01,
@@ -354,7 +421,7 @@ mod tests {
         // An outage's dry run teaches nothing.
         let before = p.drift;
         for q in [0, 0, 0, 0, 1] {
-            p.observe(q, 0);
+            report(&mut p, q, 0);
         }
         assert!(p.drift >= before && p.drift <= before * 0.999);
     }
@@ -377,11 +444,11 @@ mod tests {
     fn one_command_too_deep_drains_gently_and_more_drains_faster() {
         let mut p = InputPacing::default();
         for _ in 0..WINDOW {
-            p.observe(2, 0);
+            report(&mut p, 2, 0);
         }
         assert_eq!(p.factor, 1.0 + GENTLE);
         for _ in 0..WINDOW {
-            p.observe(4, 0);
+            report(&mut p, 4, 0);
         }
         assert_eq!(p.factor, 1.0 + MAX_DILATION);
     }
@@ -390,27 +457,88 @@ mod tests {
     fn outages_are_not_steered_against_but_a_starved_link_is() {
         let mut p = InputPacing::default();
         for _ in 0..SETTLE_REPORTS {
-            p.observe(2, 0);
+            report(&mut p, 2, 0);
         }
         // An outage of 8 dry reports (125 ms) in two seconds, a seventh of them more than
         // the share, and the commands otherwise one ahead: that is the target.
         for i in 0..WINDOW {
-            p.observe(if (40..48).contains(&i) { 0 } else { 1 }, 0);
+            report(&mut p, if (40..48).contains(&i) { 0 } else { 1 }, 0);
         }
         assert_eq!(p.low_queue(), 1);
         assert_eq!(p.factor, 1.0);
         // The same dry reports one at a time are the link's jitter: run faster.
         for i in 0..WINDOW {
-            p.observe(if i % 16 == 0 { 0 } else { 1 }, 0);
+            report(&mut p, if i % 16 == 0 { 0 } else { 1 }, 0);
         }
         assert_eq!(p.low_queue(), 0);
         assert!(p.factor < 1.0);
         // Dry most of the time: our commands are late, whatever the runs look like.
         for i in 0..WINDOW {
-            p.observe(if i % 8 < 6 { 0 } else { 1 }, 0);
+            report(&mut p, if i % 8 < 6 { 0 } else { 1 }, 0);
         }
         assert_eq!(p.low_queue(), 0);
         assert!(p.factor < 1.0);
+    }
+
+    #[test]
+    fn what_an_outage_piled_up_is_drained_at_once_and_only_that() {
+        let mut p = InputPacing::default();
+        p.count_holds(0);
+        for _ in 0..WINDOW {
+            report(&mut p, 1, 0);
+        }
+        assert_eq!(p.factor, 1.0);
+        // 100 ms dark on the way up: the server held us 11 ticks over six dry reports.
+        for held in [0, 2, 4, 6, 8, 11] {
+            report(&mut p, 0, 0);
+            p.count_holds(held);
+        }
+        assert_eq!(p.backlog, 0.0);
+        // Then the commands made meanwhile came at once: ten beyond the one steered to.
+        report(&mut p, 11, 0);
+        p.count_holds(11);
+        assert_eq!(p.backlog, 10.0);
+        // Drained from now, though the window's percentile is still on target.
+        assert_eq!(p.low_queue(), 1);
+        assert_eq!(p.factor, 1.0 + MAX_DILATION);
+        // Each 2-tick report at 3 % slower takes 0.058 of a command, whatever the
+        // reports show (they lag by a round trip; here they show it at once).
+        let mut reports = 0;
+        while p.backlog >= 1.0 {
+            assert_eq!(p.factor, 1.0 + MAX_DILATION);
+            let queue = 1 + p.backlog.round() as u8;
+            report(&mut p, queue, 0);
+            reports += 1;
+        }
+        // 9 of the 10 drained in 2.4 s, the last one left to the percentile.
+        assert_eq!(reports, 155);
+        assert!(p.backlog > 0.0, "{}", p.backlog);
+        // A dry report means the buffer ran empty: nothing is left to drain.
+        report(&mut p, 0, 0);
+        assert_eq!(p.backlog, 0.0);
+    }
+
+    #[test]
+    fn a_dry_tick_of_commands_sent_late_piles_up_nothing() {
+        let mut p = InputPacing::default();
+        p.count_holds(0);
+        for _ in 0..WINDOW {
+            report(&mut p, 1, 0);
+        }
+        // Held a tick for a command that came late, which then ran at once: the queue
+        // after it is where it was, whatever the hold count says.
+        report(&mut p, 0, 0);
+        p.count_holds(1);
+        report(&mut p, 1, 0);
+        p.count_holds(1);
+        assert_eq!(p.backlog, 0.0);
+        // Not slower; a little faster, as the dry tick taught that our clock may be slow.
+        assert!(p.factor < 1.0, "{}", p.factor);
+        // A queue deeper after a dry run than its holds account for drains only by them.
+        report(&mut p, 0, 0);
+        p.count_holds(3);
+        report(&mut p, 6, 0);
+        assert_eq!(p.backlog, 2.0);
     }
 
     #[test]
