@@ -111,8 +111,6 @@ pub struct InputPacing {
     pub backlog: f64,
     /// Ticks the server held us in the current run of dry reports.
     run_holds: u32,
-    /// Dry reports in a row, counted from before the pace settles too.
-    dry_reports: usize,
     /// The server tick of the newest report.
     report_tick: Option<u32>,
 }
@@ -133,7 +131,6 @@ impl Default for InputPacing {
             dry_run: 0,
             backlog: 0.0,
             run_holds: 0,
-            dry_reports: 0,
             report_tick: None,
         }
     }
@@ -143,10 +140,14 @@ impl InputPacing {
     /// Takes one snapshot's report: its server tick, the fewest commands waiting since
     /// the previous one, and the server's running total of repeated commands.
     pub fn observe(&mut self, tick: u32, min_queue: u8, repeats_total: u32) {
-        let ticks = self
-            .report_tick
-            .map_or(0, |last| tick.wrapping_sub(last).min(MAX_REPORT_TICKS));
-        self.report_tick = Some(tick);
+        // A tick before the last report's (wrapped far round) covers none.
+        let ticks = match self.report_tick.map(|last| tick.wrapping_sub(last)) {
+            Some(since) if since > u32::MAX / 2 => 0,
+            since => {
+                self.report_tick = Some(tick);
+                since.map_or(0, |t| t.min(MAX_REPORT_TICKS))
+            }
+        };
         // What the pace since the last report drained: a tick at `factor` makes
         // 1 / factor commands while the server takes one.
         if self.factor > 1.0 {
@@ -168,8 +169,9 @@ impl InputPacing {
             self.reports.clear();
         }
         if self.ever_settled {
-            self.learn_drift(min_queue);
+            // Before the drift, which ends the dry run this report may end.
             self.learn_backlog(min_queue);
+            self.learn_drift(min_queue);
         }
         self.backlog = self.backlog.max(0.0);
         self.factor = self.choose_factor();
@@ -181,15 +183,13 @@ impl InputPacing {
     /// up nothing).
     fn learn_backlog(&mut self, min_queue: u8) {
         if min_queue == 0 {
-            self.dry_reports += 1;
             self.backlog = 0.0;
             return;
         }
-        if self.dry_reports > 0 {
+        if self.dry_run > 0 {
             let excess = min_queue.saturating_sub(self.low_queue().max(TARGET_MIN_QUEUE));
             self.backlog = f64::from(self.run_holds.min(u32::from(excess)));
         }
-        self.dry_reports = 0;
         self.run_holds = 0;
     }
 
@@ -201,7 +201,7 @@ impl InputPacing {
         if since < 128 {
             self.held += u32::from(since);
             self.held_count = Some(count);
-            if self.dry_reports > 0 {
+            if self.dry_run > 0 {
                 self.run_holds = self.run_holds.saturating_add(u32::from(since));
             }
         }
@@ -516,6 +516,20 @@ mod tests {
         // A dry report means the buffer ran empty: nothing is left to drain.
         report(&mut p, 0, 0);
         assert_eq!(p.backlog, 0.0);
+    }
+
+    #[test]
+    fn a_report_stamped_before_the_last_drains_nothing() {
+        let mut p = InputPacing {
+            backlog: 5.0,
+            factor: 1.0 + MAX_DILATION,
+            report_tick: Some(1000),
+            ..default()
+        };
+        p.observe(990, 3, 0);
+        assert_eq!(p.backlog, 5.0);
+        p.observe(1010, 3, 0);
+        assert!((p.backlog - (5.0 - 10.0 * (1.0 - 1.0 / 1.03))).abs() < 1e-9);
     }
 
     #[test]
