@@ -151,7 +151,8 @@ impl InputPacing {
         // What the pace since the last report drained: a tick at `factor` makes
         // 1 / factor commands while the server takes one.
         if self.factor > 1.0 {
-            self.backlog -= f64::from(ticks) * (1.0 - 1.0 / self.factor);
+            let drained = f64::from(ticks) * (1.0 - 1.0 / self.factor);
+            self.backlog = (self.backlog - drained).max(0.0);
         }
         let repeated = repeats_total
             .saturating_sub(self.repeats)
@@ -173,7 +174,6 @@ impl InputPacing {
             self.learn_backlog(min_queue);
             self.learn_drift(min_queue);
         }
-        self.backlog = self.backlog.max(0.0);
         self.factor = self.choose_factor();
     }
 
@@ -480,13 +480,19 @@ mod tests {
         assert!(p.factor < 1.0);
     }
 
-    #[test]
-    fn what_an_outage_piled_up_is_drained_at_once_and_only_that() {
+    /// Settled with the server's hold count at 0 and its queue on target a whole window.
+    fn on_target() -> InputPacing {
         let mut p = InputPacing::default();
         p.count_holds(0);
         for _ in 0..WINDOW {
             report(&mut p, 1, 0);
         }
+        p
+    }
+
+    #[test]
+    fn what_an_outage_piled_up_is_drained_at_once_and_only_that() {
+        let mut p = on_target();
         assert_eq!(p.factor, 1.0);
         // 100 ms dark on the way up: the server held us 11 ticks over six dry reports.
         for held in [0, 2, 4, 6, 8, 11] {
@@ -534,11 +540,7 @@ mod tests {
 
     #[test]
     fn a_dry_tick_of_commands_sent_late_piles_up_nothing() {
-        let mut p = InputPacing::default();
-        p.count_holds(0);
-        for _ in 0..WINDOW {
-            report(&mut p, 1, 0);
-        }
+        let mut p = on_target();
         // Held a tick for a command that came late, which then ran at once: the queue
         // after it is where it was, whatever the hold count says.
         report(&mut p, 0, 0);
