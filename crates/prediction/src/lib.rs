@@ -457,8 +457,10 @@ fn rockets_to_fly(rockets: &[Rocket], me: PlayerId, at: Vec3, seconds: f32) -> V
 /// the server says it did, then by what we predicted it would do (`before`: what touched
 /// us up to that command) and it did not:
 ///
+/// - we died: the server stopped us moving before we knew, whatever else it did to us
+///   (the rocket that kills pushes too, and we may have flown it exactly); the death
+///   camera shows this, not a pull-back;
 /// - another player's explosion pushed us (knockback);
-/// - we died: the server stopped us moving before we knew;
 /// - we predicted another's explosion pushing us that the server's rocket did not give
 ///   us, having met a body we guessed elsewhere (knockback);
 /// - another player's body changed our move, or we predicted one in our way that the
@@ -471,11 +473,9 @@ fn rockets_to_fly(rockets: &[Rocket], me: PlayerId, at: Vec3, seconds: f32) -> V
 /// them).
 fn classify(server: &ServerState, predicted: bool, before: Touched) -> CorrectionCause {
     let touched = server.touched;
-    if touched.push {
-        CorrectionCause::Knockback
-    } else if server.dead {
+    if server.dead {
         CorrectionCause::Killed
-    } else if before.others {
+    } else if touched.push || before.others {
         CorrectionCause::Knockback
     } else if touched.contact || before.contact {
         CorrectionCause::Collision
@@ -580,12 +580,18 @@ mod tests {
             CorrectionCause::Other
         );
         // Killed by a rocket we saw coming: the stop at death, which the death camera
-        // shows.
+        // shows, though the server says that rocket pushed us too (it did, and we flew
+        // it exactly: what differs is that the dead stop).
         let dead = ServerState {
             dead: true,
             ..server(none, false)
         };
         assert_eq!(cause(&dead, others_burst), CorrectionCause::Killed);
+        let pushed_dead = ServerState {
+            dead: true,
+            ..server(pushed, false)
+        };
+        assert_eq!(cause(&pushed_dead, others_burst), CorrectionCause::Killed);
     }
 
     #[test]
