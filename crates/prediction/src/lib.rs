@@ -581,7 +581,7 @@ mod tests {
         );
         // Killed by a rocket we saw coming: the stop at death, which the death camera
         // shows, though the server says that rocket pushed us too (it did, and we flew
-        // it exactly: what differs is that the dead stop).
+        // it exactly: what differs is the dead stop).
         let dead = ServerState {
             dead: true,
             ..server(none, false)
