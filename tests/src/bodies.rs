@@ -1,6 +1,7 @@
 //! Players in each other's way, and combat in prediction: two clients body-blocking on the
-//! server, a predicted rocket jump, another's rocket predicted, and a death and respawn
-//! (a teleport), each with the clients' prediction corrections counted by cause.
+//! server, a predicted rocket jump, another's rocket predicted, a death by another's
+//! rocket, and a death and respawn (a teleport), each with the clients' prediction
+//! corrections counted by cause.
 
 use bevy::prelude::*;
 use sightline_client::{InputPacing, InputSource, LatestSnapshot, LocalInput, LocalPlayer};
@@ -343,6 +344,61 @@ fn anothers_rocket_is_predicted_and_its_push_costs_no_correction() {
     );
     assert!(ahead, "the push was not predicted ahead of the server");
     assert_eq!(causes.total(), 0, "{causes:?}");
+}
+
+#[test]
+fn a_death_by_anothers_rocket_is_a_death_not_a_knockback_correction() {
+    let mut s = stepper(2);
+    let target = own_id(&mut s.clients[0]);
+    let shooter = own_id(&mut s.clients[1]);
+    // As above, but the target runs at the shooter with a point of health left: the
+    // rocket that throws it kills it, and the server stops it where the client, a round
+    // trip behind, still has it running.
+    place(&mut s, target, Vec3::new(-6.0, 0.0, -8.0), SOUTH);
+    place(&mut s, shooter, Vec3::new(-6.0, 0.0, 2.0), 0.0);
+    *input(&mut s.clients[1]) = LocalInput {
+        pitch: -(1.6f32 / 8.0).atan(),
+        weapon_slot: 3,
+        ..default()
+    };
+    s.run_for(1.0);
+    {
+        let w = s.server.world_mut();
+        let (_, mut vitals) = w
+            .query::<(&PlayerId, &mut Vitals)>()
+            .iter_mut(w)
+            .find(|(p, _)| **p == target)
+            .expect("on the server");
+        vitals.health = 1.0;
+        vitals.armor = 0.0;
+        vitals.protection = 0.0;
+    }
+    *input(&mut s.clients[0]) = LocalInput {
+        forward: 1.0,
+        yaw: SOUTH,
+        ..default()
+    };
+    let before = stats(&s.clients[0]);
+    input(&mut s.clients[1]).buttons = Buttons::FIRE;
+    let mut died = false;
+    for _ in 0..128 {
+        s.step();
+        input(&mut s.clients[1]).buttons = Buttons::default();
+        died |= s
+            .on_server(target, |v: &Vitals| !v.alive())
+            .unwrap_or(false);
+    }
+    let causes = since(&before, &stats(&s.clients[0]));
+    eprintln!("killed by another's rocket: {causes:?}");
+    assert!(died, "the rocket did not kill the target");
+    // The server says that rocket pushed us, and it did; what prediction could not know
+    // is the dead stop, which the death camera shows instead of a pull-back.
+    assert!(causes.killed >= 1, "no correction at death: {causes:?}");
+    assert_eq!(
+        causes.knockback, 0,
+        "a death counted as knockback: {causes:?}"
+    );
+    assert_eq!(causes.total(), causes.killed, "{causes:?}");
 }
 
 #[test]
