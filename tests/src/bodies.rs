@@ -72,6 +72,35 @@ fn place(s: &mut Stepper, id: PlayerId, pos: Vec3, yaw: f32) {
     spawns.bump();
 }
 
+/// Changes a player's health, armour or timers on the server.
+fn with_vitals(s: &mut Stepper, id: PlayerId, change: impl FnOnce(&mut Vitals)) {
+    let w = s.server.world_mut();
+    let (_, mut vitals) = w
+        .query::<(&PlayerId, &mut Vitals)>()
+        .iter_mut(w)
+        .find(|(p, _)| **p == id)
+        .expect("the player is on the server");
+    change(&mut vitals);
+}
+
+/// Two clients ten metres apart in the open, the shooter (client 1) facing the target
+/// (client 0, north, -Z) with the rocket launcher, aimed at the floor two metres short of
+/// the target's feet, a second after being placed. Returns the target's id.
+fn rocket_duel() -> (Stepper, PlayerId) {
+    let mut s = stepper(2);
+    let target = own_id(&mut s.clients[0]);
+    let shooter = own_id(&mut s.clients[1]);
+    place(&mut s, target, Vec3::new(-6.0, 0.0, -8.0), SOUTH);
+    place(&mut s, shooter, Vec3::new(-6.0, 0.0, 2.0), 0.0);
+    *input(&mut s.clients[1]) = LocalInput {
+        pitch: -(1.6f32 / 8.0).atan(),
+        weapon_slot: 3,
+        ..default()
+    };
+    s.run_for(1.0);
+    (s, target)
+}
+
 fn input(client: &mut App) -> Mut<'_, LocalInput> {
     client.world_mut().resource_mut::<LocalInput>()
 }
@@ -304,19 +333,7 @@ fn a_running_rocket_jump_is_predicted_too() {
 
 #[test]
 fn anothers_rocket_is_predicted_and_its_push_costs_no_correction() {
-    let mut s = stepper(2);
-    let target = own_id(&mut s.clients[0]);
-    let shooter = own_id(&mut s.clients[1]);
-    // Ten metres apart in the open, the shooter facing the target (north, -Z).
-    place(&mut s, target, Vec3::new(-6.0, 0.0, -8.0), SOUTH);
-    place(&mut s, shooter, Vec3::new(-6.0, 0.0, 2.0), 0.0);
-    // Rockets aimed at the floor two metres short of the target's feet.
-    *input(&mut s.clients[1]) = LocalInput {
-        pitch: -(1.6f32 / 8.0).atan(),
-        weapon_slot: 3,
-        ..default()
-    };
-    s.run_for(1.0);
+    let (mut s, target) = rocket_duel();
     let before = stats(&s.clients[0]);
     let start = server_state(&mut s, target);
     input(&mut s.clients[1]).buttons = Buttons::FIRE;
@@ -348,31 +365,15 @@ fn anothers_rocket_is_predicted_and_its_push_costs_no_correction() {
 
 #[test]
 fn a_death_by_anothers_rocket_is_a_death_not_a_knockback_correction() {
-    let mut s = stepper(2);
-    let target = own_id(&mut s.clients[0]);
-    let shooter = own_id(&mut s.clients[1]);
-    // As above, but the target runs at the shooter with a point of health left: the
-    // rocket that throws it kills it, and the server stops it where the client, a round
-    // trip behind, still has it running.
-    place(&mut s, target, Vec3::new(-6.0, 0.0, -8.0), SOUTH);
-    place(&mut s, shooter, Vec3::new(-6.0, 0.0, 2.0), 0.0);
-    *input(&mut s.clients[1]) = LocalInput {
-        pitch: -(1.6f32 / 8.0).atan(),
-        weapon_slot: 3,
-        ..default()
-    };
-    s.run_for(1.0);
-    {
-        let w = s.server.world_mut();
-        let (_, mut vitals) = w
-            .query::<(&PlayerId, &mut Vitals)>()
-            .iter_mut(w)
-            .find(|(p, _)| **p == target)
-            .expect("on the server");
-        vitals.health = 1.0;
-        vitals.armor = 0.0;
-        vitals.protection = 0.0;
-    }
+    // The duel above, but the target runs at the shooter with a point of health left:
+    // the rocket that throws it kills it, and the server stops it where the client, a
+    // round trip behind, still has it running.
+    let (mut s, target) = rocket_duel();
+    with_vitals(&mut s, target, |v| {
+        v.health = 1.0;
+        v.armor = 0.0;
+        v.protection = 0.0;
+    });
     *input(&mut s.clients[0]) = LocalInput {
         forward: 1.0,
         yaw: SOUTH,
@@ -416,16 +417,10 @@ fn dying_costs_one_correction_and_the_respawn_none() {
     };
     s.run_for(0.5);
     let alive = stats(&s.clients[0]);
-    {
-        let w = s.server.world_mut();
-        let (_, mut vitals) = w
-            .query::<(&PlayerId, &mut Vitals)>()
-            .iter_mut(w)
-            .find(|(p, _)| **p == id)
-            .expect("on the server");
-        vitals.health = 0.0;
-        vitals.respawn_in = 0.5;
-    }
+    with_vitals(&mut s, id, |v| {
+        v.health = 0.0;
+        v.respawn_in = 0.5;
+    });
     let dying = corrections_over(&mut s, 128 * 3 / 2, |_| {});
     let after = server_state(&mut s, id);
     assert!(after.pos.distance(away) > 5.0, "did not respawn: {after:?}");
