@@ -35,7 +35,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 /// Bytes netcode adds to a payload packet besides its sequence number: the prefix byte
-/// and the 16-byte authentication tag (XChaCha20-Poly1305).
+/// and the 16-byte authentication tag (ChaCha20-Poly1305).
 const NETCODE_FIXED_BYTES: u64 = 1 + 16;
 
 /// Bytes netcode spends on sequence number `seq`: as few as hold it (none for 0).
