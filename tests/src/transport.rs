@@ -1,6 +1,7 @@
-//! The transport under attack, against the real binaries over real UDP: renet packets
-//! crafted by hand (with renetcode directly, holding a real connect token) to the server
-//! and from a malicious server to the client, a flood of impossible slices, a client
+//! The transport under attack, against the real binaries over real UDP: datagrams whose
+//! netcode header is crafted, renet packets crafted by hand (with renetcode directly,
+//! holding a real connect token) to the server and from a malicious server to the client,
+//! reliable messages hoarded ahead of a missing one, a flood of impossible slices, a client
 //! that never acknowledges, and two connections resuming one player at once.
 
 use crate::hostile::{Attacker, Server, check_honest, honest};
@@ -184,6 +185,20 @@ fn crafted_transport_packets_cost_the_server_nothing_and_their_senders_their_con
         "one packet stopped the server:\n{}",
         server.log()
     );
+    // Datagrams whose netcode header renetcode 2.0.0 reads past its arrays (a nine-byte
+    // sequence number) or its end (a tag cut short), from a connected address: before the
+    // transport checked headers, either one stopped the server. Junk now, counted.
+    let mut cut_short = vec![0; 18];
+    cut_short[0] = 0x85;
+    for datagram in [vec![0x95; 18], cut_short] {
+        crasher.socket.send_to(&datagram, server.addr).unwrap();
+    }
+    crasher.pump_for(0.2);
+    assert!(
+        server.child_running(),
+        "one datagram stopped the server:\n{}",
+        server.log()
+    );
     let mut variants = vec![
         slice(1, 1, 0, 2, 1200),
         slice(2, 1, 1, 3, 10),
@@ -212,6 +227,21 @@ fn crafted_transport_packets_cost_the_server_nothing_and_their_senders_their_con
         }
     }
     let why = slicer.refusal(3.0).expect("the slicer is kicked");
+    assert!(why.contains("malformed"), "{why}");
+
+    // Reliable messages numbered far ahead of one it never sends, which renet would hold
+    // waiting for it, and an empty one, which renet's memory limit does not count: so
+    // the server's memory grew without bound. Refused, and the sender struck.
+    let mut hoarder = RawClient::connect(server.addr);
+    hoarder.join("hoarder");
+    for id in 10_000..10_050u16 {
+        let mut p = vec![0, 60, 0, 0, 1];
+        p.extend_from_slice(&(id | 0x4000).to_be_bytes());
+        p.extend_from_slice(&[1, 0x2a]);
+        hoarder.inject(&p);
+    }
+    hoarder.inject(&[0, 61, 0, 0, 1, 5, 0]);
+    let why = hoarder.refusal(3.0).expect("the hoarder is kicked");
     assert!(why.contains("malformed"), "{why}");
 
     // Plays (sends a command a tick) but never acknowledges anything it is sent: dropped
@@ -253,7 +283,8 @@ fn crafted_transport_packets_cost_the_server_nothing_and_their_senders_their_con
     eprintln!("{status}\n{} log lines", log.lines().count());
     assert!(field(&status, "bad_packets") >= 100, "{status}");
     assert!(field(&status, "ack_stalls") >= 1, "{status}");
-    assert!(field(&status, "kicks") >= 2, "{status}");
+    assert!(field(&status, "kicks") >= 3, "{status}");
+    assert!(field(&status, "junk_datagrams") >= 2, "{status}");
     crate::hostile::assert_tick_in_budget(&status);
     assert!(
         log.lines().count() < 100,
@@ -312,6 +343,15 @@ fn a_crafted_packet_from_a_malicious_server_is_refused_by_the_client() {
                     let _ = socket.send_to(payload, addr);
                     sent += 1;
                 }
+            }
+            // Headers renetcode 2.0.0 reads past their end: a nine-byte sequence number,
+            // a tag cut short (what anyone forging the server's address could send).
+            if let Some(addr) = netcode.client_addr(id) {
+                let _ = socket.send_to(&[0x95; 18], addr);
+                let _ = socket.send_to(
+                    &[0x85, 1, 2, 3, 4, 5, 6, 7, 8, 9, 0, 0, 0, 0, 0, 0, 0, 0],
+                    addr,
+                );
             }
         }
         std::thread::sleep(Duration::from_millis(20));

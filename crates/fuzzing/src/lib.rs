@@ -1,5 +1,6 @@
 //! Fuzz bodies for every decoder and parser that reads outside input: the transport path
-//! (decrypted netcode payloads into a renet connection, both ways), the four wire
+//! (datagrams into netcode before they are authenticated, and decrypted netcode payloads
+//! into a renet connection, both ways), the four wire
 //! message types and [`peek_welcome_version`](sightline_protocol::peek_welcome_version),
 //! the map loader, console lines, `+command` arguments, the config file, and hosting's:
 //! Source RCON streams, server queries (A2S requests and master `getinfo`s the server

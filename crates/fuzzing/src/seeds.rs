@@ -368,6 +368,36 @@ pub fn transport_from_client() -> Vec<Vec<u8>> {
     renet_payloads(true)
 }
 
+/// Seeds for [`crate::transport::netcode_datagram`], each datagram after its length as
+/// two little-endian bytes: netcode's kinds with sequence numbers of one to eight bytes
+/// and the tag after them; a connection request's size; and the two headers renetcode
+/// would panic on (a nine-byte sequence number, a tag cut short).
+pub fn netcode_datagram() -> Vec<Vec<u8>> {
+    let datagram = |prefix: u8, len: usize| {
+        let mut d = vec![0x5a; len];
+        d[0] = prefix;
+        d
+    };
+    let framed = |datagrams: &[Vec<u8>]| {
+        let mut input = Vec::new();
+        for d in datagrams {
+            input.extend_from_slice(&(d.len() as u16).to_le_bytes());
+            input.extend_from_slice(d);
+        }
+        input
+    };
+    let kinds: Vec<Vec<u8>> = (1..=6u8)
+        .flat_map(|kind| {
+            [1u8, 2, 8].map(|seq| datagram(kind | (seq << 4), 1 + usize::from(seq) + 16 + 8))
+        })
+        .collect();
+    vec![
+        framed(&kinds),
+        framed(&[datagram(0, 1078)]),
+        framed(&[datagram(0x95, 18), datagram(0x85, 18)]),
+    ]
+}
+
 /// Seeds for [`crate::transport::transport_from_server`].
 pub fn transport_from_server() -> Vec<Vec<u8>> {
     renet_payloads(false)

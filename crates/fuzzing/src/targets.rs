@@ -267,6 +267,13 @@ pub const TARGETS: &[Target] = &[
         text: false,
     },
     Target {
+        name: "netcode_datagram",
+        body: transport::netcode_datagram,
+        seeds: seeds::netcode_datagram,
+        dictionary: TRANSPORT_DICTIONARY,
+        text: false,
+    },
+    Target {
         name: "client_message",
         body: wire::client_message,
         seeds: seeds::client_message,

@@ -1,5 +1,6 @@
-//! Bodies for the transport path: what a netcode payload becomes once decrypted, as the
-//! server reads a client's and a client reads the server's. Each payload is unbundled,
+//! Bodies for the transport path: a datagram as netcode reads it, before it is known to
+//! be genuine ([`netcode_datagram`]), and what a netcode payload becomes once decrypted,
+//! as the server reads a client's and a client reads the server's. Each payload is unbundled,
 //! every renet packet in it checked by [`PacketGuard`], and the ones it passes handed to
 //! a real renet connection, exactly as the UDP transports do.
 //!
@@ -12,7 +13,10 @@
 //! nothing else. The guard keeps each gap within 256 of the newest number, and the
 //! transports' packet rate bounds how many a peer can leave before that happens.)
 
-use sightline_net::{Bytes, DisconnectReason, PacketGuard, RenetClient, RenetServer, unbundle};
+use sightline_net::test_support::connected_netcode;
+use sightline_net::{
+    Bytes, DisconnectReason, PacketGuard, RenetClient, RenetServer, netcode_readable, unbundle,
+};
 use sightline_protocol::{Channel, connection_config};
 use std::time::Duration;
 
@@ -118,4 +122,22 @@ pub fn transport_from_server(data: &[u8]) {
     let mut client = RenetClient::new(connection_config());
     client.set_connected();
     run(Client(client), PacketGuard::from_server(), data);
+}
+
+/// Datagrams as the UDP transports take them from the socket, from a connected peer's
+/// address (a player's, or a forger's): each one [`netcode_readable`] passes is read by a
+/// renetcode server as its client's and by that client as its server's, both through
+/// the handshake. Nothing may panic, and no forgery may end the connection (it takes the
+/// session's keys to make a datagram netcode accepts).
+pub fn netcode_datagram(data: &[u8]) {
+    let (mut server, mut client, client_addr) = connected_netcode();
+    for datagram in payloads(data).filter(|d| netcode_readable(d)) {
+        let _ = server.process_packet(client_addr, &mut datagram.to_vec());
+        let _ = client.process_packet(&mut datagram.to_vec());
+    }
+    assert!(
+        server.is_client_connected(1),
+        "a forgery ended the server's side"
+    );
+    assert!(client.is_connected(), "a forgery ended the client's side");
 }

@@ -65,6 +65,7 @@ macro_rules! targets {
 targets!(
     transport_from_client,
     transport_from_server,
+    netcode_datagram,
     client_message,
     server_message,
     client_datagram,

@@ -17,6 +17,11 @@
 //!   [`SLICE_SIZE`] bytes and the last not empty, and every slice of one message naming
 //!   the same count ([`SliceLedger`]);
 //! - acknowledgement ranges that renet can read back;
+//! - no empty message (no Sightline message is), and a reliable message's id less than
+//!   [`RELIABLE_WINDOW`] ahead of the oldest one not yet passed ([`ReliableLedger`]):
+//!   renet keeps a reliable message that arrives ahead of one missing until the missing
+//!   one comes, and counts against its memory limit only the message's bytes, so empty
+//!   messages with ever new ids, behind one never sent, would grow its map without bound;
 //! - a packet number no more than [`SEQUENCE_WINDOW`] behind the newest seen: renet
 //!   keeps the numbers it must acknowledge as ranges, and numbers arriving below earlier
 //!   ones, with gaps, grow that list without bound, each costing time in proportion to
@@ -28,7 +33,7 @@
 //! own: the server strikes its sender and counts it.
 
 use sightline_protocol::{ClientDatagram, ClientMessage, ServerDatagram, ServerMessage, Wire};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 
 /// Bytes in each slice of a sliced message but the last (renet's `SLICE_SIZE`).
@@ -51,11 +56,17 @@ const SLICE_WINDOW: u64 = 256;
 /// How far behind the newest packet number a packet's may be: about two seconds of an
 /// honest peer's packets, far more than reordering on any link delays one.
 pub const SEQUENCE_WINDOW: u64 = 256;
+/// How far ahead of the oldest reliable message not yet passed a message's id may be:
+/// far more than an honest peer has unacknowledged at once (a server sends a few hundred
+/// reliable messages a second in a fight, and renet resends the oldest first), and what
+/// bounds the messages renet holds waiting for a missing one.
+pub const RELIABLE_WINDOW: u64 = 4096;
 
 /// Why a packet was not given to renet.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum PacketFault {
-    /// It ends before a field does, or has bytes after its last one.
+    /// It ends before a field does, has bytes after its last one, or carries an empty
+    /// message.
     Malformed,
     /// A packet type or channel Sightline does not use.
     UnknownKind,
@@ -68,6 +79,9 @@ pub enum PacketFault {
     InconsistentSlice,
     /// A packet numbered further behind the newest than reordering explains.
     OutOfOrder,
+    /// A reliable message numbered further ahead of one still missing than any peer has
+    /// in flight.
+    AheadOfOrder,
     /// More packets than a Sightline peer sends (counted by the transport's rate).
     TooMany,
 }
@@ -82,6 +96,7 @@ impl PacketFault {
             Self::BadSlice => "an impossible message slice",
             Self::InconsistentSlice => "a message slice contradicting earlier ones",
             Self::OutOfOrder => "a transport packet numbered far behind the others",
+            Self::AheadOfOrder => "a reliable message numbered far ahead of one missing",
             Self::TooMany => "transport packets faster than any client sends them",
         }
     }
@@ -105,6 +120,9 @@ struct Caps {
 pub struct PacketGuard {
     caps: Caps,
     slices: SliceLedger,
+    reliable: ReliableLedger,
+    /// The reliable message ids of the packet being read, passed with it.
+    reading: Vec<u64>,
     /// The newest packet number passed.
     newest: Option<u64>,
     /// Acknowledgement packets passed, for noticing a peer that stops acknowledging.
@@ -132,6 +150,8 @@ impl PacketGuard {
         Self {
             caps,
             slices: SliceLedger::default(),
+            reliable: ReliableLedger::default(),
+            reading: Vec::new(),
             newest: None,
             acks: 0,
         }
@@ -146,6 +166,9 @@ impl PacketGuard {
             return Err(PacketFault::OutOfOrder);
         }
         self.newest = Some(self.newest.map_or(sequence, |n| n.max(sequence)));
+        for id in self.reading.drain(..) {
+            self.reliable.pass(id);
+        }
         if ack {
             self.acks = self.acks.saturating_add(1);
         }
@@ -155,6 +178,7 @@ impl PacketGuard {
     /// Reads `packet` through; its number, and whether it is an acknowledgement.
     fn read(&mut self, packet: &[u8]) -> Result<(u64, bool), PacketFault> {
         let mut r = Reader(packet);
+        self.reading.clear();
         let kind = r.u8()?;
         let sequence = match kind {
             SMALL_RELIABLE..=ACK => r.varint()?,
@@ -173,11 +197,16 @@ impl PacketGuard {
                 let count = r.u16()?;
                 for _ in 0..count {
                     if kind == SMALL_RELIABLE {
-                        r.varint()?; // message id
+                        let id = r.varint()?;
+                        self.reliable.check(id)?;
+                        self.reading.push(id);
                     }
                     let len = r.varint()?;
                     if len > cap as u64 {
                         return Err(PacketFault::Oversized);
+                    }
+                    if len == 0 {
+                        return Err(PacketFault::Malformed);
                     }
                     r.skip(len as usize)?;
                 }
@@ -309,6 +338,33 @@ impl SliceLedger {
             self.counts = self.counts.split_off(&oldest);
         }
         Ok(())
+    }
+}
+
+/// The reliable message ids passed: every one below `next`, and those in `ahead`, each
+/// less than [`RELIABLE_WINDOW`] past `next` (so at most that many).
+#[derive(Debug, Clone, Default)]
+struct ReliableLedger {
+    next: u64,
+    ahead: BTreeSet<u64>,
+}
+
+impl ReliableLedger {
+    fn check(&self, id: u64) -> Result<(), PacketFault> {
+        if id >= self.next.saturating_add(RELIABLE_WINDOW) {
+            return Err(PacketFault::AheadOfOrder);
+        }
+        Ok(())
+    }
+
+    fn pass(&mut self, id: u64) {
+        if id < self.next {
+            return; // a resend of one renet has
+        }
+        self.ahead.insert(id);
+        while self.ahead.remove(&self.next) {
+            self.next = self.next.saturating_add(1);
+        }
     }
 }
 
@@ -463,6 +519,60 @@ mod tests {
         );
         assert_eq!(g.check(&slice(5, 10, 0, 2, SLICE_SIZE)), Ok(()));
         assert!(g.slices.counts.len() <= SLICE_WINDOW as usize);
+    }
+
+    /// A small reliable packet numbered `seq` carrying `messages` (id, length).
+    fn reliable(seq: u64, messages: &[(u64, usize)]) -> Vec<u8> {
+        let mut p = vec![SMALL_RELIABLE];
+        varint(&mut p, seq);
+        p.push(RELIABLE);
+        p.extend_from_slice(&(messages.len() as u16).to_be_bytes());
+        for &(id, len) in messages {
+            varint(&mut p, id);
+            varint(&mut p, len as u64);
+            p.extend(std::iter::repeat_n(1, len));
+        }
+        p
+    }
+
+    #[test]
+    fn reliable_messages_far_ahead_of_a_missing_one_or_empty_are_refused() {
+        let mut g = PacketGuard::from_client();
+        assert_eq!(
+            g.check(&reliable(1, &[(0, 0)])),
+            Err(PacketFault::Malformed)
+        );
+        // An attacker never sends message 0 and numbers ever new ones after it: renet
+        // would hold every one, waiting for 0. Only the window's worth pass.
+        let passed = (1..20_000u64)
+            .filter(|&id| g.check(&reliable(id, &[(id, 1)])).is_ok())
+            .count() as u64;
+        assert_eq!(passed, RELIABLE_WINDOW - 1);
+        assert_eq!(
+            g.check(&reliable(
+                20_000,
+                &[(RELIABLE_WINDOW - 1, 1), (RELIABLE_WINDOW, 1)]
+            )),
+            Err(PacketFault::AheadOfOrder),
+            "a packet is refused whole"
+        );
+        // Message 0 comes: the window moves past every one held.
+        assert_eq!(g.check(&reliable(20_001, &[(0, 1)])), Ok(()));
+        assert_eq!(g.check(&reliable(20_002, &[(RELIABLE_WINDOW, 1)])), Ok(()));
+        assert_eq!(
+            g.check(&reliable(20_003, &[(2 * RELIABLE_WINDOW, 1)])),
+            Ok(()),
+            "the window counts from the oldest missing, now past every one passed"
+        );
+        assert_eq!(
+            g.check(&reliable(20_004, &[(2 * RELIABLE_WINDOW + 1, 1)])),
+            Err(PacketFault::AheadOfOrder)
+        );
+        assert_eq!(g.check(&reliable(20_005, &[(3, 1)])), Ok(()), "a resend");
+        assert_eq!(
+            g.check(&reliable(20_006, &[(u64::MAX >> 2, 1)])),
+            Err(PacketFault::AheadOfOrder)
+        );
     }
 
     #[test]

@@ -19,6 +19,8 @@ mod known;
 mod limits;
 mod memory;
 mod shutdown;
+#[cfg(any(test, feature = "test-support"))]
+pub mod test_support;
 mod udp;
 
 pub use auth::{
@@ -50,7 +52,7 @@ pub use shutdown::{Pacing, RunFor, ShutdownPlugin, ShutdownSignal, paced_app};
 pub use udp::{
     ACK_SILENCE, ClientSecurity, ConditionedSocket, MAX_RELIABLE_BACKLOG, RESEND_BYTES_PER_SECOND,
     SILENCE_BEFORE_STANDBY, UdpClientTransport, UdpServerTransport, UdpSetupError, WireCount,
-    resume_udp, udp_client, udp_client_with_token, udp_server,
+    netcode_readable, resume_udp, udp_client, udp_client_with_token, udp_server,
 };
 
 use bevy::prelude::*;
@@ -105,7 +107,8 @@ pub fn random_secret() -> [u8; 16] {
 /// What a server's transport turned away before the game saw it, over its life.
 #[derive(Resource, Debug, Default, Clone, PartialEq, Eq)]
 pub struct NetStats {
-    /// Datagrams from unknown addresses that were not connection requests.
+    /// Datagrams from unknown addresses that were not connection requests, and any whose
+    /// netcode header would not read ([`netcode_readable`]).
     pub junk_datagrams: u64,
     /// Connection requests over an address's rate.
     pub handshakes_refused: u64,

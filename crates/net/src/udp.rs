@@ -11,11 +11,13 @@
 //! - `server`: the server's [`UdpServerTransport`], its gatekeeping and its systems.
 //! - `client`: the client's [`UdpClientTransport`], its standby connection and its systems.
 //! - `arrivals`: the share of a client's datagrams lost on the way in, by netcode's numbers.
+//! - `header`: the netcode header, checked before renetcode reads it.
 
 // Each end uses only the socket, never the other end.
 mod socket;
 
 mod arrivals;
+mod header;
 
 mod client;
 mod server;
@@ -25,6 +27,7 @@ pub use client::{
     udp_client_with_token,
 };
 pub(crate) use client::{client_condition, client_disconnect_on_exit, client_receive, client_send};
+pub use header::netcode_readable;
 pub use server::{
     ACK_SILENCE, MAX_RELIABLE_BACKLOG, RESEND_BYTES_PER_SECOND, UdpServerTransport, udp_server,
 };

@@ -1,6 +1,7 @@
 //! The client's end: its netcode endpoint, the token request before it, the standby
 //! connection that survives a NAT rebinding, and the systems that drive it.
 
+use super::header::netcode_readable;
 use super::socket::{ConditionedSocket, PacketRate, UdpSetupError, unix_now};
 use crate::auth;
 use crate::bundle;
@@ -259,6 +260,11 @@ pub(crate) fn client_receive(
                 if addr != netcode.server_addr() {
                     continue;
                 }
+                // Forged in the server's name, perhaps: netcode would panic on it.
+                if !netcode_readable(&bytes) {
+                    transport.bad_packets += 1;
+                    continue;
+                }
                 heard = true;
                 if let Some(payload) = netcode.process_packet(&mut bytes) {
                     let Ok(packets) = bundle::unbundle(payload) else {
@@ -448,7 +454,7 @@ impl UdpClientTransport {
         if let Ok(datagrams) = standby.socket.receive() {
             for (addr, mut bytes) in datagrams {
                 // Nothing but netcode's own packets comes before the game says Hello.
-                if addr == netcode.server_addr() {
+                if addr == netcode.server_addr() && netcode_readable(&bytes) {
                     let _ = netcode.process_packet(&mut bytes);
                 }
             }

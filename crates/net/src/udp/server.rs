@@ -2,6 +2,7 @@
 //! admission, per-peer pacing and budgets), and the systems that drive it.
 
 use super::arrivals::{Arrivals, payload_sequence};
+use super::header::netcode_readable;
 use super::socket::{ConditionedSocket, PacketRate, UdpSetupError, unix_now};
 use crate::auth::{
     self, AdmissionLimits, CONNECTION_REQUEST_BYTES, SecureConfig, Security, TokenService,
@@ -355,9 +356,10 @@ impl UdpServerTransport {
     }
 
     /// Whether a datagram may go to netcode. From a connected or handshaking address,
-    /// anything may (netcode authenticates it); from anyone else, only a connection
-    /// request of the right size within the address's rate. Everything else is junk,
-    /// counted and dropped before it costs a decryption or a log line.
+    /// anything whose header netcode reads safely may ([`netcode_readable`]: netcode
+    /// authenticates it); from anyone else, only a connection request of the right size
+    /// within the address's rate. Everything else is junk, counted and dropped before it
+    /// costs a decryption or a log line.
     fn screen(
         &mut self,
         addr: SocketAddr,
@@ -366,6 +368,10 @@ impl UdpServerTransport {
         now: Instant,
         stats: &mut NetStats,
     ) -> bool {
+        if !netcode_readable(bytes) {
+            stats.junk_datagrams += 1;
+            return false;
+        }
         if connected.contains(&addr) {
             return true;
         }
