@@ -250,7 +250,9 @@ impl Link {
         }
         if has(VIEW) {
             link.view = unzigzag64(r.varint64()?);
-            if link.view == 0 || link.view.abs() > MAX_VIEW_STEPS {
+            // Unsigned: the most negative change has no positive twin (a panic in a
+            // build with overflow checks).
+            if link.view == 0 || link.view.unsigned_abs() > MAX_VIEW_STEPS.unsigned_abs() {
                 return Err("view time change out of range");
             }
         }
@@ -543,11 +545,17 @@ mod tests {
         assert_eq!(read(&many).unwrap().len(), MAX_PACKET_CMDS);
         let one = || bytes(&plain(&[cmd(5)]));
         // A gap of one flagged, or of zero, is refused; so is a zero change.
+        // The most negative view change (zigzagged: u64::MAX, ten bytes) has no positive
+        // twin: refused, not negated (a panic in a build with overflow checks).
+        let mut most_negative = vec![VIEW];
+        most_negative.extend_from_slice(&[0xff; 9]);
+        most_negative.push(0x01);
         for link in [
             vec![SEQ_GAP, 1],
             vec![SEQ_GAP, 0],
             vec![TICK_GAP, 0],
             vec![YAW, 0],
+            most_negative,
         ] {
             let mut p = one();
             p.extend_from_slice(&link);

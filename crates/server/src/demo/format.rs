@@ -304,7 +304,8 @@ fn read_change(r: &mut Reader, flags: u64, prev: &InputCmd) -> Result<InputCmd, 
         }
     };
     let seq = if has(SEQ) {
-        nonzero(unzigzag64(r.varint64()?))? + 1
+        // Saturating: the counter below refuses what is out of range.
+        nonzero(unzigzag64(r.varint64()?))?.saturating_add(1)
     } else {
         1
     };
@@ -749,6 +750,16 @@ mod tests {
         }
         // A turning command that moves on by a tick costs a few bytes a player.
         assert!(bytes < 199 * 12, "{bytes}");
+    }
+
+    #[test]
+    fn a_sequence_change_past_any_counter_is_refused_not_overflowed() {
+        // The largest change a varint holds (zigzagged: i64::MAX).
+        let mut bytes = vec![0xfe];
+        bytes.extend_from_slice(&[0xff; 8]);
+        bytes.push(0x01);
+        let read = read_change(&mut Reader(&bytes), SEQ, &cmd(5));
+        assert_eq!(read, Err("a command's counter out of range"));
     }
 
     #[test]
