@@ -44,7 +44,7 @@ pub use guard::{PacketFault, PacketGuard, SLICE_SIZE};
 pub use kex::{IdentityFileError, PublicKeyBytes, ServerIdentity, fingerprint};
 pub use keyfile::{load_key_file, parse_key};
 pub use known::{KeyStatus, KnownServers, MAX_KNOWN_SERVERS, MAX_KNOWN_SERVERS_BYTES};
-pub use limits::{HostKey, LruMap, NetworkKey};
+pub use limits::{GlobalBucket, HostKey, LruMap, NetworkKey};
 pub use memory::{MemoryClientLink, MemoryNetwork};
 pub use renet::{Bytes, ClientId, DisconnectReason, ServerEvent};
 pub use renetcode::ConnectToken;

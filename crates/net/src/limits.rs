@@ -163,7 +163,7 @@ impl RateLimiter {
 
 /// One token bucket for everyone: `burst` at once, `per_second` regained.
 #[derive(Debug, Clone)]
-pub(crate) struct GlobalBucket {
+pub struct GlobalBucket {
     burst: f32,
     per_second: f32,
     tokens: f32,
@@ -171,7 +171,8 @@ pub(crate) struct GlobalBucket {
 }
 
 impl GlobalBucket {
-    pub(crate) fn new(burst: f32, per_second: f32) -> Self {
+    /// A full bucket of `burst`, regaining `per_second`.
+    pub fn new(burst: f32, per_second: f32) -> Self {
         Self {
             burst,
             per_second,
@@ -181,7 +182,7 @@ impl GlobalBucket {
     }
 
     /// Whether a token is left at `now` (without taking it).
-    pub(crate) fn has(&mut self, now: Instant) -> bool {
+    pub fn has(&mut self, now: Instant) -> bool {
         if let Some(at) = self.at {
             let regained = now.saturating_duration_since(at).as_secs_f32() * self.per_second;
             self.tokens = (self.tokens + regained).min(self.burst);
@@ -191,7 +192,7 @@ impl GlobalBucket {
     }
 
     /// Takes a token (after [`Self::has`] said there is one).
-    pub(crate) fn take(&mut self) {
+    pub fn take(&mut self) {
         self.tokens = (self.tokens - 1.0).max(0.0);
     }
 }

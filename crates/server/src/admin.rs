@@ -24,7 +24,7 @@ use bevy::prelude::*;
 use sightline_combat::Score;
 use sightline_console::{Bindings, Console, ConsoleCommands, Cvars, execute_line, quote};
 use sightline_map::{CurrentMap, MapSource, find_map_by_name};
-use sightline_net::{HostKey, IpPrefix, LruMap, RenetServer, UdpServerTransport};
+use sightline_net::{GlobalBucket, HostKey, IpPrefix, LruMap, RenetServer, UdpServerTransport};
 use sightline_protocol::{MAX_CHAT_LEN, ServerMessage, ServerTextKind, clean_text};
 use sightline_sim::{BotControlled, PlayerId, PlayerName};
 use std::net::{IpAddr, SocketAddr};
@@ -90,17 +90,36 @@ pub const RCON_LOCKOUT: Duration = Duration::from_secs(60);
 /// Addresses the lockout remembers; full, it forgets the least recently failed.
 const RCON_LOCKOUT_ADDRESSES: usize = 4096;
 
+/// Wrong rcon passwords from all addresses together: this many at once, then
+/// [`RCON_WRONG_PER_SECOND`] (as the token service allows password guesses). Without it
+/// an attacker holding many addresses guessed five a minute from each.
+pub const RCON_WRONG_BURST: f32 = 30.0;
+/// How fast the shared allowance of wrong passwords comes back.
+pub const RCON_WRONG_PER_SECOND: f32 = 5.0;
+
+/// Hosts that gave the right password, which a spent shared allowance never refuses.
+const RCON_TRUSTED_HOSTS: usize = 64;
+
 /// Wrong rcon passwords by address: after [`RCON_FAILURES_BEFORE_LOCKOUT`] the address
-/// is refused unchecked for [`RCON_LOCKOUT`], and the lockout is logged once.
+/// is refused unchecked for [`RCON_LOCKOUT`], and the lockout is logged once. And all
+/// together: past the shared allowance ([`RCON_WRONG_BURST`], [`RCON_WRONG_PER_SECOND`]),
+/// a password is checked only from a host that has given the right one before, and that
+/// is logged once a minute at most.
 #[derive(Resource)]
 pub struct RconLockout {
     failures: LruMap<HostKey, (u32, Option<Instant>)>,
+    wrong: GlobalBucket,
+    trusted: LruMap<HostKey, ()>,
+    spent_logged_at: Option<Instant>,
 }
 
 impl Default for RconLockout {
     fn default() -> Self {
         Self {
             failures: LruMap::new(RCON_LOCKOUT_ADDRESSES),
+            wrong: GlobalBucket::new(RCON_WRONG_BURST, RCON_WRONG_PER_SECOND),
+            trusted: LruMap::new(RCON_TRUSTED_HOSTS),
+            spent_logged_at: None,
         }
     }
 }
@@ -118,7 +137,8 @@ pub enum PasswordCheck {
 
 impl RconLockout {
     /// Checks `given` against `password` from `ip`, counting failures in `stats` and
-    /// locking the address out after a few. Without an address (an in-memory
+    /// locking the address out after a few, and everyone but trusted hosts out while the
+    /// shared allowance of wrong passwords is spent. Without an address (an in-memory
     /// transport) wrong passwords are counted but nothing is locked out.
     pub fn check(
         &mut self,
@@ -143,11 +163,32 @@ impl RconLockout {
             }
             **entry = (0, None);
         }
+        let host = ip.map(HostKey::of);
+        let trusted = host.is_some_and(|h| self.trusted.peek(&h).is_some());
+        if host.is_some() && !trusted && !self.wrong.has(now) {
+            if self
+                .spent_logged_at
+                .is_none_or(|at| now.saturating_duration_since(at) >= Duration::from_secs(60))
+            {
+                self.spent_logged_at = Some(now);
+                warn!(
+                    "rcon: {RCON_WRONG_BURST} wrong passwords at once from all addresses; \
+                     checking only those from hosts that gave the right one before"
+                );
+            }
+            return PasswordCheck::Refused;
+        }
         if constant_time_eq(password.as_bytes(), given.as_bytes()) {
             if let Some(entry) = entry {
                 entry.0 = 0;
             }
+            if let Some(host) = host {
+                self.trusted.get_or_insert_with(host, || ());
+            }
             return PasswordCheck::Accepted;
+        }
+        if host.is_some() {
+            self.wrong.take();
         }
         stats.rcon_wrong += 1;
         if let (Some(entry), Some(ip)) = (entry, ip) {
@@ -789,5 +830,65 @@ fn answer_players_rcon(mut inbox: ResMut<AdminInbox>, mut outbox: MessageWriter<
                 },
             ));
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::net::Ipv4Addr;
+
+    #[test]
+    fn wrong_rcon_passwords_from_many_addresses_share_one_allowance() {
+        let mut lockout = RconLockout::default();
+        let mut stats = HostingStats::default();
+        let t0 = Instant::now();
+        let ip = |n: u32| Some(IpAddr::V4(Ipv4Addr::from(0x0a00_0000 + n)));
+        // The admin's host gives the right password once.
+        let admin = ip(1);
+        let check = |l: &mut RconLockout, s: &mut HostingStats, who, given, at| {
+            l.check(who, "hunter2", given, at, s)
+        };
+        assert_eq!(
+            check(&mut lockout, &mut stats, admin, "hunter2", t0),
+            PasswordCheck::Accepted
+        );
+        // Thousands of addresses, four guesses each (under each one's lockout): only the
+        // shared allowance is checked.
+        let mut checked = 0;
+        for n in 0..2000 {
+            for _ in 0..4 {
+                if check(&mut lockout, &mut stats, ip(100 + n), "guess", t0) == PasswordCheck::Wrong
+                {
+                    checked += 1;
+                }
+            }
+        }
+        assert_eq!(checked, RCON_WRONG_BURST as u32);
+        assert_eq!(stats.rcon_wrong, u64::from(checked));
+        assert_eq!(stats.rcon_lockouts, 0, "no one address failed five times");
+        // Spent: a new host is not checked even with the right password; the admin's is.
+        assert_eq!(
+            check(&mut lockout, &mut stats, ip(50_000), "hunter2", t0),
+            PasswordCheck::Refused
+        );
+        assert_eq!(
+            check(&mut lockout, &mut stats, admin, "hunter2", t0),
+            PasswordCheck::Accepted
+        );
+        // The allowance comes back with time.
+        let later = t0 + Duration::from_secs(1);
+        let checked_later = (0..100)
+            .filter(|n| {
+                check(&mut lockout, &mut stats, ip(60_000 + n), "guess", later)
+                    == PasswordCheck::Wrong
+            })
+            .count();
+        assert_eq!(checked_later, RCON_WRONG_PER_SECOND as usize);
+        // Without an address (the in-memory transport) nothing is shared or locked.
+        assert_eq!(
+            check(&mut lockout, &mut stats, None, "hunter2", later),
+            PasswordCheck::Accepted
+        );
     }
 }
