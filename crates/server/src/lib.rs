@@ -75,8 +75,8 @@ mod logs;
 mod telemetry;
 
 pub use admin::{
-    AdminPlugin, AdminSet, PasswordCheck, RCON_FAILURES_BEFORE_LOCKOUT, RCON_LOCKOUT, RconLockout,
-    ServerCvars, admin_words, config_text,
+    AdminPlugin, AdminSet, PasswordCheck, RCON_FAILURES_BEFORE_LOCKOUT, RCON_LOCKOUT,
+    RCON_WRONG_BURST, RCON_WRONG_PER_SECOND, RconLockout, ServerCvars, admin_words, config_text,
 };
 pub use agones::{
     AgonesPlugin, AgonesSettings, AgonesStatus, DEFAULT_CONNECT_TIMEOUT, GAME_PORT_NAME,

@@ -25,7 +25,7 @@ const MAX_SEQUENCE: u64 = 1 << 62;
 
 /// Whether renetcode can read `datagram`'s header without panicking: a known kind and,
 /// for every kind but a connection request (which netcode reads field by field, checking
-/// each), a sequence number of at most 8 bytes and below [`MAX_SEQUENCE`], with room after
+/// each), a sequence number of at most 8 bytes and below 2^62 (`MAX_SEQUENCE`), with room after
 /// it for the tag. Whether it is genuine is netcode's to tell.
 pub fn netcode_readable(datagram: &[u8]) -> bool {
     let Some((&prefix, rest)) = datagram.split_first() else {

@@ -199,7 +199,7 @@ impl ConditionedSocket {
     }
 
     /// Everything received that the conditioner has released, reading at most
-    /// [`MAX_DATAGRAMS_PER_READ`] from the socket: a flood waits in the kernel's buffer
+    /// 4096 (`MAX_DATAGRAMS_PER_READ`) from the socket: a flood waits in the kernel's buffer
     /// (which drops what does not fit) instead of holding up the frame.
     pub fn receive(&mut self) -> io::Result<Vec<Datagram>> {
         let now = self.now();
