@@ -351,12 +351,7 @@ fn renet_payloads(from_client: bool) -> Vec<Vec<u8>> {
         up.iter()
             .for_each(|p| server.process_packet_from(p, 1).expect("client 1"));
         down.iter().for_each(|p| client.process_packet(p));
-        let mut input = Vec::new();
-        for packet in if from_client { up } else { down } {
-            input.extend_from_slice(&(packet.len() as u16).to_le_bytes());
-            input.extend_from_slice(&packet);
-        }
-        seeds.push(input);
+        seeds.push(framed(if from_client { &up } else { &down }));
         client.update(Duration::from_millis(60));
         server.update(Duration::from_millis(60));
     }
@@ -377,14 +372,6 @@ pub fn netcode_datagram() -> Vec<Vec<u8>> {
         let mut d = vec![0x5a; len];
         d[0] = prefix;
         d
-    };
-    let framed = |datagrams: &[Vec<u8>]| {
-        let mut input = Vec::new();
-        for d in datagrams {
-            input.extend_from_slice(&(d.len() as u16).to_le_bytes());
-            input.extend_from_slice(d);
-        }
-        input
     };
     let kinds: Vec<Vec<u8>> = (1..=6u8)
         .flat_map(|kind| {
@@ -605,7 +592,8 @@ pub fn server_query() -> Vec<Vec<u8>> {
     ]
 }
 
-/// `packets` as one input of replies: each after its length as two little-endian bytes.
+/// `packets` as one input (of replies, datagrams or payloads): each after its length as
+/// two little-endian bytes.
 fn framed(packets: &[Vec<u8>]) -> Vec<u8> {
     let mut input = Vec::new();
     for p in packets {

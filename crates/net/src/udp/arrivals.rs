@@ -5,6 +5,8 @@
 //! packets that the transport leaves out ([`crate::ACK_HOLD`]) as lost, about half of
 //! everything on a clean link.
 
+use super::header::read_prefix;
+
 /// Datagrams numbered per block the share is taken over: four seconds of a 60 fps
 /// client.
 const BLOCK: u64 = 256;
@@ -52,14 +54,7 @@ impl Arrivals {
 /// kind or a malformed prefix. Worth anything only once netcode has accepted the datagram.
 pub(crate) fn payload_sequence(datagram: &[u8]) -> Option<u64> {
     const PAYLOAD: u8 = 5;
-    let (&prefix, rest) = datagram.split_first()?;
-    let (kind, len) = (prefix & 0xf, usize::from(prefix >> 4));
-    if kind != PAYLOAD || len > 8 {
-        return None;
-    }
-    let mut bytes = [0; 8];
-    bytes[..len].copy_from_slice(rest.get(..len)?);
-    Some(u64::from_le_bytes(bytes))
+    read_prefix(datagram).and_then(|(kind, sequence, _)| (kind == PAYLOAD).then_some(sequence))
 }
 
 #[cfg(test)]

@@ -28,19 +28,31 @@ const MAX_SEQUENCE: u64 = 1 << 62;
 /// each), a sequence number of at most 8 bytes and below 2^62 (`MAX_SEQUENCE`), with room after
 /// it for the tag. Whether it is genuine is netcode's to tell.
 pub fn netcode_readable(datagram: &[u8]) -> bool {
-    let Some((&prefix, rest)) = datagram.split_first() else {
-        return false;
-    };
-    let (kind, len) = (prefix & 0xf, usize::from(prefix >> 4));
-    match kind {
-        CONNECTION_REQUEST => true,
-        1..=LAST_KIND if len <= MAX_SEQUENCE_BYTES && rest.len() >= len + TAG_BYTES => {
-            let mut sequence = [0; 8];
-            sequence[..len].copy_from_slice(&rest[..len]);
-            u64::from_le_bytes(sequence) < MAX_SEQUENCE
-        }
-        _ => false,
+    if datagram
+        .first()
+        .is_some_and(|prefix| prefix & 0xf == CONNECTION_REQUEST)
+    {
+        return true;
     }
+    matches!(
+        read_prefix(datagram),
+        Some((1..=LAST_KIND, sequence, after)) if after.len() >= TAG_BYTES && sequence < MAX_SEQUENCE
+    )
+}
+
+/// A datagram's kind and sequence number as its prefix gives them, and the bytes after
+/// the sequence; `None` when the prefix names a sequence longer than 8 bytes or longer
+/// than what follows.
+pub(crate) fn read_prefix(datagram: &[u8]) -> Option<(u8, u64, &[u8])> {
+    let (&prefix, rest) = datagram.split_first()?;
+    let (kind, len) = (prefix & 0xf, usize::from(prefix >> 4));
+    if len > MAX_SEQUENCE_BYTES {
+        return None;
+    }
+    let (sequence, after) = rest.split_at_checked(len)?;
+    let mut bytes = [0; 8];
+    bytes[..len].copy_from_slice(sequence);
+    Some((kind, u64::from_le_bytes(bytes), after))
 }
 
 #[cfg(test)]
