@@ -196,8 +196,8 @@ fn reassemble(packets: &[Vec<u8>]) -> Response {
 /// each to the [`Announcer`] first (it answers only its masters' `getinfo`), otherwise,
 /// when it is connectionless, to the [`Responder`]; heartbeats go out as they fall due.
 /// The control byte before each datagram picks its source ([`SOURCES`]), whether to
-/// echo the challenge that source was last sent ([`ECHO`]), and how far the clock moves
-/// ([`after_seconds`]).
+/// echo the challenge that source was last sent, or for a `getinfo` the current
+/// heartbeat's nonce ([`ECHO`]), and how far the clock moves ([`after_seconds`]).
 ///
 /// Checked: [`decode_request`] agrees with the responder's drops, and a request it
 /// decodes re-encodes to a prefix of its bytes (trailing padding is ignored). The
@@ -205,8 +205,9 @@ fn reassemble(packets: &[Vec<u8>]) -> Response {
 /// unless the request echoed a challenge issued to its (canonical) address less than two
 /// epochs ago, and every challenge under one epoch old is accepted; the server's state is
 /// read only for such full answers, which reassemble to exactly that state. The
-/// announcer answers only a `getinfo` from its master, echoing its challenge, at most
-/// twice a heartbeat, and always while the heartbeat's allowance lasts.
+/// announcer answers only a `getinfo` from its master carrying the current heartbeat's
+/// nonce, echoing its challenge, at most twice a heartbeat, and always while the
+/// heartbeat's allowance lasts.
 pub fn server_query(data: &[u8]) {
     let server = FixedServer::new();
     let master = addr(MASTER);
@@ -219,6 +220,7 @@ pub fn server_query(data: &[u8]) {
     let mut answered_since_heartbeat = 0u32;
     let beats = announcer.due(now);
     assert_eq!(beats.len(), 1, "the first heartbeat goes at once");
+    let mut nonce = heartbeat_nonce(&beats[0].1);
     for payload in payloads(data) {
         let Some((&control, bytes)) = payload.split_first() else {
             continue;
@@ -227,19 +229,28 @@ pub fn server_query(data: &[u8]) {
         let from = addr(SOURCES[usize::from(control & 7)]);
         let canon = canonical(from);
         let mut request = bytes.to_vec();
-        if control & ECHO != 0
-            && let Some(&c) = last.get(&canon)
-        {
-            echo(&mut request, c);
+        if control & ECHO != 0 {
+            // A getinfo echoes the current heartbeat's nonce; an A2S request the
+            // challenge its source was last sent.
+            if let Ok(MasterPacket::GetInfo { challenge, .. }) = master_protocol::decode(&request) {
+                request = master_protocol::encode(&MasterPacket::GetInfo { challenge, nonce });
+            } else if let Some(&c) = last.get(&canon) {
+                echo(&mut request, c);
+            }
         }
 
         let master_packet = master_protocol::decode(&request);
         match announcer.answer(from, &request, PROTOCOL_VERSION) {
             Some(reply) => {
                 assert_eq!(canon, master, "a getinfo answered for a stranger");
-                let Ok(MasterPacket::GetInfo { challenge }) = master_packet else {
+                let Ok(MasterPacket::GetInfo {
+                    challenge,
+                    nonce: echoed,
+                }) = master_packet
+                else {
                     panic!("{master_packet:?} answered as a getinfo");
                 };
+                assert_eq!(echoed, nonce, "a getinfo without the heartbeat's nonce");
                 assert_eq!(
                     master_protocol::decode(&reply),
                     Ok(MasterPacket::InfoResponse {
@@ -254,7 +265,7 @@ pub fn server_query(data: &[u8]) {
             None => {
                 assert!(
                     !(canon == master
-                        && matches!(master_packet, Ok(MasterPacket::GetInfo { .. }))
+                        && matches!(master_packet, Ok(MasterPacket::GetInfo { nonce: n, .. }) if n == nonce)
                         && answered_since_heartbeat < 2),
                     "the master's getinfo went unanswered"
                 );
@@ -276,15 +287,21 @@ pub fn server_query(data: &[u8]) {
 
         for (to, heartbeat) in announcer.due(now) {
             assert_eq!(to, master);
-            assert_eq!(
-                master_protocol::decode(&heartbeat),
-                Ok(MasterPacket::Heartbeat {
-                    game: GAME_TAG.into(),
-                    protocol: MASTER_PROTOCOL,
-                })
-            );
+            nonce = heartbeat_nonce(&heartbeat);
             answered_since_heartbeat = 0;
         }
+    }
+}
+
+/// The nonce of one of the announcer's heartbeats, which must be well-formed.
+fn heartbeat_nonce(heartbeat: &[u8]) -> u32 {
+    match master_protocol::decode(heartbeat) {
+        Ok(MasterPacket::Heartbeat {
+            game,
+            protocol: MASTER_PROTOCOL,
+            nonce,
+        }) if game == GAME_TAG => nonce,
+        other => panic!("a heartbeat went out as {other:?}"),
     }
 }
 

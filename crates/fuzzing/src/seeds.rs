@@ -546,8 +546,9 @@ fn datagrams(datagrams: &[(u8, Vec<u8>)]) -> Vec<u8> {
 
 /// Seeds for [`crate::query::server_query`]: each A2S query challenged and then asked
 /// again echoing the challenge (from an IPv4 client, its IPv4-mapped form, an IPv6
-/// client), a stale challenge and an unknown type, the master's `getinfo` (answered
-/// twice, then not; ignored from another port), a heartbeat sent to the server, and a
+/// client), a stale challenge and an unknown type, the master's `getinfo` (without the
+/// heartbeat's nonce ignored; with it answered twice, then not; ignored from another
+/// port), a heartbeat sent to the server, and a
 /// challenge echoed 35 s later (still valid) and 65 s later (expired).
 pub fn server_query() -> Vec<Vec<u8>> {
     use crate::query::{ECHO, after_seconds};
@@ -561,10 +562,12 @@ pub fn server_query() -> Vec<Vec<u8>> {
     let rules = |challenge| encode_request(Request::Rules { challenge });
     let getinfo = master_protocol::encode(&MasterPacket::GetInfo {
         challenge: 0x0bad_f00d,
+        nonce: 0,
     });
     let heartbeat = master_protocol::encode(&MasterPacket::Heartbeat {
         game: GAME_TAG.into(),
         protocol: MASTER_PROTOCOL,
+        nonce: 0x5eed_5eed,
     });
     vec![
         datagrams(&[(client, info.clone()), (ECHO | client, info_with(u32::MAX))]),
@@ -579,9 +582,10 @@ pub fn server_query() -> Vec<Vec<u8>> {
         ]),
         datagrams(&[
             (master, getinfo.clone()),
-            (master_mapped, getinfo.clone()),
-            (master, getinfo.clone()),
-            (master_host, getinfo),
+            (ECHO | master, getinfo.clone()),
+            (ECHO | master_mapped, getinfo.clone()),
+            (ECHO | master, getinfo.clone()),
+            (ECHO | master_host, getinfo),
         ]),
         datagrams(&[(client, heartbeat)]),
         datagrams(&[

@@ -23,15 +23,18 @@ use crate::kex::{
     fingerprint, server_hello,
 };
 use crate::known::{KeyStatus, KnownServers};
-use crate::limits::{GlobalBucket, HostKey, NetworkKey, RateLimiter, canonical_ip};
 use bevy::log::{debug, warn};
 use renetcode::{ConnectToken, NETCODE_KEY_BYTES, NETCODE_USER_DATA_BYTES, NetcodeServer};
+use sightline_limits::{
+    Admit, Bucket, Claim, HostKey, NetworkKey, PoolLimits, Rate, Shares, admit, canonical_ip,
+    oldest_of_busiest,
+};
 use sightline_protocol::{
     CLIENT_FINISH_MAX_BYTES, CLIENT_HELLO_BYTES, ExchangeTag, Framed, MAX_PASSWORD_LEN,
     NETCODE_PROTOCOL_ID, PROTOCOL_VERSION, SERVER_FRAME_MAX_BYTES, TOKEN_EXCHANGE_MAGIC,
     TOKEN_EXCHANGE_VERSION, TokenReply, TokenRequest, Wire, frame, framed,
 };
-use std::collections::{HashMap, VecDeque};
+use std::collections::VecDeque;
 use std::io::{self, Read, Write};
 use std::net::{IpAddr, Shutdown, SocketAddr, TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
@@ -74,17 +77,17 @@ pub const MAX_FOREIGN_WAITING: usize = 8;
 /// still rather than a request being slow.
 const STALL_GAP: Duration = Duration::from_millis(250);
 /// Token requests one host may make in a burst, and regains per second.
-const TOKEN_BURST: f32 = 8.0;
-const TOKENS_PER_SECOND: f32 = 1.0;
+const TOKEN_BURST: f64 = 8.0;
+const TOKENS_PER_SECOND: f64 = 1.0;
 /// Wrong passwords the whole server takes in a burst, and per second: past them every
 /// request is refused unchecked for a moment, so many addresses together still guess
 /// slowly.
-const PASSWORD_GUESS_BURST: f32 = 30.0;
-const PASSWORD_GUESSES_PER_SECOND: f32 = 5.0;
+const PASSWORD_GUESS_BURST: f64 = 30.0;
+const PASSWORD_GUESSES_PER_SECOND: f64 = 5.0;
 /// Handshake packets one address may send in a burst and per second (a netcode client
 /// sends ten a second while connecting).
-pub(crate) const HANDSHAKE_BURST: f32 = 20.0;
-pub(crate) const HANDSHAKES_PER_SECOND: f32 = 20.0;
+pub(crate) const HANDSHAKE_BURST: f64 = 20.0;
+pub(crate) const HANDSHAKES_PER_SECOND: f64 = 20.0;
 /// Size of a netcode connection request packet: prefix, version info, protocol id,
 /// expiry, nonce and the sealed private token.
 pub(crate) const CONNECTION_REQUEST_BYTES: usize = 1 + 13 + 8 + 8 + 24 + 1024;
@@ -187,53 +190,83 @@ pub(crate) fn user_data_matches(data: &[u8; NETCODE_USER_DATA_BYTES], ip: IpAddr
     address_user_data(canonical_ip(ip)) == *data
 }
 
-/// Who holds a place in the token service's pool, and since when.
-#[derive(Debug, Clone, Copy)]
-struct Place {
-    host: HostKey,
-    network: NetworkKey,
-    started: Instant,
+/// netcode's version string, which a connection request opens with and its token's
+/// additional data repeats.
+const NETCODE_VERSION_INFO: &[u8; 13] = b"NETCODE 1.02\0";
+
+/// The address a connection request's token was issued to, read by opening its private
+/// part with `key`: `None` unless the request is netcode's, for our protocol, unexpired
+/// at `now_unix` (seconds), sealed with `key`, and names an address. Forging one needs
+/// the key, so a request that opens and names its sender's address came from a client
+/// that proved that address to the token service (or a matchmaker holding the key):
+/// what the per-address handshake limit may count. One XChaCha20-Poly1305 open of 1 KiB,
+/// which netcode itself would spend on the request anyway.
+pub(crate) fn request_address(
+    request: &[u8],
+    key: &[u8; NETCODE_KEY_BYTES],
+    now_unix: u64,
+) -> Option<IpAddr> {
+    use chacha20poly1305::aead::AeadInPlace;
+    use chacha20poly1305::{KeyInit, Tag, XChaCha20Poly1305, XNonce};
+    if request.len() != CONNECTION_REQUEST_BYTES || request[0] != 0 {
+        return None;
+    }
+    let (version, rest) = request[1..].split_at(13);
+    let (protocol, rest) = rest.split_at(8);
+    let (expire, rest) = rest.split_at(8);
+    let (xnonce, sealed) = rest.split_at(24);
+    let expire_at = u64::from_le_bytes(expire.try_into().ok()?);
+    if version != NETCODE_VERSION_INFO
+        || u64::from_le_bytes(protocol.try_into().ok()?) != NETCODE_PROTOCOL_ID
+        || expire_at < now_unix
+    {
+        return None;
+    }
+    let mut aad = [0u8; 29];
+    aad[..13].copy_from_slice(version);
+    aad[13..21].copy_from_slice(protocol);
+    aad[21..].copy_from_slice(expire);
+    let mut plain = sealed.to_vec();
+    let (body, tag) = plain.split_at_mut(sealed.len() - 16);
+    let tag = *Tag::from_slice(tag);
+    XChaCha20Poly1305::new(key.into())
+        .decrypt_in_place_detached(XNonce::from_slice(xnonce), &aad, body, &tag)
+        .ok()?;
+    // Client id, timeout, then the server addresses (each a type byte and its address
+    // and port), the two session keys, and the user data: the asker's address.
+    let count = u32::from_le_bytes(body.get(12..16)?.try_into().ok()?);
+    let mut at = 16usize;
+    for _ in 0..count.min(32) {
+        at += match *body.get(at)? {
+            0 => 1,
+            1 => 1 + 4 + 2,
+            2 => 1 + 16 + 2,
+            _ => return None,
+        };
+    }
+    let user: &[u8; NETCODE_USER_DATA_BYTES] = body
+        .get(at + 64..at + 64 + NETCODE_USER_DATA_BYTES)?
+        .try_into()
+        .ok()?;
+    match user[0] {
+        4 => Some(IpAddr::from(<[u8; 4]>::try_from(&user[1..5]).ok()?)),
+        6 => Some(IpAddr::from(<[u8; 16]>::try_from(&user[1..17]).ok()?)),
+        _ => None,
+    }
 }
 
-/// What a newcomer gets in the pool.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Admit {
-    Yes,
-    /// Yes, in the place of the request at this index, which is dropped.
-    Instead(usize),
-    No,
-}
-
-/// Whether a connection from `host` in `network` gets a place among `pool`, where one
-/// host may hold `per_host` (more than [`MAX_TCP_PER_HOST`] when the server lets one
-/// address hold more connections). Within its host's and network's shares it does, if there is room; when the pool is full, the
-/// network holding the most places gives up its oldest request for it, unless the
-/// newcomer's own network would then hold as many (max-min fairness: however many
-/// connections a few networks open, a newcomer from elsewhere is served).
-fn admit(pool: &[Place], host: HostKey, network: NetworkKey, per_host: usize) -> Admit {
-    let of_host = pool.iter().filter(|p| p.host == host).count();
-    let of_network = pool.iter().filter(|p| p.network == network).count();
-    if of_host >= per_host || of_network >= MAX_TCP_PER_NETWORK.max(per_host) {
-        return Admit::No;
+/// The token service's pool: a host may hold as many places as the connections it may
+/// hold, a network [`MAX_TCP_PER_NETWORK`], and when either is at its share or the pool
+/// is full a newcomer takes the place of the oldest stalled request of a busier host or
+/// network ([`sightline_limits::admit`]): requests whose whole hello has arrived are
+/// settled and never give way.
+fn pool_limits(limits: AdmissionLimits) -> PoolLimits {
+    let per_host = MAX_TCP_PER_HOST.max(limits.max_per_address);
+    PoolLimits {
+        capacity: MAX_TCP_PENDING,
+        per_host,
+        per_network: MAX_TCP_PER_NETWORK.max(per_host),
     }
-    if pool.len() < MAX_TCP_PENDING {
-        return Admit::Yes;
-    }
-    let mut per_network: HashMap<NetworkKey, usize> = HashMap::new();
-    for p in pool {
-        *per_network.entry(p.network).or_default() += 1;
-    }
-    let Some((&crowded, &most)) = per_network.iter().max_by_key(|(k, n)| (**n, **k)) else {
-        return Admit::Yes;
-    };
-    if most <= of_network + 1 {
-        return Admit::No;
-    }
-    pool.iter()
-        .enumerate()
-        .filter(|(_, p)| p.network == crowded)
-        .min_by_key(|(_, p)| p.started)
-        .map_or(Admit::No, |(i, _)| Admit::Instead(i))
 }
 
 /// Where a token request stands.
@@ -251,7 +284,7 @@ enum Stage {
 struct Pending {
     stream: TcpStream,
     peer: SocketAddr,
-    place: Place,
+    place: Claim,
     inbox: Vec<u8>,
     outbox: Option<(Vec<u8>, usize)>,
     stage: Stage,
@@ -263,7 +296,7 @@ impl Pending {
     /// Whether it has had its time: no first bytes within [`FIRST_BYTES_DEADLINE`], or
     /// not served within [`SERVE_DEADLINE`].
     fn overdue(&self, now: Instant) -> bool {
-        let age = now.saturating_duration_since(self.place.started);
+        let age = now.saturating_duration_since(self.place.since);
         let silent = matches!(self.stage, Stage::Hello) && self.inbox.is_empty();
         age > SERVE_DEADLINE || (silent && age > FIRST_BYTES_DEADLINE)
     }
@@ -311,7 +344,7 @@ pub struct ForeignStream {
 /// A foreign stream waiting to be taken; it keeps its place in the pool until then.
 struct Waiting {
     foreign: ForeignStream,
-    place: Place,
+    place: Claim,
 }
 
 /// The server's allowance of password guesses. Every exchange with a private server
@@ -319,14 +352,14 @@ struct Waiting {
 /// server answers its hello, and gives it back once the asker proves it knew the
 /// password; a returned guess is used before the bucket's.
 struct Guesses {
-    bucket: GlobalBucket,
+    bucket: Bucket,
     returned: u32,
 }
 
 impl Guesses {
     fn new() -> Self {
         Self {
-            bucket: GlobalBucket::new(PASSWORD_GUESS_BURST, PASSWORD_GUESSES_PER_SECOND),
+            bucket: Bucket::new(PASSWORD_GUESS_BURST, PASSWORD_GUESSES_PER_SECOND),
             returned: 0,
         }
     }
@@ -336,11 +369,8 @@ impl Guesses {
         if self.returned > 0 {
             self.returned -= 1;
             true
-        } else if self.bucket.has(now) {
-            self.bucket.take();
-            true
         } else {
-            false
+            self.bucket.take(now)
         }
     }
 
@@ -357,7 +387,7 @@ pub struct TokenService {
     listener: TcpListener,
     pending: Vec<Pending>,
     foreign: VecDeque<Waiting>,
-    limiter: RateLimiter,
+    limiter: Shares,
     guesses: Guesses,
     /// When it was last polled, to tell the server's own stalls from slow requests.
     polled_at: Option<Instant>,
@@ -366,7 +396,7 @@ pub struct TokenService {
 /// What a request in its last stage changes: the per-host rate limiter, the server's
 /// allowance of wrong passwords, and the statistics.
 struct Issuer<'a> {
-    limiter: &'a mut RateLimiter,
+    limiter: &'a mut Shares,
     guesses: &'a mut Guesses,
     stats: &'a mut NetStats,
     netcode: &'a NetcodeServer,
@@ -386,7 +416,7 @@ impl TokenService {
             listener,
             pending: Vec::new(),
             foreign: VecDeque::new(),
-            limiter: RateLimiter::new(TOKEN_BURST, TOKENS_PER_SECOND),
+            limiter: Shares::per_host(Rate::new(TOKEN_BURST, TOKENS_PER_SECOND)),
             guesses: Guesses::new(),
             polled_at: None,
         })
@@ -420,17 +450,16 @@ impl TokenService {
         self.polled_at = Some(now);
         if gap > STALL_GAP {
             for p in &mut self.pending {
-                p.place.started += gap;
+                p.place.since += gap;
             }
             for w in &mut self.foreign {
-                w.place.started += gap;
+                w.place.since += gap;
             }
         }
-        self.accept(limits, now, stats);
         // Foreign streams nobody took in time are closed, so they cannot hold places.
         let before = self.foreign.len();
         self.foreign
-            .retain(|w| now.saturating_duration_since(w.place.started) <= SERVE_DEADLINE);
+            .retain(|w| now.saturating_duration_since(w.place.since) <= SERVE_DEADLINE);
         stats.token_requests_dropped += (before - self.foreign.len()) as u64;
         let mut finished = Vec::new();
         let mut foreign = Vec::new();
@@ -502,6 +531,10 @@ impl TokenService {
                 self.wait_foreign(p, stats);
             }
         }
+        // Accepted after the reading, so every request is read once before a newcomer
+        // can take its place: an honest client's hello, sent as it connects, is there by
+        // the next poll and settles it.
+        self.accept(limits, now, stats);
     }
 
     /// Accepts new connections into the pool, fairly ([`admit`]).
@@ -512,21 +545,21 @@ impl TokenService {
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
                 Err(_) => break,
             };
-            let place = Place {
+            let place = Claim {
                 host: HostKey::of(peer.ip()),
                 network: NetworkKey::of(peer.ip()),
-                started: now,
+                since: now,
+                settled: false,
             };
             // Foreign streams count until handed over: the pool lists them after the
             // requests.
-            let pool: Vec<Place> = self
+            let pool: Vec<Claim> = self
                 .pending
                 .iter()
                 .map(|p| p.place)
                 .chain(self.foreign.iter().map(|w| w.place))
                 .collect();
-            let per_host = MAX_TCP_PER_HOST.max(limits.max_per_address);
-            let admitted = admit(&pool, place.host, place.network, per_host);
+            let admitted = admit(&pool, place.host, place.network, pool_limits(limits), now);
             if admitted == Admit::No || stream.set_nonblocking(true).is_err() {
                 stats.token_requests_dropped += 1;
                 continue; // dropping the stream closes it
@@ -551,11 +584,14 @@ impl TokenService {
         }
     }
 
-    /// Queues a stream of another protocol to be taken, dropping the oldest past
-    /// [`MAX_FOREIGN_WAITING`].
+    /// Queues a stream of another protocol to be taken, past [`MAX_FOREIGN_WAITING`]
+    /// dropping the oldest of the host with the most waiting.
     fn wait_foreign(&mut self, p: Pending, stats: &mut NetStats) {
         if self.foreign.len() >= MAX_FOREIGN_WAITING {
-            self.foreign.pop_front();
+            let hosts: Vec<HostKey> = self.foreign.iter().map(|w| w.place.host).collect();
+            if let Some(i) = oldest_of_busiest(&hosts) {
+                self.foreign.remove(i);
+            }
             stats.token_requests_dropped += 1;
         }
         self.foreign.push_back(Waiting {
@@ -564,7 +600,11 @@ impl TokenService {
                 peer: p.peer,
                 read: p.inbox,
             },
-            place: p.place,
+            // Handed over within a frame; the foreign queue has bounds of its own.
+            place: Claim {
+                settled: true,
+                ..p.place
+            },
         });
     }
 }
@@ -588,6 +628,8 @@ fn read_hello(p: &mut Pending, hellos: &mut usize, issuer: &mut Issuer) -> Resul
     if p.inbox.len() < CLIENT_HELLO_BYTES {
         return if p.closed { Err(()) } else { Ok(Step::Wait) };
     }
+    // A whole hello came: this request is no longer stalling, whatever its turn.
+    p.place.settled = true;
     if *hellos >= HELLOS_PER_FRAME {
         return Ok(Step::Wait);
     }
@@ -595,7 +637,7 @@ fn read_hello(p: &mut Pending, hellos: &mut usize, issuer: &mut Issuer) -> Resul
     let ip = p.peer.ip();
     let refusal = if let Some(reason) = issuer.bans.refusal(ip) {
         Some(format!("banned from this server: {reason}"))
-    } else if !issuer.limiter.allow(ip, issuer.now) {
+    } else if issuer.limiter.allow(ip, issuer.now).is_err() {
         Some("too many token requests; wait a few seconds".into())
     } else if p.inbox[magic] != TOKEN_EXCHANGE_VERSION {
         Some(format!(
@@ -1114,72 +1156,108 @@ mod tests {
         assert!(!user_data_matches(&data, IpAddr::V6(Ipv6Addr::LOCALHOST)));
     }
 
-    fn place(ip: &str, started: Instant) -> Place {
-        let ip: IpAddr = ip.parse().unwrap();
-        Place {
-            host: HostKey::of(ip),
-            network: NetworkKey::of(ip),
-            started,
-        }
+    /// The connection request a client sends for `token`.
+    pub(crate) fn connection_request(token: &ConnectToken) -> Vec<u8> {
+        let mut request = vec![0u8];
+        request.extend_from_slice(&token.version_info);
+        request.extend_from_slice(&token.protocol_id.to_le_bytes());
+        request.extend_from_slice(&token.expire_timestamp.to_le_bytes());
+        request.extend_from_slice(&token.xnonce);
+        request.extend_from_slice(&token.private_data);
+        request
     }
 
     #[test]
-    fn the_pool_is_shared_by_host_and_network_and_a_newcomer_displaces_the_crowd() {
-        let t0 = Instant::now();
-        let newcomer = place("198.51.100.7", t0);
-        // Each host and network has its share.
-        let two = vec![place("10.0.0.1", t0); MAX_TCP_PER_HOST];
-        assert_eq!(
-            admit(&two, two[0].host, two[0].network, MAX_TCP_PER_HOST),
-            Admit::No
-        );
-        // A server letting one address hold more connections lets it ask for more.
-        assert_eq!(admit(&two, two[0].host, two[0].network, 4), Admit::Yes);
-        let net: Vec<Place> = (0..MAX_TCP_PER_NETWORK)
-            .map(|i| place(&format!("10.0.0.{i}"), t0))
-            .collect();
-        let other_host = place("10.0.0.200", t0);
-        assert_eq!(
-            admit(&net, other_host.host, other_host.network, MAX_TCP_PER_HOST),
-            Admit::No
-        );
-        assert_eq!(
-            admit(&net, newcomer.host, newcomer.network, MAX_TCP_PER_HOST),
-            Admit::Yes
-        );
-        // A full pool, held by a few dozen networks: the crowded one gives way.
-        // 32 networks of 8 hosts, each holding its full shares.
-        let full: Vec<Place> = (0..MAX_TCP_PENDING)
-            .map(|i| {
-                let at = t0 + Duration::from_millis(i as u64);
-                place(&format!("10.0.{}.{}", i / 16, i % 16 / 2 + 1), at)
-            })
-            .collect();
-        match admit(&full, newcomer.host, newcomer.network, MAX_TCP_PER_HOST) {
-            Admit::Instead(i) => {
-                let gone = full[i].network;
-                let count = full.iter().filter(|p| p.network == gone).count();
-                assert_eq!(
-                    count, MAX_TCP_PER_NETWORK,
-                    "a most crowded network gives way"
-                );
-                let same = full.iter().filter(|p| p.network == gone);
-                assert!(
-                    same.clone().all(|p| p.started >= full[i].started),
-                    "its oldest"
-                );
-            }
-            other => panic!("a newcomer from elsewhere must get in, got {other:?}"),
+    fn a_connection_request_names_its_askers_address_only_if_it_opens() {
+        let key = renetcode::generate_random_bytes();
+        let server: SocketAddr = "192.0.2.1:27015".parse().unwrap();
+        let now = Duration::from_secs(1_800_000_000);
+        for asker in [
+            IpAddr::V4(Ipv4Addr::new(198, 51, 100, 7)),
+            IpAddr::V6("2001:db8::7".parse().unwrap()),
+        ] {
+            let token = issue_token(&key, 42, asker, server, now).unwrap();
+            let request = connection_request(&token);
+            assert_eq!(request.len(), CONNECTION_REQUEST_BYTES);
+            assert_eq!(request_address(&request, &key, now.as_secs()), Some(asker));
+            // Another key, a flipped bit, an expired token, another protocol: nothing.
+            let other = renetcode::generate_random_bytes();
+            assert_eq!(request_address(&request, &other, now.as_secs()), None);
+            let mut flipped = request.clone();
+            flipped[600] ^= 1;
+            assert_eq!(request_address(&flipped, &key, now.as_secs()), None);
+            let late = now.as_secs() + TOKEN_EXPIRE_SECONDS + 1;
+            assert_eq!(request_address(&request, &key, late), None);
+            let mut protocol = request.clone();
+            protocol[14] ^= 1;
+            assert_eq!(request_address(&protocol, &key, now.as_secs()), None);
+            assert_eq!(request_address(&request[1..], &key, now.as_secs()), None);
         }
-        // A network already holding as many as the most crowded gets no more.
-        let even: Vec<Place> = (0..MAX_TCP_PENDING)
-            .map(|i| place(&format!("10.{}.0.{}", i / 2, i % 2 + 1), t0))
-            .collect();
-        let third = place("10.0.0.3", t0);
-        assert_eq!(
-            admit(&even, third.host, third.network, MAX_TCP_PER_HOST),
-            Admit::No
-        );
+    }
+
+    /// A TCP connection to `to` from the loopback address `from`.
+    fn connect_from(from: Ipv4Addr, to: SocketAddr) -> io::Result<TcpStream> {
+        let socket = socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::STREAM, None)?;
+        socket.bind(&SocketAddr::new(IpAddr::V4(from), 0).into())?;
+        socket.connect(&to.into())?;
+        Ok(socket.into())
+    }
+
+    #[test]
+    fn stalling_neighbours_do_not_keep_a_host_of_their_network_from_a_token() {
+        // Sixteen addresses of the honest client's own /24 open connections that never
+        // send a byte, and open more as fast as they can (closing their oldest): they
+        // hold their network's whole share. Before, the honest neighbour was refused
+        // every time; now stalled requests of busier hosts give way, and a request whose
+        // hello has arrived never does.
+        use std::sync::Arc;
+        use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+        let mut f = Fixture::new(None);
+        let stop = Arc::new(AtomicBool::new(false));
+        let opened = Arc::new(AtomicU64::new(0));
+        let (addr, flag, count) = (f.addr, stop.clone(), opened.clone());
+        let stallers = std::thread::spawn(move || {
+            // Each address keeps up to four connections open, and opens another as soon
+            // as the server drops one.
+            let mut held: Vec<Vec<TcpStream>> = (0..16).map(|_| Vec::new()).collect();
+            while !flag.load(Ordering::Relaxed) {
+                for (i, streams) in held.iter_mut().enumerate() {
+                    streams.retain(|s| {
+                        s.set_nonblocking(true).is_ok()
+                            && matches!(s.peek(&mut [0]), Err(e) if e.kind() == io::ErrorKind::WouldBlock)
+                    });
+                    if streams.len() < 4
+                        && let Ok(s) = connect_from(Ipv4Addr::new(127, 0, 0, 2 + i as u8), addr)
+                    {
+                        streams.push(s);
+                        count.fetch_add(1, Ordering::Relaxed);
+                    }
+                }
+            }
+        });
+        let network = NetworkKey::of(IpAddr::V4(Ipv4Addr::LOCALHOST));
+        let held = |f: &Fixture| {
+            f.service
+                .pending
+                .iter()
+                .filter(|p| p.place.network == network)
+                .count()
+        };
+        let filled = Instant::now() + Duration::from_secs(5);
+        while held(&f) < MAX_TCP_PER_NETWORK && Instant::now() < filled {
+            f.poll();
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        assert_eq!(held(&f), MAX_TCP_PER_NETWORK, "the stallers fill the share");
+        let asked = Instant::now();
+        let granted = f.fetch("", None);
+        let took = asked.elapsed();
+        stop.store(true, Ordering::Relaxed);
+        stallers.join().unwrap();
+        assert!(granted.is_ok(), "{granted:?}");
+        assert!(took < Duration::from_secs(3), "{took:?}");
+        assert_eq!(f.stats.tokens_issued, 1);
+        assert!(opened.load(Ordering::Relaxed) > 16, "the stallers reopened");
     }
 
     #[test]
@@ -1395,7 +1473,7 @@ mod tests {
     #[test]
     fn wrong_guesses_spend_the_allowance_and_right_ones_give_theirs_back() {
         let mut f = Fixture::new(Some("hunter2"));
-        f.service.limiter = RateLimiter::new(1000.0, 1000.0);
+        f.service.limiter = Shares::per_host(Rate::new(1000.0, 1000.0));
         let now = Instant::now();
         let spend_all_but_one = |f: &mut Fixture| {
             while f.service.guesses.take(now) {}
@@ -1452,7 +1530,7 @@ mod tests {
     #[test]
     fn a_tampered_byte_anywhere_fails_cleanly() {
         let mut f = Fixture::new(Some("pw"));
-        f.service.limiter = RateLimiter::new(1e6, 1e6);
+        f.service.limiter = Shares::per_host(Rate::new(1e6, 1e6));
         // In the client's hello (past the magic), then in its finish.
         let mut cases = 0;
         for (in_hello, i) in (4..CLIENT_HELLO_BYTES)
@@ -1508,7 +1586,7 @@ mod tests {
     #[test]
     fn random_and_truncated_bytes_never_panic_and_cost_bounded_memory() {
         let mut f = Fixture::new(Some("pw"));
-        f.service.limiter = RateLimiter::new(1e6, 1e6);
+        f.service.limiter = Shares::per_host(Rate::new(1e6, 1e6));
         let mut seed = 0x9e37_79b9_7f4a_7c15_u64;
         let mut next = move || {
             seed ^= seed << 13;
@@ -1602,7 +1680,7 @@ mod tests {
         assert_eq!(f.stats.token_requests_dropped, 3, "the oldest dropped");
         // Nobody takes them: past the deadline they are closed.
         for w in &mut f.service.foreign {
-            w.place.started -= SERVE_DEADLINE + Duration::from_millis(100);
+            w.place.since -= SERVE_DEADLINE + Duration::from_millis(100);
         }
         f.poll();
         assert!(f.service.foreign.is_empty());

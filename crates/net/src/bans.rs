@@ -3,8 +3,8 @@
 //! address first asks for anything: the token request, and netcode's connection (which a
 //! matchmaker's token or an insecure server reaches without a token request).
 
-use crate::limits::canonical_ip;
 use bevy::prelude::*;
+use sightline_limits::canonical_ip;
 use std::fmt;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 use std::str::FromStr;

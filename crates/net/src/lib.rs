@@ -16,7 +16,6 @@ mod guard;
 mod kex;
 mod keyfile;
 mod known;
-mod limits;
 mod memory;
 mod shutdown;
 #[cfg(any(test, feature = "test-support"))]
@@ -44,7 +43,6 @@ pub use guard::{PacketFault, PacketGuard, SLICE_SIZE};
 pub use kex::{IdentityFileError, PublicKeyBytes, ServerIdentity, fingerprint};
 pub use keyfile::{load_key_file, parse_key};
 pub use known::{KeyStatus, KnownServers, MAX_KNOWN_SERVERS, MAX_KNOWN_SERVERS_BYTES};
-pub use limits::{GlobalBucket, HostKey, LruMap, NetworkKey};
 pub use memory::{MemoryClientLink, MemoryNetwork};
 pub use renet::{Bytes, ClientId, DisconnectReason, ServerEvent};
 pub use renetcode::ConnectToken;

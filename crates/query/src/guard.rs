@@ -1,5 +1,5 @@
-//! What keeps a flood cheap: stateless challenges that prove a sender owns its address,
-//! and token buckets that bound how many answers a second go out.
+//! Stateless challenges that prove a sender owns its address (the budgets that bound
+//! how many answers a second go out, per asker, are [`sightline_limits::Shares`]).
 
 use std::collections::hash_map::RandomState;
 use std::hash::BuildHasher;
@@ -53,44 +53,6 @@ impl Challenges {
     }
 }
 
-/// A token bucket: `per_second` tokens a second, holding at most `burst`.
-#[derive(Debug)]
-pub(crate) struct Budget {
-    per_second: f64,
-    burst: f64,
-    tokens: f64,
-    last: Option<Instant>,
-}
-
-impl Budget {
-    pub(crate) fn new(per_second: u32, burst: u32) -> Self {
-        Self {
-            per_second: f64::from(per_second),
-            burst: f64::from(burst.max(1)),
-            tokens: f64::from(burst.max(1)),
-            last: None,
-        }
-    }
-
-    /// Spends one token if there is one.
-    pub(crate) fn take(&mut self, now: Instant) -> bool {
-        if let Some(last) = self.last {
-            let elapsed = now.saturating_duration_since(last).as_secs_f64();
-            self.tokens = (self.tokens + elapsed * self.per_second).min(self.burst);
-        }
-        // A clock read out of order must not move the bucket back.
-        if self.last.is_none_or(|last| now > last) {
-            self.last = Some(now);
-        }
-        if self.tokens >= 1.0 {
-            self.tokens -= 1.0;
-            true
-        } else {
-            false
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -110,18 +72,5 @@ mod tests {
         assert!(c.check(a, value, t0 + Duration::from_secs(59)));
         assert!(!c.check(a, value, t0 + Duration::from_secs(60)));
         assert!(!c.check(a, value.wrapping_add(1), t0));
-    }
-
-    #[test]
-    fn budget_refills_at_its_rate() {
-        let mut b = Budget::new(10, 2);
-        let t0 = Instant::now();
-        assert!(b.take(t0) && b.take(t0));
-        assert!(!b.take(t0));
-        assert!(b.take(t0 + Duration::from_millis(100)));
-        assert!(!b.take(t0 + Duration::from_millis(100)));
-        assert!(!b.take(t0), "an earlier clock adds nothing");
-        assert!(b.take(t0 + Duration::from_secs(60)) && b.take(t0 + Duration::from_secs(60)));
-        assert!(!b.take(t0 + Duration::from_secs(60)), "capped at the burst");
     }
 }

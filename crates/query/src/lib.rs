@@ -6,7 +6,8 @@
 //! Everything from the network is hostile: decoders are total, buffers bounded, and no
 //! reply larger than its request goes to an address that has not echoed a challenge, so
 //! neither the game server nor the master can be used to amplify a flood. Budgets of
-//! replies a second bound what a flood costs.
+//! replies a second, shared by host, network and everyone ([`sightline_limits::Shares`]),
+//! bound what a flood costs and whom it costs.
 
 mod a2s;
 mod announcer;
@@ -34,6 +35,7 @@ pub use responder::{
     Answer, CHALLENGE_EPOCH, DropReason, QuerySource, Responder, ResponderConfig, ResponderStats,
 };
 pub use server_list::{MAX_LISTED, fetch_server_list};
+pub use sightline_limits::{Rate, ShareRates};
 pub use split::{
     MAX_MESSAGE, MAX_PACKET, MAX_SPLIT_PACKETS, Reassembly, SPLIT_PAYLOAD, is_split, split,
 };

@@ -2,17 +2,18 @@
 //! the packets to send back, [`Master::expire`] forgets servers gone quiet. The protocol
 //! is described in [`crate::master_protocol`].
 
-use crate::guard::{Budget, Challenges};
+use crate::guard::Challenges;
 use crate::master_protocol::{
     GAME_TAG, MASTER_PROTOCOL, MasterPacket, decode, encode, encode_server_list,
 };
 use crate::wire::DecodeError;
+use sightline_limits::{HostKey, Rate, ShareRates, Shares};
 use std::collections::HashMap;
-use std::net::{IpAddr, SocketAddr};
+use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
 /// The master's limits.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq)]
 pub struct MasterConfig {
     /// Forget a listed server not confirmed again for this long.
     pub expire: Duration,
@@ -24,21 +25,35 @@ pub struct MasterConfig {
     pub max_per_address: usize,
     /// Most listed servers overall.
     pub max_servers: usize,
-    /// Challenges (`getinfo` and `challenge` replies) sent a second, at most.
-    pub challenges_per_second: u32,
-    /// Server lists sent a second, at most.
-    pub lists_per_second: u32,
+    /// Challenges (`getinfo` and `challenge` replies) sent a second, shared by host,
+    /// network and everyone, so one host's flood of heartbeats or first requests
+    /// costs only its own.
+    pub challenges: ShareRates,
+    /// Server lists sent a second, shared the same way.
+    pub lists: ShareRates,
 }
 
 impl Default for MasterConfig {
+    /// A host running 16 servers heartbeats 16 at once every five minutes, and a
+    /// browser asks for the list once a refresh: a host gets 40 challenges at once and
+    /// 10 a second, 10 lists at once and one a second; a /24 or /48 five times that;
+    /// everyone 1000 challenges and 50 lists a second.
     fn default() -> Self {
         Self {
             expire: Duration::from_secs(15 * 60),
             challenge_epoch: Duration::from_secs(10),
             max_per_address: 16,
             max_servers: 8192,
-            challenges_per_second: 1000,
-            lists_per_second: 50,
+            challenges: ShareRates {
+                host: Rate::new(40.0, 10.0),
+                network: Rate::new(200.0, 50.0),
+                everyone: Rate::new(1000.0, 1000.0),
+            },
+            lists: ShareRates {
+                host: Rate::new(10.0, 1.0),
+                network: Rate::new(50.0, 5.0),
+                everyone: Rate::new(100.0, 50.0),
+            },
         }
     }
 }
@@ -57,7 +72,8 @@ pub struct Refusals {
     pub per_address: u64,
     /// A new server while the list is full.
     pub full: u64,
-    /// Over a budget of challenges or lists a second.
+    /// Over a share of challenges or lists a second (the asker's, its network's or
+    /// everyone's).
     pub rate: u64,
 }
 
@@ -91,19 +107,11 @@ struct Listed {
 pub struct Master {
     config: MasterConfig,
     challenges: Challenges,
-    challenge_budget: Budget,
-    list_budget: Budget,
+    challenge_budget: Shares,
+    list_budget: Shares,
     servers: HashMap<SocketAddr, Listed>,
-    per_address: HashMap<IpAddr, usize>,
+    per_address: HashMap<HostKey, usize>,
     stats: MasterStats,
-}
-
-/// The key the per-address limit counts under: the IPv4 address, or the IPv6 /64.
-fn address_key(ip: IpAddr) -> IpAddr {
-    match ip.to_canonical() {
-        IpAddr::V6(v6) => IpAddr::V6((u128::from(v6) & !0xFFFF_FFFF_FFFF_FFFF).into()),
-        v4 => v4,
-    }
 }
 
 fn canonical(addr: SocketAddr) -> SocketAddr {
@@ -116,11 +124,8 @@ impl Master {
         Self {
             config,
             challenges: Challenges::new(config.challenge_epoch),
-            challenge_budget: Budget::new(
-                config.challenges_per_second,
-                config.challenges_per_second,
-            ),
-            list_budget: Budget::new(config.lists_per_second, config.lists_per_second),
+            challenge_budget: Shares::new(config.challenges),
+            list_budget: Shares::new(config.lists),
             servers: HashMap::new(),
             per_address: HashMap::new(),
             stats: MasterStats::default(),
@@ -165,7 +170,11 @@ impl Master {
         };
         let source = canonical(from);
         match packet {
-            MasterPacket::Heartbeat { game, protocol } => {
+            MasterPacket::Heartbeat {
+                game,
+                protocol,
+                nonce,
+            } => {
                 self.stats.heartbeats += 1;
                 if game != GAME_TAG || protocol != MASTER_PROTOCOL {
                     self.stats.refused.malformed += 1;
@@ -176,6 +185,7 @@ impl Master {
                 }
                 let reply = encode(&MasterPacket::GetInfo {
                     challenge: self.challenges.issue(source, now),
+                    nonce,
                 });
                 self.challenge(from, bytes, reply, now)
             }
@@ -205,7 +215,7 @@ impl Master {
                         encode(&MasterPacket::Challenge(self.challenges.issue(source, now)));
                     return self.challenge(from, bytes, reply, now);
                 }
-                if !self.list_budget.take(now) {
+                if self.list_budget.allow(from.ip(), now).is_err() {
                     self.stats.refused.rate += 1;
                     return Vec::new();
                 }
@@ -225,7 +235,7 @@ impl Master {
     }
 
     /// Sends a challenge to an unproven address: never larger than what it sent, and
-    /// within the budget.
+    /// within its shares.
     fn challenge(
         &mut self,
         to: SocketAddr,
@@ -237,7 +247,7 @@ impl Master {
             self.stats.refused.malformed += 1;
             return Vec::new();
         }
-        if !self.challenge_budget.take(now) {
+        if self.challenge_budget.allow(to.ip(), now).is_err() {
             self.stats.refused.rate += 1;
             return Vec::new();
         }
@@ -249,7 +259,7 @@ impl Master {
     fn has_room(&mut self, addr: SocketAddr) -> bool {
         let from_address = self
             .per_address
-            .get(&address_key(addr.ip()))
+            .get(&HostKey::of(addr.ip()))
             .copied()
             .unwrap_or(0);
         if from_address >= self.config.max_per_address {
@@ -279,7 +289,7 @@ impl Master {
                     last_confirmed: now,
                 },
             );
-            *self.per_address.entry(address_key(addr.ip())).or_default() += 1;
+            *self.per_address.entry(HostKey::of(addr.ip())).or_default() += 1;
         }
         self.stats.confirmed += 1;
     }
@@ -293,7 +303,7 @@ impl Master {
             let keep = now.saturating_duration_since(s.last_confirmed) < expire;
             if !keep {
                 expired += 1;
-                let key = address_key(addr.ip());
+                let key = HostKey::of(addr.ip());
                 if let Some(n) = per_address.get_mut(&key) {
                     *n -= 1;
                     if *n == 0 {
@@ -318,6 +328,7 @@ mod tests {
         encode(&MasterPacket::Heartbeat {
             game: GAME_TAG.into(),
             protocol: MASTER_PROTOCOL,
+            nonce: 0x1234_abcd,
         })
     }
 
@@ -328,9 +339,10 @@ mod tests {
             panic!("no getinfo for {addr}: {replies:?}");
         };
         assert_eq!(*to, addr);
-        let Ok(MasterPacket::GetInfo { challenge }) = decode(getinfo) else {
+        let Ok(MasterPacket::GetInfo { challenge, nonce }) = decode(getinfo) else {
             panic!("not a getinfo");
         };
+        assert_eq!(nonce, 0x1234_abcd, "the heartbeat's nonce, echoed");
         let answer = encode(&MasterPacket::InfoResponse {
             challenge,
             protocol: GAME_PROTOCOL,
@@ -410,7 +422,7 @@ mod tests {
         assert!(replies.iter().all(|(_, p)| p.len() <= request.len()));
         // A guessed or another address's challenge does not confirm it.
         let other = addr("203.0.113.6:27015");
-        let Ok(MasterPacket::GetInfo { challenge }) =
+        let Ok(MasterPacket::GetInfo { challenge, .. }) =
             decode(&master.handle(other, &request, now)[0].1)
         else {
             panic!("no getinfo");
@@ -426,7 +438,7 @@ mod tests {
         assert_eq!(master.stats().listed, 0);
         assert_eq!(master.stats().refused.bad_challenge, 4);
         // Too late: the challenge has expired.
-        let Ok(MasterPacket::GetInfo { challenge }) = decode(&replies[0].1) else {
+        let Ok(MasterPacket::GetInfo { challenge, .. }) = decode(&replies[0].1) else {
             panic!("no getinfo");
         };
         let late = encode(&MasterPacket::InfoResponse {
@@ -488,8 +500,8 @@ mod tests {
     #[test]
     fn challenges_and_lists_are_budgeted() {
         let mut master = Master::new(MasterConfig {
-            challenges_per_second: 3,
-            lists_per_second: 1,
+            challenges: ShareRates::all(Rate::new(3.0, 3.0)),
+            lists: ShareRates::all(Rate::new(1.0, 1.0)),
             ..MasterConfig::default()
         });
         let now = Instant::now();
@@ -508,6 +520,53 @@ mod tests {
         assert!(list_packets(&mut master, client, 1, later).is_empty());
         assert_eq!(master.stats().refused.rate, 8);
         assert_eq!(master.stats().lists, 1);
+    }
+
+    #[test]
+    fn one_host_flooding_lists_or_heartbeats_leaves_others_served() {
+        // One host holds a valid challenge and asks for the list 5,000 times a second
+        // (for a protocol with no servers, so each answer is tiny), and floods
+        // heartbeats as fast: before, both budgets were everyone's, so honest browsers
+        // got no list and real servers no getinfo.
+        let mut master = Master::new(MasterConfig::default());
+        let t0 = Instant::now();
+        let flooder = addr("203.0.113.1:5000");
+        let browser = addr("203.0.113.2:5000");
+        let stranger = addr("198.51.100.9:5000");
+        let server = addr("192.0.2.77:27015");
+        announce(&mut master, server, t0);
+        let first = encode(&MasterPacket::GetServers {
+            protocol: 99,
+            challenge: None,
+        });
+        let Ok(MasterPacket::Challenge(c)) = decode(&master.handle(flooder, &first, t0)[0].1)
+        else {
+            panic!("no challenge");
+        };
+        let flood = encode(&MasterPacket::GetServers {
+            protocol: 99,
+            challenge: Some(c),
+        });
+        let (mut honest_lists, mut asked) = (0, 0);
+        for ms in 1..=2000u64 {
+            let now = t0 + Duration::from_millis(ms);
+            for _ in 0..5 {
+                master.handle(flooder, &flood, now);
+                master.handle(flooder, &heartbeat(), now);
+            }
+            if ms % 500 == 0 {
+                for client in [browser, stranger] {
+                    asked += 1;
+                    if list(&mut master, client, GAME_PROTOCOL, now) == vec![server] {
+                        honest_lists += 1;
+                    }
+                }
+                // The real server's refresh still gets its getinfo.
+                assert_eq!(master.handle(server, &heartbeat(), now).len(), 1);
+            }
+        }
+        assert_eq!(honest_lists, asked);
+        assert!(master.stats().refused.rate > 19_000, "{:?}", master.stats());
     }
 
     #[test]

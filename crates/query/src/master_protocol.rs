@@ -4,8 +4,8 @@
 //!
 //! | direction | packet |
 //! |---|---|
-//! | server → master | `heartbeat sightline <MASTER_PROTOCOL>` |
-//! | master → server (the heartbeat's source) | `getinfo <challenge>` |
+//! | server → master | `heartbeat sightline <MASTER_PROTOCOL> <nonce>` |
+//! | master → server (the heartbeat's source) | `getinfo <challenge> <nonce>` |
 //! | server → master | `infoResponse\n\challenge\<challenge>\protocol\<game protocol>\gamename\sightline` |
 //! | client → master | `getservers <game protocol> <challenge>`, challenge `00000000` at first |
 //! | master → client | `challenge <challenge>`, when the request's was not valid |
@@ -15,10 +15,13 @@
 //! challenge from the address it announced, which proves the address is real, and the
 //! listing is refreshed only by such answers (a forged heartbeat cannot keep a dead
 //! server listed). Challenges are stateless (a keyed hash of the address and the time
-//! epoch), so forged heartbeats cost the master no memory.
+//! epoch), so forged heartbeats cost the master no memory. The master's `getinfo` echoes
+//! the nonce of the heartbeat it answers, and a server answers only a `getinfo` carrying
+//! its current heartbeat's nonce: `getinfo`s forged in the master's name cannot use up
+//! the answers a server allows a heartbeat and get it delisted.
 //!
 //! No reply to an unproven address is larger than the packet that caused it: `getinfo`
-//! (20 bytes) answers a heartbeat of at least 25, `challenge` (22 bytes) a `getservers`
+//! (29 bytes) answers a heartbeat of at least 34, `challenge` (22 bytes) a `getservers`
 //! of at least 25, which is why `getservers` always carries the challenge slot.
 //!
 //! List entries are `\` + IPv4 address (4 bytes) + port (2, big-endian) or `/` + IPv6
@@ -30,7 +33,7 @@ use crate::wire::{CONNECTIONLESS, DecodeError, strip_connectionless};
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 
 /// The version of this master protocol, sent in heartbeats.
-pub const MASTER_PROTOCOL: u32 = 1;
+pub const MASTER_PROTOCOL: u32 = 2;
 /// The master's usual UDP port.
 pub const DEFAULT_MASTER_PORT: u16 = 27950;
 /// The game name in heartbeats and info responses.
@@ -57,11 +60,15 @@ pub enum MasterPacket {
         game: String,
         /// The master protocol version ([`MASTER_PROTOCOL`]).
         protocol: u32,
+        /// The server's random number for this heartbeat, which the `getinfo` echoes.
+        nonce: u32,
     },
     /// The master asks a server to prove its address.
     GetInfo {
         /// The challenge to echo.
         challenge: u32,
+        /// The heartbeat's nonce, echoed.
+        nonce: u32,
     },
     /// A server's proof.
     InfoResponse {
@@ -100,10 +107,14 @@ fn text(command: &str, args: &str) -> Vec<u8> {
 /// Encodes a text packet; [`MasterPacket::Servers`] goes through [`encode_server_list`].
 pub fn encode(packet: &MasterPacket) -> Vec<u8> {
     match packet {
-        MasterPacket::Heartbeat { game, protocol } => {
-            text(HEARTBEAT, &format!(" {game} {protocol}"))
+        MasterPacket::Heartbeat {
+            game,
+            protocol,
+            nonce,
+        } => text(HEARTBEAT, &format!(" {game} {protocol} {nonce:08x}")),
+        MasterPacket::GetInfo { challenge, nonce } => {
+            text(GETINFO, &format!(" {challenge:08x} {nonce:08x}"))
         }
-        MasterPacket::GetInfo { challenge } => text(GETINFO, &format!(" {challenge:08x}")),
         MasterPacket::InfoResponse {
             challenge,
             protocol,
@@ -186,16 +197,18 @@ pub fn decode(bytes: &[u8]) -> Result<MasterPacket, DecodeError> {
     let rest = std::str::from_utf8(rest).map_err(|_| DecodeError::Invalid("not text"))?;
     match word {
         w if w == HEARTBEAT.as_bytes() => {
-            let [game, protocol] = args(rest)?;
+            let [game, protocol, nonce] = args(rest)?;
             Ok(MasterPacket::Heartbeat {
                 game: game.to_owned(),
                 protocol: number(protocol)?,
+                nonce: challenge(nonce)?,
             })
         }
         w if w == GETINFO.as_bytes() => {
-            let [c] = args(rest)?;
+            let [c, nonce] = args(rest)?;
             Ok(MasterPacket::GetInfo {
                 challenge: challenge(c)?,
+                nonce: challenge(nonce)?,
             })
         }
         w if w == GETSERVERS.as_bytes() => {
@@ -318,9 +331,11 @@ mod tests {
             MasterPacket::Heartbeat {
                 game: GAME_TAG.into(),
                 protocol: MASTER_PROTOCOL,
+                nonce: 0,
             },
             MasterPacket::GetInfo {
                 challenge: 0x0000_beef,
+                nonce: u32::MAX,
             },
             MasterPacket::InfoResponse {
                 challenge: 0xdead_beef,
@@ -360,7 +375,10 @@ mod tests {
     #[test]
     fn unproven_replies_are_no_larger_than_their_requests() {
         let heartbeat = encode(&all()[0]);
-        let getinfo = encode(&MasterPacket::GetInfo { challenge: 1 });
+        let getinfo = encode(&MasterPacket::GetInfo {
+            challenge: 1,
+            nonce: 2,
+        });
         assert!(getinfo.len() <= heartbeat.len());
         let first = encode(&MasterPacket::GetServers {
             protocol: 0,
@@ -400,8 +418,11 @@ mod tests {
     fn bad_text_is_refused() {
         for bad in [
             &b"\xFF\xFF\xFF\xFFheartbeat sightline"[..],
-            b"\xFF\xFF\xFF\xFFheartbeat sightline 1 2",
-            b"\xFF\xFF\xFF\xFFheartbeat sightline -1",
+            b"\xFF\xFF\xFF\xFFheartbeat sightline 2 1",
+            b"\xFF\xFF\xFF\xFFheartbeat sightline 2",
+            b"\xFF\xFF\xFF\xFFheartbeat sightline 2 0000000100",
+            b"\xFF\xFF\xFF\xFFheartbeat sightline -1 00000001",
+            b"\xFF\xFF\xFF\xFFgetinfo 12345678",
             b"\xFF\xFF\xFF\xFFgetservers 1",
             b"\xFF\xFF\xFF\xFFgetservers 1 1234567",
             b"\xFF\xFF\xFF\xFFgetinfo 1234567g",

@@ -6,9 +6,10 @@ use crate::a2s::{
     PlayerInfo, Request, ServerInfo, decode_request, encode_challenge, encode_info, encode_players,
     encode_rules, is_placeholder,
 };
-use crate::guard::{Budget, Challenges};
+use crate::guard::Challenges;
 use crate::split::split;
 use crate::wire::DecodeError;
+use sightline_limits::{Rate, ShareRates, Shares};
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
@@ -45,21 +46,34 @@ pub enum DropReason {
     RateLimited,
 }
 
-/// The responder's budgets: how many replies a second, so a flood costs bounded time.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// The responder's budgets: how many replies a second, shared by host, by network and by
+/// everyone ([`Shares`]), so a flood costs bounded time and one host's or one network's
+/// flood costs only its own answers.
+#[derive(Debug, Clone, Copy, PartialEq)]
 pub struct ResponderConfig {
-    /// Info, player and rules responses a second (the burst is the same number).
-    pub answers_per_second: u32,
-    /// Challenge replies a second; kept apart so forged-address floods of first contacts
+    /// Info, player and rules responses.
+    pub answers: ShareRates,
+    /// Challenge replies; kept apart so forged-address floods of first contacts
     /// cannot use up the answers of clients that proved their address.
-    pub challenges_per_second: u32,
+    pub challenges: ShareRates,
 }
 
 impl Default for ResponderConfig {
+    /// A browser asks a server three questions a refresh and a panel a few a minute: a
+    /// host may ask 10 a second (20 at once), a /24 or /48 50, everyone 500. Challenges,
+    /// no larger than what asked for them, twice as many.
     fn default() -> Self {
         Self {
-            answers_per_second: 200,
-            challenges_per_second: 1000,
+            answers: ShareRates {
+                host: Rate::new(20.0, 10.0),
+                network: Rate::new(100.0, 50.0),
+                everyone: Rate::new(500.0, 500.0),
+            },
+            challenges: ShareRates {
+                host: Rate::new(40.0, 20.0),
+                network: Rate::new(200.0, 100.0),
+                everyone: Rate::new(2000.0, 2000.0),
+            },
         }
     }
 }
@@ -81,7 +95,7 @@ pub struct ResponderStats {
     pub malformed: u64,
     /// Queries dropped for an unknown type.
     pub unknown_type: u64,
-    /// Queries dropped over budget.
+    /// Queries dropped over budget (the asker's, its network's or everyone's).
     pub rate_limited: u64,
 }
 
@@ -89,8 +103,8 @@ pub struct ResponderStats {
 #[derive(Debug)]
 pub struct Responder {
     challenges: Challenges,
-    answers: Budget,
-    challenge_budget: Budget,
+    answers: Shares,
+    challenge_budget: Shares,
     next_split_id: u32,
     stats: ResponderStats,
 }
@@ -111,11 +125,8 @@ impl Responder {
     pub fn with_config(config: ResponderConfig) -> Self {
         Self {
             challenges: Challenges::new(CHALLENGE_EPOCH),
-            answers: Budget::new(config.answers_per_second, config.answers_per_second),
-            challenge_budget: Budget::new(
-                config.challenges_per_second,
-                config.challenges_per_second,
-            ),
+            answers: Shares::new(config.answers),
+            challenge_budget: Shares::new(config.challenges),
             next_split_id: 1,
             stats: ResponderStats::default(),
         }
@@ -151,7 +162,7 @@ impl Responder {
             if reply.len() > request.len() {
                 return self.drop(DropReason::Malformed);
             }
-            if !self.challenge_budget.take(now) {
+            if self.challenge_budget.allow(from.ip(), now).is_err() {
                 return self.drop(DropReason::RateLimited);
             }
             self.stats.challenges += 1;
@@ -160,7 +171,7 @@ impl Responder {
             }
             return Answer::Replies(vec![reply]);
         }
-        if !self.answers.take(now) {
+        if self.answers.allow(from.ip(), now).is_err() {
             return self.drop(DropReason::RateLimited);
         }
         let message = match parsed {
@@ -314,8 +325,8 @@ pub(crate) mod tests {
     fn no_unchallenged_reply_is_larger_than_its_request() {
         let server = Fixed::new(64);
         let mut responder = Responder::with_config(ResponderConfig {
-            answers_per_second: 1_000_000,
-            challenges_per_second: 1_000_000,
+            answers: ShareRates::all(Rate::new(1e6, 1e6)),
+            challenges: ShareRates::all(Rate::new(1e6, 1e6)),
         });
         let now = Instant::now();
         let mut rng = Rng(77);
@@ -373,8 +384,8 @@ pub(crate) mod tests {
     fn floods_are_bounded_and_drops_counted() {
         let server = Fixed::new(1);
         let mut responder = Responder::with_config(ResponderConfig {
-            answers_per_second: 5,
-            challenges_per_second: 10,
+            answers: ShareRates::all(Rate::new(5.0, 5.0)),
+            challenges: ShareRates::all(Rate::new(10.0, 10.0)),
         });
         let now = Instant::now();
         let first = encode_request(Request::Info { challenge: None });
@@ -409,5 +420,52 @@ pub(crate) mod tests {
         let stats = responder.stats();
         assert_eq!(stats.rate_limited, 95 + 91);
         assert_eq!((stats.unknown_type, stats.malformed), (1, 1));
+    }
+
+    #[test]
+    fn one_host_flooding_with_a_valid_challenge_leaves_others_answered() {
+        // One address holds a valid challenge and floods A2S_INFO at 5,000 a second;
+        // another address of its /24, and one elsewhere, ask once every 100 ms. Before,
+        // all shared one budget of 200 answers a second and most honest queries were
+        // dropped.
+        let server = Fixed::new(8);
+        let mut responder = Responder::new();
+        let t0 = Instant::now();
+        let flooder: SocketAddr = "198.51.100.1:27005".parse().unwrap();
+        let honest: [SocketAddr; 2] = [
+            "198.51.100.2:27005".parse().unwrap(),
+            "203.0.113.5:27005".parse().unwrap(),
+        ];
+        let first = encode_request(Request::Info { challenge: None });
+        let full = |from: SocketAddr, now: Instant, responder: &mut Responder| {
+            let c = challenge_of(responder.answer(from, &first, now, &server));
+            encode_request(Request::Info { challenge: Some(c) })
+        };
+        let flood = full(flooder, t0, &mut responder);
+        let honest_requests: Vec<Vec<u8>> = honest
+            .iter()
+            .map(|a| full(*a, t0, &mut responder))
+            .collect();
+        let (mut flood_answered, mut honest_answered, mut honest_asked) = (0, 0, 0);
+        for ms in 0..2000u64 {
+            let now = t0 + Duration::from_millis(ms);
+            for _ in 0..5 {
+                if let Answer::Replies(_) = responder.answer(flooder, &flood, now, &server) {
+                    flood_answered += 1;
+                }
+            }
+            if ms % 100 == 0 {
+                for (addr, request) in honest.iter().zip(&honest_requests) {
+                    honest_asked += 1;
+                    if let Answer::Replies(_) = responder.answer(*addr, request, now, &server) {
+                        honest_answered += 1;
+                    }
+                }
+            }
+        }
+        assert_eq!(honest_answered, honest_asked);
+        // The flooder had its burst and its rate, nothing more.
+        assert!(flood_answered <= 20 + 2 * 10 + 1, "{flood_answered}");
+        assert!(responder.stats().rate_limited >= 9_900);
     }
 }

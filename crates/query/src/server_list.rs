@@ -234,6 +234,7 @@ mod tests {
         let heartbeat = encode(&MasterPacket::Heartbeat {
             game: GAME_TAG.into(),
             protocol: MASTER_PROTOCOL,
+            nonce: 7,
         });
         silent.send_to(&heartbeat, master.addr).unwrap();
         // A real server announced after it: once it is listed, the forged one was

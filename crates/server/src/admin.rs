@@ -23,8 +23,9 @@ use crate::stats::{HostingStats, ServerStats};
 use bevy::prelude::*;
 use sightline_combat::Score;
 use sightline_console::{Bindings, Console, ConsoleCommands, Cvars, execute_line, quote};
+use sightline_limits::{Bucket, HostKey, LruMap};
 use sightline_map::{CurrentMap, MapSource, find_map_by_name};
-use sightline_net::{GlobalBucket, HostKey, IpPrefix, LruMap, RenetServer, UdpServerTransport};
+use sightline_net::{IpPrefix, RenetServer, UdpServerTransport};
 use sightline_protocol::{MAX_CHAT_LEN, ServerMessage, ServerTextKind, clean_text};
 use sightline_sim::{BotControlled, PlayerId, PlayerName};
 use std::net::{IpAddr, SocketAddr};
@@ -93,9 +94,9 @@ const RCON_LOCKOUT_ADDRESSES: usize = 4096;
 /// Wrong rcon passwords from all addresses together: this many at once, then
 /// [`RCON_WRONG_PER_SECOND`] (as the token service allows password guesses). Without it
 /// an attacker holding many addresses guessed five a minute from each.
-pub const RCON_WRONG_BURST: f32 = 30.0;
+pub const RCON_WRONG_BURST: f64 = 30.0;
 /// How fast the shared allowance of wrong passwords comes back.
-pub const RCON_WRONG_PER_SECOND: f32 = 5.0;
+pub const RCON_WRONG_PER_SECOND: f64 = 5.0;
 
 /// Hosts that gave the right password, which a spent shared allowance never refuses.
 const RCON_TRUSTED_HOSTS: usize = 64;
@@ -108,7 +109,7 @@ const RCON_TRUSTED_HOSTS: usize = 64;
 #[derive(Resource)]
 pub struct RconLockout {
     failures: LruMap<HostKey, (u32, Option<Instant>)>,
-    wrong: GlobalBucket,
+    wrong: Bucket,
     trusted: LruMap<HostKey, ()>,
     spent_logged_at: Option<Instant>,
 }
@@ -117,7 +118,7 @@ impl Default for RconLockout {
     fn default() -> Self {
         Self {
             failures: LruMap::new(RCON_LOCKOUT_ADDRESSES),
-            wrong: GlobalBucket::new(RCON_WRONG_BURST, RCON_WRONG_PER_SECOND),
+            wrong: Bucket::new(RCON_WRONG_BURST, RCON_WRONG_PER_SECOND),
             trusted: LruMap::new(RCON_TRUSTED_HOSTS),
             spent_logged_at: None,
         }
@@ -188,7 +189,7 @@ impl RconLockout {
             return PasswordCheck::Accepted;
         }
         if host.is_some() {
-            self.wrong.take();
+            self.wrong.spend();
         }
         stats.rcon_wrong += 1;
         if let (Some(entry), Some(ip)) = (entry, ip) {

@@ -16,7 +16,8 @@ use crate::cvars::cvar;
 use crate::inbox::{AdminInbox, AdminLine, AdminOrigin};
 use crate::stats::HostingStats;
 use bevy::prelude::*;
-use sightline_net::{ForeignStreams, HostKey};
+use sightline_limits::{Admit, Claim, HostKey, NetworkKey, PoolLimits, admit};
+use sightline_net::ForeignStreams;
 use std::io::{self, Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::time::{Duration, Instant};
@@ -35,12 +36,26 @@ pub const SERVERDATA_RESPONSE_VALUE: i32 = 0;
 pub const MAX_REQUEST_SIZE: i32 = 4096;
 /// Body bytes in one answer packet; longer answers are split.
 pub const ANSWER_CHUNK: usize = 4096;
-/// Most connections at once, and from one host.
+/// Most connections at once.
 pub const MAX_CONNECTIONS: usize = 16;
 /// Most connections from one host at once.
 pub const MAX_PER_HOST: usize = 4;
+/// Connections not yet authenticated: at most half the slots, so admins who logged in
+/// always have the rest, shared by host and network ([`UNAUTHENTICATED`]).
+pub const MAX_UNAUTHENTICATED: usize = MAX_CONNECTIONS / 2;
+/// The pool of connections not yet authenticated: a host may hold two, a network four;
+/// a newcomer takes the place of the oldest stalled one of a busier host or network
+/// ([`sightline_limits::admit`]), so connections that send a partial packet and wait
+/// cannot keep an admin out.
+pub const UNAUTHENTICATED: PoolLimits = PoolLimits {
+    capacity: MAX_UNAUTHENTICATED,
+    per_host: 2,
+    per_network: 4,
+};
+/// Time for a connection's first bytes: a client sends its login at once.
+pub const FIRST_BYTES_DEADLINE: Duration = Duration::from_secs(1);
 /// Time to authenticate after connecting.
-pub const AUTH_DEADLINE: Duration = Duration::from_secs(5);
+pub const AUTH_DEADLINE: Duration = Duration::from_secs(2);
 /// An authenticated connection silent this long is closed.
 pub const IDLE_TIMEOUT: Duration = Duration::from_secs(600);
 /// Most answer bytes waiting for a client that does not read; past it the connection is
@@ -269,85 +284,128 @@ fn read_rcon(
             }
         }
     }
+    for conn in &mut rcon.connections {
+        read_connection(conn, &password, &mut lockout, &mut inbox, &mut stats, now);
+    }
+    // Admitted after the reading, so every connection is read once before a newcomer
+    // can take its place: an admin's login, sent as it connects, is there by then.
     for (stream, peer, read) in arrivals {
-        let host = HostKey::of(peer.ip());
-        let from_host = rcon
-            .connections
-            .iter()
-            .filter(|c| HostKey::of(c.peer.ip()) == host)
-            .count();
-        if password.is_empty()
-            || rcon.connections.len() >= MAX_CONNECTIONS
-            || from_host >= MAX_PER_HOST
-            || stream.set_nonblocking(true).is_err()
-        {
+        if password.is_empty() || stream.set_nonblocking(true).is_err() {
             stats.rcon_refused += 1;
             continue; // dropping the stream closes it
+        }
+        match admit_connection(&rcon.connections, peer, now) {
+            Admit::No => {
+                stats.rcon_refused += 1;
+                continue;
+            }
+            Admit::Instead(i) => {
+                stats.rcon_refused += 1;
+                rcon.connections.swap_remove(i);
+            }
+            Admit::Yes => {}
         }
         rcon.next_number += 1;
         let number = rcon.next_number;
         rcon.connections
             .push(RconConnection::new(number, stream, peer, read, now));
     }
-    for conn in &mut rcon.connections {
-        if conn.closing {
-            continue;
-        }
-        let mut chunk = [0u8; 4096];
-        loop {
-            match conn.stream.read(&mut chunk) {
-                Ok(0) => {
-                    conn.closing = true;
-                    break;
-                }
-                Ok(n) => {
-                    conn.inbox.extend_from_slice(&chunk[..n]);
-                    conn.heard = now;
-                    // At most one whole packet and the next's start is kept unread.
-                    if conn.inbox.len() > 2 * (MAX_REQUEST_SIZE as usize + 4) {
-                        break;
-                    }
-                }
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-                Err(_) => {
-                    conn.closing = true;
+}
+
+/// Whether a connection from `peer` gets a slot: within its host's, among the
+/// unauthenticated pool's ([`UNAUTHENTICATED`]), perhaps in the place of the connection at
+/// the index given, and within [`MAX_CONNECTIONS`].
+fn admit_connection(connections: &[RconConnection], peer: SocketAddr, now: Instant) -> Admit {
+    let host = HostKey::of(peer.ip());
+    let from_host = connections
+        .iter()
+        .filter(|c| HostKey::of(c.peer.ip()) == host)
+        .count();
+    if from_host >= MAX_PER_HOST {
+        return Admit::No;
+    }
+    // The pool lists the unauthenticated connections still open; its indices map back.
+    let (index, pool): (Vec<usize>, Vec<Claim>) = connections
+        .iter()
+        .enumerate()
+        .filter(|(_, c)| !c.authenticated && !c.closing)
+        .map(|(i, c)| {
+            let claim = Claim {
+                host: HostKey::of(c.peer.ip()),
+                network: NetworkKey::of(c.peer.ip()),
+                since: c.opened,
+                settled: false,
+            };
+            (i, claim)
+        })
+        .unzip();
+    match admit(&pool, host, NetworkKey::of(peer.ip()), UNAUTHENTICATED, now) {
+        Admit::Instead(i) => Admit::Instead(index[i]),
+        Admit::Yes if connections.len() < MAX_CONNECTIONS => Admit::Yes,
+        _ => Admit::No,
+    }
+}
+
+/// Reads one connection's packets: authentication is answered here, commands go to the
+/// console; closes it past its deadlines.
+fn read_connection(
+    conn: &mut RconConnection,
+    password: &str,
+    lockout: &mut RconLockout,
+    inbox: &mut AdminInbox,
+    stats: &mut HostingStats,
+    now: Instant,
+) {
+    if conn.closing {
+        return;
+    }
+    let mut chunk = [0u8; 4096];
+    loop {
+        match conn.stream.read(&mut chunk) {
+            Ok(0) => {
+                conn.closing = true;
+                break;
+            }
+            Ok(n) => {
+                conn.inbox.extend_from_slice(&chunk[..n]);
+                conn.heard = now;
+                // At most one whole packet and the next's start is kept unread.
+                if conn.inbox.len() > 2 * (MAX_REQUEST_SIZE as usize + 4) {
                     break;
                 }
             }
-        }
-        loop {
-            let (packet, used) = match RconPacket::decode(&conn.inbox) {
-                Ok(Some(p)) => p,
-                Ok(None) => break,
-                Err(_) => {
-                    stats.rcon_refused += 1;
-                    conn.closing = true;
-                    break;
-                }
-            };
-            conn.inbox.drain(..used);
-            handle_packet(
-                conn,
-                packet,
-                &password,
-                &mut lockout,
-                &mut inbox,
-                &mut stats,
-                now,
-            );
-            if conn.closing {
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(_) => {
+                conn.closing = true;
                 break;
             }
         }
-        let deadline = if conn.authenticated {
-            now.saturating_duration_since(conn.heard) > IDLE_TIMEOUT
-        } else {
-            now.saturating_duration_since(conn.opened) > AUTH_DEADLINE
+    }
+    loop {
+        let (packet, used) = match RconPacket::decode(&conn.inbox) {
+            Ok(Some(p)) => p,
+            Ok(None) => break,
+            Err(_) => {
+                stats.rcon_refused += 1;
+                conn.closing = true;
+                break;
+            }
         };
-        if deadline || password.is_empty() {
-            conn.closing = true;
+        conn.inbox.drain(..used);
+        handle_packet(conn, packet, password, lockout, inbox, stats, now);
+        if conn.closing {
+            break;
         }
+    }
+    let age = now.saturating_duration_since(conn.opened);
+    let overdue = if conn.authenticated {
+        now.saturating_duration_since(conn.heard) > IDLE_TIMEOUT
+    } else {
+        age > AUTH_DEADLINE || (conn.inbox.is_empty() && age > FIRST_BYTES_DEADLINE)
+    };
+    if overdue || password.is_empty() {
+        conn.closing = true;
     }
 }
 

@@ -9,7 +9,6 @@ use crate::auth::{
 };
 use crate::bundle;
 use crate::guard::{self, PacketGuard};
-use crate::limits::{HostKey, LruMap, RateLimiter};
 use crate::{AddressBans, Connectionless, ForeignStreams};
 use crate::{
     ConditionerSettings, LinkConditions, NetStats, PacketFault, PacketFaults, SentToClients,
@@ -18,6 +17,7 @@ use crate::{
 use bevy::prelude::*;
 use bevy_renet::RenetServer;
 use renetcode::{NetcodeServer, ServerAuthentication, ServerConfig, ServerResult};
+use sightline_limits::{HostKey, LruMap, Rate, Shares, canonical_ip};
 use sightline_protocol::NETCODE_PROTOCOL_ID;
 use std::collections::HashMap;
 use std::net::{SocketAddr, UdpSocket};
@@ -60,7 +60,7 @@ pub struct UdpServerTransport {
     public: SocketAddr,
     /// Addresses that sent a well-formed connection request lately, and when.
     handshaking: LruMap<SocketAddr, Instant>,
-    handshake_limiter: RateLimiter,
+    handshake_limiter: Shares,
     /// Each connected client's packet checks, pacing and budgets.
     peers: HashMap<u64, Peer>,
 }
@@ -179,7 +179,10 @@ pub fn udp_server(
         limits,
         public,
         handshaking: LruMap::new(MAX_HANDSHAKING),
-        handshake_limiter: RateLimiter::new(auth::HANDSHAKE_BURST, auth::HANDSHAKES_PER_SECOND),
+        handshake_limiter: Shares::per_host(Rate::new(
+            auth::HANDSHAKE_BURST,
+            auth::HANDSHAKES_PER_SECOND,
+        )),
         peers: HashMap::new(),
     })
 }
@@ -357,9 +360,10 @@ impl UdpServerTransport {
 
     /// Whether a datagram may go to netcode. From a connected or handshaking address,
     /// anything whose header netcode reads safely may ([`netcode_readable`]: netcode
-    /// authenticates it); from anyone else, only a connection request of the right size
-    /// within the address's rate. Everything else is junk, counted and dropped before it
-    /// costs a decryption or a log line.
+    /// authenticates it); from anyone else, only a connection request whose token opens
+    /// and names the sender's address ([`auth::request_address`]), within that address's
+    /// rate. Everything else is junk, counted and dropped before netcode or a log line
+    /// sees it.
     fn screen(
         &mut self,
         addr: SocketAddr,
@@ -386,7 +390,17 @@ impl UdpServerTransport {
             stats.junk_datagrams += 1;
             return false;
         }
-        if !self.handshake_limiter.allow(addr.ip(), now) {
+        // Only a request whose token was issued to this address counts against its
+        // allowance (and enters the handshake table): one forged with a victim's address
+        // as its source cannot spend the victim's handshakes.
+        if let Some(secure) = &self.secure
+            && auth::request_address(bytes, &secure.key, unix_now().as_secs())
+                .is_none_or(|ip| ip != canonical_ip(addr.ip()))
+        {
+            stats.junk_datagrams += 1;
+            return false;
+        }
+        if self.handshake_limiter.allow(addr.ip(), now).is_err() {
             stats.handshakes_refused += 1;
             return false;
         }
@@ -411,7 +425,7 @@ pub(crate) fn server_receive(
 ) {
     let transport = &mut *transport;
     transport.netcode.update(time.delta());
-    connectionless.inbox.clear();
+    connectionless.begin_frame();
     if let (Some(tokens), Some(config)) = (&mut transport.tokens, &transport.secure) {
         tokens.poll(
             &transport.netcode,
