@@ -349,3 +349,88 @@ fn item_changes_and_bursts_out_of_sight_and_earshot_are_not_sent() {
         .collect();
     assert_eq!(bursts, vec![(seen.pos + Vec3::Y).to_array()], "{hidden:?}");
 }
+
+#[test]
+fn a_shot_is_sent_only_to_clients_that_are_sent_its_shooter() {
+    use crate::raw;
+    use sightline_combat::CombatEvent;
+    use sightline_protocol::ServerMessage;
+    use sightline_server::Interest;
+    // Eleven bots fight on depot; a bare client stands at its spawn. Every shot the
+    // server fires is sent to it exactly when its shooter is (before, every shot went to
+    // every player: where hidden players fired from, a radar).
+    let config = ServerConfig {
+        name: "test".into(),
+        max_players: 16,
+        bots: 11,
+        tick: TickConfig::new(128, 64).unwrap(),
+        ..Default::default()
+    };
+    let mut s = Stepper::new(config, "depot");
+    let c = s.add_raw_client();
+    s.step();
+    let me = raw::join(&mut s, c, "watcher").your_id.expect("a player");
+    let mut cursor = s
+        .server
+        .world()
+        .resource::<Messages<CombatEvent>>()
+        .get_cursor();
+    let (mut expected, mut hidden) = (Vec::new(), 0);
+    let mut received = Vec::new();
+    for _ in 0..(128 * 20) {
+        s.step();
+        let world = s.server.world_mut();
+        let interest = world
+            .query::<(&PlayerId, &Interest)>()
+            .iter(world)
+            .find(|(id, _)| **id == me)
+            .map(|(_, i)| i.clone())
+            .expect("the watcher plays");
+        let tick = world.resource::<Tick>().0;
+        let messages = world.resource::<Messages<CombatEvent>>();
+        for event in cursor.read(messages) {
+            if let CombatEvent::Fired {
+                shooter, tick: at, ..
+            } = *event
+            {
+                if interest.sends(shooter, tick) {
+                    expected.push((shooter, at));
+                } else {
+                    hidden += 1;
+                }
+            }
+        }
+        received.extend(
+            raw::reliable(&mut s, c)
+                .into_iter()
+                .filter_map(|m| match m {
+                    ServerMessage::Fired { shooter, tick, .. } => Some((shooter, tick)),
+                    _ => None,
+                }),
+        );
+        raw::snapshots(&mut s, c);
+    }
+    // What was on its way arrives; what the bots fire meanwhile is not judged.
+    let last = s.server.world().resource::<Tick>().0;
+    for _ in 0..128 {
+        s.step();
+        received.extend(
+            raw::reliable(&mut s, c)
+                .into_iter()
+                .filter_map(|m| match m {
+                    ServerMessage::Fired { shooter, tick, .. } if tick <= last => {
+                        Some((shooter, tick))
+                    }
+                    _ => None,
+                }),
+        );
+        raw::snapshots(&mut s, c);
+    }
+    eprintln!("{} shots sent, {hidden} hidden", expected.len());
+    assert!(
+        expected.len() > 20 && hidden > 20,
+        "{} sent, {hidden} hidden",
+        expected.len()
+    );
+    assert_eq!(received, expected);
+}

@@ -4,7 +4,7 @@
 use crate::raw;
 use bevy::prelude::*;
 use sightline_client::{
-    ClientStats, ConnectionStatus, KillFeed, LatestSnapshot, LocalPlayer, Watching,
+    ClientStats, ConnectionStatus, KillFeed, LatestSnapshot, LocalPlayer, Roster, Watching,
 };
 use sightline_combat::Score;
 use sightline_harness::Stepper;
@@ -184,4 +184,62 @@ fn a_spectator_that_sends_input_is_kicked() {
     let reason = refusal.expect("kicked");
     assert!(reason.contains("spectators send no input"), "{reason}");
     assert_eq!(s.server.world().resource::<ServerStats>().kicks, 1);
+}
+
+#[test]
+fn a_spectator_learns_the_score_only_as_its_late_world_reaches_it() {
+    // Before, the scoreboard reached spectators live while their world was the delay late:
+    // a second connection watching learned each kill three seconds early.
+    let delay = 3.0;
+    let mut s = Stepper::new(
+        ServerConfig {
+            max_players: 5,
+            bots: 4,
+            ..config(delay)
+        },
+        "duel",
+    );
+    let player = s.add_client("player", 3);
+    let watcher = s.add_spectator("watcher");
+    let hz = s.tick_hz();
+    let frags = |s: &Stepper, i: usize| -> i32 {
+        let roster = s.clients[i].world().resource::<Roster>();
+        roster.0.values().map(|p| p.frags.max(0)).sum()
+    };
+    let server_frags = |s: &mut Stepper| {
+        let world = s.server.world_mut();
+        let mut scores = world.query::<&Score>();
+        scores.iter(world).map(|sc| sc.frags.max(0)).sum::<i32>()
+    };
+    assert!(
+        s.run_until(hz as usize * 60, |s| server_frags(s) > 0),
+        "nobody scored in 60 s"
+    );
+    let scored = s.server.world().resource::<Tick>().0;
+    let seconds_since =
+        |s: &Stepper| f64::from(s.server.world().resource::<Tick>().0 - scored) / f64::from(hz);
+    assert!(
+        s.run_until(hz as usize * 2, |s| frags(s, player) > 0),
+        "the player's scoreboard never showed the frag"
+    );
+    let player_late = seconds_since(&s);
+    assert_eq!(
+        frags(&s, watcher),
+        0,
+        "the spectator learned it with the player"
+    );
+    assert!(
+        s.run_until(hz as usize * 6, |s| frags(s, watcher) > 0),
+        "the spectator's scoreboard never showed the frag"
+    );
+    let watcher_late = seconds_since(&s);
+    // The scoreboard goes out once a second.
+    assert!(
+        player_late <= 1.1,
+        "the player saw it {player_late:.2} s late"
+    );
+    assert!(
+        (delay as f64..delay as f64 + 1.2).contains(&watcher_late),
+        "the spectator saw it {watcher_late:.2} s late"
+    );
 }

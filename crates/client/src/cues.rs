@@ -4,13 +4,16 @@
 //! server runs. Others' shots and explosions carry the server tick they happened in and
 //! wait ([`TimedCues`]) until the client draws the world at that tick, so a muzzle flash
 //! leaves the shooter where it is drawn and a rocket bursts where it is drawn, not a
-//! round trip and the interpolation delay ahead of both.
+//! round trip and the interpolation delay ahead of both. A shot goes off from its
+//! shooter's eye where the shooter is drawn at that moment: the server sends who fired
+//! and which way, and only to clients it sends the shooter to.
 
 use bevy::prelude::*;
-use sightline_combat::{ProjectileKind, WeaponKind};
-use sightline_interpolation::RenderTime;
+use sightline_combat::{ProjectileKind, WeaponKind, aim_direction};
+use sightline_interpolation::{Drawn, Interpolated, RenderTime};
+use sightline_movement::{MoveFlags, MoveParams};
 use sightline_protocol::{PlayerEvent, ServerMessage};
-use sightline_sim::TickConfig;
+use sightline_sim::{PlayerId, TickConfig, angle_of_steps};
 use std::collections::VecDeque;
 
 /// Something in combat to show or hear.
@@ -57,33 +60,75 @@ pub enum CombatCue {
     ShotRefused,
 }
 
+/// A cue waiting for its moment ([`TimedCues`]): shown as it is, or another player's
+/// shot, whose origin is where its shooter is drawn when it is shown.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum TimedCue {
+    /// Shown as it is.
+    Ready(CombatCue),
+    /// Another player's shot.
+    Shot {
+        /// Who fired.
+        shooter: PlayerId,
+        /// Which weapon.
+        weapon: WeaponKind,
+        /// Unit aim direction.
+        dir: Vec3,
+    },
+}
+
+impl TimedCue {
+    /// The cue to show: a shot from its shooter's eye as `drawn` has the shooter now;
+    /// `None` for a shot whose shooter is not drawn.
+    pub fn resolve(
+        self,
+        drawn: impl IntoIterator<Item = (PlayerId, Drawn)>,
+        params: &MoveParams,
+    ) -> Option<CombatCue> {
+        match self {
+            TimedCue::Ready(cue) => Some(cue),
+            TimedCue::Shot {
+                shooter,
+                weapon,
+                dir,
+            } => {
+                let (_, at) = drawn.into_iter().find(|(id, _)| *id == shooter)?;
+                let crouched = at.flags.has(MoveFlags::CROUCHED);
+                Some(CombatCue::Fired {
+                    weapon,
+                    origin: at.pos + Vec3::Y * params.eye(crouched),
+                    dir,
+                    own: false,
+                })
+            }
+        }
+    }
+}
+
 impl CombatCue {
     /// The cue for a combat message from the server, with the server tick it happened in,
     /// to be shown in step with the drawn world (others' shots, explosions); `None` for
     /// any other message.
-    pub fn from_server(msg: &ServerMessage) -> Option<(Self, u32)> {
+    pub fn from_server(msg: &ServerMessage) -> Option<(TimedCue, u32)> {
         Some(match *msg {
             ServerMessage::Fired {
+                shooter,
                 weapon,
-                origin,
-                dir,
+                aim,
                 tick,
-                ..
             } => (
-                CombatCue::Fired {
+                TimedCue::Shot {
+                    shooter,
                     weapon,
-                    origin: Vec3::from_array(origin),
-                    // A zero direction (allowed on the wire) has nothing to show.
-                    dir: Vec3::from_array(dir).try_normalize()?,
-                    own: false,
+                    dir: aim_direction(angle_of_steps(aim[0]), angle_of_steps(aim[1])),
                 },
                 tick,
             ),
             ServerMessage::Exploded { kind, at, tick } => (
-                CombatCue::Exploded {
+                TimedCue::Ready(CombatCue::Exploded {
                     kind,
                     at: Vec3::from_array(at),
-                },
+                }),
                 tick,
             ),
             _ => return None,
@@ -122,16 +167,20 @@ pub struct Timed<T> {
     waiting: VecDeque<TimedItem<T>>,
     /// Items shown early because the queue was full.
     pub overflowed: u64,
+    /// Items that could not be shown when their moment came (a shot whose shooter is
+    /// not drawn).
+    pub unplaced: u64,
 }
 
 /// Cues waiting for the drawn world.
-pub type TimedCues = Timed<CombatCue>;
+pub type TimedCues = Timed<TimedCue>;
 
 impl<T> Default for Timed<T> {
     fn default() -> Self {
         Self {
             waiting: VecDeque::new(),
             overflowed: 0,
+            unplaced: 0,
         }
     }
 }
@@ -186,10 +235,31 @@ impl<T: Copy> Timed<T> {
     }
 }
 
+/// Where each remote player is drawn this frame.
+type DrawnPlayers<'w, 's> = Query<'w, 's, (&'static PlayerId, &'static Drawn), With<Interpolated>>;
+
+/// Shows `cue` now, placed where its shooter is drawn (or counts it as unplaced).
+fn show(
+    cue: TimedCue,
+    drawn: &DrawnPlayers,
+    params: &MoveParams,
+    timed: &mut TimedCues,
+    cues: &mut MessageWriter<CombatCue>,
+) {
+    match cue.resolve(drawn.iter().map(|(id, d)| (*id, *d)), params) {
+        Some(cue) => {
+            cues.write(cue);
+        }
+        None => timed.unplaced += 1,
+    }
+}
+
 /// Writes the cues whose moment has come.
 pub(crate) fn release_timed_cues(
     time: Res<Time<Real>>,
     render: Res<RenderTime>,
+    params: Res<MoveParams>,
+    drawn: DrawnPlayers,
     mut timed: ResMut<TimedCues>,
     mut cues: MessageWriter<CombatCue>,
 ) {
@@ -197,7 +267,7 @@ pub(crate) fn release_timed_cues(
         return;
     }
     for cue in timed.take_due(render.server_time, time.elapsed_secs_f64()) {
-        cues.write(cue);
+        show(cue, &drawn, &params, &mut timed, &mut cues);
     }
 }
 
@@ -208,12 +278,14 @@ pub(crate) fn queue_cues(
     mut timed: ResMut<TimedCues>,
     time: Res<Time<Real>>,
     config: Res<TickConfig>,
+    params: Res<MoveParams>,
+    drawn: DrawnPlayers,
 ) {
     for crate::FromServer(msg) in inbound.read() {
         if let Some((cue, tick)) = CombatCue::from_server(msg) {
             let at = tick_seconds(tick, &config);
             if let Some(early) = timed.push(at, time.elapsed_secs_f64(), cue) {
-                cues.write(early);
+                show(early, &drawn, &params, &mut timed, &mut cues);
             }
         }
     }
@@ -230,31 +302,41 @@ mod tests {
     use sightline_sim::PlayerId;
 
     #[test]
-    fn only_combat_messages_become_cues() {
-        let fired = |dir| ServerMessage::Fired {
+    fn a_shot_goes_off_where_its_shooter_is_drawn_and_other_messages_are_no_cues() {
+        let fired = ServerMessage::Fired {
             shooter: PlayerId(1),
             weapon: WeaponKind::Rifle,
-            origin: [1.0, 2.0, 3.0],
-            dir,
+            aim: [0, 0],
             tick: 640,
         };
+        let (cue, tick) = CombatCue::from_server(&fired).expect("a cue");
+        assert_eq!(tick, 640);
+        let params = MoveParams::default();
+        let at = |pos: Vec3, flags: MoveFlags| Drawn {
+            pos,
+            flags,
+            ..Default::default()
+        };
+        let standing = at(Vec3::new(1.0, 2.0, 3.0), MoveFlags::default());
+        let crouching = at(Vec3::new(1.0, 2.0, 3.0), MoveFlags(MoveFlags::CROUCHED));
+        let Some(CombatCue::Fired { origin, dir, .. }) =
+            cue.resolve([(PlayerId(0), crouching), (PlayerId(1), standing)], &params)
+        else {
+            panic!("not placed");
+        };
+        // Yaw 0 looks down -Z, level.
+        assert!(dir.distance(Vec3::NEG_Z) < 1e-6, "{dir}");
+        assert_eq!(origin, Vec3::new(1.0, 2.0 + params.eye(false), 3.0));
         assert_eq!(
-            CombatCue::from_server(&fired([0.0, 0.0, -2.0])),
-            Some((
-                CombatCue::Fired {
-                    weapon: WeaponKind::Rifle,
-                    origin: Vec3::new(1.0, 2.0, 3.0),
-                    dir: Vec3::NEG_Z,
-                    own: false,
-                },
-                640
-            ))
+            cue.resolve([(PlayerId(1), crouching)], &params),
+            Some(CombatCue::Fired {
+                weapon: WeaponKind::Rifle,
+                origin: Vec3::new(1.0, 2.0 + params.eye(true), 3.0),
+                dir,
+                own: false,
+            })
         );
-        assert_eq!(
-            CombatCue::from_server(&fired([0.0; 3])),
-            None,
-            "no direction"
-        );
+        assert_eq!(cue.resolve([(PlayerId(0), standing)], &params), None);
         assert_eq!(
             CombatCue::from_server(&ServerMessage::Chat {
                 from: PlayerId(0),
@@ -266,9 +348,11 @@ mod tests {
 
     #[test]
     fn timed_cues_wait_for_the_drawn_world_within_bounds() {
-        let boom = |x| CombatCue::Exploded {
-            kind: ProjectileKind::Rocket,
-            at: Vec3::new(x, 0.0, 0.0),
+        let boom = |x| {
+            TimedCue::Ready(CombatCue::Exploded {
+                kind: ProjectileKind::Rocket,
+                at: Vec3::new(x, 0.0, 0.0),
+            })
         };
         let mut t = TimedCues::default();
         t.push(10.0, 100.0, boom(1.0));

@@ -32,7 +32,7 @@ mod status;
 
 pub use catch_up::{MAX_FRAME_CATCH_UP, MIN_FRAME_CATCH_UP};
 pub use connection::{DesiredName, StatsKey};
-pub use cues::{CombatCue, MAX_CUE_WAIT, MAX_TIMED_CUES, Timed, TimedCues};
+pub use cues::{CombatCue, MAX_CUE_WAIT, MAX_TIMED_CUES, Timed, TimedCue, TimedCues};
 pub use events::{EventInbox, ShownEvent};
 pub use feeds::{ChatLog, KillFeed, KillFeedEntry, MAX_CHAT_LOG, MAX_KILL_FEED, MatchInfo};
 pub use inbound::FromServer;
@@ -217,7 +217,12 @@ impl Plugin for ClientPlugin {
             )
             .add_systems(
                 Update,
-                (cues::release_timed_cues, events::release_events)
+                (
+                    // Where the shooters are drawn this frame places their shots.
+                    cues::release_timed_cues
+                        .after(sightline_interpolation::InterpolationSet::Sample),
+                    events::release_events,
+                )
                     .run_if(connection::in_game.or_else(spectate::watching)),
             )
             .add_systems(

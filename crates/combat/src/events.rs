@@ -17,6 +17,9 @@ pub enum CombatEvent {
         origin: Vec3,
         /// Which way.
         dir: Vec3,
+        /// The aim as yaw and pitch in angle steps ([`sightline_sim::angle_steps`]):
+        /// exactly the command's, whose angles lie on that grid, so `dir` follows from it.
+        aim: [i16; 2],
         /// The tick it happened in.
         tick: u32,
     },

@@ -10,7 +10,7 @@ use crate::{
 use bevy::prelude::*;
 use sightline_map::CurrentMap;
 use sightline_movement::{MoveParams, PlayerState, Solid};
-use sightline_sim::{CurrentCmd, Held, InputCmd, PlayerId, SimSet, Tick, TickConfig};
+use sightline_sim::{CurrentCmd, Held, InputCmd, PlayerId, SimSet, Tick, TickConfig, angle_steps};
 
 /// Self-damage from your own rockets is scaled by this (rocket jumps hurt, a little).
 const SELF_SPLASH: f32 = 0.5;
@@ -162,6 +162,7 @@ fn fire_weapons(
             weapon: shot.weapon,
             origin,
             dir: forward,
+            aim: [angle_steps(cmd.0.yaw), angle_steps(cmd.0.pitch)],
             tick: tick.0,
         });
         if let Some(kind) = shot.projectile() {

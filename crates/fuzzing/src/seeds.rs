@@ -206,8 +206,7 @@ pub fn server_message() -> Vec<Vec<u8>> {
         ServerMessage::Fired {
             shooter: PlayerId(2),
             weapon: WeaponKind::Shotgun,
-            origin: at,
-            dir: [0.0, 0.0, -1.0],
+            aim: [-12_000, 5_000],
             tick: 4_000_000,
         },
         ServerMessage::Exploded {

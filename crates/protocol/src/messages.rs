@@ -4,7 +4,7 @@ use crate::codec::{DecodeError, Wire};
 use serde::{Deserialize, Serialize};
 use sightline_combat::{GameMode, ProjectileKind, Team, WeaponKind};
 use sightline_movement::{GridState, MoveFlags, PlayerState};
-use sightline_sim::{Buttons, InputCmd, MAX_PITCH_DEG, PlayerId};
+use sightline_sim::{Buttons, InputCmd, MAX_PITCH_DEG, MAX_PITCH_STEPS, PlayerId};
 
 /// Longest player name, in bytes.
 pub const MAX_NAME_LEN: usize = 32;
@@ -198,16 +198,17 @@ pub enum ServerMessage {
     /// The scoreboard, sent once a second: every player's frags and deaths, and for
     /// connected players the round trip the server measures, milliseconds.
     Scoreboard(Vec<ScoreLine>),
-    /// A weapon went off (for other players' muzzle flashes and tracers).
+    /// A weapon went off (for other players' muzzle flashes, tracers and sound), sent
+    /// only to clients that are sent the shooter: it goes off from the shooter's eye
+    /// where the client draws the shooter at `tick`, so its position is not sent again.
     Fired {
         /// Who fired.
         shooter: PlayerId,
         /// Which weapon.
         weapon: WeaponKind,
-        /// From where.
-        origin: [f32; 3],
-        /// Which way (unit).
-        dir: [f32; 3],
+        /// Which way: yaw and pitch in angle steps ([`sightline_sim::angle_of_steps`]),
+        /// the pitch within [`sightline_sim::MAX_PITCH_STEPS`] either way.
+        aim: [i16; 2],
         /// The server tick it went off in: shown when the client draws the world at that
         /// tick, where the shooter is drawn.
         tick: u32,
@@ -453,9 +454,11 @@ impl Wire for ServerMessage {
                 }
                 Ok(())
             }
-            Self::Fired { origin, dir, .. } => {
-                check_finite("origin", origin)?;
-                check_finite("direction", dir)
+            Self::Fired { aim, .. } => {
+                if aim[1].unsigned_abs() > MAX_PITCH_STEPS.unsigned_abs() {
+                    return Err(invalid("shot pitch out of range"));
+                }
+                Ok(())
             }
             Self::Exploded { at, .. } => check_finite("at", at),
             Self::Match { .. } => Ok(()),

@@ -531,3 +531,22 @@ fn shown_text_holding_invisible_characters_is_refused() {
     };
     assert!(hello.validate().is_ok());
 }
+
+#[test]
+fn a_shot_is_a_few_bytes_and_its_pitch_within_the_limit() {
+    let shot = |pitch| ServerMessage::Fired {
+        shooter: PlayerId(7),
+        weapon: WeaponKind::Rifle,
+        aim: [-30_000, pitch],
+        tick: 1_000_000,
+    };
+    let limit = sightline_sim::MAX_PITCH_STEPS;
+    let bytes = shot(-limit).encode().unwrap();
+    assert_eq!(ServerMessage::decode(&bytes).unwrap(), shot(-limit));
+    // Who, what, two angles and the tick; the position is the shooter's in the snapshot.
+    assert!(bytes.len() <= 14, "{} bytes", bytes.len());
+    assert!(matches!(
+        ServerMessage::decode(&shot(limit + 1).encode().unwrap()),
+        Err(DecodeError::Invalid(_))
+    ));
+}

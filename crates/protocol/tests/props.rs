@@ -21,8 +21,8 @@ use sightline_protocol::{
     delta::{MAX_PROJECTILE_POS_STEPS, MAX_PROJECTILE_VEL_STEPS},
 };
 use sightline_sim::{
-    Buttons, InputCmd, MAX_TICK_HZ, MIN_TICK_HZ, PlayerId, VIEW_FRAC_STEP, WEAPON_SLOTS,
-    angle_of_steps,
+    Buttons, InputCmd, MAX_PITCH_STEPS, MAX_TICK_HZ, MIN_TICK_HZ, PlayerId, VIEW_FRAC_STEP,
+    WEAPON_SLOTS, angle_of_steps,
 };
 use std::fmt::Debug;
 
@@ -514,15 +514,19 @@ fn server_message() -> impl Strategy<Value = ServerMessage> {
         (player_id(), shown_text(MAX_CHAT_LEN))
             .prop_map(|(from, text)| ServerMessage::Chat { from, text }),
         scoreboard(),
-        (player_id(), weapon(), vec3(), vec3(), u32_any()).prop_map(
-            |(shooter, weapon, origin, dir, tick)| ServerMessage::Fired {
+        (
+            player_id(),
+            weapon(),
+            any::<i16>(),
+            -MAX_PITCH_STEPS..=MAX_PITCH_STEPS,
+            u32_any()
+        )
+            .prop_map(|(shooter, weapon, yaw, pitch, tick)| ServerMessage::Fired {
                 shooter,
                 weapon,
-                origin,
-                dir,
+                aim: [yaw, pitch],
                 tick,
-            }
-        ),
+            }),
         (projectile_kind(), vec3(), u32_any())
             .prop_map(|(kind, at, tick)| ServerMessage::Exploded { kind, at, tick }),
         (

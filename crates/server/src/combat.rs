@@ -36,16 +36,15 @@ pub(crate) fn respawn_players(
     }
 }
 
-/// Tells clients what combat did: fire and bursts as reliable messages (to every player,
-/// and to whoever was sent the rocket or could see or hear the burst; to spectators
-/// later, through the [`SpectatorFeed`]); deaths to everyone,
+/// Tells clients what combat did: fire and bursts as reliable messages (a shot to whoever
+/// is sent its shooter, a burst to whoever was sent the rocket or could see or hear it;
+/// to spectators later, through the [`SpectatorFeed`]); deaths to everyone,
 /// a hit confirmation to the shooter, a damage indicator to the victim and verdicts on
 /// late or refused shots to the shooter as events in their snapshots ([`EventQueue`]).
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn send_combat_events(
     mut events: MessageReader<CombatEvent>,
     mut outbox: MessageWriter<Outgoing>,
-    connections: Query<(&Connection, &PlayerId)>,
     mut queues: Query<(&Connection, &PlayerId, &mut EventQueue)>,
     positions: Query<(&PlayerId, &PlayerState)>,
     views: Query<(&Connection, &PlayerId, &PlayerState, &Interest)>,
@@ -55,12 +54,6 @@ pub(crate) fn send_combat_events(
     mut stats: ResMut<SnapshotStats>,
     mut feed: ResMut<SpectatorFeed>,
 ) {
-    let client_of = |id: PlayerId| {
-        connections
-            .iter()
-            .find(|(c, p)| **p == id && c.stage == ConnectionStage::Playing)
-            .map(|(c, _)| c.client_id)
-    };
     // Queues `event` of the world at `tick` for `who` (everyone playing: `None`).
     let mut tell = |who: Option<PlayerId>, tick: u32, event: PlayerEvent| {
         for (conn, id, mut queue) in &mut queues {
@@ -70,24 +63,31 @@ pub(crate) fn send_combat_events(
         }
     };
     for event in events.read() {
-        let out = match *event {
+        match *event {
             CombatEvent::Fired {
                 shooter,
                 weapon,
-                origin,
-                dir,
+                aim,
                 tick,
+                ..
             } => {
                 let msg = ServerMessage::Fired {
                     shooter,
                     weapon,
-                    origin: origin.to_array(),
-                    dir: dir.to_array(),
+                    aim,
                     tick,
                 };
                 feed.news(tick, msg.clone());
-                // The shooter predicts its own effects.
-                Outgoing::ToPlayersExcept(client_of(shooter), msg)
+                // By interest, as the shooter's position is: a shot from a player a
+                // client is not sent would be a radar. The shooter predicts its own.
+                for (conn, me, _, interest) in &views {
+                    let told = conn.stage == ConnectionStage::Playing
+                        && *me != shooter
+                        && interest.sends(shooter, now.0);
+                    if told {
+                        outbox.write(Outgoing::To(conn.client_id, msg.clone()));
+                    }
+                }
             }
             CombatEvent::Hit {
                 shooter,
@@ -118,7 +118,6 @@ pub(crate) fn send_combat_events(
                     from: from.to_array(),
                 };
                 tell(Some(target), now.0, hurt);
-                continue;
             }
             CombatEvent::Killed {
                 victim,
@@ -138,7 +137,6 @@ pub(crate) fn send_combat_events(
                 };
                 tell(None, now.0, killed);
                 feed.death(now.0, killed);
-                continue;
             }
             CombatEvent::ShotLate {
                 shooter,
@@ -147,11 +145,9 @@ pub(crate) fn send_combat_events(
             } => {
                 let excess_ms = (excess * 1000.0).round().clamp(0.0, f32::from(u16::MAX)) as u16;
                 tell(Some(shooter), tick, PlayerEvent::ShotLate { excess_ms });
-                continue;
             }
             CombatEvent::ShotRefused { shooter, tick } => {
                 tell(Some(shooter), tick, PlayerEvent::ShotRefused);
-                continue;
             }
             CombatEvent::Exploded {
                 kind,
@@ -181,9 +177,7 @@ pub(crate) fn send_combat_events(
                         outbox.write(Outgoing::To(conn.client_id, msg.clone()));
                     }
                 }
-                continue;
             }
-        };
-        outbox.write(out);
+        }
     }
 }

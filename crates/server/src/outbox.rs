@@ -20,9 +20,9 @@ use sightline_sim::PlayerId;
 pub(crate) enum Outgoing {
     /// To every client in the game when it is sent.
     ToPlaying(ServerMessage),
-    /// To every player's client but one (the shooter, which predicts its own shots): not
-    /// to spectators, who are shown it later ([`crate::spectators`]).
-    ToPlayersExcept(Option<ClientId>, ServerMessage),
+    /// To every player's client when it is sent: not to spectators, who are shown it
+    /// when their late world reaches it ([`crate::spectators::tell_match`]).
+    ToPlayers(ServerMessage),
     /// To one client, if it is still in the game when it is sent.
     To(ClientId, ServerMessage),
 }
@@ -56,12 +56,9 @@ pub(crate) fn send_outgoing(
             Outgoing::ToPlaying(msg) => {
                 send_to_playing(&mut server, connections.iter().map(|c| c.0), msg);
             }
-            Outgoing::ToPlayersExcept(except, msg) => {
-                let players = connections
-                    .iter()
-                    .filter(|(c, player)| *player && Some(c.client_id) != *except)
-                    .map(|c| c.0);
-                send_to_playing(&mut server, players, msg);
+            Outgoing::ToPlayers(msg) => {
+                let players = connections.iter().filter(|(_, player)| *player);
+                send_to_playing(&mut server, players.map(|c| c.0), msg);
             }
             Outgoing::To(client, msg) => {
                 let playing = index
@@ -120,11 +117,10 @@ mod tests {
                 Update,
                 |mut out: MessageWriter<Outgoing>, frame: Res<Frame>| {
                     let n = frame.0;
-                    out.write(Outgoing::To(1, chat(format!("to 1 {n}"))));
-                    out.write(Outgoing::To(3, chat(format!("to 3 {n}"))));
-                    out.write(Outgoing::To(4, chat(format!("to 4 {n}"))));
-                    let not_1 = chat(format!("not 1 {n}"));
-                    out.write(Outgoing::ToPlayersExcept(Some(1), not_1));
+                    for client in 1..=4 {
+                        out.write(Outgoing::To(client, chat(format!("to {client} {n}"))));
+                    }
+                    out.write(Outgoing::ToPlayers(chat(format!("players {n}"))));
                 },
             )
             .add_systems(PostUpdate, send_outgoing);
@@ -164,16 +160,18 @@ mod tests {
                 }
                 texts
             });
-            let expected = |extra: String| {
+            let expected = |extra: &[String]| {
                 let mut all = vec![format!("pre {n}")];
                 all.extend(std::iter::repeat_n(format!("tick {n}"), ticks));
-                all.push(extra);
+                all.extend_from_slice(extra);
                 all
             };
-            assert_eq!(received[0], expected(format!("to 1 {n}")), "frame {n}");
-            assert_eq!(received[1], expected(format!("not 1 {n}")), "frame {n}");
+            let player = |c: u8| [format!("to {c} {n}"), format!("players {n}")];
+            assert_eq!(received[0], expected(&player(1)), "frame {n}");
+            assert_eq!(received[1], expected(&player(2)), "frame {n}");
             assert!(received[2].is_empty(), "{:?}", received[2]);
-            assert_eq!(received[3], expected(format!("to 4 {n}")), "frame {n}");
+            // The spectator: not what goes to players only.
+            assert_eq!(received[3], expected(&[format!("to 4 {n}")]), "frame {n}");
         }
     }
 }

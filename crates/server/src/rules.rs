@@ -5,6 +5,7 @@ use crate::ServerConfig;
 use crate::interest::Interest;
 use crate::outbox::Outgoing;
 use crate::spawn::choose_spawn;
+use crate::spectators::{SpectatorFeed, tell_match};
 use bevy::prelude::*;
 use sightline_combat::{
     Arsenal, DroppedWeapon, GameMode, ItemSpot, Rocket, Score, SpawnCount, Team, Vitals,
@@ -13,7 +14,7 @@ use sightline_combat::{
 use sightline_map::{CurrentMap, MapSource, find_map};
 use sightline_movement::PlayerState;
 use sightline_protocol::ServerMessage;
-use sightline_sim::{CurrentCmd, InputCmd, PlayerId, PlayerName, TickConfig};
+use sightline_sim::{CurrentCmd, InputCmd, PlayerId, PlayerName, Tick, TickConfig};
 
 /// Seconds between the end of a match and the start of the next.
 pub const INTERMISSION: f32 = 8.0;
@@ -114,6 +115,8 @@ pub(crate) fn run_match(
     mut orders: ResMut<MatchOrders>,
     mut map: ResMut<CurrentMap>,
     mut outbox: MessageWriter<Outgoing>,
+    mut feed: ResMut<SpectatorFeed>,
+    now: Res<Tick>,
     mut players: Query<(
         &PlayerId,
         &PlayerName,
@@ -219,7 +222,8 @@ pub(crate) fn run_match(
     info!("match over: {winner}");
     state.intermission = Some((INTERMISSION, winner.clone()));
     state.finished += 1;
-    outbox.write(Outgoing::ToPlaying(ServerMessage::MatchEnded { winner }));
+    let ended = ServerMessage::MatchEnded { winner };
+    tell_match(&mut outbox, &mut feed, now.0, ended);
 }
 
 /// During the intermission nobody moves or fires.
@@ -240,13 +244,16 @@ pub(crate) fn freeze_during_intermission(
     }
 }
 
-/// Tells everyone the rules and the time left, once a second.
+/// Tells everyone the rules and the time left, once a second (spectators as their late
+/// world reaches it).
 pub(crate) fn broadcast_match(
     time: Res<Time<Real>>,
     mut last: Local<f64>,
     config: Res<ServerConfig>,
     state: Res<MatchState>,
     mut outbox: MessageWriter<Outgoing>,
+    mut feed: ResMut<SpectatorFeed>,
+    tick: Res<Tick>,
 ) {
     let now = time.elapsed_secs_f64();
     if now - *last < 1.0 {
@@ -265,7 +272,7 @@ pub(crate) fn broadcast_match(
         time_left_s: left.ceil().min(u16::MAX as f32) as u16,
         intermission: state.intermission.is_some(),
     };
-    outbox.write(Outgoing::ToPlaying(msg));
+    tell_match(&mut outbox, &mut feed, tick.0, msg);
 }
 
 #[cfg(test)]

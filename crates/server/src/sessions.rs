@@ -16,7 +16,7 @@ use crate::records::Career;
 use crate::resume::{Departed, DepartedPlayers, Resumable};
 use crate::snapshots::{EventQueue, SnapshotCounter};
 use crate::spawn::choose_spawn;
-use crate::spectators::Spectator;
+use crate::spectators::{Spectator, SpectatorFeed, tell_match};
 use crate::stats::ServerStats;
 use crate::teams::team_for_newcomer;
 use crate::wire::send_reliable;
@@ -31,7 +31,7 @@ use sightline_protocol::{
     Channel, ClientMessage, Lifetime, MAX_CHAT_LEN, MAX_NAME_LEN, PROTOCOL_VERSION, ResumeSecret,
     ScoreLine, ServerMessage, ServerTextKind, Welcome, Wire, clean_text,
 };
-use sightline_sim::{BotControlled, Player, PlayerId, PlayerName};
+use sightline_sim::{BotControlled, Player, PlayerId, PlayerName, Tick};
 
 /// How long a connection may take to say Hello, seconds.
 const HELLO_TIMEOUT: f64 = 10.0;
@@ -653,13 +653,16 @@ pub(crate) fn drop_refused(
 const LIFETIMES_EVERY: f64 = 5.0;
 
 /// Sends every client the scoreboard (frags, deaths, and round trips), once a second, and
-/// the players' lifetime records where statistics are kept.
+/// the players' lifetime records where statistics are kept (spectators each as their late
+/// world reaches it).
 pub(crate) fn broadcast_scoreboard(
     time: Res<Time<Real>>,
     mut last: Local<f64>,
     mut sent_lifetimes: Local<(f64, Vec<(PlayerId, Lifetime)>)>,
     server: Res<RenetServer>,
     mut outbox: MessageWriter<Outgoing>,
+    mut feed: ResMut<SpectatorFeed>,
+    tick: Res<Tick>,
     players: Query<(
         &PlayerId,
         &Score,
@@ -691,7 +694,12 @@ pub(crate) fn broadcast_scoreboard(
         return;
     }
     lines.sort_by_key(|l| l.id);
-    outbox.write(Outgoing::ToPlaying(ServerMessage::Scoreboard(lines)));
+    tell_match(
+        &mut outbox,
+        &mut feed,
+        tick.0,
+        ServerMessage::Scoreboard(lines),
+    );
     // Lifetimes when they changed, and every few seconds for those who joined since.
     let mut lifetimes: Vec<(PlayerId, Lifetime)> = players
         .iter()
@@ -700,9 +708,8 @@ pub(crate) fn broadcast_scoreboard(
     lifetimes.sort_by_key(|(id, _)| *id);
     let (sent_at, sent) = &mut *sent_lifetimes;
     if !lifetimes.is_empty() && (lifetimes != *sent || now - *sent_at >= LIFETIMES_EVERY) {
-        outbox.write(Outgoing::ToPlaying(ServerMessage::Lifetimes(
-            lifetimes.clone(),
-        )));
+        let rows = ServerMessage::Lifetimes(lifetimes.clone());
+        tell_match(&mut outbox, &mut feed, tick.0, rows);
         *sent = lifetimes;
         *sent_at = now;
     }

@@ -9,11 +9,15 @@
 //! as a player's snapshot is: against the newest snapshot it acknowledged, everyone when
 //! it follows nobody (a free camera), and what the followed player's client was sent
 //! when it follows someone, so its view costs what that player's does. The shots, bursts
-//! and deaths the frames between bring reach it as they reached players, only later.
+//! and deaths the frames between bring reach it as they reached players, only later, and
+//! so does what tells how the match stands (the scoreboard, the match's state and end,
+//! lifetime statistics: [`tell_match`]): a second connection watching would otherwise
+//! learn each kill the delay before its world shows it.
 
 use crate::ServerConfig;
 use crate::connection::{Connection, ConnectionStage};
 use crate::interest::Interest;
+use crate::outbox::Outgoing;
 use crate::snapshots::{
     EventQueue, SnapshotCounter, WorldView, encode_within_budget, rockets_shown_to, shown_to,
 };
@@ -143,6 +147,18 @@ impl SpectatorFeed {
         self.news.retain(|(t, _)| *t > shown);
         self.deaths.retain(|(t, _)| *t > shown);
     }
+}
+
+/// Sends `msg`, which tells how the match stands at `tick`, to every player now, and to
+/// spectators when their late world reaches `tick`.
+pub(crate) fn tell_match(
+    outbox: &mut MessageWriter<Outgoing>,
+    feed: &mut SpectatorFeed,
+    tick: u32,
+    msg: ServerMessage,
+) {
+    feed.news(tick, msg.clone());
+    outbox.write(Outgoing::ToPlayers(msg));
 }
 
 /// Pushes onto a bounded queue; whether the oldest went to make room.
