@@ -17,7 +17,7 @@ use sightline_client::ConnectionStatus;
 use sightline_console::{ConfigFile, Console, ConsoleCommands, Cvars, RunCommand};
 use sightline_protocol::{MAX_SERVER_NAME_LEN, clean_text};
 use sightline_query::{
-    DEFAULT_MASTER_PORT, GAME_FOLDER, LAN_PORTS, QueryError, ServerInfo, discover_lan,
+    DEFAULT_MASTER_PORT, GAME_FOLDER, LAN_PORTS, ListScreen, QueryError, ServerInfo, discover_lan,
     fetch_server_list, query_many,
 };
 use std::cmp::Ordering;
@@ -492,19 +492,23 @@ fn run_job(job: Job, tx: &Sender<Progress>) {
     };
     match job {
         Job::Internet { masters } => {
-            let mut seen = HashSet::new();
+            // A master is a stranger: its list is screened (nothing nearer than the
+            // master, a few ports a host, a bounded number), and what was left out said.
+            let mut screen = ListScreen::new();
             let mut servers = Vec::new();
             for name in &masters {
                 let list = resolve_master(name).and_then(|master| {
                     fetch_server_list(master, sightline_protocol::PROTOCOL_VERSION, MASTER_TIMEOUT)
+                        .map(|list| (master, list))
                         .map_err(|e| e.to_string())
                 });
                 match list {
-                    Ok(list) => {
-                        servers.extend(list.into_iter().map(canonical).filter(|a| seen.insert(*a)))
-                    }
+                    Ok((master, list)) => servers.extend(screen.admit(master, &list)),
                     Err(e) => send(Progress::Note(format!("master {name}: {e}"))),
                 }
+            }
+            if screen.skipped().total() > 0 {
+                send(Progress::Note(screen.skipped().to_string()));
             }
             ask(&servers, &send);
         }
@@ -2070,6 +2074,55 @@ mod tests {
         assert!(!browser.listing(Tab::Internet).is_running());
         assert!(browser.listing(Tab::Internet).rows.is_empty());
 
+        stop.store(true, AtomicOrdering::Relaxed);
+        pump.join().unwrap();
+    }
+
+    #[test]
+    fn internet_refresh_asks_a_few_ports_of_a_host_and_says_what_it_skipped() {
+        use sightline_query::MAX_PER_HOST;
+        use sightline_query::master_protocol::{MasterPacket, decode, encode_server_list};
+        let (first, second) = two_servers(None);
+        // A hostile master: the two servers, then a hundred more ports of their host.
+        let mut list = vec![first.addr, second.addr];
+        list.extend((1..=100).map(|port| SocketAddr::from((Ipv4Addr::LOCALHOST, port))));
+        let packets = encode_server_list(&list);
+        let master = UdpSocket::bind("127.0.0.1:0").unwrap();
+        master
+            .set_read_timeout(Some(Duration::from_millis(20)))
+            .unwrap();
+        let master_addr = master.local_addr().unwrap();
+        let stop = Arc::new(AtomicBool::new(false));
+        let pump = {
+            let stop = stop.clone();
+            std::thread::spawn(move || {
+                let mut buf = [0u8; 2048];
+                while !stop.load(AtomicOrdering::Relaxed) {
+                    let Ok((n, from)) = master.recv_from(&mut buf) else {
+                        continue;
+                    };
+                    if let Ok(MasterPacket::GetServers { .. }) = decode(&buf[..n]) {
+                        for p in &packets {
+                            let _ = master.send_to(p, from);
+                        }
+                    }
+                }
+            })
+        };
+        let mut browser = ServerBrowser::new(None);
+        browser.refresh(Tab::Internet, &master_addr.to_string());
+        let listing = &mut browser.listings[Tab::Internet.index()];
+        finish(listing);
+        assert_eq!(answered_names(listing), ["first", "second"]);
+        assert_eq!(listing.asked, Some(MAX_PER_HOST));
+        let skipped = list.len() - MAX_PER_HOST;
+        assert_eq!(
+            listing.notes,
+            [format!(
+                "{skipped} entries of the master lists skipped ({skipped} crowding one host or \
+                 network)"
+            )]
+        );
         stop.store(true, AtomicOrdering::Relaxed);
         pump.join().unwrap();
     }
