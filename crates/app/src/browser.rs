@@ -15,8 +15,9 @@ use bevy::prelude::*;
 use bevy_egui::{EguiContexts, EguiPrimaryContextPass, egui};
 use sightline_client::ConnectionStatus;
 use sightline_console::{ConfigFile, Console, ConsoleCommands, Cvars, RunCommand};
+use sightline_protocol::{MAX_SERVER_NAME_LEN, clean_text};
 use sightline_query::{
-    DEFAULT_MASTER_PORT, GAME_FOLDER, LAN_PORTS, QueryError, ServerInfo, discover_lan,
+    DEFAULT_MASTER_PORT, GAME_FOLDER, LAN_PORTS, ListScreen, QueryError, ServerInfo, discover_lan,
     fetch_server_list, query_many,
 };
 use std::cmp::Ordering;
@@ -50,6 +51,9 @@ const MAX_NOTES: usize = 16;
 /// Most progress messages taken per frame: a burst of answers spreads over a few frames
 /// instead of stalling one.
 const MAX_PROGRESS_PER_FRAME: usize = 512;
+/// Longest map, game, version or mode shown, in bytes (what Sightline's servers send
+/// at most).
+const MAX_FIELD_LEN: usize = 64;
 
 /// The browser's lists.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
@@ -148,6 +152,22 @@ impl Row {
             Some(info) if info.port != 0 => SocketAddr::new(self.addr.ip(), info.port),
             _ => self.addr,
         }
+    }
+}
+
+/// What a server said of itself, fit to show: its name, map, game, version and mode
+/// cleaned as chat is (no control, format or bidirectional characters, compatibility
+/// forms folded, one line, bounded), since whoever answers may send anything to make a
+/// row lie about itself or its neighbours. The game folder is only compared, never
+/// shown, and stays as sent.
+pub fn shown(info: ServerInfo) -> ServerInfo {
+    ServerInfo {
+        name: clean_text(&info.name, MAX_SERVER_NAME_LEN),
+        map: clean_text(&info.map, MAX_FIELD_LEN),
+        game: clean_text(&info.game, MAX_FIELD_LEN),
+        version: clean_text(&info.version, MAX_FIELD_LEN),
+        keywords: clean_text(&info.keywords, MAX_FIELD_LEN),
+        ..info
     }
 }
 
@@ -472,19 +492,23 @@ fn run_job(job: Job, tx: &Sender<Progress>) {
     };
     match job {
         Job::Internet { masters } => {
-            let mut seen = HashSet::new();
+            // A master is a stranger: its list is screened (nothing nearer than the
+            // master, a few ports a host, a bounded number), and what was left out said.
+            let mut screen = ListScreen::new();
             let mut servers = Vec::new();
             for name in &masters {
                 let list = resolve_master(name).and_then(|master| {
                     fetch_server_list(master, sightline_protocol::PROTOCOL_VERSION, MASTER_TIMEOUT)
+                        .map(|list| (master, list))
                         .map_err(|e| e.to_string())
                 });
                 match list {
-                    Ok(list) => {
-                        servers.extend(list.into_iter().map(canonical).filter(|a| seen.insert(*a)))
-                    }
+                    Ok((master, list)) => servers.extend(screen.admit(master, &list)),
                     Err(e) => send(Progress::Note(format!("master {name}: {e}"))),
                 }
+            }
+            if screen.skipped().total() > 0 {
+                send(Progress::Note(screen.skipped().to_string()));
             }
             ask(&servers, &send);
         }
@@ -633,7 +657,7 @@ impl Listing {
             }
             Progress::Reply(addr, result) => {
                 self.heard += 1;
-                let reply = match result {
+                let reply = match result.map(|(info, ping)| (shown(info), ping)) {
                     Ok((info, _)) if info.folder != GAME_FOLDER => {
                         Reply::Failed(format!("not a Sightline server ({})", info.game))
                     }
@@ -1772,6 +1796,61 @@ mod tests {
         assert_eq!(names(&listing.rows, &view), ["fav", "other", "127.0.0.1:2"]);
     }
 
+    #[test]
+    fn what_a_server_says_of_itself_is_shown_clean() {
+        let (tx, rx) = channel();
+        let mut listing = Listing::default();
+        // Another game's server, expected (a favourite): its failure names its game.
+        let other_addr = SocketAddr::from((Ipv4Addr::LOCALHOST, 2));
+        listing.begin(rx, &[other_addr]);
+        let hostile = ServerInfo {
+            // A line break, a right-to-left override and zero-width characters: a row
+            // that spans two, reads backwards, or looks like another server's.
+            name: "Evil\n\u{202E}revreS\u{200B} \u{FEFF}Ｏｆｆｉｃｉａｌ\u{2066}\r\n".into(),
+            map: "du\u{200D}el\u{1b}[31m".into(),
+            game: "Sight\u{061C}line\u{0}".into(),
+            version: "1.0\u{2028}2.0".into(),
+            keywords: "dm\u{202D}\u{180E}".into(),
+            ..info("x", 1, 0, 8, false)
+        };
+        let addr = SocketAddr::from((Ipv4Addr::LOCALHOST, 1));
+        tx.send(Progress::Reply(addr, Ok((hostile, Duration::ZERO))))
+            .unwrap();
+        let mut other = info("other", 0, 0, 8, false);
+        other.folder = "baseq3".into();
+        other.game = "Quake\u{202E}\n3".into();
+        tx.send(Progress::Reply(other_addr, Ok((other, Duration::ZERO))))
+            .unwrap();
+        let long = "Ｗ".repeat(1000);
+        let long_addr = SocketAddr::from((Ipv4Addr::LOCALHOST, 3));
+        tx.send(Progress::Reply(
+            long_addr,
+            Ok((info(&long, 0, 0, 8, false), Duration::ZERO)),
+        ))
+        .unwrap();
+        drop(tx);
+        listing.poll();
+        let shown = listing.row(addr).and_then(Row::info).unwrap();
+        assert_eq!(shown.name, "EvilrevreS Official");
+        assert_eq!(shown.map, "duel[31m");
+        assert_eq!(shown.game, "Sightline");
+        assert_eq!(shown.version, "1.0 2.0");
+        assert_eq!(shown.keywords, "dm");
+        let cells = cells(listing.row(addr).unwrap());
+        assert!(
+            cells.iter().flat_map(|c| c.chars()).all(|c| !c.is_control()
+                && !matches!(c, '\u{200B}'..='\u{200F}' | '\u{202A}'..='\u{202E}')
+                && !matches!(c, '\u{2066}'..='\u{2069}' | '\u{FEFF}')),
+            "{cells:?}"
+        );
+        assert_eq!(
+            listing.row(other_addr).map(|r| &r.reply),
+            Some(&Reply::Failed("not a Sightline server (Quake3)".into()))
+        );
+        let long_name = &listing.row(long_addr).and_then(Row::info).unwrap().name;
+        assert_eq!(long_name, &"W".repeat(MAX_SERVER_NAME_LEN));
+    }
+
     /// A game server in a thread: a real [`Responder`] on a loopback socket, and an
     /// [`Announcer`] when it has a master.
     struct FakeServer {
@@ -1995,6 +2074,55 @@ mod tests {
         assert!(!browser.listing(Tab::Internet).is_running());
         assert!(browser.listing(Tab::Internet).rows.is_empty());
 
+        stop.store(true, AtomicOrdering::Relaxed);
+        pump.join().unwrap();
+    }
+
+    #[test]
+    fn internet_refresh_asks_a_few_ports_of_a_host_and_says_what_it_skipped() {
+        use sightline_query::MAX_PER_HOST;
+        use sightline_query::master_protocol::{MasterPacket, decode, encode_server_list};
+        let (first, second) = two_servers(None);
+        // A hostile master: the two servers, then a hundred more ports of their host.
+        let mut list = vec![first.addr, second.addr];
+        list.extend((1..=100).map(|port| SocketAddr::from((Ipv4Addr::LOCALHOST, port))));
+        let packets = encode_server_list(&list);
+        let master = UdpSocket::bind("127.0.0.1:0").unwrap();
+        master
+            .set_read_timeout(Some(Duration::from_millis(20)))
+            .unwrap();
+        let master_addr = master.local_addr().unwrap();
+        let stop = Arc::new(AtomicBool::new(false));
+        let pump = {
+            let stop = stop.clone();
+            std::thread::spawn(move || {
+                let mut buf = [0u8; 2048];
+                while !stop.load(AtomicOrdering::Relaxed) {
+                    let Ok((n, from)) = master.recv_from(&mut buf) else {
+                        continue;
+                    };
+                    if let Ok(MasterPacket::GetServers { .. }) = decode(&buf[..n]) {
+                        for p in &packets {
+                            let _ = master.send_to(p, from);
+                        }
+                    }
+                }
+            })
+        };
+        let mut browser = ServerBrowser::new(None);
+        browser.refresh(Tab::Internet, &master_addr.to_string());
+        let listing = &mut browser.listings[Tab::Internet.index()];
+        finish(listing);
+        assert_eq!(answered_names(listing), ["first", "second"]);
+        assert_eq!(listing.asked, Some(MAX_PER_HOST));
+        let skipped = list.len() - MAX_PER_HOST;
+        assert_eq!(
+            listing.notes,
+            [format!(
+                "{skipped} entries of the master lists skipped ({skipped} crowding one host or \
+                 network)"
+            )]
+        );
         stop.store(true, AtomicOrdering::Relaxed);
         pump.join().unwrap();
     }

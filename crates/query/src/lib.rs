@@ -17,6 +17,7 @@ mod lan;
 mod master;
 pub mod master_protocol;
 mod responder;
+mod screen;
 mod server_list;
 mod split;
 mod wire;
@@ -33,6 +34,9 @@ pub use master::{Master, MasterConfig, MasterStats, Refusals};
 pub use master_protocol::{DEFAULT_MASTER_PORT, MASTER_PROTOCOL};
 pub use responder::{
     Answer, CHALLENGE_EPOCH, DropReason, QuerySource, Responder, ResponderConfig, ResponderStats,
+};
+pub use screen::{
+    ListScreen, MAX_ASKED, MAX_PER_HOST, MAX_PER_LIST, MAX_PER_NETWORK, Reach, Skipped,
 };
 pub use server_list::{MAX_LISTED, fetch_server_list};
 pub use sightline_limits::{Rate, ShareRates};

@@ -13,8 +13,9 @@ use crate::rules::{MatchOrder, MatchOrders, MatchRules};
 use crate::{CommandSource, CommandSourcesExt, ServerConfig, server_app};
 use bevy::prelude::*;
 use sightline_combat::{CombatEvent, Score, ViewWindow, WeaponKind};
-use sightline_map::{CurrentMap, MapSource, find_map};
+use sightline_map::{CurrentMap, MapSource, find_map_by_name, is_map_identifier};
 use sightline_net::{MemoryNetwork, Pacing, ServerNetPlugin};
+use sightline_protocol::{MAX_SERVER_NAME_LEN, clean_text};
 use sightline_sim::{CurrentCmd, Held, PlayerId, PlayerName, SimSet, Tick, TickConfig};
 use std::io::Read;
 use std::path::Path;
@@ -112,13 +113,15 @@ pub fn read_demo(path: &Path) -> Result<DemoFile, String> {
 }
 
 /// Opens the demo at `path` and loads its map from `maps/`, checking it is the map the
-/// demo was recorded on; the error does not name the file, which the caller knows.
+/// demo was recorded on; the error does not name the file, which the caller knows. A
+/// demo may be anyone's: its map is looked up by name in the maps folder, as a map a
+/// server names is, never as a path.
 pub fn open_demo(path: &Path) -> Result<(DemoFile, CurrentMap), String> {
     let reader = read_demo(path)?;
-    let name = reader.header().map_name.clone();
-    let map = MapSource::load(&find_map(&name))
+    let map = find_map_by_name(&reader.header().map_name)
+        .and_then(|found| MapSource::load(&found))
         .map(CurrentMap::new)
-        .map_err(|e| format!("the demo's map {name}: {e}"))?;
+        .map_err(|e| format!("the demo's map: {e}"))?;
     check_map(reader.header(), &map)?;
     Ok((reader, map))
 }
@@ -135,14 +138,21 @@ pub(crate) fn replay_app(
     let h = reader.header().clone();
     let tick = TickConfig::new(h.tick_hz, h.snapshot_hz).unwrap_or_default();
     let config = ServerConfig {
-        name: h.server_name.clone(),
+        // Cleaned as the host's own sv_hostname is: it reaches the spectators' Welcome.
+        name: clean_text(&h.server_name, MAX_SERVER_NAME_LEN),
         max_players: u8::MAX,
         bots: 0,
         rules: MatchRules {
             mode: h.mode,
             fraglimit: h.fraglimit,
             timelimit: h.timelimit,
-            rotation: h.rotation.clone(),
+            // check_map refuses a rotation naming anything but maps; a demo that did not
+            // pass it plays without one rather than have paths looked up.
+            rotation: if h.rotation.iter().all(|m| is_map_identifier(m)) {
+                h.rotation.clone()
+            } else {
+                Vec::new()
+            },
         },
         tick,
         idle_kick_seconds: 0.0,
@@ -178,8 +188,17 @@ pub(crate) fn replay_app(
     app
 }
 
-/// Refuses a demo recorded on another map than `map`.
+/// Refuses a demo recorded on another map than `map`, or naming its map or a map of its
+/// rotation by anything but a map name: the replay looks the rotation's maps up, and a
+/// name from a file is no more a path than one from the network.
 pub fn check_map(header: &DemoHeader, map: &CurrentMap) -> Result<(), String> {
+    let names = std::iter::once(&header.map_name).chain(&header.rotation);
+    if let Some(bad) = names.into_iter().find(|name| !is_map_identifier(name)) {
+        return Err(format!(
+            "the demo names a map {bad:?}, which is not a map name (a demo names maps, \
+             never files)"
+        ));
+    }
     if header.map_hash != map.hash {
         return Err(format!(
             "the demo was recorded on {} (content hash {:016x}); the map here is {} ({:016x})",
@@ -474,4 +493,65 @@ fn give_commands(
         return Err("a command for a player who is not there".into());
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::demo::format::DemoEncoder;
+    use sightline_combat::GameMode;
+    use sightline_map::maps_dir;
+    use sightline_map::test_support::HOSTILE_MAP_NAMES;
+    use std::path::PathBuf;
+
+    /// A demo file holding only a header: `map_name` and `rotation` as given, the content
+    /// hash of the duel map.
+    fn demo_file(name: &str, map_name: &str, rotation: &[&str]) -> PathBuf {
+        let duel = MapSource::load(&maps_dir().join("duel.ron")).unwrap();
+        let header = DemoHeader {
+            map_name: map_name.into(),
+            map_hash: duel.hash,
+            tick_hz: 64,
+            snapshot_hz: 32,
+            server_name: "demo".into(),
+            mode: GameMode::default(),
+            fraglimit: 10,
+            timelimit: 600.0,
+            rotation: rotation.iter().map(|m| m.to_string()).collect(),
+            start_tick: 0,
+            recorded_at: 0,
+        };
+        let path = std::env::temp_dir().join(format!(
+            "sightline-replay-{}-{name}.sldemo",
+            std::process::id()
+        ));
+        let mut encoder = DemoEncoder::start(&header).unwrap();
+        encoder.record(&Record::End("test".into())).unwrap();
+        std::fs::write(&path, encoder.take()).unwrap();
+        path
+    }
+
+    fn open_err(path: &Path) -> String {
+        let result = open_demo(path).map(|_| ());
+        let _ = std::fs::remove_file(path);
+        result.expect_err("the demo opened")
+    }
+
+    #[test]
+    fn a_demo_names_its_maps_by_name_never_by_path() {
+        let honest = demo_file("honest", "duel", &["duel", "depot"]);
+        let opened = open_demo(&honest).map(|(_, map)| map.def.name.clone());
+        let _ = std::fs::remove_file(&honest);
+        assert_eq!(opened, Ok("duel".into()));
+        // The duel map by its path, which loads and matches the demo's hash: looked up
+        // as a path, it would open.
+        let by_path = maps_dir().join("duel.ron");
+        let by_path = by_path.to_str().unwrap();
+        for (i, bad) in HOSTILE_MAP_NAMES.iter().chain([&by_path]).enumerate() {
+            let err = open_err(&demo_file(&format!("map{i}"), bad, &[]));
+            assert!(err.contains("is not a map name"), "{bad:?}: {err}");
+            let err = open_err(&demo_file(&format!("rotation{i}"), "duel", &["duel", bad]));
+            assert!(err.contains("is not a map name"), "{bad:?}: {err}");
+        }
+    }
 }

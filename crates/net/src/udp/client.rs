@@ -34,6 +34,12 @@ enum ClientPhase {
 pub const SILENCE_BEFORE_STANDBY: Duration = Duration::from_millis(1500);
 /// How long after one standby connection another may be tried while the silence lasts.
 const STANDBY_RETRY: Duration = Duration::from_secs(3);
+/// Longest a connect token may last, its expiry less its creation: Sightline's tokens
+/// last [`auth::TOKEN_EXPIRE_SECONDS`], and netcode keeps knocking for that long.
+const MAX_TOKEN_LIFETIME_SECONDS: u64 = 300;
+/// Longest connection timeout a token may set: Sightline's is
+/// [`auth::CONNECTION_TIMEOUT_SECONDS`].
+const MAX_TOKEN_TIMEOUT_SECONDS: i32 = 60;
 
 /// The client's netcode endpoint.
 ///
@@ -164,19 +170,59 @@ pub fn udp_client_with_token(
 ) -> Result<UdpClientTransport, UdpSetupError> {
     token.server_addresses = [None; 32];
     token.server_addresses[0] = Some(server);
-    let netcode = NetcodeClient::new(
-        unix_now(),
-        ClientAuthentication::Secure {
-            connect_token: token,
-        },
-    )
-    .map_err(|e| UdpSetupError::new(format!("cannot start netcode toward {server}: {e}")))?;
+    let netcode = secure_netcode(token).map_err(|e| {
+        UdpSetupError::new(format!("cannot use the connect token for {server}: {e}"))
+    })?;
     Ok(UdpClientTransport::new(
         ClientPhase::Netcode(Box::new(netcode)),
         server,
         ClientSecurity::default(),
         client_socket(server)?,
     ))
+}
+
+/// A netcode client on `token`, once [`check_token`] passed it.
+fn secure_netcode(token: ConnectToken) -> Result<NetcodeClient, String> {
+    check_token(&token)?;
+    NetcodeClient::new(
+        unix_now(),
+        ClientAuthentication::Secure {
+            connect_token: token,
+        },
+    )
+    .map_err(|e| e.to_string())
+}
+
+/// Whether netcode can use `token`, which a server or matchmaker made and may have made
+/// to harm: renetcode subtracts its creation from its expiry (a panic where overflow is
+/// checked), and a timeout of zero or less, or of years, never times out, so a silent
+/// server would hold the player forever. Its first address must be set (renetcode
+/// expects it); the callers set it to the address dialled.
+fn check_token(token: &ConnectToken) -> Result<(), String> {
+    let (made, expires) = (token.create_timestamp, token.expire_timestamp);
+    let Some(lifetime) = expires.checked_sub(made) else {
+        return Err(format!(
+            "the token expires before it was made (made at {made}, expires at {expires}): \
+             its issuer is broken or hostile"
+        ));
+    };
+    if !(1..=MAX_TOKEN_LIFETIME_SECONDS).contains(&lifetime) {
+        return Err(format!(
+            "the token lasts {lifetime} s, where 1 to {MAX_TOKEN_LIFETIME_SECONDS} s is \
+             usable: its issuer is broken or hostile"
+        ));
+    }
+    let timeout = token.timeout_seconds;
+    if !(1..=MAX_TOKEN_TIMEOUT_SECONDS).contains(&timeout) {
+        return Err(format!(
+            "the token times out after {timeout} s, where 1 to \
+             {MAX_TOKEN_TIMEOUT_SECONDS} s is usable: its issuer is broken or hostile"
+        ));
+    }
+    if token.server_addresses[0].is_none() {
+        return Err("the token names no server".into());
+    }
+    Ok(())
 }
 
 /// A client's socket, of the server's address family.
@@ -213,12 +259,7 @@ pub(crate) fn client_receive(
                 ClientPhase::Failed("the token request ended without an answer".into())
             }
             Ok(Err(reason)) => ClientPhase::Failed(reason),
-            Ok(Ok(granted)) => match NetcodeClient::new(
-                unix_now(),
-                ClientAuthentication::Secure {
-                    connect_token: granted.token,
-                },
-            ) {
+            Ok(Ok(granted)) => match secure_netcode(granted.token) {
                 Ok(netcode) => ClientPhase::Netcode(Box::new(netcode)),
                 Err(e) => ClientPhase::Failed(format!("cannot use the connect token: {e}")),
             },
@@ -430,14 +471,9 @@ impl UdpClientTransport {
             let answer = answer.lock().map(|a| a.try_recv());
             standby.phase = match answer.unwrap_or(Err(mpsc::TryRecvError::Disconnected)) {
                 Err(mpsc::TryRecvError::Empty) => return false,
-                Ok(Ok(granted)) => match NetcodeClient::new(
-                    unix_now(),
-                    ClientAuthentication::Secure {
-                        connect_token: granted.token,
-                    },
-                ) {
+                Ok(Ok(granted)) => match secure_netcode(granted.token) {
                     Ok(netcode) => ClientPhase::Netcode(Box::new(netcode)),
-                    Err(e) => ClientPhase::Failed(e.to_string()),
+                    Err(e) => ClientPhase::Failed(e),
                 },
                 Ok(Err(reason)) => ClientPhase::Failed(reason),
                 Err(mpsc::TryRecvError::Disconnected) => ClientPhase::Failed(String::new()),
@@ -605,5 +641,96 @@ pub(crate) fn client_condition(
     // A new transport (a reconnection) gets the conditions too.
     if conditions.is_changed() || transport.is_added() {
         transport.set_conditions(conditions.0);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::known::KeyStatus;
+    use bevy::ecs::system::RunSystemOnce;
+    use std::net::{IpAddr, Ipv4Addr};
+
+    const SERVER: SocketAddr = SocketAddr::new(IpAddr::V4(Ipv4Addr::LOCALHOST), 9);
+
+    /// A token as the token service makes it, then changed as a hostile issuer would.
+    fn token(change: impl FnOnce(&mut ConnectToken)) -> ConnectToken {
+        let ip = IpAddr::V4(Ipv4Addr::LOCALHOST);
+        let mut token = auth::issue_token(&[7; 32], 1, ip, SERVER, unix_now()).unwrap();
+        change(&mut token);
+        token
+    }
+
+    /// Hostile tokens: made after they expire (renetcode subtracts the two), made and
+    /// expired at once, lasting for ages, or never timing out.
+    fn hostile_tokens() -> Vec<(&'static str, ConnectToken)> {
+        vec![
+            (
+                "expires before it was made",
+                token(|t| t.create_timestamp = t.expire_timestamp + 1),
+            ),
+            (
+                "expires before it was made",
+                token(|t| (t.create_timestamp, t.expire_timestamp) = (u64::MAX, 0)),
+            ),
+            (
+                "lasts 0 s",
+                token(|t| t.expire_timestamp = t.create_timestamp),
+            ),
+            (
+                "lasts 18446744073709551615 s",
+                token(|t| (t.create_timestamp, t.expire_timestamp) = (0, u64::MAX)),
+            ),
+            ("times out after 0 s", token(|t| t.timeout_seconds = 0)),
+            ("times out after -1 s", token(|t| t.timeout_seconds = -1)),
+            (
+                "times out after 2147483647 s",
+                token(|t| t.timeout_seconds = i32::MAX),
+            ),
+        ]
+    }
+
+    #[test]
+    fn a_matchmakers_hostile_token_is_refused_before_netcode_sees_it() {
+        assert!(udp_client_with_token(SERVER, token(|_| {})).is_ok());
+        for (why, token) in hostile_tokens() {
+            match udp_client_with_token(SERVER, token) {
+                Err(e) => assert!(e.to_string().contains(why), "{why}: {e}"),
+                // Without the check renetcode panics here on the first (overflow checks
+                // are on in the dev profile, dependencies included).
+                Ok(mut transport) => {
+                    if let ClientPhase::Netcode(netcode) = &mut transport.phase {
+                        netcode.update(Duration::from_millis(10));
+                    }
+                    panic!("{why}: accepted");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn a_token_services_hostile_token_fails_the_connection_with_a_reason() {
+        for (why, token) in hostile_tokens() {
+            let (send, receive) = mpsc::channel();
+            let phase = ClientPhase::AwaitingToken(Mutex::new(receive));
+            let socket = client_socket(SERVER).unwrap();
+            let transport =
+                UdpClientTransport::new(phase, SERVER, ClientSecurity::default(), socket);
+            send.send(Ok(auth::Granted {
+                token,
+                key: KeyStatus::New,
+                server_key: [0; 32],
+            }))
+            .unwrap();
+            let mut world = World::new();
+            world.insert_resource(transport);
+            world.insert_resource(RenetClient::new(sightline_protocol::connection_config()));
+            world.insert_resource(Time::<Real>::default());
+            world.run_system_once(client_receive).unwrap();
+            let failure = world.resource::<UdpClientTransport>().failure();
+            let failure = failure.unwrap_or_else(|| panic!("{why}: accepted"));
+            assert!(failure.contains(why), "{why}: {failure}");
+            assert!(world.resource::<RenetClient>().is_disconnected());
+        }
     }
 }
