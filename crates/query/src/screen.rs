@@ -7,6 +7,7 @@
 //! of one network are asked, and a refresh asks a bounded number in all. LAN discovery
 //! does not come here: it finds private addresses by broadcast, as it should.
 
+use sightline_limits::{HostKey, NetworkKey};
 use std::collections::{HashMap, HashSet};
 use std::fmt;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
@@ -87,36 +88,6 @@ fn embedded_v4(high: u16, low: u16) -> Ipv4Addr {
     Ipv4Addr::from((u32::from(high) << 16) | u32::from(low))
 }
 
-/// One host: an IPv4 address, or an IPv6 /64.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-enum Host {
-    V4(u32),
-    V6(u64),
-}
-
-/// One network: an IPv4 /24, or an IPv6 /48.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-enum Network {
-    V4(u32),
-    V6(u64),
-}
-
-fn host_and_network(ip: IpAddr) -> (Host, Network) {
-    match ip {
-        IpAddr::V4(v4) => {
-            let bits = u32::from(v4);
-            (Host::V4(bits), Network::V4(bits >> 8))
-        }
-        IpAddr::V6(v6) => {
-            let bits = u128::from(v6);
-            (
-                Host::V6((bits >> 64) as u64),
-                Network::V6((bits >> 80) as u64),
-            )
-        }
-    }
-}
-
 /// Entries of master lists not asked, by why.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Skipped {
@@ -166,8 +137,8 @@ impl fmt::Display for Skipped {
 #[derive(Debug, Default)]
 pub struct ListScreen {
     asked: HashSet<SocketAddr>,
-    hosts: HashMap<Host, usize>,
-    networks: HashMap<Network, usize>,
+    hosts: HashMap<HostKey, usize>,
+    networks: HashMap<NetworkKey, usize>,
     skipped: Skipped,
 }
 
@@ -201,7 +172,7 @@ impl ListScreen {
                 self.skipped.nearer += 1;
                 continue;
             }
-            let (host, network) = host_and_network(addr.ip());
+            let (host, network) = (HostKey::of(addr.ip()), NetworkKey::of(addr.ip()));
             let on_host = self.hosts.get(&host).copied().unwrap_or(0);
             let on_network = self.networks.get(&network).copied().unwrap_or(0);
             if on_host >= MAX_PER_HOST || on_network >= MAX_PER_NETWORK {
