@@ -3,11 +3,8 @@
 //! list, each spoken by a client the server did not ship with where one is at hand.
 
 use crate::loopback::{binaries, free_udp_port, wait};
+use sightline_harness::hosting::RconClient;
 use sightline_query::{discover_on, fetch_server_list, query_info, query_players, query_rules};
-use sightline_server::{
-    RconPacket, SERVERDATA_AUTH, SERVERDATA_AUTH_RESPONSE, SERVERDATA_EXECCOMMAND,
-    SERVERDATA_RESPONSE_VALUE,
-};
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{IpAddr, Ipv4Addr, SocketAddr, TcpStream, UdpSocket};
 use std::path::Path;
@@ -224,85 +221,6 @@ fn the_host_console_kicks_and_bans_and_bans_outlive_a_restart() {
     std::fs::remove_dir_all(dir).ok();
 }
 
-/// A minimal Source RCON client: the protocol as Valve documents it, nothing of the
-/// server's own code but its packet type.
-struct RconClient {
-    stream: TcpStream,
-    buf: Vec<u8>,
-}
-
-impl RconClient {
-    fn connect(addr: SocketAddr) -> Self {
-        let stream = TcpStream::connect(addr).expect("rcon connects");
-        stream
-            .set_read_timeout(Some(Duration::from_secs(5)))
-            .unwrap();
-        Self {
-            stream,
-            buf: Vec::new(),
-        }
-    }
-
-    fn send(&mut self, id: i32, kind: i32, body: &[u8]) {
-        let packet = RconPacket {
-            id,
-            kind,
-            body: body.to_vec(),
-        };
-        self.stream.write_all(&packet.encode()).expect("rcon write");
-    }
-
-    /// The next answer packet (answers may be larger than a request may).
-    fn next(&mut self) -> RconPacket {
-        let mut chunk = [0u8; 4096];
-        loop {
-            if let Some(size) = self.buf.get(..4) {
-                let size = i32::from_le_bytes(size.try_into().unwrap()) as usize;
-                if let Some(p) = self.buf.get(4..4 + size) {
-                    let packet = RconPacket {
-                        id: i32::from_le_bytes(p[0..4].try_into().unwrap()),
-                        kind: i32::from_le_bytes(p[4..8].try_into().unwrap()),
-                        body: p[8..].split(|&b| b == 0).next().unwrap_or(&[]).to_vec(),
-                    };
-                    self.buf.drain(..4 + size);
-                    return packet;
-                }
-            }
-            let n = self.stream.read(&mut chunk).expect("rcon read");
-            assert!(n > 0, "the server closed the connection");
-            self.buf.extend_from_slice(&chunk[..n]);
-        }
-    }
-
-    /// Authenticates: the id the server answers with (-1: refused).
-    fn auth(&mut self, password: &str) -> i32 {
-        self.send(11, SERVERDATA_AUTH, password.as_bytes());
-        loop {
-            let p = self.next();
-            if p.kind == SERVERDATA_AUTH_RESPONSE {
-                return p.id;
-            }
-        }
-    }
-
-    /// Runs `command`: its whole answer, however many packets, found by the empty
-    /// packet sent after it coming back.
-    fn run(&mut self, id: i32, command: &str) -> (String, usize) {
-        self.send(id, SERVERDATA_EXECCOMMAND, command.as_bytes());
-        self.send(id + 1, SERVERDATA_RESPONSE_VALUE, b"");
-        let (mut text, mut packets) = (String::new(), 0);
-        loop {
-            let p = self.next();
-            if p.id == id + 1 {
-                return (text, packets);
-            }
-            assert_eq!(p.id, id, "an answer to another request");
-            text.push_str(&String::from_utf8_lossy(&p.body));
-            packets += 1;
-        }
-    }
-}
-
 #[test]
 fn source_rcon_and_a2s_queries_answer_on_the_game_port() {
     let dir = temp_dir("rcon");
@@ -340,31 +258,33 @@ fn source_rcon_and_a2s_queries_answer_on_the_game_port() {
 
     // Source RCON on the token service's port: authenticate, run status, and a long
     // answer comes in several packets.
-    let mut rcon = RconClient::connect(game);
-    assert_eq!(rcon.auth("s3cret"), 11);
-    let (status, _) = rcon.run(20, "status");
+    let mut rcon = RconClient::connect(game).expect("rcon connects");
+    assert_eq!(rcon.auth("s3cret").expect("rcon answers"), 11);
+    let (status, _) = rcon.run(20, "status").expect("rcon answers");
     assert!(
         status.contains("\"Bot 1\"") && status.contains("BOT"),
         "{status}"
     );
-    let (long, packets) = rcon.run(30, "cvarlist; cvarlist; cvarlist");
+    let (long, packets) = rcon
+        .run(30, "cvarlist; cvarlist; cvarlist")
+        .expect("rcon answers");
     assert!(
         packets >= 2 && long.contains("rcon_password"),
         "{packets} packets"
     );
 
     // A demo from the console, written into demos/ and never outside it; it replays.
-    let (refused, _) = rcon.run(40, "record ../escape");
+    let (refused, _) = rcon.run(40, "record ../escape").expect("rcon answers");
     assert!(refused.contains("demo name"), "{refused}");
-    let (started, _) = rcon.run(42, "record rcon-test");
+    let (started, _) = rcon.run(42, "record rcon-test").expect("rcon answers");
     assert!(
         started.contains("recording demos/rcon-test.sldemo"),
         "{started}"
     );
-    let (again, _) = rcon.run(44, "record another");
+    let (again, _) = rcon.run(44, "record another").expect("rcon answers");
     assert!(again.contains("already recording"), "{again}");
     std::thread::sleep(Duration::from_secs(2));
-    let (stopped, _) = rcon.run(46, "stoprecord");
+    let (stopped, _) = rcon.run(46, "stoprecord").expect("rcon answers");
     assert!(
         stopped.contains("wrote demos/rcon-test.sldemo"),
         "{stopped}"
@@ -419,9 +339,13 @@ fn source_rcon_and_a2s_queries_answer_on_the_game_port() {
     // Wrong passwords: refused, and after a few the address is locked out (the right
     // one is refused unchecked too).
     for attempt in 0..6 {
-        let mut wrong = RconClient::connect(game);
+        let mut wrong = RconClient::connect(game).expect("rcon connects");
         let password = if attempt == 5 { "s3cret" } else { "guess" };
-        assert_eq!(wrong.auth(password), -1, "attempt {attempt}");
+        assert_eq!(
+            wrong.auth(password).expect("rcon answers"),
+            -1,
+            "attempt {attempt}"
+        );
     }
     host.expect(Duration::from_secs(5), |l| l.contains("locked out"));
 

@@ -1,7 +1,7 @@
 //! Sightline's end-to-end tests, grouped by topic into modules of this crate so they build
 //! into a single test binary. Most run the server and clients in one process on
 //! `sightline_harness`'s [`Stepper`](sightline_harness::Stepper); `loopback`, `hostile`,
-//! `transport`, `faults` and `windowed` run the real binaries.
+//! `floods`, `hosting`, `transport`, `faults` and `windowed` run the real binaries.
 
 #[cfg(test)]
 mod agones;
@@ -15,6 +15,8 @@ mod demos;
 mod events;
 #[cfg(test)]
 mod faults;
+#[cfg(test)]
+mod floods;
 #[cfg(test)]
 mod frames;
 #[cfg(test)]

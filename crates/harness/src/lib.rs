@@ -15,6 +15,9 @@
 //!   leaving through a bad link, in real time.
 //! - [`load`]: the load test, a real server over real UDP with as many bot-driven clients
 //!   as players, measuring tick time, bandwidth and snapshot sizes.
+//! - [`hosting`]: floods of the hosting surfaces (A2S, the master list, RCON, metrics)
+//!   from hosts of their own, and the hosting load test: the real server binary and an
+//!   honest player under all of them at once.
 
 // Modules, bottom up: each uses only those above it (`scripts/module-cycles` checks that
 // none import each other in a circle).
@@ -29,5 +32,7 @@ pub mod realtime;
 pub mod soak;
 
 pub mod load;
+
+pub mod hosting;
 
 pub use stepper::{FrameClock, Frames, Stepper, Updated, load_map, manual_app};

@@ -4,9 +4,12 @@
 //!
 //! Once a frame the tick thread copies the counters it keeps anyway (the status line's)
 //! into the registry, and notes when it last ticked and whether its ticks overrun; the
-//! thread only reads. The listener answers one request at a time with short timeouts, at
-//! most [`MAX_REQUESTS_PER_SECOND`], so a scrape flood costs a bounded share of one core
-//! and nothing of the tick's.
+//! thread only reads. The listener reads up to [`MAX_PENDING`] requests at once without
+//! blocking, shared fairly by host and network ([`sightline_limits::admit`], so
+//! connections that never finish a request cannot keep a scraper out), and answers at
+//! most [`MAX_REQUESTS_PER_SECOND`], shared by host and network as well
+//! ([`sightline_limits::Shares`]): a flood from one host costs that host its answers, a
+//! bounded share of one core, and nothing of the tick's.
 
 use crate::connection::Connection;
 use crate::metrics::{JsonPage, Metrics};
@@ -17,23 +20,44 @@ use crate::stats::{HostingStats, ServerStats, SnapshotStats};
 use bevy::prelude::*;
 use prometheus::{Encoder, IntCounter, IntGauge, Opts, TextEncoder};
 use sightline_combat::LagCompStats;
+use sightline_limits::{
+    Admit, Claim, HostKey, NetworkKey, PoolLimits, Rate, ShareRates, Shares, admit,
+};
 use sightline_net::{Connectionless, NetStats};
 use sightline_sim::{BotControlled, PlayerId, TickConfig};
 use std::collections::HashMap;
 use std::io::{ErrorKind, Read, Write};
-use std::net::{TcpListener, TcpStream};
+use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-/// Requests answered per second at most; more are closed unanswered and counted.
+/// Requests answered per second at most, from everyone; more are closed unanswered and
+/// counted. One host may ask 10 a second (20 at once), one network 25.
 pub const MAX_REQUESTS_PER_SECOND: u32 = 50;
+/// The answers' shares: a host's, a network's, everyone's.
+const ANSWERS: ShareRates = ShareRates {
+    host: Rate::new(20.0, 10.0),
+    network: Rate::new(50.0, 25.0),
+    everyone: Rate::new(
+        MAX_REQUESTS_PER_SECOND as f64,
+        MAX_REQUESTS_PER_SECOND as f64,
+    ),
+};
+/// Requests read at once: two a host, four a network; a newcomer takes the place of a
+/// busier host's or network's oldest.
+pub const MAX_PENDING: usize = 16;
+const PENDING: PoolLimits = PoolLimits {
+    capacity: MAX_PENDING,
+    per_host: 2,
+    per_network: 4,
+};
 /// Largest request head read; a longer one is refused.
 pub const MAX_REQUEST_BYTES: usize = 8192;
-/// How long a client may take to send its request or read the answer.
+/// How long a client may take to send its request, or to read the answer.
 const IO_TIMEOUT: Duration = Duration::from_secs(1);
-/// How often the listener looks for connections and for the server having stopped.
-const ACCEPT_POLL: Duration = Duration::from_millis(25);
+/// How often the listener looks for connections and bytes when there is nothing to do.
+const POLL: Duration = Duration::from_millis(5);
 /// A server that has not ticked for this long is unhealthy (hung, or stalled past what
 /// it catches up).
 pub const HEALTH_TICK_TIMEOUT: Duration = Duration::from_secs(5);
@@ -470,6 +494,55 @@ struct Exporter {
     dropped: IntCounter,
 }
 
+/// A request being read.
+struct Pending {
+    stream: TcpStream,
+    peer: SocketAddr,
+    since: Instant,
+    head: Vec<u8>,
+}
+
+/// What reading a request found.
+enum Reading {
+    Waiting,
+    Complete(String, String),
+    Broken,
+}
+
+impl Pending {
+    /// Its place in the pool: never settled (a whole request is answered and gone).
+    fn claim(&self) -> Claim {
+        Claim {
+            host: HostKey::of(self.peer.ip()),
+            network: NetworkKey::of(self.peer.ip()),
+            since: self.since,
+            settled: false,
+        }
+    }
+
+    /// Reads what has arrived, without blocking.
+    fn read(&mut self) -> Reading {
+        let mut buf = [0u8; 1024];
+        loop {
+            match self.stream.read(&mut buf) {
+                Ok(0) => return Reading::Broken,
+                Ok(n) => self.head.extend_from_slice(&buf[..n]),
+                Err(e) if e.kind() == ErrorKind::WouldBlock => break,
+                Err(e) if e.kind() == ErrorKind::Interrupted => {}
+                Err(_) => return Reading::Broken,
+            }
+            if self.head.len() > MAX_REQUEST_BYTES {
+                return Reading::Broken;
+            }
+        }
+        match parse_request_head(&self.head) {
+            RequestHead::Complete { method, target } => Reading::Complete(method, target),
+            RequestHead::Partial => Reading::Waiting,
+            _ => Reading::Broken,
+        }
+    }
+}
+
 /// An HTTP answer: status, content type, body.
 type Answer = (u16, &'static str, String);
 
@@ -479,56 +552,73 @@ impl Exporter {
             error!("metrics listener: {e}; metrics are off");
             return;
         }
-        let mut window = (Instant::now(), 0u32);
+        let mut answers = Shares::new(ANSWERS);
+        let mut pending: Vec<Pending> = Vec::new();
         while !stop.load(Ordering::Relaxed) {
-            let stream = match listener.accept() {
-                Ok((stream, _)) => stream,
-                Err(e) if e.kind() == ErrorKind::WouldBlock => {
-                    std::thread::sleep(ACCEPT_POLL);
+            let now = Instant::now();
+            // Requests are read before newcomers are admitted, so a scraper's request,
+            // sent as it connects, is read before anyone can take its place.
+            let mut idle = true;
+            pending.retain_mut(|p| match p.read() {
+                Reading::Waiting if now.saturating_duration_since(p.since) <= IO_TIMEOUT => true,
+                Reading::Waiting | Reading::Broken => {
+                    self.dropped.inc();
+                    false
+                }
+                Reading::Complete(method, target) => {
+                    idle = false;
+                    let answered = answers.allow(p.peer.ip(), now).is_ok()
+                        && self.answer(&mut p.stream, &method, &target).is_ok();
+                    if !answered {
+                        self.dropped.inc();
+                    }
+                    false
+                }
+            });
+            for _ in 0..MAX_PENDING {
+                let (stream, peer) = match listener.accept() {
+                    Ok(accepted) => accepted,
+                    // None waiting, a connection reset before it was accepted, out of
+                    // descriptors: look again later.
+                    Err(_) => break,
+                };
+                idle = false;
+                let claims: Vec<Claim> = pending.iter().map(Pending::claim).collect();
+                let host = HostKey::of(peer.ip());
+                match admit(&claims, host, NetworkKey::of(peer.ip()), PENDING, now) {
+                    Admit::Yes => {}
+                    Admit::Instead(i) => {
+                        pending.swap_remove(i);
+                        self.dropped.inc();
+                    }
+                    Admit::No => {
+                        self.dropped.inc();
+                        continue;
+                    }
+                }
+                if stream.set_nonblocking(true).is_err() {
+                    self.dropped.inc();
                     continue;
                 }
-                // A connection reset before it was accepted, out of descriptors: go on.
-                Err(_) => {
-                    std::thread::sleep(ACCEPT_POLL);
-                    continue;
-                }
-            };
-            if window.0.elapsed() >= Duration::from_secs(1) {
-                window = (Instant::now(), 0);
+                pending.push(Pending {
+                    stream,
+                    peer,
+                    since: now,
+                    head: Vec::new(),
+                });
             }
-            window.1 += 1;
-            if window.1 > MAX_REQUESTS_PER_SECOND {
-                self.dropped.inc();
-                continue;
-            }
-            if self.answer(stream).is_err() {
-                self.dropped.inc();
+            if idle {
+                std::thread::sleep(POLL);
             }
         }
     }
 
-    /// Reads one request and answers it; an error closes the connection unanswered.
-    fn answer(&self, mut stream: TcpStream) -> std::io::Result<()> {
+    /// Answers a whole request; an error closes the connection unanswered.
+    fn answer(&self, stream: &mut TcpStream, method: &str, target: &str) -> std::io::Result<()> {
         stream.set_nonblocking(false)?;
-        stream.set_read_timeout(Some(IO_TIMEOUT))?;
         stream.set_write_timeout(Some(IO_TIMEOUT))?;
-        let deadline = Instant::now() + IO_TIMEOUT;
-        let mut head = Vec::with_capacity(512);
-        let mut buf = [0u8; 1024];
-        let (method, target) = loop {
-            let n = stream.read(&mut buf)?;
-            if n == 0 {
-                return Err(ErrorKind::UnexpectedEof.into());
-            }
-            head.extend_from_slice(&buf[..n]);
-            match parse_request_head(&head) {
-                RequestHead::Complete { method, target } => break (method, target),
-                RequestHead::Partial if Instant::now() < deadline => {}
-                _ => return Err(ErrorKind::InvalidData.into()),
-            }
-        };
-        let (status, content_type, body) = match method.as_str() {
-            "GET" | "HEAD" => self.route(&target),
+        let (status, content_type, body) = match method {
+            "GET" | "HEAD" => self.route(target),
             _ => (405, "text/plain; charset=utf-8", "GET only\n".into()),
         };
         let reason = match status {
