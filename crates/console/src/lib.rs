@@ -17,7 +17,7 @@ mod cvar;
 mod exec;
 
 pub use bindings::Bindings;
-pub use command::{parse_line, quote, split_plus_commands};
+pub use command::{parse_line, quote, quoted, split_plus_commands};
 pub use config::{config_path, render_config, save_config};
 pub use console::{Console, ConsoleCommands, RunCommand, SCROLLBACK};
 pub use cvar::{
