@@ -251,6 +251,15 @@ impl Plugin for AdminPlugin {
         for (name, help) in ADMIN_COMMANDS {
             commands.register(name, help);
         }
+        // Lines of the ban file that did not read: skipped, not a reason to stop, but the
+        // host hears of them here, in the status line, the metrics and `banlist`.
+        for report in self.bans.skipped_reports() {
+            warn!("{report}: skipped; the other bans hold, and the line is kept in the file");
+        }
+        app.init_resource::<HostingStats>();
+        app.world_mut()
+            .resource_mut::<HostingStats>()
+            .ban_lines_skipped = self.bans.skipped() as u64;
         app.insert_resource(ServerCvars(self.cvars.clone()))
             .insert_resource(self.bans.clone())
             .insert_resource(AdminState {
@@ -342,7 +351,8 @@ fn run_line(world: &mut World, line: &AdminLine) -> Vec<String> {
     }
     if line.origin != AdminOrigin::Terminal {
         let who = line.from.map_or("a player".to_string(), |a| a.to_string());
-        info!("rcon from {who}: {}", line.line);
+        // Quoted and escaped: a line break in an rcon line must not forge a log line.
+        info!("rcon from {who}: {:?}", line.line);
     }
     let before = world.resource::<ServerCvars>().clone();
     let outcome = world.resource_scope(|world, mut cvars: Mut<ServerCvars>| {
@@ -511,6 +521,16 @@ fn carry_out(
             let bans = world.resource::<BanList>();
             if bans.iter().next().is_none() {
                 out.print("no bans");
+            }
+            if bans.skipped() > 0 {
+                out.print(format!(
+                    "{} lines of the ban file did not read: skipped (the other bans hold) and \
+                     kept in the file to mend:",
+                    bans.skipped()
+                ));
+                for report in bans.skipped_reports() {
+                    out.print(format!("  {report}"));
+                }
             }
             for (i, ban) in bans.iter().enumerate() {
                 let left = match ban.until {
@@ -837,6 +857,34 @@ fn answer_players_rcon(mut inbox: ResMut<AdminInbox>, mut outbox: MessageWriter<
 mod tests {
     use super::*;
     use std::net::Ipv4Addr;
+
+    proptest::proptest! {
+        /// Whatever text the settings hold, `writeconfig`'s file sets them again.
+        #[test]
+        fn written_settings_read_back(
+            hostname in "(\\PC|[\"\\\\;/ ]){0,24}",
+            motd in "(\\PC|[\"\\\\;/ ]){0,48}",
+        ) {
+            let mut cvars = crate::server_cvar_registry();
+            proptest::prop_assume!(cvars.set_handle(cvar::SV_HOSTNAME, &hostname).is_ok());
+            proptest::prop_assume!(cvars.set_handle(cvar::SV_MOTD, &motd).is_ok());
+            let text = config_text(&cvars);
+            let mut fresh = crate::server_cvar_registry();
+            let mut console = Console::default();
+            for line in text.lines() {
+                execute_line(
+                    line,
+                    &mut fresh,
+                    &mut Bindings::default(),
+                    &ConsoleCommands::default(),
+                    &mut console,
+                );
+            }
+            let values = |c: &Cvars| c.iter().map(|c| c.value.to_string()).collect::<Vec<_>>();
+            proptest::prop_assert_eq!(values(&fresh), values(&cvars), "{}", text);
+            proptest::prop_assert_eq!(console.lines().count(), 0);
+        }
+    }
 
     #[test]
     fn wrong_rcon_passwords_from_many_addresses_share_one_allowance() {
