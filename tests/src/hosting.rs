@@ -387,6 +387,27 @@ fn source_rcon_and_a2s_queries_answer_on_the_game_port() {
     );
     assert!(!dir.join("escape.sldemo").exists());
 
+    // Remote admin is not shell access: the identity key beside the config is no config
+    // file, its digits never come back, and writeconfig writes nowhere else.
+    let key = std::fs::read_to_string(dir.join("sightline-identity.key")).expect("the key");
+    let key = key.trim();
+    assert!(key.len() >= 64, "{key}");
+    for (id, line) in [
+        (50, "exec sightline-identity.key".to_string()),
+        (
+            52,
+            format!("exec {}", dir.join("sightline-identity.key").display()),
+        ),
+        (54, "writeconfig ../escape".into()),
+    ] {
+        let (refused, _) = rcon.run(id, &line);
+        assert!(
+            refused.contains("only a config file") && !refused.contains(key),
+            "{line}: {refused}"
+        );
+    }
+    assert!(!dir.join("../escape").exists() && !dir.join("../escape.cfg").exists());
+
     // A third-party client where one is at hand (CI machines need not have Python).
     if let Some(python) = std::env::var_os("SIGHTLINE_PYTHON") {
         let script = format!(
