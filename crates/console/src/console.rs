@@ -149,6 +149,9 @@ pub struct RunCommand {
     pub name: String,
     /// Its arguments.
     pub args: Vec<String>,
+    /// `FILE:LINE` when it came from a line of a file `exec` ran (`None` when typed): its
+    /// handler's errors name that place rather than repeat the file's words.
+    pub from_file: Option<String>,
 }
 
 #[cfg(test)]

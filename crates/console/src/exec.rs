@@ -1,8 +1,11 @@
 //! Running console lines: builtins, cvars, bindings and declared commands.
 
 use crate::command::{parse_line, quote};
-use crate::{Bindings, ConfigFile, Console, ConsoleCommands, Cvars, RunCommand, save_config};
+use crate::{
+    Bindings, ConfigFile, Console, ConsoleCommands, CvarError, Cvars, RunCommand, save_config,
+};
 use bevy::prelude::*;
+use std::path::Path;
 
 /// How deep `exec` may nest (a file that runs itself stops here).
 const MAX_EXEC_DEPTH: usize = 8;
@@ -61,7 +64,7 @@ pub fn execute_line(
         bindings,
         declared,
         console,
-        &mut read_exec_file,
+        &mut |name: &str| read_config_file(Path::new(name)),
     )
 }
 
@@ -98,6 +101,7 @@ pub fn execute_line_with(
         &mut outcome,
         &mut counted,
         0,
+        None,
     );
     outcome
 }
@@ -106,8 +110,8 @@ pub fn execute_line_with(
 const MAX_EXEC_BYTES: u64 = 1 << 20;
 
 /// Reads a file for `exec`: only a regular file (opening a FIFO would block until a
-/// writer came, and a device such as /dev/zero never ends) of at most [`MAX_EXEC_BYTES`].
-fn read_exec_file(path: &str) -> std::io::Result<String> {
+/// writer came, and a device such as /dev/zero never ends) of at most 1 MiB of UTF-8.
+pub fn read_config_file(path: &Path) -> std::io::Result<String> {
     use std::io::Read;
     if !std::fs::metadata(path)?.is_file() {
         return Err(std::io::Error::other("not a regular file"));
@@ -125,6 +129,75 @@ fn read_exec_file(path: &str) -> std::io::Result<String> {
     String::from_utf8(bytes).map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidData, e))
 }
 
+/// Longest config file name [`config_file_name`] takes, bytes.
+pub const MAX_CONFIG_NAME: usize = 64;
+
+/// The extension of config files.
+pub const CONFIG_EXTENSION: &str = "cfg";
+
+/// The file name a remote admin's `exec NAME` or `writeconfig NAME` stands for, in the
+/// config folder: NAME, with `.cfg` added when it has no extension (as Quake and Source
+/// add it). It must be a plain name of letters, digits, `-`, `_` and `.` (not first),
+/// ending in `.cfg`: no folder, no `..`, no drive or stream, and no other kind of file, so
+/// remote admin reaches the config folder's config files and nothing else (not the
+/// identity key or the ban list beside them). The error repeats nothing of NAME, which
+/// may be a line of a file.
+pub fn config_file_name(name: &str) -> Result<String, String> {
+    let plain = name
+        .chars()
+        .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'));
+    let file = if name.contains('.') {
+        name.to_string()
+    } else {
+        format!("{name}.{CONFIG_EXTENSION}")
+    };
+    let stem = file.strip_suffix(&format!(".{CONFIG_EXTENSION}"));
+    if !plain
+        || name.starts_with('.')
+        || file.len() > MAX_CONFIG_NAME
+        || stem.is_none_or(str::is_empty)
+    {
+        return Err(format!(
+            "only a config file of the server's config folder, by its name: 1-{MAX_CONFIG_NAME} \
+             letters, digits, '-', '_' or '.' (not first), ending in .{CONFIG_EXTENSION} (added \
+             when there is no extension); no paths"
+        ));
+    }
+    Ok(file)
+}
+
+/// Where a line being run came from: typed (or queued, or a `+` argument), or a line of a
+/// file that `exec` ran.
+#[derive(Debug, Clone, Copy)]
+struct Place<'a> {
+    /// The file, as `exec` was given it.
+    file: &'a str,
+    /// The line's number in it, from 1.
+    line: usize,
+}
+
+impl std::fmt::Display for Place<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}:{}", self.file, self.line)
+    }
+}
+
+/// Prints an error: `typed` for a line typed or queued; for a line of a file, the file,
+/// the line's number and `what` alone. Nothing a file holds is ever printed back in an
+/// error: `exec` of a file that is no config file (a key, say) would otherwise show it,
+/// a line at a time, as unknown commands.
+fn report(
+    console: &mut Console,
+    at: Option<Place<'_>>,
+    typed: impl FnOnce() -> String,
+    what: &str,
+) {
+    match at {
+        None => console.print(typed()),
+        Some(at) => console.print(format!("error: {at}: {what}")),
+    }
+}
+
 fn run(
     line: &str,
     cvars: &mut Cvars,
@@ -134,6 +207,7 @@ fn run(
     out: &mut Outcome,
     read: &mut ReadFile<'_>,
     depth: usize,
+    at: Option<Place<'_>>,
 ) {
     for mut words in parse_line(line) {
         // `set NAME VALUE` (Quake's spelling, as in `+set fraglimit 30`) is `NAME VALUE`.
@@ -143,8 +217,19 @@ fn run(
         let name = words[0].to_ascii_lowercase();
         let args = &words[1..];
         match name.as_str() {
-            "set" => console.print("usage: set NAME VALUE"),
-            "help" => help(args.first().map(String::as_str), cvars, declared, console),
+            "set" => report(
+                console,
+                at,
+                || "usage: set NAME VALUE".into(),
+                "usage: set NAME VALUE",
+            ),
+            "help" => help(
+                args.first().map(String::as_str),
+                cvars,
+                declared,
+                console,
+                at,
+            ),
             "cvarlist" => {
                 for c in cvars.iter() {
                     let mut flags = String::new();
@@ -163,6 +248,7 @@ fn run(
                     ));
                 }
             }
+            // What a file asks to print, it means to show.
             "echo" => console.print(args.join(" ")),
             "clear" => console.clear(),
             // A queued line of its own waits (see `Console::take_pending`); inside a
@@ -171,27 +257,65 @@ fn run(
                 .print("wait: only a line of its own (typed, or +wait) holds what comes after it"),
             "exec" => {
                 let Some(file) = args.first() else {
-                    console.print("usage: exec FILE");
+                    report(
+                        console,
+                        at,
+                        || "usage: exec FILE".into(),
+                        "usage: exec FILE",
+                    );
                     continue;
                 };
                 if depth >= MAX_EXEC_DEPTH {
-                    console.print(format!("exec {file}: files nest too deeply; stopped"));
+                    report(
+                        console,
+                        at,
+                        || format!("exec {file}: files nest too deeply; stopped"),
+                        "exec: files nest too deeply; stopped",
+                    );
                     continue;
                 }
                 match read(file) {
                     Ok(text) => {
-                        for l in text.lines() {
-                            run(l, cvars, bindings, declared, console, out, read, depth + 1);
+                        for (i, l) in text.lines().enumerate() {
+                            let place = Place { file, line: i + 1 };
+                            run(
+                                l,
+                                cvars,
+                                bindings,
+                                declared,
+                                console,
+                                out,
+                                read,
+                                depth + 1,
+                                Some(place),
+                            );
                         }
                     }
-                    Err(e) => console.print(format!("exec {file}: {e}")),
+                    // The reader's errors name no file's contents (io errors, sizes, the
+                    // rule a name broke); the name itself only when typed.
+                    Err(e) => report(
+                        console,
+                        at,
+                        || format!("exec {file}: {e}"),
+                        &format!("exec: {e}"),
+                    ),
                 }
             }
             "bind" => match args {
-                [] => console.print("usage: bind KEY [\"COMMAND\"]"),
+                [] => report(
+                    console,
+                    at,
+                    || "usage: bind KEY [\"COMMAND\"]".into(),
+                    "usage: bind KEY [\"COMMAND\"]",
+                ),
                 [key] => match bindings.get(key) {
                     Some(cmd) => console.print(format!("{key} is bound to {}", quote(cmd))),
-                    None => console.print(format!("{key} is not bound")),
+                    None => report(
+                        console,
+                        at,
+                        || format!("{key} is not bound"),
+                        "bind: that key is not bound",
+                    ),
                 },
                 [key, rest @ ..] => {
                     let command = rest.join(" ");
@@ -207,8 +331,18 @@ fn run(
             },
             "unbind" => match args.first() {
                 Some(key) if bindings.unbind(key) => out.config_changed = true,
-                Some(key) => console.print(format!("{key} is not bound")),
-                None => console.print("usage: unbind KEY"),
+                Some(key) => report(
+                    console,
+                    at,
+                    || format!("{key} is not bound"),
+                    "unbind: that key is not bound",
+                ),
+                None => report(
+                    console,
+                    at,
+                    || "usage: unbind KEY".into(),
+                    "usage: unbind KEY",
+                ),
             },
             "unbindall" => {
                 *bindings = Bindings::default();
@@ -230,29 +364,49 @@ fn run(
                             console.print(format!("{name} takes effect after a restart"));
                         }
                     }
-                    Err(e) => console.print(format!("error: {e}")),
+                    Err(e) => {
+                        // The variable's name is its own (it exists); the value is the
+                        // file's.
+                        let what = match &e {
+                            CvarError::BadValue { name, expected, .. } => {
+                                format!("{name}: not valid; expected {expected}")
+                            }
+                            other => other.to_string(),
+                        };
+                        report(console, at, || format!("error: {e}"), &what);
+                    }
                 }
             }
             _ if declared.contains(&name) => out.commands.push(RunCommand {
                 name,
                 args: args.to_vec(),
+                from_file: at.map(|at| at.to_string()),
             }),
-            _ => {
-                let hint = complete(&name, cvars, declared).1;
-                let hint = if hint.is_empty() {
-                    String::new()
-                } else {
-                    format!(" (did you mean {}?)", hint.join(", "))
-                };
-                console.print(format!(
-                    "error: unknown command or variable \"{name}\"{hint}"
-                ));
-            }
+            _ => report(
+                console,
+                at,
+                || {
+                    let hint = complete(&name, cvars, declared).1;
+                    let hint = if hint.is_empty() {
+                        String::new()
+                    } else {
+                        format!(" (did you mean {}?)", hint.join(", "))
+                    };
+                    format!("error: unknown command or variable \"{name}\"{hint}")
+                },
+                "unknown command or variable",
+            ),
         }
     }
 }
 
-fn help(name: Option<&str>, cvars: &Cvars, declared: &ConsoleCommands, console: &mut Console) {
+fn help(
+    name: Option<&str>,
+    cvars: &Cvars,
+    declared: &ConsoleCommands,
+    console: &mut Console,
+    at: Option<Place<'_>>,
+) {
     let Some(name) = name else {
         console.print("commands:");
         let mut all: Vec<(&str, &str)> = BUILTINS.to_vec();
@@ -277,7 +431,12 @@ fn help(name: Option<&str>, cvars: &Cvars, declared: &ConsoleCommands, console: 
     {
         console.print(format!("{n}: {h}"));
     } else {
-        console.print(format!("error: unknown command or variable \"{name}\""));
+        report(
+            console,
+            at,
+            || format!("error: unknown command or variable \"{name}\""),
+            "help: unknown command or variable",
+        );
     }
 }
 
@@ -505,7 +664,8 @@ mod tests {
             out.commands,
             vec![RunCommand {
                 name: "connect".into(),
-                args: vec!["127.0.0.1:27015".into()]
+                args: vec!["127.0.0.1:27015".into()],
+                from_file: None,
             }]
         );
     }
@@ -645,6 +805,111 @@ mod tests {
         assert!(out.config_changed);
         assert_eq!(cvars.number("cl_netgraph"), 1.0);
         assert_eq!(binds.get("k"), Some("echo hi"));
+    }
+
+    #[test]
+    fn a_file_is_never_printed_back_in_errors() {
+        // `exec sightline-identity.key` printed the server's key as an unknown command.
+        let key = "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08";
+        let secrets = [key, "hunter2", "s3cret", "kEy9", "nested-secret"];
+        let text = format!(
+            "{key}\ncl_netgraph hunter2\nbind kEy9\nunbind kEy9\nhelp s3cret\nset s3cret\n\
+             cl_net\nexec nested-secret\nexec\nconnect hunter2 s3cret\n"
+        );
+        let (mut cvars, mut binds, declared, mut console) = setup();
+        let mut read = |path: &str| match path {
+            "sightline-identity.key" => Ok(text.clone()),
+            _ => Err(std::io::Error::from(std::io::ErrorKind::NotFound)),
+        };
+        let out = execute_line_with(
+            "exec sightline-identity.key",
+            &mut cvars,
+            &mut binds,
+            &declared,
+            &mut console,
+            &mut read,
+        );
+        let lines: Vec<&str> = console.lines().collect();
+        for secret in secrets {
+            assert!(
+                lines.iter().all(|l| !l.contains(secret)),
+                "{secret} printed back: {lines:#?}"
+            );
+        }
+        // Nor a hint drawn from it (`cl_net` would suggest what it begins).
+        assert!(
+            lines.iter().all(|l| !l.contains("did you mean")),
+            "{lines:#?}"
+        );
+        // Each error names where it is instead.
+        assert_eq!(
+            lines,
+            [
+                "error: sightline-identity.key:1: unknown command or variable",
+                "error: sightline-identity.key:2: cl_netgraph: not valid; expected a whole \
+                 number from 0 to 2",
+                "error: sightline-identity.key:3: bind: that key is not bound",
+                "error: sightline-identity.key:4: unbind: that key is not bound",
+                "error: sightline-identity.key:5: help: unknown command or variable",
+                "error: sightline-identity.key:6: usage: set NAME VALUE",
+                "error: sightline-identity.key:7: unknown command or variable",
+                "error: sightline-identity.key:8: exec: entity not found",
+                "error: sightline-identity.key:9: usage: exec FILE",
+            ]
+        );
+        // A declared command's handler learns where it came from, to say so.
+        assert_eq!(
+            out.commands[0].from_file.as_deref(),
+            Some("sightline-identity.key:10")
+        );
+        // Typed, the same errors say what was wrong with what.
+        execute_line(
+            "help s3cret",
+            &mut cvars,
+            &mut binds,
+            &declared,
+            &mut console,
+        );
+        assert!(last(&console).contains("\"s3cret\""), "{}", last(&console));
+    }
+
+    #[test]
+    fn remote_config_names_are_plain_config_files() {
+        for bad in [
+            "../x",
+            "../x.cfg",
+            "/etc/passwd",
+            "/tmp/x.cfg",
+            "sightline-identity.key",
+            "bans.txt",
+            "a/b.cfg",
+            "a\\b.cfg",
+            "C:x.cfg",
+            "C:\\x.cfg",
+            ".bashrc",
+            ".cfg",
+            "",
+            ".",
+            "..",
+            "x.cfg.key",
+            "x.cfg ",
+            "x\0.cfg",
+            &"n".repeat(MAX_CONFIG_NAME),
+        ] {
+            // One message for all: nothing of the name, which may be a file's line.
+            assert_eq!(config_file_name(bad), config_file_name(""), "{bad:?}");
+        }
+        assert_eq!(config_file_name("server").unwrap(), "server.cfg");
+        assert_eq!(config_file_name("server.cfg").unwrap(), "server.cfg");
+        assert_eq!(
+            config_file_name("cup-2_final.v2.cfg").unwrap(),
+            "cup-2_final.v2.cfg"
+        );
+        let longest = "n".repeat(MAX_CONFIG_NAME - 4);
+        assert_eq!(
+            config_file_name(&longest).unwrap(),
+            format!("{longest}.cfg")
+        );
     }
 
     #[test]

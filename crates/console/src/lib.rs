@@ -17,13 +17,16 @@ mod cvar;
 mod exec;
 
 pub use bindings::Bindings;
-pub use command::{parse_line, quote, split_plus_commands};
+pub use command::{parse_line, quote, quoted, split_plus_commands};
 pub use config::{config_path, render_config, save_config};
 pub use console::{Console, ConsoleCommands, RunCommand, SCROLLBACK};
 pub use cvar::{
     Cvar, CvarDef, CvarError, CvarFlags, CvarHandle, CvarKind, CvarType, CvarValue, Cvars,
 };
-pub use exec::{Outcome, ReadFile, complete, execute_line, execute_line_with};
+pub use exec::{
+    CONFIG_EXTENSION, MAX_CONFIG_NAME, Outcome, ReadFile, complete, config_file_name, execute_line,
+    execute_line_with, read_config_file,
+};
 
 use bevy::prelude::*;
 use std::path::PathBuf;

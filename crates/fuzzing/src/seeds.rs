@@ -651,8 +651,9 @@ pub fn query_reply() -> Vec<Vec<u8>> {
 }
 
 /// Seeds for [`crate::server::ban_file`]: a file as the server writes it (a /24, an
-/// IPv6 /48, one address for ever and one until a time), and one edited by hand
-/// (comments, blank lines, CRLF, bare words where quotes are optional).
+/// IPv6 /48, one address for ever and one until a time), one edited by hand
+/// (comments, blank lines, CRLF, bare words where quotes are optional), and one with
+/// escapes in names and reasons, lines that do not read and the lines kept unread.
 pub fn ban_file() -> Vec<Vec<u8>> {
     let written = "// Sightline bans: ADDRESS[/PREFIX] UNTIL(Unix seconds or never) \"NAME\" \
                    \"REASON\"\n// Written by the server's ban and unban commands.\n\
@@ -663,7 +664,16 @@ pub fn ban_file() -> Vec<Vec<u8>> {
     let by_hand = "// bans\r\n\r\n  10.0.0.1   never griefer spam // too much\r\n\
                    192.0.2.0/28 1700000000 \"two words\" \"a // not a comment\"\r\n\
                    ::ffff:192.0.2.77 never \"\" \"\"";
-    vec![written.as_bytes().to_vec(), by_hand.as_bytes().to_vec()]
+    let escapes_and_bad_lines: &[u8] =
+        b"198.51.100.1 never \"x\\\"\" \"said \\\"hi\\\" \\\\ \\u{a}\"\n\
+        10.0.0.2 soon \"\" \"\"\r\n10.0.0.3 never \"\xff\" \"\"\n10.0.0.4 never \"a\" \"b\"; x\n\
+        // Lines the server could not read (its log says why), kept as they were:\n\
+        10.0.0.5 never\n";
+    vec![
+        written.as_bytes().to_vec(),
+        by_hand.as_bytes().to_vec(),
+        escapes_and_bad_lines.to_vec(),
+    ]
 }
 
 /// Seeds for [`crate::server::demo_file`]: a short demo of every record (a keyframe of

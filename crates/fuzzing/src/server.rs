@@ -1,6 +1,6 @@
 //! Bodies for what the dedicated server reads besides the game's own messages: Source
 //! RCON packets from a TCP connection ([`RconPacket::decode`]), the ban file
-//! ([`BanList::parse`], what [`BanList::load`] runs on the file's text), requests to
+//! ([`BanList::parse`], what [`BanList::load`] runs on the file's bytes), requests to
 //! the metrics listener ([`parse_request_head`]), and demo files ([`DemoReader`]).
 
 use sightline_server::demo::{CommandChain, DemoEncoder, DemoReader, MAX_RECORD_BYTES, Record};
@@ -102,45 +102,44 @@ pub fn rcon_stream(data: &[u8]) {
     );
 }
 
-/// The ban file's text, as [`BanList::load`] reads it (a file that is not UTF-8 is
-/// refused before parsing). A list that parses holds at most [`MAX_BANS`] bans, and
-/// written back through its own line format ([`BanList::to_text`], what saving writes)
-/// has one line a ban and parses to the same bans, which write the same text again. A
-/// file that does not parse is refused with its path and the number of a line it has.
+/// The ban file's bytes, as [`BanList::load`] reads them: a line that does not read is
+/// skipped and reported by its number, never the whole file. A list holds at most
+/// [`MAX_BANS`] bans, and written back through its own line format
+/// ([`BanList::to_bytes`], what saving writes) parses to the same bans with as many lines
+/// skipped (they are kept as they were), which write the same bytes again.
 pub fn ban_file(data: &[u8]) {
-    let Ok(text) = std::str::from_utf8(data) else {
-        return;
-    };
     let path = Path::new("bans.txt");
-    let list = match BanList::parse(text, path) {
-        Ok(list) => list,
-        Err(e) => {
-            let line = e
-                .strip_prefix("bans.txt:")
-                .and_then(|e| e.split_once(':'))
-                .and_then(|(n, _)| n.parse::<usize>().ok())
-                .unwrap_or_else(|| panic!("{e:?} names no line of bans.txt"));
-            assert!(
-                (1..=text.lines().count()).contains(&line),
-                "{e:?}: the file has {} lines",
-                text.lines().count()
-            );
-            return;
-        }
-    };
+    let list = BanList::parse(data, path);
     let bans: Vec<&Ban> = list.iter().collect();
     assert!(bans.len() <= MAX_BANS);
-    let written = list.to_text();
-    let lines = written.lines().filter(|l| !l.starts_with("//")).count();
-    assert_eq!(lines, bans.len(), "not one line a ban:\n{written}");
-    let again = BanList::parse(&written, path)
-        .unwrap_or_else(|e| panic!("the written list does not parse: {e}\n{written}"));
+    let lines = data.split(|&b| b == b'\n').count();
+    assert!(bans.len() + list.skipped() <= lines);
+    // All but a last "and N more lines" name their line.
+    for report in list
+        .skipped_reports()
+        .iter()
+        .filter(|r| !r.starts_with("and "))
+    {
+        let line = report
+            .strip_prefix("bans.txt:")
+            .and_then(|e| e.split_once(':'))
+            .and_then(|(n, _)| n.parse::<usize>().ok())
+            .unwrap_or_else(|| panic!("{report:?} names no line of bans.txt"));
+        assert!(
+            (1..=lines).contains(&line),
+            "{report:?}: the file has {lines} lines"
+        );
+    }
+    let written = list.to_bytes();
+    let again = BanList::parse(&written, path);
     assert_eq!(
         again.iter().collect::<Vec<_>>(),
         bans,
-        "the written list reads back to other bans:\n{written}"
+        "the written list reads back to other bans:\n{}",
+        String::from_utf8_lossy(&written)
     );
-    assert_eq!(again.to_text(), written);
+    assert_eq!(again.skipped(), list.skipped());
+    assert_eq!(again.to_bytes(), written);
 }
 
 /// Bytes sent to the metrics listener, read as it reads them: after each piece that

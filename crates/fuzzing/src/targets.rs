@@ -146,6 +146,11 @@ const CONSOLE_DICTIONARY: &[&[u8]] = &[
     b"0.5",
     b"\xc2\x85",
     b"\xe2\x80\xa8",
+    b"\\\"",
+    b"\\\\",
+    b"\\u{",
+    b"}",
+    b"\\u{a}",
 ];
 
 /// Bytes that matter to Source RCON: size fields at and past their limits (10, 4096,
@@ -250,6 +255,12 @@ const BAN_DICTIONARY: &[&[u8]] = &[
     b"\n",
     b"\r\n",
     b"\xc2\x85",
+    b"\\\"",
+    b"\\\\",
+    b"\\u{",
+    b"}",
+    b"\\u{a}",
+    b"\\u{10ffff}",
 ];
 
 /// Every target, in the order of `fuzz/Cargo.toml`.

@@ -22,14 +22,17 @@ use crate::spectators::Spectator;
 use crate::stats::{HostingStats, ServerStats};
 use bevy::prelude::*;
 use sightline_combat::Score;
-use sightline_console::{Bindings, Console, ConsoleCommands, Cvars, execute_line, quote};
+use sightline_console::{
+    Bindings, Console, ConsoleCommands, Cvars, config_file_name, execute_line_with, quote,
+    read_config_file,
+};
 use sightline_limits::{Bucket, HostKey, LruMap};
 use sightline_map::{CurrentMap, MapSource, find_map_by_name};
 use sightline_net::{IpPrefix, RenetServer, UdpServerTransport};
 use sightline_protocol::{MAX_CHAT_LEN, ServerMessage, ServerTextKind, clean_text};
 use sightline_sim::{BotControlled, PlayerId, PlayerName};
 use std::net::{IpAddr, SocketAddr};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 /// The host's commands, with their help.
@@ -60,8 +63,9 @@ const ADMIN_COMMANDS: &[(&str, &str)] = &[
     ("endmatch", "end the match now, as if a limit was reached"),
     (
         "writeconfig",
-        "writeconfig [FILE]: write the settings that differ from their defaults (default: \
-         the config file the server started with)",
+        "writeconfig [NAME]: write the settings that differ from their defaults into NAME.cfg \
+         in the config folder (default: the config file the server started with; a path only \
+         at the server's terminal)",
     ),
     (
         "stats",
@@ -231,11 +235,30 @@ pub struct ServerCvars(pub Cvars);
 struct AdminState {
     commands: ConsoleCommands,
     config_file: PathBuf,
+    /// The config file's folder: the only one `exec` and `writeconfig` reach from a
+    /// remote admin.
+    config_folder: PathBuf,
+}
+
+impl AdminState {
+    fn new(commands: ConsoleCommands, config_file: PathBuf) -> Self {
+        let config_folder = config_file
+            .parent()
+            .filter(|p| !p.as_os_str().is_empty())
+            .unwrap_or(Path::new("."))
+            .to_path_buf();
+        Self {
+            commands,
+            config_file,
+            config_folder,
+        }
+    }
 }
 
 /// The host's console: add it to a dedicated server with its settings (`cvars`, as the
 /// command line and config file left them), its ban list, and the config file
-/// `writeconfig` writes by default. Lines come from the terminal
+/// `writeconfig` writes by default, whose folder is the only one `exec` and
+/// `writeconfig` reach for a remote admin. Lines come from the terminal
 /// ([`crate::TerminalPlugin`]), Source RCON ([`crate::RconPlugin`]) and players' `rcon`.
 pub struct AdminPlugin {
     /// The settings.
@@ -252,12 +275,18 @@ impl Plugin for AdminPlugin {
         for (name, help) in ADMIN_COMMANDS {
             commands.register(name, help);
         }
+        // Lines of the ban file that did not read: skipped, not a reason to stop, but the
+        // host hears of them here, in the status line, the metrics and `banlist`.
+        for report in self.bans.skipped_reports() {
+            warn!("{report}: skipped; the other bans hold, and the line is kept in the file");
+        }
+        app.init_resource::<HostingStats>();
+        app.world_mut()
+            .resource_mut::<HostingStats>()
+            .ban_lines_skipped = self.bans.skipped() as u64;
         app.insert_resource(ServerCvars(self.cvars.clone()))
             .insert_resource(self.bans.clone())
-            .insert_resource(AdminState {
-                commands,
-                config_file: self.config_file.clone(),
-            })
+            .insert_resource(AdminState::new(commands, self.config_file.clone()))
             .init_resource::<AdminInbox>()
             .init_resource::<RconLockout>()
             .add_systems(
@@ -343,24 +372,37 @@ fn run_line(world: &mut World, line: &AdminLine) -> Vec<String> {
     }
     if line.origin != AdminOrigin::Terminal {
         let who = line.from.map_or("a player".to_string(), |a| a.to_string());
-        info!("rcon from {who}: {}", line.line);
+        // Quoted and escaped: a line break in an rcon line must not forge a log line.
+        info!("rcon from {who}: {:?}", line.line);
     }
     let before = world.resource::<ServerCvars>().clone();
+    let remote = line.origin != AdminOrigin::Terminal;
     let outcome = world.resource_scope(|world, mut cvars: Mut<ServerCvars>| {
         let state = world.resource::<AdminState>();
-        execute_line(
+        let folder = state.config_folder.as_path();
+        let mut read = |name: &str| {
+            let path = config_target(folder, name, remote).map_err(std::io::Error::other)?;
+            read_config_file(&path)
+        };
+        execute_line_with(
             &line.line,
             &mut cvars.0,
             &mut Bindings::default(),
             &state.commands,
             &mut console,
+            &mut read,
         )
     });
     apply_cvars(world, &before, &mut console);
     for command in outcome.commands {
         let args: Vec<&str> = command.args.iter().map(String::as_str).collect();
-        if let Err(e) = carry_out(world, &command.name, &args, &mut console) {
-            console.print(format!("error: {e}"));
+        if let Err(e) = carry_out(world, &command.name, &args, remote, &mut console) {
+            // A file's words are never printed back (see `sightline_console`'s exec):
+            // only where the line is, for the host to run it alone and see why.
+            match &command.from_file {
+                Some(at) => console.print(format!("error: {at}: {} failed", command.name)),
+                None => console.print(format!("error: {e}")),
+            }
         }
     }
     console.lines().map(String::from).collect()
@@ -470,11 +512,26 @@ fn find_player(world: &mut World, who: &str) -> Result<Target, String> {
     }
 }
 
-/// Carries out one of [`ADMIN_COMMANDS`].
+/// The file `exec` or `writeconfig` means by `name`: a config file's name (see
+/// [`config_file_name`]: `NAME` or `NAME.cfg`) in the config folder, from anywhere; any
+/// other path only at the server's terminal, which is the host's own, as the command
+/// line's `+exec` is. Remote admin is not shell access: over RCON or a player's rcon no
+/// other file (the identity key, a shell's start-up file) can be read or written.
+fn config_target(folder: &Path, name: &str, remote: bool) -> Result<PathBuf, String> {
+    match config_file_name(name) {
+        Ok(file) => Ok(folder.join(file)),
+        Err(_) if !remote => Ok(PathBuf::from(name)),
+        Err(e) => Err(e),
+    }
+}
+
+/// Carries out one of [`ADMIN_COMMANDS`]; `remote` for a line from RCON or a player's
+/// rcon rather than the server's terminal.
 fn carry_out(
     world: &mut World,
     name: &str,
     args: &[&str],
+    remote: bool,
     out: &mut Console,
 ) -> Result<(), String> {
     match (name, args) {
@@ -512,6 +569,16 @@ fn carry_out(
             let bans = world.resource::<BanList>();
             if bans.iter().next().is_none() {
                 out.print("no bans");
+            }
+            if bans.skipped() > 0 {
+                out.print(format!(
+                    "{} lines of the ban file did not read: skipped (the other bans hold) and \
+                     kept in the file to mend:",
+                    bans.skipped()
+                ));
+                for report in bans.skipped_reports() {
+                    out.print(format!("  {report}"));
+                }
             }
             for (i, ban) in bans.iter().enumerate() {
                 let left = match ban.until {
@@ -556,10 +623,12 @@ fn carry_out(
             out.print("ending the match");
         }
         ("writeconfig", [] | [_]) => {
-            let path = args.first().map_or_else(
-                || world.resource::<AdminState>().config_file.clone(),
-                PathBuf::from,
-            );
+            let state = world.resource::<AdminState>();
+            let path = match args.first() {
+                None => state.config_file.clone(),
+                Some(name) => config_target(&state.config_folder, name, remote)
+                    .map_err(|e| format!("writeconfig: {e}"))?,
+            };
             let text = config_text(&world.resource::<ServerCvars>().0);
             std::fs::write(&path, text)
                 .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
@@ -837,7 +906,239 @@ fn answer_players_rcon(mut inbox: ResMut<AdminInbox>, mut outbox: MessageWriter<
 #[cfg(test)]
 mod tests {
     use super::*;
+    use sightline_console::execute_line;
     use std::net::Ipv4Addr;
+
+    /// The server's identity key as a test keeps it: what `exec` once printed back.
+    const KEY: &str = "4c6f6f6b206e6f2066757274686572207468616e2074686973206b65792e2e2e";
+
+    /// A folder of its own for a test: `<temp>/<name>/cfg` is the config folder, and
+    /// `<temp>/<name>` holds what lies outside it.
+    fn folders(name: &str) -> (PathBuf, PathBuf) {
+        let outside =
+            std::env::temp_dir().join(format!("sightline-admin-{}-{name}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&outside);
+        let folder = outside.join("cfg");
+        std::fs::create_dir_all(&folder).unwrap();
+        (folder, outside)
+    }
+
+    /// A world holding what running a console line needs, with the config file
+    /// `server.cfg` in `folder`.
+    fn console_world(folder: &Path) -> World {
+        let mut world = World::new();
+        let cvars = crate::server_cvar_registry();
+        world.insert_resource(ServerConfig::from_cvars(&cvars).unwrap());
+        world.insert_resource(ServerCvars(cvars));
+        let mut commands = ConsoleCommands::default();
+        for (name, help) in ADMIN_COMMANDS {
+            commands.register(name, help);
+        }
+        world.insert_resource(AdminState::new(commands, folder.join("server.cfg")));
+        world.insert_resource(RconLockout::default());
+        world.insert_resource(HostingStats::default());
+        world
+    }
+
+    /// Runs `line` as it came from `origin`, and what it printed.
+    fn run_from(world: &mut World, origin: AdminOrigin, line: &str) -> Vec<String> {
+        run_line(
+            world,
+            &AdminLine {
+                origin,
+                line: line.into(),
+                password: None,
+                from: None,
+            },
+        )
+    }
+
+    const RCON: AdminOrigin = AdminOrigin::Rcon {
+        connection: 1,
+        request: 1,
+    };
+
+    fn fraglimit(world: &World) -> String {
+        world
+            .resource::<ServerCvars>()
+            .0
+            .read(cvar::FRAGLIMIT)
+            .to_string()
+    }
+
+    #[test]
+    fn remote_exec_runs_only_config_files_of_the_config_folder() {
+        let (folder, outside) = folders("exec");
+        std::fs::write(folder.join("match.cfg"), "fraglimit 7\n").unwrap();
+        let key_file = folder.join("sightline-identity.key");
+        std::fs::write(&key_file, format!("{KEY}\n")).unwrap();
+        let elsewhere = outside.join("outside.cfg");
+        std::fs::write(&elsewhere, "fraglimit 9\n").unwrap();
+        let mut world = console_world(&folder);
+
+        for (line, what) in [
+            ("exec ../outside.cfg".to_string(), "a folder above"),
+            (
+                format!("exec {}", quote(&elsewhere.to_string_lossy())),
+                "a path",
+            ),
+            ("exec /etc/passwd".into(), "a system file"),
+            (
+                "exec sightline-identity.key".into(),
+                "the identity key by name",
+            ),
+            (
+                format!("exec {}", quote(&key_file.to_string_lossy())),
+                "the identity key by path",
+            ),
+        ] {
+            let out = run_from(&mut world, RCON, &line).join("\n");
+            assert!(out.contains("no paths"), "{what}: {out}");
+            assert!(
+                !out.contains(KEY) && !out.contains("root:"),
+                "{what}: {out}"
+            );
+            assert_eq!(fraglimit(&world), "20", "{what} ran");
+        }
+        // A config file of the folder, by name, with or without its extension.
+        let out = run_from(&mut world, RCON, "exec match");
+        assert!(out.is_empty(), "{out:?}");
+        assert_eq!(fraglimit(&world), "7");
+        // The host's own terminal takes a path, as the command line's +exec does.
+        let out = run_from(
+            &mut world,
+            AdminOrigin::Terminal,
+            &format!("exec {}", quote(&elsewhere.to_string_lossy())),
+        );
+        assert!(out.is_empty(), "{out:?}");
+        assert_eq!(fraglimit(&world), "9");
+        std::fs::remove_dir_all(outside).unwrap();
+    }
+
+    #[test]
+    fn an_execd_file_is_never_printed_back() {
+        let (folder, outside) = folders("echo");
+        std::fs::write(
+            folder.join("secret.cfg"),
+            format!("{KEY}\nfraglimit {KEY}\nkick {KEY}\nmap {KEY}\nban {KEY}\nexec {KEY}\n"),
+        )
+        .unwrap();
+        let mut world = console_world(&folder);
+        let by_path = format!(
+            "exec {}",
+            quote(&folder.join("secret.cfg").to_string_lossy())
+        );
+        for (origin, line) in [
+            (RCON, "exec secret.cfg".to_string()),
+            (AdminOrigin::Terminal, by_path),
+        ] {
+            let out = run_from(&mut world, origin, &line);
+            assert!(out.iter().all(|l| !l.contains(KEY)), "{out:#?}");
+            // One error a line, each naming the file and the line's number.
+            assert_eq!(out.len(), 6, "{out:#?}");
+            for (n, what) in [
+                (1, "unknown command or variable"),
+                (
+                    2,
+                    "fraglimit: not valid; expected a whole number from 0 to 1000",
+                ),
+                (3, "kick failed"),
+                (4, "map failed"),
+                (5, "ban failed"),
+            ] {
+                let wanted = format!("secret.cfg:{n}: {what}");
+                assert!(
+                    out.iter().any(|l| l.ends_with(&wanted)),
+                    "{wanted}: {out:#?}"
+                );
+            }
+        }
+        std::fs::remove_dir_all(outside).unwrap();
+    }
+
+    #[test]
+    fn remote_writeconfig_writes_only_config_files_of_the_config_folder() {
+        let (folder, outside) = folders("write");
+        let mut world = console_world(&folder);
+        let absolute = outside.join("x");
+        for (line, what) in [
+            (
+                format!("writeconfig {}", quote(&absolute.to_string_lossy())),
+                "a path",
+            ),
+            ("writeconfig ../x".to_string(), "a folder above"),
+            ("writeconfig ../x.cfg".into(), "a config file above"),
+            (
+                "writeconfig sightline-identity.key".into(),
+                "the identity key",
+            ),
+            ("writeconfig bans.txt".into(), "the ban list"),
+        ] {
+            let out = run_from(&mut world, RCON, &line).join("\n");
+            assert!(
+                out.contains("writeconfig: only a config file"),
+                "{what}: {out}"
+            );
+        }
+        let written: Vec<_> = std::fs::read_dir(&outside)
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        assert_eq!(written, ["cfg"], "nothing written outside the folder");
+        assert_eq!(std::fs::read_dir(&folder).unwrap().count(), 0);
+
+        // By name it goes into the config folder, and reads back.
+        let out = run_from(
+            &mut world,
+            RCON,
+            "sv_hostname \"x\\\" ; \\\\ // y\"; fraglimit 3; writeconfig night",
+        );
+        let file = folder.join("night.cfg");
+        assert_eq!(out, [format!("wrote {}", file.display())]);
+        let mut fresh = console_world(&folder);
+        assert!(run_from(&mut fresh, RCON, "exec night.cfg").is_empty());
+        assert_eq!(
+            fresh.resource::<ServerCvars>().0.read(cvar::SV_HOSTNAME),
+            "x\" ; \\ // y"
+        );
+        assert_eq!(fraglimit(&fresh), "3");
+        // The host's terminal may write elsewhere.
+        let out = run_from(
+            &mut world,
+            AdminOrigin::Terminal,
+            &format!("writeconfig {}", quote(&absolute.to_string_lossy())),
+        );
+        assert_eq!(out, [format!("wrote {}", absolute.display())]);
+        std::fs::remove_dir_all(outside).unwrap();
+    }
+
+    proptest::proptest! {
+        /// Whatever text the settings hold, `writeconfig`'s file sets them again.
+        #[test]
+        fn written_settings_read_back(
+            hostname in "(\\PC|[\"\\\\;/ ]){0,24}",
+            motd in "(\\PC|[\"\\\\;/ ]){0,48}",
+        ) {
+            let mut cvars = crate::server_cvar_registry();
+            proptest::prop_assume!(cvars.set_handle(cvar::SV_HOSTNAME, &hostname).is_ok());
+            proptest::prop_assume!(cvars.set_handle(cvar::SV_MOTD, &motd).is_ok());
+            let text = config_text(&cvars);
+            let mut fresh = crate::server_cvar_registry();
+            let mut console = Console::default();
+            for line in text.lines() {
+                execute_line(
+                    line,
+                    &mut fresh,
+                    &mut Bindings::default(),
+                    &ConsoleCommands::default(),
+                    &mut console,
+                );
+            }
+            let values = |c: &Cvars| c.iter().map(|c| c.value.to_string()).collect::<Vec<_>>();
+            proptest::prop_assert_eq!(values(&fresh), values(&cvars), "{}", text);
+            proptest::prop_assert_eq!(console.lines().count(), 0);
+        }
+    }
 
     #[test]
     fn wrong_rcon_passwords_from_many_addresses_share_one_allowance() {

@@ -82,7 +82,7 @@ pub use agones::{
     AgonesPlugin, AgonesSettings, AgonesStatus, DEFAULT_CONNECT_TIMEOUT, GAME_PORT_NAME,
     HEALTH_INTERVAL, PLAYERS_LIST,
 };
-pub use bans::{Ban, BanList, MAX_BANS};
+pub use bans::{Ban, BanList, MAX_BAN_FILE_BYTES, MAX_BANS};
 pub use conduct::{Conduct, KICK_STRIKES, Offence};
 pub use connection::{ClientIndex, Connection, ConnectionStage, PlayerSlots};
 pub use cvars::{cvar, map_list, server_cvar_registry};

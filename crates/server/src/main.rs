@@ -626,8 +626,9 @@ fn verify(path: &Path) -> ExitCode {
 
 /// The host's side of the server: its console (on the terminal, over Source RCON and
 /// from players with the rcon password) with the ban list, and its answers to server
-/// queries and master lists. An error stops the server: a ban list that cannot be read
-/// (never silently unbanning everyone), an RCON port that cannot be had, a master that
+/// queries and master lists. An error stops the server: a ban file that cannot be read
+/// at all (never silently unbanning everyone; its lines that do not read are only
+/// skipped, see [`BanList::load`]), an RCON port that cannot be had, a master that
 /// cannot be resolved.
 fn add_hosting(
     app: &mut App,

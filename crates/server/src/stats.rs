@@ -44,6 +44,9 @@ pub struct HostingStats {
     pub rcon_lockouts: u64,
     /// RCON connections refused (too many, remote admin off) or closed for bad packets.
     pub rcon_refused: u64,
+    /// Lines of the ban file skipped at start-up because they did not read (see
+    /// [`crate::BanList::skipped`]).
+    pub ban_lines_skipped: u64,
 }
 
 impl HostingStats {

@@ -57,7 +57,8 @@ impl StatusSources<'_, '_> {
              held_for_rate={} junk_datagrams={} handshakes_refused={} connections_refused={} \
              tokens_issued={} tokens_refused={} token_requests_dropped={} \
              stalls={} stall_max_ms={:.0} ticks_caught_up={} skipped_ms={:.0} \
-             queries={} queries_dropped={} rcon_wrong={} rcon_lockouts={} rcon_refused={}",
+             queries={} queries_dropped={} rcon_wrong={} rcon_lockouts={} rcon_refused={} \
+             ban_lines_skipped={}",
             self.slots.len(),
             self.bots.iter().count(),
             self.spectators.iter().count(),
@@ -95,6 +96,7 @@ impl StatusSources<'_, '_> {
             self.hosting.rcon_wrong,
             self.hosting.rcon_lockouts,
             self.hosting.rcon_refused,
+            self.hosting.ban_lines_skipped,
         )
     }
 }

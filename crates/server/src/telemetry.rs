@@ -269,6 +269,12 @@ fn publish(mut telemetry: ResMut<Telemetry>, metrics: Res<Metrics>, s: Sources) 
         i64::from(s.config.tick_hz),
     );
     let (stats, net, hosting) = (&*s.stats, &*s.net, &*s.hosting);
+    t.gauge(
+        r,
+        "sightline_ban_lines_skipped",
+        "Lines of the ban file skipped at start-up as unreadable (the log names them)",
+        hosting.ban_lines_skipped as i64,
+    );
     let queries_dropped = hosting.queries_dropped_in_all(s.connectionless.as_deref());
     for (name, help, total) in [
         (
