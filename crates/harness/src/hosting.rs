@@ -27,6 +27,13 @@ pub fn udp_from(from: Ipv4Addr) -> io::Result<UdpSocket> {
     UdpSocket::bind((from, 0))
 }
 
+/// A non-blocking UDP socket on `from`, for a flood.
+fn flood_socket(from: Ipv4Addr) -> UdpSocket {
+    let socket = udp_from(from).expect("a socket");
+    socket.set_nonblocking(true).expect("non-blocking");
+    socket
+}
+
 /// A TCP connection to `to` from `from` (a loopback address), any port, within a second.
 pub fn tcp_from(from: Ipv4Addr, to: SocketAddr) -> io::Result<TcpStream> {
     let socket = socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::STREAM, None)?;
@@ -82,8 +89,7 @@ impl Flood {
     /// first asks for one; a new one is taken whenever the server sends one).
     pub fn a2s(from: Ipv4Addr, server: SocketAddr, per_second: u32) -> Self {
         Self::spawn(move |stop| {
-            let socket = udp_from(from).expect("a socket");
-            socket.set_nonblocking(true).expect("non-blocking");
+            let socket = flood_socket(from);
             let mut count = FloodCount::default();
             let mut challenge = None;
             let mut buf = [0u8; 2048];
@@ -105,8 +111,7 @@ impl Flood {
     /// challenge, and heartbeats, in turn, to `master` from `from`, `per_second` in all.
     pub fn master(from: Ipv4Addr, master: SocketAddr, per_second: u32) -> Self {
         Self::spawn(move |stop| {
-            let socket = udp_from(from).expect("a socket");
-            socket.set_nonblocking(true).expect("non-blocking");
+            let socket = flood_socket(from);
             let mut count = FloodCount::default();
             let mut challenge = None;
             let mut buf = [0u8; 2048];
