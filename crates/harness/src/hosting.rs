@@ -118,7 +118,7 @@ impl Flood {
             let mut turn = 0u32;
             paced(per_second, stop, || {
                 turn = turn.wrapping_add(1);
-                let packet = if turn % 2 == 0 {
+                let packet = if turn.is_multiple_of(2) {
                     MasterPacket::GetServers {
                         protocol: u32::MAX - 1,
                         challenge,
@@ -257,7 +257,7 @@ impl RconClient {
     }
 
     /// The next answer packet (answers may be larger than a request may).
-    pub fn next(&mut self) -> io::Result<RconPacket> {
+    pub fn read_packet(&mut self) -> io::Result<RconPacket> {
         let mut chunk = [0u8; 4096];
         loop {
             if let Some(size) = self.buf.get(..4) {
@@ -284,7 +284,7 @@ impl RconClient {
     pub fn auth(&mut self, password: &str) -> io::Result<i32> {
         self.send(11, SERVERDATA_AUTH, password.as_bytes())?;
         loop {
-            let p = self.next()?;
+            let p = self.read_packet()?;
             if p.kind == SERVERDATA_AUTH_RESPONSE {
                 return Ok(p.id);
             }
@@ -298,7 +298,7 @@ impl RconClient {
         self.send(id + 1, SERVERDATA_RESPONSE_VALUE, b"")?;
         let (mut text, mut packets) = (String::new(), 0);
         loop {
-            let p = self.next()?;
+            let p = self.read_packet()?;
             if p.id == id + 1 {
                 return Ok((text, packets));
             }
