@@ -108,6 +108,9 @@ pub struct SpectatorFeed {
     deaths: VecDeque<(u32, PlayerEvent)>,
     /// News and deaths dropped unsent because too many waited.
     pub dropped: u64,
+    /// Whether spectators are shown the world as it is (no delay, as in a demo's
+    /// playback): then how the match stands reaches them at once, with nothing to hide.
+    live: bool,
 }
 
 impl SpectatorFeed {
@@ -157,6 +160,12 @@ pub(crate) fn tell_match(
     tick: u32,
     msg: ServerMessage,
 ) {
+    if feed.live {
+        // A feed kept for no delay would hold the last news past a demo's end, when no
+        // snapshot tick comes to send it.
+        outbox.write(Outgoing::ToPlaying(msg));
+        return;
+    }
     feed.news(tick, msg.clone());
     outbox.write(Outgoing::ToPlayers(msg));
 }
@@ -184,6 +193,7 @@ pub(crate) fn keep_world_for_spectators(
     interests: Query<(&PlayerId, &Interest)>,
     map: Res<CurrentMap>,
     mut feed: ResMut<SpectatorFeed>,
+    config: Res<ServerConfig>,
     fixed: Res<Time<Fixed>>,
 ) {
     let (tick, tick_config) = (*world.tick(), *world.tick_config());
@@ -193,6 +203,7 @@ pub(crate) fn keep_world_for_spectators(
     if map.is_changed() {
         *feed = SpectatorFeed::default();
     }
+    feed.live = delay_ticks(&config, &tick_config) == 0;
     let snapshot = world.snapshot();
     let sent = interests
         .iter()
