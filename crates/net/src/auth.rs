@@ -41,6 +41,9 @@ use std::path::{Path, PathBuf};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
+#[cfg(any(test, feature = "test-support"))]
+pub(crate) mod bench;
+
 /// Seconds a connect token stays usable: long enough to start a handshake, too short to
 /// hoard.
 pub const TOKEN_EXPIRE_SECONDS: u64 = 10;
@@ -76,14 +79,15 @@ pub const MAX_FOREIGN_WAITING: usize = 8;
 /// Time between two polls of the token service that counts as the server standing
 /// still rather than a request being slow.
 const STALL_GAP: Duration = Duration::from_millis(250);
-/// Token requests one host may make in a burst, and regains per second.
-const TOKEN_BURST: f64 = 8.0;
-const TOKENS_PER_SECOND: f64 = 1.0;
-/// Wrong passwords the whole server takes in a burst, and per second: past them every
-/// request is refused unchecked for a moment, so many addresses together still guess
-/// slowly.
-const PASSWORD_GUESS_BURST: f64 = 30.0;
-const PASSWORD_GUESSES_PER_SECOND: f64 = 5.0;
+/// Token requests one host may make in a burst.
+pub const TOKEN_BURST: f64 = 8.0;
+/// Token requests one host regains per second.
+pub const TOKENS_PER_SECOND: f64 = 1.0;
+/// Wrong passwords the whole server takes in a burst: past them every request is refused
+/// unchecked for a moment, so many addresses together still guess slowly.
+pub const PASSWORD_GUESS_BURST: f64 = 30.0;
+/// Wrong passwords the whole server regains per second.
+pub const PASSWORD_GUESSES_PER_SECOND: f64 = 5.0;
 /// Handshake packets one address may send in a burst and per second (a netcode client
 /// sends ten a second while connecting).
 pub(crate) const HANDSHAKE_BURST: f64 = 20.0;
@@ -280,9 +284,10 @@ enum Stage {
     Closing,
 }
 
-/// A token request being read or answered.
-struct Pending {
-    stream: TcpStream,
+/// A token request being read or answered, over its stream: a TCP stream, or in
+/// fuzzing an in-memory one (`bench`), so the same steps run without a socket.
+struct Pending<S = TcpStream> {
+    stream: S,
     peer: SocketAddr,
     place: Claim,
     inbox: Vec<u8>,
@@ -292,7 +297,7 @@ struct Pending {
     closed: bool,
 }
 
-impl Pending {
+impl<S> Pending<S> {
     /// Whether it has had its time: no first bytes within [`FIRST_BYTES_DEADLINE`], or
     /// not served within [`SERVE_DEADLINE`].
     fn overdue(&self, now: Instant) -> bool {
@@ -301,6 +306,17 @@ impl Pending {
         age > SERVE_DEADLINE || (silent && age > FIRST_BYTES_DEADLINE)
     }
 
+    /// Answers with `reply` in the clear and closes: for what is refused before any key
+    /// exists, or to a client whose keys differ from ours.
+    fn answer_clear(&mut self, reply: &TokenReply) {
+        let mut body = vec![ExchangeTag::Clear as u8];
+        body.extend_from_slice(&reply.encode().unwrap_or_default());
+        self.outbox = Some((frame(&body).unwrap_or_default(), 0));
+        self.stage = Stage::Closing;
+    }
+}
+
+impl<S: Read> Pending<S> {
     /// Reads what has arrived, up to `limit` bytes in the inbox; `Err` for a broken
     /// stream.
     fn fill(&mut self, limit: usize) -> Result<(), ()> {
@@ -316,15 +332,6 @@ impl Pending {
             }
         }
         Ok(())
-    }
-
-    /// Answers with `reply` in the clear and closes: for what is refused before any key
-    /// exists, or to a client whose keys differ from ours.
-    fn answer_clear(&mut self, reply: &TokenReply) {
-        let mut body = vec![ExchangeTag::Clear as u8];
-        body.extend_from_slice(&reply.encode().unwrap_or_default());
-        self.outbox = Some((frame(&body).unwrap_or_default(), 0));
-        self.stage = Stage::Closing;
     }
 }
 
@@ -482,43 +489,14 @@ impl TokenService {
             now,
         };
         for (i, p) in pending.iter_mut().enumerate() {
-            if p.overdue(now) {
-                issuer.stats.token_requests_dropped += 1;
-                finished.push(i);
-                continue;
-            }
-            if let Some((bytes, sent)) = &mut p.outbox {
-                match p.stream.write(&bytes[*sent..]) {
-                    Ok(n) => *sent += n,
-                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
-                    Err(_) => *sent = bytes.len(),
-                }
-                if *sent < bytes.len() {
-                    continue;
-                }
-                p.outbox = None;
-                if matches!(p.stage, Stage::Closing) {
+            match serve(p, &mut hellos, &mut issuer) {
+                Served::Waiting => {}
+                Served::Answered => {
                     let _ = p.stream.shutdown(Shutdown::Write);
                     finished.push(i);
-                    continue;
                 }
-            }
-            let step = match p.stage {
-                Stage::Hello => p
-                    .fill(CLIENT_HELLO_BYTES)
-                    .and_then(|()| read_hello(p, &mut hellos, &mut issuer)),
-                Stage::Finish { .. } => p
-                    .fill(2 + CLIENT_FINISH_MAX_BYTES)
-                    .and_then(|()| read_finish(p, &mut issuer)),
-                Stage::Closing => Ok(Step::Wait),
-            };
-            match step {
-                Ok(Step::Wait) => {}
-                Ok(Step::Foreign) => foreign.push(i),
-                Err(()) => {
-                    issuer.stats.token_requests_dropped += 1;
-                    finished.push(i);
-                }
+                Served::Dropped => finished.push(i),
+                Served::Foreign => foreign.push(i),
             }
         }
         // Removed from the end, so the indices still to remove stay valid.
@@ -609,6 +587,59 @@ impl TokenService {
     }
 }
 
+/// What became of a request this frame.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Served {
+    /// Still being read or answered.
+    Waiting,
+    /// Its last answer is written: close it.
+    Answered,
+    /// Dropped unanswered (counted): overdue, malformed, or closed early.
+    Dropped,
+    /// Not a token exchange: hand it over.
+    Foreign,
+}
+
+/// One frame's work on one request: drop it when overdue, write what it waits to send,
+/// then read and answer its current stage. The only I/O is on `p.stream`.
+fn serve<S: Read + Write>(p: &mut Pending<S>, hellos: &mut usize, issuer: &mut Issuer) -> Served {
+    if p.overdue(issuer.now) {
+        issuer.stats.token_requests_dropped += 1;
+        return Served::Dropped;
+    }
+    if let Some((bytes, sent)) = &mut p.outbox {
+        match p.stream.write(&bytes[*sent..]) {
+            Ok(n) => *sent += n,
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
+            Err(_) => *sent = bytes.len(),
+        }
+        if *sent < bytes.len() {
+            return Served::Waiting;
+        }
+        p.outbox = None;
+        if matches!(p.stage, Stage::Closing) {
+            return Served::Answered;
+        }
+    }
+    let step = match p.stage {
+        Stage::Hello => p
+            .fill(CLIENT_HELLO_BYTES)
+            .and_then(|()| read_hello(p, hellos, issuer)),
+        Stage::Finish { .. } => p
+            .fill(2 + CLIENT_FINISH_MAX_BYTES)
+            .and_then(|()| read_finish(p, issuer)),
+        Stage::Closing => Ok(Step::Wait),
+    };
+    match step {
+        Ok(Step::Wait) => Served::Waiting,
+        Ok(Step::Foreign) => Served::Foreign,
+        Err(()) => {
+            issuer.stats.token_requests_dropped += 1;
+            Served::Dropped
+        }
+    }
+}
+
 /// What a request's stage did this frame.
 enum Step {
     /// Nothing more to do until the next frame.
@@ -620,7 +651,7 @@ enum Step {
 /// Answers a whole client hello: cheap refusals first, in the clear and before any
 /// cryptography (a ban, the rate, the exchange's version, the guess allowance), then the
 /// server's hello.
-fn read_hello(p: &mut Pending, hellos: &mut usize, issuer: &mut Issuer) -> Result<Step, ()> {
+fn read_hello<S>(p: &mut Pending<S>, hellos: &mut usize, issuer: &mut Issuer) -> Result<Step, ()> {
     let magic = TOKEN_EXCHANGE_MAGIC.len();
     if p.inbox.len() >= magic && p.inbox[..magic] != TOKEN_EXCHANGE_MAGIC {
         return Ok(Step::Foreign);
@@ -687,7 +718,7 @@ fn read_hello(p: &mut Pending, hellos: &mut usize, issuer: &mut Issuer) -> Resul
 
 /// Checks a whole client finish: a wrong confirmation is a wrong password (counted, and
 /// answered in the clear); a right one gets the answer to its sealed request, sealed.
-fn read_finish(p: &mut Pending, issuer: &mut Issuer) -> Result<Step, ()> {
+fn read_finish<S>(p: &mut Pending<S>, issuer: &mut Issuer) -> Result<Step, ()> {
     let Stage::Finish { keys, guess } = &p.stage else {
         return Ok(Step::Wait);
     };
@@ -727,7 +758,7 @@ fn read_finish(p: &mut Pending, issuer: &mut Issuer) -> Result<Step, ()> {
 
 impl Issuer<'_> {
     /// The answer to a confirmed request: a token, or why not.
-    fn answer(&mut self, request: &TokenRequest, p: &Pending) -> TokenReply {
+    fn answer<S>(&mut self, request: &TokenRequest, p: &Pending<S>) -> TokenReply {
         let stats = &mut *self.stats;
         let mut refuse = |reason: String| {
             stats.tokens_refused += 1;
