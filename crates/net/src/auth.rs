@@ -30,9 +30,10 @@ use sightline_limits::{
     oldest_of_busiest,
 };
 use sightline_protocol::{
-    CLIENT_FINISH_MAX_BYTES, CLIENT_HELLO_BYTES, ExchangeTag, Framed, MAX_PASSWORD_LEN,
-    NETCODE_PROTOCOL_ID, PROTOCOL_VERSION, SERVER_FRAME_MAX_BYTES, TOKEN_EXCHANGE_MAGIC,
-    TOKEN_EXCHANGE_VERSION, TokenReply, TokenRequest, Wire, frame, framed,
+    CLIENT_FINISH_MAX_BYTES, CLIENT_HELLO_BYTES, ExchangeTag, Framed, MAX_CHAT_LEN,
+    MAX_PASSWORD_LEN, NETCODE_PROTOCOL_ID, PROTOCOL_VERSION, SERVER_FRAME_MAX_BYTES,
+    TOKEN_EXCHANGE_MAGIC, TOKEN_EXCHANGE_VERSION, TokenReply, TokenRequest, Wire, clean_text,
+    frame, framed,
 };
 use std::collections::VecDeque;
 use std::io::{self, Read, Write};
@@ -681,7 +682,7 @@ fn read_hello<S>(p: &mut Pending<S>, hellos: &mut usize, issuer: &mut Issuer) ->
     };
     if let Some(reason) = refusal {
         issuer.stats.tokens_refused += 1;
-        p.answer_clear(&TokenReply::Refused { reason });
+        p.answer_clear(&refused(&reason));
         return Ok(Step::Wait);
     }
     let password = issuer.config.password.as_deref().unwrap_or("");
@@ -690,9 +691,9 @@ fn read_hello<S>(p: &mut Pending<S>, hellos: &mut usize, issuer: &mut Issuer) ->
     // right.
     if guess && !issuer.guesses.take(issuer.now) {
         issuer.stats.tokens_refused += 1;
-        p.answer_clear(&TokenReply::Refused {
-            reason: "too many wrong passwords on this server; try again in a few seconds".into(),
-        });
+        p.answer_clear(&refused(
+            "too many wrong passwords on this server; try again in a few seconds",
+        ));
         return Ok(Step::Wait);
     }
     match server_hello(&issuer.config.identity, password, &p.inbox) {
@@ -713,6 +714,21 @@ fn read_hello<S>(p: &mut Pending<S>, hellos: &mut usize, issuer: &mut Issuer) ->
             }
             Err(())
         }
+    }
+}
+
+/// A refusal the client can read, whatever went into its reason (a ban's reason is
+/// whatever the ban file or an admin gave): control characters become spaces and the
+/// reason is cleaned as chat is and cut to [`MAX_CHAT_LEN`], which is what
+/// [`TokenReply`] accepts; a reason it refuses would leave the client with "bad token
+/// reply" instead of why.
+fn refused(reason: &str) -> TokenReply {
+    let spaced: String = reason
+        .chars()
+        .map(|c| if c.is_control() { ' ' } else { c })
+        .collect();
+    TokenReply::Refused {
+        reason: clean_text(&spaced, MAX_CHAT_LEN),
     }
 }
 
@@ -740,9 +756,7 @@ fn read_finish<S>(p: &mut Pending<S>, issuer: &mut Issuer) -> Result<Step, ()> {
             } else {
                 "the token exchange failed (this server takes no password)"
             };
-            p.answer_clear(&TokenReply::Refused {
-                reason: reason.into(),
-            });
+            p.answer_clear(&refused(reason));
             return Ok(Step::Wait);
         }
         Err(FinishError::Tampered) => return Err(()),
@@ -762,7 +776,7 @@ impl Issuer<'_> {
         let stats = &mut *self.stats;
         let mut refuse = |reason: String| {
             stats.tokens_refused += 1;
-            TokenReply::Refused { reason }
+            refused(&reason)
         };
         // Banned while the exchange ran.
         if let Some(reason) = self.bans.refusal(p.peer.ip()) {
@@ -810,9 +824,7 @@ impl Issuer<'_> {
             }
             _ => {
                 self.stats.tokens_refused += 1;
-                TokenReply::Refused {
-                    reason: "the server could not make a token".into(),
-                }
+                refused("the server could not make a token")
             }
         }
     }
@@ -1171,6 +1183,7 @@ fn read_reply(server: SocketAddr, reply: &[u8]) -> Result<ConnectToken, String> 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::bans::IpPrefix;
     use std::net::{Ipv4Addr, Ipv6Addr};
 
     #[test]
@@ -1720,6 +1733,50 @@ mod tests {
             3 + MAX_FOREIGN_WAITING as u64
         );
         drop(clients);
+    }
+
+    #[test]
+    fn a_ban_reason_of_any_text_reaches_the_banned_client_readable() {
+        // Found by the token_exchange fuzz target: a reason with a line break (the ban
+        // file's `\u{a}`) or longer than a refusal may be made the refusal undecodable,
+        // so the banned client read "bad token reply" instead of why.
+        let long = "x".repeat(300);
+        for reason in ["caught\nred-handed", long.as_str()] {
+            let mut f = Fixture::new(None);
+            f.bans
+                .0
+                .push(("127.0.0.0/8".parse().unwrap(), reason.into()));
+            let refused = f.fetch("", None).expect_err("banned");
+            assert!(
+                refused.contains("the server refused: banned from this server: "),
+                "{refused}"
+            );
+        }
+        // Banned while the exchange ran: the sealed refusal reads as well.
+        let mut bench = bench::TokenBench::new(None, AddressBans::default());
+        let peer: SocketAddr = "198.51.100.7:40000".parse().unwrap();
+        let now = Instant::now();
+        bench.open(peer, now);
+        let client = ClientHello::start("");
+        bench.send(client.bytes());
+        bench.poll(now);
+        let (_, hello) = bench.poll(now).expect("open");
+        let keys = client.finish(&hello[3..]).expect("the server's hello");
+        let ban = IpPrefix::host(peer.ip());
+        bench.set_bans(AddressBans(vec![(ban, "caught\nred-handed".into())]));
+        bench.send(&frame(&keys.finish_message(&sealed_request())).unwrap());
+        bench.poll(now);
+        let (polled, sealed) = bench.poll(now).expect("open");
+        assert_eq!(polled, bench::Polled::Answered);
+        let reply = keys
+            .open_reply(&sealed[3..])
+            .expect("sealed for this client");
+        assert_eq!(
+            TokenReply::decode(&reply),
+            Ok(TokenReply::Refused {
+                reason: "banned from this server: caught red-handed".into()
+            })
+        );
     }
 
     #[test]
