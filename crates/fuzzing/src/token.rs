@@ -8,7 +8,9 @@
 //! [`PASSWORD`]), then operations, each after its length as two little-endian bytes and
 //! led by a control byte: the operation in its low three bits ([`OPEN`] to [`BAN`]),
 //! [`SPLIT`] to send in two halves with a poll between, and in its top four bits the
-//! tenths of a second the clock moves first. The service polls once after each.
+//! tenths of a second the clock moves first. The service polls once after each (and
+//! while a finish waits for the server's hello), then a few times after the last while
+//! the client reads what is still coming.
 
 use crate::transport::payloads;
 use sightline_limits::{Bucket, Rate, Shares};
