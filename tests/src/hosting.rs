@@ -320,7 +320,7 @@ fn source_rcon_and_a2s_queries_answer_on_the_game_port() {
         ),
         (54, "writeconfig ../escape".into()),
     ] {
-        let (refused, _) = rcon.run(id, &line);
+        let (refused, _) = rcon.run(id, &line).expect("rcon answers");
         assert!(
             refused.contains("only a config file") && !refused.contains(key),
             "{line}: {refused}"

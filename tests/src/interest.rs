@@ -19,17 +19,22 @@ fn eye_to_eye(map: &CurrentMap, params: &MoveParams, a: &PlayerState, b: &Player
     map.world.is_clear(eye, params.eye_position(b) - eye)
 }
 
-/// Depot with 11 server bots and one client (seeded `seed`), 3 s into play: the stepper,
-/// and the client's player.
-fn depot_with_bots_and_a_viewer(seed: u64) -> (Stepper, PlayerId) {
+/// Depot at 128 Hz (64 snapshots a second) with `bots` server bots and room for 16.
+fn depot_with_bots(bots: u8) -> Stepper {
     let config = ServerConfig {
         name: "test".into(),
         max_players: 16,
-        bots: 11,
+        bots,
         tick: TickConfig::new(128, 64).unwrap(),
         ..Default::default()
     };
-    let mut s = Stepper::new(config, "depot");
+    Stepper::new(config, "depot")
+}
+
+/// Depot with 11 server bots and one client (seeded `seed`), 3 s into play: the stepper,
+/// and the client's player.
+fn depot_with_bots_and_a_viewer(seed: u64) -> (Stepper, PlayerId) {
+    let mut s = depot_with_bots(11);
     s.add_client("viewer", seed);
     s.run_for(3.0);
     let client = s.clients[0].world_mut();
@@ -110,14 +115,7 @@ fn hidden_players_are_left_out_and_visible_ones_sent() {
 
 #[test]
 fn snapshots_show_positions_exactly_and_others_angles_and_far_speeds_rounded() {
-    let config = ServerConfig {
-        name: "test".into(),
-        max_players: 16,
-        bots: 6,
-        tick: TickConfig::new(128, 64).unwrap(),
-        ..Default::default()
-    };
-    let mut s = Stepper::new(config, "depot");
+    let mut s = depot_with_bots(6);
     let link = sightline_net::ConditionerSettings {
         latency_ms: 10.0,
         ..Default::default()
@@ -359,14 +357,7 @@ fn a_shot_is_sent_only_to_clients_that_are_sent_its_shooter() {
     // Eleven bots fight on depot; a bare client stands at its spawn. Every shot the
     // server fires is sent to it exactly when its shooter is (before, every shot went to
     // every player: where hidden players fired from, a radar).
-    let config = ServerConfig {
-        name: "test".into(),
-        max_players: 16,
-        bots: 11,
-        tick: TickConfig::new(128, 64).unwrap(),
-        ..Default::default()
-    };
-    let mut s = Stepper::new(config, "depot");
+    let mut s = depot_with_bots(11);
     let c = s.add_raw_client();
     s.step();
     let me = raw::join(&mut s, c, "watcher").your_id.expect("a player");

@@ -153,6 +153,25 @@ enum What {
         #[arg(long, value_delimiter = ',', num_args = 0.., default_values_t = [64usize])]
         operated: Vec<usize>,
     },
+    /// The hosting surfaces flooded from one host each (A2S with a valid challenge, RCON
+    /// connections that stall, metrics scrapes) at once against the real server binary,
+    /// with an honest player, browser, admin and scraper beside them: what each flood
+    /// got, what the honest askers got, the tick and the player's snapshots.
+    Hosting {
+        /// Folder holding the `sightline-server` and `sightline` binaries (as built by
+        /// `cargo build --release -p sightline-server -p sightline-app --bins`).
+        #[arg(long)]
+        binaries: std::path::PathBuf,
+        /// Seconds the floods run.
+        #[arg(long, default_value_t = 20)]
+        seconds: u32,
+        /// A2S_INFO a second from the flooding host.
+        #[arg(long, default_value_t = 5_000)]
+        a2s: u32,
+        /// Metrics requests a second from the flooding host.
+        #[arg(long, default_value_t = 1_000)]
+        metrics: u32,
+    },
     Movement {
         /// Steps to time.
         #[arg(long, default_value_t = 200_000)]
@@ -178,6 +197,29 @@ fn main() {
             }
         }
         What::Movement { steps } => measure_movement(steps),
+        What::Hosting {
+            binaries,
+            seconds,
+            a2s,
+            metrics,
+        } => {
+            use sightline_harness::hosting::{HostingLoadConfig, HostingReport, hosting_load};
+            let report = hosting_load(&HostingLoadConfig {
+                server: binaries.join("sightline-server"),
+                client: binaries.join("sightline"),
+                seconds,
+                a2s_per_second: a2s,
+                rcon_hosts: 4,
+                metrics_per_second: metrics,
+            });
+            println!(
+                "hosting surfaces flooded, {seconds} s: the real server (64 Hz, 2 bots, duel) and an \
+                 honest headless player; each flood from one host of the player's own /24; an \
+                 honest browser asks A2S_INFO every 250 ms, an admin logs in over RCON and runs \
+                 status every second, a scraper asks /metrics every second, all from 127.0.0.1\n"
+            );
+            println!("{}\n{}", HostingReport::header(), report.row());
+        }
         What::Load {
             players,
             seconds,

@@ -27,6 +27,13 @@ pub fn udp_from(from: Ipv4Addr) -> io::Result<UdpSocket> {
     UdpSocket::bind((from, 0))
 }
 
+/// A non-blocking UDP socket on `from`, for a flood.
+fn flood_socket(from: Ipv4Addr) -> UdpSocket {
+    let socket = udp_from(from).expect("a socket");
+    socket.set_nonblocking(true).expect("non-blocking");
+    socket
+}
+
 /// A TCP connection to `to` from `from` (a loopback address), any port, within a second.
 pub fn tcp_from(from: Ipv4Addr, to: SocketAddr) -> io::Result<TcpStream> {
     let socket = socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::STREAM, None)?;
@@ -82,8 +89,7 @@ impl Flood {
     /// first asks for one; a new one is taken whenever the server sends one).
     pub fn a2s(from: Ipv4Addr, server: SocketAddr, per_second: u32) -> Self {
         Self::spawn(move |stop| {
-            let socket = udp_from(from).expect("a socket");
-            socket.set_nonblocking(true).expect("non-blocking");
+            let socket = flood_socket(from);
             let mut count = FloodCount::default();
             let mut challenge = None;
             let mut buf = [0u8; 2048];
@@ -105,15 +111,14 @@ impl Flood {
     /// challenge, and heartbeats, in turn, to `master` from `from`, `per_second` in all.
     pub fn master(from: Ipv4Addr, master: SocketAddr, per_second: u32) -> Self {
         Self::spawn(move |stop| {
-            let socket = udp_from(from).expect("a socket");
-            socket.set_nonblocking(true).expect("non-blocking");
+            let socket = flood_socket(from);
             let mut count = FloodCount::default();
             let mut challenge = None;
             let mut buf = [0u8; 2048];
             let mut turn = 0u32;
             paced(per_second, stop, || {
                 turn = turn.wrapping_add(1);
-                let packet = if turn % 2 == 0 {
+                let packet = if turn.is_multiple_of(2) {
                     MasterPacket::GetServers {
                         protocol: u32::MAX - 1,
                         challenge,
@@ -252,7 +257,7 @@ impl RconClient {
     }
 
     /// The next answer packet (answers may be larger than a request may).
-    pub fn next(&mut self) -> io::Result<RconPacket> {
+    pub fn read_packet(&mut self) -> io::Result<RconPacket> {
         let mut chunk = [0u8; 4096];
         loop {
             if let Some(size) = self.buf.get(..4) {
@@ -279,7 +284,7 @@ impl RconClient {
     pub fn auth(&mut self, password: &str) -> io::Result<i32> {
         self.send(11, SERVERDATA_AUTH, password.as_bytes())?;
         loop {
-            let p = self.next()?;
+            let p = self.read_packet()?;
             if p.kind == SERVERDATA_AUTH_RESPONSE {
                 return Ok(p.id);
             }
@@ -293,7 +298,7 @@ impl RconClient {
         self.send(id + 1, SERVERDATA_RESPONSE_VALUE, b"")?;
         let (mut text, mut packets) = (String::new(), 0);
         loop {
-            let p = self.next()?;
+            let p = self.read_packet()?;
             if p.id == id + 1 {
                 return Ok((text, packets));
             }

@@ -8,6 +8,7 @@
 use crate::{DEFAULT_IDLE_KICK_SECONDS, GameMode, MatchRules, ServerConfig};
 use sightline_bots::BotSkill;
 use sightline_console::Cvars;
+use sightline_map::is_map_identifier;
 use sightline_protocol::{
     MAX_CHAT_LEN, MAX_PASSWORD_LEN, MAX_RCON_PASSWORD_LEN, MAX_SERVER_NAME_LEN, clean_text,
 };
@@ -109,6 +110,14 @@ impl ServerConfig {
             "tdm" => GameMode::TeamDeathmatch,
             _ => GameMode::Deathmatch,
         };
+        let rotation = map_list(&cvars.read(cvar::SV_MAPLIST));
+        // Names in the maps folder, never paths: `sv_maplist` may be set over rcon, and a
+        // path would have the next match read any file the server may.
+        if let Some(bad) = rotation.iter().find(|m| !is_map_identifier(m)) {
+            return Err(format!(
+                "sv_maplist: {bad:?} is not a map name (a map's file name in maps/, without .ron)"
+            ));
+        }
         let bot_skill = match cvars.read(cvar::BOT_SKILL).as_str() {
             "easy" => BotSkill::Easy,
             "hard" => BotSkill::Hard,
@@ -123,7 +132,7 @@ impl ServerConfig {
                 mode,
                 fraglimit: cvars.read(cvar::FRAGLIMIT) as i32,
                 timelimit: (cvars.read(cvar::TIMELIMIT) * 60.0) as f32,
-                rotation: map_list(&cvars.read(cvar::SV_MAPLIST)),
+                rotation,
             },
             tick,
             idle_kick_seconds: cvars.read(cvar::SV_IDLE_KICK) as f32,
@@ -192,5 +201,25 @@ mod tests {
         assert_eq!(config.rules.timelimit, 150.0);
         assert_eq!(config.rules.rotation, ["duel", "arena"]);
         assert_eq!((config.tick.tick_hz, config.tick.snapshot_hz()), (63, 63));
+    }
+
+    #[test]
+    fn a_map_list_names_maps_and_never_paths() {
+        let mut cvars = server_cvar_registry();
+        cvars.set("sv_maplist", "duel, depot").unwrap();
+        let config = ServerConfig::from_cvars(&cvars).unwrap();
+        assert_eq!(config.rules.rotation, ["duel", "depot"]);
+        for bad in [
+            "duel, ../../etc/passwd",
+            "/etc/hosts",
+            "maps/duel.ron",
+            "duel.ron",
+        ] {
+            cvars.set("sv_maplist", bad).unwrap();
+            let Err(refused) = ServerConfig::from_cvars(&cvars) else {
+                panic!("{bad} accepted");
+            };
+            assert!(refused.contains("not a map name"), "{refused}");
+        }
     }
 }

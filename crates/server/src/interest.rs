@@ -24,9 +24,9 @@
 //!
 //! What a wallhack can still see: players within earshot, inside the margin of a sight
 //! line or about to come into view by the look-ahead, team-mates, rockets that will come into view before the next check,
-//! bursts within [`EXPLOSION_HEAR_RADIUS`], items within earshot, and where each shot
-//! came from ([`sightline_protocol::ServerMessage::Fired`] carries the shooter's position
-//! for everyone's sound and tracers).
+//! bursts within [`EXPLOSION_HEAR_RADIUS`], items within earshot, and the shots of the
+//! players it is sent: a shot ([`sightline_protocol::ServerMessage::Fired`]) goes only
+//! to clients that are sent its shooter, and carries no position.
 
 use crate::connection::{Connection, ConnectionStage};
 use bevy::prelude::*;

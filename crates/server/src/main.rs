@@ -5,7 +5,7 @@ use clap::{CommandFactory, Parser};
 use sightline_console::{
     Bindings, Console, ConsoleCommands, Cvars, execute_line, split_plus_commands,
 };
-use sightline_map::{CurrentMap, MapSource, find_map};
+use sightline_map::{CurrentMap, MapSource, find_map, find_map_by_name};
 use sightline_net::{
     AdmissionLimits, FakeLinkArgs, IdentityFileError, LinkConditions, RunFor, SecureConfig,
     Security, ServerIdentity, ServerNetPlugin, ShutdownSignal, fingerprint, load_key_file,
@@ -374,7 +374,7 @@ fn main() -> ExitCode {
     let tick = config.tick;
     // Every map of the rotation must load now, not when its turn comes.
     for name in &config.rules.rotation {
-        if let Err(e) = MapSource::load(&find_map(name)) {
+        if let Err(e) = find_map_by_name(name).and_then(|path| MapSource::load(&path)) {
             eprintln!("error: {}: {e}", cvar::SV_MAPLIST.name());
             return ExitCode::FAILURE;
         }
@@ -755,7 +755,9 @@ mod tests {
         let cvars = settings(&Args::try_parse_from(flags).unwrap(), &lines);
         let config = ServerConfig::from_cvars(&cvars).expect("the sample's settings go together");
         for name in &config.rules.rotation {
-            MapSource::load(&find_map(name)).unwrap_or_else(|e| panic!("{name}: {e}"));
+            find_map_by_name(name)
+                .and_then(|path| MapSource::load(&path))
+                .unwrap_or_else(|e| panic!("{name}: {e}"));
         }
         assert!(!config.rules.rotation.is_empty());
     }

@@ -11,7 +11,7 @@ use sightline_combat::{
     Arsenal, DroppedWeapon, GameMode, ItemSpot, Rocket, Score, SpawnCount, Team, Vitals,
     spawn_items_for,
 };
-use sightline_map::{CurrentMap, MapSource, find_map};
+use sightline_map::{CurrentMap, MapSource, find_map_by_name};
 use sightline_movement::PlayerState;
 use sightline_protocol::ServerMessage;
 use sightline_sim::{CurrentCmd, InputCmd, PlayerId, PlayerName, Tick, TickConfig};
@@ -163,7 +163,9 @@ pub(crate) fn run_match(
             NextMatch::Rotation => {
                 state.rotation_index = (state.rotation_index + 1) % rules.rotation.len();
                 let name = &rules.rotation[state.rotation_index];
-                MapSource::load(&find_map(name))
+                // Names only (ServerConfig checks them): the list may come over rcon.
+                find_map_by_name(name)
+                    .and_then(|path| MapSource::load(&path))
                     .inspect_err(|e| error!("cannot load the next map, staying: {e}"))
                     .ok()
             }
