@@ -551,7 +551,7 @@ impl TokenService {
                     self.foreign.remove(i - self.pending.len());
                 }
             }
-            self.pending.push(Pending {
+            let mut p = Pending {
                 stream,
                 peer,
                 place,
@@ -559,7 +559,22 @@ impl TokenService {
                 outbox: None,
                 stage: Stage::Hello,
                 closed: false,
-            });
+            };
+            // What came with the connection is read now: another protocol's stream
+            // leaves the pool for its taker at once, and a whole hello settles its
+            // request, so neither waits among the stalled for a later poll (where a
+            // burst of newcomers made this same poll could keep an honest one out).
+            if p.fill(CLIENT_HELLO_BYTES).is_err() {
+                stats.token_requests_dropped += 1;
+                continue;
+            }
+            let magic = TOKEN_EXCHANGE_MAGIC.len();
+            if p.inbox.len() >= magic && p.inbox[..magic] != TOKEN_EXCHANGE_MAGIC {
+                self.wait_foreign(p, stats);
+                continue;
+            }
+            p.place.settled = p.inbox.len() >= CLIENT_HELLO_BYTES;
+            self.pending.push(p);
         }
     }
 

@@ -472,7 +472,10 @@ fn read_rcon(
         );
     }
     // Admitted after the reading, so every connection is read once before a newcomer
-    // can take its place: an admin's login, sent as it connects, is there by then.
+    // can take its place; and those that came with a whole packet (an admin's login, sent
+    // as it connects) first, each read at once, so a login made in the same frame as a
+    // burst of stalling newcomers is answered before they can fill the pool.
+    arrivals.sort_by_key(|(_, _, read)| !matches!(RconPacket::decode(read), Ok(Some(_))));
     for (stream, peer, read) in arrivals {
         if password.is_empty() || stream.set_nonblocking(true).is_err() {
             stats.rcon_refused += 1;
@@ -491,10 +494,19 @@ fn read_rcon(
         }
         rcon.next_number += 1;
         let number = rcon.next_number;
-        rcon.connections.push(RconConnection {
+        let mut conn = RconConnection {
             stream,
             session: RconSession::new(number, peer, read, now),
-        });
+        };
+        conn.session.read_from(
+            &mut conn.stream,
+            &password,
+            &mut lockout,
+            &mut inbox,
+            &mut stats,
+            now,
+        );
+        rcon.connections.push(conn);
     }
 }
 
