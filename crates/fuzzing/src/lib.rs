@@ -4,7 +4,10 @@
 //! message types and [`peek_welcome_version`](sightline_protocol::peek_welcome_version),
 //! the map loader, console lines, `+command` arguments, the config file, and hosting's:
 //! Source RCON streams, server queries (A2S requests and master `getinfo`s the server
-//! reads, A2S and master-list replies the browser reads), and the server's ban file.
+//! reads, A2S and master-list replies the browser reads), and the server's ban file;
+//! and the hosting surfaces' state machines over sequences of hostile input: the token
+//! service's side of the token exchange, the master server's packet handler, and RCON's
+//! sessions.
 //!
 //! Each body takes arbitrary bytes, runs one decoder on them and asserts what must hold
 //! for any input, not only that nothing panics: a decoded message passes validation and
@@ -18,11 +21,14 @@
 
 pub mod console;
 pub mod map;
+pub mod master;
 pub mod mutate;
 pub mod query;
+pub mod rcon;
 pub mod seeds;
 pub mod server;
 mod targets;
+pub mod token;
 pub mod transport;
 pub mod wire;
 

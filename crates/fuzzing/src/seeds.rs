@@ -784,3 +784,274 @@ pub fn metrics_request() -> Vec<Vec<u8>> {
     .map(|s| s.as_bytes().to_vec())
     .to_vec()
 }
+
+/// Seeds for [`crate::token::token_exchange`]: an honest exchange with the right
+/// password (it gets a token); one with a public server, each message in two halves and
+/// a client reading 40 bytes a poll; a wrong password; a finish whose sealed request was
+/// changed, then a hello with a changed key; another protocol on the port, a banned
+/// host, another exchange version and a request left to stall past its deadlines; an old
+/// protocol's request, then a host banned while its exchange ran; and one host asking
+/// more often than its rate allows (with hellos of another version, which cost no key
+/// work).
+pub fn token_exchange() -> Vec<Vec<u8>> {
+    use crate::token::{BAN, CLOSE, FINISH, FLIP, HELLO, OPEN, RAW, SLOW, SPLIT, after_tenths};
+    use sightline_protocol::{TOKEN_EXCHANGE_MAGIC, TokenRequest};
+    let request = |protocol_version| {
+        TokenRequest { protocol_version }
+            .encode()
+            .expect("a token request encodes")
+    };
+    let ok = request(PROTOCOL_VERSION);
+    let private = |ops: &[(u8, Vec<u8>)]| [vec![0], datagrams(ops)].concat();
+    let public = |ops: &[(u8, Vec<u8>)]| [vec![1], datagrams(ops)].concat();
+    let right = b"hunter2".to_vec();
+    let mut other_version = TOKEN_EXCHANGE_MAGIC.to_vec();
+    other_version.push(9);
+    other_version.extend_from_slice(&[0x5a; 65]);
+    let rcon_login = rcon_bytes(&[(1, SERVERDATA_AUTH, "hunter2")]);
+    // Hellos of another version cost the service no key work, but count against the
+    // host's rate before their version is read.
+    let mut hammer = Vec::new();
+    for _ in 0..9 {
+        hammer.push((OPEN, vec![1]));
+        hammer.push((RAW, other_version.clone()));
+    }
+    vec![
+        private(&[(HELLO, right.clone()), (FINISH, ok.clone())]),
+        public(&[
+            (SLOW, vec![40]),
+            (HELLO | SPLIT, Vec::new()),
+            (FINISH | SPLIT, ok.clone()),
+            (SLOW, Vec::new()),
+        ]),
+        private(&[(HELLO, b"hunter3".to_vec()), (FINISH, ok.clone())]),
+        private(&[
+            (HELLO, right.clone()),
+            (FLIP, vec![40, 0, 0x80]),
+            (FINISH, ok.clone()),
+            (OPEN, vec![2]),
+            (FLIP, vec![10, 0, 4]),
+            (HELLO, right.clone()),
+            (FINISH, ok.clone()),
+        ]),
+        private(&[
+            (RAW, rcon_login),
+            (OPEN, vec![4]),
+            (HELLO, right.clone()),
+            (OPEN, vec![3]),
+            (RAW, other_version.clone()),
+            (OPEN, vec![0]),
+            (RAW, TOKEN_EXCHANGE_MAGIC.to_vec()),
+            (after_tenths(15) | SLOW, Vec::new()),
+            (after_tenths(10) | CLOSE, Vec::new()),
+        ]),
+        private(&[
+            (HELLO, right.clone()),
+            (FINISH, request(PROTOCOL_VERSION - 1)),
+            (OPEN, vec![1]),
+            (HELLO, right.clone()),
+            (BAN, [&[1u8][..], b"caught mid-exchange"].concat()),
+            (FINISH, ok.clone()),
+        ]),
+        private(&hammer),
+    ]
+}
+
+/// Seeds for [`crate::master::master_packets`] (sources by their index in
+/// [`crate::master::MASTER_SOURCES`]): a server listed and a browser's list, for its
+/// protocol and another; seven servers announcing, over the per-address and overall
+/// limits; a heartbeat IPv4-mapped answered from the plain address; a server refreshed
+/// while another expires; a challenge echoed too late, and one still valid; packets
+/// only a master sends, another game's and malformed ones; and a browser asking for the
+/// list faster than its share.
+pub fn master_packets() -> Vec<Vec<u8>> {
+    use crate::query::{ECHO, after_seconds};
+    use sightline_query::master_protocol::{GAME_TAG, MASTER_PROTOCOL, MasterPacket, encode};
+    let heartbeat = encode(&MasterPacket::Heartbeat {
+        game: GAME_TAG.into(),
+        protocol: MASTER_PROTOCOL,
+        nonce: 0x5eed_0001,
+    });
+    let info = |protocol| {
+        encode(&MasterPacket::InfoResponse {
+            challenge: 0x0bad_f00d,
+            protocol,
+            game: GAME_TAG.into(),
+        })
+    };
+    let get = |protocol| {
+        encode(&MasterPacket::GetServers {
+            protocol,
+            challenge: None,
+        })
+    };
+    let p = PROTOCOL_VERSION;
+    let announce = |source: u8| [(source, heartbeat.clone()), (ECHO | source, info(p))];
+    let list = |source: u8, protocol| [(source, get(protocol)), (ECHO | source, get(protocol))];
+    let many: Vec<(u8, Vec<u8>)> = [0, 2, 3, 4, 5, 6, 7]
+        .into_iter()
+        .flat_map(announce)
+        .chain(list(1, p))
+        .collect();
+    let mut flood = list(5, p).to_vec();
+    flood.extend((0..6).map(|_| (ECHO | 5, get(p))));
+    vec![
+        datagrams(&[announce(0), list(5, p), list(4, p + 1)].concat()),
+        datagrams(&many),
+        datagrams(&[
+            (1, heartbeat.clone()),
+            (ECHO, info(p)),
+            (7, get(p)),
+            (ECHO | 7, get(p)),
+        ]),
+        datagrams(
+            &[
+                &announce(0)[..],
+                &announce(4),
+                &[
+                    (after_seconds(60) | 4, heartbeat.clone()),
+                    (ECHO | 4, info(p)),
+                ],
+                &[(after_seconds(65) | 6, get(p)), (ECHO | 6, get(p))],
+            ]
+            .concat(),
+        ),
+        datagrams(&[
+            (0, heartbeat.clone()),
+            (after_seconds(25) | ECHO, info(p)),
+            (7, get(p)),
+            (after_seconds(5) | ECHO | 7, get(p)),
+        ]),
+        datagrams(&[
+            (
+                0,
+                encode(&MasterPacket::GetInfo {
+                    challenge: 1,
+                    nonce: 2,
+                }),
+            ),
+            (2, encode(&MasterPacket::Challenge(7))),
+            (3, b"\xFF\xFF\xFF\xFFgetserversResponse\\EOT".to_vec()),
+            (
+                4,
+                encode(&MasterPacket::Heartbeat {
+                    game: "othergame".into(),
+                    protocol: MASTER_PROTOCOL,
+                    nonce: 3,
+                }),
+            ),
+            (5, b"\xFF\xFF\xFF\xFFheartbeat sightline".to_vec()),
+            (6, b"\xFF\xFF\xFF\xFFgetservers 22".to_vec()),
+            (7, b"not even connectionless".to_vec()),
+        ]),
+        datagrams(&flood),
+    ]
+}
+
+/// Seeds for [`crate::rcon::rcon_session`] (slot and peer by number): an admin logging
+/// in and running commands, one answered late and one at length, with end-of-answer
+/// probes; a wrong password, a command before the password and a packet of an unknown
+/// kind; commands held while the console does not run; seventeen commands at once and
+/// then an oversized packet; stalled connections filling the pool while an admin logs
+/// in; wrong passwords locking a host out; a client reading slowly a long answer, then
+/// closing; and a partial packet left past the deadline.
+pub fn rcon_session() -> Vec<Vec<u8>> {
+    use crate::rcon::{CLOSE, CONNECT, HOLD, SEND, SLOW, after_halves, slot};
+    let login = |id| rcon_bytes(&[(id, SERVERDATA_AUTH, "hunter2")]);
+    let exec = |id, line| rcon_bytes(&[(id, SERVERDATA_EXECCOMMAND, line)]);
+    let probe = |id| rcon_bytes(&[(id, SERVERDATA_RESPONSE_VALUE, "")]);
+    let seventeen: Vec<u8> = (0..17).flat_map(|i| exec(10 + i, "status")).collect();
+    let mut oversized = 4097i32.to_le_bytes().to_vec();
+    oversized.extend_from_slice(&[0; 12]);
+    // Eight stallers fill the unauthenticated pool (a /24 its share of four, an IPv6
+    // /64 and a stranger two each), each sending a byte so the first-bytes deadline
+    // spares them; half a second later a host of a fifth network takes the place of
+    // the busiest network's oldest, and logs in; one more from the busy /24 is refused.
+    let mut stallers: Vec<(u8, Vec<u8>)> = [0u8, 1, 2, 3, 4, 5, 6, 6]
+        .into_iter()
+        .flat_map(|peer| [(CONNECT, vec![peer]), (SEND, vec![0x0e])])
+        .collect();
+    stallers.extend([
+        (after_halves(1) | CONNECT | slot(3), vec![7]),
+        (SEND | slot(3), [login(1), exec(2, "status")].concat()),
+        (CONNECT | slot(1), vec![2]),
+        (after_halves(3) | SEND | slot(3), exec(3, "status")),
+    ]);
+    // Five wrong passwords from one host lock it out: the sixth, right, is refused.
+    let guesses: Vec<(u8, Vec<u8>)> = (0..6)
+        .flat_map(|i| {
+            let password = if i < 5 { "hunter3" } else { "hunter2" };
+            [
+                (CONNECT | slot(0), vec![6]),
+                (
+                    SEND | slot(0),
+                    rcon_bytes(&[(1, SERVERDATA_AUTH, password)]),
+                ),
+            ]
+        })
+        .collect();
+    let mut partial = login(1);
+    partial.truncate(7);
+    vec![
+        datagrams(&[
+            (CONNECT | slot(0), vec![0]),
+            (
+                SEND | slot(0),
+                [login(1), exec(2, "status"), probe(3)].concat(),
+            ),
+            (
+                SEND | slot(0),
+                [exec(4, "top 10"), exec(5, "big 10"), probe(6)].concat(),
+            ),
+        ]),
+        datagrams(&[
+            (CONNECT | slot(0), vec![2]),
+            (
+                SEND | slot(0),
+                [
+                    rcon_bytes(&[(1, SERVERDATA_AUTH, "hunter3")]),
+                    exec(2, "status"),
+                ]
+                .concat(),
+            ),
+            (CONNECT | slot(1), vec![4]),
+            (SEND | slot(1), exec(1, "status")),
+            (CONNECT | slot(2), [&[6u8][..], &login(1)].concat()),
+            (SEND | slot(2), rcon_bytes(&[(2, 9, "")])),
+        ]),
+        datagrams(&[
+            (CONNECT | slot(0), vec![0]),
+            (SEND | slot(0), login(1)),
+            (HOLD | SEND | slot(0), exec(2, "status")),
+            (HOLD | SEND | slot(0), exec(3, "top")),
+            (HOLD | SEND | slot(0), probe(4)),
+            (SEND | slot(0), exec(5, "")),
+        ]),
+        datagrams(&[
+            (CONNECT | slot(0), vec![5]),
+            (SEND | slot(0), login(1)),
+            (HOLD | SEND | slot(0), seventeen),
+            (SEND | slot(0), oversized),
+        ]),
+        datagrams(&stallers),
+        datagrams(&guesses),
+        datagrams(&[
+            (CONNECT | slot(2), vec![3]),
+            (SEND | slot(2), login(1)),
+            (SLOW | slot(2), vec![100]),
+            (
+                SEND | slot(2),
+                [exec(2, "big 48"), exec(3, "big 48"), probe(4)].concat(),
+            ),
+            (SEND | slot(2), Vec::new()),
+            (CLOSE | slot(2), Vec::new()),
+        ]),
+        datagrams(&[
+            (CONNECT | slot(1), vec![6]),
+            (SEND | slot(1), partial),
+            (after_halves(5) | SEND | slot(1), Vec::new()),
+            (CONNECT | slot(0), [&[0u8][..], &login(1)].concat()),
+            (SEND | slot(0), exec(2, "status")),
+        ]),
+    ]
+}

@@ -1,7 +1,7 @@
 //! The table of fuzz targets: each body with its seeds and the dictionary that helps
 //! libFuzzer past the decoder's first checks.
 
-use crate::{console, map, query, seeds, server, transport, wire};
+use crate::{console, map, master, query, rcon, seeds, server, token, transport, wire};
 
 /// One fuzz target.
 pub struct Target {
@@ -16,6 +16,10 @@ pub struct Target {
     /// Whether the input is text, where generated inputs should stay UTF-8 to get past
     /// the first check.
     pub text: bool,
+    /// About how many ordinary inputs one of its inputs costs (1 for most; more for a
+    /// body doing key work): the stable run generates that many times fewer, so it
+    /// stays a few seconds.
+    pub cost: usize,
 }
 
 /// Bytes that matter to bincode: varint prefixes (251 to 253 announce 2, 4 and 8 bytes
@@ -210,6 +214,57 @@ const QUERY_DICTIONARY: &[&[u8]] = &[
     b"ffffffff",
 ];
 
+/// Bytes that matter to the token exchange: its magic and versions, the password and
+/// near misses, frame lengths at the finish's cap and past it, and the control bytes of
+/// the body's operations.
+const TOKEN_DICTIONARY: &[&[u8]] = &[
+    b"SLTX",
+    b"SLTX\x01",
+    &[1],
+    &[2],
+    b"hunter2",
+    b"hunter3",
+    &[0x00, 0x38],
+    &[0x00, 0x39],
+    &[0xff, 0xff],
+    &[0x00, 0x00],
+    &[token::OPEN],
+    &[token::HELLO],
+    &[token::FINISH],
+    &[token::RAW],
+    &[token::CLOSE],
+    &[token::FLIP],
+    &[token::SLOW],
+    &[token::BAN],
+    &[token::SPLIT | token::HELLO],
+    &[0xf0 | token::SLOW],
+];
+
+/// Bytes that matter to RCON sessions: the packets' sizes, kinds and ids, the password
+/// and a wrong one, the console's commands that answer late or at length, and the
+/// control bytes of the body's operations.
+const RCON_SESSION_DICTIONARY: &[&[u8]] = &[
+    &[10, 0, 0, 0],
+    &[0x00, 0x10, 0, 0],
+    &[0x01, 0x10, 0, 0],
+    &[3, 0, 0, 0],
+    &[2, 0, 0, 0],
+    &[0, 0, 0, 0],
+    &[0xff, 0xff, 0xff, 0xff],
+    &[0, 0],
+    b"hunter2",
+    b"hunter3",
+    b"status",
+    b"top",
+    b"big 48",
+    &[rcon::CONNECT],
+    &[rcon::SEND],
+    &[rcon::CLOSE],
+    &[rcon::SLOW],
+    &[rcon::HOLD | rcon::SEND],
+    &[0xe0 | rcon::SEND],
+];
+
 /// Words and separators of the ban file: addresses and prefixes of both families,
 /// `never` and Unix times at the edges of u64, quotes and comments.
 /// HTTP's words and separators, for the metrics listener.
@@ -271,6 +326,7 @@ pub const TARGETS: &[Target] = &[
         seeds: seeds::transport_from_client,
         dictionary: TRANSPORT_DICTIONARY,
         text: false,
+        cost: 1,
     },
     Target {
         name: "transport_from_server",
@@ -278,6 +334,7 @@ pub const TARGETS: &[Target] = &[
         seeds: seeds::transport_from_server,
         dictionary: TRANSPORT_DICTIONARY,
         text: false,
+        cost: 1,
     },
     Target {
         name: "netcode_datagram",
@@ -285,6 +342,7 @@ pub const TARGETS: &[Target] = &[
         seeds: seeds::netcode_datagram,
         dictionary: TRANSPORT_DICTIONARY,
         text: false,
+        cost: 1,
     },
     Target {
         name: "client_message",
@@ -292,6 +350,7 @@ pub const TARGETS: &[Target] = &[
         seeds: seeds::client_message,
         dictionary: WIRE_DICTIONARY,
         text: false,
+        cost: 1,
     },
     Target {
         name: "server_message",
@@ -299,6 +358,7 @@ pub const TARGETS: &[Target] = &[
         seeds: seeds::server_message,
         dictionary: WIRE_DICTIONARY,
         text: false,
+        cost: 1,
     },
     Target {
         name: "client_datagram",
@@ -306,6 +366,7 @@ pub const TARGETS: &[Target] = &[
         seeds: seeds::client_datagram,
         dictionary: WIRE_DICTIONARY,
         text: false,
+        cost: 1,
     },
     Target {
         name: "server_datagram",
@@ -313,6 +374,7 @@ pub const TARGETS: &[Target] = &[
         seeds: seeds::server_datagram,
         dictionary: WIRE_DICTIONARY,
         text: false,
+        cost: 1,
     },
     Target {
         name: "welcome_version",
@@ -320,6 +382,7 @@ pub const TARGETS: &[Target] = &[
         seeds: seeds::welcome_version,
         dictionary: WIRE_DICTIONARY,
         text: false,
+        cost: 1,
     },
     Target {
         name: "map_file",
@@ -327,6 +390,7 @@ pub const TARGETS: &[Target] = &[
         seeds: seeds::map_file,
         dictionary: MAP_DICTIONARY,
         text: true,
+        cost: 1,
     },
     Target {
         name: "console_line",
@@ -334,6 +398,7 @@ pub const TARGETS: &[Target] = &[
         seeds: seeds::console_line,
         dictionary: CONSOLE_DICTIONARY,
         text: true,
+        cost: 1,
     },
     Target {
         name: "plus_commands",
@@ -341,6 +406,7 @@ pub const TARGETS: &[Target] = &[
         seeds: seeds::plus_commands,
         dictionary: CONSOLE_DICTIONARY,
         text: true,
+        cost: 1,
     },
     Target {
         name: "console_exec",
@@ -348,6 +414,7 @@ pub const TARGETS: &[Target] = &[
         seeds: seeds::console_exec,
         dictionary: CONSOLE_DICTIONARY,
         text: true,
+        cost: 1,
     },
     Target {
         name: "config_file",
@@ -355,6 +422,7 @@ pub const TARGETS: &[Target] = &[
         seeds: seeds::config_file,
         dictionary: CONSOLE_DICTIONARY,
         text: true,
+        cost: 1,
     },
     Target {
         name: "rcon_stream",
@@ -362,6 +430,7 @@ pub const TARGETS: &[Target] = &[
         seeds: seeds::rcon_stream,
         dictionary: RCON_DICTIONARY,
         text: false,
+        cost: 1,
     },
     Target {
         name: "server_query",
@@ -369,6 +438,7 @@ pub const TARGETS: &[Target] = &[
         seeds: seeds::server_query,
         dictionary: QUERY_DICTIONARY,
         text: false,
+        cost: 1,
     },
     Target {
         name: "query_reply",
@@ -376,6 +446,7 @@ pub const TARGETS: &[Target] = &[
         seeds: seeds::query_reply,
         dictionary: QUERY_DICTIONARY,
         text: false,
+        cost: 1,
     },
     Target {
         name: "ban_file",
@@ -383,6 +454,7 @@ pub const TARGETS: &[Target] = &[
         seeds: seeds::ban_file,
         dictionary: BAN_DICTIONARY,
         text: true,
+        cost: 1,
     },
     Target {
         name: "demo_file",
@@ -390,6 +462,7 @@ pub const TARGETS: &[Target] = &[
         seeds: seeds::demo_file,
         dictionary: DEMO_DICTIONARY,
         text: false,
+        cost: 1,
     },
     Target {
         name: "metrics_request",
@@ -397,6 +470,32 @@ pub const TARGETS: &[Target] = &[
         seeds: seeds::metrics_request,
         dictionary: HTTP_DICTIONARY,
         text: false,
+        cost: 1,
+    },
+    Target {
+        name: "token_exchange",
+        body: token::token_exchange,
+        seeds: seeds::token_exchange,
+        dictionary: TOKEN_DICTIONARY,
+        text: false,
+        // Each honest hello and finish costs a dozen elliptic-curve multiplications.
+        cost: 5,
+    },
+    Target {
+        name: "master_packets",
+        body: master::master_packets,
+        seeds: seeds::master_packets,
+        dictionary: QUERY_DICTIONARY,
+        text: false,
+        cost: 1,
+    },
+    Target {
+        name: "rcon_session",
+        body: rcon::rcon_session,
+        seeds: seeds::rcon_session,
+        dictionary: RCON_SESSION_DICTIONARY,
+        text: false,
+        cost: 1,
     },
 ];
 

@@ -5,8 +5,9 @@
 use sightline_fuzzing::{TARGETS, Target, mutate, target};
 use std::path::{Path, PathBuf};
 
-/// Generated inputs per target: a few seconds for all of them in the dev profile.
-/// `SIGHTLINE_FUZZ_INPUTS` sets another count, for a longer run by hand.
+/// Generated inputs per target (divided by its [`Target::cost`]): a few seconds for all
+/// of them in the dev profile. `SIGHTLINE_FUZZ_INPUTS` sets another count, for a longer
+/// run by hand.
 fn inputs_per_target() -> usize {
     std::env::var("SIGHTLINE_FUZZ_INPUTS")
         .ok()
@@ -39,7 +40,7 @@ fn run(name: &str) {
     let seed = name
         .bytes()
         .fold(0x5eed_u64, |h, b| h.rotate_left(7) ^ u64::from(b));
-    let count = inputs_per_target();
+    let count = inputs_per_target() / target.cost.max(1);
     let ran = mutate::exercise(target, &inputs, count, seed);
     assert!(ran >= count);
 }
@@ -82,6 +83,9 @@ targets!(
     ban_file,
     demo_file,
     metrics_request,
+    token_exchange,
+    master_packets,
+    rcon_session,
 );
 
 #[test]

@@ -30,9 +30,10 @@ use sightline_limits::{
     oldest_of_busiest,
 };
 use sightline_protocol::{
-    CLIENT_FINISH_MAX_BYTES, CLIENT_HELLO_BYTES, ExchangeTag, Framed, MAX_PASSWORD_LEN,
-    NETCODE_PROTOCOL_ID, PROTOCOL_VERSION, SERVER_FRAME_MAX_BYTES, TOKEN_EXCHANGE_MAGIC,
-    TOKEN_EXCHANGE_VERSION, TokenReply, TokenRequest, Wire, frame, framed,
+    CLIENT_FINISH_MAX_BYTES, CLIENT_HELLO_BYTES, ExchangeTag, Framed, MAX_CHAT_LEN,
+    MAX_PASSWORD_LEN, NETCODE_PROTOCOL_ID, PROTOCOL_VERSION, SERVER_FRAME_MAX_BYTES,
+    TOKEN_EXCHANGE_MAGIC, TOKEN_EXCHANGE_VERSION, TokenReply, TokenRequest, Wire, clean_text,
+    frame, framed,
 };
 use std::collections::VecDeque;
 use std::io::{self, Read, Write};
@@ -40,6 +41,9 @@ use std::net::{IpAddr, Shutdown, SocketAddr, TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
+
+#[cfg(any(test, feature = "test-support"))]
+pub(crate) mod bench;
 
 /// Seconds a connect token stays usable: long enough to start a handshake, too short to
 /// hoard.
@@ -76,14 +80,15 @@ pub const MAX_FOREIGN_WAITING: usize = 8;
 /// Time between two polls of the token service that counts as the server standing
 /// still rather than a request being slow.
 const STALL_GAP: Duration = Duration::from_millis(250);
-/// Token requests one host may make in a burst, and regains per second.
-const TOKEN_BURST: f64 = 8.0;
-const TOKENS_PER_SECOND: f64 = 1.0;
-/// Wrong passwords the whole server takes in a burst, and per second: past them every
-/// request is refused unchecked for a moment, so many addresses together still guess
-/// slowly.
-const PASSWORD_GUESS_BURST: f64 = 30.0;
-const PASSWORD_GUESSES_PER_SECOND: f64 = 5.0;
+/// Token requests one host may make in a burst.
+pub const TOKEN_BURST: f64 = 8.0;
+/// Token requests one host regains per second.
+pub const TOKENS_PER_SECOND: f64 = 1.0;
+/// Wrong passwords the whole server takes in a burst: past them every request is refused
+/// unchecked for a moment, so many addresses together still guess slowly.
+pub const PASSWORD_GUESS_BURST: f64 = 30.0;
+/// Wrong passwords the whole server regains per second.
+pub const PASSWORD_GUESSES_PER_SECOND: f64 = 5.0;
 /// Handshake packets one address may send in a burst and per second (a netcode client
 /// sends ten a second while connecting).
 pub(crate) const HANDSHAKE_BURST: f64 = 20.0;
@@ -280,9 +285,10 @@ enum Stage {
     Closing,
 }
 
-/// A token request being read or answered.
-struct Pending {
-    stream: TcpStream,
+/// A token request being read or answered, over its stream: a TCP stream, or in
+/// fuzzing an in-memory one (`bench`), so the same steps run without a socket.
+struct Pending<S = TcpStream> {
+    stream: S,
     peer: SocketAddr,
     place: Claim,
     inbox: Vec<u8>,
@@ -292,7 +298,7 @@ struct Pending {
     closed: bool,
 }
 
-impl Pending {
+impl<S> Pending<S> {
     /// Whether it has had its time: no first bytes within [`FIRST_BYTES_DEADLINE`], or
     /// not served within [`SERVE_DEADLINE`].
     fn overdue(&self, now: Instant) -> bool {
@@ -301,6 +307,17 @@ impl Pending {
         age > SERVE_DEADLINE || (silent && age > FIRST_BYTES_DEADLINE)
     }
 
+    /// Answers with `reply` in the clear and closes: for what is refused before any key
+    /// exists, or to a client whose keys differ from ours.
+    fn answer_clear(&mut self, reply: &TokenReply) {
+        let mut body = vec![ExchangeTag::Clear as u8];
+        body.extend_from_slice(&reply.encode().unwrap_or_default());
+        self.outbox = Some((frame(&body).unwrap_or_default(), 0));
+        self.stage = Stage::Closing;
+    }
+}
+
+impl<S: Read> Pending<S> {
     /// Reads what has arrived, up to `limit` bytes in the inbox; `Err` for a broken
     /// stream.
     fn fill(&mut self, limit: usize) -> Result<(), ()> {
@@ -316,15 +333,6 @@ impl Pending {
             }
         }
         Ok(())
-    }
-
-    /// Answers with `reply` in the clear and closes: for what is refused before any key
-    /// exists, or to a client whose keys differ from ours.
-    fn answer_clear(&mut self, reply: &TokenReply) {
-        let mut body = vec![ExchangeTag::Clear as u8];
-        body.extend_from_slice(&reply.encode().unwrap_or_default());
-        self.outbox = Some((frame(&body).unwrap_or_default(), 0));
-        self.stage = Stage::Closing;
     }
 }
 
@@ -482,43 +490,14 @@ impl TokenService {
             now,
         };
         for (i, p) in pending.iter_mut().enumerate() {
-            if p.overdue(now) {
-                issuer.stats.token_requests_dropped += 1;
-                finished.push(i);
-                continue;
-            }
-            if let Some((bytes, sent)) = &mut p.outbox {
-                match p.stream.write(&bytes[*sent..]) {
-                    Ok(n) => *sent += n,
-                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
-                    Err(_) => *sent = bytes.len(),
-                }
-                if *sent < bytes.len() {
-                    continue;
-                }
-                p.outbox = None;
-                if matches!(p.stage, Stage::Closing) {
+            match serve(p, &mut hellos, &mut issuer) {
+                Served::Waiting => {}
+                Served::Answered => {
                     let _ = p.stream.shutdown(Shutdown::Write);
                     finished.push(i);
-                    continue;
                 }
-            }
-            let step = match p.stage {
-                Stage::Hello => p
-                    .fill(CLIENT_HELLO_BYTES)
-                    .and_then(|()| read_hello(p, &mut hellos, &mut issuer)),
-                Stage::Finish { .. } => p
-                    .fill(2 + CLIENT_FINISH_MAX_BYTES)
-                    .and_then(|()| read_finish(p, &mut issuer)),
-                Stage::Closing => Ok(Step::Wait),
-            };
-            match step {
-                Ok(Step::Wait) => {}
-                Ok(Step::Foreign) => foreign.push(i),
-                Err(()) => {
-                    issuer.stats.token_requests_dropped += 1;
-                    finished.push(i);
-                }
+                Served::Dropped => finished.push(i),
+                Served::Foreign => foreign.push(i),
             }
         }
         // Removed from the end, so the indices still to remove stay valid.
@@ -572,7 +551,7 @@ impl TokenService {
                     self.foreign.remove(i - self.pending.len());
                 }
             }
-            self.pending.push(Pending {
+            let mut p = Pending {
                 stream,
                 peer,
                 place,
@@ -580,7 +559,22 @@ impl TokenService {
                 outbox: None,
                 stage: Stage::Hello,
                 closed: false,
-            });
+            };
+            // What came with the connection is read now: another protocol's stream
+            // leaves the pool for its taker at once, and a whole hello settles its
+            // request, so neither waits among the stalled for a later poll (where a
+            // burst of newcomers made this same poll could keep an honest one out).
+            if p.fill(CLIENT_HELLO_BYTES).is_err() {
+                stats.token_requests_dropped += 1;
+                continue;
+            }
+            let magic = TOKEN_EXCHANGE_MAGIC.len();
+            if p.inbox.len() >= magic && p.inbox[..magic] != TOKEN_EXCHANGE_MAGIC {
+                self.wait_foreign(p, stats);
+                continue;
+            }
+            p.place.settled = p.inbox.len() >= CLIENT_HELLO_BYTES;
+            self.pending.push(p);
         }
     }
 
@@ -609,6 +603,59 @@ impl TokenService {
     }
 }
 
+/// What became of a request this frame.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Served {
+    /// Still being read or answered.
+    Waiting,
+    /// Its last answer is written: close it.
+    Answered,
+    /// Dropped unanswered (counted): overdue, malformed, or closed early.
+    Dropped,
+    /// Not a token exchange: hand it over.
+    Foreign,
+}
+
+/// One frame's work on one request: drop it when overdue, write what it waits to send,
+/// then read and answer its current stage. The only I/O is on `p.stream`.
+fn serve<S: Read + Write>(p: &mut Pending<S>, hellos: &mut usize, issuer: &mut Issuer) -> Served {
+    if p.overdue(issuer.now) {
+        issuer.stats.token_requests_dropped += 1;
+        return Served::Dropped;
+    }
+    if let Some((bytes, sent)) = &mut p.outbox {
+        match p.stream.write(&bytes[*sent..]) {
+            Ok(n) => *sent += n,
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
+            Err(_) => *sent = bytes.len(),
+        }
+        if *sent < bytes.len() {
+            return Served::Waiting;
+        }
+        p.outbox = None;
+        if matches!(p.stage, Stage::Closing) {
+            return Served::Answered;
+        }
+    }
+    let step = match p.stage {
+        Stage::Hello => p
+            .fill(CLIENT_HELLO_BYTES)
+            .and_then(|()| read_hello(p, hellos, issuer)),
+        Stage::Finish { .. } => p
+            .fill(2 + CLIENT_FINISH_MAX_BYTES)
+            .and_then(|()| read_finish(p, issuer)),
+        Stage::Closing => Ok(Step::Wait),
+    };
+    match step {
+        Ok(Step::Wait) => Served::Waiting,
+        Ok(Step::Foreign) => Served::Foreign,
+        Err(()) => {
+            issuer.stats.token_requests_dropped += 1;
+            Served::Dropped
+        }
+    }
+}
+
 /// What a request's stage did this frame.
 enum Step {
     /// Nothing more to do until the next frame.
@@ -620,7 +667,7 @@ enum Step {
 /// Answers a whole client hello: cheap refusals first, in the clear and before any
 /// cryptography (a ban, the rate, the exchange's version, the guess allowance), then the
 /// server's hello.
-fn read_hello(p: &mut Pending, hellos: &mut usize, issuer: &mut Issuer) -> Result<Step, ()> {
+fn read_hello<S>(p: &mut Pending<S>, hellos: &mut usize, issuer: &mut Issuer) -> Result<Step, ()> {
     let magic = TOKEN_EXCHANGE_MAGIC.len();
     if p.inbox.len() >= magic && p.inbox[..magic] != TOKEN_EXCHANGE_MAGIC {
         return Ok(Step::Foreign);
@@ -650,7 +697,7 @@ fn read_hello(p: &mut Pending, hellos: &mut usize, issuer: &mut Issuer) -> Resul
     };
     if let Some(reason) = refusal {
         issuer.stats.tokens_refused += 1;
-        p.answer_clear(&TokenReply::Refused { reason });
+        p.answer_clear(&refused(&reason));
         return Ok(Step::Wait);
     }
     let password = issuer.config.password.as_deref().unwrap_or("");
@@ -659,9 +706,9 @@ fn read_hello(p: &mut Pending, hellos: &mut usize, issuer: &mut Issuer) -> Resul
     // right.
     if guess && !issuer.guesses.take(issuer.now) {
         issuer.stats.tokens_refused += 1;
-        p.answer_clear(&TokenReply::Refused {
-            reason: "too many wrong passwords on this server; try again in a few seconds".into(),
-        });
+        p.answer_clear(&refused(
+            "too many wrong passwords on this server; try again in a few seconds",
+        ));
         return Ok(Step::Wait);
     }
     match server_hello(&issuer.config.identity, password, &p.inbox) {
@@ -685,9 +732,24 @@ fn read_hello(p: &mut Pending, hellos: &mut usize, issuer: &mut Issuer) -> Resul
     }
 }
 
+/// A refusal the client can read, whatever went into its reason (a ban's reason is
+/// whatever the ban file or an admin gave): control characters become spaces and the
+/// reason is cleaned as chat is and cut to [`MAX_CHAT_LEN`], which is what
+/// [`TokenReply`] accepts; a reason it refuses would leave the client with "bad token
+/// reply" instead of why.
+fn refused(reason: &str) -> TokenReply {
+    let spaced: String = reason
+        .chars()
+        .map(|c| if c.is_control() { ' ' } else { c })
+        .collect();
+    TokenReply::Refused {
+        reason: clean_text(&spaced, MAX_CHAT_LEN),
+    }
+}
+
 /// Checks a whole client finish: a wrong confirmation is a wrong password (counted, and
 /// answered in the clear); a right one gets the answer to its sealed request, sealed.
-fn read_finish(p: &mut Pending, issuer: &mut Issuer) -> Result<Step, ()> {
+fn read_finish<S>(p: &mut Pending<S>, issuer: &mut Issuer) -> Result<Step, ()> {
     let Stage::Finish { keys, guess } = &p.stage else {
         return Ok(Step::Wait);
     };
@@ -709,9 +771,7 @@ fn read_finish(p: &mut Pending, issuer: &mut Issuer) -> Result<Step, ()> {
             } else {
                 "the token exchange failed (this server takes no password)"
             };
-            p.answer_clear(&TokenReply::Refused {
-                reason: reason.into(),
-            });
+            p.answer_clear(&refused(reason));
             return Ok(Step::Wait);
         }
         Err(FinishError::Tampered) => return Err(()),
@@ -727,11 +787,11 @@ fn read_finish(p: &mut Pending, issuer: &mut Issuer) -> Result<Step, ()> {
 
 impl Issuer<'_> {
     /// The answer to a confirmed request: a token, or why not.
-    fn answer(&mut self, request: &TokenRequest, p: &Pending) -> TokenReply {
+    fn answer<S>(&mut self, request: &TokenRequest, p: &Pending<S>) -> TokenReply {
         let stats = &mut *self.stats;
         let mut refuse = |reason: String| {
             stats.tokens_refused += 1;
-            TokenReply::Refused { reason }
+            refused(&reason)
         };
         // Banned while the exchange ran.
         if let Some(reason) = self.bans.refusal(p.peer.ip()) {
@@ -779,9 +839,7 @@ impl Issuer<'_> {
             }
             _ => {
                 self.stats.tokens_refused += 1;
-                TokenReply::Refused {
-                    reason: "the server could not make a token".into(),
-                }
+                refused("the server could not make a token")
             }
         }
     }
@@ -1140,6 +1198,7 @@ fn read_reply(server: SocketAddr, reply: &[u8]) -> Result<ConnectToken, String> 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::bans::IpPrefix;
     use std::net::{Ipv4Addr, Ipv6Addr};
 
     #[test]
@@ -1689,6 +1748,50 @@ mod tests {
             3 + MAX_FOREIGN_WAITING as u64
         );
         drop(clients);
+    }
+
+    #[test]
+    fn a_ban_reason_of_any_text_reaches_the_banned_client_readable() {
+        // Found by the token_exchange fuzz target: a reason with a line break (the ban
+        // file's `\u{a}`) or longer than a refusal may be made the refusal undecodable,
+        // so the banned client read "bad token reply" instead of why.
+        let long = "x".repeat(300);
+        for reason in ["caught\nred-handed", long.as_str()] {
+            let mut f = Fixture::new(None);
+            f.bans
+                .0
+                .push(("127.0.0.0/8".parse().unwrap(), reason.into()));
+            let refused = f.fetch("", None).expect_err("banned");
+            assert!(
+                refused.contains("the server refused: banned from this server: "),
+                "{refused}"
+            );
+        }
+        // Banned while the exchange ran: the sealed refusal reads as well.
+        let mut bench = bench::TokenBench::new(None, AddressBans::default());
+        let peer: SocketAddr = "198.51.100.7:40000".parse().unwrap();
+        let now = Instant::now();
+        bench.open(peer, now);
+        let client = ClientHello::start("");
+        bench.send(client.bytes());
+        bench.poll(now);
+        let (_, hello) = bench.poll(now).expect("open");
+        let keys = client.finish(&hello[3..]).expect("the server's hello");
+        let ban = IpPrefix::host(peer.ip());
+        bench.set_bans(AddressBans(vec![(ban, "caught\nred-handed".into())]));
+        bench.send(&frame(&keys.finish_message(&sealed_request())).unwrap());
+        bench.poll(now);
+        let (polled, sealed) = bench.poll(now).expect("open");
+        assert_eq!(polled, bench::Polled::Answered);
+        let reply = keys
+            .open_reply(&sealed[3..])
+            .expect("sealed for this client");
+        assert_eq!(
+            TokenReply::decode(&reply),
+            Ok(TokenReply::Refused {
+                reason: "banned from this server: caught red-handed".into()
+            })
+        );
     }
 
     #[test]

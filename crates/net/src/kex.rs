@@ -140,7 +140,7 @@ pub fn fingerprint(key: &PublicKeyBytes) -> String {
 
 /// Why an exchange cannot go on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum KexError {
+pub enum KexError {
     /// Not the layout, a SPAKE2 message that does not decode, or a key that contributes
     /// nothing to a shared secret (a low-order point).
     Malformed,
@@ -278,7 +278,7 @@ fn key_at(bytes: &[u8], at: usize) -> PublicKeyBytes {
 }
 
 /// The client's side, from its hello to the server's.
-pub(crate) struct ClientHello {
+pub struct ClientHello {
     ephemeral: StaticSecret,
     spake: Spake2<Ed25519Group>,
     bytes: Vec<u8>,
@@ -286,7 +286,7 @@ pub(crate) struct ClientHello {
 
 impl ClientHello {
     /// Starts an exchange proving `password` (empty for a public server).
-    pub(crate) fn start(password: &str) -> Self {
+    pub fn start(password: &str) -> Self {
         let ephemeral = StaticSecret::from(renetcode::generate_random_bytes::<32>());
         let (spake, message) = Spake2::<Ed25519Group>::start_a(
             &Password::new(password.as_bytes()),
@@ -306,13 +306,13 @@ impl ClientHello {
     }
 
     /// The hello to send.
-    pub(crate) fn bytes(&self) -> &[u8] {
+    pub fn bytes(&self) -> &[u8] {
         &self.bytes
     }
 
     /// Reads the server's hello (after its tag). A wrong confirmation is not an error
     /// here: the client still answers, so the server counts the guess.
-    pub(crate) fn finish(self, server_hello: &[u8]) -> Result<ClientKeys, KexError> {
+    pub fn finish(self, server_hello: &[u8]) -> Result<ClientKeys, KexError> {
         if server_hello.len() != SERVER_HELLO_BYTES {
             return Err(KexError::Malformed);
         }
@@ -346,18 +346,18 @@ impl ClientHello {
 }
 
 /// The client's keys once it has the server's hello.
-pub(crate) struct ClientKeys {
+pub struct ClientKeys {
     /// The server's static key, to check against the known servers.
-    pub(crate) server_key: PublicKeyBytes,
+    pub server_key: PublicKeyBytes,
     /// Whether the server proved it derived the same keys: the same password, and no one
     /// in between.
-    pub(crate) server_confirmed: bool,
+    pub server_confirmed: bool,
     keys: Derived,
 }
 
 impl ClientKeys {
     /// The client's second message: its confirmation, then `request` sealed.
-    pub(crate) fn finish_message(&self, request: &[u8]) -> Vec<u8> {
+    pub fn finish_message(&self, request: &[u8]) -> Vec<u8> {
         let k = &self.keys;
         let mut out = confirmation(&k.client_confirm, &k.transcript).to_vec();
         out.extend_from_slice(&k.client_to_server.seal(&k.transcript, request));
@@ -365,7 +365,7 @@ impl ClientKeys {
     }
 
     /// Opens the server's sealed reply (after its tag).
-    pub(crate) fn open_reply(&self, sealed: &[u8]) -> Option<Vec<u8>> {
+    pub fn open_reply(&self, sealed: &[u8]) -> Option<Vec<u8>> {
         let k = &self.keys;
         k.server_to_client.open(&k.transcript, sealed)
     }

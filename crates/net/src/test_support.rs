@@ -1,4 +1,13 @@
-//! Fixtures for tests and fuzz bodies in other crates (the `test-support` feature).
+//! Fixtures for tests and fuzz bodies in other crates (the `test-support` feature): an
+//! in-memory netcode session, and the token service's steps without a socket with the
+//! client's side of the exchange to drive them.
+
+pub use crate::auth::bench::{BenchStage, Polled, TokenBench};
+pub use crate::auth::{
+    FIRST_BYTES_DEADLINE, PASSWORD_GUESS_BURST, PASSWORD_GUESSES_PER_SECOND, SERVE_DEADLINE,
+    TOKEN_BURST, TOKENS_PER_SECOND,
+};
+pub use crate::kex::{ClientHello, ClientKeys, KexError};
 
 use renetcode::{
     ClientAuthentication, NETCODE_USER_DATA_BYTES, NetcodeClient, NetcodeServer,

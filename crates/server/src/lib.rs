@@ -103,8 +103,10 @@ pub use plugin::{CommandSource, CommandSourcesExt, ServerPlugin, ServerSet, serv
 pub use query::{Queries, QueryPlugin};
 pub use rate::{DATAGRAM_OVERHEAD, DownloadRate, MAX_HELD_SNAPSHOTS, MIN_RATE, RATE_SHARE};
 pub use rcon::{
-    RconListen, RconPacket, RconPlugin, SERVERDATA_AUTH, SERVERDATA_AUTH_RESPONSE,
-    SERVERDATA_EXECCOMMAND, SERVERDATA_RESPONSE_VALUE,
+    ANSWER_CHUNK, AUTH_DEADLINE, MAX_CONNECTIONS, MAX_PER_HOST, MAX_REQUEST_SIZE,
+    MAX_UNAUTHENTICATED, MAX_UNSENT, MAX_WAITING, RconListen, RconPacket, RconPlugin, RconSession,
+    SERVERDATA_AUTH, SERVERDATA_AUTH_RESPONSE, SERVERDATA_EXECCOMMAND, SERVERDATA_RESPONSE_VALUE,
+    UNAUTHENTICATED, admit_rcon,
 };
 pub use records::{
     Career, MAX_TOP, RecordsPlugin, STATS_FLUSH_SECONDS, STATS_QUEUE, StatsDatabase, StatsQuery,

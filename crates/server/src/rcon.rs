@@ -62,7 +62,7 @@ pub const IDLE_TIMEOUT: Duration = Duration::from_secs(600);
 /// closed.
 pub const MAX_UNSENT: usize = 1 << 20;
 /// Most commands a connection may have waiting to run.
-const MAX_WAITING: usize = 16;
+pub const MAX_WAITING: usize = 16;
 
 /// One RCON packet.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -139,10 +139,19 @@ enum Queued {
     NextFrame(Vec<u8>),
 }
 
-/// One RCON connection.
+/// One RCON connection: its socket and its session.
 struct RconConnection {
-    number: u64,
     stream: TcpStream,
+    session: RconSession,
+}
+
+/// One RCON connection apart from its socket: the bytes read and not yet decoded, its
+/// answers in the order asked, the bytes to write, whether it logged in and whether it
+/// is closing. It reads and writes through any stream ([`Self::read_from`],
+/// [`Self::write_to`]): the service's TCP stream, or a fuzz body's bytes in memory.
+#[derive(Debug)]
+pub struct RconSession {
+    number: u64,
     peer: SocketAddr,
     inbox: Vec<u8>,
     queue: Vec<Queued>,
@@ -153,11 +162,12 @@ struct RconConnection {
     closing: bool,
 }
 
-impl RconConnection {
-    fn new(number: u64, stream: TcpStream, peer: SocketAddr, read: Vec<u8>, now: Instant) -> Self {
+impl RconSession {
+    /// Connection `number` (never reused: answers find their connection by it) from
+    /// `peer`, opened at `now` with `read` already read from it.
+    pub fn new(number: u64, peer: SocketAddr, read: Vec<u8>, now: Instant) -> Self {
         Self {
             number,
-            stream,
             peer,
             inbox: read,
             queue: Vec::new(),
@@ -167,6 +177,49 @@ impl RconConnection {
             heard: now,
             closing: false,
         }
+    }
+
+    /// Its number, which its commands' [`AdminOrigin::Rcon`] name.
+    pub fn number(&self) -> u64 {
+        self.number
+    }
+
+    /// Who opened it.
+    pub fn peer(&self) -> SocketAddr {
+        self.peer
+    }
+
+    /// Whether it gave the right password.
+    pub fn authenticated(&self) -> bool {
+        self.authenticated
+    }
+
+    /// Whether it is closing: it reads nothing more, and goes once answered.
+    pub fn closing(&self) -> bool {
+        self.closing
+    }
+
+    /// Commands it has waiting for the console's answer.
+    pub fn waiting(&self) -> usize {
+        self.queue
+            .iter()
+            .filter(|q| matches!(q, Queued::Waiting(_)))
+            .count()
+    }
+
+    /// Bytes read and not yet decoded.
+    pub fn inbox_len(&self) -> usize {
+        self.inbox.len()
+    }
+
+    /// Bytes released to write and not yet written.
+    pub fn unsent_len(&self) -> usize {
+        self.unsent.len()
+    }
+
+    /// Whether it can go: closing, with everything it was answered written (or given up).
+    pub fn finished(&self) -> bool {
+        self.closing && self.unsent.is_empty() && self.queue.is_empty()
     }
 
     /// Queues `packet` to send once everything before it is ready.
@@ -196,6 +249,130 @@ impl RconConnection {
             self.closing = true;
             self.unsent.clear();
             self.queue.clear();
+        }
+    }
+
+    /// Reads what `stream` (non-blocking) has and handles its packets: authentication is
+    /// answered here, commands go to the console's `inbox`; closes the session past its
+    /// deadlines.
+    pub fn read_from(
+        &mut self,
+        stream: &mut impl Read,
+        password: &str,
+        lockout: &mut RconLockout,
+        inbox: &mut AdminInbox,
+        stats: &mut HostingStats,
+        now: Instant,
+    ) {
+        if self.closing {
+            return;
+        }
+        let mut chunk = [0u8; 4096];
+        loop {
+            match stream.read(&mut chunk) {
+                Ok(0) => {
+                    self.closing = true;
+                    break;
+                }
+                Ok(n) => {
+                    self.inbox.extend_from_slice(&chunk[..n]);
+                    self.heard = now;
+                    // At most one whole packet and the next's start is kept unread.
+                    if self.inbox.len() > 2 * (MAX_REQUEST_SIZE as usize + 4) {
+                        break;
+                    }
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(_) => {
+                    self.closing = true;
+                    break;
+                }
+            }
+        }
+        loop {
+            let (packet, used) = match RconPacket::decode(&self.inbox) {
+                Ok(Some(p)) => p,
+                Ok(None) => break,
+                Err(_) => {
+                    stats.rcon_refused += 1;
+                    self.closing = true;
+                    break;
+                }
+            };
+            self.inbox.drain(..used);
+            handle_packet(self, packet, password, lockout, inbox, stats, now);
+            if self.closing {
+                break;
+            }
+        }
+        let age = now.saturating_duration_since(self.opened);
+        let overdue = if self.authenticated {
+            now.saturating_duration_since(self.heard) > IDLE_TIMEOUT
+        } else {
+            age > AUTH_DEADLINE || (self.inbox.is_empty() && age > FIRST_BYTES_DEADLINE)
+        };
+        if overdue || password.is_empty() {
+            self.closing = true;
+        }
+    }
+
+    /// The console's answer (`lines`) to command `request`: it takes the place of the
+    /// first command of that id still waiting. `false` when none waits.
+    pub fn answer(&mut self, request: i32, lines: &[String]) -> bool {
+        let Some(slot) = self
+            .queue
+            .iter()
+            .position(|q| matches!(q, Queued::Waiting(id) if *id == request))
+        else {
+            return false;
+        };
+        let mut text = lines.join("\n");
+        if !text.is_empty() {
+            text.push('\n');
+        }
+        // Zeros would end a body early.
+        let body: Vec<u8> = text.into_bytes().into_iter().filter(|&b| b != 0).collect();
+        let mut bytes = Vec::new();
+        let chunks: Vec<&[u8]> = if body.is_empty() {
+            vec![&[]]
+        } else {
+            body.chunks(ANSWER_CHUNK).collect()
+        };
+        for chunk in chunks {
+            bytes.extend(
+                RconPacket {
+                    id: request,
+                    kind: SERVERDATA_RESPONSE_VALUE,
+                    body: chunk.to_vec(),
+                }
+                .encode(),
+            );
+        }
+        self.queue[slot] = Queued::Ready(bytes);
+        true
+    }
+
+    /// Releases what is ready to send and writes what `stream` (non-blocking) takes.
+    pub fn write_to(&mut self, stream: &mut impl Write) {
+        self.release();
+        while !self.unsent.is_empty() {
+            match stream.write(&self.unsent) {
+                Ok(0) => {
+                    self.closing = true;
+                    break;
+                }
+                Ok(n) => {
+                    self.unsent.drain(..n);
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(_) => {
+                    self.closing = true;
+                    self.unsent.clear();
+                    break;
+                }
+            }
         }
     }
 }
@@ -285,16 +462,26 @@ fn read_rcon(
         }
     }
     for conn in &mut rcon.connections {
-        read_connection(conn, &password, &mut lockout, &mut inbox, &mut stats, now);
+        conn.session.read_from(
+            &mut conn.stream,
+            &password,
+            &mut lockout,
+            &mut inbox,
+            &mut stats,
+            now,
+        );
     }
     // Admitted after the reading, so every connection is read once before a newcomer
-    // can take its place: an admin's login, sent as it connects, is there by then.
+    // can take its place; and those that came with a whole packet (an admin's login, sent
+    // as it connects) first, each read at once, so a login made in the same frame as a
+    // burst of stalling newcomers is answered before they can fill the pool.
+    arrivals.sort_by_key(|(_, _, read)| !matches!(RconPacket::decode(read), Ok(Some(_))));
     for (stream, peer, read) in arrivals {
         if password.is_empty() || stream.set_nonblocking(true).is_err() {
             stats.rcon_refused += 1;
             continue; // dropping the stream closes it
         }
-        match admit_connection(&rcon.connections, peer, now) {
+        match admit_rcon(rcon.connections.iter().map(|c| &c.session), peer, now) {
             Admit::No => {
                 stats.rcon_refused += 1;
                 continue;
@@ -307,15 +494,31 @@ fn read_rcon(
         }
         rcon.next_number += 1;
         let number = rcon.next_number;
-        rcon.connections
-            .push(RconConnection::new(number, stream, peer, read, now));
+        let mut conn = RconConnection {
+            stream,
+            session: RconSession::new(number, peer, read, now),
+        };
+        conn.session.read_from(
+            &mut conn.stream,
+            &password,
+            &mut lockout,
+            &mut inbox,
+            &mut stats,
+            now,
+        );
+        rcon.connections.push(conn);
     }
 }
 
 /// Whether a connection from `peer` gets a slot: within its host's, among the
 /// unauthenticated pool's ([`UNAUTHENTICATED`]), perhaps in the place of the connection at
-/// the index given, and within [`MAX_CONNECTIONS`].
-fn admit_connection(connections: &[RconConnection], peer: SocketAddr, now: Instant) -> Admit {
+/// the index given (in the order `sessions` come), and within [`MAX_CONNECTIONS`].
+pub fn admit_rcon<'a>(
+    sessions: impl IntoIterator<Item = &'a RconSession>,
+    peer: SocketAddr,
+    now: Instant,
+) -> Admit {
+    let connections: Vec<&RconSession> = sessions.into_iter().collect();
     let host = HostKey::of(peer.ip());
     let from_host = connections
         .iter()
@@ -346,72 +549,9 @@ fn admit_connection(connections: &[RconConnection], peer: SocketAddr, now: Insta
     }
 }
 
-/// Reads one connection's packets: authentication is answered here, commands go to the
-/// console; closes it past its deadlines.
-fn read_connection(
-    conn: &mut RconConnection,
-    password: &str,
-    lockout: &mut RconLockout,
-    inbox: &mut AdminInbox,
-    stats: &mut HostingStats,
-    now: Instant,
-) {
-    if conn.closing {
-        return;
-    }
-    let mut chunk = [0u8; 4096];
-    loop {
-        match conn.stream.read(&mut chunk) {
-            Ok(0) => {
-                conn.closing = true;
-                break;
-            }
-            Ok(n) => {
-                conn.inbox.extend_from_slice(&chunk[..n]);
-                conn.heard = now;
-                // At most one whole packet and the next's start is kept unread.
-                if conn.inbox.len() > 2 * (MAX_REQUEST_SIZE as usize + 4) {
-                    break;
-                }
-            }
-            Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-            Err(_) => {
-                conn.closing = true;
-                break;
-            }
-        }
-    }
-    loop {
-        let (packet, used) = match RconPacket::decode(&conn.inbox) {
-            Ok(Some(p)) => p,
-            Ok(None) => break,
-            Err(_) => {
-                stats.rcon_refused += 1;
-                conn.closing = true;
-                break;
-            }
-        };
-        conn.inbox.drain(..used);
-        handle_packet(conn, packet, password, lockout, inbox, stats, now);
-        if conn.closing {
-            break;
-        }
-    }
-    let age = now.saturating_duration_since(conn.opened);
-    let overdue = if conn.authenticated {
-        now.saturating_duration_since(conn.heard) > IDLE_TIMEOUT
-    } else {
-        age > AUTH_DEADLINE || (conn.inbox.is_empty() && age > FIRST_BYTES_DEADLINE)
-    };
-    if overdue || password.is_empty() {
-        conn.closing = true;
-    }
-}
-
 /// One packet from a connection.
 fn handle_packet(
-    conn: &mut RconConnection,
+    conn: &mut RconSession,
     packet: RconPacket,
     password: &str,
     lockout: &mut RconLockout,
@@ -444,11 +584,7 @@ fn handle_packet(
         }
         _ if !conn.authenticated => conn.closing = true,
         SERVERDATA_EXECCOMMAND => {
-            let waiting = conn
-                .queue
-                .iter()
-                .filter(|q| matches!(q, Queued::Waiting(_)))
-                .count();
+            let waiting = conn.waiting();
             let line = String::from_utf8_lossy(&packet.body).into_owned();
             let queued = waiting < MAX_WAITING
                 && inbox.push(AdminLine {
@@ -487,66 +623,20 @@ fn answer_rcon(mut rcon: ResMut<Rcon>, mut inbox: ResMut<AdminInbox>) {
         else {
             continue;
         };
-        let Some(conn) = rcon.connections.iter_mut().find(|c| c.number == connection) else {
-            continue; // gone meanwhile
-        };
-        let Some(slot) = conn
-            .queue
-            .iter()
-            .position(|q| matches!(q, Queued::Waiting(id) if *id == request))
-        else {
-            continue;
-        };
-        let mut text = lines.join("\n");
-        if !text.is_empty() {
-            text.push('\n');
+        if let Some(conn) = rcon
+            .connections
+            .iter_mut()
+            .find(|c| c.session.number == connection)
+        {
+            conn.session.answer(request, &lines);
         }
-        // Zeros would end a body early.
-        let body: Vec<u8> = text.into_bytes().into_iter().filter(|&b| b != 0).collect();
-        let mut bytes = Vec::new();
-        let chunks: Vec<&[u8]> = if body.is_empty() {
-            vec![&[]]
-        } else {
-            body.chunks(ANSWER_CHUNK).collect()
-        };
-        for chunk in chunks {
-            bytes.extend(
-                RconPacket {
-                    id: request,
-                    kind: SERVERDATA_RESPONSE_VALUE,
-                    body: chunk.to_vec(),
-                }
-                .encode(),
-            );
-        }
-        conn.queue[slot] = Queued::Ready(bytes);
     }
     for conn in &mut rcon.connections {
-        conn.release();
-        while !conn.unsent.is_empty() {
-            match conn.stream.write(&conn.unsent) {
-                Ok(0) => {
-                    conn.closing = true;
-                    break;
-                }
-                Ok(n) => {
-                    conn.unsent.drain(..n);
-                }
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-                Err(_) => {
-                    conn.closing = true;
-                    conn.unsent.clear();
-                    break;
-                }
-            }
-        }
+        conn.session.write_to(&mut conn.stream);
     }
     // A closing connection goes once what it was answered is written (or cannot be).
-    rcon.connections.retain(|c| {
-        // Commands run within the frame they arrive in, so nothing waits for long.
-        !(c.closing && c.unsent.is_empty() && c.queue.is_empty())
-    });
+    // Commands run within the frame they arrive in, so nothing waits for long.
+    rcon.connections.retain(|c| !c.session.finished());
 }
 
 #[cfg(test)]
@@ -596,10 +686,8 @@ mod tests {
 
     #[test]
     fn answers_keep_their_order_behind_commands_still_running() {
-        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-        let client = TcpStream::connect(listener.local_addr().unwrap()).unwrap();
-        let (stream, peer) = listener.accept().unwrap();
-        let mut conn = RconConnection::new(1, stream, peer, Vec::new(), Instant::now());
+        let peer = SocketAddr::from(([127, 0, 0, 1], 40000));
+        let mut conn = RconSession::new(1, peer, Vec::new(), Instant::now());
         conn.queue.push(Queued::Waiting(5));
         conn.send(RconPacket {
             id: 6,
@@ -614,6 +702,5 @@ mod tests {
         conn.queue[0] = Queued::Ready(b"answer".to_vec());
         conn.release();
         assert!(conn.unsent.starts_with(b"answer"));
-        drop(client);
     }
 }
