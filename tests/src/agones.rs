@@ -8,11 +8,11 @@ use crate::hostile::Attacker;
 use crate::loopback::{binaries, free_udp_port};
 use bevy::prelude::*;
 use sightline_agones_standin::{Call, Record, StandIn};
+use sightline_dedicated::{AgonesPlugin, AgonesSettings, AgonesStatus, PLAYERS_LIST};
 use sightline_harness::Stepper;
 use sightline_map::{MapSource, find_map};
 use sightline_server::{
-    AgonesPlugin, AgonesSettings, AgonesStatus, Connection, ConnectionStage, MatchOrder,
-    MatchOrders, MatchState, PLAYERS_LIST, ServerConfig,
+    Connection, ConnectionStage, MatchOrder, MatchOrders, MatchState, ServerConfig,
 };
 use sightline_sim::SimSet;
 use std::io::{BufRead, BufReader, Read, Write};

@@ -507,12 +507,11 @@ fn lan_discovery_and_the_master_list_find_servers() {
 
 #[test]
 fn a_player_with_the_rcon_password_runs_console_lines_in_game() {
+    use sightline_dedicated::{AdminPlugin, BanList, server_cvar_registry};
     use sightline_harness::Stepper;
     use sightline_net::RenetClient;
     use sightline_protocol::{Channel, ClientMessage};
-    use sightline_server::{
-        AdminPlugin, BanList, HostingStats, ServerConfig, server_cvar_registry,
-    };
+    use sightline_server::{HostingStats, ServerConfig};
 
     let mut cvars = server_cvar_registry();
     cvars.set("rcon_password", "s3cret").unwrap();

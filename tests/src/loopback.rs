@@ -24,7 +24,7 @@ pub(crate) fn binaries() -> PathBuf {
             "build",
             "--quiet",
             "-p",
-            "sightline-server",
+            "sightline-dedicated",
             "-p",
             "sightline-app",
             "-p",

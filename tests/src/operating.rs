@@ -187,3 +187,19 @@ fn metrics_health_and_lifetime_statistics_over_real_binaries() {
         seen.join("\n")
     );
 }
+
+#[test]
+fn an_operated_server_is_scraped_and_keeps_statistics_under_load() {
+    use sightline_harness::load::{HostTools, LoadConfig, load};
+    let report = load(&LoadConfig {
+        players: 2,
+        seconds: 2.0,
+        warmup: 0.5,
+        operated: Some(HostTools(sightline_dedicated::operated_plugins)),
+        ..Default::default()
+    });
+    assert!(!report.server_panicked);
+    assert_eq!(report.joined, 2, "{report:?}");
+    assert!(report.link.contains("--stats"), "{}", report.link);
+    // The load test asserts the metrics listener answered scrapes meanwhile.
+}

@@ -8,7 +8,8 @@
 
 use clap::{Parser, Subcommand};
 use sightline_bots::{decide, sense};
-use sightline_harness::load::{LoadConfig, LoadReport, load};
+use sightline_dedicated::operated_plugins;
+use sightline_harness::load::{HostTools, LoadConfig, LoadReport, load};
 use sightline_harness::measure::hits::{HitReport, HitSetup, measure_hits_with};
 use sightline_harness::measure::{
     ConditionerSettings, Conditions, Link, NetcodeReport, REALISTIC_FPS, RouteChange, Scenario,
@@ -159,7 +160,7 @@ enum What {
     /// got, what the honest askers got, the tick and the player's snapshots.
     Hosting {
         /// Folder holding the `sightline-server` and `sightline` binaries (as built by
-        /// `cargo build --release -p sightline-server -p sightline-app --bins`).
+        /// `cargo build --release -p sightline-dedicated -p sightline-app --bins`).
         #[arg(long)]
         binaries: std::path::PathBuf,
         /// Seconds the floods run.
@@ -369,7 +370,7 @@ fn load_report(
             link,
             cmd_rate,
             rate,
-            operated,
+            operated: operated.then_some(HostTools(operated_plugins)),
             ..Default::default()
         });
         if report.server_panicked || report.joined < n {

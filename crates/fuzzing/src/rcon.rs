@@ -11,13 +11,16 @@
 //! first ([`after_halves`]). One frame runs after each.
 
 use crate::transport::payloads;
-use sightline_limits::{Admit, HostKey, NetworkKey};
-use sightline_server::{
-    ANSWER_CHUNK, AUTH_DEADLINE, AdminInbox, AdminOrigin, HostingStats, MAX_CONNECTIONS,
-    MAX_PENDING_LINES, MAX_PER_HOST, MAX_REQUEST_SIZE, MAX_UNAUTHENTICATED, MAX_UNSENT,
-    MAX_WAITING, RconLockout, RconPacket, RconSession, SERVERDATA_AUTH, SERVERDATA_AUTH_RESPONSE,
-    SERVERDATA_EXECCOMMAND, SERVERDATA_RESPONSE_VALUE, UNAUTHENTICATED, admit_rcon,
+use sightline_dedicated::{
+    ANSWER_CHUNK, AUTH_DEADLINE, MAX_CONNECTIONS, MAX_PER_HOST, MAX_UNAUTHENTICATED, MAX_UNSENT,
+    MAX_WAITING, RconLockout, RconSession, UNAUTHENTICATED, admit_rcon,
 };
+use sightline_limits::{Admit, HostKey, NetworkKey};
+use sightline_query::{
+    MAX_REQUEST_SIZE, RconPacket, SERVERDATA_AUTH, SERVERDATA_AUTH_RESPONSE,
+    SERVERDATA_EXECCOMMAND, SERVERDATA_RESPONSE_VALUE,
+};
+use sightline_server::{AdminInbox, AdminOrigin, HostingStats, MAX_PENDING_LINES};
 use std::collections::{HashMap, VecDeque};
 use std::io::{self, Read, Write};
 use std::net::SocketAddr;

@@ -12,7 +12,7 @@ use sightline_protocol::{
     PlayerEvent, PlayerSnap, ProjectileSnap, ScoreLine, ServerDatagram, ServerMessage, Snapshot,
     SnapshotPacket, Welcome, Wire,
 };
-use sightline_server::{
+use sightline_query::{
     RconPacket, SERVERDATA_AUTH, SERVERDATA_EXECCOMMAND, SERVERDATA_RESPONSE_VALUE,
 };
 use sightline_sim::{Buttons, InputCmd, PlayerId, angle_of_steps, angle_steps};

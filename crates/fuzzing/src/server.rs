@@ -3,10 +3,11 @@
 //! ([`BanList::parse`], what [`BanList::load`] runs on the file's bytes), requests to
 //! the metrics listener ([`parse_request_head`]), and demo files ([`DemoReader`]).
 
-use sightline_server::demo::{CommandChain, DemoEncoder, DemoReader, MAX_RECORD_BYTES, Record};
-use sightline_server::{
-    Ban, BanList, MAX_BANS, MAX_REQUEST_BYTES, RconPacket, RequestHead, parse_request_head,
+use sightline_dedicated::{
+    Ban, BanList, MAX_BANS, MAX_REQUEST_BYTES, RequestHead, parse_request_head,
 };
+use sightline_query::RconPacket;
+use sightline_server::demo::{CommandChain, DemoEncoder, DemoReader, MAX_RECORD_BYTES, Record};
 use std::path::Path;
 
 /// Decodes packets from the front of `inbox` as the RCON service does (decode, drain

@@ -8,11 +8,11 @@
 //! by network.
 
 use sightline_query::master_protocol::{self, GAME_TAG, MASTER_PROTOCOL, MasterPacket};
-use sightline_query::{Request, Response, decode_response, encode_request, query_info};
-use sightline_server::{
+use sightline_query::{
     RconPacket, SERVERDATA_AUTH, SERVERDATA_AUTH_RESPONSE, SERVERDATA_EXECCOMMAND,
     SERVERDATA_RESPONSE_VALUE,
 };
+use sightline_query::{Request, Response, decode_response, encode_request, query_info};
 use std::io::{self, BufRead, BufReader, Read, Write};
 use std::net::{IpAddr, Ipv4Addr, SocketAddr, TcpStream, UdpSocket};
 use std::path::PathBuf;

@@ -1,7 +1,7 @@
 //! Finding Sightline servers, without Bevy: Valve's A2S server queries (info, players,
 //! rules) answered by the game server and asked by the browser, LAN discovery by
 //! broadcast, and the master list protocol (the game server's announcer, the master's
-//! state, the browser's list fetch).
+//! state, the browser's list fetch), and the Source RCON packet hosting tools send.
 //!
 //! Everything from the network is hostile: decoders are total, buffers bounded, and no
 //! reply larger than its request goes to an address that has not echoed a challenge, so
@@ -16,6 +16,7 @@ mod guard;
 mod lan;
 mod master;
 pub mod master_protocol;
+mod rcon_packet;
 mod responder;
 mod screen;
 mod server_list;
@@ -32,6 +33,10 @@ pub use client::{MAX_IN_FLIGHT, QueryError, query_info, query_many, query_player
 pub use lan::{LAN_PORTS, discover_lan, discover_on};
 pub use master::{Master, MasterConfig, MasterStats, Refusals};
 pub use master_protocol::{DEFAULT_MASTER_PORT, MASTER_PROTOCOL};
+pub use rcon_packet::{
+    MAX_REQUEST_SIZE, RconPacket, SERVERDATA_AUTH, SERVERDATA_AUTH_RESPONSE,
+    SERVERDATA_EXECCOMMAND, SERVERDATA_RESPONSE_VALUE,
+};
 pub use responder::{
     Answer, CHALLENGE_EPOCH, DropReason, QuerySource, Responder, ResponderConfig, ResponderStats,
 };

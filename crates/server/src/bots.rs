@@ -15,9 +15,9 @@ use sightline_movement::{MoveParams, PlayerState};
 use sightline_protocol::ServerMessage;
 use sightline_sim::{BotControlled, CurrentCmd, Player, PlayerId, PlayerName, Tick, TickConfig};
 
-/// A bot the host kicked: the first to go when [`keep_bot_count`] trims the bots.
+/// A bot the host kicked: the first to go when the bot count is trimmed the bots.
 #[derive(Component, Debug)]
-pub(crate) struct LeavingBot;
+pub struct LeavingBot;
 
 /// Keeps as many bots as the `bots` setting asks (within the free slots): adds the
 /// missing ones, and takes away the kicked ones first, then the last added.

@@ -67,9 +67,9 @@ pub struct Connection {
 #[derive(Debug, Default, Clone, Copy, PartialEq)]
 pub struct RoundTrip(Option<f64>);
 
-/// A connection's ping, seconds: the server's own timing ([`RoundTrip`]), or renet's
+/// A connection's ping, seconds: the server's own timing (`RoundTrip`), or renet's
 /// before the first sample.
-pub(crate) fn ping_seconds(conn: &Connection, server: &RenetServer) -> f64 {
+pub fn ping_seconds(conn: &Connection, server: &RenetServer) -> f64 {
     conn.round_trip
         .seconds()
         .unwrap_or_else(|| server.rtt(conn.client_id))
@@ -203,7 +203,7 @@ impl Connection {
     ///
     /// Sent at once rather than through the outbox: the outbox sends only to connections
     /// in the game, and this one leaves it now, so the reason is the last message it gets.
-    pub(crate) fn refuse(&mut self, server: &mut RenetServer, reason: String, now: f64) {
+    pub fn refuse(&mut self, server: &mut RenetServer, reason: String, now: f64) {
         info!("refused client {}: {reason}", self.client_id);
         send_reliable(server, self.client_id, &ServerMessage::Refused { reason });
         self.stage = ConnectionStage::Refused { at: now };

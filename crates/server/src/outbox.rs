@@ -17,11 +17,11 @@ use sightline_sim::PlayerId;
 
 /// A reliable message to send to clients in the game.
 #[derive(Message, Debug, Clone, PartialEq)]
-pub(crate) enum Outgoing {
+pub enum Outgoing {
     /// To every client in the game when it is sent.
     ToPlaying(ServerMessage),
     /// To every player's client when it is sent: not to spectators, who are shown it
-    /// when their late world reaches it ([`crate::spectators::tell_match`]).
+    /// when their late world reaches it ([`MatchNews`](crate::MatchNews)).
     ToPlayers(ServerMessage),
     /// To one client, if it is still in the game when it is sent.
     To(ClientId, ServerMessage),

@@ -3,13 +3,14 @@
 //! the demo's first keyframe, each tick checked against the checksums and keyframes the
 //! game wrote.
 
+use crate::config::MatchRules;
 use crate::demo::format::{
     CommandChain, DemoError, DemoErrorKind, DemoHeader, DemoOrder, DemoReader, Record, Step,
 };
 use crate::demo::state::{
     Keyframe, Sums, keyframe, keyframe_difference, put_player, remove_player, restore,
 };
-use crate::rules::{MatchOrder, MatchOrders, MatchRules};
+use crate::rules::{MatchOrder, MatchOrders};
 use crate::{CommandSource, CommandSourcesExt, ServerConfig, server_app};
 use bevy::prelude::*;
 use sightline_combat::{CombatEvent, Score, ViewWindow, WeaponKind};

@@ -19,30 +19,6 @@ use sightline_sim::{CurrentCmd, InputCmd, PlayerId, PlayerName, Tick, TickConfig
 /// Seconds between the end of a match and the start of the next.
 pub const INTERMISSION: f32 = 8.0;
 
-/// How matches are won and what is played next.
-#[derive(Debug, Clone, PartialEq)]
-pub struct MatchRules {
-    /// The mode.
-    pub mode: GameMode,
-    /// Frags (a player's, or a team's) that win; 0 for none.
-    pub fraglimit: i32,
-    /// Seconds a match lasts at most; 0 for no limit.
-    pub timelimit: f32,
-    /// Maps to cycle through after each match; empty keeps the current one.
-    pub rotation: Vec<String>,
-}
-
-impl Default for MatchRules {
-    fn default() -> Self {
-        Self {
-            mode: GameMode::Deathmatch,
-            fraglimit: 20,
-            timelimit: 600.0,
-            rotation: Vec::new(),
-        }
-    }
-}
-
 /// Where the match stands.
 #[derive(Resource, Debug, Clone, PartialEq, Default)]
 pub struct MatchState {

@@ -12,11 +12,10 @@ use crate::inputs::InputBuffer;
 use crate::interest::Interest;
 use crate::outbox::{Outgoing, send_to_playing};
 use crate::rate::DownloadRate;
-use crate::records::Career;
 use crate::resume::{Departed, DepartedPlayers, Resumable};
 use crate::snapshots::{EventQueue, SnapshotCounter};
 use crate::spawn::choose_spawn;
-use crate::spectators::{Spectator, SpectatorFeed, tell_match};
+use crate::spectators::{MatchNews, Spectator};
 use crate::stats::ServerStats;
 use crate::teams::team_for_newcomer;
 use crate::wire::send_reliable;
@@ -28,10 +27,10 @@ use sightline_map::CurrentMap;
 use sightline_movement::PlayerState;
 use sightline_net::{ClientId, DisconnectReason, RenetServer, RenetServerEvent, ServerEvent};
 use sightline_protocol::{
-    Channel, ClientMessage, Lifetime, MAX_CHAT_LEN, MAX_NAME_LEN, PROTOCOL_VERSION, ResumeSecret,
-    ScoreLine, ServerMessage, ServerTextKind, Welcome, Wire, clean_text,
+    Channel, ClientMessage, MAX_CHAT_LEN, MAX_NAME_LEN, PROTOCOL_VERSION, ResumeSecret, ScoreLine,
+    ServerMessage, ServerTextKind, Welcome, Wire, clean_text,
 };
-use sightline_sim::{BotControlled, Player, PlayerId, PlayerName, Tick};
+use sightline_sim::{BotControlled, Player, PlayerId, PlayerName};
 
 /// How long a connection may take to say Hello, seconds.
 const HELLO_TIMEOUT: f64 = 10.0;
@@ -649,27 +648,14 @@ pub(crate) fn drop_refused(
     }
 }
 
-/// Seconds between lifetime records sent unchanged, for players who joined since.
-const LIFETIMES_EVERY: f64 = 5.0;
-
-/// Sends every client the scoreboard (frags, deaths, and round trips), once a second, and
-/// the players' lifetime records where statistics are kept (spectators each as their late
-/// world reaches it).
+/// Sends every client the scoreboard (frags, deaths, and round trips), once a second
+/// (spectators each as their late world reaches it).
 pub(crate) fn broadcast_scoreboard(
     time: Res<Time<Real>>,
     mut last: Local<f64>,
-    mut sent_lifetimes: Local<(f64, Vec<(PlayerId, Lifetime)>)>,
     server: Res<RenetServer>,
-    mut outbox: MessageWriter<Outgoing>,
-    mut feed: ResMut<SpectatorFeed>,
-    tick: Res<Tick>,
-    players: Query<(
-        &PlayerId,
-        &Score,
-        Option<&Connection>,
-        Option<&Team>,
-        Option<&Career>,
-    )>,
+    mut news: MatchNews,
+    players: Query<(&PlayerId, &Score, Option<&Connection>, Option<&Team>)>,
 ) {
     let now = time.elapsed_secs_f64();
     if now - *last < 1.0 {
@@ -678,7 +664,7 @@ pub(crate) fn broadcast_scoreboard(
     *last = now;
     let mut lines: Vec<ScoreLine> = players
         .iter()
-        .map(|(id, score, conn, team, _)| ScoreLine {
+        .map(|(id, score, conn, team)| ScoreLine {
             id: *id,
             ping_ms: conn.map(|c| {
                 (ping_seconds(c, &server) * 1000.0)
@@ -694,25 +680,7 @@ pub(crate) fn broadcast_scoreboard(
         return;
     }
     lines.sort_by_key(|l| l.id);
-    tell_match(
-        &mut outbox,
-        &mut feed,
-        tick.0,
-        ServerMessage::Scoreboard(lines),
-    );
-    // Lifetimes when they changed, and every few seconds for those who joined since.
-    let mut lifetimes: Vec<(PlayerId, Lifetime)> = players
-        .iter()
-        .filter_map(|(id, .., career)| Some((*id, career?.lifetime()?)))
-        .collect();
-    lifetimes.sort_by_key(|(id, _)| *id);
-    let (sent_at, sent) = &mut *sent_lifetimes;
-    if !lifetimes.is_empty() && (lifetimes != *sent || now - *sent_at >= LIFETIMES_EVERY) {
-        let rows = ServerMessage::Lifetimes(lifetimes.clone());
-        tell_match(&mut outbox, &mut feed, tick.0, rows);
-        *sent = lifetimes;
-        *sent_at = now;
-    }
+    news.tell(ServerMessage::Scoreboard(lines));
 }
 
 #[cfg(test)]

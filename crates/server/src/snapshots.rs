@@ -5,10 +5,9 @@
 use crate::connection::{Connection, ConnectionStage};
 use crate::inputs::InputBuffer;
 use crate::interest::{HEAR_RADIUS, Interest};
-use crate::metrics::Metrics;
 use crate::rate::{DownloadRate, hold_for_rate, squared_distance};
 use crate::stalls::{FrameLag, catching_up};
-use crate::stats::{SLICE_BYTES, SnapshotStats, TickTimes};
+use crate::stats::{Observers, SLICE_BYTES, SnapshotStats, TickTimes};
 use bevy::prelude::*;
 use sightline_combat::{
     Arsenal, DroppedWeapon, ItemSpot, Pushes, Rocket, SpawnCount, Vitals, items_present,
@@ -310,7 +309,7 @@ pub(crate) fn send_snapshots(
         Option<&mut DownloadRate>,
     )>,
     mut weights: ResMut<SnapshotStats>,
-    metrics: Option<Res<Metrics>>,
+    observers: Option<Res<Observers>>,
     fixed: Res<Time<Fixed>>,
     sent_to: Option<Res<SentToClients>>,
     (real, lag): (Res<Time<Real>>, Res<FrameLag>),
@@ -405,8 +404,8 @@ pub(crate) fn send_snapshots(
                 let moving = sent.players.iter().filter(|p| p.vel != [0; 3]).count();
                 weights.count(bytes.len(), sent.players.len(), moving);
                 weights.held += sent.held.len() as u64;
-                if let Some(metrics) = &metrics {
-                    metrics.snapshot_bytes.observe(bytes.len() as f64);
+                if let Some(observers) = &observers {
+                    (observers.snapshot_bytes)(bytes.len() as f64);
                 }
                 server.send_message(conn.client_id, Channel::Unreliable, bytes);
                 // Kept as the baseline of later snapshots, should the client acknowledge it.

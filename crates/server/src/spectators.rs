@@ -14,7 +14,7 @@
 //! lifetime statistics: [`tell_match`]): a second connection watching would otherwise
 //! learn each kill the delay before its world shows it.
 
-use crate::ServerConfig;
+use crate::config::{MAX_SPECTATOR_DELAY, ServerConfig};
 use crate::connection::{Connection, ConnectionStage};
 use crate::interest::Interest;
 use crate::outbox::Outgoing;
@@ -32,12 +32,6 @@ use sightline_sim::{PlayerId, Tick, TickConfig};
 use std::collections::VecDeque;
 use std::sync::Arc;
 
-/// Spectators a server takes by default, beside its players.
-pub const DEFAULT_MAX_SPECTATORS: u8 = 8;
-/// How far behind the game spectators are shown it by default, seconds.
-pub const DEFAULT_SPECTATOR_DELAY: f32 = 3.0;
-/// The longest delay a host may set, seconds: the feed keeps this much of the world.
-pub const MAX_SPECTATOR_DELAY: f32 = 30.0;
 /// Most shots, bursts and deaths kept waiting for spectators; past it the oldest go.
 const MAX_WAITING: usize = 16_384;
 
@@ -168,6 +162,23 @@ pub(crate) fn tell_match(
     }
     feed.news(tick, msg.clone());
     outbox.write(Outgoing::ToPlayers(msg));
+}
+
+/// Telling how the match stands (`tell_match`) from a system: what a host's own
+/// messages of the kind (players' lifetime records) go through.
+#[derive(bevy::ecs::system::SystemParam)]
+pub struct MatchNews<'w> {
+    outbox: MessageWriter<'w, Outgoing>,
+    feed: ResMut<'w, SpectatorFeed>,
+    tick: Res<'w, Tick>,
+}
+
+impl MatchNews<'_> {
+    /// Sends `msg` to every player now, and to spectators when their late world reaches
+    /// this tick.
+    pub fn tell(&mut self, msg: ServerMessage) {
+        tell_match(&mut self.outbox, &mut self.feed, self.tick.0, msg);
+    }
 }
 
 /// Pushes onto a bounded queue; whether the oldest went to make room.

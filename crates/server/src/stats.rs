@@ -1,9 +1,23 @@
 //! What the server counts and measures about itself.
 
-use crate::metrics::Metrics;
 use bevy::prelude::*;
 use sightline_net::Connectionless;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
+
+/// Something that takes one measurement: a host's histogram.
+pub type Observe = Arc<dyn Fn(f64) + Send + Sync>;
+
+/// Where the distributions the tick measures go, one value at a time: present only
+/// where a host exports them (the dedicated server's Prometheus histograms), so the game
+/// knows nothing of the exporter.
+#[derive(Resource, Clone)]
+pub struct Observers {
+    /// Each fixed tick's wall-clock time, seconds.
+    pub tick_seconds: Observe,
+    /// Each snapshot's encoded size, bytes.
+    pub snapshot_bytes: Observe,
+}
 
 /// Counters over the server's life.
 #[derive(Resource, Debug, Default)]
@@ -45,7 +59,7 @@ pub struct HostingStats {
     /// RCON connections refused (too many, remote admin off) or closed for bad packets.
     pub rcon_refused: u64,
     /// Lines of the ban file skipped at start-up because they did not read (see
-    /// [`crate::BanList::skipped`]).
+    /// `BanList::skipped` in `sightline-dedicated`).
     pub ban_lines_skipped: u64,
 }
 
@@ -166,7 +180,7 @@ pub(crate) fn start_tick_timer(mut times: ResMut<TickTimes>) {
 }
 
 /// Records the tick's duration, once its snapshots are sent.
-pub(crate) fn end_tick_timer(mut times: ResMut<TickTimes>, metrics: Option<Res<Metrics>>) {
+pub(crate) fn end_tick_timer(mut times: ResMut<TickTimes>, observers: Option<Res<Observers>>) {
     if let Some((start, cpu_start)) = times.started.take() {
         let elapsed = start.elapsed();
         let us = elapsed.as_secs_f32() * 1e6;
@@ -176,8 +190,8 @@ pub(crate) fn end_tick_timer(mut times: ResMut<TickTimes>, metrics: Option<Res<M
             let cpu = now.saturating_sub(then);
             times.cpu_samples_us.push(cpu.as_secs_f32() * 1e6);
         }
-        if let Some(metrics) = metrics {
-            metrics.tick_seconds.observe(elapsed.as_secs_f64());
+        if let Some(observers) = observers {
+            (observers.tick_seconds)(elapsed.as_secs_f64());
         }
     }
 }

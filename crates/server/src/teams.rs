@@ -1,6 +1,6 @@
 //! Sides in team games: a newcomer, player or bot, joins the smaller team.
 
-use crate::rules::MatchRules;
+use crate::config::MatchRules;
 use sightline_combat::GameMode;
 use sightline_combat::Team;
 

@@ -5,18 +5,18 @@ use clap::{CommandFactory, Parser};
 use sightline_console::{
     Bindings, Console, ConsoleCommands, Cvars, execute_line, split_plus_commands,
 };
+use sightline_dedicated::{
+    AdminPlugin, BanList, LogFile, LogFormat, LogOutput, LogRotation, QueryPlugin, RconListen,
+    RconPlugin, RecordsPlugin, StatsDatabase, TelemetryPlugin, TerminalPlugin, add_logging,
+    admin_words, config_from_cvars, cvar, leaderboard_page, server_cvar_registry,
+};
 use sightline_map::{CurrentMap, MapSource, find_map, find_map_by_name};
 use sightline_net::{
     AdmissionLimits, FakeLinkArgs, IdentityFileError, LinkConditions, RunFor, SecureConfig,
     Security, ServerIdentity, ServerNetPlugin, ShutdownSignal, fingerprint, load_key_file,
 };
 use sightline_server::demo::DemoRecorder;
-use sightline_server::{
-    AdminPlugin, BanList, LogFile, LogFormat, LogOutput, LogRotation, Outcome, Pacing, QueryPlugin,
-    RconListen, RconPlugin, RecordsPlugin, ServerConfig, StatsDatabase, TelemetryPlugin,
-    TerminalPlugin, add_logging, admin_words, cvar, leaderboard_page, open_demo, server_app,
-    server_cvar_registry, verify_demo,
-};
+use sightline_server::{Outcome, Pacing, open_demo, server_app, verify_demo};
 use std::net::{IpAddr, SocketAddr, TcpListener, ToSocketAddrs};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -367,7 +367,7 @@ fn main() -> ExitCode {
         usage_error("--run-seconds must be a positive number");
     }
     let cvars = settings(&args, &lines);
-    let config = match ServerConfig::from_cvars(&cvars) {
+    let config = match config_from_cvars(&cvars) {
         Ok(config) => config,
         Err(e) => usage_error(e),
     };
@@ -449,8 +449,8 @@ fn main() -> ExitCode {
     let agones = match args
         .agones
         .then(|| {
-            sightline_server::AgonesSettings::from_env(args.agones_shutdown_after_match)
-                .and_then(|settings| sightline_server::AgonesPlugin::connect(&settings))
+            sightline_dedicated::AgonesSettings::from_env(args.agones_shutdown_after_match)
+                .and_then(|settings| sightline_dedicated::AgonesPlugin::connect(&settings))
         })
         .transpose()
     {
@@ -657,7 +657,7 @@ fn add_hosting(
         )
     };
     let mut masters = Vec::new();
-    for master in sightline_server::map_list(&cvars.read(cvar::SV_MASTERS)) {
+    for master in sightline_dedicated::map_list(&cvars.read(cvar::SV_MASTERS)) {
         let resolved = master
             .to_socket_addrs()
             .map_err(|e| format!("master {master}: {e}"))?
@@ -739,7 +739,7 @@ mod tests {
             .map(String::from),
         );
         let cvars = settings(&Args::try_parse_from(flags).unwrap(), &lines);
-        let config = ServerConfig::from_cvars(&cvars).unwrap();
+        let config = config_from_cvars(&cvars).unwrap();
         assert_eq!(config.name, "Friday night");
         assert_eq!(config.rules.fraglimit, 7, "the flag wins over the file");
         assert_eq!(config.bots, 5, "a later line wins over the file");
@@ -753,7 +753,7 @@ mod tests {
         let (flags, lines) =
             split_plus_commands(["sightline-server", "+exec", sample].map(String::from));
         let cvars = settings(&Args::try_parse_from(flags).unwrap(), &lines);
-        let config = ServerConfig::from_cvars(&cvars).expect("the sample's settings go together");
+        let config = config_from_cvars(&cvars).expect("the sample's settings go together");
         for name in &config.rules.rotation {
             find_map_by_name(name)
                 .and_then(|path| MapSource::load(&path))

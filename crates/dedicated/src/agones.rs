@@ -7,10 +7,10 @@
 //! runtime. The tick only puts calls on channels, never waits on one; the thread makes
 //! them in order and logs what fails.
 
-use crate::{Connection, ConnectionStage, MatchState, ServerConfig};
 use agones::Sdk;
 use bevy::prelude::*;
 use sightline_map::CurrentMap;
+use sightline_server::{Connection, ConnectionStage, MatchState, ServerConfig};
 use sightline_sim::{PlayerId, SimSet};
 use std::collections::BTreeSet;
 use std::net::{IpAddr, SocketAddr};

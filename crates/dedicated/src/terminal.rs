@@ -3,13 +3,13 @@
 //! once a frame, printing what they print. A server with no terminal, or whose standard
 //! input closes, runs on without one.
 
-use crate::inbox::{AdminInbox, AdminLine, AdminOrigin};
 use bevy::prelude::*;
 use rustyline::completion::Completer;
 use rustyline::highlight::Highlighter;
 use rustyline::hint::Hinter;
 use rustyline::validate::Validator;
 use rustyline::{Context, Editor, Helper};
+use sightline_server::{AdminInbox, AdminLine, AdminOrigin};
 use std::io::{BufRead, IsTerminal};
 use std::sync::Mutex;
 use std::sync::mpsc::{Receiver, SyncSender, TrySendError, sync_channel};

@@ -5,21 +5,12 @@
 //! frame, with the whole world at hand, and its output goes back where it came from.
 //!
 //! A line that sets cvars is applied only if the settings still go together
-//! ([`ServerConfig::from_cvars`]); otherwise it is undone and says why, so a bad line
+//! ([`config_from_cvars`]); otherwise it is undone and says why, so a bad line
 //! changes nothing.
 
-use crate::ServerConfig;
 use crate::bans::{Ban, BanList, unix_now};
-use crate::bots::LeavingBot;
-use crate::connection::{Connection, ConnectionStage, ping_seconds};
-use crate::cvars::cvar;
-use crate::demo::demo_path;
-use crate::inbox::{AdminInbox, AdminLine, AdminOrigin};
-use crate::outbox::Outgoing;
+use crate::cvars::{config_from_cvars, cvar};
 use crate::records::{MAX_TOP, StatsQuery, StatsQuestions, StatsWriter};
-use crate::rules::{MatchOrder, MatchOrders, MatchState};
-use crate::spectators::Spectator;
-use crate::stats::{HostingStats, ServerStats};
 use bevy::prelude::*;
 use sightline_combat::Score;
 use sightline_console::{
@@ -30,6 +21,12 @@ use sightline_limits::{Bucket, HostKey, LruMap};
 use sightline_map::{CurrentMap, MapSource, find_map_by_name};
 use sightline_net::{IpPrefix, RenetServer, UdpServerTransport};
 use sightline_protocol::{MAX_CHAT_LEN, ServerMessage, ServerTextKind, clean_text};
+use sightline_server::demo::demo_path;
+use sightline_server::{
+    AdminInbox, AdminLine, AdminOrigin, Connection, ConnectionStage, HostingStats, LeavingBot,
+    MatchOrder, MatchOrders, MatchState, Outgoing, ServerConfig, ServerStats, Spectator,
+    ping_seconds,
+};
 use sightline_sim::{BotControlled, PlayerId, PlayerName};
 use std::net::{IpAddr, SocketAddr};
 use std::path::{Path, PathBuf};
@@ -422,7 +419,7 @@ fn origin_address(world: &World, origin: AdminOrigin) -> Option<SocketAddr> {
 /// when the settings no longer go together.
 fn apply_cvars(world: &mut World, before: &ServerCvars, console: &mut Console) {
     let cvars = world.resource::<ServerCvars>().0.clone();
-    let config = match ServerConfig::from_cvars(&cvars) {
+    let config = match config_from_cvars(&cvars) {
         Ok(config) => config,
         Err(e) => {
             console.print(format!("error: {e}; nothing changed"));
@@ -636,9 +633,9 @@ fn carry_out(
         }
         ("record", [name]) => {
             let path = demo_path(name)?;
-            out.print(crate::demo::start_recording(world, &path)?);
+            out.print(sightline_server::demo::start_recording(world, &path)?);
         }
-        ("stoprecord", []) => out.print(crate::demo::stop_recording(world)?),
+        ("stoprecord", []) => out.print(sightline_server::demo::stop_recording(world)?),
         ("quit", []) => {
             info!("quit from the console");
             out.print("stopping the server");
@@ -928,7 +925,7 @@ mod tests {
     fn console_world(folder: &Path) -> World {
         let mut world = World::new();
         let cvars = crate::server_cvar_registry();
-        world.insert_resource(ServerConfig::from_cvars(&cvars).unwrap());
+        world.insert_resource(config_from_cvars(&cvars).unwrap());
         world.insert_resource(ServerCvars(cvars));
         let mut commands = ConsoleCommands::default();
         for (name, help) in ADMIN_COMMANDS {

@@ -10,16 +10,13 @@
 //! seconds and never leaves a half-written match. Console questions (`stats`, `top`) go the
 //! same way and their answers come back a frame or two later.
 
-use crate::ServerConfig;
-use crate::connection::PlayerKeyOf;
-use crate::inbox::{AdminInbox, AdminOrigin};
-use crate::rules::MatchState;
 use bevy::prelude::*;
 use rusqlite::{Connection as Db, ErrorCode, OpenFlags, OptionalExtension, params};
 use sha2::{Digest, Sha256};
 use sightline_combat::{CombatEvent, Score, Team, WeaponKind};
 use sightline_map::CurrentMap;
-use sightline_protocol::{Lifetime, PlayerKey};
+use sightline_protocol::{Lifetime, PlayerKey, ServerMessage};
+use sightline_server::{AdminInbox, AdminOrigin, MatchNews, MatchState, PlayerKeyOf, ServerConfig};
 use sightline_sim::{BotControlled, PlayerId, PlayerName};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -276,6 +273,37 @@ impl Career {
     }
 }
 
+/// Seconds between lifetime records sent unchanged, for players who joined since.
+const LIFETIMES_EVERY: f64 = 5.0;
+
+/// Sends every client the players' lifetime records, checked once a second: when they
+/// changed, and every few seconds for those who joined since (spectators each as their
+/// late world reaches it).
+fn send_lifetimes(
+    time: Res<Time<Real>>,
+    mut last: Local<f64>,
+    mut sent: Local<(f64, Vec<(PlayerId, Lifetime)>)>,
+    mut news: MatchNews,
+    careers: Query<(&PlayerId, &Career)>,
+) {
+    let now = time.elapsed_secs_f64();
+    if now - *last < 1.0 {
+        return;
+    }
+    *last = now;
+    let mut lifetimes: Vec<(PlayerId, Lifetime)> = careers
+        .iter()
+        .filter_map(|(id, career)| Some((*id, career.lifetime()?)))
+        .collect();
+    lifetimes.sort_by_key(|(id, _)| *id);
+    let (sent_at, rows) = &mut *sent;
+    if !lifetimes.is_empty() && (lifetimes != *rows || now - *sent_at >= LIFETIMES_EVERY) {
+        news.tell(ServerMessage::Lifetimes(lifetimes.clone()));
+        *rows = lifetimes;
+        *sent_at = now;
+    }
+}
+
 /// A question from the console, answered by the writer.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum StatsQuery {
@@ -449,6 +477,7 @@ impl Plugin for RecordsPlugin {
                 record_finished_matches,
                 hand_over_tallies,
                 take_answers,
+                send_lifetimes,
             )
                 .chain(),
         )
@@ -1098,7 +1127,7 @@ fn player_record(db: &Db, name: &str) -> rusqlite::Result<Vec<String>> {
 
 /// The leaderboard page for the metrics listener (`/leaderboard?limit=N`, at most
 /// [`MAX_TOP`]): a read-only connection of its own, used from the listener's thread.
-pub fn leaderboard_page(path: &Path) -> Result<crate::metrics::JsonPage, String> {
+pub fn leaderboard_page(path: &Path) -> Result<crate::JsonPage, String> {
     let db = Db::open_with_flags(
         path,
         OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,

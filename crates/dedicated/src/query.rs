@@ -4,12 +4,8 @@
 //! the transport's connectionless datagrams ([`Connectionless`]), which never reach
 //! netcode and never cost a strike.
 
-use crate::ServerConfig;
 use crate::admin::ServerCvars;
-use crate::connection::Connection;
 use crate::cvars::cvar;
-use crate::rules::MatchState;
-use crate::stats::HostingStats;
 use bevy::prelude::*;
 use sightline_combat::Score;
 use sightline_map::CurrentMap;
@@ -18,6 +14,7 @@ use sightline_protocol::PROTOCOL_VERSION;
 use sightline_query::{
     Announcer, Answer, PlayerInfo, QuerySource, Responder, ServerInfo, is_connectionless,
 };
+use sightline_server::{Connection, HostingStats, MatchState, ServerConfig};
 use sightline_sim::{BotControlled, PlayerName};
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};

@@ -1,12 +1,14 @@
 //! The server's metrics in Prometheus's model: a registry the exporter serves, and the
 //! distributions measured where they happen (a tick's time, a snapshot's size). The
 //! counters the server already keeps are copied into it once a frame by the exporter
-//! (`telemetry`), so nothing in the game's systems knows about Prometheus but these.
+//! (`telemetry`), and the histograms take the game's [`Observers`]' values, so nothing in
+//! the game knows about Prometheus.
 //!
 //! Observing is a few atomic additions: cheap enough for every tick and every snapshot.
 
 use bevy::prelude::*;
 use prometheus::{Histogram, HistogramOpts, Registry};
+use sightline_server::Observers;
 use std::sync::Arc;
 
 /// A page the metrics listener serves besides metrics and health (the leaderboard):
@@ -70,6 +72,17 @@ impl Metrics {
             registry,
             tick_seconds,
             snapshot_bytes,
+        }
+    }
+}
+
+impl Metrics {
+    /// The game's [`Observers`], feeding these histograms.
+    pub fn observers(&self) -> Observers {
+        let (tick, snapshot) = (self.tick_seconds.clone(), self.snapshot_bytes.clone());
+        Observers {
+            tick_seconds: Arc::new(move |v| tick.observe(v)),
+            snapshot_bytes: Arc::new(move |v| snapshot.observe(v)),
         }
     }
 }

@@ -11,12 +11,8 @@
 //! ([`sightline_limits::Shares`]): a flood from one host costs that host its answers, a
 //! bounded share of one core, and nothing of the tick's.
 
-use crate::connection::Connection;
 use crate::metrics::{JsonPage, Metrics};
-use crate::records::StatsWriter;
-use crate::rules::MatchState;
-use crate::stalls::{Stalls, TickCost};
-use crate::stats::{HostingStats, ServerStats, SnapshotStats};
+use crate::records::{RecordsPlugin, StatsDatabase, StatsWriter};
 use bevy::prelude::*;
 use prometheus::{Encoder, IntCounter, IntGauge, Opts, TextEncoder};
 use sightline_combat::LagCompStats;
@@ -24,10 +20,14 @@ use sightline_limits::{
     Admit, Claim, HostKey, NetworkKey, PoolLimits, Rate, ShareRates, Shares, admit,
 };
 use sightline_net::{Connectionless, NetStats};
+use sightline_server::{
+    Connection, HostingStats, MatchState, ServerStats, SnapshotStats, Stalls, TickCost,
+};
 use sightline_sim::{BotControlled, PlayerId, TickConfig};
 use std::collections::HashMap;
 use std::io::{ErrorKind, Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::path::Path;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -80,12 +80,26 @@ impl TelemetryPlugin {
     }
 }
 
+/// What a host operating a server adds for a load test (the harness's `HostTools`):
+/// lifetime statistics in a database in `dir`, and metrics and health on `listener`.
+/// Panics if `dir` takes no database: it is the test's own folder.
+pub fn operated_plugins(dir: &Path, listener: TcpListener) -> Box<dyn FnOnce(&mut App) + Send> {
+    let database = StatsDatabase::open(&dir.join("stats.db")).expect("a database in the folder");
+    Box::new(move |app: &mut App| {
+        app.add_plugins((
+            RecordsPlugin::new(database),
+            TelemetryPlugin::new(listener, Vec::new()),
+        ));
+    })
+}
+
 impl Plugin for TelemetryPlugin {
     fn build(&self, app: &mut App) {
         let metrics = app
             .world_mut()
             .get_resource_or_insert_with(Metrics::new)
             .clone();
+        app.insert_resource(metrics.observers());
         let health = Arc::new(Health::new());
         let listener = self
             .listener

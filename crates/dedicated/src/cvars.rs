@@ -1,17 +1,17 @@
 //! The server's console variables: one table of the settings a host chooses, in the
 //! console language the game speaks (`sightline-console`), so a flag, a `+set` on the
 //! command line and a line of an `exec`ed file set the same variable with the same
-//! checks. [`ServerConfig::from_cvars`] reads them once they are all set, before the
+//! checks. [`config_from_cvars`] reads them once they are all set, before the
 //! server starts, and again after each line of the host's console (`admin`): those
 //! marked RESTART take effect at the next start, the rest at once.
 
-use crate::{DEFAULT_IDLE_KICK_SECONDS, GameMode, MatchRules, ServerConfig};
 use sightline_bots::BotSkill;
 use sightline_console::Cvars;
 use sightline_map::is_map_identifier;
 use sightline_protocol::{
     MAX_CHAT_LEN, MAX_PASSWORD_LEN, MAX_RCON_PASSWORD_LEN, MAX_SERVER_NAME_LEN, clean_text,
 };
+use sightline_server::{DEFAULT_IDLE_KICK_SECONDS, GameMode, MatchRules, ServerConfig};
 use sightline_sim::TickConfig;
 
 /// The server's cvars: one table, each a typed handle and its definition.
@@ -69,11 +69,11 @@ pub mod cvar {
             "file the bans are kept in; empty for bans.txt beside the config file (or in \
              the working directory)";
         SV_MAX_SPECTATORS: i64 = "sv_max_spectators", Int { min: 0, max: 64 },
-            crate::DEFAULT_MAX_SPECTATORS as i64, RESTART,
+            sightline_server::DEFAULT_MAX_SPECTATORS as i64, RESTART,
             "most spectators at once, beside the players; 0 takes none";
         SV_SPECTATOR_DELAY: f64 = "sv_spectator_delay",
-            Float { min: 0.0, max: crate::MAX_SPECTATOR_DELAY as f64 },
-            crate::DEFAULT_SPECTATOR_DELAY as f64, NONE,
+            Float { min: 0.0, max: sightline_server::MAX_SPECTATOR_DELAY as f64 },
+            sightline_server::DEFAULT_SPECTATOR_DELAY as f64, NONE,
             "seconds behind the game that spectators are shown it, so what they see is \
              no use to call out to a player";
         SV_MASTER_INTERVAL: f64 = "sv_master_interval", Float { min: 1.0, max: 3600.0 },
@@ -90,57 +90,55 @@ pub fn server_cvar_registry() -> Cvars {
     cvars
 }
 
-impl ServerConfig {
-    /// The server's settings from its cvars, or why they do not go together (each cvar
-    /// is already within its range; these are the checks between cvars).
-    pub fn from_cvars(cvars: &Cvars) -> Result<Self, String> {
-        let tick_hz = cvars.read(cvar::SV_TICKRATE) as u32;
-        let snapshot_hz = match cvars.read(cvar::SV_SNAPSHOTRATE) as u32 {
-            0 if tick_hz.is_multiple_of(2) => tick_hz / 2,
-            0 => tick_hz,
-            hz => hz,
-        };
-        let tick = TickConfig::new(tick_hz, snapshot_hz).map_err(|e| e.to_string())?;
-        let max_players = cvars.read(cvar::MAXPLAYERS) as u8;
-        let bots = cvars.read(cvar::BOTS) as u8;
-        if bots > max_players {
-            return Err(format!("bots {bots} exceeds maxplayers {max_players}"));
-        }
-        let mode = match cvars.read(cvar::MODE).as_str() {
-            "tdm" => GameMode::TeamDeathmatch,
-            _ => GameMode::Deathmatch,
-        };
-        let rotation = map_list(&cvars.read(cvar::SV_MAPLIST));
-        // Names in the maps folder, never paths: `sv_maplist` may be set over rcon, and a
-        // path would have the next match read any file the server may.
-        if let Some(bad) = rotation.iter().find(|m| !is_map_identifier(m)) {
-            return Err(format!(
-                "sv_maplist: {bad:?} is not a map name (a map's file name in maps/, without .ron)"
-            ));
-        }
-        let bot_skill = match cvars.read(cvar::BOT_SKILL).as_str() {
-            "easy" => BotSkill::Easy,
-            "hard" => BotSkill::Hard,
-            _ => BotSkill::Normal,
-        };
-        Ok(Self {
-            name: clean_text(&cvars.read(cvar::SV_HOSTNAME), MAX_SERVER_NAME_LEN),
-            max_players,
-            bots,
-            bot_skill,
-            rules: MatchRules {
-                mode,
-                fraglimit: cvars.read(cvar::FRAGLIMIT) as i32,
-                timelimit: (cvars.read(cvar::TIMELIMIT) * 60.0) as f32,
-                rotation,
-            },
-            tick,
-            idle_kick_seconds: cvars.read(cvar::SV_IDLE_KICK) as f32,
-            motd: clean_text(&cvars.read(cvar::SV_MOTD), MAX_CHAT_LEN),
-            max_spectators: cvars.read(cvar::SV_MAX_SPECTATORS) as u8,
-            spectator_delay: cvars.read(cvar::SV_SPECTATOR_DELAY) as f32,
-        })
+/// The server's settings from its cvars, or why they do not go together (each cvar
+/// is already within its range; these are the checks between cvars).
+pub fn config_from_cvars(cvars: &Cvars) -> Result<ServerConfig, String> {
+    let tick_hz = cvars.read(cvar::SV_TICKRATE) as u32;
+    let snapshot_hz = match cvars.read(cvar::SV_SNAPSHOTRATE) as u32 {
+        0 if tick_hz.is_multiple_of(2) => tick_hz / 2,
+        0 => tick_hz,
+        hz => hz,
+    };
+    let tick = TickConfig::new(tick_hz, snapshot_hz).map_err(|e| e.to_string())?;
+    let max_players = cvars.read(cvar::MAXPLAYERS) as u8;
+    let bots = cvars.read(cvar::BOTS) as u8;
+    if bots > max_players {
+        return Err(format!("bots {bots} exceeds maxplayers {max_players}"));
     }
+    let mode = match cvars.read(cvar::MODE).as_str() {
+        "tdm" => GameMode::TeamDeathmatch,
+        _ => GameMode::Deathmatch,
+    };
+    let rotation = map_list(&cvars.read(cvar::SV_MAPLIST));
+    // Names in the maps folder, never paths: `sv_maplist` may be set over rcon, and a
+    // path would have the next match read any file the server may.
+    if let Some(bad) = rotation.iter().find(|m| !is_map_identifier(m)) {
+        return Err(format!(
+            "sv_maplist: {bad:?} is not a map name (a map's file name in maps/, without .ron)"
+        ));
+    }
+    let bot_skill = match cvars.read(cvar::BOT_SKILL).as_str() {
+        "easy" => BotSkill::Easy,
+        "hard" => BotSkill::Hard,
+        _ => BotSkill::Normal,
+    };
+    Ok(ServerConfig {
+        name: clean_text(&cvars.read(cvar::SV_HOSTNAME), MAX_SERVER_NAME_LEN),
+        max_players,
+        bots,
+        bot_skill,
+        rules: MatchRules {
+            mode,
+            fraglimit: cvars.read(cvar::FRAGLIMIT) as i32,
+            timelimit: (cvars.read(cvar::TIMELIMIT) * 60.0) as f32,
+            rotation,
+        },
+        tick,
+        idle_kick_seconds: cvars.read(cvar::SV_IDLE_KICK) as f32,
+        motd: clean_text(&cvars.read(cvar::SV_MOTD), MAX_CHAT_LEN),
+        max_spectators: cvars.read(cvar::SV_MAX_SPECTATORS) as u8,
+        spectator_delay: cvars.read(cvar::SV_SPECTATOR_DELAY) as f32,
+    })
 }
 
 /// The maps of `sv_maplist`, in order, blanks left out.
@@ -158,7 +156,7 @@ mod tests {
 
     #[test]
     fn the_defaults_are_the_default_config() {
-        let config = ServerConfig::from_cvars(&server_cvar_registry()).unwrap();
+        let config = config_from_cvars(&server_cvar_registry()).unwrap();
         let default = ServerConfig::default();
         assert_eq!(config.name, default.name);
         assert_eq!(config.max_players, default.max_players);
@@ -173,11 +171,11 @@ mod tests {
         let mut cvars = server_cvar_registry();
         cvars.set_handle(cvar::SV_TICKRATE, "128").unwrap();
         cvars.set_handle(cvar::SV_SNAPSHOTRATE, "50").unwrap();
-        assert!(ServerConfig::from_cvars(&cvars).is_err());
+        assert!(config_from_cvars(&cvars).is_err());
         cvars.set_handle(cvar::SV_SNAPSHOTRATE, "0").unwrap();
         cvars.set_handle(cvar::MAXPLAYERS, "4").unwrap();
         cvars.set_handle(cvar::BOTS, "5").unwrap();
-        let Err(err) = ServerConfig::from_cvars(&cvars) else {
+        let Err(err) = config_from_cvars(&cvars) else {
             panic!("more bots than players accepted");
         };
         assert!(err.contains("exceeds maxplayers 4"), "{err}");
@@ -195,7 +193,7 @@ mod tests {
         ] {
             cvars.set(name, value).unwrap();
         }
-        let config = ServerConfig::from_cvars(&cvars).unwrap();
+        let config = config_from_cvars(&cvars).unwrap();
         assert_eq!(config.rules.mode, GameMode::TeamDeathmatch);
         assert_eq!(config.bot_skill, BotSkill::Hard);
         assert_eq!(config.rules.timelimit, 150.0);
@@ -207,7 +205,7 @@ mod tests {
     fn a_map_list_names_maps_and_never_paths() {
         let mut cvars = server_cvar_registry();
         cvars.set("sv_maplist", "duel, depot").unwrap();
-        let config = ServerConfig::from_cvars(&cvars).unwrap();
+        let config = config_from_cvars(&cvars).unwrap();
         assert_eq!(config.rules.rotation, ["duel", "depot"]);
         for bad in [
             "duel, ../../etc/passwd",
@@ -216,7 +214,7 @@ mod tests {
             "duel.ron",
         ] {
             cvars.set("sv_maplist", bad).unwrap();
-            let Err(refused) = ServerConfig::from_cvars(&cvars) else {
+            let Err(refused) = config_from_cvars(&cvars) else {
                 panic!("{bad} accepted");
             };
             assert!(refused.contains("not a map name"), "{refused}");

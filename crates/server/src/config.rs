@@ -1,0 +1,85 @@
+//! What a server is and runs: the settings the game itself reads. The host's console
+//! variables (`sightline-dedicated`) are read into it; offline play and tests build one.
+
+use bevy::prelude::*;
+use sightline_combat::GameMode;
+use sightline_sim::TickConfig;
+
+/// Spectators a server takes by default, beside its players.
+pub const DEFAULT_MAX_SPECTATORS: u8 = 8;
+/// How far behind the game spectators are shown it by default, seconds.
+pub const DEFAULT_SPECTATOR_DELAY: f32 = 3.0;
+/// The longest delay a host may set, seconds: the feed keeps this much of the world.
+pub const MAX_SPECTATOR_DELAY: f32 = 30.0;
+
+/// Default for [`ServerConfig::idle_kick_seconds`].
+pub const DEFAULT_IDLE_KICK_SECONDS: f32 = 30.0;
+
+/// What a server is and runs.
+#[derive(Resource, Clone)]
+pub struct ServerConfig {
+    /// Name shown to players.
+    pub name: String,
+    /// Most players at once, bots included.
+    pub max_players: u8,
+    /// Bots to add at start.
+    pub bots: u8,
+    /// How well the bots fight.
+    pub bot_skill: sightline_bots::BotSkill,
+    /// How matches are played.
+    pub rules: MatchRules,
+    /// Tick and snapshot rates.
+    pub tick: TickConfig,
+    /// Seconds without a command after which a player is kicked; 0 never kicks. A
+    /// playing client sends a command every tick, even standing still, so silence means
+    /// a broken or hostile client holding a slot.
+    pub idle_kick_seconds: f32,
+    /// Message of the day, shown to each player on joining; empty for none.
+    pub motd: String,
+    /// Most spectators at once, beside the players (0: none taken).
+    pub max_spectators: u8,
+    /// How far behind the game spectators are shown it, seconds (at most
+    /// [`MAX_SPECTATOR_DELAY`]).
+    pub spectator_delay: f32,
+}
+
+impl Default for ServerConfig {
+    fn default() -> Self {
+        Self {
+            name: "Sightline server".into(),
+            max_players: 16,
+            bots: 0,
+            bot_skill: sightline_bots::BotSkill::Normal,
+            rules: MatchRules::default(),
+            tick: TickConfig::default(),
+            idle_kick_seconds: DEFAULT_IDLE_KICK_SECONDS,
+            motd: String::new(),
+            max_spectators: DEFAULT_MAX_SPECTATORS,
+            spectator_delay: DEFAULT_SPECTATOR_DELAY,
+        }
+    }
+}
+
+/// How matches are won and what is played next.
+#[derive(Debug, Clone, PartialEq)]
+pub struct MatchRules {
+    /// The mode.
+    pub mode: GameMode,
+    /// Frags (a player's, or a team's) that win; 0 for none.
+    pub fraglimit: i32,
+    /// Seconds a match lasts at most; 0 for no limit.
+    pub timelimit: f32,
+    /// Maps to cycle through after each match; empty keeps the current one.
+    pub rotation: Vec<String>,
+}
+
+impl Default for MatchRules {
+    fn default() -> Self {
+        Self {
+            mode: GameMode::Deathmatch,
+            fraglimit: 20,
+            timelimit: 600.0,
+            rotation: Vec::new(),
+        }
+    }
+}
