@@ -142,7 +142,7 @@ fn a_headless_client_plays_on_the_containerised_server() {
         "--detach",
         "--name",
         &cleanup.container,
-        // The same number inside and out, as scripts/container and the README publish it.
+        // The same number inside and out, as scripts/container and docs/HOSTING.md publish it.
         "--publish",
         &published("udp"),
         "--publish",

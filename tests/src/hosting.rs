@@ -348,7 +348,7 @@ fn source_rcon_and_a2s_queries_answer_on_the_game_port() {
             String::from_utf8_lossy(&out.stderr)
         );
     } else {
-        eprintln!("SIGHTLINE_PYTHON not set: skipped python-a2s and rcon (see README, Hosting)");
+        eprintln!("SIGHTLINE_PYTHON not set: skipped python-a2s and rcon (see docs/HOSTING.md)");
     }
     // A connection that starts a packet and stalls is closed once its time to
     // authenticate is up; one announcing a packet past the limit at once.

@@ -3,7 +3,7 @@
 //! `cargo run --release -p sightline-bench -- tick` runs the real server (plugins,
 //! schedule, bots, movement, snapshot building) on a manual clock and reports the wall
 //! time of each fixed tick; `-- movement` times one movement step; `-- netcode` and
-//! `-- hits` print the netcode and hit-registration tables of the README (`--lab` for the
+//! `-- hits` print the netcode and hit-registration tables of docs/NETCODE.md (`--lab` for the
 //! lockstep baseline).
 
 use clap::{Parser, Subcommand};
