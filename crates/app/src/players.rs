@@ -75,7 +75,10 @@ impl Plugin for PlayersPlugin {
                     .chain()
                     .after(InterpolationSet::Sample)
                     .after(crate::killcam::KillcamSet),
-            ),
+            )
+                // Commands queued for a player in the frame its session ends would land
+                // after its despawn.
+                .after(crate::session::SessionSystems),
         )
         .add_systems(EguiPrimaryContextPass, draw_name_plates);
     }

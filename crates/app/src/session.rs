@@ -155,10 +155,17 @@ impl Plugin for SessionPlugin {
                     print_server_answers,
                     leave_when_disconnected,
                 )
-                    .chain(),
+                    .chain()
+                    .in_set(SessionSystems),
             );
     }
 }
+
+/// Where sessions start and end in `Update`: exclusive systems that despawn the session's
+/// entities at once. Systems that queue changes to those entities run after them, or
+/// their commands could land on an entity despawned in between.
+#[derive(SystemSet, Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub(crate) struct SessionSystems;
 
 fn start_from_command_line(start: Res<StartWith>, mut requests: MessageWriter<SessionRequest>) {
     if let Some(target) = start.0.clone() {
