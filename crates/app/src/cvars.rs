@@ -23,9 +23,10 @@ pub mod cvar {
         CL_NETGRAPH: i64 = "cl_netgraph", Int { min: 0, max: 2 }, 0, SAVED,
             "network graph: 0 off, 1 text, 2 text and graphs";
         // Lag compensation honours up to 0.25 s (sightline_combat::MAX_VIEW_LAG).
-        CL_INTERP: f64 = "cl_interp", Float { min: 0.0, max: 0.25 }, 0.0, SAVED,
-            "interpolation delay in seconds (at most 0.25, what lag compensation honours); \
-             0 chooses it from how snapshots arrive";
+        CL_INTERP: f64 = "cl_interp",
+            Float { min: 0.0, max: sightline_combat::MAX_INTERP_DELAY as f64 }, 0.0, SAVED,
+            "interpolation delay in seconds (at most what lag compensation honours); 0 \
+             chooses it from how snapshots arrive";
         CL_CMDRATE: i64 = "cl_cmdrate", Int { min: 0, max: 1000 }, 0, SAVED,
             "most input packets a second; 0 sends one every frame (the least delay), values \
              under 10 count as 10";

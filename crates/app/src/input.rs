@@ -2,6 +2,7 @@
 //! key bindings. Sampled just before each fixed tick, so commands carry the newest input.
 
 pub use crate::actions::Action;
+use crate::actions::{ACTIONS, Effect};
 use crate::camera::ViewZoom;
 use crate::cvars::cvar;
 use crate::overlays::{GameMenu, SettingsPage};
@@ -17,70 +18,6 @@ use sightline_console::{Bindings, Console, Cvars};
 use sightline_movement::PlayerState;
 use sightline_prediction::Predicted;
 use sightline_sim::{Buttons, MAX_PITCH_DEG};
-
-/// The console command each action is bound as (Quake's names).
-pub(crate) const ACTION_COMMANDS: &[(Action, &str)] = &[
-    (Action::Forward, "+forward"),
-    (Action::Back, "+back"),
-    (Action::MoveLeft, "+moveleft"),
-    (Action::MoveRight, "+moveright"),
-    (Action::Jump, "+jump"),
-    (Action::Crouch, "+duck"),
-    (Action::Attack, "+attack"),
-    (Action::Attack2, "+attack2"),
-    (Action::Reload, "+reload"),
-    (Action::Weapon1, "weapon 1"),
-    (Action::Weapon2, "weapon 2"),
-    (Action::Weapon3, "weapon 3"),
-    (Action::Weapon4, "weapon 4"),
-    (Action::Weapon5, "weapon 5"),
-    (Action::Scores, "+scores"),
-    (Action::Chat, "messagemode"),
-];
-
-/// The default bindings: WASD, space, ctrl, mouse buttons, R, 1-5, Tab, T.
-pub(crate) const DEFAULT_BINDINGS: &[(&str, &str)] = &[
-    ("w", "+forward"),
-    ("s", "+back"),
-    ("a", "+moveleft"),
-    ("d", "+moveright"),
-    ("space", "+jump"),
-    ("ctrl", "+duck"),
-    ("mouse1", "+attack"),
-    ("mouse2", "+attack2"),
-    ("r", "+reload"),
-    ("1", "weapon 1"),
-    ("2", "weapon 2"),
-    ("3", "weapon 3"),
-    ("4", "weapon 4"),
-    ("5", "weapon 5"),
-    ("tab", "+scores"),
-    ("t", "messagemode"),
-];
-
-impl Action {
-    /// What the settings page calls it.
-    pub(crate) fn label(self) -> &'static str {
-        match self {
-            Self::Forward => "Move forward",
-            Self::Back => "Move back",
-            Self::MoveLeft => "Step left",
-            Self::MoveRight => "Step right",
-            Self::Jump => "Jump",
-            Self::Crouch => "Crouch",
-            Self::Attack => "Fire",
-            Self::Attack2 => "Alternate fire",
-            Self::Reload => "Reload",
-            Self::Weapon1 => "Weapon 1",
-            Self::Weapon2 => "Weapon 2",
-            Self::Weapon3 => "Weapon 3",
-            Self::Weapon4 => "Weapon 4",
-            Self::Weapon5 => "Weapon 5",
-            Self::Scores => "Scoreboard",
-            Self::Chat => "Chat",
-        }
-    }
-}
 
 /// Binds `key` to `command` as the settings page's key capture does: the key leaves
 /// whatever it did before, and the keys that ran `command` until now are unbound, so one
@@ -98,14 +35,14 @@ pub(crate) fn rebind(bindings: &mut Bindings, command: &str, key: &str) {
 pub(crate) fn restore_default_bindings(bindings: &mut Bindings) {
     let actions: Vec<String> = bindings
         .iter()
-        .filter(|(_, c)| ACTION_COMMANDS.iter().any(|(_, a)| a == c))
+        .filter(|(_, c)| Action::of_command(c).is_some())
         .map(|(k, _)| k.to_string())
         .collect();
     for k in actions {
         bindings.unbind(&k);
     }
-    for (key, command) in DEFAULT_BINDINGS {
-        bindings.bind(key, command);
+    for row in ACTIONS {
+        bindings.bind(row.key, row.command);
     }
 }
 
@@ -237,15 +174,15 @@ pub(crate) fn name_of(input: Input) -> Option<&'static str> {
 pub fn input_map(bindings: &Bindings) -> InputMap<Action> {
     let mut map = InputMap::default();
     for (key, command) in bindings.iter() {
-        let Some((action, _)) = ACTION_COMMANDS.iter().find(|(_, c)| *c == command) else {
+        let Some(action) = Action::of_command(command) else {
             continue;
         };
         match input_named(key) {
             Some(Input::Key(k)) => {
-                map.insert(*action, k);
+                map.insert(action, k);
             }
             Some(Input::Mouse(b)) => {
-                map.insert(*action, b);
+                map.insert(action, b);
             }
             None => warn!("bind {key}: no such key"),
         }
@@ -265,8 +202,8 @@ impl Plugin for InputPlugin {
         let mut bindings = app
             .world_mut()
             .get_resource_or_insert_with(Bindings::default);
-        for (key, command) in DEFAULT_BINDINGS {
-            bindings.bind(key, command);
+        for row in ACTIONS {
+            bindings.bind(row.key, row.command);
         }
         app.add_plugins(InputManagerPlugin::<Action>::default())
             .init_resource::<MouseLook>()
@@ -366,11 +303,8 @@ fn tapped(
     keys: &ButtonInput<KeyCode>,
     mouse: &ButtonInput<MouseButton>,
 ) -> bool {
-    let Some((_, command)) = ACTION_COMMANDS.iter().find(|(a, _)| *a == action) else {
-        return false;
-    };
     bindings
-        .keys_for(command)
+        .keys_for(action.command())
         .any(|name| match input_named(name) {
             Some(Input::Key(k)) => keys.just_pressed(k),
             Some(Input::Mouse(b)) => mouse.just_pressed(b),
@@ -417,42 +351,44 @@ fn sample_local_input(
         };
         return;
     }
-    let held = |a: Action| if actions.pressed(&a) { 1.0 } else { 0.0 };
-    input.forward = held(Action::Forward) - held(Action::Back);
-    input.right = held(Action::MoveRight) - held(Action::MoveLeft);
     let down = |a: Action| actions.pressed(&a) || tapped(a, &bindings, &keys, &mouse);
-    let mut buttons = Buttons::default();
-    let mut pressed = Buttons::default();
-    for (action, bit) in [
-        (Action::Jump, Buttons::JUMP),
-        (Action::Crouch, Buttons::CROUCH),
-        (Action::Attack, Buttons::FIRE),
-        (Action::Attack2, Buttons::ALT_FIRE),
-        (Action::Reload, Buttons::RELOAD),
-    ] {
-        if actions.pressed(&action) {
-            buttons = buttons.with(bit);
-        }
-        if down(action) {
-            pressed = pressed.with(bit);
+    let (mut forward, mut right) = (0.0, 0.0);
+    let (mut buttons, mut pressed) = (Buttons::default(), Buttons::default());
+    let (mut weapon_slot, mut slot) = (0, 0);
+    for row in ACTIONS {
+        let held = actions.pressed(&row.action);
+        match row.effect {
+            Effect::Move {
+                forward: f,
+                right: r,
+            } if held => {
+                forward += f;
+                right += r;
+            }
+            Effect::Button(bit) => {
+                if held {
+                    buttons = buttons.with(bit);
+                }
+                if down(row.action) {
+                    pressed = pressed.with(bit);
+                }
+            }
+            // The first slot held (or tapped), as the keys 1-5 go.
+            Effect::Slot(n) => {
+                if held && weapon_slot == 0 {
+                    weapon_slot = n;
+                }
+                if slot == 0 && down(row.action) {
+                    slot = n;
+                }
+            }
+            _ => {}
         }
     }
+    input.forward = forward;
+    input.right = right;
     input.buttons = buttons;
-    let slots = [
-        Action::Weapon1,
-        Action::Weapon2,
-        Action::Weapon3,
-        Action::Weapon4,
-        Action::Weapon5,
-    ];
-    input.weapon_slot = slots
-        .iter()
-        .position(|a| actions.pressed(a))
-        .map_or(0, |i| i as u8 + 1);
-    let slot = slots
-        .iter()
-        .position(|a| down(*a))
-        .map_or(0, |i| i as u8 + 1);
+    input.weapon_slot = weapon_slot;
     input.press(pressed, slot);
 }
 
@@ -463,14 +399,15 @@ mod tests {
     #[test]
     fn default_bindings_cover_every_action_and_name_real_keys() {
         let mut bindings = Bindings::default();
-        for (key, command) in DEFAULT_BINDINGS {
-            assert!(input_named(key).is_some(), "{key}");
-            bindings.bind(key, command);
+        for row in ACTIONS {
+            assert!(input_named(row.key).is_some(), "{}", row.key);
+            bindings.bind(row.key, row.command);
         }
-        for (action, command) in ACTION_COMMANDS {
+        for row in ACTIONS {
             assert!(
-                bindings.keys_for(command).next().is_some(),
-                "{action:?} unbound"
+                bindings.keys_for(row.command).next().is_some(),
+                "{:?} unbound",
+                row.action
             );
         }
         let map = input_map(&bindings);
@@ -503,8 +440,8 @@ mod tests {
     #[test]
     fn rebinding_replaces_the_commands_keys_and_takes_the_key_from_its_old_command() {
         let mut bindings = Bindings::default();
-        for (key, command) in DEFAULT_BINDINGS {
-            bindings.bind(key, command);
+        for row in ACTIONS {
+            bindings.bind(row.key, row.command);
         }
         bindings.bind("up", "+jump");
         rebind(&mut bindings, "+jump", "mouse4");

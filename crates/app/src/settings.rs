@@ -10,9 +10,10 @@
 //! Also where the window's cvars take effect (`vid_mode`, `vid_width`, `vid_height`,
 //! `vid_vsync`) and where `r_preset` writes the quality settings it stands for.
 
+use crate::actions::ACTIONS;
 use crate::cvars::cvar;
 use crate::hud::{CrosshairLook, draw_crosshair, format_color};
-use crate::input::{ACTION_COMMANDS, Input, name_of, rebind, restore_default_bindings};
+use crate::input::{Input, name_of, rebind, restore_default_bindings};
 use crate::overlays::{SettingsPage, Tab};
 use bevy::prelude::*;
 use bevy::window::{
@@ -427,10 +428,7 @@ fn capture_key(
         console.print(format!("{input:?} cannot be bound; press another key"));
         return;
     };
-    let Some((_, command)) = ACTION_COMMANDS.iter().find(|(a, _)| *a == action) else {
-        page.capture = None;
-        return;
-    };
+    let command = action.command();
     rebind(&mut bindings, command, name);
     config.dirty = true;
     console.print(format!("bind {name} \"{command}\""));
@@ -571,11 +569,12 @@ fn controls_page(
     ui.strong("Keys");
     ui.weak("click, then press the key (Esc cancels)");
     ui.end_row();
-    for (action, command) in ACTION_COMMANDS {
-        ui.label(action.label())
+    for row in ACTIONS {
+        let (action, command) = (row.action, row.command);
+        ui.label(row.label)
             .on_hover_text(format!("bind KEY \"{command}\""));
         let keys: Vec<&str> = bindings.keys_for(command).collect();
-        let text = if page.capture == Some(*action) {
+        let text = if page.capture == Some(action) {
             "press a key...".to_string()
         } else if keys.is_empty() {
             "(unbound)".to_string()
@@ -587,7 +586,7 @@ fn controls_page(
         // and must not start waiting for a key again.
         let response = ui.add(button);
         if response.clicked_by(egui::PointerButton::Primary) {
-            page.capture = Some(*action);
+            page.capture = Some(action);
             response.surrender_focus();
         }
         ui.end_row();

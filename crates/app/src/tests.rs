@@ -504,3 +504,37 @@ fn the_killcam_shows_our_death_through_the_killer_s_eyes() {
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn the_console_reference_is_the_game_s_own_tables() {
+    use sightline_console::{
+        BUILTINS, ConsoleCommands, Cvars, check_doc, command_doc_table, cvar_doc_table,
+    };
+    let dir = std::env::temp_dir().join(format!("sightline-doc-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("a temporary directory");
+    let mut app = windowless_app(GamePlugins {
+        name: "tester".into(),
+        input: InputSource::Bot { seed: 7 },
+        startup: Vec::new(),
+        config: Some(dir.join("config.cfg")),
+        security: Default::default(),
+        link: Default::default(),
+        start: StartWith(None),
+    });
+    app.finish();
+    app.cleanup();
+    app.update();
+    let world = app.world();
+    let commands = world.resource::<ConsoleCommands>();
+    let all = commands.iter().chain(BUILTINS.iter().copied());
+    let doc = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/CONSOLE.md");
+    let cvars = check_doc(
+        &doc,
+        "game-cvars",
+        &cvar_doc_table(world.resource::<Cvars>()),
+    );
+    let commands = check_doc(&doc, "game-commands", &command_doc_table(all));
+    std::fs::remove_dir_all(&dir).ok();
+    cvars.unwrap();
+    commands.unwrap();
+}

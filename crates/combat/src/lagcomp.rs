@@ -23,10 +23,13 @@ pub const MAX_REWIND: f32 = 0.4;
 /// Longest round trip a view time is explained by, seconds: past it a claimed view is
 /// older than any honest client's, not merely late.
 pub const MAX_HONEST_ROUND_TRIP: f32 = 1.0;
+/// The largest interpolation delay honoured, seconds: the most a client's `cl_interp`
+/// may ask for.
+pub const MAX_INTERP_DELAY: f32 = 0.25;
 /// Furthest a client may claim to see behind the newest snapshot it acknowledged,
-/// seconds: the largest interpolation delay honoured (`cl_interp` up to 0.25 s) plus a
-/// margin for the stream clock's slewing.
-pub const MAX_VIEW_LAG: f32 = 0.3;
+/// seconds: the largest interpolation delay honoured plus a margin for the stream
+/// clock's slewing.
+pub const MAX_VIEW_LAG: f32 = MAX_INTERP_DELAY + 0.05;
 /// Furthest a client may claim to see ahead of the newest snapshot it acknowledged,
 /// seconds: extrapolation past the newest snapshot (at most 0.1 s) plus the stream clock
 /// running on between snapshots.

@@ -43,8 +43,8 @@ pub use events::CombatEvent;
 pub use hitbox::{HitZone, Hitbox, ray_capsule, ray_hit, ray_sphere};
 pub use items::{ItemSpot, items_present, pick_up, respawn_time, spawn_items_for};
 pub use lagcomp::{
-    HitboxHistory, LagCompStats, MAX_HONEST_ROUND_TRIP, MAX_REWIND, MAX_VIEW_LAG, MAX_VIEW_LEAD,
-    MAX_VIEW_STEP_BACK, ViewJudgement, ViewWindow, clamp_view_time,
+    HitboxHistory, LagCompStats, MAX_HONEST_ROUND_TRIP, MAX_INTERP_DELAY, MAX_REWIND, MAX_VIEW_LAG,
+    MAX_VIEW_LEAD, MAX_VIEW_STEP_BACK, ViewJudgement, ViewWindow, clamp_view_time,
 };
 pub use plugin::{CombatPlugin, CombatSystems, NextRocketId, silenced};
 pub use respawn::respawned;

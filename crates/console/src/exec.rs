@@ -16,7 +16,7 @@ const MAX_EXEC_DEPTH: usize = 8;
 const MAX_EXEC_FILES: usize = 64;
 
 /// Builtin commands and their help.
-const BUILTINS: &[(&str, &str)] = &[
+pub const BUILTINS: &[(&str, &str)] = &[
     (
         "bind",
         "bind KEY \"COMMAND\": run COMMAND when KEY is pressed; bind KEY shows it",

@@ -14,6 +14,7 @@ mod command;
 mod config;
 mod console;
 mod cvar;
+mod doc;
 mod exec;
 
 pub use bindings::Bindings;
@@ -23,9 +24,12 @@ pub use console::{Console, ConsoleCommands, RunCommand, SCROLLBACK};
 pub use cvar::{
     Cvar, CvarDef, CvarError, CvarFlags, CvarHandle, CvarKind, CvarType, CvarValue, Cvars,
 };
+pub use doc::{
+    WRITE_DOCS, check_doc, command_doc_table, cvar_doc_table, describe_values, write_between,
+};
 pub use exec::{
-    CONFIG_EXTENSION, MAX_CONFIG_NAME, Outcome, ReadFile, complete, config_file_name, execute_line,
-    execute_line_with, read_config_file,
+    BUILTINS, CONFIG_EXTENSION, MAX_CONFIG_NAME, Outcome, ReadFile, complete, config_file_name,
+    execute_line, execute_line_with, read_config_file,
 };
 
 use bevy::prelude::*;

@@ -14,8 +14,8 @@ use crate::records::{MAX_TOP, StatsQuery, StatsQuestions, StatsWriter};
 use bevy::prelude::*;
 use sightline_combat::Score;
 use sightline_console::{
-    Bindings, Console, ConsoleCommands, Cvars, config_file_name, execute_line_with, quote,
-    read_config_file,
+    BUILTINS, Bindings, Console, ConsoleCommands, Cvars, config_file_name, execute_line_with,
+    quote, read_config_file,
 };
 use sightline_limits::{Bucket, HostKey, LruMap};
 use sightline_map::{CurrentMap, MapSource, find_map_by_name};
@@ -34,30 +34,46 @@ use std::time::{Duration, Instant};
 
 /// The host's commands, with their help.
 const ADMIN_COMMANDS: &[(&str, &str)] = &[
-    ("status", "the map, the match and one line per player"),
+    (
+        "status",
+        "the server's name, map, mode, time left and fraglimit, then one line per player: \
+         id, name, score, ping (the server's timing of the round trip, from a snapshot \
+         leaving to the first input acknowledging it), loss (the share of the player's \
+         datagrams lost on the way in over its last 256; - until then), address, time \
+         connected; bots show BOT",
+    ),
     ("players", "each player's id and name"),
     (
         "kick",
-        "kick ID|NAME [REASON]: remove a player (a bot is taken away)",
+        "kick ID|NAME [REASON]: remove a player, who is told why and cannot resume the \
+         slot; a kicked bot is taken away (bots goes down by one); names with spaces need \
+         quotes: kick \"Bot 2\"",
     ),
     (
         "ban",
-        "ban ID|NAME|ADDRESS[/PREFIX] [MINUTES] [REASON]: refuse an address (0 or no \
-         minutes: for ever) and kick who plays from it",
+        "ban ID|NAME|ADDRESS[/PREFIX] [MINUTES] [REASON]: ban the player's address (or an \
+         address, or a network such as 203.0.113.0/24 or 2001:db8::/48) for MINUTES (0 or \
+         none: for ever), kicking whoever plays from there",
     ),
     (
         "unban",
-        "unban ADDRESS[/PREFIX]|N: lift a ban (N as numbered by banlist)",
+        "unban ADDRESS[/PREFIX]|N: lift a ban (N as banlist numbers them)",
     ),
-    ("banlist", "the bans in force"),
-    ("say", "say TEXT: tell every player"),
+    ("banlist", "the bans in force, with time left"),
+    (
+        "say",
+        "say TEXT: tell every player, in their chat as \"Host\"",
+    ),
     (
         "map",
-        "map NAME: play NAME (in maps/) from now, starting a new match",
+        "map NAME: play NAME (in maps/) from now: a new match, everyone told to load it",
     ),
-    ("nextmap", "start the next match of sv_maplist now"),
-    ("restart", "start the match again on this map"),
-    ("endmatch", "end the match now, as if a limit was reached"),
+    ("nextmap", "start the next map of sv_maplist now"),
+    ("restart", "start this match again on this map"),
+    (
+        "endmatch",
+        "end the match now, as if a limit was reached (the intermission)",
+    ),
     (
         "writeconfig",
         "writeconfig [NAME]: write the settings that differ from their defaults into NAME.cfg \
@@ -66,21 +82,24 @@ const ADMIN_COMMANDS: &[(&str, &str)] = &[
     ),
     (
         "stats",
-        "stats NAME: a player's lifetime record (with --stats), found by any name they used",
+        "stats NAME: a player's lifetime record (with --stats), found by any name they used: \
+         kills, deaths, K/D, suicides, damage, matches won and played, time played, other \
+         names, accuracy and kills by weapon, first and last seen",
     ),
     (
         "top",
-        "top [N]: the N best players by kills (default 10; with --stats)",
+        "top [N]: the N best players by kills (default 10, at most 100; with --stats)",
     ),
     (
         "record",
-        "record NAME: record a demo of the match into demos/NAME.sldemo from the next tick",
+        "record NAME: record a demo of the match into demos/NAME.sldemo from the next tick \
+         (NAME is letters, digits, -, _ and ., so a line from rcon cannot write elsewhere)",
     ),
     (
         "stoprecord",
-        "stop recording the demo and say what it holds",
+        "stop recording the demo and say how long and how large it is",
     ),
-    ("quit", "stop the server"),
+    ("quit", "stop the server cleanly"),
 ];
 
 /// Failed passwords from one address before it is locked out.
@@ -299,11 +318,21 @@ impl Plugin for AdminPlugin {
     }
 }
 
+/// The console's builtin commands that mean something on a server.
+const SERVER_BUILTINS: [&str; 5] = ["exec", "help", "cvarlist", "echo", "set"];
+
+/// The server's commands and their help: its own, and the builtins it uses.
+fn server_commands() -> impl Iterator<Item = (&'static str, &'static str)> {
+    let builtins = BUILTINS
+        .iter()
+        .filter(|(name, _)| SERVER_BUILTINS.contains(name));
+    ADMIN_COMMANDS.iter().chain(builtins).copied()
+}
+
 /// Every name a console line may start with (for the terminal's completion).
 pub fn admin_words(cvars: &Cvars) -> Vec<String> {
-    let mut words: Vec<String> = ADMIN_COMMANDS.iter().map(|(n, _)| n.to_string()).collect();
+    let mut words: Vec<String> = server_commands().map(|(n, _)| n.to_string()).collect();
     words.extend(cvars.iter().map(|c| c.def.name.to_string()));
-    words.extend(["exec", "help", "cvarlist", "echo", "set"].map(String::from));
     words.sort();
     words.dedup();
     words
@@ -903,6 +932,24 @@ fn answer_players_rcon(mut inbox: ResMut<AdminInbox>, mut outbox: MessageWriter<
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_hosting_guide_lists_the_server_s_own_variables_and_commands() {
+        use sightline_console::{check_doc, command_doc_table, cvar_doc_table};
+        let doc = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/HOSTING.md");
+        let cvars = check_doc(
+            &doc,
+            "server-cvars",
+            &cvar_doc_table(&crate::server_cvar_registry()),
+        );
+        let commands = check_doc(
+            &doc,
+            "server-commands",
+            &command_doc_table(server_commands()),
+        );
+        cvars.unwrap();
+        commands.unwrap();
+    }
     use sightline_console::execute_line;
     use std::net::Ipv4Addr;
 

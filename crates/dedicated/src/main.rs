@@ -1,9 +1,10 @@
 //! `sightline-server`: the dedicated server. Parses flags, loads the map, binds UDP, runs.
 
 use bevy::prelude::*;
-use clap::{CommandFactory, Parser};
+use clap::{CommandFactory, FromArgMatches, Parser};
 use sightline_console::{
-    Bindings, Console, ConsoleCommands, Cvars, execute_line, split_plus_commands,
+    Bindings, Console, ConsoleCommands, CvarKind, Cvars, describe_values, execute_line,
+    split_plus_commands,
 };
 use sightline_dedicated::{
     AdminPlugin, BanList, LogFile, LogFormat, LogOutput, LogRotation, QueryPlugin, RconListen,
@@ -42,46 +43,6 @@ struct Args {
     /// Address to bind.
     #[arg(long, default_value = "0.0.0.0")]
     bind: IpAddr,
-    /// Map name (looked up in maps/) or path to a .ron map file [map; default duel].
-    #[arg(long)]
-    map: Option<String>,
-    /// Most players at once, bots included, 1-64 [maxplayers; default 16].
-    #[arg(long)]
-    max_players: Option<String>,
-    /// Simulation ticks per second, 20-128 [sv_tickrate; default 128].
-    #[arg(long)]
-    tickrate: Option<String>,
-    /// Snapshots per second; must divide the tick rate [sv_snapshotrate; default: half
-    /// the tick rate, or the tick rate when that is odd].
-    #[arg(long)]
-    snapshot_rate: Option<String>,
-    /// Server name shown to players [sv_hostname; default "Sightline server"].
-    #[arg(long)]
-    name: Option<String>,
-    /// Bots to add, 0-64 [bots; default 0].
-    #[arg(long)]
-    bots: Option<String>,
-    /// How well bots fight: easy, normal or hard [bot_skill; default normal].
-    #[arg(long)]
-    bot_skill: Option<String>,
-    /// Game mode: dm (everyone for themselves) or tdm (red against blue) [mode; default
-    /// dm].
-    #[arg(long)]
-    mode: Option<String>,
-    /// Frags that win a match (a player's, or a team's), 0-1000; 0 for none [fraglimit;
-    /// default 20].
-    #[arg(long)]
-    fraglimit: Option<String>,
-    /// Minutes a match lasts at most, 0-1440; 0 for no limit [timelimit; default 10].
-    #[arg(long)]
-    timelimit: Option<String>,
-    /// Maps to play in turn, one match each, comma-separated [sv_maplist; default: the
-    /// map only].
-    #[arg(long)]
-    maps: Option<String>,
-    /// Password players must give to join; empty for a public server [sv_password].
-    #[arg(long)]
-    password: Option<String>,
     /// File holding the key connect tokens are sealed with (64 hexadecimal digits), to
     /// share with a matchmaker that issues tokens for this server [default: a fresh
     /// random key each start, tokens from this server only].
@@ -103,43 +64,6 @@ struct Args {
     /// only, since anyone can then occupy slots from forged addresses.
     #[arg(long, conflicts_with_all = ["password", "key_file", "no_token_service"])]
     insecure: bool,
-    /// Most connections from one IP address, 1-64 [sv_max_per_address; default 4].
-    #[arg(long)]
-    max_per_address: Option<String>,
-    /// Seconds without any input after which a player is kicked, 0-86400; 0 never kicks
-    /// [sv_idle_kick; default 30].
-    #[arg(long)]
-    idle_kick: Option<String>,
-    /// Most spectators at once, beside the players, 0-64; 0 takes none
-    /// [sv_max_spectators; default 8].
-    #[arg(long)]
-    max_spectators: Option<String>,
-    /// Seconds behind the game that spectators are shown it, 0-30 [sv_spectator_delay;
-    /// default 3].
-    #[arg(long)]
-    spectator_delay: Option<String>,
-    /// Password for remote admin (Source RCON, and rcon from the game); remote admin is
-    /// off without one [rcon_password].
-    #[arg(long)]
-    rcon_password: Option<String>,
-    /// TCP port for Source RCON; 0 shares the game's port number [rcon_port; default 0].
-    #[arg(long)]
-    rcon_port: Option<String>,
-    /// Message of the day, shown to each player on joining [sv_motd].
-    #[arg(long)]
-    motd: Option<String>,
-    /// A master list to announce the server to, HOST:PORT; repeat for several
-    /// [sv_masters].
-    #[arg(long = "master", value_name = "HOST:PORT")]
-    masters: Vec<String>,
-    /// Seconds between announcements to the master lists, 1-3600 [sv_master_interval;
-    /// default 180].
-    #[arg(long)]
-    master_interval: Option<String>,
-    /// File the bans are kept in [sv_banfile; default bans.txt beside the config file,
-    /// or in the working directory].
-    #[arg(long, value_name = "PATH")]
-    ban_file: Option<String>,
     /// Serve Prometheus metrics on /metrics and a health check on /health over HTTP at
     /// this address, e.g. 127.0.0.1:9100 (keep it off the public internet) [default: off].
     #[arg(long, value_name = "IP:PORT")]
@@ -188,69 +112,95 @@ struct Args {
     run_seconds: Option<f64>,
 }
 
-impl Args {
-    /// The flags that set cvars, as (flag, cvar, value) for those given.
-    fn cvar_flags(&self) -> Vec<(&'static str, &'static str, String)> {
-        [
-            ("--map", cvar::MAP.name(), &self.map),
-            ("--max-players", cvar::MAXPLAYERS.name(), &self.max_players),
-            ("--tickrate", cvar::SV_TICKRATE.name(), &self.tickrate),
-            (
-                "--snapshot-rate",
-                cvar::SV_SNAPSHOTRATE.name(),
-                &self.snapshot_rate,
-            ),
-            ("--name", cvar::SV_HOSTNAME.name(), &self.name),
-            ("--bots", cvar::BOTS.name(), &self.bots),
-            ("--bot-skill", cvar::BOT_SKILL.name(), &self.bot_skill),
-            ("--mode", cvar::MODE.name(), &self.mode),
-            ("--fraglimit", cvar::FRAGLIMIT.name(), &self.fraglimit),
-            ("--timelimit", cvar::TIMELIMIT.name(), &self.timelimit),
-            ("--maps", cvar::SV_MAPLIST.name(), &self.maps),
-            ("--password", cvar::SV_PASSWORD.name(), &self.password),
-            (
-                "--max-per-address",
-                cvar::SV_MAX_PER_ADDRESS.name(),
-                &self.max_per_address,
-            ),
-            ("--idle-kick", cvar::SV_IDLE_KICK.name(), &self.idle_kick),
-            (
-                "--max-spectators",
-                cvar::SV_MAX_SPECTATORS.name(),
-                &self.max_spectators,
-            ),
-            (
-                "--spectator-delay",
-                cvar::SV_SPECTATOR_DELAY.name(),
-                &self.spectator_delay,
-            ),
-            (
-                "--rcon-password",
-                cvar::RCON_PASSWORD.name(),
-                &self.rcon_password,
-            ),
-            ("--rcon-port", cvar::RCON_PORT.name(), &self.rcon_port),
-            ("--motd", cvar::SV_MOTD.name(), &self.motd),
-            (
-                "--master-interval",
-                cvar::SV_MASTER_INTERVAL.name(),
-                &self.master_interval,
-            ),
-            ("--ban-file", cvar::SV_BANFILE.name(), &self.ban_file),
-        ]
-        .into_iter()
-        .filter_map(|(flag, name, value)| Some((flag, name, value.clone()?)))
-        .chain(
-            (!self.masters.is_empty())
-                .then(|| ("--master", cvar::SV_MASTERS.name(), self.masters.join(","))),
-        )
-        .collect()
+/// The flags that set cvars, one row each: the flag and the cvar it sets. A flag's help,
+/// range and default are its cvar's own, from the cvar table; `--master` may be given
+/// again and again, its values joined as `sv_masters` lists them.
+const CVAR_FLAGS: &[(&str, &str)] = &[
+    ("map", cvar::MAP.name()),
+    ("max-players", cvar::MAXPLAYERS.name()),
+    ("tickrate", cvar::SV_TICKRATE.name()),
+    ("snapshot-rate", cvar::SV_SNAPSHOTRATE.name()),
+    ("name", cvar::SV_HOSTNAME.name()),
+    ("bots", cvar::BOTS.name()),
+    ("bot-skill", cvar::BOT_SKILL.name()),
+    ("mode", cvar::MODE.name()),
+    ("fraglimit", cvar::FRAGLIMIT.name()),
+    ("timelimit", cvar::TIMELIMIT.name()),
+    ("maps", cvar::SV_MAPLIST.name()),
+    ("password", cvar::SV_PASSWORD.name()),
+    ("max-per-address", cvar::SV_MAX_PER_ADDRESS.name()),
+    ("idle-kick", cvar::SV_IDLE_KICK.name()),
+    ("max-spectators", cvar::SV_MAX_SPECTATORS.name()),
+    ("spectator-delay", cvar::SV_SPECTATOR_DELAY.name()),
+    ("rcon-password", cvar::RCON_PASSWORD.name()),
+    ("rcon-port", cvar::RCON_PORT.name()),
+    ("motd", cvar::SV_MOTD.name()),
+    ("master", cvar::SV_MASTERS.name()),
+    ("master-interval", cvar::SV_MASTER_INTERVAL.name()),
+    ("ban-file", cvar::SV_BANFILE.name()),
+];
+
+/// The whole command line: [`Args`]'s flags, and a flag for each row of [`CVAR_FLAGS`]
+/// with its cvar's help.
+fn command() -> clap::Command {
+    let cvars = server_cvar_registry();
+    CVAR_FLAGS
+        .iter()
+        .fold(Args::command(), |command, (flag, name)| {
+            let def = &cvars
+                .get(name)
+                .expect("every flag's cvar is a server cvar")
+                .def;
+            let action = match *flag {
+                "master" => clap::ArgAction::Append,
+                _ => clap::ArgAction::Set,
+            };
+            command.arg(
+                clap::Arg::new(*flag)
+                    .long(*flag)
+                    .value_name(value_name(&def.kind))
+                    .action(action)
+                    .help(format!("{} [{name}: {}]", def.help, describe_values(def))),
+            )
+        })
+}
+
+/// What a flag's value is called in `--help`.
+fn value_name(kind: &CvarKind) -> &'static str {
+    match kind {
+        CvarKind::Bool => "0|1",
+        CvarKind::Int { .. } => "N",
+        CvarKind::Float { .. } => "X",
+        CvarKind::Text { .. } => "TEXT",
+        CvarKind::Choice { .. } => "WORD",
     }
+}
+
+/// The command line read: the flags of [`Args`], and the cvars the others set, as
+/// (flag, cvar, value) for those given.
+fn parse_from(
+    flags: Vec<String>,
+) -> Result<(Args, Vec<(String, &'static str, String)>), clap::Error> {
+    let matches = command().try_get_matches_from(flags)?;
+    let args = Args::from_arg_matches(&matches)?;
+    let set = CVAR_FLAGS
+        .iter()
+        .filter_map(|(flag, name)| {
+            let values: Vec<&String> = matches.get_many::<String>(flag)?.collect();
+            let joined = values
+                .iter()
+                .map(|v| v.as_str())
+                .collect::<Vec<_>>()
+                .join(",");
+            Some((format!("--{flag}"), *name, joined))
+        })
+        .collect();
+    Ok((args, set))
 }
 
 /// Prints a usage error and exits with status 2.
 fn usage_error(message: impl std::fmt::Display) -> ! {
-    Args::command()
+    command()
         .error(clap::error::ErrorKind::ValueValidation, message)
         .exit()
 }
@@ -281,7 +231,7 @@ fn config_file(lines: &mut Vec<String>) -> PathBuf {
 /// The server's cvars: the defaults, then the `+` lines in order (what they print goes
 /// to standard error), then the flags given. `map NAME` among the lines (`+map duel`,
 /// as in Quake) names the map to start on.
-fn settings(args: &Args, lines: &[String]) -> Cvars {
+fn settings(flags: &[(String, &'static str, String)], lines: &[String]) -> Cvars {
     let mut cvars = server_cvar_registry();
     let mut console = Console::default();
     let mut commands = ConsoleCommands::default();
@@ -318,8 +268,8 @@ fn settings(args: &Args, lines: &[String]) -> Cvars {
             usage_error(format!("environment variable {variable}: {e}"));
         }
     }
-    for (flag, name, value) in args.cvar_flags() {
-        if let Err(e) = cvars.set(name, &value) {
+    for (flag, name, value) in flags {
+        if let Err(e) = cvars.set(name, value) {
             usage_error(format!("{flag}: {e}"));
         }
     }
@@ -357,7 +307,8 @@ fn main() -> ExitCode {
     let (flags, mut lines) =
         split_plus_commands(std::env::args_os().map(|a| a.to_string_lossy().into_owned()));
     let config_path = config_file(&mut lines);
-    let args: Args = sightline_net::parse_args_from(flags);
+    let (args, cvar_flags) =
+        parse_from(flags).unwrap_or_else(|e| sightline_net::exit_with_usage(e, &command()));
     if let Some(path) = &args.verify_demo {
         return verify(path);
     }
@@ -366,7 +317,7 @@ fn main() -> ExitCode {
     {
         usage_error("--run-seconds must be a positive number");
     }
-    let cvars = settings(&args, &lines);
+    let cvars = settings(&cvar_flags, &lines);
     let config = match config_from_cvars(&cvars) {
         Ok(config) => config,
         Err(e) => usage_error(e),
@@ -710,11 +661,6 @@ fn add_hosting(
 mod tests {
     use super::*;
 
-    fn args(flags: &[&str]) -> Args {
-        Args::try_parse_from(std::iter::once("sightline-server").chain(flags.iter().copied()))
-            .expect("valid flags")
-    }
-
     #[test]
     fn plus_lines_run_in_order_then_the_flags_win() {
         let dir = std::env::temp_dir().join(format!("sightline-cfg-{}", std::process::id()));
@@ -738,7 +684,7 @@ mod tests {
             ]
             .map(String::from),
         );
-        let cvars = settings(&Args::try_parse_from(flags).unwrap(), &lines);
+        let cvars = settings(&parse_from(flags).unwrap().1, &lines);
         let config = config_from_cvars(&cvars).unwrap();
         assert_eq!(config.name, "Friday night");
         assert_eq!(config.rules.fraglimit, 7, "the flag wins over the file");
@@ -752,7 +698,7 @@ mod tests {
         let sample = concat!(env!("CARGO_MANIFEST_DIR"), "/../../deploy/server.cfg");
         let (flags, lines) =
             split_plus_commands(["sightline-server", "+exec", sample].map(String::from));
-        let cvars = settings(&Args::try_parse_from(flags).unwrap(), &lines);
+        let cvars = settings(&parse_from(flags).unwrap().1, &lines);
         let config = config_from_cvars(&cvars).expect("the sample's settings go together");
         for name in &config.rules.rotation {
             find_map_by_name(name)
@@ -781,59 +727,76 @@ mod tests {
     }
 
     #[test]
-    fn every_cvar_flag_names_a_server_cvar() {
-        let every = args(&[
-            "--map",
-            "duel",
-            "--max-players",
-            "8",
-            "--tickrate",
-            "64",
-            "--snapshot-rate",
-            "32",
-            "--name",
-            "x",
-            "--bots",
-            "1",
-            "--bot-skill",
-            "easy",
-            "--mode",
-            "dm",
-            "--fraglimit",
-            "1",
-            "--timelimit",
-            "1",
-            "--maps",
-            "duel",
-            "--password",
-            "p",
-            "--max-per-address",
-            "2",
-            "--idle-kick",
-            "5",
-            "--rcon-password",
-            "r",
-            "--rcon-port",
-            "27020",
-            "--motd",
-            "hi",
-            "--master",
-            "127.0.0.1:27950",
-            "--master",
-            "127.0.0.2:27950",
-            "--master-interval",
-            "60",
-            "--ban-file",
-            "bans.txt",
-            "--max-spectators",
-            "2",
-            "--spectator-delay",
-            "5",
-        ]);
+    fn the_hosting_guide_lists_every_flag_as_the_command_line_has_it() {
         let cvars = server_cvar_registry();
-        for (flag, name, _) in every.cvar_flags() {
-            assert!(cvars.get(name).is_some(), "{flag} sets unknown {name}");
+        let mut table =
+            String::from("| flag [variable] | values (default) | what it does |\n|---|---|---|\n");
+        for arg in command().get_arguments() {
+            let Some(long) = arg.get_long() else {
+                continue;
+            };
+            let cell = |text: &str| text.replace('|', "\\|").replace('\n', " ");
+            let row = match CVAR_FLAGS.iter().find(|(flag, _)| *flag == long) {
+                Some((_, name)) => {
+                    let def = &cvars.get(name).expect("a server cvar").def;
+                    (
+                        format!("`--{long}` [`{name}`]"),
+                        describe_values(def),
+                        def.help.to_string(),
+                    )
+                }
+                None => {
+                    let help = arg.get_help().map(|h| h.to_string()).unwrap_or_default();
+                    let defaults: Vec<String> = arg
+                        .get_default_values()
+                        .iter()
+                        .map(|v| v.to_string_lossy().into_owned())
+                        .collect();
+                    let values = match (arg.get_action().takes_values(), defaults.is_empty()) {
+                        (false, _) => "off".to_string(),
+                        (true, true) => "none".to_string(),
+                        (true, false) => defaults.join(", "),
+                    };
+                    (format!("`--{long}`"), values, help)
+                }
+            };
+            table += &format!("| {} | {} | {} |\n", row.0, cell(&row.1), cell(&row.2));
         }
-        assert_eq!(every.cvar_flags().len(), cvar::server_cvars().len());
+        let doc = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/HOSTING.md");
+        sightline_console::check_doc(&doc, "server-flags", &table).unwrap();
+    }
+
+    #[test]
+    fn every_server_cvar_has_one_flag_and_the_master_flag_repeats() {
+        let cvars = server_cvar_registry();
+        let mut names: Vec<&str> = CVAR_FLAGS.iter().map(|(_, name)| *name).collect();
+        for name in &names {
+            assert!(cvars.get(name).is_some(), "a flag sets unknown {name}");
+        }
+        names.sort();
+        names.dedup();
+        assert_eq!(names.len(), cvar::server_cvars().len());
+        command().debug_assert();
+        let flags = [
+            "sightline-server",
+            "--bots",
+            "2",
+            "--master",
+            "a:1",
+            "--master",
+            "b:2",
+        ];
+        let (_, set) = parse_from(flags.map(String::from).to_vec()).unwrap();
+        assert_eq!(
+            set,
+            [
+                ("--bots".to_string(), cvar::BOTS.name(), "2".to_string()),
+                (
+                    "--master".to_string(),
+                    cvar::SV_MASTERS.name(),
+                    "a:1,b:2".to_string()
+                ),
+            ]
+        );
     }
 }

@@ -15,14 +15,10 @@ use crate::metrics::{JsonPage, Metrics};
 use crate::records::{RecordsPlugin, StatsDatabase, StatsWriter};
 use bevy::prelude::*;
 use prometheus::{Encoder, IntCounter, IntGauge, Opts, TextEncoder};
-use sightline_combat::LagCompStats;
 use sightline_limits::{
     Admit, Claim, HostKey, NetworkKey, PoolLimits, Rate, ShareRates, Shares, admit,
 };
-use sightline_net::{Connectionless, NetStats};
-use sightline_server::{
-    Connection, HostingStats, MatchState, ServerStats, SnapshotStats, Stalls, TickCost,
-};
+use sightline_server::{Connection, Counters, HostingStats, TickCost};
 use sightline_sim::{BotControlled, PlayerId, TickConfig};
 use std::collections::HashMap;
 use std::io::{ErrorKind, Read, Write};
@@ -235,14 +231,8 @@ impl Health {
 /// What the published counters read.
 #[derive(bevy::ecs::system::SystemParam)]
 pub(crate) struct Sources<'w, 's> {
-    stats: Res<'w, ServerStats>,
+    counters: Counters<'w>,
     hosting: Res<'w, HostingStats>,
-    snapshots: Res<'w, SnapshotStats>,
-    net: Res<'w, NetStats>,
-    lagcomp: Res<'w, LagCompStats>,
-    stalls: Res<'w, Stalls>,
-    matches: Res<'w, MatchState>,
-    connectionless: Option<Res<'w, Connectionless>>,
     records: Option<Res<'w, StatsWriter>>,
     cost: Res<'w, TickCost>,
     fixed: Res<'w, Time<Fixed>>,
@@ -282,182 +272,16 @@ fn publish(mut telemetry: ResMut<Telemetry>, metrics: Res<Metrics>, s: Sources) 
         "Simulation ticks per second",
         i64::from(s.config.tick_hz),
     );
-    let (stats, net, hosting) = (&*s.stats, &*s.net, &*s.hosting);
     t.gauge(
         r,
         "sightline_ban_lines_skipped",
         "Lines of the ban file skipped at start-up as unreadable (the log names them)",
-        hosting.ban_lines_skipped as i64,
+        s.hosting.ban_lines_skipped as i64,
     );
-    let queries_dropped = hosting.queries_dropped_in_all(s.connectionless.as_deref());
-    for (name, help, total) in [
-        (
-            "sightline_ticks_total",
-            "Simulation ticks run",
-            u64::from(s.tick.0),
-        ),
-        (
-            "sightline_sent_bytes_total",
-            "Bytes the game socket sent, UDP/IP headers included",
-            net.sent_bytes,
-        ),
-        (
-            "sightline_received_bytes_total",
-            "Bytes the game socket received, UDP/IP headers included",
-            net.received_bytes,
-        ),
-        (
-            "sightline_sent_datagrams_total",
-            "Datagrams the game socket sent",
-            net.sent_datagrams,
-        ),
-        (
-            "sightline_received_datagrams_total",
-            "Datagrams the game socket received",
-            net.received_datagrams,
-        ),
-        (
-            "sightline_snapshots_total",
-            "Snapshots sent",
-            s.snapshots.sent,
-        ),
-        (
-            "sightline_snapshots_sliced_total",
-            "Snapshots over one datagram, sent in slices",
-            s.snapshots.sliced,
-        ),
-        (
-            "sightline_snapshot_players_held_total",
-            "Players' updates held back to keep a client within its rate",
-            s.snapshots.held,
-        ),
-        (
-            "sightline_kicks_total",
-            "Connections kicked, for strikes or idleness",
-            stats.kicks,
-        ),
-        (
-            "sightline_strikes_total",
-            "Strikes given for misbehaviour, weighted",
-            stats.strikes,
-        ),
-        (
-            "sightline_malformed_total",
-            "Messages dropped because they failed to decode or validate",
-            stats.malformed_packets,
-        ),
-        (
-            "sightline_malformed_bundles_total",
-            "Datagrams holding a malformed bundle of packets",
-            net.malformed_bundles,
-        ),
-        (
-            "sightline_bad_packets_total",
-            "renet packets refused before renet read them",
-            net.bad_packets,
-        ),
-        (
-            "sightline_over_budget_total",
-            "Messages dropped over a connection's budget",
-            stats.over_budget,
-        ),
-        (
-            "sightline_refused_commands_total",
-            "Commands refused as impossible",
-            stats.refused_commands,
-        ),
-        (
-            "sightline_unresolved_inputs_total",
-            "Input packets written against a command no longer held",
-            stats.unresolved_inputs,
-        ),
-        (
-            "sightline_late_shots_total",
-            "Shots judged at the rewind limit, the shooter's view older than it",
-            s.lagcomp.late,
-        ),
-        (
-            "sightline_refused_shots_total",
-            "Shots refused by lag compensation: view times no honest client could claim",
-            s.lagcomp.refused,
-        ),
-        (
-            "sightline_held_commands_total",
-            "Ticks a player was held waiting for a late command",
-            stats.holds,
-        ),
-        (
-            "sightline_repeated_commands_total",
-            "Commands not run as sent (repeated over a gap, or skipped)",
-            stats.repeats,
-        ),
-        (
-            "sightline_junk_datagrams_total",
-            "Datagrams from unknown addresses that were not connection requests",
-            net.junk_datagrams,
-        ),
-        (
-            "sightline_handshakes_refused_total",
-            "Connection requests over an address's rate",
-            net.handshakes_refused,
-        ),
-        (
-            "sightline_connections_refused_total",
-            "Connections turned away after netcode accepted them",
-            net.connections_refused,
-        ),
-        (
-            "sightline_tokens_issued_total",
-            "Connect tokens handed out",
-            net.tokens_issued,
-        ),
-        (
-            "sightline_tokens_refused_total",
-            "Token requests refused (password, rate, limits)",
-            net.tokens_refused,
-        ),
-        (
-            "sightline_token_requests_dropped_total",
-            "Token requests dropped unanswered",
-            net.token_requests_dropped,
-        ),
-        (
-            "sightline_ack_stalls_total",
-            "Connections dropped for not acknowledging",
-            net.ack_stalls,
-        ),
-        (
-            "sightline_stalls_total",
-            "Times the server stood still for a quarter second or more",
-            s.stalls.count,
-        ),
-        (
-            "sightline_matches_played_total",
-            "Matches played to their end",
-            u64::from(s.matches.finished),
-        ),
-        (
-            "sightline_queries_total",
-            "Server queries (A2S) answered",
-            hosting.queries,
-        ),
-        (
-            "sightline_queries_dropped_total",
-            "Server queries dropped unanswered",
-            queries_dropped,
-        ),
-        (
-            "sightline_rcon_wrong_passwords_total",
-            "Wrong remote-admin passwords",
-            hosting.rcon_wrong,
-        ),
-        (
-            "sightline_rcon_lockouts_total",
-            "Addresses locked out for wrong remote-admin passwords",
-            hosting.rcon_lockouts,
-        ),
-    ] {
-        t.count(r, name, help, total);
+    for counter in s.counters.all() {
+        if let Some(name) = counter.metric {
+            t.count(r, name, counter.help, counter.value);
+        }
     }
     if let Some(records) = &s.records {
         t.count(

@@ -34,7 +34,8 @@ use sightline_sim::SessionAppExt;
 #[derive(Resource, Debug, Clone, Copy, PartialEq)]
 pub struct InterpolationSettings {
     /// `cl_interp`: interpolation delay in seconds; 0 chooses it automatically. (The
-    /// console's cvar bounds it to 0-0.25 s, what lag compensation honours.)
+    /// console's cvar bounds it to what lag compensation honours,
+    /// `sightline_combat::MAX_INTERP_DELAY`.)
     pub cl_interp: f32,
     /// `cl_timenudge`: shift render time by this many milliseconds (the cvar bounds it to
     /// -30..=30); negative

@@ -17,17 +17,21 @@ where
     I: IntoIterator<Item = T>,
     T: Into<std::ffi::OsString> + Clone,
 {
-    A::try_parse_from(args).unwrap_or_else(|e| {
-        if matches!(e.kind(), ErrorKind::DisplayHelp | ErrorKind::DisplayVersion) {
-            e.exit();
-        }
-        let rendered = e.render().to_string();
-        eprint!("{rendered}");
-        if !rendered.contains("Usage:") {
-            eprintln!("\n{}", A::command().render_usage());
-        }
-        std::process::exit(2);
-    })
+    A::try_parse_from(args).unwrap_or_else(|e| exit_with_usage(e, &A::command()))
+}
+
+/// Ends the program for a command-line error `e` of `command`: help and version print
+/// and exit 0; anything else prints the error with the usage and exits 2.
+pub fn exit_with_usage(e: clap::Error, command: &clap::Command) -> ! {
+    if matches!(e.kind(), ErrorKind::DisplayHelp | ErrorKind::DisplayVersion) {
+        e.exit();
+    }
+    let rendered = e.render().to_string();
+    eprint!("{rendered}");
+    if !rendered.contains("Usage:") {
+        eprintln!("\n{}", command.clone().render_usage());
+    }
+    std::process::exit(2);
 }
 
 /// The `--fake-*` flags both binaries take: a bad connection on purpose, applied to this

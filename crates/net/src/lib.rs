@@ -30,7 +30,7 @@ pub use auth::{
 pub use bans::{AddressBans, IpPrefix};
 pub use bevy_renet::{RenetClient, RenetReceive, RenetSend, RenetServer, RenetServerEvent};
 pub use bundle::{ACK_HOLD, MalformedBundle, unbundle};
-pub use cli::{FakeLinkArgs, parse_args, parse_args_from};
+pub use cli::{FakeLinkArgs, exit_with_usage, parse_args, parse_args_from};
 pub use clock::{CLOCK_WINDOW, ClockSync, SLEW_RATE, STEP_THRESHOLD, ServerClock};
 pub use conditioner::{
     BOTTLENECK_QUEUE_MS, ConditionerSettings, LinkConditioner, MAX_TAIL_MS, UDP_IP_HEADER, WireSize,

@@ -45,9 +45,11 @@ mod teams;
 mod datagrams;
 mod resume;
 mod sessions;
-// The rest: combat told to clients, bots, and the status line.
+// The rest: combat told to clients, bots, every counter in one table, and the status
+// line.
 mod bots;
 mod combat;
+mod counters;
 mod status;
 // Demos: recording the commands each tick, and replaying them through the same systems.
 pub mod demo;
@@ -68,6 +70,7 @@ pub use config::{
 pub use connection::{
     ClientIndex, Connection, ConnectionStage, PlayerKeyOf, PlayerSlots, ping_seconds,
 };
+pub use counters::{Counter, Counters};
 pub use inbox::{AdminInbox, AdminLine, AdminOrigin, MAX_PENDING_LINES};
 pub use inputs::{
     HOLD_GRACE_SECONDS, HOLD_SHARE, InputBuffer, InputTiming, MAX_BUFFERED_SECONDS,
