@@ -16,13 +16,13 @@ use sightline_dedicated::{
     MAX_WAITING, RconLockout, RconSession, UNAUTHENTICATED, admit_rcon,
 };
 use sightline_limits::{Admit, HostKey, NetworkKey};
+use sightline_net::test_support::MemoryStream;
 use sightline_query::{
     MAX_REQUEST_SIZE, RconPacket, SERVERDATA_AUTH, SERVERDATA_AUTH_RESPONSE,
     SERVERDATA_EXECCOMMAND, SERVERDATA_RESPONSE_VALUE,
 };
 use sightline_server::{AdminInbox, AdminOrigin, HostingStats, MAX_PENDING_LINES};
 use std::collections::{HashMap, VecDeque};
-use std::io::{self, Read, Write};
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
@@ -84,51 +84,6 @@ fn console(line: &str) -> Vec<String> {
 /// Whether the console answers `line` a frame late: statistics questions do.
 fn answered_late(line: &str) -> bool {
     line.starts_with("top")
-}
-
-/// The client's end of a connection and the server's stream for it, in memory.
-#[derive(Default)]
-struct Pipe {
-    to_server: VecDeque<u8>,
-    eof: bool,
-    to_client: Vec<u8>,
-    window: Option<usize>,
-}
-
-impl Read for Pipe {
-    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        if self.to_server.is_empty() {
-            // As a non-blocking socket: nothing yet, or the client closed its side.
-            return if self.eof {
-                Ok(0)
-            } else {
-                Err(io::ErrorKind::WouldBlock.into())
-            };
-        }
-        let n = buf.len().min(self.to_server.len());
-        for (to, from) in buf.iter_mut().zip(self.to_server.drain(..n)) {
-            *to = from;
-        }
-        Ok(n)
-    }
-}
-
-impl Write for Pipe {
-    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-        let n = self.window.map_or(buf.len(), |w| w.min(buf.len()));
-        if n == 0 && !buf.is_empty() {
-            return Err(io::ErrorKind::WouldBlock.into());
-        }
-        if let Some(window) = &mut self.window {
-            *window -= n;
-        }
-        self.to_client.extend_from_slice(&buf[..n]);
-        Ok(n)
-    }
-
-    fn flush(&mut self) -> io::Result<()> {
-        Ok(())
-    }
 }
 
 /// What a connection must answer, in the order asked.
@@ -302,7 +257,7 @@ fn answer_packet(bytes: &[u8]) -> Option<(RconPacket, usize)> {
 
 /// The service's state and the body's, frame by frame.
 struct Service {
-    connections: Vec<(RconSession, Pipe)>,
+    connections: Vec<(RconSession, MemoryStream)>,
     models: HashMap<u64, Model>,
     slots: [Option<u64>; 4],
     next_number: u64,
@@ -366,7 +321,7 @@ pub fn rcon_session(data: &[u8]) {
             }
             SEND => {
                 if let Some(n) = number {
-                    s.pipe(n).to_server.extend(data);
+                    s.pipe(n).incoming.extend(data);
                     s.models.get_mut(&n).expect("modelled").send(data);
                 }
             }
@@ -402,7 +357,7 @@ pub fn rcon_session(data: &[u8]) {
 }
 
 impl Service {
-    fn pipe(&mut self, number: u64) -> &mut Pipe {
+    fn pipe(&mut self, number: u64) -> &mut MemoryStream {
         &mut self
             .connections
             .iter_mut()
@@ -474,7 +429,7 @@ impl Service {
             session.write_to(pipe);
             m.cut |= !closing && session.closing();
             assert!(session.unsent_len() <= MAX_UNSENT, "unsent past its bound");
-            m.received.append(&mut pipe.to_client);
+            m.received.append(&mut pipe.written);
             m.check_received();
         }
         let models = &mut self.models;
@@ -517,7 +472,7 @@ impl Service {
         for (session, pipe) in &self.connections {
             let number = session.number();
             let m = self.models.get_mut(&number).expect("modelled");
-            let read = m.sent.len() - pipe.to_server.len();
+            let read = m.sent.len() - pipe.incoming.len();
             let consumed = read - session.inbox_len();
             let first = m.handled;
             while m
@@ -605,7 +560,7 @@ impl Service {
         let number = self.next_number;
         self.connections.push((
             RconSession::new(number, peer, read.clone(), now),
-            Pipe::default(),
+            MemoryStream::default(),
         ));
         self.models.insert(number, Model::new(peer, &read, now));
         self.slots[slot] = Some(number);

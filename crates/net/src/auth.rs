@@ -1196,6 +1196,18 @@ fn read_reply(server: SocketAddr, reply: &[u8]) -> Result<ConnectToken, String> 
     }
 }
 
+/// The connection request a client sends for `token`, as netcode lays it out.
+#[cfg(any(test, feature = "test-support"))]
+pub(crate) fn connection_request(token: &ConnectToken) -> Vec<u8> {
+    let mut request = vec![0u8];
+    request.extend_from_slice(&token.version_info);
+    request.extend_from_slice(&token.protocol_id.to_le_bytes());
+    request.extend_from_slice(&token.expire_timestamp.to_le_bytes());
+    request.extend_from_slice(&token.xnonce);
+    request.extend_from_slice(&token.private_data);
+    request
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1216,17 +1228,6 @@ mod tests {
             IpAddr::V4(Ipv4Addr::new(10, 1, 2, 4))
         ));
         assert!(!user_data_matches(&data, IpAddr::V6(Ipv6Addr::LOCALHOST)));
-    }
-
-    /// The connection request a client sends for `token`.
-    pub(crate) fn connection_request(token: &ConnectToken) -> Vec<u8> {
-        let mut request = vec![0u8];
-        request.extend_from_slice(&token.version_info);
-        request.extend_from_slice(&token.protocol_id.to_le_bytes());
-        request.extend_from_slice(&token.expire_timestamp.to_le_bytes());
-        request.extend_from_slice(&token.xnonce);
-        request.extend_from_slice(&token.private_data);
-        request
     }
 
     #[test]

@@ -5,64 +5,16 @@
 
 use super::{
     AdmissionLimits, Guesses, Issuer, Pending, SecureConfig, Served, Stage, TOKEN_BURST,
-    TOKENS_PER_SECOND, request_address, serve,
+    TOKENS_PER_SECOND, connection_request, request_address, serve,
 };
 use crate::NetStats;
 use crate::bans::AddressBans;
+use crate::test_support::MemoryStream;
 use renetcode::{ConnectToken, NetcodeServer, ServerAuthentication, ServerConfig};
 use sightline_limits::{Claim, HostKey, NetworkKey, Rate, Shares};
 use sightline_protocol::NETCODE_PROTOCOL_ID;
-use std::collections::VecDeque;
-use std::io::{self, Read, Write};
 use std::net::{IpAddr, SocketAddr};
 use std::time::{Duration, Instant, SystemTime};
-
-/// One end of a connection in memory: what the client sent waits to be read, and what
-/// the service writes is kept for the client, at most `window` bytes a poll while the
-/// client reads slowly.
-#[derive(Default)]
-struct MemoryStream {
-    incoming: VecDeque<u8>,
-    eof: bool,
-    written: Vec<u8>,
-    window: Option<usize>,
-}
-
-impl Read for MemoryStream {
-    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        if self.incoming.is_empty() {
-            // As a non-blocking socket: nothing yet, or the client closed its side.
-            return if self.eof {
-                Ok(0)
-            } else {
-                Err(io::ErrorKind::WouldBlock.into())
-            };
-        }
-        let n = buf.len().min(self.incoming.len());
-        for (to, from) in buf.iter_mut().zip(self.incoming.drain(..n)) {
-            *to = from;
-        }
-        Ok(n)
-    }
-}
-
-impl Write for MemoryStream {
-    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-        let n = self.window.map_or(buf.len(), |w| w.min(buf.len()));
-        if n == 0 && !buf.is_empty() {
-            return Err(io::ErrorKind::WouldBlock.into());
-        }
-        if let Some(window) = &mut self.window {
-            *window -= n;
-        }
-        self.written.extend_from_slice(&buf[..n]);
-        Ok(n)
-    }
-
-    fn flush(&mut self) -> io::Result<()> {
-        Ok(())
-    }
-}
 
 /// Where the open request stands.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -250,12 +202,7 @@ impl TokenBench {
     /// The address `token`'s sealed part names, as the server reads it from a
     /// connection request (`None` when it does not open with the service's key).
     pub fn token_asker(&self, token: &ConnectToken) -> Option<IpAddr> {
-        let mut request = vec![0u8];
-        request.extend_from_slice(&token.version_info);
-        request.extend_from_slice(&token.protocol_id.to_le_bytes());
-        request.extend_from_slice(&token.expire_timestamp.to_le_bytes());
-        request.extend_from_slice(&token.xnonce);
-        request.extend_from_slice(&token.private_data);
+        let request = connection_request(token);
         request_address(&request, &self.config.key, token.create_timestamp)
     }
 }
