@@ -17,6 +17,8 @@ mod kex;
 mod keyfile;
 mod known;
 mod memory;
+#[cfg(any(test, feature = "test-support"))]
+mod memory_stream;
 mod shutdown;
 #[cfg(any(test, feature = "test-support"))]
 pub mod test_support;

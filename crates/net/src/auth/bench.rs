@@ -9,7 +9,7 @@ use super::{
 };
 use crate::NetStats;
 use crate::bans::AddressBans;
-use crate::test_support::MemoryStream;
+use crate::memory_stream::MemoryStream;
 use renetcode::{ConnectToken, NetcodeServer, ServerAuthentication, ServerConfig};
 use sightline_limits::{Claim, HostKey, NetworkKey, Rate, Shares};
 use sightline_protocol::NETCODE_PROTOCOL_ID;
