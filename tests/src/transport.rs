@@ -10,10 +10,10 @@ use renetcode::{
     ClientAuthentication, NetcodeClient, NetcodeServer, ServerAuthentication, ServerConfig,
     ServerResult,
 };
+use sightline_net::NETCODE_PROTOCOL_ID;
 use sightline_net::{ClientSecurity, RenetClient, fetch_token, unbundle};
 use sightline_protocol::{
-    Channel, ClientDatagram, ClientMessage, InputPacket, NETCODE_PROTOCOL_ID, PROTOCOL_VERSION,
-    ServerMessage, Wire,
+    Channel, ClientDatagram, ClientMessage, InputPacket, PROTOCOL_VERSION, ServerMessage, Wire,
 };
 use std::net::{SocketAddr, UdpSocket};
 use std::process::{Command, Stdio};

@@ -10,8 +10,9 @@ use sightline_client::{
     ClientPlugin, ClientStats, ConnectionStatus, EarlierSessions, InputPacing, InputSource, JoinAs,
     StatsKey, client_app,
 };
+use sightline_interpolation::ClockSync;
 use sightline_net::{
-    ClientNetPlugin, ClockSync, ConditionerSettings, LinkConditions, Pacing, RunFor, ShutdownSignal,
+    ClientNetPlugin, ConditionerSettings, LinkConditions, Pacing, RunFor, ShutdownSignal,
 };
 use sightline_prediction::PredictionStats;
 use sightline_sim::TickConfig;

@@ -57,6 +57,17 @@ fn catch_up_limit(frames: &std::collections::VecDeque<f64>) -> std::time::Durati
     std::time::Duration::from_secs_f64(limit)
 }
 
+/// How many ticks a slow frame may catch up on.
+pub(crate) struct CatchUpPlugin;
+
+impl Plugin for CatchUpPlugin {
+    fn build(&self, app: &mut App) {
+        app.init_resource::<RecentFrames>()
+            .add_systems(Startup, keep_up_with_slow_frames)
+            .add_systems(Last, limit_catch_up_to_the_frame_rate);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -1,10 +1,13 @@
 //! Clock sync pings: a burst on joining, then one every half second.
 
 use crate::InputPacing;
+use crate::sets::{ReceiveStep, connected, in_game};
 use bevy::prelude::*;
-use sightline_net::{ClockSync, RenetClient, ServerClock};
+use sightline_interpolation::{ClockSync, ServerClock};
+use sightline_net::RenetClient;
 use sightline_prediction::RoundTrip;
 use sightline_protocol::{Channel, ClientDatagram};
+use sightline_sim::SessionAppExt;
 use sightline_sim::TickConfig;
 
 /// Pings sent back to back on joining, one per frame.
@@ -124,6 +127,29 @@ pub(crate) fn update_round_trip(
 
 /// The round trip prediction allows for before any is measured, seconds.
 pub const UNMEASURED_ROUND_TRIP: f64 = 1.0;
+
+/// The server's clock: pinged for, its round trip from the acknowledgements, and the
+/// estimate drawing follows.
+pub(crate) struct ClockPlugin;
+
+impl Plugin for ClockPlugin {
+    fn build(&self, app: &mut App) {
+        app.init_session_resource::<ClockSync>()
+            .init_session_resource::<ServerClock>()
+            .init_session_resource::<PingSchedule>()
+            .init_session_resource::<SnapshotSilence>()
+            .add_systems(
+                PreUpdate,
+                update_round_trip
+                    .in_set(ReceiveStep::Clock)
+                    .run_if(in_game.and_then(connected)),
+            )
+            .add_systems(
+                Update,
+                (send_pings, update_server_clock).run_if(in_game.and_then(connected)),
+            );
+    }
+}
 
 #[cfg(test)]
 mod tests {

@@ -3,12 +3,14 @@
 
 use crate::LatestSnapshot;
 use crate::cues::CombatCue;
+use crate::sets::{connected, in_game};
 use crate::snapshots::dead_in;
 use bevy::prelude::*;
 use sightline_combat::{Arsenal, WeaponKind, aim_direction};
 use sightline_movement::{MoveParams, PlayerState};
 use sightline_prediction::{OwnShot, Predicted};
 use sightline_protocol::KIT_WEAPONS;
+use sightline_sim::SimSet;
 use sightline_sim::{CurrentCmd, PlayerId};
 
 /// Weapons the server says we hold that our predicted arsenal lacks were picked up: they
@@ -59,4 +61,18 @@ pub(crate) fn predict_own_shots(
         dir: aim_direction(cmd.0.yaw, cmd.0.pitch),
         own: true,
     });
+}
+
+/// The player's own shots, predicted after its move each tick.
+pub(crate) struct OwnShotsPlugin;
+
+impl Plugin for OwnShotsPlugin {
+    fn build(&self, app: &mut App) {
+        app.add_systems(
+            FixedUpdate,
+            predict_own_shots
+                .after(SimSet::Move)
+                .run_if(in_game.and_then(connected)),
+        );
+    }
 }

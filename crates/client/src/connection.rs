@@ -1,6 +1,7 @@
 //! Connecting: Hello, decoding what the server sends, checking the Welcome, changing
 //! maps, disconnection.
 
+use crate::sets::{ReceiveStep, connected};
 use crate::status::{ConnectionStatus, JoinAs, ServerInfo, Watching};
 use crate::{ClientStats, FromServer, LocalPlayer};
 use bevy::prelude::*;
@@ -12,6 +13,7 @@ use sightline_protocol::{
     Welcome, Wire, clean_text, peek_welcome_version,
 };
 use sightline_sim::TickConfig;
+use sightline_sim::{EndSession, SessionAppExt};
 
 /// The name this client asks the server for (the server may adjust it).
 #[derive(Resource, Debug, Clone, Default, PartialEq, Eq)]
@@ -21,10 +23,6 @@ pub struct DesiredName(pub String);
 /// keeps none. The windowed game keeps it in its config (`cl_guid`).
 #[derive(Resource, Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct StatsKey(pub Option<PlayerKey>);
-
-pub(crate) fn in_game(status: Res<ConnectionStatus>, local: Query<(), With<LocalPlayer>>) -> bool {
-    status.is_connected() && !local.is_empty()
-}
 
 /// Says Hello once the transport is up (with the resume secret when coming back).
 pub(crate) fn send_hello(
@@ -272,6 +270,40 @@ pub(crate) fn notice_disconnect(
 /// A new session may be on another map: the old one is not kept.
 pub(crate) fn forget_map(mut commands: Commands) {
     commands.remove_resource::<sightline_map::CurrentMap>();
+}
+
+/// The connection: the Hello, what the server says decoded once, its Welcome and map, and
+/// noticing the end.
+pub(crate) struct ConnectionPlugin {
+    /// Name to ask the server for.
+    pub(crate) name: String,
+}
+
+impl Plugin for ConnectionPlugin {
+    fn build(&self, app: &mut App) {
+        app.insert_resource(DesiredName(self.name.clone()))
+            .init_resource::<StatsKey>()
+            .init_resource::<JoinAs>()
+            .init_session_resource::<ConnectionStatus>()
+            .add_message::<FromServer>()
+            .add_systems(EndSession, forget_map)
+            .add_systems(
+                PreUpdate,
+                (
+                    (send_hello, decode_reliable)
+                        .chain()
+                        .after(crate::stats::count_refused_packets)
+                        .in_set(ReceiveStep::Transport)
+                        .run_if(connected),
+                    (take_welcome, change_map)
+                        .chain()
+                        .in_set(ReceiveStep::Welcome),
+                    notice_disconnect
+                        .in_set(ReceiveStep::Disconnect)
+                        .run_if(connected),
+                ),
+            );
+    }
 }
 
 #[cfg(test)]

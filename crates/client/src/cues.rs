@@ -8,11 +8,13 @@
 //! shooter's eye where the shooter is drawn at that moment: the server sends who fired
 //! and which way, and only to clients it sends the shooter to.
 
+use crate::sets::{ReceiveStep, in_game, watching};
 use bevy::prelude::*;
 use sightline_combat::{ProjectileKind, WeaponKind, aim_direction};
 use sightline_interpolation::{Drawn, Interpolated, RenderTime};
 use sightline_movement::{MoveFlags, MoveParams};
 use sightline_protocol::{PlayerEvent, ServerMessage};
+use sightline_sim::SessionAppExt;
 use sightline_sim::{PlayerId, TickConfig, angle_of_steps};
 use std::collections::VecDeque;
 
@@ -294,6 +296,24 @@ pub(crate) fn queue_cues(
 /// Server time of the start of tick `tick`, seconds, on the clock snapshots carry.
 pub(crate) fn tick_seconds(tick: u32, config: &TickConfig) -> f64 {
     config.tick_time_us(sightline_sim::Tick(tick)) as f64 / 1e6
+}
+
+/// Combat cues: queued as the server tells them, released when the drawn world reaches
+/// them (where the shooters are drawn this frame places their shots).
+pub(crate) struct CuesPlugin;
+
+impl Plugin for CuesPlugin {
+    fn build(&self, app: &mut App) {
+        app.add_message::<CombatCue>()
+            .init_session_resource::<TimedCues>()
+            .add_systems(PreUpdate, queue_cues.in_set(ReceiveStep::Cues))
+            .add_systems(
+                Update,
+                release_timed_cues
+                    .after(sightline_interpolation::InterpolationSet::Sample)
+                    .run_if(in_game.or_else(watching)),
+            );
+    }
 }
 
 #[cfg(test)]

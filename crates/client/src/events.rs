@@ -6,10 +6,12 @@
 //! its burst is drawn. Verdicts on our own shots show at once.
 
 use crate::cues::{CombatCue, Timed, tick_seconds};
+use crate::sets::{ReceiveStep, in_game, watching};
 use crate::stats::ClientStats;
 use bevy::prelude::*;
 use sightline_interpolation::RenderTime;
 use sightline_protocol::{EventSnap, PlayerEvent};
+use sightline_sim::SessionAppExt;
 use sightline_sim::TickConfig;
 
 /// An event the server showed us, at its moment.
@@ -98,6 +100,25 @@ pub(crate) fn count_shot_verdicts(
             }
             _ => {}
         }
+    }
+}
+
+/// The events snapshots carry, shown when the drawn world reaches them: as cues, and
+/// counted (shot verdicts) once each.
+pub(crate) struct EventsPlugin;
+
+impl Plugin for EventsPlugin {
+    fn build(&self, app: &mut App) {
+        app.add_message::<ShownEvent>()
+            .init_session_resource::<EventInbox>()
+            .add_systems(
+                PreUpdate,
+                (cue_events, count_shot_verdicts)
+                    .chain()
+                    .after(crate::cues::queue_cues)
+                    .in_set(ReceiveStep::Cues),
+            )
+            .add_systems(Update, release_events.run_if(in_game.or_else(watching)));
     }
 }
 

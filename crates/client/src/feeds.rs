@@ -2,9 +2,11 @@
 //! match's state (limits, time left, the winner at intermission).
 
 use crate::events::ShownEvent;
+use crate::sets::ReceiveStep;
 use crate::{FromServer, Roster};
 use bevy::prelude::*;
 use sightline_protocol::{PlayerEvent, ServerMessage, ServerTextKind};
+use sightline_sim::SessionAppExt;
 use std::collections::VecDeque;
 
 /// One line of the kill feed.
@@ -153,6 +155,23 @@ pub(crate) fn follow_match(
             }
             _ => {}
         }
+    }
+}
+
+/// The kill feed, the chat log and the match, from what the server says.
+pub(crate) struct FeedsPlugin;
+
+impl Plugin for FeedsPlugin {
+    fn build(&self, app: &mut App) {
+        app.init_session_resource::<ChatLog>()
+            .init_session_resource::<KillFeed>()
+            .init_session_resource::<MatchInfo>()
+            .add_systems(
+                PreUpdate,
+                (record_kills, record_chat, follow_match)
+                    .chain()
+                    .in_set(ReceiveStep::Feeds),
+            );
     }
 }
 

@@ -3,6 +3,8 @@
 
 use crate::LatestSnapshot;
 use crate::pacing::InputPacing;
+use crate::sets::{connected, in_game};
+use bevy::app::RunFixedMainLoopSystems;
 use bevy::prelude::*;
 use sightline_bots::{decide, sense};
 use sightline_map::CurrentMap;
@@ -11,6 +13,7 @@ use sightline_net::RenetClient;
 use sightline_prediction::Predicted;
 use sightline_protocol::{Channel, ClientDatagram, INPUT_BASE_SPAN, InputPacket, MAX_PACKET_CMDS};
 use sightline_sim::{CurrentCmd, InputCmd, Tick, TickConfig};
+use sightline_sim::{SessionAppExt, SimSet};
 use std::collections::VecDeque;
 
 /// Where this client's commands come from.
@@ -384,6 +387,34 @@ pub(crate) fn send_inputs(
         );
     }
     history.sent_seq = history.last_seq;
+}
+
+/// The player's commands: one sampled per tick, each frame's sent after the ticks.
+pub(crate) struct InputPlugin {
+    /// Where the commands come from.
+    pub(crate) source: InputSource,
+}
+
+impl Plugin for InputPlugin {
+    fn build(&self, app: &mut App) {
+        app.insert_resource(self.source.clone())
+            .init_resource::<LocalInput>()
+            .init_resource::<CommandRate>()
+            .init_resource::<MoveParams>()
+            .init_session_resource::<InputHistory>()
+            .add_systems(
+                FixedUpdate,
+                sample_input
+                    .in_set(SimSet::ReadInputs)
+                    .run_if(in_game.and_then(connected)),
+            )
+            .add_systems(
+                RunFixedMainLoop,
+                send_inputs
+                    .in_set(RunFixedMainLoopSystems::AfterFixedMainLoop)
+                    .run_if(in_game.and_then(connected)),
+            );
+    }
 }
 
 #[cfg(test)]

@@ -25,6 +25,7 @@ mod rate;
 mod recent;
 mod reconnect;
 mod roster;
+mod sets;
 mod snapshots;
 mod spectate;
 mod stats;
@@ -47,19 +48,32 @@ pub use rate::DownloadRate;
 pub use recent::{Clip, ClipPose, MAX_GAP, MAX_RECENT, RECENT_SECONDS, RecentWorld};
 pub use reconnect::{RESUME_WINDOW_SECONDS, Reconnect, backoff_seconds};
 pub use roster::{Roster, RosterEntry};
+pub use sets::{ClientSet, LocalPlayer, RemotePlayer};
 pub use snapshots::{LatestSnapshot, dead_in};
 pub use stats::{ClientStats, EarlierSessions, PlayerSeen};
 pub use status::{ConnectionStatus, JoinAs, ServerInfo, Watching};
 
-use bevy::app::RunFixedMainLoopSystems;
 use bevy::prelude::*;
+use catch_up::CatchUpPlugin;
+use clock::ClockPlugin;
+use combat::OwnShotsPlugin;
+use connection::ConnectionPlugin;
+use cues::CuesPlugin;
+use events::EventsPlugin;
+use feeds::FeedsPlugin;
+use input::InputPlugin;
+use pacing::PacingPlugin;
+use rate::RatePlugin;
+use reconnect::ReconnectPlugin;
+use roster::RosterPlugin;
+use sets::ReceiveStep;
 use sightline_interpolation::InterpolationPlugin;
-use sightline_net::{
-    ClientNetPlugin, ClockSync, Pacing, RenetClient, RenetReceive, ServerClock, paced_app,
-};
+use sightline_net::{ClientNetPlugin, Pacing, RenetClient, RenetReceive, paced_app};
 use sightline_prediction::{PredictionPlugin, PredictionSet};
-use sightline_protocol::SnapshotHistory;
-use sightline_sim::{EndSession, SessionAppExt, SimSet, SimulationPlugin};
+use sightline_sim::SimulationPlugin;
+use snapshots::SnapshotsPlugin;
+use spectate::SpectatePlugin;
+use stats::StatsPlugin;
 
 /// The one place a client app without a window is assembled, beside the server's
 /// `server_app`: the headless binary ([`Pacing::RealTime`]), the harness's soak, load
@@ -87,21 +101,6 @@ pub fn send_to_server(
     }
 }
 
-/// Marks the player this client controls.
-#[derive(Component, Debug, Default, Clone, Copy)]
-pub struct LocalPlayer;
-
-/// Marks players controlled by others.
-#[derive(Component, Debug, Default, Clone, Copy)]
-pub struct RemotePlayer;
-
-/// Client work outside the fixed tick, in `PreUpdate` after renet has received.
-#[derive(SystemSet, Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum ClientSet {
-    /// Handshake, roster, chat and snapshots.
-    Receive,
-}
-
 /// The client core. Needs a transport ([`sightline_net::ClientNetPlugin`]).
 pub struct ClientPlugin {
     /// Name to ask the server for.
@@ -113,47 +112,6 @@ pub struct ClientPlugin {
 impl Plugin for ClientPlugin {
     fn build(&self, app: &mut App) {
         app.add_plugins((SimulationPlugin, PredictionPlugin, InterpolationPlugin))
-            .insert_resource(DesiredName(self.name.clone()))
-            .init_resource::<StatsKey>()
-            .insert_resource(self.input.clone())
-            .init_resource::<JoinAs>()
-            .init_session_resource::<ConnectionStatus>()
-            .init_session_resource::<Roster>()
-            .init_session_resource::<LatestSnapshot>()
-            .init_session_resource::<SnapshotHistory>()
-            .init_session_resource::<ClientStats>()
-            .init_session_resource::<InputHistory>()
-            .init_resource::<CommandRate>()
-            .init_resource::<DownloadRate>()
-            .init_session_resource::<rate::RateTold>()
-            .init_session_resource::<ChatLog>()
-            .init_session_resource::<KillFeed>()
-            .init_session_resource::<MatchInfo>()
-            .init_resource::<LocalInput>()
-            .init_resource::<sightline_movement::MoveParams>()
-            .init_session_resource::<ClockSync>()
-            .init_session_resource::<ServerClock>()
-            .init_session_resource::<InputPacing>()
-            .init_session_resource::<clock::PingSchedule>()
-            .init_session_resource::<clock::SnapshotSilence>()
-            .init_session_resource::<Reconnect>()
-            .init_resource::<EarlierSessions>()
-            .init_resource::<catch_up::RecentFrames>()
-            .add_message::<CombatCue>()
-            .init_session_resource::<TimedCues>()
-            .add_message::<ShownEvent>()
-            .init_session_resource::<EventInbox>()
-            .add_systems(
-                EndSession,
-                (
-                    connection::forget_map,
-                    stats::remember_session,
-                    spectate::stop_watching,
-                ),
-            )
-            .add_systems(Startup, catch_up::keep_up_with_slow_frames)
-            .add_systems(Last, catch_up::limit_catch_up_to_the_frame_rate)
-            .add_systems(PreUpdate, reconnect::retry_connection.before(RenetReceive))
             .configure_sets(
                 PreUpdate,
                 (
@@ -162,87 +120,42 @@ impl Plugin for ClientPlugin {
                 )
                     .chain(),
             )
-            .add_message::<FromServer>()
-            .add_systems(
+            .configure_sets(
                 PreUpdate,
                 (
-                    (
-                        stats::count_refused_packets,
-                        connection::send_hello,
-                        connection::decode_reliable,
-                    )
-                        .chain()
-                        // Per system: a set's condition does not spare its systems'
-                        // parameter checks, and between sessions there is no RenetClient.
-                        .run_if(resource_exists::<RenetClient>),
-                    // What the server said, from the network or a demo.
-                    (
-                        connection::take_welcome,
-                        connection::change_map,
-                        roster::update_roster,
-                        feeds::record_kills,
-                        feeds::record_chat,
-                        feeds::follow_match,
-                        cues::queue_cues,
-                        events::cue_events,
-                        events::count_shot_verdicts,
-                    )
-                        .chain(),
-                    (
-                        snapshots::receive_datagrams,
-                        snapshots::apply_snapshot,
-                        // Before prediction reconciles with the snapshot just applied: the
-                        // first after an outage must find the silence in its patience.
-                        (snapshots::note_snapshot_silence, clock::update_round_trip)
-                            .chain()
-                            .run_if(connection::in_game),
-                        connection::notice_disconnect,
-                        reconnect::allow_standby,
-                    )
-                        .chain()
-                        .run_if(resource_exists::<RenetClient>),
+                    ReceiveStep::Transport,
+                    ReceiveStep::Welcome,
+                    ReceiveStep::Roster,
+                    ReceiveStep::Feeds,
+                    ReceiveStep::Cues,
+                    ReceiveStep::Snapshots,
+                    ReceiveStep::Clock,
+                    ReceiveStep::Disconnect,
+                    ReceiveStep::Standby,
                 )
                     .chain()
                     .in_set(ClientSet::Receive),
             )
-            .add_systems(
-                Update,
-                (
-                    clock::send_pings,
-                    rate::tell_rate,
-                    clock::update_server_clock,
-                    pacing::pace_ticks,
-                )
-                    .run_if(connection::in_game.and_then(resource_exists::<RenetClient>)),
-            )
-            .add_systems(
-                Update,
-                (
-                    // Where the shooters are drawn this frame places their shots.
-                    cues::release_timed_cues
-                        .after(sightline_interpolation::InterpolationSet::Sample),
-                    events::release_events,
-                )
-                    .run_if(connection::in_game.or_else(spectate::watching)),
-            )
-            .add_systems(
-                Update,
-                (spectate::acknowledge_snapshots, spectate::tell_follow)
-                    .run_if(spectate::watching.and_then(resource_exists::<RenetClient>)),
-            )
-            .add_systems(
-                FixedUpdate,
-                (
-                    input::sample_input.in_set(SimSet::ReadInputs),
-                    combat::predict_own_shots.after(SimSet::Move),
-                )
-                    .run_if(connection::in_game.and_then(resource_exists::<RenetClient>)),
-            )
-            .add_systems(
-                RunFixedMainLoop,
-                input::send_inputs
-                    .in_set(RunFixedMainLoopSystems::AfterFixedMainLoop)
-                    .run_if(connection::in_game.and_then(resource_exists::<RenetClient>)),
-            );
+            .add_plugins((
+                ConnectionPlugin {
+                    name: self.name.clone(),
+                },
+                InputPlugin {
+                    source: self.input.clone(),
+                },
+                StatsPlugin,
+                RosterPlugin,
+                FeedsPlugin,
+                CuesPlugin,
+                EventsPlugin,
+                SnapshotsPlugin,
+                ClockPlugin,
+                PacingPlugin,
+                RatePlugin,
+                OwnShotsPlugin,
+                ReconnectPlugin,
+                SpectatePlugin,
+                CatchUpPlugin,
+            ));
     }
 }

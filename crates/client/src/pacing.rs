@@ -29,7 +29,9 @@
 //! A dry tick costs no correction: the server holds the player for that tick and runs the
 //! command when it comes (`sightline_server::HOLD_SHARE`).
 
+use crate::sets::{connected, in_game};
 use bevy::prelude::*;
+use sightline_sim::SessionAppExt;
 use sightline_sim::TickConfig;
 use std::collections::VecDeque;
 
@@ -333,6 +335,16 @@ pub(crate) fn pace_ticks(
 ) {
     if pacing.is_changed() {
         fixed.set_timestep_seconds(pacing.factor / config.tick_hz as f64);
+    }
+}
+
+/// Input pacing: how far ahead of the server this client runs its ticks.
+pub(crate) struct PacingPlugin;
+
+impl Plugin for PacingPlugin {
+    fn build(&self, app: &mut App) {
+        app.init_session_resource::<InputPacing>()
+            .add_systems(Update, pace_ticks.run_if(in_game.and_then(connected)));
     }
 }
 

@@ -2,9 +2,11 @@
 //! Quake and Source. The server keeps its snapshots within it by updating far players
 //! less often; this client tells it the rate once in the game and whenever it changes.
 
+use crate::sets::{connected, in_game};
 use bevy::prelude::*;
 use sightline_net::RenetClient;
 use sightline_protocol::{Channel, ClientMessage};
+use sightline_sim::SessionAppExt;
 
 /// `rate`: bytes a second the server may send us, UDP/IP headers included (0: no limit).
 #[derive(Resource, Debug, Default, Clone, Copy, PartialEq, Eq)]
@@ -30,4 +32,15 @@ pub(crate) fn tell_rate(
     };
     crate::send_to_server(&mut client, Channel::Reliable, &msg);
     told.0 = Some(rate.0);
+}
+
+/// The download rate this client asks for, told to the server when it changes.
+pub(crate) struct RatePlugin;
+
+impl Plugin for RatePlugin {
+    fn build(&self, app: &mut App) {
+        app.init_resource::<DownloadRate>()
+            .init_session_resource::<RateTold>()
+            .add_systems(Update, tell_rate.run_if(in_game.and_then(connected)));
+    }
 }

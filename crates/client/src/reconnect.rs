@@ -4,9 +4,12 @@
 //! gives back the same slot, team, score and place.
 
 use crate::ConnectionStatus;
+use crate::sets::{ReceiveStep, connected};
 use bevy::prelude::*;
+use sightline_net::RenetReceive;
 use sightline_net::UdpClientTransport;
 use sightline_protocol::ResumeSecret;
+use sightline_sim::SessionAppExt;
 
 /// How long after the drop the client keeps trying, seconds: within the server's minute
 /// of keeping the place, with time left for the last try to complete.
@@ -117,6 +120,21 @@ pub(crate) fn retry_connection(world: &mut World) {
         }
     }
     world.insert_resource(reconnect);
+}
+
+/// Reconnecting: standing by when the server keeps us, and retrying before renet reads.
+pub(crate) struct ReconnectPlugin;
+
+impl Plugin for ReconnectPlugin {
+    fn build(&self, app: &mut App) {
+        app.init_session_resource::<Reconnect>().add_systems(
+            PreUpdate,
+            (
+                retry_connection.before(RenetReceive),
+                allow_standby.in_set(ReceiveStep::Standby).run_if(connected),
+            ),
+        );
+    }
 }
 
 #[cfg(test)]

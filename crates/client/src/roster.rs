@@ -1,9 +1,11 @@
 //! Everyone in the game as the server announces them: joins, leaves and the scoreboard.
 
+use crate::sets::ReceiveStep;
 use crate::{ClientStats, FromServer};
 use bevy::prelude::*;
 use sightline_protocol::{Lifetime, MAX_SNAPSHOT_PLAYERS, ServerMessage};
 use sightline_sim::PlayerId;
+use sightline_sim::SessionAppExt;
 use std::collections::{BTreeMap, VecDeque};
 
 /// A player as the server announced it.
@@ -122,6 +124,16 @@ pub(crate) fn update_roster(
             }
             _ => {}
         }
+    }
+}
+
+/// Who is in the game, from what the server says.
+pub(crate) struct RosterPlugin;
+
+impl Plugin for RosterPlugin {
+    fn build(&self, app: &mut App) {
+        app.init_session_resource::<Roster>()
+            .add_systems(PreUpdate, update_roster.in_set(ReceiveStep::Roster));
     }
 }
 

@@ -4,15 +4,17 @@
 use crate::clock::{SnapshotSilence, on_pong};
 use crate::events::{EventInbox, ShownEvent};
 use crate::pacing::InputPacing;
+use crate::sets::{ReceiveStep, connected, in_game};
 use crate::stats::{ClientStats, PlayerSeen};
 use crate::{LocalPlayer, RemotePlayer};
 use bevy::prelude::*;
 use sightline_combat::{Ammo, Arsenal, Rocket, SpawnCount};
+use sightline_interpolation::ClockSync;
 use sightline_interpolation::{
     DelayEstimator, Interpolated, ProjectileTracks, SnapshotBuffer, StreamTime,
 };
 use sightline_movement::PlayerState;
-use sightline_net::{ClockSync, RenetClient};
+use sightline_net::RenetClient;
 use sightline_prediction::{
     OtherPlayer, OtherPlayers, Predicted, SeenTouches, ServerState, ServerUpdate, ServerWeapons,
     WeaponChecks,
@@ -20,6 +22,7 @@ use sightline_prediction::{
 use sightline_protocol::{
     Channel, ServerDatagram, Snapshot, SnapshotHistory, Unresolved, WeaponCheck, Wire,
 };
+use sightline_sim::SessionAppExt;
 use sightline_sim::{Player, PlayerId, TickConfig};
 use std::collections::BTreeMap;
 
@@ -322,4 +325,26 @@ fn rockets_in(snapshot: &Snapshot) -> Vec<Rocket> {
 /// What every player entity on the client has, ours or another's.
 pub(crate) fn player_bundle(id: PlayerId, state: PlayerState) -> impl Bundle {
     (Player, id, state)
+}
+
+/// Snapshots: read from the datagrams, applied to the world, and their silence noted
+/// before prediction reconciles (the first after an outage must find it in its patience).
+pub(crate) struct SnapshotsPlugin;
+
+impl Plugin for SnapshotsPlugin {
+    fn build(&self, app: &mut App) {
+        app.init_session_resource::<LatestSnapshot>()
+            .init_session_resource::<SnapshotHistory>()
+            .add_systems(
+                PreUpdate,
+                (
+                    receive_datagrams,
+                    apply_snapshot,
+                    note_snapshot_silence.run_if(in_game),
+                )
+                    .chain()
+                    .in_set(ReceiveStep::Snapshots)
+                    .run_if(connected),
+            );
+    }
 }

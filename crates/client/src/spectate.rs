@@ -4,16 +4,13 @@
 //! its own, and tells the server whom it follows, so the server can send it what that
 //! player's client is sent. The server shows it the game `sv_spectator_delay` late.
 
+use crate::sets::{connected, watching};
 use crate::snapshots::LatestSnapshot;
-use crate::status::{ConnectionStatus, Watching};
+use crate::status::Watching;
 use bevy::prelude::*;
 use sightline_net::RenetClient;
 use sightline_protocol::{Channel, ClientDatagram, ClientMessage};
-
-/// Whether this client is in a server's game as a spectator.
-pub(crate) fn watching(status: Res<ConnectionStatus>, watching: Option<Res<Watching>>) -> bool {
-    status.is_connected() && watching.is_some()
-}
+use sightline_sim::EndSession;
 
 /// Acknowledges the newest snapshot once, as a player's input packets would: the server
 /// writes later ones as changes from it.
@@ -46,6 +43,19 @@ pub(crate) fn tell_follow(mut client: ResMut<RenetClient>, mut watching: ResMut<
 /// A session over, this client no longer watches it.
 pub(crate) fn stop_watching(mut commands: Commands) {
     commands.remove_resource::<Watching>();
+}
+
+/// Watching: snapshots acknowledged and the followed player told, and an end to it with
+/// the session.
+pub(crate) struct SpectatePlugin;
+
+impl Plugin for SpectatePlugin {
+    fn build(&self, app: &mut App) {
+        app.add_systems(EndSession, stop_watching).add_systems(
+            Update,
+            (acknowledge_snapshots, tell_follow).run_if(watching.and_then(connected)),
+        );
+    }
 }
 
 #[cfg(test)]

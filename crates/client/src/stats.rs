@@ -1,9 +1,12 @@
 //! What this client has received and seen, for tests, the netgraph and the exit summary.
 
 use crate::InputPacing;
+use crate::sets::{ReceiveStep, connected};
 use bevy::prelude::*;
-use sightline_net::{ClockSync, UdpClientTransport};
+use sightline_interpolation::ClockSync;
+use sightline_net::UdpClientTransport;
 use sightline_prediction::{CorrectionCauses, PredictionStats};
+use sightline_sim::{EndSession, SessionAppExt};
 use sightline_sim::{PlayerId, TickConfig};
 use std::collections::{BTreeMap, VecDeque};
 
@@ -252,6 +255,23 @@ pub(crate) fn count_refused_packets(
     }
     stats.malformed += refused - *seen;
     *seen = refused;
+}
+
+/// The client's own counters, kept across sessions.
+pub(crate) struct StatsPlugin;
+
+impl Plugin for StatsPlugin {
+    fn build(&self, app: &mut App) {
+        app.init_session_resource::<ClientStats>()
+            .init_resource::<EarlierSessions>()
+            .add_systems(EndSession, remember_session)
+            .add_systems(
+                PreUpdate,
+                count_refused_packets
+                    .in_set(ReceiveStep::Transport)
+                    .run_if(connected),
+            );
+    }
 }
 
 #[cfg(test)]

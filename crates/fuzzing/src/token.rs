@@ -14,6 +14,7 @@
 
 use crate::transport::payloads;
 use sightline_limits::{Bucket, Rate, Shares};
+use sightline_net::NETCODE_PROTOCOL_ID;
 use sightline_net::test_support::{
     BenchStage, ClientHello, ClientKeys, FIRST_BYTES_DEADLINE, PASSWORD_GUESS_BURST,
     PASSWORD_GUESSES_PER_SECOND, Polled, SERVE_DEADLINE, TOKEN_BURST, TOKENS_PER_SECOND,
@@ -22,8 +23,8 @@ use sightline_net::test_support::{
 use sightline_net::{AddressBans, ConnectToken, IpPrefix};
 use sightline_protocol::{
     CLIENT_FINISH_MAX_BYTES, CLIENT_HELLO_BYTES, ExchangeTag, Framed, MAX_PASSWORD_LEN,
-    NETCODE_PROTOCOL_ID, PROTOCOL_VERSION, SERVER_FRAME_MAX_BYTES, SERVER_HELLO_BYTES,
-    TOKEN_EXCHANGE_MAGIC, TOKEN_EXCHANGE_VERSION, TokenReply, TokenRequest, Wire, frame, framed,
+    PROTOCOL_VERSION, SERVER_FRAME_MAX_BYTES, SERVER_HELLO_BYTES, TOKEN_EXCHANGE_MAGIC,
+    TOKEN_EXCHANGE_VERSION, TokenReply, TokenRequest, Wire, frame, framed,
 };
 use std::collections::VecDeque;
 use std::net::SocketAddr;

@@ -11,8 +11,13 @@
 //! last four seconds, of what each snapshot needed to be in hand in time (its gap after
 //! the one before, plus how late it came), and a small margin. The delay in use follows
 //! the one wanted at [`DELAY_SLEW`], so render time never jumps or goes back.
+//!
+//! Render time follows the client's estimate of the server's clock ([`ServerClock`]),
+//! kept from pings NTP-style ([`ClockSync`]): here, on the client's side, not in the
+//! transports.
 
 mod buffer;
+mod clock;
 mod coast;
 mod delay;
 mod draw;
@@ -20,6 +25,7 @@ mod projectiles;
 mod render_time;
 
 pub use buffer::{DrawMode, Drawn, MAX_STATES, SnapshotBuffer, between, lerp_angle, sample};
+pub use clock::{CLOCK_WINDOW, ClockSync, SLEW_RATE, STEP_THRESHOLD, ServerClock};
 pub use coast::Coast;
 pub use delay::{COVERAGE, DelayEstimator, MAX_DELAY, MIN_DELAY, STARTING_DELAY};
 pub use draw::{BLEND_MAX, BLEND_SECONDS, DrawBlend, Interpolated, InterpolationStats};

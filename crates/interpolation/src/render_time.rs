@@ -1,9 +1,9 @@
 //! Render time: the server time remote players are drawn at this frame, behind the
 //! snapshot stream's clock by the interpolation delay, never jumping or going back.
 
+use crate::ServerClock;
 use crate::{DelayEstimator, InterpolationSettings};
 use bevy::prelude::*;
-use sightline_net::ServerClock;
 
 /// How fast the delay in use follows the one wanted, seconds per second: render time
 /// runs at most 10 % slow or fast while it changes, never backwards and never in a jump.

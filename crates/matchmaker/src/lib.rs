@@ -10,7 +10,7 @@
 //! allocation and the token are the parts that are Sightline's.
 
 use serde_json::{Value, json};
-use sightline_net::issue_token;
+use sightline_tokens::issue_token;
 use std::net::{IpAddr, SocketAddr};
 use std::path::Path;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -184,10 +184,8 @@ pub fn seal_token(
     Ok(bytes)
 }
 
-/// Lower-case hexadecimal, for tokens printed as text.
-pub fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
-}
+/// Lower-case hexadecimal, for tokens printed as text (as key files hold keys).
+pub use sightline_tokens::hex;
 
 /// Parses [`hex`]'s text back.
 pub fn unhex(text: &str) -> Result<Vec<u8>, String> {

@@ -3,7 +3,7 @@
 
 use clap::Parser;
 use sightline_matchmaker::{Allocator, MutualTls, hex, seal_token};
-use sightline_net::load_key_file;
+use sightline_tokens::load_key_file;
 use std::net::IpAddr;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -70,7 +70,7 @@ fn run(args: Args) -> Result<String, String> {
     let allocation = allocator.allocate()?;
     let client_id = args.client_id.unwrap_or_else(|| {
         u64::from_le_bytes(
-            sightline_net::random_secret()[..8]
+            sightline_tokens::random_secret()[..8]
                 .try_into()
                 .unwrap_or_default(),
         )

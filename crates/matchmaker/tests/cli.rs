@@ -3,7 +3,7 @@
 //! reached.
 
 use sightline_matchmaker::unhex;
-use sightline_net::ConnectToken;
+use sightline_tokens::ConnectToken;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpListener;
 use std::process::{Command, Output};

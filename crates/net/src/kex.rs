@@ -18,7 +18,6 @@
 //!
 //! The exchange here is pure, bytes in and bytes out; `auth` does its I/O.
 
-use crate::keyfile::{hex, load_key_file, write_new_key_file};
 use chacha20poly1305::aead::{Aead, KeyInit, Payload};
 use chacha20poly1305::{ChaCha20Poly1305, Key, Nonce};
 use hkdf::Hkdf;
@@ -28,6 +27,7 @@ use sightline_protocol::{
     CLIENT_HELLO_BYTES, EXCHANGE_KEY_BYTES, SERVER_HELLO_BYTES, SPAKE2_MESSAGE_BYTES,
     TOKEN_EXCHANGE_MAGIC, TOKEN_EXCHANGE_VERSION,
 };
+use sightline_tokens::{hex, load_key_file, write_new_key_file};
 use spake2::{Ed25519Group, Identity, Password, Spake2};
 use std::io;
 use std::path::Path;

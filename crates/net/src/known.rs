@@ -8,7 +8,7 @@
 //! ones a person mangled) are reported and kept as they are.
 
 use crate::kex::PublicKeyBytes;
-use crate::keyfile::{hex, parse_key};
+use sightline_tokens::{hex, parse_key};
 use std::io::{self, Read};
 use std::path::{Path, PathBuf};
 

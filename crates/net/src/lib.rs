@@ -2,19 +2,16 @@
 //! [`RenetClient`]; the plugins here move their packets, either over UDP with netcode or
 //! through an in-memory [`MemoryNetwork`] that tests drive on a manual clock, so the same
 //! server and client code runs in both. Both paths can run through a
-//! [`LinkConditioner`] (fake latency, jitter, loss). Clock sync ([`ClockSync`]) lives
-//! here too, beside the transports whose timing it measures.
+//! [`LinkConditioner`] (fake latency, jitter, loss).
 
 mod auth;
 mod bans;
 mod bundle;
 mod cli;
-mod clock;
 mod conditioner;
 mod connectionless;
 mod guard;
 mod kex;
-mod keyfile;
 mod known;
 mod memory;
 #[cfg(any(test, feature = "test-support"))]
@@ -25,15 +22,13 @@ pub mod test_support;
 mod udp;
 
 pub use auth::{
-    AdmissionLimits, CONNECTION_TIMEOUT_SECONDS, ForeignStream, Granted, MAX_FOREIGN_WAITING,
-    SecureConfig, Security, TOKEN_EXPIRE_SECONDS, TOKEN_REQUEST_DEADLINE, TokenService,
-    fetch_token, issue_token, request_token,
+    AdmissionLimits, ForeignStream, Granted, MAX_FOREIGN_WAITING, SecureConfig, Security,
+    TOKEN_REQUEST_DEADLINE, TokenService, fetch_token, request_token,
 };
 pub use bans::{AddressBans, IpPrefix};
 pub use bevy_renet::{RenetClient, RenetReceive, RenetSend, RenetServer, RenetServerEvent};
 pub use bundle::{ACK_HOLD, MalformedBundle, unbundle};
 pub use cli::{FakeLinkArgs, exit_with_usage, parse_args, parse_args_from};
-pub use clock::{CLOCK_WINDOW, ClockSync, SLEW_RATE, STEP_THRESHOLD, ServerClock};
 pub use conditioner::{
     BOTTLENECK_QUEUE_MS, ConditionerSettings, LinkConditioner, MAX_TAIL_MS, UDP_IP_HEADER, WireSize,
 };
@@ -43,12 +38,17 @@ pub use connectionless::{
 };
 pub use guard::{PacketFault, PacketGuard, SLICE_SIZE};
 pub use kex::{IdentityFileError, PublicKeyBytes, ServerIdentity, fingerprint};
-pub use keyfile::{load_key_file, parse_key};
 pub use known::{KeyStatus, KnownServers, MAX_KNOWN_SERVERS, MAX_KNOWN_SERVERS_BYTES};
 pub use memory::{MemoryClientLink, MemoryNetwork};
 pub use renet::{Bytes, ClientId, DisconnectReason, ServerEvent};
 pub use renetcode::ConnectToken;
+// What tokens are, sealed and opened Bevy-free in their own crate (the matchmaker's
+// only dependency of ours), for the transports' users.
 pub use shutdown::{Pacing, RunFor, ShutdownPlugin, ShutdownSignal, paced_app};
+pub use sightline_tokens::{
+    CONNECTION_TIMEOUT_SECONDS, NETCODE_PROTOCOL_ID, TOKEN_EXPIRE_SECONDS, issue_token,
+    load_key_file, parse_key, random_secret,
+};
 pub use udp::{
     ACK_SILENCE, ClientSecurity, ConditionedSocket, MAX_RELIABLE_BACKLOG, RESEND_BYTES_PER_SECOND,
     SILENCE_BEFORE_STANDBY, UdpClientTransport, UdpServerTransport, UdpSetupError, WireCount,
@@ -96,12 +96,6 @@ impl SentToClients {
     fn keep_only(&mut self, connected: impl Fn(ClientId) -> bool) {
         self.0.retain(|id, _| connected(*id));
     }
-}
-
-/// Sixteen unguessable bytes from the operating system's generator (through netcode's
-/// crypto), for secrets such as a player's resume secret.
-pub fn random_secret() -> [u8; 16] {
-    renetcode::generate_random_bytes()
 }
 
 /// What a server's transport turned away before the game saw it, over its life.

@@ -4,8 +4,9 @@
 use crate::{History, RateMeter, SnapshotBar};
 use bevy::prelude::*;
 use sightline_client::{ClientStats, InputHistory, InputPacing, LatestSnapshot};
+use sightline_interpolation::{ClockSync, ServerClock};
 use sightline_interpolation::{InterpolationStats, RenderTime};
-use sightline_net::{ClockSync, RenetClient, ServerClock};
+use sightline_net::RenetClient;
 use sightline_prediction::PredictionStats;
 
 /// Graph samples kept.

@@ -72,8 +72,3 @@ pub use token::{
 
 /// Version of this protocol; a client and server must agree on it exactly.
 pub const PROTOCOL_VERSION: u32 = 22;
-
-/// Identifies Sightline traffic to netcode, which drops packets of other games. It does not
-/// change with [`PROTOCOL_VERSION`], so a mismatched client still reaches the handshake
-/// and is told which versions differ.
-pub const NETCODE_PROTOCOL_ID: u64 = 0x5347_4854_4c4e_0001;

@@ -3,6 +3,7 @@
 use crate::ServerConfig;
 use crate::connection::PlayerSlots;
 use crate::outbox::Outgoing;
+use crate::sets::CommandSource;
 use crate::spawn::choose_spawn;
 use crate::teams::team_for_newcomer;
 use bevy::prelude::*;
@@ -251,4 +252,20 @@ fn follow_route(
         *itinerary = Itinerary::plan(nav, needs.pos, &wanted, tick);
     }
     itinerary.next(needs.pos)
+}
+
+/// Bots: as many as `bots` asks (from start-up, so the first tick has them), routed
+/// through the map being played, deciding in their own command source.
+pub(crate) struct BotsPlugin;
+
+impl Plugin for BotsPlugin {
+    fn build(&self, app: &mut App) {
+        app.add_systems(Startup, keep_bot_count)
+            .add_systems(
+                PreUpdate,
+                build_nav_graph.run_if(resource_exists_and_changed::<CurrentMap>),
+            )
+            .add_systems(FixedUpdate, drive_bots.in_set(CommandSource::Bots))
+            .add_systems(Update, keep_bot_count);
+    }
 }

@@ -8,10 +8,12 @@ use crate::spawn::choose_spawn;
 use crate::spectators::SpectatorFeed;
 use crate::stats::SnapshotStats;
 use bevy::prelude::*;
+use sightline_combat::CombatSystems;
 use sightline_combat::{Arsenal, CombatEvent, HitZone, SpawnCount, Vitals, respawned};
 use sightline_map::CurrentMap;
 use sightline_movement::{MoveParams, PlayerState};
 use sightline_protocol::{PlayerEvent, ProjectileSnap, ServerMessage};
+use sightline_sim::SimSet;
 use sightline_sim::{PlayerId, Tick};
 
 /// Brings back the dead whose respawn time is up, at the spawn point farthest from the
@@ -179,5 +181,22 @@ pub(crate) fn send_combat_events(
                 }
             }
         }
+    }
+}
+
+/// The server's side of combat: the dead respawned before the match rules count the tick,
+/// and what happened told to clients once a frame.
+pub(crate) struct RespawnPlugin;
+
+impl Plugin for RespawnPlugin {
+    fn build(&self, app: &mut App) {
+        app.add_systems(
+            FixedUpdate,
+            respawn_players
+                .in_set(SimSet::Combat)
+                .after(CombatSystems)
+                .before(crate::rules::run_match),
+        )
+        .add_systems(Update, send_combat_events);
     }
 }

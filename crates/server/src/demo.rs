@@ -42,6 +42,31 @@ pub fn demo_path(name: &str) -> Result<PathBuf, String> {
     Ok(PathBuf::from(DEMO_FOLDER).join(format!("{name}.{DEMO_EXTENSION}")))
 }
 
+/// Recording a demo while a [`DemoRecorder`] is present: what each tick decided, before
+/// anyone moves, and what the tick left.
+pub(crate) struct DemoRecordingPlugin;
+
+impl bevy::prelude::Plugin for DemoRecordingPlugin {
+    fn build(&self, app: &mut bevy::prelude::App) {
+        use bevy::prelude::*;
+        use sightline_sim::SimSet;
+        let recording = resource_exists::<DemoRecorder>;
+        app.add_systems(
+            FixedUpdate,
+            (
+                record_tick
+                    .after(crate::rules::freeze_during_intermission)
+                    .before(SimSet::Move)
+                    .run_if(recording),
+                remember_tick_end
+                    .after(SimSet::BuildSnapshots)
+                    .run_if(recording),
+            ),
+        )
+        .add_systems(Last, finish_on_exit.run_if(recording));
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -12,8 +12,9 @@
 // Modules, bottom up: each uses only those listed before it;
 // `scripts/module-cycles` checks that none import each other in a circle.
 
-// What a server is and runs, and how its matches are played.
+// What a server is and runs, and how its matches are played; the sets its systems run in.
 mod config;
+mod sets;
 // The counters a host reads, and the distributions it may observe.
 mod stats;
 // Console lines for the server from its host, and where each came from.
@@ -83,13 +84,14 @@ pub use outbox::Outgoing;
 pub use playback::{
     DemoIndex, FASTEST, PLAYBACK_SPECTATORS, PlaybackControl, SLOWEST, Seek, playback_app,
 };
-pub use plugin::{CommandSource, CommandSourcesExt, ServerPlugin, ServerSet, server_app};
+pub use plugin::{ServerPlugin, server_app};
 pub use rate::{DATAGRAM_OVERHEAD, DownloadRate, MAX_HELD_SNAPSHOTS, MIN_RATE, RATE_SHARE};
 pub use replay::{
     DemoFile, Kill, Outcome, Standing, Verdict, check_map, open_demo, read_demo, verify_demo,
 };
 pub use resume::{Departed, DepartedPlayers, RESUME_SECONDS, Resumable};
 pub use rules::{INTERMISSION, MatchOrder, MatchOrders, MatchState};
+pub use sets::{CommandSource, CommandSourcesExt, ServerSet};
 pub use sightline_combat::GameMode;
 pub use sightline_net::Pacing;
 pub use snapshots::{EVENT_LIFETIME_S, EventQueue, MAX_QUEUED_EVENTS, SnapshotCounter};

@@ -7,6 +7,7 @@ use crate::outbox::Outgoing;
 use crate::spawn::choose_spawn;
 use crate::spectators::{SpectatorFeed, tell_match};
 use bevy::prelude::*;
+use sightline_combat::CombatSystems;
 use sightline_combat::{
     Arsenal, DroppedWeapon, GameMode, ItemSpot, Rocket, Score, SpawnCount, Team, Vitals,
     spawn_items_for,
@@ -14,6 +15,7 @@ use sightline_combat::{
 use sightline_map::{CurrentMap, MapSource, find_map_by_name};
 use sightline_movement::PlayerState;
 use sightline_protocol::ServerMessage;
+use sightline_sim::SimSet;
 use sightline_sim::{CurrentCmd, InputCmd, PlayerId, PlayerName, Tick, TickConfig};
 
 /// Seconds between the end of a match and the start of the next.
@@ -251,6 +253,27 @@ pub(crate) fn broadcast_match(
         intermission: state.intermission.is_some(),
     };
     tell_match(&mut outbox, &mut feed, tick.0, msg);
+}
+
+/// Match rules: the match run after combat each tick, everyone frozen in the
+/// intermission, and the match told to clients.
+pub(crate) struct RulesPlugin;
+
+impl Plugin for RulesPlugin {
+    fn build(&self, app: &mut App) {
+        app.init_resource::<MatchState>()
+            .init_resource::<MatchOrders>()
+            .add_systems(
+                FixedUpdate,
+                (
+                    run_match.in_set(SimSet::Combat).after(CombatSystems),
+                    freeze_during_intermission
+                        .after(SimSet::ReadInputs)
+                        .before(SimSet::Move),
+                ),
+            )
+            .add_systems(Update, broadcast_match);
+    }
 }
 
 #[cfg(test)]

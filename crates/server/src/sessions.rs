@@ -13,12 +13,14 @@ use crate::interest::Interest;
 use crate::outbox::{Outgoing, send_to_playing};
 use crate::rate::DownloadRate;
 use crate::resume::{Departed, DepartedPlayers, Resumable};
+use crate::sets::{CommandSource, ReceiveStep, ServerSet};
 use crate::snapshots::{EventQueue, SnapshotCounter};
 use crate::spawn::choose_spawn;
 use crate::spectators::{MatchNews, Spectator};
 use crate::stats::ServerStats;
 use crate::teams::team_for_newcomer;
 use crate::wire::send_reliable;
+use crate::{datagrams, inputs, resume};
 use bevy::ecs::query::QueryData;
 use bevy::ecs::system::SystemParam;
 use bevy::prelude::*;
@@ -681,6 +683,44 @@ pub(crate) fn broadcast_scoreboard(
     }
     lines.sort_by_key(|l| l.id);
     news.tell(ServerMessage::Scoreboard(lines));
+}
+
+/// The sessions: connections and their slots, what they send (handshakes, chat, inputs),
+/// the players they leave behind for a while, and the reliable messages of each frame.
+pub(crate) struct SessionsPlugin {
+    /// Player slots, bots' included.
+    pub(crate) max_players: u8,
+}
+
+impl Plugin for SessionsPlugin {
+    fn build(&self, app: &mut App) {
+        app.insert_resource(PlayerSlots::new(self.max_players))
+            .init_resource::<ClientIndex>()
+            .init_resource::<DepartedPlayers>()
+            .add_message::<Outgoing>()
+            .add_observer(on_server_event)
+            .add_systems(
+                PreUpdate,
+                (
+                    datagrams::strike_refused_packets,
+                    handle_reliable_messages,
+                    datagrams::receive_datagrams,
+                    drop_refused,
+                    resume::expire_departed,
+                )
+                    .chain()
+                    .in_set(ReceiveStep::Sessions),
+            )
+            .add_systems(
+                FixedUpdate,
+                inputs::consume_inputs.in_set(CommandSource::Network),
+            )
+            .add_systems(Update, broadcast_scoreboard)
+            .add_systems(
+                PostUpdate,
+                crate::outbox::send_outgoing.in_set(ServerSet::Send),
+            );
+    }
 }
 
 #[cfg(test)]

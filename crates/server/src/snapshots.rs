@@ -20,6 +20,7 @@ use sightline_protocol::{
     MAX_SNAPSHOT_EVENTS, MAX_SNAPSHOT_PROJECTILES, PlayerEvent, PlayerSnap, ProjectileSnap,
     ServerDatagram, Snapshot, SnapshotPacket, Touches, WeaponCheck, Wire, kit,
 };
+use sightline_sim::SimSet;
 use sightline_sim::{CurrentCmd, PlayerId, Tick, TickConfig};
 use std::collections::VecDeque;
 use std::sync::Arc;
@@ -575,6 +576,24 @@ pub(crate) fn encode_within_budget(
         new.truncate(excess.div_ceil(MIN_NEW_ENTRY));
         sent.players
             .retain(|p| !new.iter().any(|(_, id)| *id == p.id));
+    }
+}
+
+/// Snapshots: each tick that sends them, who each client is sent, then what.
+pub(crate) struct SnapshotsPlugin;
+
+impl Plugin for SnapshotsPlugin {
+    fn build(&self, app: &mut App) {
+        app.add_systems(
+            FixedUpdate,
+            (
+                crate::interest::refresh_interest,
+                send_snapshots,
+                send_weapon_checks,
+            )
+                .chain()
+                .in_set(SimSet::BuildSnapshots),
+        );
     }
 }
 

@@ -28,6 +28,7 @@ use bevy::prelude::*;
 use sightline_map::CurrentMap;
 use sightline_net::RenetServer;
 use sightline_protocol::{Channel, PlayerEvent, PlayerSnap, ServerMessage, Snapshot};
+use sightline_sim::SimSet;
 use sightline_sim::{PlayerId, Tick, TickConfig};
 use std::collections::VecDeque;
 use std::sync::Arc;
@@ -333,6 +334,23 @@ fn frame_for(frame: &Frame, follow: Option<PlayerId>) -> Snapshot {
         players,
         projectiles,
         ..(**world).clone()
+    }
+}
+
+/// Spectators: the world kept for them and sent that much later, after the players'
+/// snapshots of the tick; only on a server that takes spectators.
+pub(crate) struct SpectatorsPlugin;
+
+impl Plugin for SpectatorsPlugin {
+    fn build(&self, app: &mut App) {
+        app.init_resource::<SpectatorFeed>().add_systems(
+            FixedUpdate,
+            (keep_world_for_spectators, send_to_spectators)
+                .chain()
+                .after(crate::snapshots::send_weapon_checks)
+                .in_set(SimSet::BuildSnapshots)
+                .run_if(|config: Res<ServerConfig>| config.max_spectators > 0),
+        );
     }
 }
 

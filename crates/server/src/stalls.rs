@@ -14,6 +14,7 @@
 //! ticks about to run counted in ([`owed_ticks`]). Each stall is logged (at most once per
 //! [`STALL_LOG_INTERVAL`]) and counted on the status line.
 
+use crate::sets::ReceiveStep;
 use crate::stats::TickTimes;
 use bevy::prelude::*;
 use std::collections::VecDeque;
@@ -149,6 +150,20 @@ pub(crate) fn notice_stalls(
         } else {
             warn!("the server stood still for {gap:.2} s; catching up {ticks} ticks");
         }
+    }
+}
+
+/// The server's own stalls: noticed before anyone is judged for them, and caught up on
+/// within a budget.
+pub(crate) struct StallsPlugin;
+
+impl Plugin for StallsPlugin {
+    fn build(&self, app: &mut App) {
+        app.init_resource::<Stalls>()
+            .init_resource::<TickCost>()
+            .init_resource::<FrameLag>()
+            .add_systems(PreUpdate, notice_stalls.in_set(ReceiveStep::Stalls))
+            .add_systems(Last, allow_catching_up);
     }
 }
 

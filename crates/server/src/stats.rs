@@ -2,6 +2,7 @@
 
 use bevy::prelude::*;
 use sightline_net::Connectionless;
+use sightline_sim::SimSet;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -193,5 +194,25 @@ pub(crate) fn end_tick_timer(mut times: ResMut<TickTimes>, observers: Option<Res
         if let Some(observers) = observers {
             (observers.tick_seconds)(elapsed.as_secs_f64());
         }
+    }
+}
+
+/// The server's counters and tick times: kept each tick, read by the status line and the
+/// host's tools.
+pub(crate) struct StatsPlugin;
+
+impl Plugin for StatsPlugin {
+    fn build(&self, app: &mut App) {
+        app.init_resource::<ServerStats>()
+            .init_resource::<HostingStats>()
+            .init_resource::<TickTimes>()
+            .init_resource::<SnapshotStats>()
+            .add_systems(
+                FixedUpdate,
+                (
+                    start_tick_timer.before(SimSet::BeginTick),
+                    end_tick_timer.after(SimSet::BuildSnapshots),
+                ),
+            );
     }
 }

@@ -85,3 +85,13 @@ pub(crate) fn log_on_exit(exit: MessageReader<AppExit>, mut sources: StatusSourc
         info!("{}", sources.line());
     }
 }
+
+/// The status line: once a minute, and once more on the way out.
+pub(crate) struct StatusPlugin;
+
+impl Plugin for StatusPlugin {
+    fn build(&self, app: &mut App) {
+        app.add_systems(Update, log_every_minute)
+            .add_systems(Last, log_on_exit);
+    }
+}

@@ -3,16 +3,14 @@
 //! a frame of [`TokenService::poll`](super::TokenService) runs on each of its requests,
 //! with the service's own rate limiter and allowance of password guesses, and no socket.
 
-use super::{
-    AdmissionLimits, Guesses, Issuer, Pending, SecureConfig, Served, Stage, TOKEN_BURST,
-    TOKENS_PER_SECOND, connection_request, request_address, serve,
-};
+use super::service::{Guesses, Issuer, Pending, Served, Stage, serve};
+use super::{AdmissionLimits, SecureConfig, TOKEN_BURST, TOKENS_PER_SECOND};
 use crate::NetStats;
 use crate::bans::AddressBans;
 use crate::memory_stream::MemoryStream;
 use renetcode::{ConnectToken, NetcodeServer, ServerAuthentication, ServerConfig};
 use sightline_limits::{Claim, HostKey, NetworkKey, Rate, Shares};
-use sightline_protocol::NETCODE_PROTOCOL_ID;
+use sightline_tokens::{NETCODE_PROTOCOL_ID, connection_request, request_address};
 use std::net::{IpAddr, SocketAddr};
 use std::time::{Duration, Instant, SystemTime};
 

@@ -10,7 +10,7 @@ use crate::{ConditionerSettings, LinkConditions};
 use bevy::prelude::*;
 use bevy_renet::RenetClient;
 use renetcode::{ClientAuthentication, ConnectToken, NetcodeClient};
-use sightline_protocol::NETCODE_PROTOCOL_ID;
+use sightline_tokens::NETCODE_PROTOCOL_ID;
 use std::net::{SocketAddr, UdpSocket};
 use std::path::PathBuf;
 use std::sync::{Mutex, mpsc};
@@ -35,10 +35,10 @@ pub const SILENCE_BEFORE_STANDBY: Duration = Duration::from_millis(1500);
 /// How long after one standby connection another may be tried while the silence lasts.
 const STANDBY_RETRY: Duration = Duration::from_secs(3);
 /// Longest a connect token may last, its expiry less its creation: Sightline's tokens
-/// last [`auth::TOKEN_EXPIRE_SECONDS`], and netcode keeps knocking for that long.
+/// last [`sightline_tokens::TOKEN_EXPIRE_SECONDS`], and netcode keeps knocking for that long.
 const MAX_TOKEN_LIFETIME_SECONDS: u64 = 300;
 /// Longest connection timeout a token may set: Sightline's is
-/// [`auth::CONNECTION_TIMEOUT_SECONDS`].
+/// [`sightline_tokens::CONNECTION_TIMEOUT_SECONDS`].
 const MAX_TOKEN_TIMEOUT_SECONDS: i32 = 60;
 
 /// The client's netcode endpoint.
@@ -656,7 +656,7 @@ mod tests {
     /// A token as the token service makes it, then changed as a hostile issuer would.
     fn token(change: impl FnOnce(&mut ConnectToken)) -> ConnectToken {
         let ip = IpAddr::V4(Ipv4Addr::LOCALHOST);
-        let mut token = auth::issue_token(&[7; 32], 1, ip, SERVER, unix_now()).unwrap();
+        let mut token = sightline_tokens::issue_token(&[7; 32], 1, ip, SERVER, unix_now()).unwrap();
         change(&mut token);
         token
     }

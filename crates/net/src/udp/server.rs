@@ -4,9 +4,7 @@
 use super::arrivals::{Arrivals, payload_sequence};
 use super::header::netcode_readable;
 use super::socket::{ConditionedSocket, PacketRate, UdpSetupError, unix_now};
-use crate::auth::{
-    self, AdmissionLimits, CONNECTION_REQUEST_BYTES, SecureConfig, Security, TokenService,
-};
+use crate::auth::{self, AdmissionLimits, SecureConfig, Security, TokenService};
 use crate::bundle;
 use crate::guard::{self, PacketGuard};
 use crate::{AddressBans, Connectionless, ForeignStreams};
@@ -18,7 +16,7 @@ use bevy::prelude::*;
 use bevy_renet::RenetServer;
 use renetcode::{NetcodeServer, ServerAuthentication, ServerConfig, ServerResult};
 use sightline_limits::{HostKey, LruMap, Rate, Shares, canonical_ip};
-use sightline_protocol::NETCODE_PROTOCOL_ID;
+use sightline_tokens::NETCODE_PROTOCOL_ID;
 use std::collections::HashMap;
 use std::net::{SocketAddr, UdpSocket};
 use std::time::{Duration, Instant};
@@ -295,7 +293,8 @@ fn handle(
             let ip = addr.ip();
             let here = admission.per_host.entry(HostKey::of(ip)).or_default();
             // A token only works from the address that asked for it.
-            let wrong_address = admission.secure && !auth::user_data_matches(&user_data, ip);
+            let wrong_address =
+                admission.secure && !sightline_tokens::user_data_matches(&user_data, ip);
             let banned = admission.bans.refusal(ip).is_some();
             if wrong_address || banned || *here >= admission.limits.max_per_address {
                 admission.stats.connections_refused += 1;
@@ -361,7 +360,7 @@ impl UdpServerTransport {
     /// Whether a datagram may go to netcode. From a connected or handshaking address,
     /// anything whose header netcode reads safely may ([`netcode_readable`]: netcode
     /// authenticates it); from anyone else, only a connection request whose token opens
-    /// and names the sender's address ([`auth::request_address`]), within that address's
+    /// and names the sender's address ([`sightline_tokens::request_address`]), within that address's
     /// rate. Everything else is junk, counted and dropped before netcode or a log line
     /// sees it.
     fn screen(
@@ -379,9 +378,10 @@ impl UdpServerTransport {
         if connected.contains(&addr) {
             return true;
         }
-        let request = bytes.len() == CONNECTION_REQUEST_BYTES && bytes[0] == 0;
+        let request = bytes.len() == sightline_tokens::CONNECTION_REQUEST_BYTES && bytes[0] == 0;
         if let Some(since) = self.handshaking.peek(&addr)
-            && now.duration_since(*since) < Duration::from_secs(auth::TOKEN_EXPIRE_SECONDS)
+            && now.duration_since(*since)
+                < Duration::from_secs(sightline_tokens::TOKEN_EXPIRE_SECONDS)
             && !request
         {
             return true;
@@ -394,7 +394,7 @@ impl UdpServerTransport {
         // allowance (and enters the handshake table): one forged with a victim's address
         // as its source cannot spend the victim's handshakes.
         if let Some(secure) = &self.secure
-            && auth::request_address(bytes, &secure.key, unix_now().as_secs())
+            && sightline_tokens::request_address(bytes, &secure.key, unix_now().as_secs())
                 .is_none_or(|ip| ip != canonical_ip(addr.ip()))
         {
             stats.junk_datagrams += 1;

@@ -33,7 +33,7 @@ pub fn parse_key(hex: &str) -> Option<[u8; 32]> {
 }
 
 /// Lower-case hexadecimal.
-pub(crate) fn hex(bytes: &[u8]) -> String {
+pub fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
@@ -41,7 +41,7 @@ pub(crate) fn hex(bytes: &[u8]) -> String {
 /// leaving a partial file there: written beside it, then linked into place (a link fails
 /// if the name is taken, where a rename would replace it, so two writers racing end up
 /// sharing the first one's key).
-pub(crate) fn write_new_key_file(path: &Path, key: &[u8; 32]) -> io::Result<()> {
+pub fn write_new_key_file(path: &Path, key: &[u8; 32]) -> io::Result<()> {
     let mut name = path.file_name().unwrap_or_default().to_os_string();
     name.push(format!(".{}.tmp", std::process::id()));
     let tmp = path.with_file_name(name);
