@@ -7,7 +7,8 @@
 use crate::loopback::binaries;
 use sightline_client::{ChatLog, ClientStats, KillFeed, MAX_KILL_FEED, Roster, Watching};
 use sightline_harness::{Stepper, load_map};
-use sightline_net::{ConditionerSettings, MemoryNetwork, Pacing, ServerNetPlugin};
+use sightline_net::{ConditionerSettings, MemoryNetwork, ServerNetPlugin};
+use sightline_runtime::Pacing;
 use sightline_server::demo::{CommandChain, DemoEncoder, DemoReader, DemoRecorder, Record, Step};
 use sightline_server::{
     DemoIndex, MatchOrder, MatchOrders, Outcome, PlaybackControl, Seek, ServerConfig, Verdict,

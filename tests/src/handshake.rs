@@ -51,7 +51,7 @@ fn client_status_after_welcome(welcome: Vec<u8>) -> ConnectionStatus {
             name: "tester".into(),
             input: InputSource::Bot { seed: 1 },
         },
-        sightline_net::Pacing::Manual(dt),
+        sightline_runtime::Pacing::Manual(dt),
     );
     let mut sent = false;
     for _ in 0..30 {

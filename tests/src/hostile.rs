@@ -536,7 +536,7 @@ fn a_dropped_player_reconnects_by_itself_to_the_same_slot_team_and_place() {
             name: "traveller".into(),
             input: InputSource::Bot { seed: 7 },
         },
-        sightline_net::Pacing::Stepped,
+        sightline_runtime::Pacing::Stepped,
     );
     app.finish();
     app.cleanup();

@@ -11,10 +11,9 @@ use sightline_client::{
     StatsKey, client_app,
 };
 use sightline_interpolation::ClockSync;
-use sightline_net::{
-    ClientNetPlugin, ConditionerSettings, LinkConditions, Pacing, RunFor, ShutdownSignal,
-};
+use sightline_net::{ClientNetPlugin, ConditionerSettings, LinkConditions};
 use sightline_prediction::PredictionStats;
+use sightline_runtime::{Pacing, RunFor, ShutdownSignal};
 use sightline_sim::TickConfig;
 use std::process::ExitCode;
 use std::sync::atomic::Ordering;

@@ -6,7 +6,7 @@ use sightline_app::{
     Args, GamePlugins, ScreenshotAt, parse_window, run_headless, usage_error, windowed_app,
 };
 use sightline_console::split_plus_commands;
-use sightline_net::{ShutdownPlugin, ShutdownSignal};
+use sightline_runtime::{ShutdownPlugin, ShutdownSignal};
 use std::process::ExitCode;
 use std::sync::atomic::Ordering;
 
@@ -14,7 +14,7 @@ fn main() -> ExitCode {
     // args_os: std::env::args panics on an argument that is not UTF-8.
     let args = std::env::args_os().map(|a| a.to_string_lossy().into_owned());
     let (flags, mut startup) = split_plus_commands(args);
-    let args: Args = sightline_net::parse_args_from(flags);
+    let args: Args = sightline_runtime::parse_args_from(flags);
     if let Some(s) = args.run_seconds
         && !(s.is_finite() && s > 0.0)
     {
@@ -47,7 +47,9 @@ fn main() -> ExitCode {
     let mut app = windowed_app(GamePlugins::from_args(&args, startup), size);
     app.add_plugins(ShutdownPlugin).insert_resource(signal);
     if let Some(s) = args.run_seconds {
-        app.insert_resource(sightline_net::RunFor(std::time::Duration::from_secs_f64(s)));
+        app.insert_resource(sightline_runtime::RunFor(
+            std::time::Duration::from_secs_f64(s),
+        ));
     }
     if let Some(path) = args.screenshot.clone() {
         app.insert_resource(ScreenshotAt {

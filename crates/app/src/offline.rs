@@ -86,7 +86,7 @@ impl EmbeddedServer {
                 reader,
                 map,
                 net,
-                sightline_net::Pacing::RealTime(stop),
+                sightline_runtime::Pacing::RealTime(stop),
                 hold,
                 seek,
             )

@@ -4,7 +4,7 @@
 
 use bevy::prelude::*;
 use bevy::render::view::screenshot::{Screenshot, save_to_disk};
-use sightline_net::RunFor;
+use sightline_runtime::RunFor;
 use std::path::PathBuf;
 use std::time::Duration;
 

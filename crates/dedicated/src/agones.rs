@@ -10,6 +10,7 @@
 use agones::Sdk;
 use bevy::prelude::*;
 use sightline_map::CurrentMap;
+use sightline_runtime::TakeOnce;
 use sightline_server::{Connection, ConnectionStage, MatchState, ServerConfig};
 use sightline_sim::{PlayerId, SimSet};
 use std::collections::BTreeSet;
@@ -120,7 +121,7 @@ impl AgonesLink {
 /// reached the sidecar.
 pub struct AgonesPlugin {
     address: Option<SocketAddr>,
-    link: Mutex<Option<AgonesLink>>,
+    link: TakeOnce<AgonesLink>,
 }
 
 impl AgonesPlugin {
@@ -157,12 +158,12 @@ impl AgonesPlugin {
         match outcome.recv_timeout(limit * 2 + Duration::from_secs(5)) {
             Ok(Ok(address)) => Ok(Self {
                 address,
-                link: Mutex::new(Some(AgonesLink {
+                link: TakeOnce::new(AgonesLink {
                     calls,
                     pings,
                     watched,
                     shutdown_after_match: settings.shutdown_after_match,
-                })),
+                }),
             }),
             Ok(Err(e)) => Err(e),
             Err(_) => Err("the Agones SDK's thread stopped before connecting".into()),
@@ -181,12 +182,7 @@ impl AgonesPlugin {
 
 impl Plugin for AgonesPlugin {
     fn build(&self, app: &mut App) {
-        let link = self
-            .link
-            .lock()
-            .expect("poisoned")
-            .take()
-            .expect("AgonesPlugin added twice");
+        let link = self.link.take("AgonesPlugin");
         app.insert_resource(link)
             .init_resource::<AgonesStatus>()
             // At the end of each tick: only a tick that finished says the server is alive.

@@ -13,9 +13,10 @@ use sightline_dedicated::{
 };
 use sightline_map::{CurrentMap, MapSource, find_map, find_map_by_name};
 use sightline_net::{
-    AdmissionLimits, FakeLinkArgs, IdentityFileError, LinkConditions, RunFor, SecureConfig,
-    Security, ServerIdentity, ServerNetPlugin, ShutdownSignal, fingerprint, load_key_file,
+    AdmissionLimits, FakeLinkArgs, IdentityFileError, LinkConditions, SecureConfig, Security,
+    ServerIdentity, ServerNetPlugin, fingerprint, load_key_file,
 };
+use sightline_runtime::{RunFor, ShutdownSignal};
 use sightline_server::demo::DemoRecorder;
 use sightline_server::{Outcome, Pacing, open_demo, server_app, verify_demo};
 use std::net::{IpAddr, SocketAddr, TcpListener, ToSocketAddrs};
@@ -308,7 +309,7 @@ fn main() -> ExitCode {
         split_plus_commands(std::env::args_os().map(|a| a.to_string_lossy().into_owned()));
     let config_path = config_file(&mut lines);
     let (args, cvar_flags) =
-        parse_from(flags).unwrap_or_else(|e| sightline_net::exit_with_usage(e, &command()));
+        parse_from(flags).unwrap_or_else(|e| sightline_runtime::exit_with_usage(e, &command()));
     if let Some(path) = &args.verify_demo {
         return verify(path);
     }

@@ -20,6 +20,7 @@ use sightline_query::{
     MAX_REQUEST_SIZE, RconPacket, SERVERDATA_AUTH, SERVERDATA_AUTH_RESPONSE,
     SERVERDATA_EXECCOMMAND, SERVERDATA_RESPONSE_VALUE,
 };
+use sightline_runtime::TakeOnce;
 use sightline_server::{AdminInbox, AdminLine, AdminOrigin, HostingStats};
 use std::io::{self, Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
@@ -324,26 +325,21 @@ struct Rcon {
 /// Source RCON for the host's console.
 pub struct RconPlugin {
     /// Where connections come from; taken when the plugin is built.
-    pub listen: std::sync::Mutex<Option<RconListen>>,
+    pub listen: TakeOnce<RconListen>,
 }
 
 impl RconPlugin {
     /// RCON on `listen`.
     pub fn new(listen: RconListen) -> Self {
         Self {
-            listen: std::sync::Mutex::new(Some(listen)),
+            listen: TakeOnce::new(listen),
         }
     }
 }
 
 impl Plugin for RconPlugin {
     fn build(&self, app: &mut App) {
-        let listen = self
-            .listen
-            .lock()
-            .expect("poisoned")
-            .take()
-            .expect("RconPlugin added twice");
+        let listen = self.listen.take("RconPlugin");
         if let RconListen::Own(listener) = &listen
             && let Err(e) = listener.set_nonblocking(true)
         {

@@ -16,6 +16,7 @@ use sha2::{Digest, Sha256};
 use sightline_combat::{CombatEvent, Score, Team, WeaponKind};
 use sightline_map::CurrentMap;
 use sightline_protocol::{Lifetime, PlayerKey, ServerMessage};
+use sightline_runtime::TakeOnce;
 use sightline_server::{AdminInbox, AdminOrigin, MatchNews, MatchState, PlayerKeyOf, ServerConfig};
 use sightline_sim::{BotControlled, PlayerId, PlayerName};
 use std::path::{Path, PathBuf};
@@ -431,26 +432,21 @@ impl Drop for StatsWriter {
 /// Keeps players' statistics in `database`.
 pub struct RecordsPlugin {
     // Taken out once by `build`.
-    database: Mutex<Option<StatsDatabase>>,
+    database: TakeOnce<StatsDatabase>,
 }
 
 impl RecordsPlugin {
     /// Statistics kept in `database`.
     pub fn new(database: StatsDatabase) -> Self {
         Self {
-            database: Mutex::new(Some(database)),
+            database: TakeOnce::new(database),
         }
     }
 }
 
 impl Plugin for RecordsPlugin {
     fn build(&self, app: &mut App) {
-        let database = self
-            .database
-            .lock()
-            .expect("not poisoned")
-            .take()
-            .expect("the records plugin is built once");
+        let database = self.database.take("RecordsPlugin");
         let (jobs, queue) = mpsc::sync_channel(STATS_QUEUE);
         let (reply, answers) = mpsc::channel();
         let failures = Arc::new(AtomicU64::new(0));

@@ -18,6 +18,7 @@ use prometheus::{Encoder, IntCounter, IntGauge, Opts, TextEncoder};
 use sightline_limits::{
     Admit, Claim, HostKey, NetworkKey, PoolLimits, Rate, ShareRates, Shares, admit,
 };
+use sightline_runtime::TakeOnce;
 use sightline_server::{Connection, Counters, HostingStats, TickCost};
 use sightline_sim::{BotControlled, PlayerId, TickConfig};
 use std::collections::HashMap;
@@ -25,7 +26,7 @@ use std::io::{ErrorKind, Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 /// Requests answered per second at most, from everyone; more are closed unanswered and
@@ -61,7 +62,7 @@ pub const HEALTH_TICK_TIMEOUT: Duration = Duration::from_secs(5);
 /// Serves metrics and health on `listener` (`--metrics ADDR`), and the pages given.
 pub struct TelemetryPlugin {
     // Taken out once by `build`.
-    listener: Mutex<Option<TcpListener>>,
+    listener: TakeOnce<TcpListener>,
     pages: Vec<(&'static str, JsonPage)>,
 }
 
@@ -70,7 +71,7 @@ impl TelemetryPlugin {
     /// `/leaderboard`).
     pub fn new(listener: TcpListener, pages: Vec<(&'static str, JsonPage)>) -> Self {
         Self {
-            listener: Mutex::new(Some(listener)),
+            listener: TakeOnce::new(listener),
             pages,
         }
     }
@@ -97,12 +98,7 @@ impl Plugin for TelemetryPlugin {
             .clone();
         app.insert_resource(metrics.observers());
         let health = Arc::new(Health::new());
-        let listener = self
-            .listener
-            .lock()
-            .expect("not poisoned")
-            .take()
-            .expect("the telemetry plugin is built once");
+        let listener = self.listener.take("TelemetryPlugin");
         let exporter = Exporter {
             metrics: metrics.clone(),
             health: health.clone(),

@@ -21,9 +21,10 @@ use sightline_client::{
     LatestSnapshot, StatsKey, client_app,
 };
 use sightline_net::{
-    AdmissionLimits, ClientNetPlugin, ClientSecurity, ConditionerSettings, LinkConditions, Pacing,
+    AdmissionLimits, ClientNetPlugin, ClientSecurity, ConditionerSettings, LinkConditions,
     Security, UdpClientTransport, WireCount,
 };
+use sightline_runtime::Pacing;
 use sightline_server::{ServerConfig, SnapshotStats, TickTimes};
 use sightline_sim::TickConfig;
 use std::fmt;

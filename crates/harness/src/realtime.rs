@@ -223,7 +223,8 @@ impl MeasuredServer {
 mod tests {
     use super::*;
     use sightline_client::{ClientPlugin, ConnectionStatus, InputSource, client_app};
-    use sightline_net::{AdmissionLimits, ClientNetPlugin, ClientSecurity, Pacing, SecureConfig};
+    use sightline_net::{AdmissionLimits, ClientNetPlugin, ClientSecurity, SecureConfig};
+    use sightline_runtime::Pacing;
     use std::time::Duration;
 
     /// A client app over UDP, its own frames as fast as it goes (a command a tick, and

@@ -17,10 +17,11 @@ use sightline_client::{
     client_app,
 };
 use sightline_net::{
-    AdmissionLimits, ClientNetPlugin, ClientSecurity, ConditionerSettings, LinkConditions, Pacing,
+    AdmissionLimits, ClientNetPlugin, ClientSecurity, ConditionerSettings, LinkConditions,
     SecureConfig, Security, UdpClientTransport,
 };
 use sightline_prediction::{CorrectionCauses, PredictionStats};
+use sightline_runtime::Pacing;
 use sightline_server::{ServerConfig, TickTimes};
 use sightline_sim::TickConfig;
 use std::fmt;

@@ -17,9 +17,9 @@ use bevy::time::TimeUpdateStrategy;
 use sightline_client::{ClientPlugin, InputSource, JoinAs, client_app};
 use sightline_map::{CurrentMap, MapSource, find_map};
 use sightline_net::{
-    ClientNetPlugin, ConditionerSettings, MemoryClientLink, MemoryNetwork, Pacing, ServerNetPlugin,
-    paced_app,
+    ClientNetPlugin, ConditionerSettings, MemoryClientLink, MemoryNetwork, ServerNetPlugin,
 };
+use sightline_runtime::{Pacing, paced_app};
 use sightline_server::{ServerConfig, server_app};
 use sightline_sim::PlayerId;
 use sightline_sim::hash::{hash, unit};

@@ -16,7 +16,6 @@ mod known;
 mod memory;
 #[cfg(any(test, feature = "test-support"))]
 mod memory_stream;
-mod shutdown;
 #[cfg(any(test, feature = "test-support"))]
 pub mod test_support;
 mod udp;
@@ -28,7 +27,7 @@ pub use auth::{
 pub use bans::{AddressBans, IpPrefix};
 pub use bevy_renet::{RenetClient, RenetReceive, RenetSend, RenetServer, RenetServerEvent};
 pub use bundle::{ACK_HOLD, MalformedBundle, unbundle};
-pub use cli::{FakeLinkArgs, exit_with_usage, parse_args, parse_args_from};
+pub use cli::FakeLinkArgs;
 pub use conditioner::{
     BOTTLENECK_QUEUE_MS, ConditionerSettings, LinkConditioner, MAX_TAIL_MS, UDP_IP_HEADER, WireSize,
 };
@@ -44,7 +43,6 @@ pub use renet::{Bytes, ClientId, DisconnectReason, ServerEvent};
 pub use renetcode::ConnectToken;
 // What tokens are, sealed and opened Bevy-free in their own crate (the matchmaker's
 // only dependency of ours), for the transports' users.
-pub use shutdown::{Pacing, RunFor, ShutdownPlugin, ShutdownSignal, paced_app};
 pub use sightline_tokens::{
     CONNECTION_TIMEOUT_SECONDS, NETCODE_PROTOCOL_ID, TOKEN_EXPIRE_SECONDS, issue_token,
     load_key_file, parse_key, random_secret,
@@ -57,8 +55,8 @@ pub use udp::{
 
 use bevy::prelude::*;
 use bevy_renet::{RenetClientPlugin, RenetServerPlugin};
+use sightline_runtime::TakeOnce;
 use std::net::SocketAddr;
-use std::sync::Mutex;
 
 /// Log filter directives that silence what the network can trigger per packet:
 /// renetcode logs an error for every undecodable datagram and renet a warning for every
@@ -160,7 +158,7 @@ pub struct ServerNetPlugin(ServerTransport);
 
 enum ServerTransport {
     // Built eagerly so socket errors reach the caller; taken out once by `build`.
-    Udp(Mutex<Option<Box<UdpServerTransport>>>),
+    Udp(TakeOnce<Box<UdpServerTransport>>),
     Memory(MemoryNetwork),
 }
 
@@ -181,7 +179,7 @@ impl ServerNetPlugin {
             .local_addr()
             .map_err(|e| UdpSetupError::new(format!("cannot read the bound address: {e}")))?;
         Ok((
-            Self(ServerTransport::Udp(Mutex::new(Some(Box::new(transport))))),
+            Self(ServerTransport::Udp(TakeOnce::new(Box::new(transport)))),
             local,
         ))
     }
@@ -205,11 +203,7 @@ impl Plugin for ServerNetPlugin {
             .init_resource::<ForeignStreams>();
         match &self.0 {
             ServerTransport::Udp(ready) => {
-                let transport = ready
-                    .lock()
-                    .expect("poisoned")
-                    .take()
-                    .expect("ServerNetPlugin added twice");
+                let transport = ready.take("ServerNetPlugin");
                 app.insert_resource(*transport)
                     .add_systems(
                         PreUpdate,
@@ -232,7 +226,7 @@ impl Plugin for ServerNetPlugin {
 pub struct ClientNetPlugin(ClientTransport);
 
 enum ClientTransport {
-    Udp(Mutex<Option<Box<UdpClientTransport>>>),
+    Udp(TakeOnce<Box<UdpClientTransport>>),
     Deferred,
     Memory(MemoryClientLink),
 }
@@ -274,7 +268,7 @@ impl ClientNetPlugin {
     /// Uses a UDP transport made elsewhere (for example with a matchmaker's token,
     /// [`udp_client_with_token`]).
     pub fn from_transport(transport: UdpClientTransport) -> Self {
-        Self(ClientTransport::Udp(Mutex::new(Some(Box::new(transport)))))
+        Self(ClientTransport::Udp(TakeOnce::new(Box::new(transport))))
     }
 
     /// Uses a link of an in-process network.
@@ -310,11 +304,7 @@ impl Plugin for ClientNetPlugin {
         };
         match &self.0 {
             ClientTransport::Udp(ready) => {
-                let transport = ready
-                    .lock()
-                    .expect("poisoned")
-                    .take()
-                    .expect("ClientNetPlugin added twice");
+                let transport = ready.take("ClientNetPlugin");
                 client.set_connecting();
                 app.insert_resource(client).insert_resource(*transport);
                 udp_systems(app);

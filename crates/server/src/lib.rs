@@ -93,7 +93,7 @@ pub use resume::{Departed, DepartedPlayers, RESUME_SECONDS, Resumable};
 pub use rules::{INTERMISSION, MatchOrder, MatchOrders, MatchState};
 pub use sets::{CommandSource, CommandSourcesExt, ServerSet};
 pub use sightline_combat::GameMode;
-pub use sightline_net::Pacing;
+pub use sightline_runtime::Pacing;
 pub use snapshots::{EVENT_LIFETIME_S, EventQueue, MAX_QUEUED_EVENTS, SnapshotCounter};
 pub use spawn::choose_spawn;
 pub use spectators::{MatchNews, Spectator, SpectatorFeed};

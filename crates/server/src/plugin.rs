@@ -17,7 +17,8 @@ use bevy::prelude::*;
 use sightline_combat::CombatPlugin;
 use sightline_map::CurrentMap;
 use sightline_movement::MovementPlugin;
-use sightline_net::{Pacing, RenetReceive, RenetSend, ServerNetPlugin, paced_app};
+use sightline_net::{RenetReceive, RenetSend, ServerNetPlugin};
+use sightline_runtime::{Pacing, paced_app};
 use sightline_sim::{SimSet, SimulationPlugin};
 
 /// The one place a server app is assembled: the dedicated server, offline play, the
