@@ -4,8 +4,7 @@
 
 use crate::hosting::{Host, finished, temp_dir};
 use crate::loopback::{binaries, free_udp_port};
-use std::io::{Read, Write};
-use std::net::{TcpListener, TcpStream};
+use std::net::TcpListener;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -17,22 +16,10 @@ fn free_tcp_port() -> u16 {
         .port()
 }
 
-/// GETs `path` from `port`: the status code and the body.
+/// GETs `path` from `port` on loopback: the status code and the body.
 fn get(port: u16, path: &str) -> std::io::Result<(u16, String)> {
-    let mut stream = TcpStream::connect(("127.0.0.1", port))?;
-    stream.set_read_timeout(Some(Duration::from_secs(5)))?;
-    write!(stream, "GET {path} HTTP/1.1\r\nHost: localhost\r\n\r\n")?;
-    let mut response = String::new();
-    stream.read_to_string(&mut response)?;
-    let status = response
-        .split(' ')
-        .nth(1)
-        .and_then(|code| code.parse().ok())
-        .unwrap_or(0);
-    let body = response
-        .split_once("\r\n\r\n")
-        .map_or(String::new(), |(_, b)| b.to_string());
-    Ok((status, body))
+    let at = std::net::SocketAddr::from(([127, 0, 0, 1], port));
+    sightline_harness::hosting::http_get(at, path, Duration::from_secs(5))
 }
 
 /// GETs `path` until `done` accepts the answer; the answer.

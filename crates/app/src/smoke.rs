@@ -5,6 +5,7 @@
 use bevy::prelude::*;
 use bevy::render::view::screenshot::{Screenshot, save_to_disk};
 use sightline_runtime::RunFor;
+use sightline_sim::quantile;
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -170,14 +171,10 @@ pub fn summarise(seconds: &[f32]) -> Option<FrameSummary> {
     if seconds.is_empty() {
         return None;
     }
-    let mut sorted: Vec<f64> = seconds.iter().map(|&s| f64::from(s)).collect();
-    sorted.sort_by(f64::total_cmp);
+    let sorted = quantile::sorted(seconds.iter().map(|&s| f64::from(s)));
     let total: f64 = sorted.iter().sum();
     // Nearest rank: the smallest time that at least `q` of the frames do not exceed.
-    let at = |q: f64| {
-        let rank = ((q * sorted.len() as f64).ceil() as usize).clamp(1, sorted.len());
-        sorted[rank - 1] * 1000.0
-    };
+    let at = |q: f64| quantile::nearest_rank(&sorted, q).unwrap_or(0.0) * 1000.0;
     Some(FrameSummary {
         frames: sorted.len(),
         seconds: total,

@@ -3,6 +3,7 @@
 //! burst of late commands.
 
 use bevy::prelude::*;
+use sightline_sim::quantile;
 
 /// Longest frame whose time the fixed tick catches up on in full (Bevy's default is a
 /// quarter second). A client must make one command per server tick however slowly it
@@ -47,9 +48,8 @@ pub(crate) fn limit_catch_up_to_the_frame_rate(
 /// Four of the usual (median) frames of `frames`, within [`MIN_FRAME_CATCH_UP`] and
 /// [`MAX_FRAME_CATCH_UP`].
 fn catch_up_limit(frames: &std::collections::VecDeque<f64>) -> std::time::Duration {
-    let mut sorted: Vec<f64> = frames.iter().copied().collect();
-    sorted.sort_by(f64::total_cmp);
-    let usual = sorted.get(sorted.len() / 2).copied().unwrap_or(0.0);
+    let sorted = quantile::sorted(frames.iter().copied());
+    let usual = quantile::quantile(&sorted, 0.5).unwrap_or(0.0);
     let limit = (4.0 * usual).clamp(
         MIN_FRAME_CATCH_UP.as_secs_f64(),
         MAX_FRAME_CATCH_UP.as_secs_f64(),

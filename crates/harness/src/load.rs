@@ -28,8 +28,7 @@ use sightline_runtime::Pacing;
 use sightline_server::{ServerConfig, SnapshotStats, TickTimes};
 use sightline_sim::TickConfig;
 use std::fmt;
-use std::io::{Read, Write};
-use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::net::{SocketAddr, TcpListener};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -474,14 +473,7 @@ impl Operator {
 
 /// One GET; whether it got an answer.
 fn scrape(at: SocketAddr, path: &str) -> bool {
-    let Ok(mut stream) = TcpStream::connect_timeout(&at, Duration::from_secs(1)) else {
-        return false;
-    };
-    let _ = stream.set_read_timeout(Some(Duration::from_secs(2)));
-    let mut body = Vec::new();
-    write!(stream, "GET {path} HTTP/1.1\r\nHost: localhost\r\n\r\n").is_ok()
-        && stream.read_to_end(&mut body).is_ok()
-        && body.starts_with(b"HTTP/1.1 ")
+    crate::hosting::http_get(at, path, Duration::from_secs(2)).is_ok()
 }
 
 #[cfg(test)]

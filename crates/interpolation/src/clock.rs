@@ -3,6 +3,7 @@
 //! server's; keep a server-clock estimate that moves smoothly and never runs backwards.
 
 use bevy::prelude::*;
+use sightline_sim::quantile;
 use std::collections::VecDeque;
 
 /// Samples kept for the estimate.
@@ -80,9 +81,8 @@ impl ClockSync {
         let mut by_rtt: Vec<Sample> = self.samples.iter().copied().collect();
         by_rtt.sort_by(|a, b| a.rtt.total_cmp(&b.rtt));
         let keep = (by_rtt.len() / 4).max(3).min(by_rtt.len());
-        let mut offsets: Vec<f64> = by_rtt[..keep].iter().map(|s| s.offset).collect();
-        offsets.sort_by(f64::total_cmp);
-        Some(offsets[offsets.len() / 2])
+        let offsets = quantile::sorted(by_rtt[..keep].iter().map(|s| s.offset));
+        quantile::quantile(&offsets, 0.5)
     }
 }
 

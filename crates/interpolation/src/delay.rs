@@ -1,6 +1,7 @@
 //! Choosing the interpolation delay from how snapshots actually arrive.
 
 use bevy::prelude::*;
+use sightline_sim::quantile;
 use std::collections::VecDeque;
 
 /// Smallest automatic delay, seconds.
@@ -104,18 +105,17 @@ impl DelayEstimator {
         };
         let mut by_stamp: Vec<Arrival> = self.arrivals.iter().copied().collect();
         by_stamp.sort_by(|a, b| a.stamp.total_cmp(&b.stamp));
-        let mut needed: Vec<f64> = by_stamp
-            .windows(2)
-            .map(|w| {
-                let (before, next) = (w[0], w[1]);
-                let later_than_usual = next.read - next.frame - next.stamp - mean;
-                (next.stamp - before.stamp) + later_than_usual
-            })
-            .filter(|n| n.is_finite())
-            .collect();
-        needed.sort_by(f64::total_cmp);
-        let rank = ((COVERAGE * needed.len() as f64).ceil() as usize).clamp(1, needed.len().max(1));
-        let covered = needed.get(rank - 1).copied().unwrap_or(MAX_DELAY);
+        let needed = quantile::sorted(
+            by_stamp
+                .windows(2)
+                .map(|w| {
+                    let (before, next) = (w[0], w[1]);
+                    let later_than_usual = next.read - next.frame - next.stamp - mean;
+                    (next.stamp - before.stamp) + later_than_usual
+                })
+                .filter(|n| n.is_finite()),
+        );
+        let covered = quantile::nearest_rank(&needed, COVERAGE).unwrap_or(MAX_DELAY);
         (covered + MARGIN).clamp(MIN_DELAY, MAX_DELAY)
     }
 }

@@ -2,7 +2,7 @@
 
 use bevy::prelude::*;
 use sightline_net::Connectionless;
-use sightline_sim::SimSet;
+use sightline_sim::{SimSet, quantile};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -153,10 +153,9 @@ fn summary_ms(samples_us: &[f32]) -> Option<(f32, f32, f32)> {
     if samples_us.is_empty() {
         return None;
     }
-    let mut sorted = samples_us.to_vec();
-    sorted.sort_by(f32::total_cmp);
-    let at = |q: f32| sorted[((sorted.len() - 1) as f32 * q).round() as usize] / 1000.0;
-    Some((at(0.5), at(0.99), at(1.0)))
+    let sorted = quantile::sorted(samples_us.iter().map(|&us| f64::from(us)));
+    let at = |q: f64| quantile::quantile(&sorted, q).map(|us| (us / 1000.0) as f32);
+    Some((at(0.5)?, at(0.99)?, at(1.0)?))
 }
 
 /// CPU time used by every thread of this process so far.

@@ -8,6 +8,7 @@
 pub mod hash;
 mod input;
 mod player;
+pub mod quantile;
 mod session;
 mod tick;
 

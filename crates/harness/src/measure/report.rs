@@ -144,10 +144,7 @@ impl SeededReport {
 
 /// The nearest-rank `q` quantile (0 to 1) of sorted values, or 0 when there are none.
 pub fn percentile(sorted: &[f64], q: f64) -> f64 {
-    if sorted.is_empty() {
-        return 0.0;
-    }
-    sorted[((sorted.len() - 1) as f64 * q).round() as usize]
+    sightline_sim::quantile::quantile(sorted, q).unwrap_or(0.0)
 }
 
 /// The mean of `values`, or 0 when there are none.
