@@ -4,8 +4,8 @@
 //! with `--agones` taking a player whose token the example matchmaker sealed for the
 //! server it allocated.
 
-use crate::hostile::Attacker;
-use crate::loopback::{binaries, free_udp_port};
+use crate::support::Attacker;
+use crate::support::{binaries, free_udp_port};
 use bevy::prelude::*;
 use sightline_agones_standin::{Call, Record, StandIn};
 use sightline_dedicated::{AgonesPlugin, AgonesSettings, AgonesStatus, PLAYERS_LIST};
@@ -298,7 +298,7 @@ fn agones_server(sdk_port: &str, game_port: u16, extra: &[&str]) -> Child {
 fn a_wrong_sdk_port_stops_the_real_server_at_once_with_a_clear_error() {
     let port = free_udp_port();
     let child = agones_server("not-a-port", port, &["--run-seconds", "30"]);
-    let out = crate::loopback::wait(child, Duration::from_secs(10), "server");
+    let out = crate::support::wait(child, Duration::from_secs(10), "server");
     assert!(!out.status.success());
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(

@@ -3,7 +3,7 @@
 //! the published ports. Skipped, with a message saying why, where podman is missing or
 //! cannot run containers.
 
-use crate::loopback::{binaries, field, free_udp_port, wait};
+use crate::support::{binaries, field, free_udp_port, repo_root, wait};
 use sightline_query::query_info;
 use std::io::{Read, Write};
 use std::net::{Ipv4Addr, SocketAddr, TcpListener, TcpStream};
@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 
 /// `scripts/container`, which holds the podman settings these machines need.
 fn script() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../scripts/container")
+    repo_root().join("scripts/container")
 }
 
 /// `podman ARGS` through the script.

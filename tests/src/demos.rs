@@ -4,7 +4,7 @@
 //! off is checked up to the cut; and the demo the repository keeps, recorded by the
 //! dedicated server, verifies under the server binary.
 
-use crate::loopback::binaries;
+use crate::support::{binaries, repo_root};
 use sightline_client::{ChatLog, ClientStats, KillFeed, MAX_KILL_FEED, Roster, Watching};
 use sightline_harness::{Stepper, load_map};
 use sightline_net::{ConditionerSettings, MemoryNetwork, ServerNetPlugin};
@@ -304,15 +304,10 @@ fn assert_scoreboard_is_the_replays(client: &bevy::prelude::World, verdict: &Ver
     }
 }
 
-/// The repository's root, where the server finds `maps/`.
-fn root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
-}
-
 /// Runs `sightline-server --verify-demo path`: whether it passed, and what it printed.
 fn verify_with_the_server(path: &Path) -> (bool, String) {
     let out = std::process::Command::new(binaries().join("sightline-server"))
-        .current_dir(root())
+        .current_dir(repo_root())
         .arg("--verify-demo")
         .arg(path)
         .output()
@@ -331,7 +326,7 @@ fn verify_with_the_server(path: &Path) -> (bool, String) {
 /// `SIMULATION_VERSION` if old demos should be refused).
 #[test]
 fn the_kept_demo_replays_to_the_same_bits_under_the_server_binary() {
-    let kept = root().join("tests/data/duel-bots.sldemo");
+    let kept = repo_root().join("tests/data/duel-bots.sldemo");
     let (ok, out) = verify_with_the_server(&kept);
     assert!(ok, "{out}");
     assert!(
@@ -368,7 +363,7 @@ fn the_kept_demo_replays_to_the_same_bits_under_the_server_binary() {
 
 #[test]
 fn a_demo_plays_back_to_a_spectator_as_the_game_was_and_stops_at_its_end() {
-    let path = root().join("tests/data/duel-bots.sldemo");
+    let path = repo_root().join("tests/data/duel-bots.sldemo");
     let verdict = verify_file(&path);
     let (reader, map) = open_demo(&path).expect("the kept demo opens");
     let tick_hz = reader.header().tick_hz;

@@ -3,8 +3,8 @@
 //! NAT that changes a playing client's port. Nobody honest may be kicked or reset for
 //! any of them.
 
-use crate::hostile::{Server, finish_honest, honest};
-use crate::loopback::{field, free_udp_port};
+use crate::support::{Server, finish_honest, honest};
+use crate::support::{field, free_udp_port};
 use std::collections::HashMap;
 use std::net::{SocketAddr, TcpListener, TcpStream, UdpSocket};
 use std::process::Command;

@@ -5,8 +5,8 @@
 //! hosts stalling RCON connections locked the admin out, and one host flooding the
 //! master's list request left every browser without a list.
 
-use crate::hostile::TICK_BUDGET_MS;
-use crate::loopback::{binaries, free_udp_port};
+use crate::support::TICK_BUDGET_MS;
+use crate::support::{binaries, free_udp_port};
 use sightline_harness::hosting::{Flood, HostingLoadConfig, hosting_load};
 use sightline_query::fetch_server_list;
 use std::net::{Ipv4Addr, SocketAddr};

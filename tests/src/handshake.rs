@@ -1,6 +1,6 @@
 //! The handshake: version and map checks on both sides, refusals with reasons.
 
-use crate::raw;
+use crate::support::raw;
 use sightline_client::{ClientPlugin, ConnectionStatus, InputSource, Roster};
 use sightline_harness::{Stepper, manual_app};
 use sightline_net::{ClientNetPlugin, MemoryNetwork, RenetClient, RenetServer, ServerNetPlugin};

@@ -1,6 +1,6 @@
 //! The server's input rules against clients that flood, starve or send garbage.
 
-use crate::raw;
+use crate::support::raw;
 use sightline_harness::Stepper;
 use sightline_movement::PlayerState;
 use sightline_protocol::{Channel, ClientDatagram, InputPacket, Wire};

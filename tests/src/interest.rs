@@ -264,7 +264,7 @@ fn hidden_rockets_are_left_out_and_near_or_visible_ones_sent() {
 
 #[test]
 fn item_changes_and_bursts_out_of_sight_and_earshot_are_not_sent() {
-    use crate::raw;
+    use crate::support::raw;
     use sightline_combat::{CombatEvent, ItemSpot};
     use sightline_protocol::{PROTOCOL_VERSION, ServerMessage};
     let config = ServerConfig {
@@ -350,7 +350,7 @@ fn item_changes_and_bursts_out_of_sight_and_earshot_are_not_sent() {
 
 #[test]
 fn a_shot_is_sent_only_to_clients_that_are_sent_its_shooter() {
-    use crate::raw;
+    use crate::support::raw;
     use sightline_combat::CombatEvent;
     use sightline_protocol::ServerMessage;
     use sightline_server::Interest;

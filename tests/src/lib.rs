@@ -1,7 +1,9 @@
 //! Sightline's end-to-end tests, grouped by topic into modules of this crate so they build
 //! into a single test binary. Most run the server and clients in one process on
 //! `sightline_harness`'s [`Stepper`](sightline_harness::Stepper); `loopback`, `hostile`,
-//! `floods`, `hosting`, `transport`, `faults` and `windowed` run the real binaries.
+//! `floods`, `hosting`, `transport`, `faults` and `windowed` run the real binaries. What
+//! several topics share (running the binaries, a server for one test, an attacker, raw
+//! messages) is in `support`, apart from any topic.
 
 #[cfg(test)]
 mod agones;
@@ -44,11 +46,11 @@ mod pickups;
 #[cfg(test)]
 mod rate;
 #[cfg(test)]
-mod raw;
-#[cfg(test)]
 mod session;
 #[cfg(test)]
 mod spectators;
+#[cfg(test)]
+mod support;
 #[cfg(test)]
 mod transport;
 #[cfg(test)]

@@ -2,8 +2,8 @@
 //! over HTTP, JSON logs, and players' lifetime statistics in SQLite that outlive a
 //! restart, asked for from the host's console and the leaderboard page.
 
-use crate::hosting::{Host, finished, temp_dir};
-use crate::loopback::{binaries, free_udp_port};
+use crate::support::{Host, finished, temp_dir};
+use crate::support::{binaries, free_udp_port};
 use std::net::TcpListener;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};

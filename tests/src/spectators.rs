@@ -1,7 +1,7 @@
 //! Spectators: watching a live game without a player, the world shown late, within a
 //! limit of their own; one that sends input is kicked.
 
-use crate::raw;
+use crate::support::raw;
 use bevy::prelude::*;
 use sightline_client::{
     ClientStats, ConnectionStatus, KillFeed, LatestSnapshot, LocalPlayer, Roster, Watching,

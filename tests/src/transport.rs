@@ -4,8 +4,8 @@
 //! reliable messages hoarded ahead of a missing one, a flood of impossible slices, a client
 //! that never acknowledges, and two connections resuming one player at once.
 
-use crate::hostile::{Attacker, Server, check_honest, honest};
-use crate::loopback::{binaries, field, wait};
+use crate::support::{Attacker, Server, check_honest, honest};
+use crate::support::{binaries, field, wait};
 use renetcode::{
     ClientAuthentication, NetcodeClient, NetcodeServer, ServerAuthentication, ServerConfig,
     ServerResult,
@@ -252,7 +252,7 @@ fn crafted_transport_packets_cost_the_server_nothing_and_their_senders_their_con
     while mute.heard_at.elapsed() < Duration::from_secs(1)
         && start.elapsed() < Duration::from_secs(10)
     {
-        let packet = InputPacket::new(0, 0, None, &[crate::hostile::cmd(seq)]);
+        let packet = InputPacket::new(0, 0, None, &[crate::support::cmd(seq)]);
         let input = ClientDatagram::Input(packet).encode().unwrap();
         mute.renet.send_message(Channel::Unreliable, input);
         seq += 1;
@@ -284,7 +284,7 @@ fn crafted_transport_packets_cost_the_server_nothing_and_their_senders_their_con
     assert!(field(&status, "ack_stalls") >= 1, "{status}");
     assert!(field(&status, "kicks") >= 3, "{status}");
     assert!(field(&status, "junk_datagrams") >= 2, "{status}");
-    crate::hostile::assert_tick_in_budget(&status);
+    crate::support::assert_tick_in_budget(&status);
     assert!(
         log.lines().count() < 100,
         "{} log lines:\n{log}",

@@ -2,7 +2,7 @@
 //! software Vulkan (lavapipe): play offline against bots with the netgraph up, take a
 //! screenshot, and check what it shows.
 
-use crate::loopback::binaries;
+use crate::support::binaries;
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
