@@ -7,39 +7,25 @@
 //! window and renderer to it, [`windowless_app`] runs the same plugins without either
 //! (for tests of whole sessions).
 
-mod actions;
+// The binary's flags, the console's variables, and a session: what is joined or played
+// offline (or watched from a demo), and the camera a session looks through.
 mod args;
-mod browser;
 mod camera;
-mod character;
-mod chat;
 mod cvars;
-mod deathcam;
-mod effects;
-mod graphics;
-mod headless;
-mod hud;
-mod input;
-mod killcam;
-mod materials;
-mod menu;
 mod offline;
-mod overlays;
-mod particles;
 mod playback;
-mod players;
-mod resolution;
 mod session;
-mod settings;
-mod shake;
-mod sky;
-mod smoke;
-mod sound;
 mod spectator;
-mod viewmodel;
-mod vignette;
-mod weapon_models;
-mod world;
+// What the player touches, what is drawn over the world, how the world reaches the
+// screen, the world as drawn, and what is heard.
+mod controls;
+mod scene;
+mod sound;
+mod ui;
+mod view;
+// Without a window: the headless client, and timed screenshots and frame summaries.
+mod headless;
+mod smoke;
 
 #[cfg(test)]
 mod tests;
@@ -122,28 +108,28 @@ impl PluginGroup for GamePlugins {
             .add(sightline_console_ui::ConsoleUiPlugin)
             .add(cvars::CvarsPlugin)
             .add(session::SessionPlugin)
-            .add(menu::MenuPlugin)
-            .add(settings::SettingsPlugin)
-            .add(browser::BrowserPlugin)
-            .add(input::InputPlugin)
+            .add(ui::menu::MenuPlugin)
+            .add(ui::settings::SettingsPlugin)
+            .add(ui::browser::BrowserPlugin)
+            .add(controls::input::InputPlugin)
             .add(camera::CameraPlugin)
-            .add(deathcam::DeathCamPlugin)
-            .add(killcam::KillcamPlugin)
+            .add(view::deathcam::DeathCamPlugin)
+            .add(view::killcam::KillcamPlugin)
             .add(spectator::SpectatorPlugin)
             .add(playback::DemoControlsPlugin)
-            .add(materials::MaterialsPlugin)
-            .add(world::WorldPlugin)
-            .add(sky::SkyPlugin)
-            .add(graphics::GraphicsPlugin)
-            .add(resolution::ResolutionPlugin)
-            .add(players::PlayersPlugin)
-            .add(particles::ParticlesPlugin)
-            .add(effects::EffectsPlugin)
-            .add(shake::ShakePlugin)
-            .add(viewmodel::ViewModelPlugin)
-            .add(vignette::VignettePlugin)
-            .add(hud::HudPlugin)
-            .add(chat::ChatPlugin)
+            .add(scene::materials::MaterialsPlugin)
+            .add(scene::world::WorldPlugin)
+            .add(scene::sky::SkyPlugin)
+            .add(view::graphics::GraphicsPlugin)
+            .add(view::resolution::ResolutionPlugin)
+            .add(scene::players::PlayersPlugin)
+            .add(scene::particles::ParticlesPlugin)
+            .add(scene::effects::EffectsPlugin)
+            .add(view::shake::ShakePlugin)
+            .add(scene::viewmodel::ViewModelPlugin)
+            .add(view::vignette::VignettePlugin)
+            .add(ui::hud::HudPlugin)
+            .add(ui::chat::ChatPlugin)
             .add(sound::SoundPlugin)
             .add(sightline_netgraph::NetgraphPlugin)
             .add(smoke::SmokePlugin)

@@ -387,7 +387,7 @@ fn a_demo_watched_in_the_game_pauses_runs_faster_and_seeks() {
 /// `killcam_skip` ends it.
 #[test]
 fn the_killcam_shows_our_death_through_the_killer_s_eyes() {
-    use crate::killcam::{KILLCAM_SECONDS, Killcam, KillcamGhost};
+    use crate::view::killcam::{KILLCAM_SECONDS, Killcam, KillcamGhost};
     use sightline_client::LocalPlayer;
     use sightline_interpolation::DrawMode;
     use sightline_movement::MoveParams;

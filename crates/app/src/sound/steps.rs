@@ -3,7 +3,7 @@
 //! ground pushing off, a landing by how fast it came down, and the surface underfoot from
 //! the brush it stands on, as the world draws it.
 
-use crate::materials::{Surface as Look, surface_for};
+use crate::scene::materials::{Surface as Look, surface_for};
 use bevy::prelude::*;
 use sightline_map::{Brush, MapDef};
 
@@ -23,7 +23,7 @@ impl Surface {
     pub const ALL: [Surface; 3] = [Surface::Concrete, Surface::Metal, Surface::Hollow];
 
     /// How a brush sounds: by the surface it is drawn with
-    /// ([`crate::materials::surface_for`]), so what is heard matches what is seen.
+    /// ([`crate::scene::materials::surface_for`]), so what is heard matches what is seen.
     pub fn of_brush(brush: &Brush) -> Self {
         let (_, half, _) = brush.oriented_box();
         match surface_for(brush.color().0, half) {

@@ -19,7 +19,7 @@ use sightline_map::{CurrentMap, Rgb};
 const FACE_SIZE: u32 = 128;
 
 /// The sky's brightness in cd/m² per unit of colour: at the camera's exposure
-/// ([`crate::graphics::EV100`]) a colour of 1 shows as about white.
+/// ([`crate::view::graphics::EV100`]) a colour of 1 shows as about white.
 const SKY_NITS: f32 = 1000.0 * 1.625;
 
 /// Angular radius of the sun's disc, radians.

@@ -1,4 +1,4 @@
-//! Other players: a [`crate::character`] body each, in the player's colour (their team's
+//! Other players: a [`crate::scene::character`] body each, in the player's colour (their team's
 //! in team games), standing where interpolation draws them and animated from how they
 //! move (stride, strafe, crouch, jump and land), what they do (fire, switch weapons) and
 //! whether they live (a fall backwards on death), with the weapon they hold, a flash at
@@ -6,8 +6,8 @@
 //! plate over each team-mate.
 
 use crate::MainCamera;
-use crate::character::{self, BodyPaint, HAND_REST, Motion, PELVIS_REST, Rig};
-use crate::killcam::Replayed;
+use crate::scene::character::{self, BodyPaint, HAND_REST, Motion, PELVIS_REST, Rig};
+use crate::view::killcam::Replayed;
 use bevy::prelude::*;
 use bevy_egui::{EguiContexts, EguiPrimaryContextPass, egui};
 use sightline_client::{CombatCue, LatestSnapshot, RemotePlayer, Roster};
@@ -74,7 +74,7 @@ impl Plugin for PlayersPlugin {
                 )
                     .chain()
                     .after(InterpolationSet::Sample)
-                    .after(crate::killcam::KillcamSet),
+                    .after(crate::view::killcam::KillcamSet),
             )
                 // Commands queued for a player in the frame its session ends would land
                 // after its despawn.

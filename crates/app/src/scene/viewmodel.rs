@@ -1,5 +1,5 @@
 //! The weapon in our hands, in first person: one model per weapon
-//! ([`crate::weapon_models`]) under the camera, the one in hand shown, moved by the
+//! ([`crate::scene::weapon_models`]) under the camera, the one in hand shown, moved by the
 //! view: a bob in step with our stride, a sway that lags behind the mouse, a dip on
 //! landing, recoil on each shot, a tilt down and back up through a reload, lowered and
 //! raised on a switch, drawn in toward the middle while zoomed, a muzzle flash with its
@@ -7,10 +7,10 @@
 
 use crate::MainCamera;
 use crate::camera::ViewZoom;
-use crate::character::{advance_phase, land_dip};
-use crate::killcam::Killcam;
-use crate::particles::Emit;
-use crate::weapon_models::{self, model};
+use crate::scene::character::{advance_phase, land_dip};
+use crate::scene::particles::Emit;
+use crate::scene::weapon_models::{self, model};
+use crate::view::killcam::Killcam;
 use bevy::prelude::*;
 use sightline_client::{CombatCue, LatestSnapshot, dead_in};
 use sightline_combat::{Arsenal, WeaponKind};

@@ -1,8 +1,8 @@
 //! Chat: the box to type a line in (its key opens it; Enter sends, Escape cancels) and
 //! the newest lines received.
 
+use crate::controls::input::{Action, Controls, TextFocus};
 use crate::cvars::cvar;
-use crate::input::{Action, Controls, TextFocus};
 use crate::session::AppState;
 use bevy::prelude::*;
 use bevy_egui::{EguiContexts, EguiPrimaryContextPass, egui};

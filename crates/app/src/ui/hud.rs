@@ -4,12 +4,12 @@
 //! (where damage came from is the vignette's). The settings page draws its crosshair preview
 //! with the same [`draw_crosshair`].
 
+use crate::controls::input::{Action, Controls, MouseLook};
+use crate::controls::overlays::{GameMenu, SettingsPage};
 use crate::cvars::cvar;
-use crate::deathcam::DeathView;
-use crate::input::{Action, Controls, MouseLook};
-use crate::overlays::{GameMenu, SettingsPage};
 use crate::session::{AppState, describe};
 use crate::spectator::{SpectatorView, ViewMode};
+use crate::view::deathcam::DeathView;
 use bevy::prelude::*;
 use bevy_egui::{EguiContexts, EguiPrimaryContextPass, egui};
 use leafwing_input_manager::prelude::ActionState;

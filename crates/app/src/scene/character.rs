@@ -6,7 +6,7 @@
 //! on death, with a flash at the muzzle as it fires. The maths are pure functions of a
 //! [`Motion`]; `players` feeds them and moves the joints.
 
-use crate::weapon_models;
+use crate::scene::weapon_models;
 use bevy::prelude::*;
 use sightline_combat::WeaponKind;
 use std::f32::consts::{PI, TAU};

@@ -1,12 +1,12 @@
 //! Keyboard and mouse to input commands, through leafwing-input-manager and the console's
 //! key bindings. Sampled just before each fixed tick, so commands carry the newest input.
 
-pub use crate::actions::Action;
-use crate::actions::{ACTIONS, Effect};
 use crate::camera::ViewZoom;
+pub use crate::controls::actions::Action;
+use crate::controls::actions::{ACTIONS, Effect};
+use crate::controls::overlays::{GameMenu, SettingsPage};
+pub use crate::controls::overlays::{MouseLook, TextFocus};
 use crate::cvars::cvar;
-use crate::overlays::{GameMenu, SettingsPage};
-pub use crate::overlays::{MouseLook, TextFocus};
 use crate::session::AppState;
 use bevy::app::RunFixedMainLoopSystems;
 use bevy::input::mouse::AccumulatedMouseMotion;

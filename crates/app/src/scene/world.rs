@@ -1,12 +1,12 @@
 //! The map as drawn: brushes as textured boxes in their colours (their surfaces from
-//! [`crate::materials`]), the sun with shadows, point lights, ambient light, and the items
+//! [`crate::scene::materials`]), the sun with shadows, point lights, ambient light, and the items
 //! spinning and bobbing over a glowing pad while present, weapons dropped by the dead
 //! spinning where they lie, and glowing wisps rising from jump pads the way they throw.
-//! The sky is [`crate::sky`]'s.
+//! The sky is [`crate::scene::sky`]'s.
 
-use crate::materials::{METRES_PER_TILE, SurfaceTextures, box_mesh, surface_for};
-use crate::particles::{Emit, Look};
-use crate::weapon_models;
+use crate::scene::materials::{METRES_PER_TILE, SurfaceTextures, box_mesh, surface_for};
+use crate::scene::particles::{Emit, Look};
+use crate::scene::weapon_models;
 use bevy::light::{CascadeShadowConfigBuilder, DirectionalLightShadowMap};
 use bevy::prelude::*;
 use sightline_client::LatestSnapshot;
@@ -84,7 +84,7 @@ fn build_map_visuals(
     let def = &map.def;
     // One material per surface and colour: maps repeat a handful of colours.
     let mut made: Vec<(
-        crate::materials::Surface,
+        crate::scene::materials::Surface,
         [u32; 3],
         Handle<StandardMaterial>,
     )> = Vec::new();

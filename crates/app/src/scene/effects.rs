@@ -2,10 +2,10 @@
 //! bolts trailing glow), explosions (a flash of light, a fireball, sparks and smoke, a
 //! scorch on the nearest surface), tracers for hitscan shots with sparks and a bullet
 //! hole where they strike, and the railgun's lingering beam. Particles and marks are
-//! [`crate::particles`]'s; this module says when and where.
+//! [`crate::scene::particles`]'s; this module says when and where.
 
-use crate::killcam::Killcam;
-use crate::particles::{Emit, Mark};
+use crate::scene::particles::{Emit, Mark};
+use crate::view::killcam::Killcam;
 use bevy::prelude::*;
 use sightline_client::{CombatCue, LatestSnapshot};
 use sightline_combat::{ProjectileKind, WeaponKind};
@@ -51,7 +51,7 @@ impl Plugin for EffectsPlugin {
             .add_systems(
                 Update,
                 (
-                    draw_projectiles.after(crate::killcam::KillcamSet),
+                    draw_projectiles.after(crate::view::killcam::KillcamSet),
                     spawn_effects,
                     age_effects,
                 )

@@ -3,10 +3,10 @@
 //! quit), which frees the mouse while it is open.
 
 use crate::args::RemoteSecurity;
-use crate::browser::ServerBrowser;
+use crate::controls::overlays::{GameMenu, MouseLook, SettingsPage, TextFocus};
 use crate::cvars::cvar;
-use crate::overlays::{GameMenu, MouseLook, SettingsPage, TextFocus};
 use crate::session::{AppState, Session, SessionRequest, Target, join_server};
+use crate::ui::browser::ServerBrowser;
 use bevy::prelude::*;
 use bevy_egui::{EguiContexts, EguiPrimaryContextPass, egui};
 use sightline_console::{ConfigFile, Console, ConsoleCommands, Cvars, RunCommand};

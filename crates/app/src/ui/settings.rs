@@ -10,11 +10,11 @@
 //! Also where the window's cvars take effect (`vid_mode`, `vid_width`, `vid_height`,
 //! `vid_vsync`) and where `r_preset` writes the quality settings it stands for.
 
-use crate::actions::ACTIONS;
+use crate::controls::actions::ACTIONS;
+use crate::controls::input::{Input, name_of, rebind, restore_default_bindings};
+use crate::controls::overlays::{SettingsPage, Tab};
 use crate::cvars::cvar;
-use crate::hud::{CrosshairLook, draw_crosshair, format_color};
-use crate::input::{Input, name_of, rebind, restore_default_bindings};
-use crate::overlays::{SettingsPage, Tab};
+use crate::ui::hud::{CrosshairLook, draw_crosshair, format_color};
 use bevy::prelude::*;
 use bevy::window::{
     Monitor, MonitorSelection, PresentMode, PrimaryMonitor, PrimaryWindow, VideoModeSelection,
@@ -43,7 +43,7 @@ impl Plugin for SettingsPlugin {
                     run_settings_command,
                     apply_preset,
                     apply_video,
-                    capture_key.after(crate::menu::toggle_game_menu),
+                    capture_key.after(crate::ui::menu::toggle_game_menu),
                 ),
             )
             .add_systems(EguiPrimaryContextPass, draw_settings);

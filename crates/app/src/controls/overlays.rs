@@ -2,7 +2,7 @@
 //! settings, a text box, mouse look. Their own modules draw and run them; the rest of the
 //! game (input, the HUD) only asks, so this sits below all of them.
 
-use crate::actions::Action;
+use crate::controls::actions::Action;
 use bevy::prelude::*;
 
 /// Whether the game menu (Escape while playing) is open.
