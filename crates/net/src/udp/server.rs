@@ -464,48 +464,45 @@ pub(crate) fn server_receive(
     stats.received_bytes = transport.socket.received.bytes;
     stats.sent_datagrams = transport.socket.sent.datagrams;
     stats.received_datagrams = transport.socket.received.datagrams;
-    let (secure, limits) = (transport.secure.is_some(), transport.limits);
+    // The peers leave the transport for the frame, so one admission can hold them (and
+    // the frame's counts) while the transport screens datagrams and netcode reads them.
+    let mut peers = std::mem::take(&mut transport.peers);
+    let mut admission = Admission {
+        secure: transport.secure.is_some(),
+        limits: transport.limits,
+        per_host: &mut per_host,
+        rejected: &mut rejected,
+        stats: &mut stats,
+        peers: &mut peers,
+        faults: &mut faults,
+        bans: &bans,
+        now,
+    };
     for (addr, mut bytes) in datagrams {
         if Connectionless::is_connectionless(&bytes) {
             connectionless.receive(addr, &bytes);
             continue;
         }
-        if !transport.screen(addr, &bytes, &connected, now, &mut stats) {
+        if !transport.screen(addr, &bytes, &connected, now, admission.stats) {
             continue;
         }
-        let UdpServerTransport {
-            netcode,
-            socket,
-            peers,
-            ..
-        } = &mut *transport;
         let sequence = payload_sequence(&bytes);
-        let result = netcode.process_packet(addr, &mut bytes);
-        let mut admission = Admission {
-            secure,
-            limits,
-            per_host: &mut per_host,
-            rejected: &mut rejected,
-            stats: &mut stats,
-            peers,
-            faults: &mut faults,
-            bans: &bans,
-            now,
-        };
-        handle(result, sequence, socket, &mut server, &mut admission);
+        let result = transport.netcode.process_packet(addr, &mut bytes);
+        handle(
+            result,
+            sequence,
+            &mut transport.socket,
+            &mut server,
+            &mut admission,
+        );
     }
     let UdpServerTransport {
-        netcode,
-        socket,
-        secure,
-        limits,
-        peers,
-        ..
+        netcode, socket, ..
     } = &mut *transport;
     // Checked after this frame's datagrams: acknowledgements that waited in the socket
     // while the server itself stalled count as arrived.
     let mut stalled = Vec::new();
-    for (client_id, peer) in peers.iter() {
+    for (client_id, peer) in admission.peers.iter() {
         if !server.is_connected(*client_id) {
             continue; // already on its way out
         }
@@ -514,17 +511,6 @@ pub(crate) fn server_receive(
             stalled.push((*client_id, backlog));
         }
     }
-    let mut admission = Admission {
-        secure: secure.is_some(),
-        limits: *limits,
-        per_host: &mut per_host,
-        rejected: &mut rejected,
-        stats: &mut stats,
-        peers,
-        faults: &mut faults,
-        bans: &bans,
-        now,
-    };
     for (client_id, backlog) in stalled {
         // A departure, not a kick: a client whose packets stopped reaching it may still
         // come back with its resume secret.
@@ -568,6 +554,7 @@ pub(crate) fn server_receive(
             socket.send_to(payload, addr);
         }
     }
+    transport.peers = peers;
 }
 
 /// Bytes of reliable messages sent to a client and not yet acknowledged.
