@@ -54,6 +54,9 @@ pub fn describe_values(def: &CvarDef) -> String {
     };
     let range = match def.kind {
         CvarKind::Bool => "0/1".to_string(),
+        // "-30-30" would read as a subtraction: a range below zero is spelled out.
+        CvarKind::Int { min, max } if min < 0 => format!("{min} to {max}"),
+        CvarKind::Float { min, max } if min < 0.0 => format!("{min} to {max}"),
         CvarKind::Int { min, max } => format!("{min}-{max}"),
         CvarKind::Float { min, max } => format!("{min}-{max}"),
         CvarKind::Text { max_len } => format!("text, {max_len} bytes"),
