@@ -2,7 +2,7 @@
 //! the master lists named by `cl_masters`; LAN, by broadcast; Favourites and History,
 //! kept in files beside the config file), each refreshed on a background thread whose
 //! answers stream in through a channel, so no frame waits on the network. Joining goes
-//! through [`join_server`], the menu's own Connect.
+//! through [`join_server`](crate::session::join_server), the menu's own Connect.
 //!
 //! The logic is plain data and functions (`model`: sorting, filtering, the address files,
 //! a tab's listing), the threads are `refresh`'s, and `page` draws it all and turns clicks
