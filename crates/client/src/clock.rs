@@ -1,7 +1,7 @@
 //! Clock sync pings: a burst on joining, then one every half second.
 
 use crate::InputPacing;
-use crate::sets::{ReceiveStep, connected, in_game};
+use crate::sets::{ReceiveStep, playing};
 use bevy::prelude::*;
 use sightline_interpolation::{ClockSync, ServerClock};
 use sightline_net::RenetClient;
@@ -140,14 +140,9 @@ impl Plugin for ClockPlugin {
             .init_session_resource::<SnapshotSilence>()
             .add_systems(
                 PreUpdate,
-                update_round_trip
-                    .in_set(ReceiveStep::Clock)
-                    .run_if(in_game.and_then(connected)),
+                update_round_trip.in_set(ReceiveStep::Clock).run_if(playing),
             )
-            .add_systems(
-                Update,
-                (send_pings, update_server_clock).run_if(in_game.and_then(connected)),
-            );
+            .add_systems(Update, (send_pings, update_server_clock).run_if(playing));
     }
 }
 

@@ -3,7 +3,7 @@
 
 use crate::LatestSnapshot;
 use crate::cues::CombatCue;
-use crate::sets::{connected, in_game};
+use crate::sets::playing;
 use crate::snapshots::dead_in;
 use bevy::prelude::*;
 use sightline_combat::{Arsenal, WeaponKind, aim_direction};
@@ -70,9 +70,7 @@ impl Plugin for OwnShotsPlugin {
     fn build(&self, app: &mut App) {
         app.add_systems(
             FixedUpdate,
-            predict_own_shots
-                .after(SimSet::Move)
-                .run_if(in_game.and_then(connected)),
+            predict_own_shots.after(SimSet::Move).run_if(playing),
         );
     }
 }

@@ -1,7 +1,7 @@
 //! Connecting: Hello, decoding what the server sends, checking the Welcome, changing
 //! maps, disconnection.
 
-use crate::sets::{ReceiveStep, connected};
+use crate::sets::ReceiveStep;
 use crate::status::{ConnectionStatus, JoinAs, ServerInfo, Watching};
 use crate::{ClientStats, FromServer, LocalPlayer};
 use bevy::prelude::*;
@@ -294,13 +294,13 @@ impl Plugin for ConnectionPlugin {
                         .chain()
                         .after(crate::stats::count_refused_packets)
                         .in_set(ReceiveStep::Transport)
-                        .run_if(connected),
+                        .run_if(resource_exists::<RenetClient>),
                     (take_welcome, change_map)
                         .chain()
                         .in_set(ReceiveStep::Welcome),
                     notice_disconnect
                         .in_set(ReceiveStep::Disconnect)
-                        .run_if(connected),
+                        .run_if(resource_exists::<RenetClient>),
                 ),
             );
     }

@@ -3,7 +3,7 @@
 
 use crate::LatestSnapshot;
 use crate::pacing::InputPacing;
-use crate::sets::{connected, in_game};
+use crate::sets::playing;
 use bevy::app::RunFixedMainLoopSystems;
 use bevy::prelude::*;
 use sightline_bots::{decide, sense};
@@ -404,15 +404,13 @@ impl Plugin for InputPlugin {
             .init_session_resource::<InputHistory>()
             .add_systems(
                 FixedUpdate,
-                sample_input
-                    .in_set(SimSet::ReadInputs)
-                    .run_if(in_game.and_then(connected)),
+                sample_input.in_set(SimSet::ReadInputs).run_if(playing),
             )
             .add_systems(
                 RunFixedMainLoop,
                 send_inputs
                     .in_set(RunFixedMainLoopSystems::AfterFixedMainLoop)
-                    .run_if(in_game.and_then(connected)),
+                    .run_if(playing),
             );
     }
 }

@@ -29,7 +29,7 @@
 //! A dry tick costs no correction: the server holds the player for that tick and runs the
 //! command when it comes (`sightline_server::HOLD_SHARE`).
 
-use crate::sets::{connected, in_game};
+use crate::sets::playing;
 use bevy::prelude::*;
 use sightline_sim::SessionAppExt;
 use sightline_sim::TickConfig;
@@ -344,7 +344,7 @@ pub(crate) struct PacingPlugin;
 impl Plugin for PacingPlugin {
     fn build(&self, app: &mut App) {
         app.init_session_resource::<InputPacing>()
-            .add_systems(Update, pace_ticks.run_if(in_game.and_then(connected)));
+            .add_systems(Update, pace_ticks.run_if(playing));
     }
 }
 

@@ -2,7 +2,7 @@
 //! Quake and Source. The server keeps its snapshots within it by updating far players
 //! less often; this client tells it the rate once in the game and whenever it changes.
 
-use crate::sets::{connected, in_game};
+use crate::sets::playing;
 use bevy::prelude::*;
 use sightline_net::RenetClient;
 use sightline_protocol::{Channel, ClientMessage};
@@ -41,6 +41,6 @@ impl Plugin for RatePlugin {
     fn build(&self, app: &mut App) {
         app.init_resource::<DownloadRate>()
             .init_session_resource::<RateTold>()
-            .add_systems(Update, tell_rate.run_if(in_game.and_then(connected)));
+            .add_systems(Update, tell_rate.run_if(playing));
     }
 }

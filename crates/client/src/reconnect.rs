@@ -4,8 +4,9 @@
 //! gives back the same slot, team, score and place.
 
 use crate::ConnectionStatus;
-use crate::sets::{ReceiveStep, connected};
+use crate::sets::ReceiveStep;
 use bevy::prelude::*;
+use sightline_net::RenetClient;
 use sightline_net::RenetReceive;
 use sightline_net::UdpClientTransport;
 use sightline_protocol::ResumeSecret;
@@ -131,7 +132,9 @@ impl Plugin for ReconnectPlugin {
             PreUpdate,
             (
                 retry_connection.before(RenetReceive),
-                allow_standby.in_set(ReceiveStep::Standby).run_if(connected),
+                allow_standby
+                    .in_set(ReceiveStep::Standby)
+                    .run_if(resource_exists::<RenetClient>),
             ),
         );
     }

@@ -55,8 +55,13 @@ pub(crate) fn watching(status: Res<ConnectionStatus>, watching: Option<Res<Watch
     status.is_connected() && watching.is_some()
 }
 
-/// Whether there is a transport to use (between sessions there is none). A condition per
-/// system, not per set: a set's condition does not spare its systems' parameter checks.
-pub(crate) fn connected(client: Option<Res<RenetClient>>) -> bool {
-    client.is_some()
+/// Whether this client is in a server's game as a player with a transport to send on
+/// (between sessions there is none). A condition per system, not per set: a set's
+/// condition does not spare its systems' parameter checks.
+pub(crate) fn playing(
+    status: Res<ConnectionStatus>,
+    local: Query<(), With<LocalPlayer>>,
+    client: Option<Res<RenetClient>>,
+) -> bool {
+    client.is_some() && in_game(status, local)
 }

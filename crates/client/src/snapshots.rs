@@ -4,7 +4,7 @@
 use crate::clock::{SnapshotSilence, on_pong};
 use crate::events::{EventInbox, ShownEvent};
 use crate::pacing::InputPacing;
-use crate::sets::{ReceiveStep, connected, in_game};
+use crate::sets::{ReceiveStep, in_game};
 use crate::stats::{ClientStats, PlayerSeen};
 use crate::{LocalPlayer, RemotePlayer};
 use bevy::prelude::*;
@@ -344,7 +344,7 @@ impl Plugin for SnapshotsPlugin {
                 )
                     .chain()
                     .in_set(ReceiveStep::Snapshots)
-                    .run_if(connected),
+                    .run_if(resource_exists::<RenetClient>),
             );
     }
 }

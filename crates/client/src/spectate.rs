@@ -4,7 +4,7 @@
 //! its own, and tells the server whom it follows, so the server can send it what that
 //! player's client is sent. The server shows it the game `sv_spectator_delay` late.
 
-use crate::sets::{connected, watching};
+use crate::sets::watching;
 use crate::snapshots::LatestSnapshot;
 use crate::status::Watching;
 use bevy::prelude::*;
@@ -53,7 +53,8 @@ impl Plugin for SpectatePlugin {
     fn build(&self, app: &mut App) {
         app.add_systems(EndSession, stop_watching).add_systems(
             Update,
-            (acknowledge_snapshots, tell_follow).run_if(watching.and_then(connected)),
+            (acknowledge_snapshots, tell_follow)
+                .run_if(watching.and_then(resource_exists::<RenetClient>)),
         );
     }
 }

@@ -1,9 +1,10 @@
 //! What this client has received and seen, for tests, the netgraph and the exit summary.
 
 use crate::InputPacing;
-use crate::sets::{ReceiveStep, connected};
+use crate::sets::ReceiveStep;
 use bevy::prelude::*;
 use sightline_interpolation::ClockSync;
+use sightline_net::RenetClient;
 use sightline_net::UdpClientTransport;
 use sightline_prediction::{CorrectionCauses, PredictionStats};
 use sightline_sim::{EndSession, SessionAppExt};
@@ -269,7 +270,7 @@ impl Plugin for StatsPlugin {
                 PreUpdate,
                 count_refused_packets
                     .in_set(ReceiveStep::Transport)
-                    .run_if(connected),
+                    .run_if(resource_exists::<RenetClient>),
             );
     }
 }
