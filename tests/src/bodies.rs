@@ -4,7 +4,7 @@
 //! corrections counted by cause.
 
 use bevy::prelude::*;
-use sightline_client::{InputPacing, InputSource, LatestSnapshot, LocalInput, LocalPlayer};
+use sightline_client::{Autopilot, InputPacing, LatestSnapshot, LocalInput, LocalPlayer};
 use sightline_combat::{SpawnCount, Vitals};
 use sightline_harness::Stepper;
 use sightline_movement::{Body, MoveParams, PlayerState};
@@ -35,7 +35,8 @@ fn stepper(n: usize) -> Stepper {
     };
     for i in 0..n {
         let c = s.add_conditioned_client(&format!("p{i}"), i as u64 + 1, link, link);
-        s.clients[c].insert_resource(InputSource::Local);
+        // Played by hand: the autopilot leaves the controls.
+        s.clients[c].world_mut().remove_resource::<Autopilot>();
     }
     let ready = s.run_until(128 * 8, |s| {
         s.clients.iter_mut().all(|c| {

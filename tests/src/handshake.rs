@@ -1,7 +1,7 @@
 //! The handshake: version and map checks on both sides, refusals with reasons.
 
 use crate::support::raw;
-use sightline_client::{ClientPlugin, ConnectionStatus, InputSource, Roster};
+use sightline_client::{Autopilot, ClientPlugin, ConnectionStatus, InputSource, Roster};
 use sightline_harness::{Stepper, manual_app};
 use sightline_net::{ClientNetPlugin, MemoryNetwork, RenetClient, RenetServer, ServerNetPlugin};
 use sightline_protocol::{Channel, PROTOCOL_VERSION, ServerMessage, Welcome, Wire};
@@ -49,7 +49,7 @@ fn client_status_after_welcome(welcome: Vec<u8>) -> ConnectionStatus {
         ClientNetPlugin::memory(network.connect()),
         ClientPlugin {
             name: "tester".into(),
-            input: InputSource::Bot { seed: 1 },
+            input: InputSource::Autopilot(Autopilot::new(1)),
         },
         sightline_runtime::Pacing::Manual(dt),
     );

@@ -228,14 +228,14 @@ fn run_until(app: &mut App, limit: f64, mut done: impl FnMut(&mut App) -> bool) 
 
 #[test]
 fn a_dropped_player_reconnects_by_itself_to_the_same_slot_team_and_place() {
-    use sightline_client::{ClientPlugin, ConnectionStatus, InputSource, Reconnect};
+    use sightline_client::{Autopilot, ClientPlugin, ConnectionStatus, InputSource, Reconnect};
     use sightline_net::{ConditionerSettings, LinkConditions};
     let server = Server::start_with_bots(120, 3, &["--mode", "tdm", "--max-per-address", "8"]);
     let mut app = sightline_client::client_app(
         ClientNetPlugin::udp(server.addr, &ClientSecurity::default()).unwrap(),
         ClientPlugin {
             name: "traveller".into(),
-            input: InputSource::Bot { seed: 7 },
+            input: InputSource::Autopilot(Autopilot::new(7)),
         },
         sightline_runtime::Pacing::Stepped,
     );

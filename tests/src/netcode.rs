@@ -155,7 +155,9 @@ fn the_server_s_weapon_checks_find_a_drifted_prediction_and_put_it_right() {
     s.run_for(20.0);
     let stats = |s: &Stepper| s.clients[c].world().resource::<PredictionStats>().clone();
     let before = stats(&s);
-    assert!(before.weapon_checks >= 15, "{before:?}");
+    // One a second while alive: 20 s less joining, the time spent dead (the client's
+    // autopilot wanders into the bots' fire) and what the lossy link drops.
+    assert!(before.weapon_checks >= 12, "{before:?}");
     assert_eq!(before.desyncs, 0, "{before:?}");
 
     let w = s.clients[c].world_mut();

@@ -7,7 +7,7 @@
 use crate::cvars::cvar;
 use bevy::core_pipeline::tonemapping::Tonemapping;
 use bevy::prelude::*;
-use sightline_client::{InputSource, LatestSnapshot, LocalInput, dead_in};
+use sightline_client::{LatestSnapshot, LocalInput, dead_in};
 use sightline_combat::{AltFire, Arsenal, SpawnCount};
 use sightline_console::Cvars;
 use sightline_movement::{MoveParams, PlayerState};
@@ -118,7 +118,6 @@ fn place_camera(
     fixed: Res<Time<Fixed>>,
     params: Res<MoveParams>,
     input: Res<LocalInput>,
-    source: Res<InputSource>,
     latest: Res<LatestSnapshot>,
     mut eye: ResMut<EyeHeight>,
     player: Query<
@@ -150,12 +149,8 @@ fn place_camera(
     let target = params.eye(state.crouched());
     let current = eye.0.get_or_insert(target);
     *current += (target - *current) * (1.0 - (-time.delta_secs() / 0.05).exp());
-    let (yaw, pitch) = match *source {
-        InputSource::Local => (input.yaw, input.pitch),
-        InputSource::Bot { .. } => (state.yaw, state.pitch),
-    };
     transform.translation = pos + Vec3::Y * *current;
-    transform.rotation = Quat::from_euler(EulerRot::YXZ, yaw, pitch, 0.0);
+    transform.rotation = Quat::from_euler(EulerRot::YXZ, input.yaw, input.pitch, 0.0);
 }
 
 /// Eases the zoom toward what the weapon in hand asks for: zoomed while alternate fire is
@@ -211,7 +206,6 @@ mod tests {
             .init_resource::<Time<Fixed>>()
             .init_resource::<MoveParams>()
             .init_resource::<LocalInput>()
-            .insert_resource(InputSource::Local)
             .init_resource::<LatestSnapshot>()
             .init_resource::<EyeHeight>()
             .add_systems(Update, place_camera);

@@ -7,8 +7,8 @@ use crate::args::{Args, LOG_FILTER, resolve, seed_for, usage_error};
 use bevy::log::LogPlugin;
 use bevy::prelude::*;
 use sightline_client::{
-    ClientPlugin, ClientStats, ConnectionStatus, EarlierSessions, InputPacing, InputSource, JoinAs,
-    StatsKey, client_app,
+    Autopilot, ClientPlugin, ClientStats, ConnectionStatus, EarlierSessions, InputPacing,
+    InputSource, JoinAs, StatsKey, client_app,
 };
 use sightline_interpolation::ClockSync;
 use sightline_net::{ClientNetPlugin, ConditionerSettings, LinkConditions};
@@ -49,7 +49,7 @@ pub fn run(args: &Args, conditions: ConditionerSettings) -> ExitCode {
         net,
         ClientPlugin {
             name: name.clone(),
-            input: InputSource::Bot { seed },
+            input: InputSource::Autopilot(Autopilot::new(seed)),
         },
         Pacing::RealTime(signal),
     );

@@ -40,7 +40,7 @@ pub use smoke::ScreenshotAt;
 use bevy::app::PluginGroupBuilder;
 use bevy::prelude::*;
 use bevy::window::{PresentMode, WindowResolution};
-use sightline_client::{ClientPlugin, InputSource};
+use sightline_client::{Autopilot, ClientPlugin, InputSource};
 use sightline_console::{ConfigLocation, ConsolePlugin};
 use sightline_net::{ClientNetPlugin, ClientSecurity, ConditionerSettings, LinkConditions};
 use std::path::PathBuf;
@@ -51,7 +51,7 @@ use std::path::PathBuf;
 pub struct GamePlugins {
     /// The player's name ("" for the config's or a default).
     pub name: String,
-    /// Who plays: the person at the keyboard, or a bot (`--auto`).
+    /// Who plays: the person at the keyboard, or the autopilot (`--auto`).
     pub input: InputSource,
     /// Console lines run at start-up, after the config file.
     pub startup: Vec<String>,
@@ -71,9 +71,9 @@ impl GamePlugins {
         Self {
             name: args.name.clone().unwrap_or_default(),
             input: if args.auto {
-                InputSource::Bot {
-                    seed: args.seed.unwrap_or_else(|| seed_for("auto")),
-                }
+                InputSource::Autopilot(Autopilot::new(
+                    args.seed.unwrap_or_else(|| seed_for("auto")),
+                ))
             } else {
                 InputSource::Local
             },

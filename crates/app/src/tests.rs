@@ -21,7 +21,7 @@ const FRAME: Duration = Duration::from_millis(8);
 fn game(config: &std::path::Path) -> App {
     let mut app = windowless_app(GamePlugins {
         name: "tester".into(),
-        input: InputSource::Bot { seed: 7 },
+        input: InputSource::Autopilot(sightline_client::Autopilot::new(7)),
         startup: vec!["cl_netgraph 1".into()],
         config: Some(config.to_path_buf()),
         security: Default::default(),
@@ -514,7 +514,7 @@ fn the_console_reference_is_the_game_s_own_tables() {
     std::fs::create_dir_all(&dir).expect("a temporary directory");
     let mut app = windowless_app(GamePlugins {
         name: "tester".into(),
-        input: InputSource::Bot { seed: 7 },
+        input: InputSource::Autopilot(sightline_client::Autopilot::new(7)),
         startup: Vec::new(),
         config: Some(dir.join("config.cfg")),
         security: Default::default(),

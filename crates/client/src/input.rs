@@ -6,27 +6,13 @@ use crate::pacing::InputPacing;
 use crate::sets::playing;
 use bevy::app::RunFixedMainLoopSystems;
 use bevy::prelude::*;
-use sightline_bots::{decide, sense};
-use sightline_map::CurrentMap;
-use sightline_movement::{MoveParams, PlayerState};
+use sightline_movement::MoveParams;
 use sightline_net::RenetClient;
 use sightline_prediction::Predicted;
 use sightline_protocol::{Channel, ClientDatagram, INPUT_BASE_SPAN, InputPacket, MAX_PACKET_CMDS};
 use sightline_sim::{CurrentCmd, InputCmd, Tick, TickConfig};
 use sightline_sim::{SessionAppExt, SimSet};
 use std::collections::VecDeque;
-
-/// Where this client's commands come from.
-#[derive(Resource, Debug, Clone, PartialEq, Eq)]
-pub enum InputSource {
-    /// The bot brain plays for us (headless clients, soak tests, the automatic mode).
-    Bot {
-        /// Makes this bot's choices its own.
-        seed: u64,
-    },
-    /// A person: the windowed client keeps [`LocalInput`] up to date.
-    Local,
-}
 
 /// The player's input as last sampled from keyboard and mouse: what the next command
 /// carries.
@@ -287,10 +273,7 @@ impl InputHistory {
 /// settled the command only looks (no movement, no buttons): while the server may still
 /// run short of our commands, standing still keeps its repeats identical to ours.
 pub(crate) fn sample_input(
-    source: Res<InputSource>,
     mut local_input: ResMut<LocalInput>,
-    map: Res<CurrentMap>,
-    params: Res<MoveParams>,
     tick: Res<Tick>,
     config: Res<TickConfig>,
     pacing: Res<InputPacing>,
@@ -301,31 +284,23 @@ pub(crate) fn sample_input(
     mut history: ResMut<InputHistory>,
     latest: Res<LatestSnapshot>,
     match_info: Res<crate::MatchInfo>,
-    mut local: Query<(&sightline_sim::PlayerId, &PlayerState, &mut CurrentCmd), With<Predicted>>,
+    mut local: Query<(&sightline_sim::PlayerId, &mut CurrentCmd), With<Predicted>>,
 ) {
-    let Ok((id, state, mut current)) = local.single_mut() else {
+    let Ok((id, mut current)) = local.single_mut() else {
         return;
     };
     // The dead and everyone between matches only look around, as the server makes them:
     // predicting movement the server will not simulate would only be corrected.
     let dead = crate::dead_in(&latest, *id);
-    let mut raw = match *source {
-        InputSource::Bot { seed } => {
-            let seen = sense(&map.world, state, &params);
-            decide(state, &seen, seed, tick.0, config.tick_hz)
-        }
-        InputSource::Local => {
-            let (buttons, weapon_slot) = local_input.take();
-            InputCmd {
-                forward: local_input.forward,
-                right: local_input.right,
-                yaw: local_input.yaw,
-                pitch: local_input.pitch,
-                buttons,
-                weapon_slot,
-                ..Default::default()
-            }
-        }
+    let (buttons, weapon_slot) = local_input.take();
+    let mut raw = InputCmd {
+        forward: local_input.forward,
+        right: local_input.right,
+        yaw: local_input.yaw,
+        pitch: local_input.pitch,
+        buttons,
+        weapon_slot,
+        ..Default::default()
     };
     // Lag compensation judges this command's shots against the moment drawn on screen:
     // render time, but no later than the others are drawn when snapshots stop coming
@@ -389,16 +364,13 @@ pub(crate) fn send_inputs(
     history.sent_seq = history.last_seq;
 }
 
-/// The player's commands: one sampled per tick, each frame's sent after the ticks.
-pub(crate) struct InputPlugin {
-    /// Where the commands come from.
-    pub(crate) source: InputSource,
-}
+/// The player's commands: one sampled per tick from [`LocalInput`], each frame's sent
+/// after the ticks.
+pub(crate) struct InputPlugin;
 
 impl Plugin for InputPlugin {
     fn build(&self, app: &mut App) {
-        app.insert_resource(self.source.clone())
-            .init_resource::<LocalInput>()
+        app.init_resource::<LocalInput>()
             .init_resource::<CommandRate>()
             .init_resource::<MoveParams>()
             .init_session_resource::<InputHistory>()

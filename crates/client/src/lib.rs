@@ -8,9 +8,10 @@
 //! [`ShownEvent`] messages when the drawn world reaches them. A demo or a spectator's
 //! relay can write the same messages.
 //!
-//! The `sightline` binary runs it headless with a bot driving the inputs, or in a window
+//! The `sightline` binary runs it headless with the [`Autopilot`] at the controls, or in a window
 //! (`sightline-app`), which adds drawing, sound, the HUD and the console.
 
+mod autopilot;
 mod catch_up;
 mod clock;
 mod combat;
@@ -31,15 +32,14 @@ mod spectate;
 mod stats;
 mod status;
 
+pub use autopilot::Autopilot;
 pub use catch_up::{MAX_FRAME_CATCH_UP, MIN_FRAME_CATCH_UP};
 pub use connection::{DesiredName, StatsKey};
 pub use cues::{CombatCue, MAX_CUE_WAIT, MAX_TIMED_CUES, Timed, TimedCue, TimedCues};
 pub use events::{EventInbox, ShownEvent};
 pub use feeds::{ChatLog, KillFeed, KillFeedEntry, MAX_CHAT_LOG, MAX_KILL_FEED, MatchInfo};
 pub use inbound::FromServer;
-pub use input::{
-    CommandRate, InputHistory, InputSource, LocalInput, MIN_REDUNDANCY_SECONDS, REDUNDANCY_FRAMES,
-};
+pub use input::{CommandRate, InputHistory, LocalInput, MIN_REDUNDANCY_SECONDS, REDUNDANCY_FRAMES};
 pub use pacing::{
     InputPacing, MAX_DILATION, MAX_DRIFT, OUTAGE_REPORTS, SETTLE_LIMIT, SHORT_SHARE,
     TARGET_MIN_QUEUE,
@@ -53,6 +53,7 @@ pub use snapshots::{LatestSnapshot, dead_in};
 pub use stats::{ClientStats, EarlierSessions, PlayerSeen};
 pub use status::{ConnectionStatus, JoinAs, ServerInfo, Watching};
 
+use autopilot::AutopilotPlugin;
 use bevy::prelude::*;
 use catch_up::CatchUpPlugin;
 use clock::ClockPlugin;
@@ -102,6 +103,15 @@ pub fn send_to_server(
     }
 }
 
+/// Who keeps [`LocalInput`] up to date, the one input every command is sampled from.
+#[derive(Debug, Clone, PartialEq)]
+pub enum InputSource {
+    /// The [`Autopilot`] (the headless client, `--auto`, soak and load tests).
+    Autopilot(Autopilot),
+    /// A person: the windowed client's keyboard and mouse.
+    Local,
+}
+
 /// The client core. Needs a transport ([`sightline_net::ClientNetPlugin`]).
 pub struct ClientPlugin {
     /// Name to ask the server for.
@@ -141,9 +151,8 @@ impl Plugin for ClientPlugin {
                 ConnectionPlugin {
                     name: self.name.clone(),
                 },
-                InputPlugin {
-                    source: self.input.clone(),
-                },
+                // Commands sampled from LocalInput, and the bot that can write it.
+                (InputPlugin, AutopilotPlugin),
                 StatsPlugin,
                 RosterPlugin,
                 FeedsPlugin,
@@ -158,5 +167,8 @@ impl Plugin for ClientPlugin {
                 SpectatePlugin,
                 CatchUpPlugin,
             ));
+        if let InputSource::Autopilot(pilot) = &self.input {
+            app.insert_resource(pilot.clone());
+        }
     }
 }

@@ -4,7 +4,6 @@
 //! - [`stepper`]: one server app and any number of client apps on an in-memory network,
 //!   advanced on one simulated wall clock, each client at its own frame rate (or in
 //!   lockstep with the server), so a run is exactly reproducible.
-//! - [`player`]: a bot at a client's keyboard and mouse that fights what the client draws.
 //! - [`measure`]: netcode quality (prediction corrections and resets, input latency and
 //!   buffering, interpolation error and delay, render time, bandwidth) behind link
 //!   conditioners, in the lab baseline and in a realistic fight, on the stepper; and
@@ -22,8 +21,6 @@
 // Modules, bottom up: each uses only those above it (`scripts/module-cycles` checks that
 // none import each other in a circle).
 pub mod stepper;
-
-pub mod player;
 
 pub mod measure;
 

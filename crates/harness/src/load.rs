@@ -1,6 +1,6 @@
 //! The load test: a real server over real UDP on loopback and as many bot-driven clients as
 //! it has players, all in this process, in real time, in a fight: each client is played by
-//! a [`PlayerBot`] that aims at what it draws and fires rifles and rockets, and the server
+//! an [`Autopilot`] that aims at what it draws and fires rifles and rockets, and the server
 //! adds bots of its own. It measures what a host sizing a
 //! server needs: the server's tick time with snapshot building and encoding included, the
 //! longest tick while players join, what each client sends and receives a second with
@@ -11,13 +11,11 @@
 //! `cargo run --release -p sightline-bench -- load` runs 16, 32 and 64 players; the test
 //! suite runs a short version with a few.
 
-use crate::player::{PlayerBot, drive_with_bot};
 use crate::realtime::{JoinTimes, MeasuredServer};
-use crate::stepper::{FrameClock, Frames};
 use bevy::prelude::*;
 use sightline_bots::BotSkill;
 use sightline_client::{
-    ClientPlugin, ClientStats, CommandRate, ConnectionStatus, DownloadRate, InputSource,
+    Autopilot, ClientPlugin, ClientStats, CommandRate, ConnectionStatus, DownloadRate, InputSource,
     LatestSnapshot, StatsKey, client_app,
 };
 use sightline_net::{
@@ -59,8 +57,8 @@ pub struct LoadConfig {
     pub rate: u32,
     /// Bots the server adds to the match, besides the clients.
     pub bots: u8,
-    /// Whether the clients fight (a [`PlayerBot`] at each one's controls, firing at what
-    /// it draws), rather than only run (the client's own bot input, which never fires).
+    /// Whether the clients fight (their [`Autopilot`]s fire at what they draw), rather
+    /// than only run.
     pub fire: bool,
     /// Whether the server runs as a host operating it would, with these tools (metrics
     /// scraped every second, lifetime statistics on disk; every client with a statistics
@@ -189,22 +187,16 @@ fn load_client(server: std::net::SocketAddr, seed: u64, config: &LoadConfig) -> 
         ClientNetPlugin::udp(server, &ClientSecurity::Insecure).expect("socket opens"),
         ClientPlugin {
             name: format!("load{seed}"),
-            input: InputSource::Bot { seed },
+            input: InputSource::Autopilot(match config.fire {
+                true => Autopilot::fighting(seed, BotSkill::Normal),
+                false => Autopilot::new(seed),
+            }),
         },
         Pacing::Stepped,
     );
     app.insert_resource(LinkConditions(config.link));
     app.insert_resource(CommandRate(config.cmd_rate));
     app.insert_resource(DownloadRate(config.rate));
-    if config.fire {
-        // The bot's brain counts its frames on this clock; `load` advances it.
-        let frames = Frames {
-            fps: config.fps,
-            ..Frames::lockstep(TickConfig::default().tick_hz)
-        };
-        app.insert_resource(FrameClock::new(frames, 0));
-        drive_with_bot(&mut app, PlayerBot::new(seed, BotSkill::Normal));
-    }
     if config.operated.is_some() {
         let mut key = [0u8; 16];
         key[..8].copy_from_slice(&seed.to_le_bytes());
@@ -337,9 +329,6 @@ pub fn load(config: &LoadConfig) -> LoadReport {
         // A frame late does not make the next one early.
         next_frame = next_frame.max(now) + frame;
         for app in clients.iter_mut() {
-            if let Some(mut clock) = app.world_mut().get_resource_mut::<FrameClock>() {
-                clock.count += 1;
-            }
             app.update();
         }
         *frames += 1;

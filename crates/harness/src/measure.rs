@@ -42,9 +42,9 @@ pub use scenario::{
     Combat, Conditions, HITCHES_MS, Link, REALISTIC_FPS, RouteChange, STALL_MS, Scenario, Trouble,
 };
 
-use crate::player::{PlayerBot, drive_with_bot};
 use crate::stepper::{Stepper, Updated};
 use sightline_bots::BotSkill;
+use sightline_client::Autopilot;
 use sightline_combat::WeaponKind;
 pub use sightline_net::ConditionerSettings;
 use sightline_server::{MatchRules, ServerConfig};
@@ -133,7 +133,7 @@ fn play(s: &mut Stepper, scenario: &Scenario) -> (ScenarioReport, Vec<Probe>) {
         let seed = scenario.seed + i as u64;
         let c = s.add_client_with(&format!("m{i}"), seed, link.up, link.down, *frames);
         if let Some(combat) = scenario.combat {
-            drive_with_bot(&mut s.clients[c], PlayerBot::new(seed, combat.skill));
+            s.clients[c].insert_resource(Autopilot::fighting(seed, combat.skill));
         }
         probes.push(Probe::new(
             hash(scenario.seed, i as u64, 0x7072_6f62),

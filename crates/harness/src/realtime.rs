@@ -222,7 +222,7 @@ impl MeasuredServer {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use sightline_client::{ClientPlugin, ConnectionStatus, InputSource, client_app};
+    use sightline_client::{Autopilot, ClientPlugin, ConnectionStatus, InputSource, client_app};
     use sightline_net::{AdmissionLimits, ClientNetPlugin, ClientSecurity, SecureConfig};
     use sightline_runtime::Pacing;
     use std::time::Duration;
@@ -239,7 +239,7 @@ mod tests {
                 ClientNetPlugin::udp(addr, &ClientSecurity::default()).expect("socket"),
                 ClientPlugin {
                     name: format!("fast{seed}"),
-                    input: InputSource::Bot { seed },
+                    input: InputSource::Autopilot(Autopilot::new(seed)),
                 },
                 Pacing::Stepped,
             );

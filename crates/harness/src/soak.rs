@@ -13,8 +13,8 @@
 use crate::realtime::MeasuredServer;
 use bevy::prelude::*;
 use sightline_client::{
-    ClientPlugin, ConnectionStatus, EarlierSessions, InputSource, LatestSnapshot, Roster,
-    client_app,
+    Autopilot, ClientPlugin, ConnectionStatus, EarlierSessions, InputSource, LatestSnapshot,
+    Roster, client_app,
 };
 use sightline_net::{
     AdmissionLimits, ClientNetPlugin, ClientSecurity, ConditionerSettings, LinkConditions,
@@ -315,7 +315,7 @@ fn soak_client(server: SocketAddr, link: ConditionerSettings, seed: u64) -> App 
         ClientNetPlugin::udp(server, &ClientSecurity::default()).expect("socket opens"),
         ClientPlugin {
             name: format!("soak{}", seed % 100),
-            input: InputSource::Bot { seed },
+            input: InputSource::Autopilot(Autopilot::new(seed)),
         },
         Pacing::Stepped,
     );

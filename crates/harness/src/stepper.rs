@@ -14,7 +14,7 @@
 
 use bevy::prelude::*;
 use bevy::time::TimeUpdateStrategy;
-use sightline_client::{ClientPlugin, InputSource, JoinAs, client_app};
+use sightline_client::{Autopilot, ClientPlugin, InputSource, JoinAs, client_app};
 use sightline_map::{CurrentMap, MapSource, find_map};
 use sightline_net::{
     ClientNetPlugin, ConditionerSettings, MemoryClientLink, MemoryNetwork, ServerNetPlugin,
@@ -266,7 +266,7 @@ impl Stepper {
             ClientNetPlugin::memory(link),
             ClientPlugin {
                 name: name.to_string(),
-                input: InputSource::Bot { seed },
+                input: InputSource::Autopilot(Autopilot::new(seed)),
             },
             Pacing::Manual(self.dt),
         );

@@ -13,7 +13,7 @@ use bevy::input::mouse::AccumulatedMouseMotion;
 use bevy::prelude::*;
 use bevy::window::{CursorGrabMode, CursorOptions, PrimaryWindow};
 use leafwing_input_manager::prelude::*;
-use sightline_client::LocalInput;
+use sightline_client::{Autopilot, LocalInput};
 use sightline_console::{Bindings, Console, Cvars};
 use sightline_movement::PlayerState;
 use sightline_prediction::Predicted;
@@ -215,7 +215,10 @@ impl Plugin for InputPlugin {
             )
             .add_systems(
                 RunFixedMainLoop,
-                sample_local_input.in_set(RunFixedMainLoopSystems::BeforeFixedMainLoop),
+                sample_local_input
+                    .in_set(RunFixedMainLoopSystems::BeforeFixedMainLoop)
+                    // With the autopilot at the controls, the keyboard is not.
+                    .run_if(not(resource_exists::<Autopilot>)),
             );
     }
 }

@@ -15,7 +15,7 @@ use super::{CombatLog, Conditions, Link, Scenario, ShotRecord, mean, percentile,
 use crate::stepper::{FrameClock, Frames};
 use bevy::prelude::*;
 use sightline_bots::hash;
-use sightline_client::{InputHistory, InputSource, LocalInput, RemotePlayer};
+use sightline_client::{Autopilot, InputHistory, LocalInput, RemotePlayer};
 use sightline_combat::{Arsenal, LagCompStats, MAX_REWIND, Vitals, aim_direction};
 use sightline_interpolation::{DrawMode, Drawn};
 use sightline_map::CurrentMap;
@@ -299,8 +299,11 @@ pub fn measure_hits_with(setup: &HitSetup) -> HitReport {
         setup.link.down,
         setup.frames,
     );
+    // The marksman, not the autopilot, is at the controls.
     s.clients[shooter]
-        .insert_resource(InputSource::Local)
+        .world_mut()
+        .remove_resource::<Autopilot>();
+    s.clients[shooter]
         .insert_resource(Marksman {
             moving: setup.moving,
             beside: setup.beside,

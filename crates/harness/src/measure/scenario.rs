@@ -119,7 +119,7 @@ impl Trouble {
     }
 }
 
-/// A fight: server bots, and the measured clients played by [`PlayerBot`](crate::player::PlayerBot)s that fire.
+/// A fight: server bots, and the measured clients played by [`Autopilot`](sightline_client::Autopilot)s that fire.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Combat {
     /// Bots on the server.
