@@ -188,5 +188,6 @@ fn an_operated_server_is_scraped_and_keeps_statistics_under_load() {
     assert!(!report.server_panicked);
     assert_eq!(report.joined, 2, "{report:?}");
     assert!(report.link.contains("--stats"), "{}", report.link);
+    assert_eq!(report.refused, 0, "{report:?}");
     // The load test asserts the metrics listener answered scrapes meanwhile.
 }

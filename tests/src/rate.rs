@@ -149,6 +149,7 @@ fn on_a_slow_line_over_udp_a_client_that_sets_its_rate_loses_no_snapshots_and_on
     println!("{}\n{set}\n{unset}", LoadReport::HEADER);
     for r in [&set, &unset] {
         assert_eq!(r.joined, 8, "{r}");
+        assert_eq!(r.refused, 0, "{r}");
         assert!(!r.server_panicked);
     }
     assert!(

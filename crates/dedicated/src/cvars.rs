@@ -11,7 +11,9 @@ use sightline_map::is_map_identifier;
 use sightline_protocol::{
     MAX_CHAT_LEN, MAX_PASSWORD_LEN, MAX_RCON_PASSWORD_LEN, MAX_SERVER_NAME_LEN, clean_text,
 };
-use sightline_server::{DEFAULT_IDLE_KICK_SECONDS, GameMode, MatchRules, ServerConfig};
+use sightline_server::{
+    DEFAULT_IDLE_KICK_SECONDS, GameMode, MAX_PLAYERS, MatchRules, ServerConfig,
+};
 use sightline_sim::TickConfig;
 
 /// The server's cvars: one table, each a typed handle and its definition.
@@ -23,7 +25,7 @@ pub mod cvar {
         pub fn server_cvars;
         SV_HOSTNAME: String = "sv_hostname", Text { max_len: MAX_SERVER_NAME_LEN },
             "Sightline server", NONE, "the server's name, shown to players";
-        MAXPLAYERS: i64 = "maxplayers", Int { min: 1, max: 64 }, 16, RESTART,
+        MAXPLAYERS: i64 = "maxplayers", Int { min: 1, max: MAX_PLAYERS as i64 }, 16, RESTART,
             "most players at once, bots included";
         SV_TICKRATE: i64 = "sv_tickrate", Int { min: 20, max: 128 }, 128, RESTART,
             "simulation ticks per second";

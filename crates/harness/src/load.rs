@@ -23,7 +23,7 @@ use sightline_net::{
     Security, UdpClientTransport, WireCount,
 };
 use sightline_runtime::Pacing;
-use sightline_server::{ServerConfig, SnapshotStats, TickTimes};
+use sightline_server::{MAX_PLAYERS, ServerConfig, SnapshotStats, TickTimes};
 use sightline_sim::TickConfig;
 use std::fmt;
 use std::net::{SocketAddr, TcpListener};
@@ -129,13 +129,16 @@ pub struct LoadReport {
     /// Share of the snapshots the server sent that a client never took: lost on the link,
     /// dropped by a slow line's full queue, or come after a newer one; percent.
     pub snapshots_lost_pct: f64,
+    /// Messages and packets the clients refused as malformed while measured: on a link
+    /// that only loses, delays or reorders, any at all is a fault of ours.
+    pub refused: u64,
     /// Whether the server thread panicked.
     pub server_panicked: bool,
 }
 
 impl LoadReport {
     /// The table's header, in the columns [`LoadReport`]'s `Display` writes.
-    pub const HEADER: &'static str = "| link | players | tick median / p99 / max ms | frames with a join: longest tick / frame ms | other frames meanwhile: longest ms | down B/s per client | up B/s per client | datagrams /s down / up | B per moving player per snapshot | largest snapshot B | snapshots sent in slices | snapshots lost % | players moving % | client fps |\n|---|---:|---|---:|---:|---:|---:|---|---:|---:|---:|---:|---:|---:|";
+    pub const HEADER: &'static str = "| link | players | tick median / p99 / max ms | frames with a join: longest tick / frame ms | other frames meanwhile: longest ms | down B/s per client | up B/s per client | datagrams /s down / up | B per moving player per snapshot | largest snapshot B | snapshots sent in slices | snapshots lost % | refused by clients | players moving % | client fps |\n|---|---:|---|---:|---:|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|";
 
     /// Mean encoded snapshot, bytes.
     pub fn snapshot_mean(&self) -> f64 {
@@ -159,7 +162,7 @@ impl fmt::Display for LoadReport {
         let (p50, p99, max) = self.tick_ms;
         write!(
             f,
-            "| {} | {} | {:.3} / {:.3} / {:.3} | {:.3} / {:.3} | {:.3} | {:.0} | {:.0} | {:.0} / {:.0} | {:.1} | {} | {} | {:.1} | {:.0} | {:.0} |",
+            "| {} | {} | {:.3} / {:.3} / {:.3} | {:.3} / {:.3} | {:.3} | {:.0} | {:.0} | {:.0} / {:.0} | {:.1} | {} | {} | {:.1} | {} | {:.0} | {:.0} |",
             self.link,
             self.players,
             p50,
@@ -176,6 +179,7 @@ impl fmt::Display for LoadReport {
             self.snapshots.largest,
             self.snapshots.sliced,
             self.snapshots_lost_pct,
+            self.refused,
             self.moving_pct(),
             self.client_fps,
         )
@@ -221,6 +225,14 @@ fn wire(clients: &[App]) -> (WireCount, WireCount) {
     sum
 }
 
+/// Messages the clients refused as malformed, summed.
+fn refused(clients: &[App]) -> u64 {
+    clients
+        .iter()
+        .map(|app| app.world().resource::<ClientStats>().malformed)
+        .sum()
+}
+
 /// Snapshots accepted and the newest one's sequence number, summed over the clients.
 fn snapshots_seen(clients: &[App]) -> (u64, u64) {
     clients.iter().fold((0, 0), |(accepted, newest), app| {
@@ -248,11 +260,15 @@ fn connected(clients: &[App]) -> usize {
 pub fn load(config: &LoadConfig) -> LoadReport {
     let tick = TickConfig::default();
     let map = crate::load_map(&config.map);
-    let players = config.players.clamp(1, u8::MAX as usize);
+    // A server holds at most MAX_PLAYERS, bots included (a snapshot describes no more):
+    // the server's bots give way to the clients measured. (Asked for more, the server
+    // once sent snapshots of 68 players, which every client refused as malformed.)
+    let players = config.players.clamp(1, usize::from(MAX_PLAYERS));
+    let bots = config.bots.min(MAX_PLAYERS - players as u8);
     let server_config = ServerConfig {
         name: "load".into(),
-        max_players: (players as u8).saturating_add(config.bots),
-        bots: config.bots,
+        max_players: players as u8 + bots,
+        bots,
         tick,
         ..Default::default()
     };
@@ -279,7 +295,7 @@ pub fn load(config: &LoadConfig) -> LoadReport {
     // join's frame and the one after it count, so one more frame goes too.
     let mut bot_joins = 0;
     let give_up = Instant::now() + Duration::from_secs(10);
-    while bot_joins < u64::from(config.bots) && Instant::now() < give_up {
+    while bot_joins < u64::from(bots) && Instant::now() < give_up {
         std::thread::sleep(Duration::from_millis(5));
         bot_joins += shared.take_joins().joins;
     }
@@ -297,6 +313,9 @@ pub fn load(config: &LoadConfig) -> LoadReport {
     } else {
         "loopback".into()
     };
+    if bots != config.bots {
+        link += &format!(", {bots} bots");
+    }
     if config.fps != LoadConfig::default().fps {
         link += &format!(", {} fps", config.fps);
     }
@@ -356,6 +375,7 @@ pub fn load(config: &LoadConfig) -> LoadReport {
     shared.take_ticks();
     let (down0, up0) = wire(&clients);
     let seen0 = snapshots_seen(&clients);
+    let refused0 = refused(&clients);
     let snapshots0 = shared.snapshots();
     let frames0 = frames;
     let measure_start = Instant::now();
@@ -365,6 +385,7 @@ pub fn load(config: &LoadConfig) -> LoadReport {
     let elapsed = measure_start.elapsed().as_secs_f64();
     let (down1, up1) = wire(&clients);
     let seen1 = snapshots_seen(&clients);
+    report.refused = refused(&clients).saturating_sub(refused0);
     let snapshots1 = shared.snapshots();
     // Every client's snapshots are numbered one by one as the server sends them.
     let (accepted, sent) = (seen1.0 - seen0.0, seen1.1.saturating_sub(seen0.1));

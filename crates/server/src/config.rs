@@ -5,6 +5,14 @@ use bevy::prelude::*;
 use sightline_combat::GameMode;
 use sightline_sim::TickConfig;
 
+/// Most players a server holds, bots included: as many as a snapshot may describe. A
+/// client refuses a snapshot of more as malformed, so a server configured for more holds
+/// this many ([`PlayerSlots`](crate::PlayerSlots) hands out no more ids).
+pub const MAX_PLAYERS: u8 = {
+    assert!(sightline_protocol::MAX_SNAPSHOT_PLAYERS <= u8::MAX as usize);
+    sightline_protocol::MAX_SNAPSHOT_PLAYERS as u8
+};
+
 /// Spectators a server takes by default, beside its players.
 pub const DEFAULT_MAX_SPECTATORS: u8 = 8;
 /// How far behind the game spectators are shown it by default, seconds.
@@ -20,7 +28,7 @@ pub const DEFAULT_IDLE_KICK_SECONDS: f32 = 30.0;
 pub struct ServerConfig {
     /// Name shown to players.
     pub name: String,
-    /// Most players at once, bots included.
+    /// Most players at once, bots included (at most [`MAX_PLAYERS`]).
     pub max_players: u8,
     /// Bots to add at start.
     pub bots: u8,

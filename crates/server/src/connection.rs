@@ -214,7 +214,8 @@ impl Connection {
 #[derive(Resource, Default)]
 pub struct ClientIndex(pub HashMap<ClientId, Entity>);
 
-/// Player ids in use, bots included, up to the server's limit.
+/// Player ids in use, bots included, up to the server's limit and never past
+/// [`MAX_PLAYERS`](crate::MAX_PLAYERS).
 #[derive(Resource, Debug)]
 pub struct PlayerSlots {
     max: u8,
@@ -222,10 +223,10 @@ pub struct PlayerSlots {
 }
 
 impl PlayerSlots {
-    /// Room for `max` players.
+    /// Room for `max` players, or [`MAX_PLAYERS`](crate::MAX_PLAYERS) if that is fewer.
     pub fn new(max: u8) -> Self {
         Self {
-            max,
+            max: max.min(crate::MAX_PLAYERS),
             used: BTreeSet::new(),
         }
     }
@@ -256,6 +257,17 @@ impl PlayerSlots {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn slots_stop_at_what_a_snapshot_can_describe() {
+        let mut slots = PlayerSlots::new(u8::MAX);
+        let taken: Vec<_> = std::iter::from_fn(|| slots.take()).collect();
+        assert_eq!(taken.len(), usize::from(crate::MAX_PLAYERS));
+        assert_eq!(taken.last(), Some(&PlayerId(crate::MAX_PLAYERS - 1)));
+        slots.release(PlayerId(3));
+        assert_eq!(slots.take(), Some(PlayerId(3)));
+        assert_eq!(slots.take(), None);
+    }
 
     #[test]
     fn the_round_trip_follows_its_samples_an_eighth_at_a_time_and_ignores_nonsense() {

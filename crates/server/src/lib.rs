@@ -65,7 +65,7 @@ mod replay;
 pub use bots::LeavingBot;
 pub use conduct::{Conduct, KICK_STRIKES, Offence};
 pub use config::{
-    DEFAULT_IDLE_KICK_SECONDS, DEFAULT_MAX_SPECTATORS, DEFAULT_SPECTATOR_DELAY,
+    DEFAULT_IDLE_KICK_SECONDS, DEFAULT_MAX_SPECTATORS, DEFAULT_SPECTATOR_DELAY, MAX_PLAYERS,
     MAX_SPECTATOR_DELAY, MatchRules, ServerConfig,
 };
 pub use connection::{

@@ -308,7 +308,8 @@ impl Admission<'_, '_> {
     ) -> Option<Admitted> {
         let back = resume.and_then(|secret| self.come_back(&secret, server, admitted, now));
         let Some(id) = back.as_ref().map(|b| b.id).or_else(|| self.free_slot()) else {
-            let reason = format!("server is full ({} players)", self.config.max_players);
+            let most = self.config.max_players.min(crate::MAX_PLAYERS);
+            let reason = format!("server is full ({most} players)");
             conn.refuse(server, reason, now);
             return None;
         };
@@ -694,6 +695,14 @@ pub(crate) struct SessionsPlugin {
 
 impl Plugin for SessionsPlugin {
     fn build(&self, app: &mut App) {
+        if self.max_players > crate::MAX_PLAYERS {
+            warn!(
+                "{} player slots asked for; a snapshot describes at most {}, so the server holds {}",
+                self.max_players,
+                crate::MAX_PLAYERS,
+                crate::MAX_PLAYERS
+            );
+        }
         app.insert_resource(PlayerSlots::new(self.max_players))
             .init_resource::<ClientIndex>()
             .init_resource::<DepartedPlayers>()
