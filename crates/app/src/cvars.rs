@@ -27,9 +27,11 @@ pub mod cvar {
             Float { min: 0.0, max: sightline_combat::MAX_INTERP_DELAY as f64 }, 0.0, SAVED,
             "interpolation delay in seconds (at most what lag compensation honours); 0 \
              chooses it from how snapshots arrive";
-        CL_CMDRATE: i64 = "cl_cmdrate", Int { min: 0, max: 1000 }, 0, SAVED,
-            "most input packets a second; 0 sends one every frame (the least delay), values \
-             under 10 count as 10";
+        CL_CMDRATE: i64 = "cl_cmdrate", Int { min: 0, max: 1000 },
+            sightline_client::CommandRate::DEFAULT.0,
+            SAVED,
+            "most input packets a second (one per two ticks at 128 Hz); 0 sends one every \
+             frame (the least delay), values under 10 count as 10";
         CL_TIMENUDGE: f64 = "cl_timenudge", Float { min: -30.0, max: 30.0 }, 0.0, SAVED,
             "shift remote players in time, ms; negative is closer to now, with more \
              extrapolation";

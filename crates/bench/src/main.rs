@@ -346,21 +346,23 @@ fn load_report(
         capacity_bps: SLOW_LINE as f32,
         ..way(30.0, 0.0, 0.0, 0.0)
     };
-    let rows = (players.iter().map(|&n| (n, clean, fps, 0, 0, false)))
+    // The game's default command rate, but for the rows that name another.
+    let cmds = LoadConfig::default().cmd_rate;
+    let rows = (players.iter().map(|&n| (n, clean, fps, cmds, 0, false)))
         .chain(realistic.iter().flat_map(|&n| {
             realistic_fps
                 .iter()
-                .map(move |&f| (n, lossy, f, 0, 0, false))
+                .map(move |&f| (n, lossy, f, cmds, 0, false))
         }))
         .chain(cmdrate_30.iter().map(|&n| (n, clean, fps, 30, 0, false)))
         .chain(cmdrate_30.iter().map(|&n| (n, lossy, fps, 30, 0, false)))
-        .chain(realistic.iter().map(|&n| (n, slow, fps, 0, 0, false)))
+        .chain(realistic.iter().map(|&n| (n, slow, fps, cmds, 0, false)))
         .chain(
             realistic
                 .iter()
-                .map(|&n| (n, slow, fps, 0, SLOW_LINE, false)),
+                .map(|&n| (n, slow, fps, cmds, SLOW_LINE, false)),
         )
-        .chain(operated.iter().map(|&n| (n, clean, fps, 0, 0, true)));
+        .chain(operated.iter().map(|&n| (n, clean, fps, cmds, 0, true)));
     for (n, link, fps, cmd_rate, rate, operated) in rows {
         let report = load(&LoadConfig {
             players: n,

@@ -51,7 +51,7 @@ pub struct LoadConfig {
     pub map: String,
     /// How each client's link misbehaves, both ways (none: plain loopback).
     pub link: ConditionerSettings,
-    /// Each client's `cl_cmdrate` (0: a packet a frame).
+    /// Each client's `cl_cmdrate` (0: a packet a frame; the game's default unless set).
     pub cmd_rate: u32,
     /// Each client's `rate`, bytes a second (0: none asked for).
     pub rate: u32,
@@ -88,7 +88,7 @@ impl Default for LoadConfig {
             fps: 60.0,
             map: "depot".into(),
             link: ConditionerSettings::default(),
-            cmd_rate: 0,
+            cmd_rate: CommandRate::DEFAULT.0,
             rate: 0,
             bots: 4,
             fire: true,
@@ -322,7 +322,7 @@ pub fn load(config: &LoadConfig) -> LoadReport {
     if l.capacity_bps > 0.0 {
         link += &format!(", a {:.0} kB/s line", l.capacity_bps / 1000.0);
     }
-    if config.cmd_rate != 0 {
+    if config.cmd_rate != CommandRate::DEFAULT.0 {
         link += &format!(", cl_cmdrate {}", config.cmd_rate);
     }
     if config.rate != 0 {
