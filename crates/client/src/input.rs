@@ -9,7 +9,10 @@ use bevy::prelude::*;
 use sightline_movement::MoveParams;
 use sightline_net::RenetClient;
 use sightline_prediction::Predicted;
-use sightline_protocol::{Channel, ClientDatagram, INPUT_BASE_SPAN, InputPacket, MAX_PACKET_CMDS};
+use sightline_protocol::cmds::{follow_view, view_anchor};
+use sightline_protocol::{
+    Channel, ClientDatagram, INPUT_BASE_SPAN, InputPacket, MAX_PACKET_CMDS, Wire,
+};
 use sightline_sim::{CurrentCmd, InputCmd, Tick, TickConfig};
 use sightline_sim::{SessionAppExt, SimSet};
 use std::collections::VecDeque;
@@ -94,6 +97,9 @@ pub struct InputHistory {
     last_seq: u32,
     /// Newest sequence already sent.
     sent_seq: u32,
+    /// Input packets sent, and their encoded bytes (the datagram renet carries, before
+    /// its and netcode's headers).
+    packets_sent: (u64, u64),
     /// Frame time, smoothed, seconds: how far apart packets leave.
     frame_seconds: f64,
     /// Packets [`CommandRate`] allows now: a share of one, earned as time passes.
@@ -101,6 +107,9 @@ pub struct InputHistory {
     /// The newest command the server is known to have received (0: none yet): what
     /// packets are written against.
     base_seq: u32,
+    /// The newest command whose view time was not held from the one before it, which
+    /// the next command's is predicted from ([`view_anchor`]).
+    view_anchor: Option<InputCmd>,
     /// The snapshot last learnt from: its number, the newest command it says was
     /// simulated, and the running count of commands repeated or skipped.
     last_report: Option<(u32, u32, u32)>,
@@ -139,11 +148,18 @@ impl Default for CommandRate {
 }
 
 impl InputHistory {
-    /// Stamps a command with the next sequence number and remembers it.
+    /// Stamps a command with the next sequence number and remembers it. A command that
+    /// does not shoot has the view time cheapest to send within two ticks of the moment
+    /// drawn ([`follow_view`]).
     pub fn record(&mut self, mut cmd: InputCmd, client_tick: u32) -> InputCmd {
         self.last_seq += 1;
         cmd.seq = self.last_seq;
         cmd.client_tick = client_tick;
+        if let Some(prev) = self.recent.back() {
+            let anchor = self.view_anchor.unwrap_or(*prev);
+            follow_view(&anchor, prev, &mut cmd);
+            self.view_anchor = Some(*view_anchor(&anchor, prev, &cmd));
+        }
         self.recent.push_back(cmd);
         if self.recent.len() > KEPT_CMDS {
             self.recent.pop_front();
@@ -270,6 +286,11 @@ impl InputHistory {
         true
     }
 
+    /// Input packets sent this session, and their encoded bytes.
+    pub fn packets_sent(&self) -> (u64, u64) {
+        self.packets_sent
+    }
+
     /// Sequence number of the newest command.
     pub fn last_seq(&self) -> u32 {
         self.last_seq
@@ -367,11 +388,14 @@ pub(crate) fn send_inputs(
         .map_or((0, 0), |s| (s.seq, s.ack_input_seq));
     let window = history.window(config.tick_hz);
     for packet in history.packets(ack, acked_seq, window) {
-        crate::send_to_server(
-            &mut client,
-            Channel::Unreliable,
-            &ClientDatagram::Input(packet),
-        );
+        match ClientDatagram::Input(packet).encode() {
+            Ok(bytes) => {
+                history.packets_sent.0 += 1;
+                history.packets_sent.1 += bytes.len() as u64;
+                client.send_message(Channel::Unreliable, bytes);
+            }
+            Err(e) => warn!("an input packet was not sent: {e}"),
+        }
     }
     history.sent_seq = history.last_seq;
 }

@@ -15,8 +15,8 @@ use crate::realtime::{JoinTimes, MeasuredServer};
 use bevy::prelude::*;
 use sightline_bots::BotSkill;
 use sightline_client::{
-    Autopilot, ClientPlugin, ClientStats, CommandRate, ConnectionStatus, DownloadRate, InputSource,
-    LatestSnapshot, StatsKey, client_app,
+    Autopilot, ClientPlugin, ClientStats, CommandRate, ConnectionStatus, DownloadRate,
+    InputHistory, InputSource, LatestSnapshot, StatsKey, client_app,
 };
 use sightline_net::{
     AdmissionLimits, ClientNetPlugin, ClientSecurity, ConditionerSettings, LinkConditions,
@@ -129,6 +129,9 @@ pub struct LoadReport {
     /// Share of the snapshots the server sent that a client never took: lost on the link,
     /// dropped by a slow line's full queue, or come after a newer one; percent.
     pub snapshots_lost_pct: f64,
+    /// Input packets the clients sent while measured, and their encoded bytes (before
+    /// renet's, netcode's and UDP/IP's headers).
+    pub input_packets: (u64, u64),
     /// Messages and packets the clients refused as malformed while measured: on a link
     /// that only loses, delays or reorders, any at all is a fault of ours.
     pub refused: u64,
@@ -138,11 +141,16 @@ pub struct LoadReport {
 
 impl LoadReport {
     /// The table's header, in the columns [`LoadReport`]'s `Display` writes.
-    pub const HEADER: &'static str = "| link | players | tick median / p99 / max ms | frames with a join: longest tick / frame ms | other frames meanwhile: longest ms | down B/s per client | up B/s per client | datagrams /s down / up | B per moving player per snapshot | largest snapshot B | snapshots sent in slices | snapshots lost % | refused by clients | players moving % | client fps |\n|---|---:|---|---:|---:|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|";
+    pub const HEADER: &'static str = "| link | players | tick median / p99 / max ms | frames with a join: longest tick / frame ms | other frames meanwhile: longest ms | down B/s per client | up B/s per client | datagrams /s down / up | input packet B | B per moving player per snapshot | largest snapshot B | snapshots sent in slices | snapshots lost % | refused by clients | players moving % | client fps |\n|---|---:|---|---:|---:|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|";
 
     /// Mean encoded snapshot, bytes.
     pub fn snapshot_mean(&self) -> f64 {
         self.snapshots.bytes as f64 / self.snapshots.sent.max(1) as f64
+    }
+
+    /// Mean encoded input packet, bytes.
+    pub fn input_packet_mean(&self) -> f64 {
+        self.input_packets.1 as f64 / self.input_packets.0.max(1) as f64
     }
 
     /// Mean bytes per moving player per snapshot: the whole snapshot over the players
@@ -162,7 +170,7 @@ impl fmt::Display for LoadReport {
         let (p50, p99, max) = self.tick_ms;
         write!(
             f,
-            "| {} | {} | {:.3} / {:.3} / {:.3} | {:.3} / {:.3} | {:.3} | {:.0} | {:.0} | {:.0} / {:.0} | {:.1} | {} | {} | {:.1} | {} | {:.0} | {:.0} |",
+            "| {} | {} | {:.3} / {:.3} / {:.3} | {:.3} / {:.3} | {:.3} | {:.0} | {:.0} | {:.0} / {:.0} | {:.1} | {:.1} | {} | {} | {:.1} | {} | {:.0} | {:.0} |",
             self.link,
             self.players,
             p50,
@@ -175,6 +183,7 @@ impl fmt::Display for LoadReport {
             self.up_bytes_per_s,
             self.down_datagrams_per_s,
             self.up_datagrams_per_s,
+            self.input_packet_mean(),
             self.bytes_per_moving_player(),
             self.snapshots.largest,
             self.snapshots.sliced,
@@ -223,6 +232,17 @@ fn wire(clients: &[App]) -> (WireCount, WireCount) {
         }
     }
     sum
+}
+
+/// Input packets the clients sent and their bytes, summed.
+fn inputs_sent(clients: &[App]) -> (u64, u64) {
+    clients.iter().fold((0, 0), |(n, bytes), app| {
+        let (a, b) = app
+            .world()
+            .get_resource::<InputHistory>()
+            .map_or((0, 0), InputHistory::packets_sent);
+        (n + a, bytes + b)
+    })
 }
 
 /// Messages the clients refused as malformed, summed.
@@ -376,6 +396,7 @@ pub fn load(config: &LoadConfig) -> LoadReport {
     let (down0, up0) = wire(&clients);
     let seen0 = snapshots_seen(&clients);
     let refused0 = refused(&clients);
+    let inputs0 = inputs_sent(&clients);
     let snapshots0 = shared.snapshots();
     let frames0 = frames;
     let measure_start = Instant::now();
@@ -386,6 +407,11 @@ pub fn load(config: &LoadConfig) -> LoadReport {
     let (down1, up1) = wire(&clients);
     let seen1 = snapshots_seen(&clients);
     report.refused = refused(&clients).saturating_sub(refused0);
+    let inputs1 = inputs_sent(&clients);
+    report.input_packets = (
+        inputs1.0.saturating_sub(inputs0.0),
+        inputs1.1.saturating_sub(inputs0.1),
+    );
     let snapshots1 = shared.snapshots();
     // Every client's snapshots are numbered one by one as the server sends them.
     let (accepted, sent) = (seen1.0 - seen0.0, seen1.1.saturating_sub(seen0.1));

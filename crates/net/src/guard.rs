@@ -611,12 +611,19 @@ mod tests {
     #[test]
     fn impossible_slices_and_kinds_are_refused() {
         let mut g = PacketGuard::from_client();
+        // The most slices a client's largest unreliable message takes, the last of them
+        // full: longer than that message.
+        let most = ClientDatagram::MAX_BYTES.div_ceil(SLICE_SIZE) as u64;
+        assert!(most * SLICE_SIZE as u64 > ClientDatagram::MAX_BYTES as u64);
         for (bad, fault) in [
             (slice(0, 0, 0, 1, 10), PacketFault::BadSlice),
             (slice(0, 0, 0, 2, 1199), PacketFault::BadSlice),
             (slice(0, 0, 1, 2, 0), PacketFault::BadSlice),
             (slice(0, 0, 0, 99, SLICE_SIZE), PacketFault::BadSlice),
-            (slice(0, 0, 1, 2, SLICE_SIZE), PacketFault::BadSlice),
+            (
+                slice(0, 0, most - 1, most, SLICE_SIZE),
+                PacketFault::BadSlice,
+            ),
             (
                 vec![RELIABLE_SLICE, 0, 0, 0, 0, 2, 1, 0],
                 PacketFault::BadSlice,

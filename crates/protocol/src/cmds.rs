@@ -13,27 +13,37 @@
 //! starts from the all-zero command, which writes the first command in full through the
 //! same code.
 //!
-//! A link is a byte of flags, then only the fields it flags:
+//! The links are a bit string ([`crate::bits`]). Each starts with its flags, which
+//! repeat in runs (a player turning at 144 fps changes yaw and pitch every tick; at 60
+//! fps a turn and a repeat alternate): `0` for the previous link's flags, `10` for those of
+//! the link before it, else `11` and the eight flags. Then only the fields it flags, as
+//! Exp-Golomb codes of the change less one where the flag already says "not zero":
 //!
-//! - the sequence gap when it is not 1, as a LEB128 varint;
-//! - the client-tick gap when it differs from the sequence gap, as the zigzagged
-//!   difference;
+//! - the sequence gap when it is not 1;
+//! - the client-tick gap when it differs from the sequence gap, zigzagged;
 //! - forward and right, each as an f32, when changed;
 //! - yaw and pitch as the zigzagged change in steps of the angle grid
 //!   ([`sightline_sim::angle_steps`]: a sanitized command's angles lie on it);
-//! - buttons and weapon slot together, as two bytes;
-//! - the view time, as the zigzagged change in steps of 1/256 tick
-//!   ([`sightline_sim::VIEW_FRAC_STEP`]: a sanitized command's view time lies on them).
+//! - buttons and weapon slot together, eight bits each;
+//! - the view time, when it is not the *anchor's* moved on by the client ticks since
+//!   ([`predicted_view`]; the anchor is the newest earlier command whose view time was
+//!   not held): a bit, then either nothing, for a view time *held* from the previous
+//!   command (a frame's later ticks draw the same moment), or the zigzagged difference in
+//!   steps of 1/256 tick ([`sightline_sim::VIEW_FRAC_STEP`]: a sanitized command's view
+//!   time lies on them). Only a shot reads a view time, so the client moves a command's
+//!   on with the ticks unless it shoots or lies more than [`VIEW_SLACK_STEPS`] away
+//!   ([`follow_view`]); a shooting client's frames cost a bit for each held tick.
 //!
-//! A command repeated unchanged costs one byte; a frame's turn and view change three to
-//! five. The header is the acknowledged snapshot and the base's offset (plus one; 0 for
-//! none) as varints; the links run to the end of the packet's bytes. Reading checks the
-//! form (counts, shortest varints, every flagged change a real one where that can be told
-//! without the base, finite numbers); [`InputPacket::commands`] applies the chain to the
-//! base and refuses any flag that names no change, so one list of commands has one
-//! encoding.
+//! A command repeated unchanged costs a bit; a turn, two or three bytes. The header is
+//! the acknowledged snapshot, the base's offset (plus one; 0 for none) and the number of
+//! links, as varints; the bit string runs to the end of the packet, its last byte padded
+//! with zeros. Reading checks the form (counts, shortest codes, every flagged change a
+//! real one where that can be told without the base, finite numbers, the flags in their
+//! shortest form, zero padding); [`InputPacket::commands`] applies the chain to the base
+//! and refuses any flag that names no change, so one list of commands has one encoding.
 
-use crate::bytes::{Reader, put_f32, put_varint, put_zigzag, unzigzag64, zigzag64};
+use crate::bits::{BitReader, BitWriter};
+use crate::bytes::{Reader, put_varint, unzigzag, unzigzag64, zigzag, zigzag64};
 use crate::codec::{DecodeError, Wire};
 use serde::de::Error as _;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
@@ -48,9 +58,69 @@ pub const MAX_PACKET_CMDS: usize = 64;
 /// this far back cannot yet have been replaced by a newer one.
 pub const INPUT_BASE_SPAN: u32 = 128;
 
-/// Largest encoding of one link (flags, two gaps, two numbers, two angle changes,
-/// buttons and slot, view).
-const MAX_LINK_BYTES: usize = 1 + 5 + 5 + 8 + 3 + 3 + 2 + 6;
+/// Largest encoding of one link, bits rounded up to bytes: flags (10), two gaps (65
+/// each at most), two numbers (64), two angle changes (33 each), buttons and slot (16),
+/// view (a change of at most 41 bits zigzagged, 77).
+const MAX_LINK_BYTES: usize = (10 + 65 + 65 + 64 + 33 + 33 + 16 + 77usize).div_ceil(8);
+
+/// How far a command's view time may be from [`predicted_view`] for [`follow_view`] to
+/// move it there: two ticks, in steps of 1/256 tick. Within a frame the client draws one
+/// moment while its ticks move on, so at 60 fps its commands' view times fall behind the
+/// ticks by up to two ticks before the next frame catches up; the server's bound on a
+/// view time stepping back (`MAX_VIEW_STEP_BACK`, 50 ms) leaves room for that.
+pub const VIEW_SLACK_STEPS: i64 = 2 * 256;
+
+/// The buttons whose command fires, and so whose view time lag compensation reads.
+const SHOOTING: Buttons = Buttons::FIRE.with(Buttons::ALT_FIRE);
+
+/// `prev`'s view time moved on by the client ticks from `prev` to `c`, in steps of
+/// [`VIEW_FRAC_STEP`]: what a link's view is written against.
+fn predicted_view_steps(prev: &InputCmd, c: &InputCmd) -> i64 {
+    // Reinterpreted: a gap past the counter's wrap is a small negative one.
+    let ticks = c.client_tick.wrapping_sub(prev.client_tick) as i32;
+    view_steps(prev) + (i64::from(ticks) << 8)
+}
+
+/// `prev`'s view time moved on by the client ticks from `prev` to `c`, as `(view_tick,
+/// view_frac)`; `None` outside the view time's range.
+pub fn predicted_view(prev: &InputCmd, c: &InputCmd) -> Option<(u32, u16)> {
+    let steps = predicted_view_steps(prev, c);
+    (0..=MAX_VIEW_STEPS)
+        .contains(&steps)
+        .then(|| ((steps >> 8) as u32, (steps & 0xff) as u16 * VIEW_FRAC_STEP))
+}
+
+/// Gives `c`, the command after `prev`, the view time that costs least to send, when it
+/// does not shoot and neither did `prev` (a shot, or a charge let go, is judged at the
+/// moment drawn): `anchor`'s ([`view_anchor`]) moved on with the ticks when that lies
+/// within [`VIEW_SLACK_STEPS`] of its own, else `prev`'s held when that does; else its
+/// own.
+pub fn follow_view(anchor: &InputCmd, prev: &InputCmd, c: &mut InputCmd) {
+    if c.buttons.0 & SHOOTING.0 != 0 || prev.buttons.0 & SHOOTING.0 != 0 {
+        return;
+    }
+    let own = view_steps(c);
+    let moved = predicted_view_steps(anchor, c);
+    let chosen = [moved, view_steps(prev)]
+        .into_iter()
+        .find(|v| (0..=MAX_VIEW_STEPS).contains(v) && (v - own).abs() <= VIEW_SLACK_STEPS);
+    if let Some(v) = chosen {
+        c.view_tick = (v >> 8) as u32;
+        c.view_frac = (v & 0xff) as u16 * VIEW_FRAC_STEP;
+    }
+}
+
+/// Whether `c`, the command after `prev`, holds `prev`'s view time rather than moving
+/// on from `anchor`: then the anchor for the command after `c` stays `anchor`, else it
+/// is `c`. The packet's links and [`follow_view`]'s callers keep the anchor alike.
+pub fn view_anchor<'a>(anchor: &'a InputCmd, prev: &InputCmd, c: &'a InputCmd) -> &'a InputCmd {
+    let view = view_steps(c);
+    if view == view_steps(prev) && view != predicted_view_steps(anchor, c) {
+        anchor
+    } else {
+        c
+    }
+}
 
 /// A command's view time in steps of [`VIEW_FRAC_STEP`]: 40 bits.
 fn view_steps(c: &InputCmd) -> i64 {
@@ -83,13 +153,18 @@ struct Link {
     pitch: i16,
     buttons: u8,
     slot: u8,
-    /// The view time's change in steps of [`VIEW_FRAC_STEP`].
+    /// The view time is the previous command's (a frame's later ticks, which draw the
+    /// same moment); only with [`VIEW`].
+    held: bool,
+    /// Otherwise, with [`VIEW`], the view time less the anchor's moved on by the client
+    /// ticks ([`predicted_view_steps`]), in steps of [`VIEW_FRAC_STEP`]; never 0.
     view: i64,
 }
 
 impl Link {
-    /// What changed from `prev` to the newer `c`.
-    fn between(prev: &InputCmd, c: &InputCmd) -> Self {
+    /// What changed from `prev` to the newer `c`; `anchor` is the newest command up to
+    /// `prev` whose view time was not held ([`view_anchor`]).
+    fn between(prev: &InputCmd, anchor: &InputCmd, c: &InputCmd) -> Self {
         let seq_gap = c.seq.wrapping_sub(prev.seq);
         let tick_gap = c.client_tick.wrapping_sub(prev.client_tick);
         let mut link = Self {
@@ -102,7 +177,8 @@ impl Link {
             pitch: angle_steps(c.pitch).wrapping_sub(angle_steps(prev.pitch)),
             buttons: c.buttons.0,
             slot: c.weapon_slot,
-            view: view_steps(c) - view_steps(prev),
+            held: view_steps(c) == view_steps(prev),
+            view: view_steps(c) - predicted_view_steps(anchor, c),
             flags: 0,
         };
         let mut set = |bit: u8, changed: bool| {
@@ -122,6 +198,10 @@ impl Link {
             (c.buttons, c.weapon_slot) != (prev.buttons, prev.weapon_slot),
         );
         set(VIEW, link.view != 0);
+        // Held or written, never both: a held view costs one bit.
+        if link.flags & VIEW == 0 || link.held {
+            link.view = 0;
+        }
         link.unflagged_cleared()
     }
 
@@ -142,13 +222,14 @@ impl Link {
             pitch: keep(f, PITCH, self.pitch),
             buttons: keep(f, BUTTONS, self.buttons),
             slot: keep(f, BUTTONS, self.slot),
+            held: keep(f, VIEW, self.held),
             view: keep(f, VIEW, self.view),
         }
     }
 
-    /// The command after `prev` this link describes; `None` when its sequence would pass
-    /// the counter's range.
-    fn apply(&self, prev: &InputCmd) -> Option<InputCmd> {
+    /// The command after `prev` (with `anchor`, as in [`Link::between`]) this link
+    /// describes; `None` when its sequence or view time would pass its range.
+    fn apply(&self, prev: &InputCmd, anchor: &InputCmd) -> Option<InputCmd> {
         let has = |bit: u8| self.flags & bit != 0;
         let seq_gap = if has(SEQ_GAP) { self.seq_gap } else { 1 };
         let mut c = *prev;
@@ -173,110 +254,136 @@ impl Link {
             c.buttons = Buttons(self.buttons);
             c.weapon_slot = self.slot;
         }
-        if has(VIEW) {
-            let view = view_steps(prev).checked_add(self.view)?;
-            if !(0..=MAX_VIEW_STEPS).contains(&view) {
-                return None;
-            }
-            c.view_tick = (view >> 8) as u32;
-            c.view_frac = (view & 0xff) as u16 * VIEW_FRAC_STEP;
+        // Held, or the anchor's moved on with the ticks and by the change written if any.
+        let view = match has(VIEW) && self.held {
+            true => view_steps(prev),
+            false => predicted_view_steps(anchor, &c).checked_add(self.view)?,
+        };
+        if !(0..=MAX_VIEW_STEPS).contains(&view) {
+            return None;
         }
+        c.view_tick = (view >> 8) as u32;
+        c.view_frac = (view & 0xff) as u16 * VIEW_FRAC_STEP;
         Some(c)
     }
 
-    fn write(&self, out: &mut Vec<u8>) {
+    /// Writes the link after links whose flags were `earlier` (the previous, then the
+    /// one before it; 0 before the first).
+    fn write(&self, out: &mut BitWriter, earlier: [u8; 2]) {
         let has = |bit: u8| self.flags & bit != 0;
-        out.push(self.flags);
+        if self.flags == earlier[0] {
+            out.bit(false);
+        } else if self.flags == earlier[1] {
+            out.bits(0b10, 2);
+        } else {
+            out.bits(0b11, 2);
+            out.bits(self.flags.into(), 8);
+        }
         if has(SEQ_GAP) {
-            put_varint(out, self.seq_gap.into());
+            // Never under 2 when flagged (a chain's sequence numbers rise).
+            out.exp_golomb(u64::from(self.seq_gap).saturating_sub(2), 0);
         }
         if has(TICK_GAP) {
-            put_zigzag(out, self.tick_offset);
+            out.exp_golomb(u64::from(zigzag(self.tick_offset)) - 1, 0);
         }
         for (bit, v) in [(FORWARD, self.forward), (RIGHT, self.right)] {
             if has(bit) {
-                put_f32(out, v);
+                out.bits(v.to_bits().into(), 32);
             }
         }
         for (bit, v) in [(YAW, self.yaw), (PITCH, self.pitch)] {
             if has(bit) {
-                put_zigzag(out, v.into());
+                out.exp_golomb(u64::from(zigzag(v.into())) - 1, ANGLE_ORDER);
             }
         }
         if has(BUTTONS) {
-            out.extend_from_slice(&[self.buttons, self.slot]);
+            out.bits(self.buttons.into(), 8);
+            out.bits(self.slot.into(), 8);
         }
         if has(VIEW) {
-            put_varint(out, zigzag64(self.view));
+            out.bit(!self.held);
+            if !self.held {
+                out.exp_golomb(zigzag64(self.view) - 1, VIEW_ORDER);
+            }
         }
     }
 
-    /// Reads a link, refusing what no encoder writes: a gap of 0 or 1 flagged, a zero
-    /// change, an angle change past an i16, a number that is not finite, a weapon slot out
-    /// of range.
-    fn read(r: &mut Reader) -> Result<Self, &'static str> {
+    /// Reads a link after links whose flags were `earlier`, refusing what no encoder
+    /// writes: flags not in their shortest form, a gap of 0 or 1 flagged, a zero change
+    /// (no code for one), an angle change past an i16, a number that is not finite, a
+    /// weapon slot out of range.
+    fn read(r: &mut BitReader, earlier: [u8; 2]) -> Result<Self, &'static str> {
+        let flags = if !r.bit()? {
+            earlier[0]
+        } else if !r.bit()? {
+            if earlier[1] == earlier[0] {
+                return Err("input flags not in their shortest form");
+            }
+            earlier[1]
+        } else {
+            let flags = r.bits(8)? as u8;
+            if earlier.contains(&flags) {
+                return Err("input flags not in their shortest form");
+            }
+            flags
+        };
         let mut link = Self {
-            flags: r.byte()?,
+            flags,
             ..Self::default()
         };
-        let has = |bit: u8| link.flags & bit != 0;
+        let has = |bit: u8| flags & bit != 0;
         if has(SEQ_GAP) {
-            link.seq_gap = r.varint()?;
-            if link.seq_gap <= 1 {
-                return Err("input sequence gap out of range");
-            }
+            link.seq_gap = r.exp_golomb(0, u64::from(u32::MAX) - 2)? as u32 + 2;
         }
         if has(TICK_GAP) {
-            link.tick_offset = nonzero(r.zigzag()?)?;
+            link.tick_offset = unzigzag(r.exp_golomb(0, u64::from(u32::MAX) - 1)? as u32 + 1);
         }
         if has(FORWARD) {
-            link.forward = finite(r.f32()?)?;
+            link.forward = finite(f32::from_bits(r.bits(32)? as u32))?;
         }
         if has(RIGHT) {
-            link.right = finite(r.f32()?)?;
+            link.right = finite(f32::from_bits(r.bits(32)? as u32))?;
         }
+        // An i16's zigzag is at most u16::MAX.
+        let angle = |r: &mut BitReader| -> Result<i16, &'static str> {
+            let z = r.exp_golomb(ANGLE_ORDER, u64::from(u16::MAX) - 1)? as u32 + 1;
+            Ok(unzigzag(z) as i16)
+        };
         if has(YAW) {
-            link.yaw = angle_change(r.zigzag()?)?;
+            link.yaw = angle(r)?;
         }
         if has(PITCH) {
-            link.pitch = angle_change(r.zigzag()?)?;
+            link.pitch = angle(r)?;
         }
         if has(BUTTONS) {
-            link.buttons = r.byte()?;
-            link.slot = r.byte()?;
+            link.buttons = r.bits(8)? as u8;
+            link.slot = r.bits(8)? as u8;
             if link.slot > WEAPON_SLOTS {
                 return Err("weapon slot out of range");
             }
         }
         if has(VIEW) {
-            link.view = unzigzag64(r.varint64()?);
-            // Unsigned: the most negative change has no positive twin (a panic in a
-            // build with overflow checks).
-            if link.view == 0 || link.view.unsigned_abs() > MAX_VIEW_STEPS.unsigned_abs() {
-                return Err("view time change out of range");
+            link.held = !r.bit()?;
+            if !link.held {
+                // At most twice the view time's range either way, zigzagged: the most
+                // negative change has no positive twin and is never read.
+                let most = zigzag64(2 * MAX_VIEW_STEPS) - 1;
+                link.view = unzigzag64(r.exp_golomb(VIEW_ORDER, most)? + 1);
             }
         }
         Ok(link)
     }
 }
 
-fn nonzero(v: i32) -> Result<i32, &'static str> {
-    if v == 0 {
-        return Err("a change of zero flagged");
-    }
-    Ok(v)
-}
+/// Exp-Golomb orders: an angle change of up to 16 steps (a third of a degree) takes
+/// 4-6 bits; a view time's miss by up to a tick 10-16.
+const ANGLE_ORDER: u32 = 3;
+const VIEW_ORDER: u32 = 6;
 
 fn finite(v: f32) -> Result<f32, &'static str> {
     if !v.is_finite() {
         return Err("input command holds NaN or infinity");
     }
-    Ok(v)
-}
-
-/// A change past an i16's range would be a second encoding of a smaller one.
-fn angle_change(v: i32) -> Result<i16, &'static str> {
-    let v = i16::try_from(nonzero(v)?).map_err(|_| "angle change out of range")?;
     Ok(v)
 }
 
@@ -312,9 +419,11 @@ impl InputPacket {
     ) -> Self {
         let zero = InputCmd::default();
         let mut prev = base.unwrap_or(&zero);
+        let mut anchor = prev;
         let mut links = Vec::with_capacity(cmds.len());
         for c in cmds.iter().rev() {
-            links.push(Link::between(prev, c));
+            links.push(Link::between(prev, anchor, c));
+            anchor = view_anchor(anchor, prev, c);
             prev = c;
         }
         Self {
@@ -350,17 +459,21 @@ impl InputPacket {
             (Some(_), Some(b)) if b.seq != 0 => *b,
             _ => return Err(CmdsError("not the packet's base")),
         };
+        let mut anchor = prev;
         let mut cmds = Vec::with_capacity(self.links.len());
         for link in &self.links {
             let c = link
-                .apply(&prev)
+                .apply(&prev, &anchor)
                 .ok_or(CmdsError("input sequence or view time out of range"))?;
-            // A flag must name a real change, or one packet would have two encodings.
-            if Link::between(&prev, &c).flags != link.flags {
+            // A flag must name a real change, and a view written must not be the held
+            // one, or one packet would have two encodings.
+            let again = Link::between(&prev, &anchor, &c);
+            if (again.flags, again.held) != (link.flags, link.held) {
                 return Err(CmdsError(
                     "a command flagged as changed where nothing changed",
                 ));
             }
+            anchor = *view_anchor(&anchor, &prev, &c);
             cmds.push(c);
             prev = c;
         }
@@ -369,12 +482,17 @@ impl InputPacket {
     }
 
     fn to_bytes(&self) -> Vec<u8> {
-        let mut out = Vec::with_capacity(12 + self.links.len() * 4);
+        let mut out = Vec::with_capacity(12 + self.links.len() * 3);
         put_varint(&mut out, self.ack_snapshot.into());
         put_varint(&mut out, self.base_offset.map_or(0, |o| u64::from(o) + 1));
+        put_varint(&mut out, self.links.len() as u64);
+        let mut bits = BitWriter::default();
+        let mut earlier = [0; 2];
         for link in &self.links {
-            link.write(&mut out);
+            link.write(&mut bits, earlier);
+            earlier = [link.flags, earlier[0]];
         }
+        out.extend(bits.finish());
         out
     }
 
@@ -385,16 +503,22 @@ impl InputPacket {
             0 => None,
             n => Some(u32::try_from(n - 1).map_err(|_| "base offset out of range")?),
         };
-        let mut links = Vec::new();
-        while !r.0.is_empty() {
-            if links.len() == MAX_PACKET_CMDS {
-                return Err("too many commands");
-            }
-            links.push(Link::read(&mut r)?);
-        }
-        if links.is_empty() {
+        let count = r.varint()? as usize;
+        if count == 0 {
             return Err("no commands");
         }
+        if count > MAX_PACKET_CMDS {
+            return Err("too many commands");
+        }
+        let mut bits = BitReader::new(r.0);
+        let mut links = Vec::with_capacity(count);
+        let mut earlier = [0; 2];
+        for _ in 0..count {
+            let link = Link::read(&mut bits, earlier)?;
+            earlier = [link.flags, earlier[0]];
+            links.push(link);
+        }
+        bits.finish()?;
         Ok(Self {
             ack_snapshot,
             base_offset,
@@ -430,13 +554,14 @@ impl<'de> Deserialize<'de> for InputPacket {
 mod tests {
     use super::*;
 
+    /// A command whose view time moves on with its client tick, as a client's does.
     fn cmd(seq: u32) -> InputCmd {
         InputCmd {
             client_tick: seq + 100,
             yaw: angle_of_steps(angle_steps(0.25)),
             pitch: angle_of_steps(angle_steps(-0.1)),
             weapon_slot: 0,
-            view_tick: 90,
+            view_tick: seq + 90,
             view_frac: 3 * VIEW_FRAC_STEP,
             ..sightline_sim::test_support::wire_cmd(seq)
         }
@@ -455,17 +580,32 @@ mod tests {
         InputPacket::read(bytes)
     }
 
+    /// A packet by hand: acknowledging snapshot 3, no base, `count` links, then `bits`.
+    fn raw(count: u8, bits: impl FnOnce(&mut BitWriter)) -> Vec<u8> {
+        let mut w = BitWriter::default();
+        bits(&mut w);
+        let mut out = vec![3, 0, count];
+        out.extend(w.finish());
+        out
+    }
+
+    /// Flags written out in full (`11` and eight bits).
+    fn flags(w: &mut BitWriter, f: u8) {
+        w.bits(0b11, 2);
+        w.bits(f.into(), 8);
+    }
+
     #[test]
-    fn commands_round_trip_and_repeats_cost_one_byte() {
+    fn commands_round_trip_and_repeats_cost_one_bit() {
         let same: Vec<InputCmd> = (1..=32).rev().map(cmd).collect();
         let full = plain(&same);
         let oldest = bytes(&plain(&same[31..])).len();
-        assert_eq!(
-            bytes(&full).len(),
-            oldest + 31,
-            "one flag byte per newer command"
+        assert!(
+            bytes(&full).len() <= oldest + 4,
+            "a bit per newer command: {} vs {oldest}",
+            bytes(&full).len()
         );
-        assert!(oldest <= 2 + 26);
+        assert!(oldest <= 3 + 26);
         assert_eq!(read(&bytes(&full)), Ok(full.clone()));
         assert_eq!(full.commands(None), Ok(same.clone()));
         let mut turning = same;
@@ -492,20 +632,19 @@ mod tests {
 
     #[test]
     fn a_base_the_server_holds_makes_the_newest_command_cheap() {
-        let mut base = cmd(40);
-        base.view_tick = 80;
+        let base = cmd(40);
         let mut newest = cmd(44);
         newest.yaw = angle_of_steps(angle_steps(0.3));
-        newest.view_tick = 84;
+        newest.view_tick += 1;
         let cmds = [newest, cmd(43), cmd(42), cmd(41)];
         let full = bytes(&plain(&cmds[..1]));
         // The acknowledged snapshot said 40 was simulated: the base is 0 back.
         let p = InputPacket::new(9, 40, Some(&base), &cmds);
         assert_eq!(bytes(&p)[1], 1, "an offset of 0, plus one");
-        // Flags, gap, a turn and a view change, and three repeats: less than the newest
-        // command alone in full.
+        // Three repeats, then a turn and a view moved on by a tick more than the ticks:
+        // a few bytes, far less than the newest command alone in full.
         assert!(
-            bytes(&p).len() < full.len(),
+            bytes(&p).len() < full.len() / 2,
             "{} vs {}",
             bytes(&p).len(),
             full.len()
@@ -522,72 +661,237 @@ mod tests {
         assert!(plain(&cmds).commands(Some(&base)).is_err());
     }
 
+    /// 19 commands (0.15 s at 128 Hz, the window a packet repeats) of a player running and
+    /// turning at `fps`, newest first, and the command before them (the base): each
+    /// frame's turn on its first tick, the view time the moment the frame draws, moved on
+    /// with the ticks as the client does unless it fires.
+    fn a_window_at(fps: f64, firing: bool) -> (Vec<InputCmd>, InputCmd) {
+        let ticks_per_frame = 128.0 / fps;
+        let mut cmds: Vec<InputCmd> = Vec::new();
+        let mut anchor = InputCmd::default();
+        for i in 0..20u32 {
+            let frame = (f64::from(i) / ticks_per_frame).floor();
+            let drawn = 1000.0 + frame * ticks_per_frame - 9.3;
+            let mut c = InputCmd {
+                seq: 500 + i,
+                client_tick: 2000 + i,
+                forward: 1.0,
+                yaw: angle_of_steps((frame * 37.0 + (frame * 0.7).sin() * 9.0) as i16),
+                pitch: angle_of_steps((frame * -5.0) as i16),
+                buttons: if firing {
+                    Buttons::FIRE
+                } else {
+                    Buttons::default()
+                },
+                ..Default::default()
+            };
+            c.set_view_time(drawn);
+            if let Some(prev) = cmds.last() {
+                follow_view(&anchor, prev, &mut c);
+                anchor = *view_anchor(&anchor, prev, &c);
+            } else {
+                anchor = c;
+            }
+            cmds.push(c);
+        }
+        let base = cmds.remove(0);
+        cmds.reverse();
+        (cmds, base)
+    }
+
+    #[test]
+    fn a_window_of_turning_and_running_fits_in_a_few_dozen_bytes() {
+        let size = |(cmds, base): &(Vec<InputCmd>, InputCmd)| {
+            let p = InputPacket::new(3, base.seq, Some(base), cmds);
+            assert_eq!(
+                read(&bytes(&p)).unwrap().commands(Some(base)),
+                Ok(cmds.clone())
+            );
+            bytes(&p).len()
+        };
+        // Measured: 28, 28 and 45 bytes; firing, 27, 39 and 65.
+        for (fps, most, most_firing) in [(30.0, 30, 30), (60.0, 30, 42), (144.0, 48, 68)] {
+            let n = size(&a_window_at(fps, false));
+            // Firing, every command keeps the moment drawn: a frame's later ticks hold it
+            // for a bit each, its first pays for how far the frame moved on.
+            let shooting = size(&a_window_at(fps, true));
+            eprintln!("{fps} fps: {n} bytes, {shooting} firing");
+            assert!(n <= most, "{fps} fps: {n} bytes");
+            assert!(
+                shooting <= most_firing,
+                "{fps} fps: {shooting} bytes firing"
+            );
+        }
+    }
+
+    #[test]
+    fn a_view_time_moves_on_with_the_ticks_or_holds_unless_it_shoots() {
+        // Anchor and previous command alike: a view a tick behind is moved on.
+        let prev = cmd(10);
+        let mut next = cmd(11);
+        next.view_tick = prev.view_tick;
+        follow_view(&prev, &prev, &mut next);
+        assert_eq!(
+            next.view_tick,
+            prev.view_tick + 1,
+            "a tick on, within slack"
+        );
+        assert!(std::ptr::eq(view_anchor(&prev, &prev, &next), &next));
+        // Three ticks from the moved-on view, but two from the previous: held.
+        let held_from = cmd(12);
+        let mut held = cmd(13);
+        held.view_tick = held_from.view_tick - 2;
+        follow_view(&prev, &held_from, &mut held);
+        assert_eq!(held.view_tick, held_from.view_tick, "held");
+        assert!(std::ptr::eq(view_anchor(&prev, &held_from, &held), &prev));
+        // Far from both: kept.
+        let mut far = cmd(11);
+        far.view_tick = prev.view_tick + 4;
+        follow_view(&prev, &prev, &mut far);
+        assert_eq!(far.view_tick, prev.view_tick + 4, "three ticks off: kept");
+        let mut firing = cmd(11);
+        firing.view_tick = prev.view_tick;
+        firing.buttons = Buttons::ALT_FIRE;
+        follow_view(&prev, &prev, &mut firing);
+        assert_eq!(
+            firing.view_tick, prev.view_tick,
+            "a shot keeps the moment drawn"
+        );
+        // The command after a shot keeps its own too: a charge is let go on it.
+        let mut after = cmd(12);
+        after.view_tick = prev.view_tick;
+        follow_view(&firing, &firing, &mut after);
+        assert_eq!(after.view_tick, prev.view_tick);
+        // A predicted view time outside the range is no prediction.
+        let early = InputCmd {
+            client_tick: 5,
+            ..InputCmd::default()
+        };
+        let before = InputCmd {
+            client_tick: 3,
+            ..InputCmd::default()
+        };
+        assert_eq!(predicted_view(&early, &before), None);
+    }
+
     #[test]
     fn hostile_bytes_are_refused() {
         let good = bytes(&plain(&[cmd(5), cmd(4)]));
-        // Cut short, the links end early: refused, or (cut between links) fewer commands.
-        // On the wire the byte string's length comes first, so a cut datagram is refused
-        // before this.
+        // Cut short anywhere, refused: the header counts the links.
         for cut in 0..good.len() {
-            if let Ok(p) = read(&good[..cut]) {
-                assert_eq!(p.len(), 1, "cut at {cut}");
-            }
+            assert!(read(&good[..cut]).is_err(), "cut at {cut}");
         }
         let mut cut = InputPacket::encode(&plain(&[cmd(5), cmd(4)])).unwrap();
         cut.pop();
         assert!(InputPacket::decode(&cut).is_err());
-        // Header: ack 3, no base; then the links, to the end.
-        assert!(read(&[3, 0]).is_err(), "no commands");
-        let mut many = bytes(&plain(&[cmd(1)]));
-        many.extend_from_slice(&[0; MAX_PACKET_CMDS]);
+        // A byte more, or a padding bit set.
+        let mut longer = good.clone();
+        longer.push(0);
+        assert!(read(&longer).is_err());
+        assert_eq!(read(&raw(1, |w| w.bit(false))).unwrap().len(), 1);
+        assert!(read(&[3, 0, 1, 0b0000_0001]).is_err(), "padding bit set");
+        // No commands, too many; as many as allowed.
+        assert!(read(&[3, 0, 0]).is_err());
+        let many = raw(MAX_PACKET_CMDS as u8 + 1, |w| {
+            w.bits(0, MAX_PACKET_CMDS as u32 + 1)
+        });
         assert!(read(&many).is_err(), "too many");
-        many.pop();
-        assert_eq!(read(&many).unwrap().len(), MAX_PACKET_CMDS);
-        let one = || bytes(&plain(&[cmd(5)]));
-        // A gap of one flagged, or of zero, is refused; so is a zero change.
-        // The most negative view change (zigzagged: u64::MAX, ten bytes) has no positive
-        // twin: refused, not negated (a panic in a build with overflow checks).
-        let mut most_negative = vec![VIEW];
-        most_negative.extend_from_slice(&[0xff; 9]);
-        most_negative.push(0x01);
-        for link in [
-            vec![SEQ_GAP, 1],
-            vec![SEQ_GAP, 0],
-            vec![TICK_GAP, 0],
-            vec![YAW, 0],
-            most_negative,
-        ] {
-            let mut p = one();
-            p.extend_from_slice(&link);
-            assert!(read(&p).is_err(), "{link:?}");
-        }
+        let most = raw(MAX_PACKET_CMDS as u8, |w| w.bits(0, MAX_PACKET_CMDS as u32));
+        assert_eq!(read(&most).unwrap().len(), MAX_PACKET_CMDS);
+        // Flags written out that a shorter code names, or `10` for the same as `0`.
+        assert!(read(&raw(1, |w| flags(w, 0))).is_err());
+        assert!(read(&raw(1, |w| w.bits(0b10, 2))).is_err());
+        assert!(
+            read(&raw(2, |w| {
+                flags(w, YAW);
+                w.exp_golomb(5, ANGLE_ORDER);
+                flags(w, YAW);
+            }))
+            .is_err()
+        );
         // A flag naming no change is found when the chain is applied.
-        let mut same = one();
-        same.push(FORWARD);
-        same.extend_from_slice(&1.0f32.to_le_bytes());
+        let same = raw(1, |w| {
+            flags(w, FORWARD);
+            w.bits(0.0f32.to_bits().into(), 32);
+        });
         assert!(read(&same).unwrap().commands(None).is_err());
-        // Sequence numbers cannot pass the counter's range.
-        let mut past = one();
-        past.push(SEQ_GAP);
-        put_varint(&mut past, u32::MAX.into());
+        // Sequence numbers cannot pass the counter's range, nor view times theirs.
+        let past = raw(1, |w| {
+            flags(w, SEQ_GAP);
+            w.exp_golomb(u64::from(u32::MAX) - 2, 0);
+        });
         assert!(read(&past).unwrap().commands(None).is_err());
+        let before_zero = raw(1, |w| {
+            flags(w, VIEW);
+            w.bit(true);
+            // The first command's client tick is 1: a view time 300 steps before 1 tick.
+            w.exp_golomb(zigzag64(-300) - 1, VIEW_ORDER);
+        });
+        assert!(read(&before_zero).unwrap().commands(None).is_err());
+        let far_back = raw(1, |w| {
+            flags(w, VIEW);
+            w.bit(true);
+            w.exp_golomb(zigzag64(2 * MAX_VIEW_STEPS) + 4, VIEW_ORDER);
+        });
+        assert!(read(&far_back).is_err());
+        // A view time held where it is the one predicted, or written where it is the
+        // held one: refused when applied.
+        let held = raw(1, |w| {
+            flags(w, VIEW);
+            w.bit(false);
+        });
+        assert!(
+            read(&held).unwrap().commands(None).is_ok(),
+            "0 held, 1 tick on"
+        );
+        let base = cmd(7);
+        let held_on_time = InputPacket::read(&{
+            let mut p = vec![3, 1, 1];
+            let mut w = BitWriter::default();
+            flags(&mut w, VIEW);
+            w.bit(false);
+            p.extend(w.finish());
+            p
+        })
+        .unwrap();
+        let mut still = cmd(8);
+        still.view_tick = base.view_tick;
+        assert_eq!(held_on_time.commands(Some(&base)), Ok(vec![still]));
+        let written_as_held = raw(1, |w| {
+            flags(w, VIEW);
+            w.bit(true);
+            // The view predicted for the first command is 256 steps (a tick); 0 is held.
+            w.exp_golomb(zigzag64(-256) - 1, VIEW_ORDER);
+        });
+        assert!(read(&written_as_held).unwrap().commands(None).is_err());
         // Not finite, a slot out of range, an angle change past an i16.
-        let mut nan = one();
-        nan.push(RIGHT);
-        nan.extend_from_slice(&f32::NAN.to_le_bytes());
+        let nan = raw(1, |w| {
+            flags(w, RIGHT);
+            w.bits(f32::NAN.to_bits().into(), 32);
+        });
         assert!(read(&nan).is_err());
-        let mut slot = one();
-        slot.extend_from_slice(&[BUTTONS, 0, WEAPON_SLOTS + 1]);
+        let slot = raw(1, |w| {
+            flags(w, BUTTONS);
+            w.bits(0, 8);
+            w.bits((WEAPON_SLOTS + 1).into(), 8);
+        });
         assert!(read(&slot).is_err());
-        let mut turn = one();
-        turn.push(YAW);
-        put_zigzag(&mut turn, 40_000);
+        let turn = raw(1, |w| {
+            flags(w, YAW);
+            w.exp_golomb(u64::from(u16::MAX), ANGLE_ORDER);
+        });
         assert!(read(&turn).is_err());
         // A base offset past a u32, a varint of six bytes, or a fifth byte with high bits.
         let mut far = vec![3];
         put_varint(&mut far, u64::from(u32::MAX) + 2);
-        far.push(0);
+        far.extend_from_slice(&[1, 0]);
         assert!(read(&far).is_err());
-        assert!(read(&[0xff, 0xff, 0xff, 0xff, 0x7f, 0, 0]).is_err());
+        assert!(read(&[0xff, 0xff, 0xff, 0xff, 0x7f, 0, 1, 0]).is_err());
+        // Any bytes at all: refused or read, never a panic.
+        for soup in crate::bytes::byte_soup(11, 40) {
+            if let Ok(p) = read(&soup) {
+                let _ = p.commands(None);
+            }
+        }
     }
 }

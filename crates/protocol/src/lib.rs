@@ -34,6 +34,7 @@
 //! and non-finite inputs all come back as a [`DecodeError`] for the caller to drop and
 //! count.
 
+pub mod bits;
 pub mod bytes;
 mod channel;
 pub mod cmds;
@@ -71,4 +72,4 @@ pub use token::{
 };
 
 /// Version of this protocol; a client and server must agree on it exactly.
-pub const PROTOCOL_VERSION: u32 = 22;
+pub const PROTOCOL_VERSION: u32 = 23;
