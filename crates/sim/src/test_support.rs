@@ -16,7 +16,7 @@ pub fn cmd(seq: u32) -> InputCmd {
 pub fn wire_cmd(seq: u32) -> InputCmd {
     InputCmd {
         seq,
-        client_tick: seq + 10,
+        client_tick: seq.wrapping_add(10),
         forward: 1.0,
         right: -0.5,
         yaw: angle_of_steps(angle_steps(0.3)),
