@@ -63,8 +63,8 @@ pub const INPUT_BASE_SPAN: u32 = 128;
 /// view (a change of at most 41 bits zigzagged, 77).
 const MAX_LINK_BYTES: usize = (10 + 65 + 65 + 64 + 33 + 33 + 16 + 77usize).div_ceil(8);
 
-/// How far a command's view time may be from [`predicted_view`] for [`follow_view`] to
-/// move it there: two ticks, in steps of 1/256 tick. Within a frame the client draws one
+/// How far [`follow_view`] may move a command's view time from the moment drawn: two
+/// ticks, in steps of 1/256 tick. Within a frame the client draws one
 /// moment while its ticks move on, so at 60 fps its commands' view times fall behind the
 /// ticks by up to two ticks before the next frame catches up; the server's bound on a
 /// view time stepping back (`MAX_VIEW_STEP_BACK`, 50 ms) leaves room for that.
@@ -73,18 +73,18 @@ pub const VIEW_SLACK_STEPS: i64 = 2 * 256;
 /// The buttons whose command fires, and so whose view time lag compensation reads.
 const SHOOTING: Buttons = Buttons::FIRE.with(Buttons::ALT_FIRE);
 
-/// `prev`'s view time moved on by the client ticks from `prev` to `c`, in steps of
-/// [`VIEW_FRAC_STEP`]: what a link's view is written against.
-fn predicted_view_steps(prev: &InputCmd, c: &InputCmd) -> i64 {
+/// `from`'s view time moved on by the client ticks from `from` to `c`, in steps of
+/// [`VIEW_FRAC_STEP`]: what a link's view is written against, from its anchor.
+fn predicted_view_steps(from: &InputCmd, c: &InputCmd) -> i64 {
     // Reinterpreted: a gap past the counter's wrap is a small negative one.
-    let ticks = c.client_tick.wrapping_sub(prev.client_tick) as i32;
-    view_steps(prev) + (i64::from(ticks) << 8)
+    let ticks = c.client_tick.wrapping_sub(from.client_tick) as i32;
+    view_steps(from) + (i64::from(ticks) << 8)
 }
 
-/// `prev`'s view time moved on by the client ticks from `prev` to `c`, as `(view_tick,
+/// `from`'s view time moved on by the client ticks from `from` to `c`, as `(view_tick,
 /// view_frac)`; `None` outside the view time's range.
-pub fn predicted_view(prev: &InputCmd, c: &InputCmd) -> Option<(u32, u16)> {
-    let steps = predicted_view_steps(prev, c);
+pub fn predicted_view(from: &InputCmd, c: &InputCmd) -> Option<(u32, u16)> {
+    let steps = predicted_view_steps(from, c);
     (0..=MAX_VIEW_STEPS)
         .contains(&steps)
         .then(|| ((steps >> 8) as u32, (steps & 0xff) as u16 * VIEW_FRAC_STEP))
