@@ -834,8 +834,8 @@ mod tests {
             w.exp_golomb(zigzag64(2 * MAX_VIEW_STEPS) + 4, VIEW_ORDER);
         });
         assert!(read(&far_back).is_err());
-        // A view time held where it is the one predicted, or written where it is the
-        // held one: refused when applied.
+        // A view time held from the previous command: valid where that is not the one
+        // predicted (from nothing, or from a base, a tick on)...
         let held = raw(1, |w| {
             flags(w, VIEW);
             w.bit(false);
@@ -845,18 +845,22 @@ mod tests {
             "0 held, 1 tick on"
         );
         let base = cmd(7);
-        let held_on_time = InputPacket::read(&{
-            let mut p = vec![3, 1, 1];
-            let mut w = BitWriter::default();
-            flags(&mut w, VIEW);
-            w.bit(false);
-            p.extend(w.finish());
-            p
-        })
-        .unwrap();
+        let mut against_base = held.clone();
+        against_base[1] = 1; // the base 0 back, plus one
         let mut still = cmd(8);
         still.view_tick = base.view_tick;
-        assert_eq!(held_on_time.commands(Some(&base)), Ok(vec![still]));
+        assert_eq!(
+            read(&against_base).unwrap().commands(Some(&base)),
+            Ok(vec![still])
+        );
+        // ...refused where it is (no tick on: the client-tick gap one less than the
+        // sequence gap), and a view written where it is the held one is refused too.
+        let held_on_time = raw(1, |w| {
+            flags(w, TICK_GAP | VIEW);
+            w.exp_golomb(u64::from(zigzag(-1)) - 1, 0);
+            w.bit(false);
+        });
+        assert!(read(&held_on_time).unwrap().commands(None).is_err());
         let written_as_held = raw(1, |w| {
             flags(w, VIEW);
             w.bit(true);
