@@ -109,6 +109,21 @@ fn a_recorded_fight_replays_to_the_same_bits_plays_from_any_tick_and_a_changed_o
         bytes.len() as f64 / seconds
     );
 
+    // The lossy links' outages held the people now and then, and the server repaid those
+    // ticks with two commands in one: the replay runs those the same way.
+    let mut chain = CommandChain::default();
+    let twice = records(&bytes)
+        .1
+        .iter()
+        .filter_map(|r| match r {
+            Record::Tick(t) => Some(chain.read(t).expect("reads")),
+            _ => None,
+        })
+        .flatten()
+        .filter(|(_, step)| matches!(step, Step::Twice { .. }))
+        .count();
+    assert!(twice > 0, "no tick ran two commands");
+
     let verdict = verify_bytes(bytes.clone());
     assert!(
         matches!(verdict.outcome, Outcome::Matched),

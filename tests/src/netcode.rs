@@ -129,6 +129,85 @@ fn shots_at_the_drawn_target_hit_at_150_ms_and_shots_beside_it_miss() {
     );
 }
 
+/// A short uplink outage (a Wi-Fi hiccup) holds the player at the server for its length;
+/// when the commands made meanwhile arrive at once, the server runs two a tick until the
+/// held ticks are repaid, so within about as many ticks as it held, the buffer (and
+/// with it the delay on every command) is back where it was, not seconds later, and the
+/// player's own prediction saw nothing of it.
+#[test]
+fn after_a_short_uplink_outage_the_server_repays_the_held_ticks_within_as_many() {
+    let mut s = Stepper::new(ServerConfig::default(), "duel");
+    let way = ConditionerSettings {
+        latency_ms: 40.0,
+        ..Default::default()
+    };
+    let c = s.add_conditioned_client("hiccup", 5, way, way);
+    s.run_for(6.0);
+    let buffer = |s: &mut Stepper| {
+        let w = s.server.world_mut();
+        let mut buffers = w.query::<&InputBuffer>();
+        let b = buffers.single(w).expect("one player");
+        (b.len(), b.holds(), b.catch_ups(), b.owed())
+    };
+    // The buffer's depth over a second of a steady link, sampled each server tick.
+    let depth = |s: &mut Stepper, seconds: f64| {
+        let until = s.now() + seconds;
+        let mut lengths = Vec::new();
+        while s.now() < until {
+            s.step_with(|s, which| {
+                if which == sightline_harness::Updated::Server {
+                    lengths.push(buffer(s).0 as f64);
+                }
+            });
+        }
+        lengths.iter().sum::<f64>() / lengths.len().max(1) as f64
+    };
+    let before = depth(&mut s, 1.0);
+    let corrections = s.clients[c]
+        .world()
+        .resource::<PredictionStats>()
+        .corrections
+        .len();
+    let (_, holds_before, repaid_before, _) = buffer(&mut s);
+    let dark = ConditionerSettings {
+        loss_pct: 100.0,
+        ..way
+    };
+    s.links[c].set_conditions(dark, way);
+    s.run_for(0.1);
+    s.links[c].set_conditions(way, way);
+    let (_, _, repaid, _) = buffer(&mut s);
+    assert_eq!(repaid, repaid_before, "nothing to repay with while dark");
+    // The commands need the link's 20 ms to arrive (the server holds on meanwhile);
+    // then each tick repays one held.
+    let back = s.run_until(2_000, |s| buffer(s).3 == 0);
+    let (_, holds, repaid, owed) = buffer(&mut s);
+    assert!(back, "still owed {owed} ticks");
+    let held = holds - holds_before;
+    assert!(
+        (8..=16).contains(&held),
+        "held {held} ticks for 100 ms dark"
+    );
+    assert_eq!(repaid - repaid_before, held, "every held tick repaid");
+    let after = depth(&mut s, 1.0);
+    eprintln!("buffer {before:.2} commands before, {after:.2} after; held {held}");
+    assert!(
+        after < before + 0.5,
+        "buffer {before:.2} before, {after:.2} after"
+    );
+    let stats = s.clients[c].world().resource::<PredictionStats>();
+    assert_eq!(
+        stats.corrections.len(),
+        corrections,
+        "the client's prediction saw none of it: {:?}",
+        stats
+            .corrections
+            .iter()
+            .skip(corrections)
+            .collect::<Vec<_>>()
+    );
+}
+
 /// Once a second the server sends each client its own weapons as it has them: in a fight
 /// (bots, a client a bot plays on a lossy link, picking things up, dying and coming back)
 /// the prediction of them is never out of step; knocked out of step (rounds it does not

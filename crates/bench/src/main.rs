@@ -598,7 +598,7 @@ fn netcode_report(seconds: f64, seeds: u64, map: &str, only: &[usize]) {
     println!(
         "| link | fps | corrections seen / all /min | own / late input / unpredicted /min \
          | player / knockback / killed /min | while dead /min | seen p99 / all p99 / max mm | resets \
-         | server repeats /min | held ticks /min | input latency mean / p99 ms \
+         | server repeats /min | held / repaid ticks /min | input latency mean / p99 ms \
          | input buffer ms | shot world age mean / p99 ms |"
     );
     println!("|---|---:|---:|---|---|---:|---|---:|---:|---:|---|---:|---|");
@@ -607,7 +607,7 @@ fn netcode_report(seconds: f64, seeds: u64, map: &str, only: &[usize]) {
             let [own, late, other, ..] = c.corrections_by_cause_per_min;
             let own_of = |k: usize| move |c: &NetcodeReport| c.corrections_by_cause_per_min[k];
             println!(
-                "| {label} | {:.0} | {} / {:.1} | {} / {} / {other:.1} | {} | {:.1} | {:.0} / {:.0} / {:.0} | {:.0} | {:.1} | {} | {:.1} / {:.1} | {:.1} | {} / {:.0} |",
+                "| {label} | {:.0} | {} / {:.1} | {} / {} / {other:.1} | {} | {:.1} | {:.0} / {:.0} / {:.0} | {:.0} | {:.1} | {} / {:.1} | {:.1} / {:.1} | {:.1} | {} / {:.0} |",
                 c.fps,
                 spread(c.seen_per_min, r.spread(j, |c| c.seen_per_min), 1),
                 c.corrections_per_min,
@@ -622,6 +622,7 @@ fn netcode_report(seconds: f64, seeds: u64, map: &str, only: &[usize]) {
                 c.resets * seeds as f64,
                 c.repeats_per_min,
                 spread(c.held_per_min, r.spread(j, |c| c.held_per_min), 1),
+                c.caught_up_per_min,
                 c.input_latency_ms_mean,
                 c.input_latency_ms_p99,
                 c.input_buffer_ms,

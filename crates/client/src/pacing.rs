@@ -16,15 +16,13 @@
 //! - a dry report too rare for the percentile (a clock a little slower than the server's
 //!   leaves one every few seconds) teaches a lasting, slowly fading speed-up.
 //!
-//! What an outage piles up is drained at once, at the full [`MAX_DILATION`]: each tick the
-//! server held us through it is a command of ours that now waits a tick longer than
-//! before, and the first report after it shows them waiting. Left to the percentile,
-//! which the window's older reports keep on target for two seconds, they began to drain
-//! only by then, and behind a link dark every few seconds every command waited about
-//! 10 ms more. Known in number, they are drained open-loop ([`InputPacing::backlog`]), so
-//! the report's round trip adds no overshoot. Draining faster (8 %) cut more of the wait,
-//! but left nothing in the buffer to bridge the next outage: the server held us 40 % more
-//! often, ran out of its holding allowance and repeated commands, each a correction.
+//! What an outage piles up is not ours to drain: each tick the server held us through it
+//! is a command of ours that would wait a tick longer than before, and the server repays
+//! those ticks itself, running two of our commands a tick until they are
+//! (`sightline_server::InputBuffer::take_catch_up`), within as many ticks as it held. A
+//! client slowing down to drain them too would drain the buffer past its target into
+//! held ticks again. The deep reports the burst leaves are
+//! the window's highest, and the percentile steered is one of its lowest.
 //!
 //! A dry tick costs no correction: the server holds the player for that tick and runs the
 //! command when it comes (`sightline_server::HOLD_SHARE`).
@@ -56,9 +54,6 @@ pub const SETTLE_LIMIT: u32 = 512;
 pub const MAX_DILATION: f64 = 0.03;
 /// Speed-up while the pipeline first fills, as a fraction.
 pub const CATCH_UP_DILATION: f64 = 0.10;
-/// Most server ticks one report is taken to cover when draining; a longer silence (a
-/// snapshot stream held back, a downlink outage) drains no more than this.
-const MAX_REPORT_TICKS: u32 = 64;
 /// Pace change per command of error, as a fraction.
 const GAIN: f64 = 0.01;
 /// Pace change when the queue is one command deeper than the target: gentle, draining a
@@ -108,13 +103,6 @@ pub struct InputPacing {
     pub drift: f64,
     /// Dry reports in a row, the latest included.
     dry_run: usize,
-    /// Commands of ours waiting at the server beyond what pacing steers to, piled up by
-    /// the ticks it held us through the last outage, and not yet drained.
-    pub backlog: f64,
-    /// Ticks the server held us in the current run of dry reports.
-    run_holds: u32,
-    /// The server tick of the newest report.
-    report_tick: Option<u32>,
 }
 
 impl Default for InputPacing {
@@ -131,31 +119,14 @@ impl Default for InputPacing {
             ever_settled: false,
             drift: 0.0,
             dry_run: 0,
-            backlog: 0.0,
-            run_holds: 0,
-            report_tick: None,
         }
     }
 }
 
 impl InputPacing {
-    /// Takes one snapshot's report: its server tick, the fewest commands waiting since
-    /// the previous one, and the server's running total of repeated commands.
-    pub fn observe(&mut self, tick: u32, min_queue: u8, repeats_total: u32) {
-        // A tick before the last report's (wrapped far round) covers none.
-        let ticks = match self.report_tick.map(|last| tick.wrapping_sub(last)) {
-            Some(since) if since > u32::MAX / 2 => 0,
-            since => {
-                self.report_tick = Some(tick);
-                since.map_or(0, |t| t.min(MAX_REPORT_TICKS))
-            }
-        };
-        // What the pace since the last report drained: a tick at `factor` makes
-        // 1 / factor commands while the server takes one.
-        if self.factor > 1.0 {
-            let drained = f64::from(ticks) * (1.0 - 1.0 / self.factor);
-            self.backlog = (self.backlog - drained).max(0.0);
-        }
+    /// Takes one snapshot's report: the fewest commands waiting since the previous one,
+    /// and the server's running total of repeated commands.
+    pub fn observe(&mut self, min_queue: u8, repeats_total: u32) {
         let repeated = repeats_total
             .saturating_sub(self.repeats)
             .min(u8::MAX as u32) as u8;
@@ -172,27 +143,9 @@ impl InputPacing {
             self.reports.clear();
         }
         if self.ever_settled {
-            // Before the drift, which ends the dry run this report may end.
-            self.learn_backlog(min_queue);
             self.learn_drift(min_queue);
         }
         self.factor = self.choose_factor();
-    }
-
-    /// A dry report says the server's buffer ran empty, so nothing is left over to drain;
-    /// the first report after a dry run shows what the run's holds piled up: its queue
-    /// beyond the steered one, up to those holds (a dry tick of commands sent late piles
-    /// up nothing).
-    fn learn_backlog(&mut self, min_queue: u8) {
-        if min_queue == 0 {
-            self.backlog = 0.0;
-            return;
-        }
-        if self.dry_run > 0 {
-            let excess = min_queue.saturating_sub(self.low_queue().max(TARGET_MIN_QUEUE));
-            self.backlog = f64::from(self.run_holds.min(u32::from(excess)));
-        }
-        self.run_holds = 0;
     }
 
     /// Takes a newer snapshot's wrapping count of the ticks the server held our player.
@@ -203,9 +156,6 @@ impl InputPacing {
         if since < 128 {
             self.held += u32::from(since);
             self.held_count = Some(count);
-            if self.dry_run > 0 {
-                self.run_holds = self.run_holds.saturating_add(u32::from(since));
-            }
         }
     }
 
@@ -254,9 +204,6 @@ impl InputPacing {
         let filling = !self.ever_settled && self.reports.iter().any(|&(q, _)| q == 0);
         if filling {
             return 1.0 - CATCH_UP_DILATION;
-        }
-        if self.backlog >= 1.0 {
-            return 1.0 + MAX_DILATION;
         }
         // Positive error: commands wait too long, so tick a little slower.
         let error = i32::from(self.low_queue()) - i32::from(TARGET_MIN_QUEUE);
@@ -352,10 +299,8 @@ impl Plugin for PacingPlugin {
 mod tests {
     use super::*;
 
-    /// Feeds a report two ticks after the last, as 64 Hz snapshots of a 128 Hz server come.
     fn report(p: &mut InputPacing, min_queue: u8, repeats_total: u32) {
-        let tick = p.report_tick.map_or(0, |t| t + 2);
-        p.observe(tick, min_queue, repeats_total);
+        p.observe(min_queue, repeats_total);
     }
 
     #[test]
@@ -503,7 +448,7 @@ mod tests {
     }
 
     #[test]
-    fn what_an_outage_piled_up_is_drained_at_once_and_only_that() {
+    fn what_an_outage_piled_up_is_left_to_the_server_to_repay() {
         let mut p = on_target();
         assert_eq!(p.factor, 1.0);
         // 100 ms dark on the way up: the server held us 11 ticks over six dry reports.
@@ -511,62 +456,27 @@ mod tests {
             report(&mut p, 0, 0);
             p.count_holds(held);
         }
-        assert_eq!(p.backlog, 0.0);
-        // Then the commands made meanwhile came at once: ten beyond the one steered to.
-        report(&mut p, 11, 0);
-        p.count_holds(11);
-        assert_eq!(p.backlog, 10.0);
-        // Drained from now, though the window's percentile is still on target.
-        assert_eq!(p.low_queue(), 1);
-        assert_eq!(p.factor, 1.0 + MAX_DILATION);
-        // Each 2-tick report at 3 % slower takes 0.058 of a command, whatever the
-        // reports show (they lag by a round trip; here they show it at once).
-        let mut reports = 0;
-        while p.backlog >= 1.0 {
-            assert_eq!(p.factor, 1.0 + MAX_DILATION);
-            let queue = 1 + p.backlog.round() as u8;
+        assert_eq!(p.held, 11);
+        // Then the commands made meanwhile came at once, ten beyond the one steered to,
+        // and the server ran two a tick until it had repaid them: the reports show the
+        // queue draining without our pace changing.
+        for queue in [11, 9, 7, 5, 3, 1, 1, 1] {
             report(&mut p, queue, 0);
-            reports += 1;
+            assert_eq!(p.low_queue(), 1);
+            assert_eq!(p.factor, 1.0, "queue {queue}");
         }
-        // 9 of the 10 drained in 2.4 s, the last one left to the percentile.
-        assert_eq!(reports, 155);
-        assert!(p.backlog > 0.0, "{}", p.backlog);
-        // A dry report means the buffer ran empty: nothing is left to drain.
-        report(&mut p, 0, 0);
-        assert_eq!(p.backlog, 0.0);
     }
 
     #[test]
-    fn a_report_stamped_before_the_last_drains_nothing() {
-        let mut p = InputPacing {
-            backlog: 5.0,
-            factor: 1.0 + MAX_DILATION,
-            report_tick: Some(1000),
-            ..default()
-        };
-        p.observe(990, 3, 0);
-        assert_eq!(p.backlog, 5.0);
-        p.observe(1010, 3, 0);
-        assert!((p.backlog - (5.0 - 10.0 * (1.0 - 1.0 / 1.03))).abs() < 1e-9);
-    }
-
-    #[test]
-    fn a_dry_tick_of_commands_sent_late_piles_up_nothing() {
+    fn a_dry_tick_of_commands_sent_late_speeds_up_a_little() {
         let mut p = on_target();
-        // Held a tick for a command that came late, which then ran at once: the queue
-        // after it is where it was, whatever the hold count says.
+        // Held a tick for a command that came late, which then ran at once.
         report(&mut p, 0, 0);
         p.count_holds(1);
         report(&mut p, 1, 0);
         p.count_holds(1);
-        assert_eq!(p.backlog, 0.0);
-        // Not slower; a little faster, as the dry tick taught that our clock may be slow.
+        // A little faster, as the dry tick taught that our clock may be slow.
         assert!(p.factor < 1.0, "{}", p.factor);
-        // A queue deeper after a dry run than its holds account for drains only by them.
-        report(&mut p, 0, 0);
-        p.count_holds(3);
-        report(&mut p, 6, 0);
-        assert_eq!(p.backlog, 2.0);
     }
 
     #[test]

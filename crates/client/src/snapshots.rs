@@ -142,11 +142,7 @@ pub(crate) fn receive_datagrams(
         stats.snapshots += 1;
         // Every snapshot's report counts, not only the newest of a frame's: at a few
         // frames a second most are never applied.
-        pacing.observe(
-            snapshot.server_tick,
-            snapshot.input_queue,
-            snapshot.repeated_inputs,
-        );
+        pacing.observe(snapshot.input_queue, snapshot.repeated_inputs);
         pacing.count_holds(snapshot.touches.held);
         *latest = LatestSnapshot(Some(snapshot), false);
     }

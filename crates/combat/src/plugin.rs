@@ -10,7 +10,9 @@ use crate::{
 use bevy::prelude::*;
 use sightline_map::CurrentMap;
 use sightline_movement::{MoveParams, PlayerState, Solid};
-use sightline_sim::{CurrentCmd, Held, InputCmd, PlayerId, SimSet, Tick, TickConfig, angle_steps};
+use sightline_sim::{
+    CommandStep, CurrentCmd, Held, InputCmd, PlayerId, SimSet, Tick, TickConfig, angle_steps,
+};
 
 /// Self-damage from your own rockets is scaled by this (rocket jumps hurt, a little).
 const SELF_SPLASH: f32 = 0.5;
@@ -42,6 +44,21 @@ impl Plugin for CombatPlugin {
                 silence_the_dead
                     .after(SimSet::ReadInputs)
                     .before(SimSet::Move),
+            )
+            // A second command in a tick: it too is silenced if its player is dead (perhaps
+            // killed by this tick's first), and fires; the world's part (rockets flying,
+            // pick-ups) is the tick's, once.
+            .add_systems(
+                CommandStep,
+                (
+                    silence_the_dead
+                        .after(SimSet::ReadInputs)
+                        .before(SimSet::Move),
+                    fire_weapons
+                        .in_set(SimSet::Combat)
+                        .in_set(CombatSystems)
+                        .run_if(resource_exists::<CurrentMap>),
+                ),
             )
             .add_systems(
                 FixedUpdate,

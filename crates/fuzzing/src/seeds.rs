@@ -731,13 +731,19 @@ pub fn demo_file() -> Vec<Vec<u8>> {
         let mut bot = turned(seq);
         bot.view_tick = 0;
         bot.view_frac = 0;
-        let person = if seq == 3 {
-            Step::Held
-        } else {
-            Step::Ran {
+        // Held a tick, then repaying it with two commands in the next.
+        let person = match seq {
+            3 => Step::Held,
+            4 => Step::Twice {
+                cmd: cmd(3),
+                honest_view: true,
+                then: cmd(4),
+                then_honest: false,
+            },
+            _ => Step::Ran {
                 cmd: cmd(seq),
                 honest_view: true,
-            }
+            },
         };
         let steps = [
             (

@@ -21,22 +21,25 @@ pub use state::{Contacts, MoveFlags, PlayerState, Solid};
 
 use bevy::prelude::*;
 use sightline_map::CurrentMap;
-use sightline_sim::{CurrentCmd, Held, PlayerId, SimSet, TickConfig};
+use sightline_sim::{CommandStep, CurrentCmd, Held, PlayerId, SimSet, TickConfig};
 
-/// Runs [`step`] for every player in [`SimSet::Move`], and puts every player on the grid
-/// ([`grid`]) in [`SimSet::Settle`].
+/// Runs [`step`] for every player in [`SimSet::Move`] (of a tick, and of a second command's
+/// [`CommandStep`]), and puts every player on the grid ([`grid`]) in [`SimSet::Settle`].
 #[derive(Default)]
 pub struct MovementPlugin;
 
 impl Plugin for MovementPlugin {
     fn build(&self, app: &mut App) {
+        let moving = || {
+            move_players
+                .in_set(SimSet::Move)
+                .run_if(resource_exists::<CurrentMap>)
+        };
         app.init_resource::<MoveParams>()
-            .add_systems(
-                FixedUpdate,
-                move_players
-                    .in_set(SimSet::Move)
-                    .run_if(resource_exists::<CurrentMap>),
-            )
+            .add_systems(FixedUpdate, moving())
+            // A second command starts where the first left the player settled, as the
+            // client predicts every command from the grid.
+            .add_systems(CommandStep, (settle_players.before(SimSet::Move), moving()))
             .add_systems(FixedUpdate, settle_players.in_set(SimSet::Settle));
     }
 }

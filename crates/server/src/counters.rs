@@ -122,6 +122,12 @@ impl Counters<'_> {
                 stats.holds,
             ),
             both(
+                "catch_ups",
+                "sightline_caught_up_commands_total",
+                "Commands run as a tick's second, repaying a tick their player was held",
+                stats.catch_ups,
+            ),
+            both(
                 "repeats",
                 "sightline_repeated_commands_total",
                 "Commands not run as sent (repeated over a gap, or skipped)",

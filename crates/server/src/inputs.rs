@@ -1,6 +1,7 @@
 //! Per-player input buffers: commands arrive in redundant, possibly reordered packets and
 //! leave at exactly one per tick (received by `crate::datagrams`).
 
+use crate::catch_up::CatchUp;
 use crate::connection::Connection;
 use crate::stats::ServerStats;
 use bevy::prelude::*;
@@ -110,6 +111,13 @@ pub struct InputBuffer {
     hold_credit: u32,
     hold_credit_cap: u32,
     holds: u32,
+    /// Ticks held and not yet repaid ([`Self::take_catch_up`]), at most
+    /// [`HOLD_GRACE_SECONDS`]' worth.
+    owed: u32,
+    /// Commands run as a tick's second, in all.
+    catch_ups: u32,
+    /// Whether this tick's second command was taken (at most one a tick).
+    second_taken: bool,
     /// Newest snapshot the client acknowledged.
     pub ack_snapshot: u32,
     timing: InputTiming,
@@ -139,6 +147,9 @@ impl InputBuffer {
             hold_credit: hold_ticks * HOLD_SHARE,
             hold_credit_cap: hold_ticks * HOLD_SHARE,
             holds: 0,
+            owed: 0,
+            catch_ups: 0,
+            second_taken: true,
             ack_snapshot: 0,
             timing: InputTiming::default(),
             received: vec![InputCmd::default(); INPUT_BASE_SPAN as usize].into_boxed_slice(),
@@ -221,6 +232,7 @@ impl InputBuffer {
     /// the client is treated as stalled and its commands are taken as they come. A command
     /// missing before others that came is waited for the same way, and then skipped.
     pub fn take_next(&mut self) -> Option<InputCmd> {
+        self.second_taken = false;
         let waiting = self.pending.len().min(u8::MAX as usize) as u8;
         // Commands come in sequence; one missing before those waiting is a gap to wait
         // for like an empty buffer (a later packet may still bring it).
@@ -242,13 +254,16 @@ impl InputBuffer {
             self.hold_credit -= HOLD_SHARE;
             self.held_streak += 1;
             self.holds = self.holds.saturating_add(1);
+            self.owed = (self.owed + 1).min(self.hold_ticks);
             return None;
         }
         if gap && let Some(w) = self.pending.pop_front() {
             // Waited long enough: the missing commands are lost (older than any packet
-            // still repeats). They count with the repeats, as commands not run as sent.
+            // still repeats). They count with the repeats, as commands not run as sent,
+            // and repay as many held ticks: the commands after them are that much sooner.
             let skipped = w.cmd.seq.saturating_sub(expected);
             self.timing.repeats = self.timing.repeats.wrapping_add(skipped);
+            self.owed = self.owed.saturating_sub(skipped);
             return Some(self.took(w));
         }
         self.missing_streak = self.missing_streak.saturating_add(1);
@@ -264,6 +279,36 @@ impl InputBuffer {
         } else {
             Some(self.last_cmd.repeated())
         }
+    }
+
+    /// A second command for this tick, after [`Self::take_next`] took one: the next in
+    /// sequence, while ticks held are owed and another command would still be left
+    /// waiting for the next tick. Each hold left every later command of the player's a
+    /// tick later than the client meant; running two in a tick repays one, so after an
+    /// outage the buffer is back to its depth within as many ticks as were held, not
+    /// drained by the client's pacing over seconds. Never more than one a tick, and never
+    /// to run the buffer dry: a repaid tick must not cost the next one a hold.
+    pub fn take_catch_up(&mut self) -> Option<InputCmd> {
+        let expected = self.last_simulated.saturating_add(1);
+        let ready = self.pending.len() >= 2 && self.pending[0].cmd.seq == expected;
+        if self.second_taken || self.owed == 0 || self.missing_streak > 0 || !ready {
+            return None;
+        }
+        self.second_taken = true;
+        let w = self.pending.pop_front()?;
+        self.owed -= 1;
+        self.catch_ups = self.catch_ups.saturating_add(1);
+        Some(self.took(w))
+    }
+
+    /// Ticks held and not yet repaid.
+    pub fn owed(&self) -> u32 {
+        self.owed
+    }
+
+    /// Commands run as a tick's second, repaying held ticks, in all.
+    pub fn catch_ups(&self) -> u32 {
+        self.catch_ups
     }
 
     /// Makes a waiting command the one simulated.
@@ -334,7 +379,8 @@ impl InputBuffer {
 
 /// Takes this tick's command for every connected player, through the sanitizer, in
 /// player-id order (as every per-player step of a tick is, so runs are reproducible), and
-/// bounds the view time its shots may claim; or holds the player for the tick.
+/// bounds the view time its shots may claim; or holds the player for the tick. A player
+/// owed held ticks may get a second command ([`InputBuffer::take_catch_up`]).
 pub(crate) fn consume_inputs(
     mut players: Query<
         (
@@ -344,6 +390,7 @@ pub(crate) fn consume_inputs(
             &mut CurrentCmd,
             &mut Held,
             &mut ViewWindow,
+            &mut CatchUp,
         ),
         Without<BotControlled>,
     >,
@@ -354,7 +401,8 @@ pub(crate) fn consume_inputs(
 ) {
     let mut order: Vec<_> = players.iter_mut().collect();
     order.sort_by_key(|(id, ..)| **id);
-    for (_, conn, mut buffer, mut current, mut held, mut window) in order {
+    for (_, conn, mut buffer, mut current, mut held, mut window, mut catch_up) in order {
+        catch_up.0 = None;
         let previous_view = (buffer.last_simulated() > 0).then(|| current.0.view_time());
         let repeats_before = buffer.repeats();
         let Some(cmd) = buffer.take_next() else {
@@ -365,22 +413,34 @@ pub(crate) fn consume_inputs(
         let repeated = buffer.repeats().wrapping_sub(repeats_before);
         stats.repeats = stats.repeats.saturating_add(u64::from(repeated));
         held.set_if_neq(Held(false));
-        match cmd.sanitized() {
-            Ok(cmd) => current.0 = cmd,
-            Err(_) => {
-                stats.malformed_packets = stats.malformed_packets.saturating_add(1);
-                current.0 = current.0.repeated();
-            }
+        let rtt = server.rtt(conn.client_id) as f32;
+        let window_after = |buffer: &InputBuffer, previous_view| {
+            ViewWindow::new(
+                tick.0,
+                buffer.last_arrival_tick(),
+                buffer.last_ack_tick(),
+                previous_view,
+                rtt,
+                config.tick_hz,
+            )
+        };
+        current.0 = sanitized_or_repeat(cmd, &current.0, &mut stats);
+        *window = window_after(&buffer, previous_view);
+        if let Some(second) = buffer.take_catch_up() {
+            let second = sanitized_or_repeat(second, &current.0, &mut stats);
+            let second_window = window_after(&buffer, Some(current.0.view_time()));
+            catch_up.0 = Some((second, second_window));
         }
-        *window = ViewWindow::new(
-            tick.0,
-            buffer.last_arrival_tick(),
-            buffer.last_ack_tick(),
-            previous_view,
-            server.rtt(conn.client_id) as f32,
-            config.tick_hz,
-        );
     }
+}
+
+/// `cmd` as the sanitizer passes it, or, where it refuses it (counted as malformed), a
+/// repeat of `last`.
+fn sanitized_or_repeat(cmd: InputCmd, last: &InputCmd, stats: &mut ServerStats) -> InputCmd {
+    cmd.sanitized().unwrap_or_else(|_| {
+        stats.malformed_packets = stats.malformed_packets.saturating_add(1);
+        last.repeated()
+    })
 }
 
 #[cfg(test)]
@@ -502,6 +562,71 @@ mod tests {
         }
         assert_eq!(b.take_next(), None, "one hold earned back");
         assert!(b.take_next().is_some(), "and only one");
+    }
+
+    #[test]
+    fn held_ticks_are_repaid_two_commands_a_tick_never_running_the_buffer_dry() {
+        let mut b = buffer();
+        b.push(cmd(1), None);
+        b.take_next();
+        // 50 ms dark: held six ticks, waiting for command 2.
+        for _ in 0..6 {
+            assert_eq!(b.take_next(), None);
+        }
+        assert_eq!((b.owed(), b.take_catch_up()), (6, None), "nothing to run");
+        // The commands made meanwhile come at once, with one more.
+        for seq in 2..=9 {
+            b.push(cmd(seq), None);
+        }
+        let mut ran = Vec::new();
+        for _ in 0..5 {
+            ran.push(b.take_next().unwrap().seq);
+            ran.extend(b.take_catch_up().map(|c| c.seq));
+        }
+        // Two a tick while waiting commands allow and leave one for the next tick:
+        // 2 3, 4 5, 6 7, then with one left waiting each tick takes one: 8, 9.
+        assert_eq!(ran, [2, 3, 4, 5, 6, 7, 8, 9], "in sequence, once each");
+        assert_eq!((b.owed(), b.catch_ups()), (3, 3));
+        assert!(b.is_empty());
+        // The rest is repaid when commands pile up again, one a tick.
+        for seq in 10..=14 {
+            b.push(cmd(seq), None);
+        }
+        assert_eq!(b.take_next().unwrap().seq, 10);
+        assert_eq!(b.take_catch_up().unwrap().seq, 11);
+        assert_eq!(b.take_catch_up(), None, "never more than two a tick");
+        assert_eq!((b.owed(), b.catch_ups(), b.len()), (2, 4, 3));
+    }
+
+    #[test]
+    fn nothing_is_owed_for_repeats_and_a_skipped_gap_repays_its_length() {
+        let mut b = buffer();
+        b.push(cmd(1), None);
+        b.take_next();
+        b.hold_credit = 0;
+        // No allowance: the missing command is repeated over, which owes nothing.
+        assert!(b.take_next().is_some());
+        assert_eq!(b.owed(), 0);
+        for seq in 3..=6 {
+            b.push(cmd(seq), None);
+        }
+        assert_eq!(b.take_next().unwrap().seq, 3);
+        assert_eq!(b.take_catch_up(), None);
+
+        // Held for a command missing before others, then skipped past: the commands
+        // after the gap are as early as if the held ticks had been repaid.
+        let mut b = buffer();
+        b.push(cmd(1), None);
+        b.take_next();
+        for seq in 5..=8 {
+            b.push(cmd(seq), None);
+        }
+        let hold = (HOLD_GRACE_SECONDS * 128.0).ceil() as u32;
+        for _ in 0..hold {
+            assert_eq!(b.take_next(), None);
+        }
+        assert_eq!(b.take_next().unwrap().seq, 5, "2 to 4 given up");
+        assert_eq!(b.owed(), hold - 3);
     }
 
     #[test]

@@ -30,8 +30,9 @@ mod wire;
 // to every connection in the game.
 mod connection;
 mod outbox;
-// Each player's commands, which players each client is sent, and the snapshots that
-// carry them.
+// Each player's commands (a second one in a tick to repay a held one), which players
+// each client is sent, and the snapshots that carry them.
+mod catch_up;
 mod inputs;
 mod interest;
 mod rate;
@@ -63,6 +64,7 @@ mod playback;
 mod replay;
 
 pub use bots::LeavingBot;
+pub use catch_up::CatchUp;
 pub use conduct::{Conduct, KICK_STRIKES, Offence};
 pub use config::{
     DEFAULT_IDLE_KICK_SECONDS, DEFAULT_MAX_SPECTATORS, DEFAULT_SPECTATOR_DELAY, MAX_PLAYERS,

@@ -3,6 +3,7 @@
 
 use crate::ServerConfig;
 use crate::bots::BotsPlugin;
+use crate::catch_up::CatchUpPlugin;
 use crate::combat::RespawnPlugin;
 use crate::demo::DemoRecordingPlugin;
 use crate::rules::RulesPlugin;
@@ -77,6 +78,7 @@ impl Plugin for ServerPlugin {
             .add_plugins((
                 StatsPlugin,
                 StallsPlugin,
+                CatchUpPlugin,
                 SessionsPlugin {
                     max_players: self.config.max_players,
                 },

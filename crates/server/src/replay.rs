@@ -3,6 +3,7 @@
 //! the demo's first keyframe, each tick checked against the checksums and keyframes the
 //! game wrote.
 
+use crate::catch_up::CatchUp;
 use crate::config::MatchRules;
 use crate::demo::format::{
     CommandChain, DemoError, DemoErrorKind, DemoHeader, DemoOrder, DemoReader, Record, Step,
@@ -18,7 +19,7 @@ use sightline_map::{CurrentMap, MapSource, find_map_by_name, is_map_identifier};
 use sightline_net::{MemoryNetwork, ServerNetPlugin};
 use sightline_protocol::{MAX_SERVER_NAME_LEN, clean_text};
 use sightline_runtime::Pacing;
-use sightline_sim::{CurrentCmd, Held, PlayerId, PlayerName, SimSet, Tick, TickConfig};
+use sightline_sim::{CurrentCmd, Held, InputCmd, PlayerId, PlayerName, SimSet, Tick, TickConfig};
 use std::io::Read;
 use std::path::Path;
 use std::time::Duration;
@@ -451,22 +452,39 @@ fn start_from(world: &mut World, k: &Keyframe) -> Result<(), String> {
     Ok(())
 }
 
-/// Sets every player's command, held flag and view window for this tick as the demo
-/// says; refuses a command the game never runs, or a player who is not there.
+/// Sets every player's command (and second command), held flag and view window for this
+/// tick as the demo says; refuses a command the game never runs, or a player who is not
+/// there.
 fn give_commands(
     world: &mut World,
     steps: &[(PlayerId, Step)],
     tick_hz: u32,
 ) -> Result<(), String> {
     let tick = world.resource::<Tick>().0;
+    let window_for = |cmd: &InputCmd, honest: bool| {
+        if honest {
+            ViewWindow::exactly(cmd.view_time(), tick, tick_hz)
+        } else {
+            ViewWindow::CLOSED
+        }
+    };
+    let runs = |id: &PlayerId, cmd: &InputCmd| {
+        if cmd.sanitized().ok() == Some(*cmd) {
+            Ok(())
+        } else {
+            Err(format!("player {}: a command the game never runs", id.0))
+        }
+    };
     let mut query = world.query::<(
+        Entity,
         &PlayerId,
         &mut CurrentCmd,
         &mut Held,
         Option<&mut ViewWindow>,
     )>();
+    let mut seconds = Vec::new();
     let mut found = 0;
-    for (id, mut current, mut held, window) in query.iter_mut(world) {
+    for (entity, id, mut current, mut held, window) in query.iter_mut(world) {
         let Some((_, step)) = steps.iter().find(|(p, _)| p == id) else {
             return Err(format!("no command for player {}", id.0));
         };
@@ -474,25 +492,39 @@ fn give_commands(
         let (cmd, honest_view) = match *step {
             Step::Held => {
                 held.0 = true;
+                seconds.push((entity, CatchUp(None)));
                 continue;
             }
-            Step::Ran { cmd, honest_view } => (cmd, honest_view),
+            Step::Ran { cmd, honest_view } => {
+                seconds.push((entity, CatchUp(None)));
+                (cmd, honest_view)
+            }
+            Step::Twice {
+                cmd,
+                honest_view,
+                then,
+                then_honest,
+            } => {
+                runs(id, &then)?;
+                seconds.push((
+                    entity,
+                    CatchUp(Some((then, window_for(&then, then_honest)))),
+                ));
+                (cmd, honest_view)
+            }
         };
-        if cmd.sanitized().ok() != Some(cmd) {
-            return Err(format!("player {}: a command the game never runs", id.0));
-        }
+        runs(id, &cmd)?;
         held.0 = false;
         current.0 = cmd;
         if let Some(mut window) = window {
-            *window = if honest_view {
-                ViewWindow::exactly(cmd.view_time(), tick, tick_hz)
-            } else {
-                ViewWindow::CLOSED
-            };
+            *window = window_for(&cmd, honest_view);
         }
     }
     if found != steps.len() {
         return Err("a command for a player who is not there".into());
+    }
+    for (entity, catch_up) in seconds {
+        world.entity_mut(entity).insert(catch_up);
     }
     Ok(())
 }

@@ -2,6 +2,7 @@
 //! the final scores, then the next map of the rotation with everything reset.
 
 use crate::ServerConfig;
+use crate::catch_up::CatchUp;
 use crate::interest::Interest;
 use crate::outbox::Outgoing;
 use crate::spawn::choose_spawn;
@@ -206,21 +207,27 @@ pub(crate) fn run_match(
     tell_match(&mut outbox, &mut feed, now.0, ended);
 }
 
-/// During the intermission nobody moves or fires.
+/// During the intermission nobody moves or fires (nor in a second command of the tick).
 pub(crate) fn freeze_during_intermission(
     state: Res<MatchState>,
-    mut players: Query<&mut CurrentCmd>,
+    mut players: Query<(&mut CurrentCmd, Option<&mut CatchUp>)>,
 ) {
     if state.intermission.is_none() {
         return;
     }
-    for mut cmd in &mut players {
-        cmd.0 = InputCmd {
-            seq: cmd.0.seq,
-            yaw: cmd.0.yaw,
-            pitch: cmd.0.pitch,
-            ..default()
-        };
+    let frozen = |cmd: &InputCmd| InputCmd {
+        seq: cmd.seq,
+        yaw: cmd.yaw,
+        pitch: cmd.pitch,
+        ..default()
+    };
+    for (mut cmd, catch_up) in &mut players {
+        cmd.0 = frozen(&cmd.0);
+        if let Some(mut catch_up) = catch_up
+            && let Some((second, _)) = &mut catch_up.0
+        {
+            *second = frozen(second);
+        }
     }
 }
 

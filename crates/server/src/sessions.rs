@@ -360,6 +360,7 @@ impl Admission<'_, '_> {
             EventQueue::default(),
             Interest::default(),
             ViewWindow::CLOSED,
+            crate::catch_up::CatchUp::default(),
             vitals,
             arsenal,
             score,

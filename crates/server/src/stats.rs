@@ -40,6 +40,9 @@ pub struct ServerStats {
     pub unresolved_inputs: u64,
     /// Ticks a player was held waiting for a late command, in all players.
     pub holds: u64,
+    /// Commands run as a tick's second, repaying a tick their player was held, in all
+    /// players.
+    pub catch_ups: u64,
     /// Commands the server could not run as sent: ticks it repeated a player's last
     /// command over a gap, or skipped commands to catch up, in all players.
     pub repeats: u64,

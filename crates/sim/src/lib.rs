@@ -38,7 +38,8 @@ pub const SIMULATION_VERSION: u32 = 2;
 /// Commonly used simulation types.
 pub mod prelude {
     pub use crate::{
-        Buttons, CurrentCmd, InputCmd, Player, PlayerId, SimSet, SimulationPlugin, Tick, TickConfig,
+        Buttons, CommandStep, CurrentCmd, InputCmd, Player, PlayerId, SimSet, SimulationPlugin,
+        Tick, TickConfig,
     };
 }
 
@@ -53,6 +54,9 @@ pub enum SimSet {
     Move,
     /// Weapons, damage and deaths.
     Combat,
+    /// A second command for the players repaying a tick they were held: the
+    /// [`CommandStep`] schedule run for them alone.
+    CatchUp,
     /// Put what the tick left on the grid snapshots carry (so a client predicting the
     /// same commands, and snapping the same way, holds the same bits).
     Settle,
@@ -61,6 +65,15 @@ pub enum SimSet {
     /// Build and queue snapshots or input packets for the network.
     BuildSnapshots,
 }
+
+/// What one command does to its player: the part of a tick that is the player's own
+/// (what its command becomes, its move, its weapons), without what is the world's (rockets
+/// flying, items, the match). Movement and combat add the same systems here as to
+/// [`FixedUpdate`], in the same [`SimSet`]s, so a second command run in a tick
+/// ([`SimSet::CatchUp`]) is stepped by the code that steps the first. Players
+/// [`Held`] are left alone, as in a tick.
+#[derive(bevy::ecs::schedule::ScheduleLabel, Debug, Clone, PartialEq, Eq, Hash)]
+pub struct CommandStep;
 
 /// Sets up the fixed tick from a [`TickConfig`] and orders the [`SimSet`]s.
 ///
@@ -83,11 +96,17 @@ impl Plugin for SimulationPlugin {
                     SimSet::ReadInputs,
                     SimSet::Move,
                     SimSet::Combat,
+                    SimSet::CatchUp,
                     SimSet::Settle,
                     SimSet::RecordHistory,
                     SimSet::BuildSnapshots,
                 )
                     .chain(),
+            )
+            .init_schedule(CommandStep)
+            .configure_sets(
+                CommandStep,
+                (SimSet::ReadInputs, SimSet::Move, SimSet::Combat).chain(),
             )
             .add_systems(FixedUpdate, tick::advance_tick.in_set(SimSet::BeginTick))
             // A client's next session starts with no players and its own tick count.

@@ -71,6 +71,8 @@ pub(super) struct TickTaken {
     pub waiting: usize,
     /// Ticks the server has held this player so far.
     pub holds: u32,
+    /// Commands the server has run as a tick's second so far, repaying holds.
+    pub catch_ups: u32,
 }
 
 /// Logs what each human player's tick took from its buffer.
@@ -85,6 +87,7 @@ pub(super) fn log_ticks(
                 seq: cmd.0.seq,
                 waiting: buffer.len(),
                 holds: buffer.holds(),
+                catch_ups: buffer.catch_ups(),
             },
         ));
     }
@@ -247,6 +250,10 @@ pub(super) struct Probe {
     /// The server's count of ticks it held this player, at the first and the latest
     /// server tick of the span.
     holds: Option<(u32, u32)>,
+    /// The same for its commands run as a tick's second ([`TickTaken::catch_ups`]).
+    catch_ups: Option<(u32, u32)>,
+    /// The server's count of them at the latest tick, measuring or not.
+    last_catch_ups: Option<u32>,
     /// Whether the span has started.
     pub(super) measuring: bool,
     /// Newest command sequence seen sampled, and simulated.
@@ -471,8 +478,24 @@ impl Probe {
         if self.measuring {
             let first = self.holds.map_or(taken.holds, |(first, _)| first);
             self.holds = Some((first, taken.holds));
+            let first = self.catch_ups.map_or(taken.catch_ups, |(first, _)| first);
+            self.catch_ups = Some((first, taken.catch_ups));
         }
-        let seq = taken.seq;
+        // A tick that ran two commands ran the one before `seq` as well (a second command
+        // is always the next in sequence).
+        let twice = self
+            .last_catch_ups
+            .replace(taken.catch_ups)
+            .is_some_and(|last| last != taken.catch_ups);
+        if twice {
+            self.simulated(taken.seq.wrapping_sub(1), None, now);
+        }
+        self.simulated(taken.seq, Some(taken.waiting), now);
+    }
+
+    /// The server ran our command `seq` in a tick at `now`, leaving `waiting` (for the
+    /// tick's last command) in its buffer.
+    fn simulated(&mut self, seq: u32, waiting: Option<usize>, now: f64) {
         if seq <= self.last_simulated {
             return;
         }
@@ -480,8 +503,10 @@ impl Probe {
         if !self.measuring {
             return;
         }
-        self.waiting_sum += taken.waiting as u64;
-        self.taken += 1;
+        if let Some(waiting) = waiting {
+            self.waiting_sum += waiting as u64;
+            self.taken += 1;
+        }
         if let Some(pressed) = self.pressed.remove(&seq) {
             self.latencies_ms.push((now - pressed) * 1000.0);
         }
@@ -553,6 +578,10 @@ impl NetcodeReport {
             resets: sum(|p| p.resets) as f64 / n,
             repeats_per_min: sum(|p| p.repeats as u64) as f64 / minutes / n,
             held_per_min: sum(|p| p.holds.map_or(0, |(a, b)| b.wrapping_sub(a)) as u64) as f64
+                / minutes
+                / n,
+            caught_up_per_min: sum(|p| p.catch_ups.map_or(0, |(a, b)| b.wrapping_sub(a)) as u64)
+                as f64
                 / minutes
                 / n,
             input_latency_ms_mean: mean(&latencies),

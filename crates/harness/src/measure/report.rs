@@ -35,9 +35,12 @@ pub struct NetcodeReport {
     /// Ticks the server repeated a client's command, per minute per client.
     pub repeats_per_min: f64,
     /// Ticks the server held the player waiting for a late command, per minute (each
-    /// delays the player's commands by a tick until pacing drains it, and corrects
+    /// delays the player's commands by a tick until the server repays it, and corrects
     /// nothing).
     pub held_per_min: f64,
+    /// Held ticks the server repaid by running two of the player's commands in a tick,
+    /// per minute.
+    pub caught_up_per_min: f64,
     /// Key press to the server simulating the command, milliseconds: mean.
     pub input_latency_ms_mean: f64,
     /// Its 99th percentile.

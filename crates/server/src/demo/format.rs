@@ -20,7 +20,9 @@ use std::io::{self, Read};
 /// What a demo file starts with (`\r\n` shows a file mangled as text).
 pub const DEMO_MAGIC: [u8; 8] = *b"SLDEMO\r\n";
 /// Version of this file layout.
-pub const DEMO_FORMAT_VERSION: u32 = 1;
+///
+/// 2: a tick may run a player's command twice over ([`Step::Twice`]).
+pub const DEMO_FORMAT_VERSION: u32 = 2;
 /// Longest record: a keyframe of 64 players with a second of hitboxes fits many times.
 pub const MAX_RECORD_BYTES: usize = 4 << 20;
 /// The extension demo files take.
@@ -108,6 +110,18 @@ pub enum Step {
         /// Whether the view time was one an honest client could claim.
         honest_view: bool,
     },
+    /// Ran `cmd`, then `then` in the same tick, repaying a tick it was held (see
+    /// [`Step::Ran`] for the honesty of each view time).
+    Twice {
+        /// The tick's first command.
+        cmd: InputCmd,
+        /// Whether its view time was one an honest client could claim.
+        honest_view: bool,
+        /// The second.
+        then: InputCmd,
+        /// Whether the second's view time was one an honest client could claim.
+        then_honest: bool,
+    },
 }
 
 /// A tick's commands as bytes ([`CommandChain`] writes and reads them): the players'
@@ -142,7 +156,9 @@ const SEQ: u64 = 1 << 8;
 const CLIENT_TICK: u64 = 1 << 9;
 /// Angles off the grid, as two f32s (no command the game runs has them).
 const RAW_ANGLES: u64 = 1 << 10;
-const ALL_FLAGS: u64 = (1 << 11) - 1;
+/// A second command follows, written against this one ([`Step::Twice`]).
+const TWICE: u64 = 1 << 11;
+const ALL_FLAGS: u64 = (1 << 12) - 1;
 
 /// A command's view time in steps of [`VIEW_FRAC_STEP`]: 40 bits.
 fn view_steps(c: &InputCmd) -> i64 {
@@ -180,15 +196,28 @@ impl CommandChain {
             self.roster = roster;
         }
         for (id, step) in steps {
-            let (c, honest) = match step {
+            let prev = self.last.get(id).copied().unwrap_or_default();
+            let last = match *step {
                 Step::Held => {
                     put_varint(&mut out, HELD);
                     continue;
                 }
-                Step::Ran { cmd, honest_view } => (*cmd, *honest_view),
+                Step::Ran { cmd, honest_view } => {
+                    write_change(&mut out, &prev, &cmd, honest_view, false);
+                    cmd
+                }
+                Step::Twice {
+                    cmd,
+                    honest_view,
+                    then,
+                    then_honest,
+                } => {
+                    write_change(&mut out, &prev, &cmd, honest_view, true);
+                    write_change(&mut out, &cmd, &then, then_honest, false);
+                    then
+                }
             };
-            let prev = self.last.insert(*id, c).unwrap_or_default();
-            write_change(&mut out, &prev, &c, honest);
+            self.last.insert(*id, last);
         }
         TickCommands(out)
     }
@@ -223,22 +252,38 @@ impl CommandChain {
             }
             let prev = self.last.get(id).copied().unwrap_or_default();
             let cmd = read_change(&mut r, flags, &prev)?;
-            self.last.insert(*id, cmd);
-            steps.push((
-                *id,
-                Step::Ran {
+            let honest_view = flags & HONEST != 0;
+            let step = if flags & TWICE != 0 {
+                let second = r.varint64()?;
+                if second & (HELD | TWICE) != 0 || second & !ALL_FLAGS != 0 {
+                    return Err("unknown command flags");
+                }
+                Step::Twice {
                     cmd,
-                    honest_view: flags & HONEST != 0,
+                    honest_view,
+                    then: read_change(&mut r, second, &cmd)?,
+                    then_honest: second & HONEST != 0,
+                }
+            } else {
+                Step::Ran { cmd, honest_view }
+            };
+            self.last.insert(
+                *id,
+                match step {
+                    Step::Twice { then, .. } => then,
+                    _ => cmd,
                 },
-            ));
+            );
+            steps.push((*id, step));
         }
         r.finish()?;
         Ok(steps)
     }
 }
 
-/// What changed from `prev` to `c`: the flags, then each flagged field.
-fn write_change(out: &mut Vec<u8>, prev: &InputCmd, c: &InputCmd, honest: bool) {
+/// What changed from `prev` to `c`: the flags (with `twice`, saying a second command
+/// follows), then each flagged field.
+fn write_change(out: &mut Vec<u8>, prev: &InputCmd, c: &InputCmd, honest: bool, twice: bool) {
     let seq = i64::from(c.seq) - i64::from(prev.seq);
     let tick = i64::from(c.client_tick) - i64::from(prev.client_tick) - seq;
     let raw = !(on_grid(c.yaw) && on_grid(c.pitch));
@@ -250,6 +295,7 @@ fn write_change(out: &mut Vec<u8>, prev: &InputCmd, c: &InputCmd, honest: bool) 
     let mut flags = 0;
     for (bit, on) in [
         (HONEST, honest),
+        (TWICE, twice),
         (SEQ, seq != 1),
         (CLIENT_TICK, tick != 0),
         (FORWARD, c.forward.to_bits() != prev.forward.to_bits()),
@@ -696,7 +742,7 @@ mod tests {
     #[test]
     fn commands_travel_as_changes_and_come_back_exactly() {
         let (mut writer, mut reader) = (CommandChain::default(), CommandChain::default());
-        let mut bytes = 0;
+        let (mut bytes, mut person) = (0, 0);
         for seq in 1..200u32 {
             let mut a = cmd(seq);
             if seq % 7 == 0 {
@@ -706,10 +752,29 @@ mod tests {
             }
             // A bot whose sequence is the tick, a person held now and then, who joins late
             // and whose client starts again at 1 (a reconnection), one off the grid.
+            // Now and then it runs two commands in a tick, repaying a held one.
             let mut steps = vec![(PlayerId(1), ran(a))];
             if seq > 20 {
-                let b = cmd(if seq > 120 { seq - 120 } else { seq });
-                let step = if seq % 11 == 0 { Step::Held } else { ran(b) };
+                if seq == 121 {
+                    person = 0;
+                }
+                person += 1;
+                let b = cmd(person);
+                let step = match seq % 11 {
+                    0 => Step::Held,
+                    3 | 7 => {
+                        person += 1;
+                        let mut then = cmd(person);
+                        then.buttons = Buttons::JUMP;
+                        Step::Twice {
+                            cmd: b,
+                            honest_view: seq % 2 == 0,
+                            then,
+                            then_honest: seq % 3 == 0,
+                        }
+                    }
+                    _ => ran(b),
+                };
                 steps.push((PlayerId(4), step));
             }
             if seq == 150 {
@@ -744,6 +809,7 @@ mod tests {
                         assert_eq!(a.forward.to_bits(), b.forward.to_bits());
                         assert_eq!(a, b);
                     }
+                    (a @ Step::Twice { .. }, b @ Step::Twice { .. }) => assert_eq!(a, b),
                     other => panic!("{other:?}"),
                 }
             }

@@ -7,11 +7,12 @@
 use super::format::{CommandChain, DemoEncoder, DemoHeader, DemoOrder, Record, Step};
 use super::state::{PlayerRecord, Sums, keyframe, players};
 use crate::ServerConfig;
+use crate::catch_up::CatchUp;
 use crate::rules::{MatchOrder, MatchOrders};
 use bevy::prelude::*;
 use sightline_combat::ViewWindow;
 use sightline_map::CurrentMap;
-use sightline_sim::{CurrentCmd, Held, PlayerId, Tick};
+use sightline_sim::{CurrentCmd, Held, InputCmd, PlayerId, Tick};
 use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
 use std::sync::mpsc::{Receiver, SyncSender, TrySendError, sync_channel};
@@ -301,17 +302,28 @@ fn record(world: &mut World, r: &mut DemoRecorder) -> Result<bool, String> {
 
 /// Every player's step this tick, by id.
 fn steps(world: &mut World) -> Vec<(PlayerId, Step)> {
-    let mut query = world.query::<(&PlayerId, &CurrentCmd, &Held, Option<&ViewWindow>)>();
+    let mut query = world.query::<(
+        &PlayerId,
+        &CurrentCmd,
+        &Held,
+        Option<&ViewWindow>,
+        Option<&CatchUp>,
+    )>();
     let mut rows: Vec<_> = query
         .iter(world)
-        .map(|(id, cmd, held, window)| {
-            let step = if held.0 {
-                Step::Held
-            } else {
-                Step::Ran {
-                    cmd: cmd.0,
-                    honest_view: window.is_some_and(|w| w.contains(cmd.0.view_time())),
-                }
+        .map(|(id, cmd, held, window, catch_up)| {
+            let honest =
+                |w: Option<&ViewWindow>, c: &InputCmd| w.is_some_and(|w| w.contains(c.view_time()));
+            let (cmd, honest_view) = (cmd.0, honest(window, &cmd.0));
+            let step = match catch_up.and_then(|c| c.0) {
+                _ if held.0 => Step::Held,
+                Some((then, then_window)) => Step::Twice {
+                    cmd,
+                    honest_view,
+                    then,
+                    then_honest: honest(Some(&then_window), &then),
+                },
+                None => Step::Ran { cmd, honest_view },
             };
             (*id, step)
         })
