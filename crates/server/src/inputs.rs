@@ -26,11 +26,13 @@ pub const REPEAT_GRACE_SECONDS: f32 = 0.05;
 /// the 30 and 60 fps clients of the netcode report lost 3.5-4 commands a minute to
 /// 60-140 ms outages, each a correction of late input.
 pub const HOLD_GRACE_SECONDS: f32 = 0.15;
-/// One tick in this many, on average, a player may spend held. Each hold leaves the
-/// client's commands one tick later than before, which its pacing drains by ticking up to
-/// 3 % slower; a client holding more often than that is not pacing honestly, and after
-/// the allowance its gaps are repeated over as before. A cheat withholding input so gains
-/// at most a 3 % slow motion, in pauses no longer than [`HOLD_GRACE_SECONDS`].
+/// One tick in this many, on average, a player may spend held and not repaid. Each hold
+/// leaves the client's commands one tick later than before until the server repays it
+/// ([`InputBuffer::take_catch_up`]), which gives the allowance back; holds never repaid
+/// are a client whose commands keep coming late, and after the allowance its gaps are
+/// repeated over. A cheat withholding input so gains at most a 3 % slow motion, in
+/// pauses no longer than [`HOLD_GRACE_SECONDS`]; withholding and then sending at once
+/// gains pauses as long, each followed by as many ticks at twice the pace.
 pub const HOLD_SHARE: u32 = 32;
 /// Furthest a command's sequence number may run ahead of the last one simulated, in
 /// seconds of ticks. An honest client is at most the buffer's limit
@@ -285,9 +287,10 @@ impl InputBuffer {
     /// sequence, while ticks held are owed and another command would still be left
     /// waiting for the next tick. Each hold left every later command of the player's a
     /// tick later than the client meant; running two in a tick repays one, so after an
-    /// outage the buffer is back to its depth within as many ticks as were held, not
-    /// drained by the client's pacing over seconds. Never more than one a tick, and never
-    /// to run the buffer dry: a repaid tick must not cost the next one a hold.
+    /// outage the buffer is back to its depth within as many ticks as were held. Never
+    /// more than one a tick, and never to run the buffer dry: a repaid tick must not cost
+    /// the next one a hold. A repaid hold gives its holding allowance back: the allowance
+    /// bounds the slow motion of holds never repaid, and a repaid one slowed nobody.
     pub fn take_catch_up(&mut self) -> Option<InputCmd> {
         let expected = self.last_simulated.saturating_add(1);
         let ready = self.pending.len() >= 2 && self.pending[0].cmd.seq == expected;
@@ -298,6 +301,9 @@ impl InputBuffer {
         let w = self.pending.pop_front()?;
         self.owed -= 1;
         self.catch_ups = self.catch_ups.saturating_add(1);
+        // A repaid hold slowed nobody down: its allowance comes back (less the share the
+        // command itself earns in `took`).
+        self.hold_credit = (self.hold_credit + HOLD_SHARE - 1).min(self.hold_credit_cap);
         Some(self.took(w))
     }
 
@@ -592,10 +598,14 @@ mod tests {
         for seq in 10..=14 {
             b.push(cmd(seq), None);
         }
+        let credit = b.hold_credit;
         assert_eq!(b.take_next().unwrap().seq, 10);
         assert_eq!(b.take_catch_up().unwrap().seq, 11);
         assert_eq!(b.take_catch_up(), None, "never more than two a tick");
         assert_eq!((b.owed(), b.catch_ups(), b.len()), (2, 4, 3));
+        // A repaid hold slowed nobody: its allowance is back, besides what each
+        // command earns.
+        assert_eq!(b.hold_credit, credit + 2 + (HOLD_SHARE - 1));
     }
 
     #[test]
