@@ -252,6 +252,7 @@ pub(crate) fn apply_snapshot(
     }
     *others = OtherPlayers {
         ack: snapshot.ack_input_seq,
+        owed: snapshot.touches.owed.into(),
         players: ours.map_or_else(Vec::new, |(me, _)| {
             snapshot
                 .players

@@ -85,6 +85,7 @@ fn snapshot(players: u8, seq: u32) -> Snapshot {
             contacts: 2,
             contact_with: PlayerId(1),
             held: 4,
+            owed: 2,
         },
         server_tick_us: 312,
         players: (0..players)

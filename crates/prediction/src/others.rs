@@ -5,8 +5,10 @@
 //! still stands where tick T-1 left it. The client knows them only as the newest snapshot
 //! showed them, at the tick that ran our command `ack`. So for our command `seq` each is
 //! carried forward from the snapshot along its velocity (falling, if airborne) by the
-//! ticks between, `seq - ack`, one fewer for those the server moves after us, and stopped
-//! by the map and by us. That is where the server will have them if they keep doing what
+//! ticks between ([`OtherPlayers::tick_of`]: `seq - ack`, fewer while the server repays
+//! ticks it held us, running two of our commands a tick), one fewer for those the server
+//! moves after us (none for the second command of a tick: everyone has moved by then),
+//! and stopped by the map and by us. That is where the server will have them if they keep doing what
 //! they were doing; drawn positions (interpolated, in the past by the interpolation delay
 //! and half a round trip) would be wrong whenever they move at all.
 
@@ -40,11 +42,31 @@ pub struct OtherPlayer {
 pub struct OtherPlayers {
     /// Our command the snapshot acknowledged: the states hold at the tick that ran it.
     pub ack: u32,
+    /// Ticks the server held us and had not repaid at that tick: our next commands run
+    /// two a tick until they are.
+    pub owed: u32,
     /// The others, in id order.
     pub players: Vec<OtherPlayer>,
 }
 
 impl OtherPlayers {
+    /// The server ticks after the acknowledged command's at which our command `seq` runs,
+    /// and whether as the second of its tick. The server repays what it owes two commands
+    /// a tick, from the next tick on, while the commands are there to run: true after an
+    /// outage, when what it held us for comes at once. A command at or before the
+    /// acknowledged one counts back one tick a command.
+    pub fn tick_of(&self, seq: u32) -> (i64, bool) {
+        let n = i64::from(seq) - i64::from(self.ack);
+        let paired = 2 * i64::from(self.owed);
+        if n <= 0 {
+            (n, false)
+        } else if n <= paired {
+            ((n + 1) / 2, n % 2 == 0)
+        } else {
+            (n - i64::from(self.owed), false)
+        }
+    }
+
     /// Where the server will have the others (those near enough to matter) while it runs
     /// our command `seq`, we standing in `me` before it.
     pub fn at(
@@ -55,13 +77,14 @@ impl OtherPlayers {
         params: &MoveParams,
         dt: f32,
     ) -> Vec<(PlayerId, PlayerState)> {
-        let ahead = i64::from(seq) - i64::from(self.ack);
+        let (ahead, second) = self.tick_of(seq);
         let most = (MAX_EXTRAPOLATION / dt).round() as i64;
         let mine = [Body::of(me, params)];
         self.players
             .iter()
             .filter_map(|other| {
-                let ticks = (ahead - i64::from(!other.moves_first)).clamp(0, most);
+                let moved_after_us = !other.moves_first && !second;
+                let ticks = (ahead - i64::from(moved_after_us)).clamp(0, most);
                 let t = ticks as f32 * dt;
                 let travel = other.state.vel.length() * t + 0.5 * params.gravity * t * t;
                 if other.state.pos.distance(me.pos) > INTERACTION_RANGE + travel {
@@ -119,6 +142,7 @@ mod tests {
         let params = MoveParams::default();
         let others = OtherPlayers {
             ack: 10,
+            owed: 0,
             players: vec![
                 OtherPlayer {
                     id: PlayerId(1),
@@ -156,6 +180,60 @@ mod tests {
     }
 
     #[test]
+    fn while_held_ticks_are_owed_our_commands_run_two_a_tick() {
+        let owing = |owed| OtherPlayers {
+            ack: 100,
+            owed,
+            players: vec![],
+        };
+        let ticks = |o: &OtherPlayers| (98..=106).map(|seq| o.tick_of(seq)).collect::<Vec<_>>();
+        // Nothing owed: a tick a command, each the first of its tick.
+        let plain: Vec<_> = (-2..=6).map(|n| (n, false)).collect();
+        assert_eq!(ticks(&owing(0)), plain);
+        // Two owed: 101 and 102 in the next tick, 103 and 104 in the one after, then one
+        // a tick again, two ticks sooner than without.
+        assert_eq!(
+            ticks(&owing(2)),
+            [
+                (-2, false),
+                (-1, false),
+                (0, false),
+                (1, false),
+                (1, true),
+                (2, false),
+                (2, true),
+                (3, false),
+                (4, false),
+            ]
+        );
+        // The second of a tick sees everyone moved in it, those after us in id order too.
+        let params = MoveParams::default();
+        let others = OtherPlayers {
+            players: vec![OtherPlayer {
+                id: PlayerId(3),
+                state: runner(2.0, 2.0),
+                moves_first: false,
+            }],
+            ..owing(1)
+        };
+        let x = |seq| {
+            others.at(seq, &runner(0.0, 0.0), &open_floor(), &params, 0.125)[0]
+                .1
+                .pos
+                .x
+        };
+        assert!(
+            (x(101) - 2.0).abs() < 1e-5,
+            "first of the tick: not moved yet"
+        );
+        assert!((x(102) - 2.25).abs() < 1e-5, "second: moved");
+        assert!(
+            (x(103) - 2.25).abs() < 1e-5,
+            "next tick, first: as the second before"
+        );
+    }
+
+    #[test]
     fn a_carried_player_stops_at_us_and_at_the_open_floor() {
         let params = MoveParams::default();
         let me = runner(0.0, 0.0);
@@ -163,6 +241,7 @@ mod tests {
         faller.vel = Vec3::new(0.0, -5.0, 0.0);
         let others = OtherPlayers {
             ack: 0,
+            owed: 0,
             players: vec![
                 OtherPlayer {
                     id: PlayerId(1),
@@ -187,6 +266,7 @@ mod tests {
         let params = MoveParams::default();
         let others = OtherPlayers {
             ack: 0,
+            owed: 0,
             players: vec![OtherPlayer {
                 id: PlayerId(1),
                 state: runner(30.0, 0.0),

@@ -31,7 +31,8 @@ pub struct TickWorld<'a> {
 /// launched by this command (`act`) from where the move ended, or our newest detonated,
 /// and one tick of flight for each rocket in `rockets` (ours, and others' known from the
 /// snapshots), against the map and every body but its owner's, a burst pushing us by the
-/// same [`rocket_splash`] the server applies. Rockets fired since the newest snapshot by
+/// same [`rocket_splash`] the server applies; no flight for the second command of a
+/// server tick ([`OtherPlayers::tick_of`]), which runs after the tick's. Rockets fired since the newest snapshot by
 /// others are not known: their pushes arrive as corrections. Last, the state goes on the
 /// grid, as the server's tick leaves it ([`sightline_movement::grid`]). Returns the state
 /// and what touched us: whose bursts, and whether the others' bodies changed the move.
@@ -71,6 +72,11 @@ pub fn predict_tick(
             detonate_newest(rockets.iter_mut(), world.me);
         }
         ProjectileAct::None => {}
+    }
+    // The second command of a server tick (one repaying a held tick) moves and fires
+    // after the tick's rockets flew: they fly on with the next.
+    if world.others.tick_of(cmd.seq).1 {
+        return (on_grid(&s), touched);
     }
     // Every body but the owner's, as the server's rockets fly after everyone has moved.
     let me = (world.me, Hitbox::of(&s));
@@ -175,6 +181,7 @@ mod tests {
         // server's leaves its owner out, and bursts on us.
         let owner = OtherPlayers {
             ack: 0,
+            owed: 0,
             players: vec![OtherPlayer {
                 id: PlayerId(2),
                 state: PlayerState::at(Vec3::new(2.0, 0.0, 0.0), 0.0),
@@ -204,10 +211,41 @@ mod tests {
     }
 
     #[test]
+    fn the_second_command_of_a_tick_flies_no_rocket() {
+        // One tick owed at the acknowledged command 0: commands 1 and 2 share a tick.
+        let others = OtherPlayers {
+            ack: 0,
+            owed: 1,
+            players: vec![],
+        };
+        let map = open_floor();
+        let params = MoveParams::default();
+        let world = TickWorld {
+            map: &map,
+            params: &params,
+            dt: 1.0 / 128.0,
+            others: &others,
+            me: PlayerId(1),
+        };
+        let mut rockets = vec![rocket(PlayerId(1), 30.0)];
+        let me = PlayerState::at(Vec3::ZERO, 0.0);
+        let mut xs = vec![rockets[0].pos.x];
+        for seq in 1..=3 {
+            let cmd = InputCmd { seq, ..default() };
+            predict_tick(&world, &me, &cmd, ProjectileAct::None, &mut rockets);
+            xs.push(rockets[0].pos.x);
+        }
+        assert!(xs[1] < xs[0], "the tick's first flies it: {xs:?}");
+        assert_eq!(xs[2], xs[1], "its second does not");
+        assert!(xs[3] < xs[2], "the next tick's does: {xs:?}");
+    }
+
+    #[test]
     fn a_body_in_our_way_is_a_predicted_contact() {
         // Someone standing a metre ahead of us (north, -Z), and us running at them.
         let ahead = |z: f32| OtherPlayers {
             ack: 0,
+            owed: 0,
             players: vec![OtherPlayer {
                 id: PlayerId(2),
                 state: PlayerState::at(Vec3::new(0.0, 0.0, z), 0.0),

@@ -777,7 +777,14 @@ impl SnapshotPacket {
         let held = if self.held.is_empty() { 0 } else { HAS_HELD };
         out.push(items | drops | touches | events | held);
         if let Some(t) = self.touches {
-            out.extend([t.own_pushes, t.pushes, t.contacts, t.contact_with.0, t.held]);
+            out.extend([
+                t.own_pushes,
+                t.pushes,
+                t.contacts,
+                t.contact_with.0,
+                t.held,
+                t.owed,
+            ]);
         }
         put_varint(&mut out, self.removed.len() as u64);
         out.extend(self.removed.iter().map(|id| id.0));
@@ -875,6 +882,7 @@ impl SnapshotPacket {
                 contacts: r.byte()?,
                 contact_with: PlayerId(r.byte()?),
                 held: r.byte()?,
+                owed: r.byte()?,
             })
         } else {
             None

@@ -275,6 +275,10 @@ pub struct Touches {
     /// Ticks it was held waiting for a late command of its client's: the client predicted
     /// the command run, so a hold costs it no correction, but it shows the holds.
     pub held: u8,
+    /// Held ticks not yet repaid (saturating): the server runs the client's next commands
+    /// two a tick until they are, which the client's prediction of the others and of the
+    /// rockets follows.
+    pub owed: u8,
 }
 
 impl Default for Touches {
@@ -285,6 +289,7 @@ impl Default for Touches {
             contacts: 0,
             contact_with: PlayerId(0),
             held: 0,
+            owed: 0,
         }
     }
 }

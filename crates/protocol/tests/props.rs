@@ -288,7 +288,7 @@ fn snapshot() -> impl Strategy<Value = Snapshot> {
     ];
     (
         (1u32.., u32_any(), u64_any(), u32_any()),
-        (any::<u8>(), u32_any(), any::<[u8; 5]>(), u32_any()),
+        (any::<u8>(), u32_any(), any::<[u8; 6]>(), u32_any()),
         players,
         projectiles,
         any::<u64>(),
@@ -301,7 +301,7 @@ fn snapshot() -> impl Strategy<Value = Snapshot> {
                 (
                     input_queue,
                     repeated_inputs,
-                    [own_pushes, pushes, contacts, with, held],
+                    [own_pushes, pushes, contacts, with, held, owed],
                     server_tick_us,
                 ),
                 players,
@@ -323,6 +323,7 @@ fn snapshot() -> impl Strategy<Value = Snapshot> {
                     contacts,
                     contact_with: PlayerId(with),
                     held,
+                    owed,
                 },
                 server_tick_us,
                 players,

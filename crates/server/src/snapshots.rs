@@ -374,7 +374,7 @@ pub(crate) fn send_snapshots(
                 timing.min_queue
             },
             repeated_inputs: timing.repeats,
-            touches: touches_of(pushes, contacts, buffer.holds()),
+            touches: touches_of(pushes, contacts, &buffer),
             players: shown_to(own, &everyone, &coarse, |id| {
                 interest.is_none_or(|i| i.sends(id, tick.0))
             }),
@@ -417,9 +417,14 @@ pub(crate) fn send_snapshots(
     }
 }
 
-/// What the server did to a player besides its commands, for its own client: `holds` is
-/// its running total of held ticks, sent wrapping.
-fn touches_of(pushes: Option<&Pushes>, contacts: Option<&Contacts>, holds: u32) -> Touches {
+/// What the server did to a player besides its commands, for its own client, with its
+/// input `buffer`'s running total of held ticks (sent wrapping) and the held ticks it
+/// still owes.
+fn touches_of(
+    pushes: Option<&Pushes>,
+    contacts: Option<&Contacts>,
+    buffer: &InputBuffer,
+) -> Touches {
     let pushes = pushes.copied().unwrap_or_default();
     let contacts = contacts.copied().unwrap_or_default();
     Touches {
@@ -427,7 +432,8 @@ fn touches_of(pushes: Option<&Pushes>, contacts: Option<&Contacts>, holds: u32) 
         pushes: pushes.others,
         contacts: contacts.count,
         contact_with: contacts.last.unwrap_or(PlayerId(0)),
-        held: (holds & 0xff) as u8,
+        held: (buffer.holds() & 0xff) as u8,
+        owed: buffer.owed().min(u8::MAX.into()) as u8,
     }
 }
 

@@ -38,6 +38,7 @@ fn snapshot(seq: u32, ids: &[u8]) -> Snapshot {
             contacts: 3,
             contact_with: PlayerId(4),
             held: 6,
+            owed: 7,
         },
         server_tick_us: 150,
         players: ids.iter().map(|&id| player(id)).collect(),
@@ -362,8 +363,8 @@ fn hostile_bytes_are_refused() {
         seventeen.extend([1, 0, 4]);
     }
     assert!(events(&seventeen).is_err(), "too many events");
-    // Touches: five bytes after the flags.
-    let touched = packet(0, 4, &[1, 2, 3, 4, 5, 0, 0, 0]).expect("touches");
+    // Touches: six bytes after the flags.
+    let touched = packet(0, 4, &[1, 2, 3, 4, 5, 6, 0, 0, 0]).expect("touches");
     assert_eq!(
         touched.resolve(None).map(|s| s.touches),
         Ok(crate::Touches {
@@ -372,10 +373,11 @@ fn hostile_bytes_are_refused() {
             contacts: 3,
             contact_with: PlayerId(4),
             held: 5,
+            owed: 6,
         })
     );
     assert!(packet(0, 4, &[1, 2, 3]).is_err(), "touches cut short");
-    let unchanged = packet(0, 4, &[0, 0, 0, 0, 0, 0, 0, 0]).expect("decodes");
+    let unchanged = packet(0, 4, &[0, 0, 0, 0, 0, 0, 0, 0, 0]).expect("decodes");
     assert!(
         unchanged.resolve(None).is_err(),
         "touches sent equal to the baseline's"
