@@ -22,8 +22,11 @@
 //! - the sequence gap when it is not 1;
 //! - the client-tick gap when it differs from the sequence gap, zigzagged;
 //! - forward and right, each as an f32, when changed;
-//! - yaw and pitch as the zigzagged change in steps of the angle grid
-//!   ([`sightline_sim::angle_steps`]: a sanitized command's angles lie on it);
+//! - yaw and pitch as how far their change, in steps of the angle grid
+//!   ([`sightline_sim::angle_steps`]: a sanitized command's angles lie on it), misses
+//!   the angle's last change within the last eight links, zigzagged: a turn goes on at
+//!   about the pace it went, frame after frame, so a steady turn costs four bits an
+//!   angle where its change itself took ten or more (a second-order code);
 //! - buttons and weapon slot together, eight bits each;
 //! - the view time, when it is not the *anchor's* moved on by the client ticks since
 //!   ([`predicted_view`]; the anchor is the newest earlier command whose view time was
@@ -267,10 +270,10 @@ impl Link {
         Some(c)
     }
 
-    /// Writes the link after links whose flags were `earlier` (the previous, then the
-    /// one before it; 0 before the first).
-    fn write(&self, out: &mut BitWriter, earlier: [u8; 2]) {
+    /// Writes the link in `context`.
+    fn write(&self, out: &mut BitWriter, context: &Context) {
         let has = |bit: u8| self.flags & bit != 0;
+        let earlier = context.flags;
         if self.flags == earlier[0] {
             out.bit(false);
         } else if self.flags == earlier[1] {
@@ -291,9 +294,13 @@ impl Link {
                 out.bits(v.to_bits().into(), 32);
             }
         }
-        for (bit, v) in [(YAW, self.yaw), (PITCH, self.pitch)] {
+        for (axis, (bit, v)) in [(YAW, self.yaw), (PITCH, self.pitch)]
+            .into_iter()
+            .enumerate()
+        {
             if has(bit) {
-                out.exp_golomb(u64::from(zigzag(v.into())) - 1, ANGLE_ORDER);
+                let miss = v.wrapping_sub(context.turn(axis));
+                out.exp_golomb(zigzag(miss.into()).into(), ANGLE_ORDER);
             }
         }
         if has(BUTTONS) {
@@ -308,11 +315,12 @@ impl Link {
         }
     }
 
-    /// Reads a link after links whose flags were `earlier`, refusing what no encoder
-    /// writes: flags not in their shortest form, a gap of 0 or 1 flagged, a zero change
-    /// (no code for one), an angle change past an i16, a number that is not finite, a
-    /// weapon slot out of range.
-    fn read(r: &mut BitReader, earlier: [u8; 2]) -> Result<Self, &'static str> {
+    /// Reads a link in `context`, refusing what no encoder writes: flags not in their
+    /// shortest form, a gap of 0 or 1 flagged, a zero change (no code for one, or for an
+    /// angle a miss of its turn that comes to none), an angle code past an i16's, a
+    /// number that is not finite, a weapon slot out of range.
+    fn read(r: &mut BitReader, context: &Context) -> Result<Self, &'static str> {
+        let earlier = context.flags;
         let flags = if !r.bit()? {
             earlier[0]
         } else if !r.bit()? {
@@ -345,15 +353,18 @@ impl Link {
             link.right = finite(f32::from_bits(r.bits(32)? as u32))?;
         }
         // An i16's zigzag is at most u16::MAX.
-        let angle = |r: &mut BitReader| -> Result<i16, &'static str> {
-            let z = r.exp_golomb(ANGLE_ORDER, u64::from(u16::MAX) - 1)? as u32 + 1;
-            Ok(unzigzag(z) as i16)
+        let angle = |r: &mut BitReader, axis: usize| -> Result<i16, &'static str> {
+            let miss = unzigzag(r.exp_golomb(ANGLE_ORDER, u16::MAX.into())? as u32) as i16;
+            match miss.wrapping_add(context.turn(axis)) {
+                0 => Err("a zero change flagged"),
+                change => Ok(change),
+            }
         };
         if has(YAW) {
-            link.yaw = angle(r)?;
+            link.yaw = angle(r, 0)?;
         }
         if has(PITCH) {
-            link.pitch = angle(r)?;
+            link.pitch = angle(r, 1)?;
         }
         if has(BUTTONS) {
             link.buttons = r.bits(8)? as u8;
@@ -375,10 +386,50 @@ impl Link {
     }
 }
 
-/// Exp-Golomb orders: an angle change of up to 16 steps (a third of a degree) takes
-/// 4-6 bits; a view time's miss by up to a tick 10-16.
+/// Exp-Golomb orders: an angle's miss of its turn by up to 16 steps (a third of a
+/// degree) takes 4-6 bits; a view time's miss by up to a tick 10-16.
 const ANGLE_ORDER: u32 = 3;
 const VIEW_ORDER: u32 = 6;
+/// Links after which an angle's last change no longer predicts its next: a turn goes on
+/// across a frame's later ticks, which hold the angle (four at 30 fps), not past a pause.
+const TURN_MEMORY: u8 = 8;
+
+/// What a link is written against besides the command before it: the flags of the two
+/// links before (0 before the first), and each angle's turn.
+#[derive(Debug, Clone, Copy, Default)]
+struct Context {
+    flags: [u8; 2],
+    /// Per angle (yaw, pitch), its last change in the chain and the links since.
+    turns: [(i16, u8); 2],
+}
+
+impl Context {
+    /// The change of angle `axis` (0 yaw, 1 pitch) a link that turns it is predicted to
+    /// make: its last change, within [`TURN_MEMORY`] links, as a turn goes on at the pace
+    /// it went (the mouse moves smoothly from one frame to the next); else none.
+    fn turn(&self, axis: usize) -> i16 {
+        let (change, since) = self.turns[axis];
+        if since < TURN_MEMORY { change } else { 0 }
+    }
+
+    /// The context of the link after `link`.
+    fn after(&self, link: &Link) -> Self {
+        let turned = |(change, since): (i16, u8), now: i16| {
+            if now != 0 {
+                (now, 0)
+            } else {
+                (change, since.saturating_add(1))
+            }
+        };
+        Self {
+            flags: [link.flags, self.flags[0]],
+            turns: [
+                turned(self.turns[0], link.yaw),
+                turned(self.turns[1], link.pitch),
+            ],
+        }
+    }
+}
 
 fn finite(v: f32) -> Result<f32, &'static str> {
     if !v.is_finite() {
@@ -487,10 +538,10 @@ impl InputPacket {
         put_varint(&mut out, self.base_offset.map_or(0, |o| u64::from(o) + 1));
         put_varint(&mut out, self.links.len() as u64);
         let mut bits = BitWriter::default();
-        let mut earlier = [0; 2];
+        let mut context = Context::default();
         for link in &self.links {
-            link.write(&mut bits, earlier);
-            earlier = [link.flags, earlier[0]];
+            link.write(&mut bits, &context);
+            context = context.after(link);
         }
         out.extend(bits.finish());
         out
@@ -512,10 +563,10 @@ impl InputPacket {
         }
         let mut bits = BitReader::new(r.0);
         let mut links = Vec::with_capacity(count);
-        let mut earlier = [0; 2];
+        let mut context = Context::default();
         for _ in 0..count {
-            let link = Link::read(&mut bits, earlier)?;
-            earlier = [link.flags, earlier[0]];
+            let link = Link::read(&mut bits, &context)?;
+            context = context.after(&link);
             links.push(link);
         }
         bits.finish()?;
@@ -882,9 +933,18 @@ mod tests {
         assert!(read(&slot).is_err());
         let turn = raw(1, |w| {
             flags(w, YAW);
-            w.exp_golomb(u64::from(u16::MAX), ANGLE_ORDER);
+            w.exp_golomb(u64::from(u16::MAX) + 1, ANGLE_ORDER);
         });
         assert!(read(&turn).is_err());
+        // A turn of 5 steps, then a link flagged as turning that misses it by -5: no
+        // change, which a link never flags.
+        let no_turn = raw(2, |w| {
+            flags(w, YAW);
+            w.exp_golomb(zigzag(5).into(), ANGLE_ORDER);
+            w.bit(false);
+            w.exp_golomb(zigzag(-5).into(), ANGLE_ORDER);
+        });
+        assert_eq!(read(&no_turn), Err("a zero change flagged"));
         // A base offset past a u32, a varint of six bytes, or a fifth byte with high bits.
         let mut far = vec![3];
         put_varint(&mut far, u64::from(u32::MAX) + 2);
