@@ -45,7 +45,7 @@ pub const SHORT_SHARE: f64 = 0.04;
 /// frames: a hitch) rather than the link's jitter or the frames' unevenness: three
 /// snapshots' worth, 47 ms at 64 Hz. An outage is not steered against: a buffer deep
 /// enough to bridge one would delay every command by it. The server holds the player
-/// through it and pacing drains what piled up after it.
+/// through it and repays the held ticks once the commands come.
 pub const OUTAGE_REPORTS: usize = 3;
 /// Commands after which a client moves even if pacing never settles (a link so bad the
 /// server keeps starving): about four seconds at 128 Hz.
