@@ -129,6 +129,21 @@ mod tests {
         .on_grid()
     }
 
+    /// Us, player 1, at 128 Hz on `map` among `others`.
+    fn floor_world<'a>(
+        map: &'a CollisionWorld,
+        params: &'a MoveParams,
+        others: &'a OtherPlayers,
+    ) -> TickWorld<'a> {
+        TickWorld {
+            map,
+            params,
+            dt: 1.0 / 128.0,
+            others,
+            me: PlayerId(1),
+        }
+    }
+
     /// Predicts us from the origin on the open floor at 128 Hz, running `forward`, among
     /// `others` and `rockets`, for at most `ticks` commands or until `stop` holds for
     /// what has touched us; what touched us in all, where we ended, and whether `stop`
@@ -140,15 +155,8 @@ mod tests {
         rockets: &mut Vec<Rocket>,
         stop: impl Fn(Touched) -> bool,
     ) -> (Touched, PlayerState, bool) {
-        let map = open_floor();
-        let params = MoveParams::default();
-        let world = TickWorld {
-            map: &map,
-            params: &params,
-            dt: 1.0 / 128.0,
-            others,
-            me: PlayerId(1),
-        };
+        let (map, params) = (open_floor(), MoveParams::default());
+        let world = floor_world(&map, &params, others);
         let mut me = PlayerState::at(Vec3::ZERO, 0.0);
         let mut touched = Touched::default();
         for seq in 1..=ticks {
@@ -218,15 +226,8 @@ mod tests {
             owed: 1,
             players: vec![],
         };
-        let map = open_floor();
-        let params = MoveParams::default();
-        let world = TickWorld {
-            map: &map,
-            params: &params,
-            dt: 1.0 / 128.0,
-            others: &others,
-            me: PlayerId(1),
-        };
+        let (map, params) = (open_floor(), MoveParams::default());
+        let world = floor_world(&map, &params, &others);
         let mut rockets = vec![rocket(PlayerId(1), 30.0)];
         let me = PlayerState::at(Vec3::ZERO, 0.0);
         let mut xs = vec![rockets[0].pos.x];

@@ -28,18 +28,24 @@ impl Plugin for CatchUpPlugin {
 /// Makes each player's second command its current one and steps [`CommandStep`] with
 /// everyone else held, as if for a tick of its own; then gives the others their held
 /// flags back.
-pub(crate) fn run_second_commands(world: &mut World) {
-    let mut seconds = world.query::<(
+/// The queries are the system's own, kept between ticks rather than built anew in each.
+pub(crate) fn run_second_commands(
+    world: &mut World,
+    seconds: &mut QueryState<(
         Entity,
         &mut CatchUp,
         &mut CurrentCmd,
         Option<&mut ViewWindow>,
-    )>();
+    )>,
+    held: &mut QueryState<(Entity, &mut Held)>,
+) {
     let mut stepping = Vec::new();
     for (entity, mut catch_up, mut current, window) in seconds.iter_mut(world) {
-        let Some((cmd, second_window)) = catch_up.0.take() else {
+        // Read, and written only where there is one: most ticks nobody has.
+        let Some((cmd, second_window)) = catch_up.0 else {
             continue;
         };
+        catch_up.0 = None;
         current.0 = cmd;
         if let Some(mut window) = window {
             *window = second_window;
@@ -49,7 +55,6 @@ pub(crate) fn run_second_commands(world: &mut World) {
     if stepping.is_empty() {
         return;
     }
-    let mut held = world.query::<(Entity, &mut Held)>();
     let before: Vec<(Entity, Held)> = held.iter(world).map(|(e, h)| (e, *h)).collect();
     for (entity, mut h) in held.iter_mut(world) {
         h.0 = !stepping.contains(&entity);

@@ -476,29 +476,25 @@ fn give_commands(
         }
     };
     let mut query = world.query::<(
-        Entity,
         &PlayerId,
         &mut CurrentCmd,
         &mut Held,
+        &mut CatchUp,
         Option<&mut ViewWindow>,
     )>();
-    let mut seconds = Vec::new();
     let mut found = 0;
-    for (entity, id, mut current, mut held, window) in query.iter_mut(world) {
+    for (id, mut current, mut held, mut second, window) in query.iter_mut(world) {
         let Some((_, step)) = steps.iter().find(|(p, _)| p == id) else {
             return Err(format!("no command for player {}", id.0));
         };
         found += 1;
+        second.0 = None;
         let (cmd, honest_view) = match *step {
             Step::Held => {
                 held.0 = true;
-                seconds.push((entity, CatchUp(None)));
                 continue;
             }
-            Step::Ran { cmd, honest_view } => {
-                seconds.push((entity, CatchUp(None)));
-                (cmd, honest_view)
-            }
+            Step::Ran { cmd, honest_view } => (cmd, honest_view),
             Step::Twice {
                 cmd,
                 honest_view,
@@ -506,10 +502,7 @@ fn give_commands(
                 then_honest,
             } => {
                 runs(id, &then)?;
-                seconds.push((
-                    entity,
-                    CatchUp(Some((then, window_for(&then, then_honest)))),
-                ));
+                second.0 = Some((then, window_for(&then, then_honest)));
                 (cmd, honest_view)
             }
         };
@@ -522,9 +515,6 @@ fn give_commands(
     }
     if found != steps.len() {
         return Err("a command for a player who is not there".into());
-    }
-    for (entity, catch_up) in seconds {
-        world.entity_mut(entity).insert(catch_up);
     }
     Ok(())
 }

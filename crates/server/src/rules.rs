@@ -8,16 +8,16 @@ use crate::outbox::Outgoing;
 use crate::spawn::choose_spawn;
 use crate::spectators::{SpectatorFeed, tell_match};
 use bevy::prelude::*;
-use sightline_combat::CombatSystems;
 use sightline_combat::{
     Arsenal, DroppedWeapon, GameMode, ItemSpot, Rocket, Score, SpawnCount, Team, Vitals,
     spawn_items_for,
 };
+use sightline_combat::{CombatSystems, silenced};
 use sightline_map::{CurrentMap, MapSource, find_map_by_name};
 use sightline_movement::PlayerState;
 use sightline_protocol::ServerMessage;
 use sightline_sim::SimSet;
-use sightline_sim::{CurrentCmd, InputCmd, PlayerId, PlayerName, Tick, TickConfig};
+use sightline_sim::{CurrentCmd, PlayerId, PlayerName, Tick, TickConfig};
 
 /// Seconds between the end of a match and the start of the next.
 pub const INTERMISSION: f32 = 8.0;
@@ -207,7 +207,8 @@ pub(crate) fn run_match(
     tell_match(&mut outbox, &mut feed, now.0, ended);
 }
 
-/// During the intermission nobody moves or fires (nor in a second command of the tick).
+/// During the intermission nobody moves or fires (nor in a second command of the tick):
+/// every command only looks around, as a dead player's does.
 pub(crate) fn freeze_during_intermission(
     state: Res<MatchState>,
     mut players: Query<(&mut CurrentCmd, Option<&mut CatchUp>)>,
@@ -215,18 +216,12 @@ pub(crate) fn freeze_during_intermission(
     if state.intermission.is_none() {
         return;
     }
-    let frozen = |cmd: &InputCmd| InputCmd {
-        seq: cmd.seq,
-        yaw: cmd.yaw,
-        pitch: cmd.pitch,
-        ..default()
-    };
     for (mut cmd, catch_up) in &mut players {
-        cmd.0 = frozen(&cmd.0);
+        cmd.0 = silenced(&cmd.0);
         if let Some(mut catch_up) = catch_up
             && let Some((second, _)) = &mut catch_up.0
         {
-            *second = frozen(second);
+            *second = silenced(second);
         }
     }
 }

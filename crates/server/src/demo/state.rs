@@ -3,6 +3,7 @@
 //! lag-compensation history), and checksums of them ([`Sums`]) that name the field that
 //! differs. Taken from a server's world and put back into a replay's.
 
+use crate::catch_up::CatchUp;
 use crate::rules::MatchState;
 use bevy::prelude::*;
 use serde::{Deserialize, Serialize};
@@ -546,10 +547,12 @@ pub fn put_player(world: &mut World, p: &PlayerRecord) {
         Some(e) => world.entity_mut(e),
         None => world.spawn((Player, p.id)),
     };
+    // A second command, when the demo gives one, is set on it each tick.
     entity.insert((
         PlayerName(p.name.clone()),
         (p.state, p.vitals, p.arsenal, p.score),
         (p.spawns, p.pushes, p.contacts, p.solid),
+        CatchUp::default(),
     ));
     match p.team {
         Some(team) => entity.insert(team),
