@@ -137,12 +137,12 @@ fn the_game_renders_the_world_and_the_netgraph_under_xvfb() {
     assert!(shot.exists(), "no screenshot was saved:\n{log}");
     let (w, h, pixels) = read_png(&shot);
     assert_eq!((w, h), (WIDTH, HEIGHT), "screenshot size");
-    // The world: the screen's middle, where no HUD is drawn, is shaded, not the one flat
-    // colour a frame without the world clears to. (Counting colours over the whole
-    // screen failed on a real frame: the player had walked up to a dark wall, whose
-    // texture gave 115 shades, and the screen 189 colours in all with the HUD.)
-    let mut colours: Vec<[u8; 3]> = (150..400)
-        .flat_map(|y| (100..700).map(move |x| (x, y)))
+    // The world: a block left of the middle, clear of every HUD line, the crosshair and
+    // the weapon, is shaded, not the one flat colour a frame without the world clears
+    // to. (Counting colours over the whole screen failed on a real frame: the player had
+    // walked up to a dark wall, and the screen had 189 colours in all with the HUD.)
+    let mut colours: Vec<[u8; 3]> = (120..520)
+        .flat_map(|y| (40..440).map(move |x| (x, y)))
         .map(|(x, y)| pixels[(y * w + x) as usize])
         .collect();
     colours.sort();
