@@ -3,10 +3,10 @@
 //! rocket jump away and beyond a plain jump.
 
 use bevy::prelude::*;
-use sightline_combat::ProjectileKind;
+use sightline_combat::{ProjectileAct, ProjectileKind};
 use sightline_harness::load_map;
 use sightline_movement::{MoveParams, PlayerState};
-use sightline_prediction::{OtherPlayers, ProjectileAct, TickWorld, predict_tick};
+use sightline_prediction::{OtherPlayers, TickWorld, predict_tick};
 use sightline_sim::{Buttons, InputCmd, PlayerId};
 
 const HZ: f32 = 128.0;
@@ -34,7 +34,7 @@ fn run(
         .map(|tick| {
             let (mut cmd, act) = cmd_at(tick);
             cmd.seq = tick as u32 + 1;
-            state = predict_tick(&world, &state, &cmd, act, &mut rockets).0;
+            state = predict_tick(&world, &state, &cmd, act, &mut rockets).state;
             state
         })
         .collect()

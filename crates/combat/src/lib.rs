@@ -2,8 +2,9 @@
 //! and damage; the client runs the same weapon state machine for its own feedback (muzzle
 //! flash, ammo counter) and never decides a hit.
 //!
-//! Everything here is a pure function of its inputs, in seconds and metres: the weapon
-//! state machine ([`step_arsenal`]), spread from a hash of (tick, shooter, pellet)
+//! Everything here is a pure function of its inputs, in seconds and metres: one player's
+//! command, its move then its weapon ([`player_command`], which the server's tick and the
+//! client's prediction both call), the weapon state machine ([`step_arsenal`]), spread from a hash of (tick, shooter, pellet)
 //! ([`pellet_direction`]), ray tests against capsule-and-head hitboxes ([`ray_hit`]), the
 //! lag-compensation history and its clamped rewind ([`HitboxHistory`]), damage with armour
 //! ([`Vitals::damage`]), splash with knockback ([`splash`]), and a rocket's launch, flight
@@ -13,6 +14,7 @@
 // Rules, each a pure function of its inputs.
 mod aim;
 mod arsenal;
+mod command;
 mod damage;
 mod drops;
 mod hitbox;
@@ -34,6 +36,7 @@ mod plugin;
 
 pub use aim::aim_direction;
 pub use arsenal::{Ammo, Arsenal, Shot, step_arsenal};
+pub use command::{PlayerCommand, ProjectileAct, player_command};
 pub use damage::{
     Damage, MAX_ARMOR, MAX_HEALTH, POWER_UP_TIME, QUAD_FACTOR, REGEN_HEALTH, REGEN_RATE,
     RESPAWN_DELAY, SPAWN_HEALTH, SPAWN_PROTECTION, Vitals, splash,

@@ -1,15 +1,16 @@
-//! The server's combat systems and their plugin: firing with lag compensation, flying
-//! rockets, the state of the living and the dead, and the hitbox history.
+//! The server's combat systems and their plugin: each player's command (its move and its
+//! weapon), shots judged with lag compensation, flying rockets, the state of the living
+//! and the dead, and the hitbox history.
 
 use crate::{
-    Arsenal, CombatEvent, HitZone, Hitbox, HitboxHistory, LagCompStats, NextDropId, Pushes, Rocket,
-    Score, Shot, Team, ViewJudgement, ViewWindow, Vitals, WeaponKind, aim_direction,
-    clamp_view_time, detonate_newest, fly_rocket, launch_rocket, pellet_direction, ray_hit,
-    rocket_splash, step_arsenal,
+    Arsenal, CombatEvent, HitZone, Hitbox, HitboxHistory, LagCompStats, NextDropId, ProjectileAct,
+    Pushes, Rocket, Score, Shot, Team, ViewJudgement, ViewWindow, Vitals, WeaponKind,
+    aim_direction, clamp_view_time, detonate_newest, fly_rocket, pellet_direction, player_command,
+    ray_hit, rocket_splash,
 };
 use bevy::prelude::*;
 use sightline_map::CurrentMap;
-use sightline_movement::{MoveParams, PlayerState, Solid};
+use sightline_movement::{Body, Contacts, MoveParams, MoveWorld, PlayerState, Solid, bodies_near};
 use sightline_sim::{
     CommandStep, CurrentCmd, Held, InputCmd, PlayerId, SimSet, Tick, TickConfig, angle_steps,
 };
@@ -21,7 +22,8 @@ const SELF_SPLASH: f32 = 0.5;
 #[derive(SystemSet, Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct CombatSystems;
 
-/// Server-side combat: firing, rockets, damage and deaths.
+/// Server-side players and combat: each command run ([`player_command`]), firing, rockets,
+/// damage and deaths.
 pub struct CombatPlugin;
 
 impl Plugin for CombatPlugin {
@@ -39,22 +41,32 @@ impl Plugin for CombatPlugin {
                 Startup,
                 crate::items::spawn_items.run_if(resource_exists::<CurrentMap>),
             )
+            .init_resource::<FiredShots>()
+            // Every command of a tick, and a second command in a tick (repaying a held
+            // one): its player is silenced if dead (perhaps killed by the tick's first),
+            // runs it, and what it fired is carried out. The world's part (rockets
+            // flying, pick-ups) is the tick's, once.
             .add_systems(
                 FixedUpdate,
-                silence_the_dead
-                    .after(SimSet::ReadInputs)
-                    .before(SimSet::Move),
+                (
+                    silence_the_dead
+                        .after(SimSet::ReadInputs)
+                        .before(SimSet::Move),
+                    run_commands
+                        .in_set(SimSet::Move)
+                        .run_if(resource_exists::<CurrentMap>),
+                ),
             )
-            // A second command in a tick: it too is silenced if its player is dead (perhaps
-            // killed by this tick's first), and fires; the world's part (rockets flying,
-            // pick-ups) is the tick's, once.
             .add_systems(
                 CommandStep,
                 (
                     silence_the_dead
                         .after(SimSet::ReadInputs)
                         .before(SimSet::Move),
-                    fire_weapons
+                    run_commands
+                        .in_set(SimSet::Move)
+                        .run_if(resource_exists::<CurrentMap>),
+                    resolve_shots
                         .in_set(SimSet::Combat)
                         .in_set(CombatSystems)
                         .run_if(resource_exists::<CurrentMap>),
@@ -64,7 +76,7 @@ impl Plugin for CombatPlugin {
                 FixedUpdate,
                 (
                     tick_vitals,
-                    fire_weapons,
+                    resolve_shots,
                     fly_rockets,
                     crate::drops::drop_weapons_of_the_dead,
                     crate::items::take_items,
@@ -134,67 +146,160 @@ struct PendingShot {
     view: f64,
 }
 
-/// Runs every living player's weapon; hitscan shots are judged against the hitboxes as the
-/// shooter saw them and stopped by walls; rockets are launched. A human's claimed view
-/// time must lie in its [`ViewWindow`] or the shot is refused, and one older than the
-/// rewind limit is judged at the limit and said to be late; a bot's (which has none) is
-/// clamped to the rewind limit.
-fn fire_weapons(
+/// What this tick's commands fired, in player-id order, with the command and where its
+/// move left the shooter: written by [`run_commands`], taken by [`resolve_shots`].
+#[derive(Resource, Debug, Default)]
+pub(crate) struct FiredShots(Vec<Fired>);
+
+#[derive(Debug)]
+struct Fired {
+    shooter: PlayerId,
+    cmd: InputCmd,
+    state: PlayerState,
+    shot: Shot,
+}
+
+/// A player's parts a command steps.
+type Commanded<'a> = (
+    &'a PlayerId,
+    &'a CurrentCmd,
+    &'a mut PlayerState,
+    &'a Solid,
+    &'a Held,
+    &'a mut Contacts,
+    Option<&'a mut Arsenal>,
+    Option<&'a Vitals>,
+);
+
+/// Runs each player's current command ([`player_command`]) in player-id order, each
+/// against the map and the other solid players where they stand at that moment: those
+/// before it in the order have already made this tick's move, those after it have not. A
+/// player that is not [`Solid`] (the dead) passes through everyone and nobody is stopped
+/// by it. A [`Held`] player stays where it is, still solid, its weapon waiting with it; the
+/// dead's weapons wait too. A move that another body changed is counted in the mover's
+/// [`Contacts`], with the nearest body's player. What the weapons fired is left for
+/// [`resolve_shots`].
+fn run_commands(
+    map: Res<CurrentMap>,
+    params: Res<MoveParams>,
+    config: Res<TickConfig>,
+    mut fired: ResMut<FiredShots>,
+    mut players: Query<Commanded>,
+) {
+    let dt = config.dt();
+    let mut order: Vec<_> = players.iter_mut().collect();
+    order.sort_by_key(|(id, ..)| **id);
+    let ids: Vec<PlayerId> = order.iter().map(|(id, ..)| **id).collect();
+    let mut bodies: Vec<Option<Body>> = order
+        .iter()
+        .map(|(_, _, state, solid, ..)| solid.0.then(|| Body::of(state, &params)))
+        .collect();
+    for (i, (id, cmd, state, solid, held, contacts, arsenal, vitals)) in
+        order.iter_mut().enumerate()
+    {
+        if held.0 {
+            continue;
+        }
+        let others = if solid.0 {
+            let others = bodies
+                .iter()
+                .enumerate()
+                .filter(|(j, _)| *j != i)
+                .filter_map(|(_, b)| *b);
+            bodies_near(state, &params, dt, others)
+        } else {
+            Vec::new()
+        };
+        let world = MoveWorld {
+            map: &map.world,
+            bodies: &others,
+        };
+        let armed = vitals.is_none_or(|v| v.alive());
+        let weapons = arsenal.as_mut().filter(|_| armed).map(|a| &mut **a);
+        let out = player_command(state, &cmd.0, weapons, &world, &params, dt);
+        if out.contact {
+            let me = Body::of(&out.state, &params);
+            let nearest = bodies
+                .iter()
+                .enumerate()
+                .filter(|(j, _)| *j != i)
+                .filter_map(|(j, b)| b.map(|b| (ids[j], me.gap(&b))))
+                .min_by(|a, b| a.1.total_cmp(&b.1));
+            contacts.count = contacts.count.wrapping_add(1);
+            contacts.last = nearest.map(|(id, _)| id);
+        }
+        **state = out.state;
+        if solid.0 {
+            bodies[i] = Some(Body::of(state, &params));
+        }
+        if let Some(shot) = out.shot {
+            fired.0.push(Fired {
+                shooter: **id,
+                cmd: cmd.0,
+                state: out.state,
+                shot,
+            });
+        }
+    }
+}
+
+/// Carries out what this tick's commands fired ([`FiredShots`]): hitscan shots are judged
+/// against the hitboxes as the shooter saw them and stopped by walls; rockets are launched
+/// or burst. A human's claimed view time must lie in its [`ViewWindow`] or the shot is
+/// refused, and one older than the rewind limit is judged at the limit and said to be
+/// late; a bot's (which has none) is clamped to the rewind limit.
+fn resolve_shots(
     mut commands: Commands,
     tick: Res<Tick>,
     config: Res<TickConfig>,
     params: Res<MoveParams>,
     map: Res<CurrentMap>,
     history: Res<HitboxHistory>,
+    mut fired: ResMut<FiredShots>,
     mut next_rocket: ResMut<NextRocketId>,
     mut lagcomp: ResMut<LagCompStats>,
     mut events: MessageWriter<CombatEvent>,
     windows: Query<(&PlayerId, &ViewWindow)>,
-    held: Query<(&PlayerId, &Held)>,
     mut rockets: Query<&mut Rocket>,
     mut players: Combatants,
 ) {
     let window_of = |id: PlayerId| windows.iter().find(|(p, _)| **p == id).map(|(_, w)| *w);
-    let is_held = |id: PlayerId| held.iter().any(|(p, h)| *p == id && h.0);
-    let dt = config.dt();
     let mut shots = Vec::new();
-    let mut order: Vec<_> = players.iter_mut().collect();
-    order.sort_by_key(|(id, ..)| **id);
-    for (id, state, cmd, mut arsenal, vitals, ..) in order {
-        // A held player's weapon waits with it for the next command.
-        if !vitals.alive() || is_held(*id) {
-            continue;
-        }
-        let Some(shot) = step_arsenal(&mut arsenal, &cmd.0, dt) else {
-            continue;
-        };
-        if shot.detonates() {
-            detonate_newest(rockets.iter_mut().map(|r| r.into_inner()), *id);
+    for Fired {
+        shooter: id,
+        cmd,
+        state,
+        shot,
+    } in fired.0.drain(..)
+    {
+        let act = ProjectileAct::of(Some(shot));
+        if act == ProjectileAct::Detonate {
+            detonate_newest(rockets.iter_mut().map(|r| r.into_inner()), id);
             continue;
         }
         let origin = params.eye_position(&state);
-        let forward = aim_direction(cmd.0.yaw, cmd.0.pitch);
+        let forward = aim_direction(cmd.yaw, cmd.pitch);
         events.write(CombatEvent::Fired {
-            shooter: *id,
+            shooter: id,
             weapon: shot.weapon,
             origin,
             dir: forward,
-            aim: [angle_steps(cmd.0.yaw), angle_steps(cmd.0.pitch)],
+            aim: [angle_steps(cmd.yaw), angle_steps(cmd.pitch)],
             tick: tick.0,
         });
-        if let Some(kind) = shot.projectile() {
-            next_rocket.0 = next_rocket.0.wrapping_add(1);
-            let rocket = launch_rocket(next_rocket.0, kind, *id, &state, &cmd.0, &params);
+        if let Some(rocket) = act.launched(next_rocket.0.wrapping_add(1), id, &state, &cmd, &params)
+        {
+            next_rocket.0 = rocket.id;
             commands.spawn(rocket);
             continue;
         }
-        let claimed = cmd.0.view_time();
-        let view = match window_of(*id).map(|w| w.judge(claimed)) {
+        let claimed = cmd.view_time();
+        let view = match window_of(id).map(|w| w.judge(claimed)) {
             Some(ViewJudgement::OnTime(view)) => view,
             Some(ViewJudgement::Late { at, excess }) => {
                 lagcomp.late = lagcomp.late.saturating_add(1);
                 events.write(CombatEvent::ShotLate {
-                    shooter: *id,
+                    shooter: id,
                     tick: tick.0,
                     excess: (excess / f64::from(config.tick_hz.max(1))) as f32,
                 });
@@ -203,7 +308,7 @@ fn fire_weapons(
             Some(ViewJudgement::Refused) => {
                 lagcomp.refused = lagcomp.refused.saturating_add(1);
                 events.write(CombatEvent::ShotRefused {
-                    shooter: *id,
+                    shooter: id,
                     tick: tick.0,
                 });
                 continue;
@@ -214,7 +319,7 @@ fn fire_weapons(
         let (pellets, spread_deg) = shot.pellets();
         let spread = spread_deg.to_radians();
         shots.push(PendingShot {
-            shooter: *id,
+            shooter: id,
             shot,
             origin,
             dirs: (0..pellets)
@@ -449,4 +554,136 @@ fn record_hitboxes(
         .map(|(id, s, _)| (*id, Hitbox::of(s)))
         .collect();
     history.record(tick.0, boxes);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use bevy::ecs::system::RunSystemOnce;
+    use sightline_map::MapSource;
+    use sightline_sim::Buttons;
+    use std::path::Path;
+
+    fn duel() -> CurrentMap {
+        let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../maps/duel.ron");
+        CurrentMap::new(MapSource::load(&path).unwrap_or_else(|e| panic!("{e}")))
+    }
+
+    /// Two players 1.2 m apart on the duel floor, each running at the other.
+    fn two_runners() -> (World, [Entity; 2]) {
+        let mut world = World::new();
+        world.insert_resource(duel());
+        world.insert_resource(MoveParams::default());
+        world.insert_resource(TickConfig::default());
+        world.init_resource::<FiredShots>();
+        let runner = |id: u8, x: f32, yaw: f32| {
+            (
+                PlayerId(id),
+                CurrentCmd(InputCmd {
+                    forward: 1.0,
+                    yaw,
+                    ..Default::default()
+                }),
+                PlayerState::at(Vec3::new(x, 0.0, -8.0), yaw),
+                Held(false),
+            )
+        };
+        let half_pi = std::f32::consts::FRAC_PI_2;
+        let a = world.spawn(runner(2, -0.6, -half_pi)).id();
+        let b = world.spawn(runner(1, 0.6, half_pi)).id();
+        (world, [a, b])
+    }
+
+    fn run(world: &mut World, ticks: usize) {
+        for _ in 0..ticks {
+            world.run_system_once(run_commands).expect("runs");
+        }
+    }
+
+    #[test]
+    fn the_server_step_blocks_players_on_each_other() {
+        let (mut world, [a, b]) = two_runners();
+        run(&mut world, 128);
+        let params = MoveParams::default();
+        let body = |e| Body::of(world.get::<PlayerState>(e).unwrap(), &params);
+        let gap = body(a).gap(&body(b));
+        assert!((0.0..0.02).contains(&gap), "gap {gap}");
+    }
+
+    #[test]
+    fn a_move_another_body_changed_is_counted_with_whom() {
+        let (mut world, [a, b]) = two_runners();
+        run(&mut world, 2);
+        let contacts = |w: &World, e| *w.get::<Contacts>(e).unwrap();
+        assert_eq!(contacts(&world, a).count, 0, "apart, nobody touches");
+        run(&mut world, 126);
+        // Pressed together for most of a second, each counts the other.
+        let (ca, cb) = (contacts(&world, a), contacts(&world, b));
+        assert!(ca.count > 50 && cb.count > 50, "{ca:?} {cb:?}");
+        assert_eq!(ca.last, Some(PlayerId(1)));
+        assert_eq!(cb.last, Some(PlayerId(2)));
+        // The dead touch nobody.
+        let (mut world, [a, b]) = two_runners();
+        world.get_mut::<Solid>(b).unwrap().0 = false;
+        run(&mut world, 128);
+        assert_eq!(contacts(&world, a).count, 0);
+        assert_eq!(contacts(&world, b).count, 0);
+    }
+
+    #[test]
+    fn a_held_player_stays_put_and_still_blocks() {
+        let (mut world, [a, b]) = two_runners();
+        let start = *world.get::<PlayerState>(b).unwrap();
+        world.get_mut::<Held>(b).unwrap().0 = true;
+        run(&mut world, 128);
+        assert_eq!(
+            *world.get::<PlayerState>(b).unwrap(),
+            start,
+            "held: not stepped"
+        );
+        let params = MoveParams::default();
+        let body = |e| Body::of(world.get::<PlayerState>(e).unwrap(), &params);
+        let gap = body(a).gap(&body(b));
+        assert!((0.0..0.02).contains(&gap), "gap {gap}");
+    }
+
+    #[test]
+    fn the_dead_pass_through_and_are_passed_through() {
+        let (mut world, [a, b]) = two_runners();
+        world.get_mut::<Solid>(b).unwrap().0 = false;
+        run(&mut world, 128);
+        let x = |e| world.get::<PlayerState>(e).unwrap().pos.x;
+        assert!(x(a) > 3.0 && x(b) < -3.0, "{} {}", x(a), x(b));
+    }
+
+    #[test]
+    fn the_living_fire_from_where_they_moved_and_the_dead_and_held_do_not() {
+        let (mut world, [a, b]) = two_runners();
+        let fire = |world: &mut World, e: Entity| {
+            world.entity_mut(e).insert(Arsenal::spawned());
+            world.get_mut::<CurrentCmd>(e).unwrap().0.buttons = Buttons::FIRE;
+        };
+        fire(&mut world, a);
+        fire(&mut world, b);
+        world.entity_mut(b).insert(Vitals {
+            health: 0.0,
+            ..Vitals::spawned()
+        });
+        run(&mut world, 1);
+        let fired = &world.resource::<FiredShots>().0;
+        assert_eq!(fired.len(), 1, "the dead do not fire: {fired:?}");
+        assert_eq!(fired[0].shooter, PlayerId(2));
+        assert_eq!(fired[0].state, *world.get::<PlayerState>(a).unwrap());
+        let full = Arsenal::spawned().ammo[WeaponKind::Rifle.index()].magazine;
+        let magazine =
+            |w: &World, e| w.get::<Arsenal>(e).unwrap().ammo[WeaponKind::Rifle.index()].magazine;
+        assert_eq!(magazine(&world, a), full - 1);
+        assert_eq!(magazine(&world, b), full, "nor do their weapons step");
+
+        world.resource_mut::<FiredShots>().0.clear();
+        world.get_mut::<Held>(a).unwrap().0 = true;
+        run(&mut world, 1);
+        assert!(world.resource::<FiredShots>().0.is_empty(), "held: waits");
+        assert_eq!(magazine(&world, a), full - 1);
+    }
 }

@@ -1,33 +1,10 @@
 //! The ring of commands predicted but not yet acknowledged.
 
 use bevy::prelude::*;
-use sightline_combat::{ProjectileKind, Shot};
+use sightline_combat::ProjectileAct;
 use sightline_movement::PlayerState;
 use sightline_sim::InputCmd;
 use std::collections::VecDeque;
-
-/// What a command's shot did to our own projectiles, which prediction flies.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub enum ProjectileAct {
-    /// Nothing.
-    #[default]
-    None,
-    /// Launched one of this kind.
-    Launch(ProjectileKind),
-    /// Burst the newest in flight (the rocket launcher's alternate fire).
-    Detonate,
-}
-
-impl ProjectileAct {
-    /// What `shot` does to projectiles.
-    pub fn of(shot: Option<Shot>) -> Self {
-        match shot {
-            Some(s) if s.detonates() => Self::Detonate,
-            Some(s) => s.projectile().map_or(Self::None, Self::Launch),
-            None => Self::None,
-        }
-    }
-}
 
 /// What besides our command moved our player in a predicted tick, as the server counts it
 /// for its own ([`crate::ServerTouches`]): whose projectiles' bursts pushed it, and

@@ -22,7 +22,7 @@ mod stats;
 mod tick;
 mod weapons;
 
-pub use history::{PredictedStep, PredictionHistory, ProjectileAct, Touched};
+pub use history::{PredictedStep, PredictionHistory, Touched};
 pub use others::{MAX_EXTRAPOLATION, OtherPlayer, OtherPlayers};
 pub use reconcile::{Reconciliation, reconcile, replay};
 
@@ -30,13 +30,13 @@ use reconcile::agree;
 pub use stats::{
     CORRECTION_LOG, Correction, CorrectionCause, CorrectionCauses, CorrectionLog, PredictionStats,
 };
-pub use tick::{TickWorld, predict_tick};
+pub use tick::{PredictedTick, TickWorld, Weapons, predict_tick};
 pub use weapons::{
     ServerWeapons, WEAPON_LOG, WeaponChecks, WeaponLog, check_weapons, weapon_differences,
 };
 
 use bevy::prelude::*;
-use sightline_combat::{Arsenal, Rocket, Shot, silenced, step_arsenal};
+use sightline_combat::{Arsenal, ProjectileAct, Rocket, Shot, silenced};
 use sightline_map::CurrentMap;
 use sightline_movement::{MoveParams, PlayerState};
 use sightline_sim::{CurrentCmd, PlayerId, SessionAppExt, SimSet, TickConfig};
@@ -237,8 +237,7 @@ type Own<'a> = (
 );
 
 /// Runs this tick's command on the predicted player at once and remembers the result:
-/// the weapon steps (the weapon's state depends only on commands), the player moves and
-/// our rockets fly ([`predict_tick`]).
+/// the player moves, its weapons step and our rockets fly ([`predict_tick`]).
 fn predict_local_player(
     map: Res<CurrentMap>,
     params: Res<MoveParams>,
@@ -257,24 +256,23 @@ fn predict_local_player(
         shot.0 = None;
         return;
     }
-    let dt = config.dt();
-    shot.0 = step_arsenal(&mut arsenal, &cmd.0, dt);
-    weapons.push(cmd.0, *arsenal);
-    let act = ProjectileAct::of(shot.0);
     let world = TickWorld {
         map: &map.world,
         params: &params,
-        dt,
+        dt: config.dt(),
         others: &others,
         me: *id,
     };
-    let (after, touched) = predict_tick(&world, &state, &cmd.0, act, &mut rockets.0);
-    *state = after;
+    let step = Weapons::Step(&mut arsenal);
+    let predicted = predict_tick(&world, &state, &cmd.0, step, &mut rockets.0);
+    shot.0 = predicted.shot;
+    weapons.push(cmd.0, *arsenal);
+    *state = predicted.state;
     history.push(PredictedStep {
         cmd: cmd.0,
-        after,
-        projectile: act,
-        touched,
+        after: predicted.state,
+        projectile: predicted.act,
+        touched: predicted.touched,
     });
     stats.predicted += 1;
 }
@@ -341,10 +339,10 @@ fn apply_server_update(
         } else {
             (p.cmd, p.projectile)
         };
-        let (after, touched) = predict_tick(&world, s, &cmd, launch, &mut rockets);
-        p.touched = touched;
-        replayed_touches = replayed_touches.or(touched);
-        after
+        let predicted = predict_tick(&world, s, &cmd, launch, &mut rockets);
+        p.touched = predicted.touched;
+        replayed_touches = replayed_touches.or(predicted.touched);
+        predicted.state
     };
 
     if server.teleported {

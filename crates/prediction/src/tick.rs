@@ -1,13 +1,14 @@
 //! One predicted tick of our own player: everything the server does to it in a tick that
 //! the client can know, in the server's order.
 
-use crate::{OtherPlayers, ProjectileAct, Touched};
+use crate::{OtherPlayers, Touched};
 use bevy::prelude::*;
-use sightline_combat::{Hitbox, Rocket, detonate_newest, fly_rocket, launch_rocket, rocket_splash};
-use sightline_map::CollisionWorld;
-use sightline_movement::{
-    Body, MoveParams, MoveWorld, PlayerState, bodies_near, moved_by_bodies, on_grid, step_among,
+use sightline_combat::{
+    Arsenal, Hitbox, ProjectileAct, Rocket, Shot, detonate_newest, fly_rocket, player_command,
+    rocket_splash,
 };
+use sightline_map::CollisionWorld;
+use sightline_movement::{Body, MoveParams, MoveWorld, PlayerState, bodies_near, on_grid};
 use sightline_sim::{InputCmd, PlayerId};
 
 /// What a predicted tick runs in besides the player.
@@ -25,24 +26,53 @@ pub struct TickWorld<'a> {
     pub me: PlayerId,
 }
 
-/// Runs our command `cmd` on our player in `state` as the server will: the movement step
-/// against the map and the other players where the server should have them
-/// ([`OtherPlayers::at`]); then, as the server's combat does after movement, a projectile
-/// launched by this command (`act`) from where the move ended, or our newest detonated,
-/// and one tick of flight for each rocket in `rockets` (ours, and others' known from the
-/// snapshots), against the map and every body but its owner's, a burst pushing us by the
-/// same [`rocket_splash`] the server applies; no flight for the second command of a
-/// server tick ([`OtherPlayers::tick_of`]), which runs after the tick's. Rockets fired since the newest snapshot by
-/// others are not known: their pushes arrive as corrections. Last, the state goes on the
-/// grid, as the server's tick leaves it ([`sightline_movement::grid`]). Returns the state
-/// and what touched us: whose bursts, and whether the others' bodies changed the move.
-pub fn predict_tick(
+/// Where a predicted command's shot comes from.
+#[derive(Debug)]
+pub enum Weapons<'a> {
+    /// Our weapons, stepped by the command as the server's tick steps them.
+    Step(&'a mut Arsenal),
+    /// What the command's shot did when it was first predicted: a replay moves us again,
+    /// while our weapons are checked against the server's apart ([`crate::check_weapons`]).
+    Replayed(ProjectileAct),
+}
+
+impl From<ProjectileAct> for Weapons<'_> {
+    fn from(act: ProjectileAct) -> Self {
+        Self::Replayed(act)
+    }
+}
+
+/// What a predicted tick did.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct PredictedTick {
+    /// Where it left us, on the grid.
+    pub state: PlayerState,
+    /// What touched us besides our command.
+    pub touched: Touched,
+    /// What our shot did to projectiles.
+    pub act: ProjectileAct,
+    /// What our weapons fired ([`Weapons::Step`] only).
+    pub shot: Option<Shot>,
+}
+
+/// Runs our command `cmd` on our player in `state` as the server will: our part of the
+/// tick by the server's own [`player_command`] (the move against the map and the other
+/// players where the server should have them, [`OtherPlayers::at`]; then our weapons),
+/// then what the server's combat does after: a projectile launched by this command from
+/// where the move ended, or our newest detonated, and one tick of flight for each rocket
+/// in `rockets` (ours, and others' known from the snapshots), against the map and every
+/// body but its owner's, a burst pushing us by the same [`rocket_splash`] the server
+/// applies; no flight for the second command of a server tick
+/// ([`OtherPlayers::tick_of`]), which runs after the tick's. Rockets fired since the newest
+/// snapshot by others are not known: their pushes arrive as corrections. Last, the state
+/// goes on the grid, as the server's tick leaves it ([`sightline_movement::grid`]).
+pub fn predict_tick<'w>(
     world: &TickWorld,
     state: &PlayerState,
     cmd: &InputCmd,
-    act: ProjectileAct,
+    weapons: impl Into<Weapons<'w>>,
     rockets: &mut Vec<Rocket>,
-) -> (PlayerState, Touched) {
+) -> PredictedTick {
     let TickWorld {
         map, params, dt, ..
     } = *world;
@@ -57,26 +87,34 @@ pub fn predict_tick(
         map,
         bodies: &bodies,
     };
-    let mut s = step_among(state, cmd, &moving, params, dt);
+    let (arsenal, replayed) = match weapons.into() {
+        Weapons::Step(arsenal) => (Some(arsenal), None),
+        Weapons::Replayed(act) => (None, Some(act)),
+    };
+    let ours = player_command(state, cmd, arsenal, &moving, params, dt);
+    let act = replayed.unwrap_or_else(|| ours.act());
+    let mut s = ours.state;
     // As the server tells a contact.
     let mut touched = Touched {
-        contact: moved_by_bodies(state, cmd, &moving, &s, params, dt),
+        contact: ours.contact,
         ..default()
     };
+    let done = |state: PlayerState, touched: Touched| PredictedTick {
+        // What the server's tick leaves is on the grid; so is what we predict it leaves.
+        state: on_grid(&state),
+        touched,
+        act,
+        shot: ours.shot,
+    };
 
-    match act {
-        ProjectileAct::Launch(kind) => {
-            rockets.push(launch_rocket(0, kind, world.me, &s, cmd, params));
-        }
-        ProjectileAct::Detonate => {
-            detonate_newest(rockets.iter_mut(), world.me);
-        }
-        ProjectileAct::None => {}
+    if act == ProjectileAct::Detonate {
+        detonate_newest(rockets.iter_mut(), world.me);
     }
+    rockets.extend(act.launched(0, world.me, &s, cmd, params));
     // The second command of a server tick (one repaying a held tick) moves and fires
     // after the tick's rockets flew: they fly on with the next.
     if world.others.tick_of(cmd.seq).1 {
-        return (on_grid(&s), touched);
+        return done(s, touched);
     }
     // Every body but the owner's, as the server's rockets fly after everyone has moved.
     let me = (world.me, Hitbox::of(&s));
@@ -104,8 +142,7 @@ pub fn predict_tick(
         }
         false
     });
-    // What the server's tick leaves is on the grid; so is what we predict it leaves.
-    (on_grid(&s), touched)
+    done(s, touched)
 }
 
 #[cfg(test)]
@@ -165,7 +202,11 @@ mod tests {
                 forward,
                 ..default()
             };
-            let (after, t) = predict_tick(&world, &me, &cmd, ProjectileAct::None, rockets);
+            let PredictedTick {
+                state: after,
+                touched: t,
+                ..
+            } = predict_tick(&world, &me, &cmd, ProjectileAct::None, rockets);
             (me, touched) = (after, touched.or(t));
             if stop(touched) {
                 return (touched, me, true);

@@ -9,9 +9,9 @@
 //! pick-up we learn of later and is taken quietly; any other is a desync, logged with
 //! its tick and fields and counted.
 
-use crate::{Predicted, PredictionHistory, PredictionStats, ProjectileAct};
+use crate::{Predicted, PredictionHistory, PredictionStats};
 use bevy::prelude::*;
-use sightline_combat::{Arsenal, WeaponKind, step_arsenal};
+use sightline_combat::{Arsenal, ProjectileAct, WeaponKind, step_arsenal};
 use sightline_sim::{InputCmd, TickConfig};
 use std::collections::VecDeque;
 
