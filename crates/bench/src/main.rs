@@ -13,7 +13,7 @@ use sightline_harness::load::{HostTools, LoadConfig, LoadReport, load};
 use sightline_harness::measure::hits::{HitReport, HitSetup, measure_hits_with};
 use sightline_harness::measure::{
     ConditionerSettings, Conditions, Link, NetcodeReport, REALISTIC_FPS, RouteChange, Scenario,
-    ScenarioReport, Trouble, percentile, run, run_seeds,
+    ScenarioReport, Trouble, percentile, rate_interval, run, run_seeds,
 };
 use sightline_harness::soak::{SoakConfig, soak};
 use sightline_harness::{Stepper, load_map};
@@ -630,6 +630,31 @@ fn netcode_report(seconds: f64, seeds: u64, map: &str, only: &[usize]) {
                 c.shot_age_ms_p99,
             );
         }
+    }
+    println!("\nwhat the player sees:\n");
+    println!(
+        "| link | client-minutes | visible snaps /min, 95 % interval | the same at {} fps \
+         | news: snaps / corrections /min | snaps while dead or respawning /min |",
+        fps.join(" / ")
+    );
+    println!("|---|---:|---|---|---|---:|");
+    for (label, r) in &rows {
+        let all = NetcodeReport::rare_events(&r.clients);
+        let (rate, lo, hi) = rate_interval(all.snaps, all.minutes);
+        let per_fps: Vec<String> = r
+            .clients
+            .iter()
+            .map(|c| format!("{:.1}", rate_interval(c.snaps, c.client_minutes).0))
+            .collect();
+        let per_min = |n: u64| rate_interval(n, all.minutes).0;
+        println!(
+            "| {label} | {:.0} | {rate:.2} ({lo:.2}-{hi:.2}) | {} | {:.2} / {:.2} | {:.1} |",
+            all.minutes,
+            per_fps.join(" / "),
+            per_min(all.news_snaps),
+            per_min(all.news),
+            per_min(all.death_snaps),
+        );
     }
     println!("\nother players and bandwidth:\n");
     println!(

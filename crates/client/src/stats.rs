@@ -278,7 +278,7 @@ impl Plugin for StatsPlugin {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use sightline_prediction::CorrectionCause;
+    use sightline_prediction::{Correction, CorrectionCause};
 
     #[test]
     fn a_summary_counts_the_sessions_a_reconnection_ended() {
@@ -289,7 +289,11 @@ mod tests {
             ..Default::default()
         };
         let mut prediction = PredictionStats::default();
-        prediction.corrections.push(0.3, CorrectionCause::Own);
+        prediction.corrections.push(Correction {
+            size: 0.3,
+            cause: CorrectionCause::Own,
+            news: false,
+        });
         prediction.causes.count(CorrectionCause::Late);
         prediction.resets = 1;
         let pacing = InputPacing::default();

@@ -37,7 +37,9 @@ pub use hits::{HitReport, HitSetup, measure_hits, measure_hits_with};
 pub(crate) use probes::{CombatLog, ShotRecord};
 use probes::{Probe, TickLog, Truth, log_combat, log_ticks, record_truth};
 pub(crate) use report::mean;
-pub use report::{NetcodeReport, ScenarioReport, SeededReport, percentile};
+pub use report::{
+    NetcodeReport, RareEvents, ScenarioReport, SeededReport, percentile, rate_interval,
+};
 pub use scenario::{
     Combat, Conditions, HITCHES_MS, Link, REALISTIC_FPS, RouteChange, STALL_MS, Scenario, Trouble,
 };

@@ -353,6 +353,7 @@ fn apply_server_update(
         stats.teleports += 1;
         stats.replayed += replayed as u64;
         offset.0 = Vec3::ZERO;
+        stats.jumps += new.pos - state.pos;
         *state = new;
         flying.0 = rockets;
         return;
@@ -412,13 +413,21 @@ fn apply_server_update(
                 } else {
                     classify(&server, predicted, touched_before)
                 };
-                stats.corrections.push(size, cause);
+                // Another's burst the server gave us where we predicted none of theirs:
+                // its rocket came too late for us to fly.
+                let news = news_only
+                    || (cause == CorrectionCause::Knockback
+                        && server.touched.push
+                        && !touched_before.others);
+                stats.corrections.push(Correction { size, cause, news });
                 stats.last_correction = size;
                 stats.causes.count(cause);
+                stats.news += u64::from(news);
                 stats.last_cause = Some(cause);
                 let snap = size > settings.snap_distance && cause != CorrectionCause::Knockback;
                 offset.0 = if snap { Vec3::ZERO } else { offset.0 + jump };
             }
+            stats.jumps -= jump;
             *state = new;
             flying.0 = rockets;
         }
@@ -426,6 +435,7 @@ fn apply_server_update(
             stats.resets += 1;
             warn!("the server has not acknowledged {max_unacked} commands; taking its state");
             offset.0 = Vec3::ZERO;
+            stats.jumps += new.pos - state.pos;
             *state = new;
             flying.0 = rockets_to_fly(&server.rockets, me, new.pos, patience);
         }

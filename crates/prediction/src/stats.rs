@@ -105,6 +105,11 @@ pub struct Correction {
     pub size: f32,
     /// Its cause, by what the server said it did.
     pub cause: CorrectionCause,
+    /// Knockback that was news: another's burst reached us that we had not predicted
+    /// reaching us, its rocket learnt only after we had predicted past it (or never
+    /// seen), as one fired less than a round trip and the input buffer before it lands
+    /// is. No client could have flown it.
+    pub news: bool,
 }
 
 impl Correction {
@@ -129,13 +134,13 @@ pub const CORRECTION_LOG: usize = 4096;
 
 impl CorrectionLog {
     /// Adds a correction.
-    pub fn push(&mut self, size: f32, cause: CorrectionCause) {
+    pub fn push(&mut self, correction: Correction) {
         if self.kept.len() >= 2 * CORRECTION_LOG {
             let shed = self.kept.len() - CORRECTION_LOG;
             self.kept.drain(..shed);
             self.dropped = self.dropped.saturating_add(shed);
         }
-        self.kept.push(Correction { size, cause });
+        self.kept.push(correction);
     }
 
     /// Corrections counted in all, kept or not.
@@ -179,6 +184,13 @@ pub struct PredictionStats {
     pub last_correction: f32,
     /// The visible corrections by cause.
     pub causes: CorrectionCauses,
+    /// Of the knockback, the corrections that were news ([`Correction::news`]).
+    pub news: u64,
+    /// Every jump a server state made our predicted position take (replays, resets,
+    /// teleports, seen or not), summed, metres: with the [`crate::VisualOffset`], what the
+    /// drawn camera moved by besides our own commands, for the netcode report's count of
+    /// visible snaps.
+    pub jumps: Vec3,
     /// The latest correction's cause.
     pub last_cause: Option<CorrectionCause>,
     /// Teleports adopted (respawns, new matches): no correction, no blending.
@@ -207,7 +219,11 @@ mod tests {
         let mut log = CorrectionLog::default();
         assert!(log.is_empty());
         for i in 0..100_000 {
-            log.push(i as f32, CorrectionCause::Own);
+            log.push(Correction {
+                size: i as f32,
+                cause: CorrectionCause::Own,
+                news: false,
+            });
         }
         assert_eq!(log.len(), 100_000);
         assert!(log.iter().count() <= 2 * CORRECTION_LOG);

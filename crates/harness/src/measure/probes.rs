@@ -9,7 +9,9 @@ use sightline_combat::{CombatEvent, HitboxHistory, SpawnCount, Vitals, WeaponKin
 use sightline_interpolation::{DrawMode, Drawn, RenderTime};
 use sightline_map::CurrentMap;
 use sightline_movement::{MoveParams, PlayerState};
-use sightline_prediction::{CorrectionCauses, PredictionStats};
+use sightline_prediction::{
+    Correction, CorrectionCause, CorrectionCauses, Predicted, PredictionStats, VisualOffset,
+};
 use sightline_server::InputBuffer;
 use sightline_sim::hash::{hash, unit};
 use sightline_sim::{BotControlled, CurrentCmd, PlayerId, Tick, TickConfig};
@@ -24,6 +26,10 @@ pub(super) struct Truth(
     Vec<(f64, BTreeMap<PlayerId, (Vec3, SpawnCount)>)>,
     BTreeSet<PlayerId>,
 );
+
+/// How far the drawn camera may move in a frame beyond what our own commands moved it
+/// before the frame counts as a visible snap, metres.
+pub(super) const SNAP_DISTANCE: f32 = 0.05;
 
 /// How long after a respawn a player still drawn where it fell counts as held across
 /// the respawn rather than as an error, seconds: long enough for a lost snapshot or two.
@@ -295,6 +301,19 @@ pub(super) struct Probe {
     last_render: Option<f64>,
     steps_back: u64,
     max_back_ms: f64,
+    /// What the drawn camera had moved by besides our own commands at the last frame:
+    /// the correction offset and the jumps so far (`PredictionStats::jumps`); and the
+    /// teleports so far.
+    last_view: Option<(Vec3, Vec3, u64)>,
+    /// The newest correction, whose offset the camera is still fading.
+    fading: Option<Correction>,
+    /// Frames in which the drawn camera moved more than [`SNAP_DISTANCE`] beyond what our
+    /// own commands moved it: by news, by anything else, and while dead or respawning
+    /// (which the death camera shows; not counted in either).
+    news_snaps: u64,
+    snaps: u64,
+    death_snaps: u64,
+    start_news: u64,
     start_causes: CorrectionCauses,
     start_teleports: u64,
     /// Filled at the end.
@@ -302,6 +321,7 @@ pub(super) struct Probe {
     /// The corrections a player sees (all but the stop at death), metres.
     seen: Vec<f64>,
     causes: CorrectionCauses,
+    news: u64,
     teleports: u64,
     resets: u64,
     repeats: u32,
@@ -333,6 +353,7 @@ impl Probe {
         self.start_resets = stats.resets;
         self.start_causes = stats.causes;
         self.start_teleports = stats.teleports;
+        self.start_news = stats.news;
         self.start_repeats = w.resource::<InputPacing>().repeats;
         self.start_wire = link.wire_bytes_sent();
         self.measuring = true;
@@ -363,6 +384,8 @@ impl Probe {
         if self.id.is_some_and(|id| truth.1.contains(&id)) {
             self.dead_corrections += corrections.saturating_sub(self.corrections_seen) as u64;
         }
+        let dead = self.id.is_some_and(|id| truth.1.contains(&id));
+        self.watch_camera(w, corrections, dead);
         self.corrections_seen = corrections;
         let render = *w.resource::<RenderTime>();
         if let Some(t) = render.server_time {
@@ -410,6 +433,49 @@ impl Probe {
             }
             self.errors.push(d.pos.distance(true_pos) as f64);
         }
+    }
+
+    /// Counts a visible snap when the drawn camera (the predicted position plus the
+    /// fading correction offset, as the game draws it) moved this frame more than
+    /// [`SNAP_DISTANCE`] beyond what our own commands moved it: that is the offset's
+    /// change plus the jumps server states made to the predicted position, since our
+    /// commands move the predicted position alone. Each is put down to the newest
+    /// correction (the one whose offset is fading, or the one that jumped): news or not;
+    /// or to death: the stop at death, while the server has us dead, or the frame we
+    /// respawn.
+    fn watch_camera(&mut self, w: &mut World, corrections: usize, dead: bool) {
+        let stats = w.resource::<PredictionStats>();
+        let (jumps, teleports) = (stats.jumps, stats.teleports);
+        if corrections > self.corrections_seen
+            && let Some(newest) = stats.corrections[corrections - 1..].first()
+        {
+            self.fading = Some(*newest);
+        }
+        let Some(offset) = w
+            .query_filtered::<&VisualOffset, With<Predicted>>()
+            .iter(w)
+            .next()
+            .map(|o| o.0)
+        else {
+            self.last_view = None;
+            return;
+        };
+        let last = self.last_view.replace((offset, jumps, teleports));
+        let Some((last_offset, last_jumps, last_teleports)) = last else {
+            return;
+        };
+        let unexplained = (offset - last_offset) + (jumps - last_jumps);
+        if unexplained.length() <= SNAP_DISTANCE {
+            return;
+        }
+        let by = self.fading.map(|c| c.cause);
+        *if dead || teleports != last_teleports || by == Some(CorrectionCause::Killed) {
+            &mut self.death_snaps
+        } else if self.fading.is_some_and(|c| c.news) {
+            &mut self.news_snaps
+        } else {
+            &mut self.snaps
+        } += 1;
     }
 
     /// Notes the remote players in plain sight of our eye at render time `t` (a clear
@@ -528,6 +594,7 @@ impl Probe {
         self.resets = stats.resets - self.start_resets;
         let (now, then) = (stats.causes, self.start_causes);
         self.causes = now.since(&then);
+        self.news = stats.news - self.start_news;
         self.teleports = stats.teleports - self.start_teleports;
         self.repeats = w.resource::<InputPacing>().repeats - self.start_repeats;
         let (up, down) = link.wire_bytes_sent();
@@ -574,6 +641,11 @@ impl NetcodeReport {
                 .fold([0; 6], |sum, c| std::array::from_fn(|k| sum[k] + c[k]))
                 .map(|c| c as f64 / minutes / n),
             corrections_while_dead_per_min: sum(|p| p.dead_corrections) as f64 / minutes / n,
+            news: sum(|p| p.news),
+            client_minutes: minutes * n,
+            snaps: sum(|p| p.snaps),
+            news_snaps: sum(|p| p.news_snaps),
+            death_snaps: sum(|p| p.death_snaps),
             teleports_per_min: sum(|p| p.teleports) as f64 / minutes / n,
             resets: sum(|p| p.resets) as f64 / n,
             repeats_per_min: sum(|p| p.repeats as u64) as f64 / minutes / n,
@@ -610,5 +682,75 @@ impl NetcodeReport {
             up_bytes_per_s: sum(|p| p.wire.0) as f64 / seconds / n,
             down_bytes_per_s: sum(|p| p.wire.1) as f64 / seconds / n,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A client world with our predicted player at the origin.
+    fn client() -> World {
+        let mut w = World::new();
+        w.init_resource::<PredictionStats>();
+        w.spawn((Predicted, PlayerState::default()));
+        w
+    }
+
+    fn set_offset(w: &mut World, to: Vec3) {
+        let mut q = w.query_filtered::<&mut VisualOffset, With<Predicted>>();
+        q.single_mut(w).unwrap().0 = to;
+    }
+
+    /// One frame's watch, with the corrections counted so far.
+    fn frame(p: &mut Probe, w: &mut World, dead: bool) {
+        let corrections = w.resource::<PredictionStats>().corrections.len();
+        p.watch_camera(w, corrections, dead);
+        p.corrections_seen = corrections;
+    }
+
+    fn correct(w: &mut World, jump: Vec3, news: bool, absorbed: bool) {
+        let mut stats = w.resource_mut::<PredictionStats>();
+        stats.corrections.push(Correction {
+            size: jump.length(),
+            cause: CorrectionCause::Knockback,
+            news,
+        });
+        stats.jumps += jump;
+        if absorbed {
+            let mut q = w.query_filtered::<&mut VisualOffset, With<Predicted>>();
+            q.single_mut(w).unwrap().0 -= jump;
+        }
+    }
+
+    #[test]
+    fn a_snap_is_what_the_camera_did_beyond_our_own_commands_put_down_to_its_cause() {
+        let mut w = client();
+        let mut p = Probe::default();
+        frame(&mut p, &mut w, false);
+        // A correction absorbed into the offset moves nothing drawn.
+        correct(&mut w, Vec3::X, false, true);
+        frame(&mut p, &mut w, false);
+        assert_eq!((p.snaps, p.news_snaps), (0, 0));
+        // Its fading: a frame taking 40 % of a metre is a snap; 3 cm is not.
+        set_offset(&mut w, Vec3::NEG_X * 0.6);
+        frame(&mut p, &mut w, false);
+        set_offset(&mut w, Vec3::NEG_X * 0.57);
+        frame(&mut p, &mut w, false);
+        assert_eq!((p.snaps, p.news_snaps), (1, 0));
+        // News, jumped to at once (not absorbed): a snap put down to news.
+        correct(&mut w, Vec3::Z * 0.5, true, false);
+        frame(&mut p, &mut w, false);
+        assert_eq!((p.snaps, p.news_snaps), (1, 1));
+        // The same while dead is the death camera's.
+        correct(&mut w, Vec3::Z * 0.5, false, false);
+        frame(&mut p, &mut w, true);
+        assert_eq!((p.snaps, p.news_snaps, p.death_snaps), (1, 1, 1));
+        // A respawn's teleport too.
+        let mut stats = w.resource_mut::<PredictionStats>();
+        stats.jumps += Vec3::Y * 20.0;
+        stats.teleports += 1;
+        frame(&mut p, &mut w, false);
+        assert_eq!((p.snaps, p.news_snaps, p.death_snaps), (1, 1, 2));
     }
 }

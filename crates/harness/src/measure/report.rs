@@ -27,6 +27,21 @@ pub struct NetcodeReport {
     /// Of the corrections, those that came while the server had the player dead, per
     /// minute per client (observed by the harness, whatever their cause).
     pub corrections_while_dead_per_min: f64,
+    /// Of the knockback, the corrections that were news (`Correction::news`: another's
+    /// burst whose rocket came too late for the client to fly), over all the
+    /// client-minutes.
+    pub news: u64,
+    /// Client-minutes measured: the span times the clients pooled.
+    pub client_minutes: f64,
+    /// Visible snaps: frames in which the drawn camera moved more than 5 cm beyond what
+    /// the player's own commands moved it, not put down to news or death; over all the
+    /// client-minutes.
+    pub snaps: u64,
+    /// The same put down to news.
+    pub news_snaps: u64,
+    /// The same while the server had the player dead or in the frame of a respawn (the
+    /// death camera's to show).
+    pub death_snaps: u64,
     /// Teleports (respawns) prediction adopted without a correction, per minute per
     /// client.
     pub teleports_per_min: f64,
@@ -145,6 +160,55 @@ impl SeededReport {
     }
 }
 
+impl NetcodeReport {
+    /// These reports' rare events, pooled.
+    pub fn rare_events<'a>(reports: impl IntoIterator<Item = &'a Self>) -> RareEvents {
+        reports
+            .into_iter()
+            .fold(RareEvents::default(), |sum, r| RareEvents {
+                snaps: sum.snaps + r.snaps,
+                news_snaps: sum.news_snaps + r.news_snaps,
+                death_snaps: sum.death_snaps + r.death_snaps,
+                news: sum.news + r.news,
+                minutes: sum.minutes + r.client_minutes,
+            })
+    }
+}
+
+/// Rare events counted over many client-minutes, for rates with their 95 % interval.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct RareEvents {
+    /// Visible snaps not by news or death.
+    pub snaps: u64,
+    /// Visible snaps by news.
+    pub news_snaps: u64,
+    /// Visible snaps while dead or respawning.
+    pub death_snaps: u64,
+    /// News corrections.
+    pub news: u64,
+    /// Client-minutes they were counted over.
+    pub minutes: f64,
+}
+
+/// The rate of `count` events in `minutes`, per minute, with its 95 % interval: the
+/// Poisson interval by Byar's approximation (within a few per cent of the exact one
+/// from a count of one up).
+pub fn rate_interval(count: u64, minutes: f64) -> (f64, f64, f64) {
+    if minutes <= 0.0 {
+        return (0.0, 0.0, 0.0);
+    }
+    let n = count as f64;
+    let z = 1.959_964;
+    let lower = if count == 0 {
+        0.0
+    } else {
+        n * (1.0 - 1.0 / (9.0 * n) - z / (3.0 * n.sqrt())).powi(3)
+    };
+    let m = n + 1.0;
+    let upper = m * (1.0 - 1.0 / (9.0 * m) + z / (3.0 * m.sqrt())).powi(3);
+    (n / minutes, lower / minutes, upper / minutes)
+}
+
 /// The nearest-rank `q` quantile (0 to 1) of sorted values, or 0 when there are none.
 pub fn percentile(sorted: &[f64], q: f64) -> f64 {
     sightline_sim::quantile::quantile(sorted, q).unwrap_or(0.0)
@@ -156,4 +220,49 @@ pub(crate) fn mean(values: &[f64]) -> f64 {
         return 0.0;
     }
     values.iter().sum::<f64>() / values.len() as f64
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_rate_s_interval_is_poisson_s() {
+        // Exact 95 % intervals: 0 events, 0-3.689; 10 events, 4.795-18.39.
+        let (rate, lo, hi) = rate_interval(0, 1.0);
+        assert_eq!((rate, lo), (0.0, 0.0));
+        assert!((hi - 3.689).abs() < 0.03, "{hi}");
+        let (rate, lo, hi) = rate_interval(10, 2.0);
+        assert_eq!(rate, 5.0);
+        assert!((lo - 4.795 / 2.0).abs() < 0.01, "{lo}");
+        assert!((hi - 18.39 / 2.0).abs() < 0.01, "{hi}");
+        assert_eq!(rate_interval(3, 0.0), (0.0, 0.0, 0.0));
+    }
+
+    #[test]
+    fn rare_events_pool_counts_and_minutes() {
+        let a = NetcodeReport {
+            snaps: 2,
+            news_snaps: 1,
+            news: 4,
+            client_minutes: 10.0,
+            ..Default::default()
+        };
+        let b = NetcodeReport {
+            snaps: 3,
+            death_snaps: 5,
+            client_minutes: 20.0,
+            ..Default::default()
+        };
+        assert_eq!(
+            NetcodeReport::rare_events([&a, &b]),
+            RareEvents {
+                snaps: 5,
+                news_snaps: 1,
+                death_snaps: 5,
+                news: 4,
+                minutes: 30.0,
+            }
+        );
+    }
 }
