@@ -133,7 +133,7 @@ impl PluginGroup for GamePlugins {
             .add(sound::SoundPlugin)
             .add(sightline_netgraph::NetgraphPlugin)
             .add(smoke::SmokePlugin)
-            .add(view::long_frames::LongFramesPlugin)
+            .add(scene::long_frames::LongFramesPlugin)
     }
 }
 

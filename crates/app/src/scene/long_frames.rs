@@ -5,8 +5,8 @@
 //! one taken before it. Per-pixel cost is what a software renderer or a weak GPU feels,
 //! and what the log names is where to look first.
 
+use super::particles::{Look, Particle};
 use crate::camera::MainCamera;
-use crate::scene::particles::{Look, Particle};
 use bevy::prelude::*;
 
 /// A frame longer than this is logged, seconds.
