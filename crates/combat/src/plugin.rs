@@ -594,6 +594,13 @@ mod tests {
         (world, [a, b])
     }
 
+    /// The gap between the bodies of `a` and `b` as they stand.
+    fn gap(world: &World, a: Entity, b: Entity) -> f32 {
+        let params = MoveParams::default();
+        let body = |e| Body::of(world.get::<PlayerState>(e).unwrap(), &params);
+        body(a).gap(&body(b))
+    }
+
     fn run(world: &mut World, ticks: usize) {
         for _ in 0..ticks {
             world.run_system_once(run_commands).expect("runs");
@@ -604,9 +611,7 @@ mod tests {
     fn the_server_step_blocks_players_on_each_other() {
         let (mut world, [a, b]) = two_runners();
         run(&mut world, 128);
-        let params = MoveParams::default();
-        let body = |e| Body::of(world.get::<PlayerState>(e).unwrap(), &params);
-        let gap = body(a).gap(&body(b));
+        let gap = gap(&world, a, b);
         assert!((0.0..0.02).contains(&gap), "gap {gap}");
     }
 
@@ -641,9 +646,7 @@ mod tests {
             start,
             "held: not stepped"
         );
-        let params = MoveParams::default();
-        let body = |e| Body::of(world.get::<PlayerState>(e).unwrap(), &params);
-        let gap = body(a).gap(&body(b));
+        let gap = gap(&world, a, b);
         assert!((0.0..0.02).contains(&gap), "gap {gap}");
     }
 

@@ -446,10 +446,8 @@ impl Probe {
     fn watch_camera(&mut self, w: &mut World, corrections: usize, dead: bool) {
         let stats = w.resource::<PredictionStats>();
         let (jumps, teleports) = (stats.jumps, stats.teleports);
-        if corrections > self.corrections_seen
-            && let Some(newest) = stats.corrections[corrections - 1..].first()
-        {
-            self.fading = Some(*newest);
+        if corrections > self.corrections_seen {
+            self.fading = stats.corrections.iter().last().copied();
         }
         let Some(offset) = w
             .query_filtered::<&VisualOffset, With<Predicted>>()
@@ -468,8 +466,10 @@ impl Probe {
         if unexplained.length() <= SNAP_DISTANCE {
             return;
         }
-        let by = self.fading.map(|c| c.cause);
-        *if dead || teleports != last_teleports || by == Some(CorrectionCause::Killed) {
+        let killed = self
+            .fading
+            .is_some_and(|c| c.cause == CorrectionCause::Killed);
+        *if dead || teleports != last_teleports || killed {
             &mut self.death_snaps
         } else if self.fading.is_some_and(|c| c.news) {
             &mut self.news_snaps
