@@ -6,7 +6,7 @@ mod collision;
 mod format;
 mod load;
 
-#[cfg(any(test, feature = "test-support"))]
+#[doc(hidden)]
 pub mod test_support;
 
 pub use collision::{CastHit, CollisionWorld, SKIN};

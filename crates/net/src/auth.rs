@@ -20,7 +20,6 @@ use crate::kex::ServerIdentity;
 use renetcode::NETCODE_KEY_BYTES;
 use std::time::Duration;
 
-#[cfg(any(test, feature = "test-support"))]
 pub(crate) mod bench;
 mod request;
 mod service;

@@ -14,9 +14,8 @@ mod guard;
 mod kex;
 mod known;
 mod memory;
-#[cfg(any(test, feature = "test-support"))]
 mod memory_stream;
-#[cfg(any(test, feature = "test-support"))]
+#[doc(hidden)]
 pub mod test_support;
 mod udp;
 

@@ -12,7 +12,7 @@ pub mod quantile;
 mod session;
 mod tick;
 
-#[cfg(any(test, feature = "test-support"))]
+#[doc(hidden)]
 pub mod test_support;
 
 pub use input::{

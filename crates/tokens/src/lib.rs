@@ -13,7 +13,7 @@ mod seal;
 
 pub use keyfile::{hex, load_key_file, parse_key, write_new_key_file};
 pub use renetcode::{ConnectToken, NETCODE_KEY_BYTES, NETCODE_USER_DATA_BYTES};
-#[cfg(any(test, feature = "test-support"))]
+#[doc(hidden)]
 pub use seal::connection_request;
 pub use seal::{
     CONNECTION_REQUEST_BYTES, CONNECTION_TIMEOUT_SECONDS, NETCODE_PROTOCOL_ID,

@@ -136,8 +136,8 @@ pub fn request_address(
     }
 }
 
-/// The connection request a client sends for `token`, as netcode lays it out.
-#[cfg(any(test, feature = "test-support"))]
+/// The connection request a client sends for `token`, as netcode lays it out (for tests
+/// and fuzzing: the real client builds its own inside renetcode).
 pub fn connection_request(token: &ConnectToken) -> Vec<u8> {
     let mut request = vec![0u8];
     request.extend_from_slice(&token.version_info);
