@@ -51,7 +51,8 @@ pub mod cvar {
             "1 turns the mouse's vertical axis upside down (moving it forward looks down)";
         R_PRESET: i64 = "r_preset", Int { min: 0, max: 3 }, 2, SAVED,
             "graphics quality: 0 low, 1 medium, 2 high, 3 ultra; changing it sets r_shadows, \
-             r_particles, r_scale, r_aa and r_bloom, which can then be changed one by one";
+             r_particles, r_scale, r_aa, r_bloom and r_anisotropy, which can then be \
+             changed one by one";
         R_SHADOWS: bool = "r_shadows", Bool, true, SAVED, "1 for shadows from the lights";
         R_BLOOM: bool = "r_bloom", Bool, true, SAVED, "1 for bloom around bright things";
         R_PARTICLES: i64 = "r_particles", Int { min: 0, max: 2 }, 2, SAVED,
@@ -60,6 +61,9 @@ pub mod cvar {
             "3D resolution as a fraction of the window's (0.5 to 1); the HUD stays sharp";
         R_AA: i64 = "r_aa", Int { min: 0, max: 2 }, 1, SAVED,
             "anti-aliasing: 0 off, 1 FXAA, 2 MSAA 4x";
+        R_ANISOTROPY: i64 = "r_anisotropy", Int { min: 1, max: 16 }, 4, SAVED,
+            "anisotropic filtering of the world's textures, 1 (off) to 16 samples; a \
+             software renderer always gets 1";
         VID_MODE: i64 = "vid_mode", Int { min: 0, max: 2 }, 0, SAVED,
             "window mode: 0 windowed, 1 borderless full screen, 2 exclusive full screen";
         VID_WIDTH: i64 = "vid_width", Int { min: 0, max: 7680 }, 0, SAVED,

@@ -171,7 +171,12 @@ pub fn windowed_app(game: GamePlugins, (width, height): (u32, u32)) -> App {
                 ..default()
             }),
     )
-    .add_plugins((bevy_egui::EguiPlugin::default(), game));
+    .add_plugins((
+        bevy_egui::EguiPlugin::default(),
+        // Each render pass's CPU and GPU time (wgpu timestamps where the adapter has them).
+        bevy::render::diagnostic::RenderDiagnosticsPlugin,
+        game,
+    ));
     app
 }
 

@@ -7,6 +7,8 @@
 
 use super::particles::{Look, Particle};
 use crate::camera::MainCamera;
+use bevy::diagnostic::DiagnosticsStore;
+use bevy::platform::time::Instant;
 use bevy::prelude::*;
 
 /// A frame longer than this is logged, seconds.
@@ -34,7 +36,8 @@ pub(crate) struct LongFramesPlugin;
 impl Plugin for LongFramesPlugin {
     fn build(&self, app: &mut App) {
         app.init_resource::<FrameCensus>()
-            .add_systems(Last, (log_a_long_frame, take_census).chain());
+            .add_systems(Last, (log_a_long_frame, take_census).chain())
+            .add_systems(Last, log_slow_passes);
     }
 }
 
@@ -80,6 +83,32 @@ fn log_a_long_frame(time: Res<Time<Real>>, census: Res<FrameCensus>) {
         "a frame took {took:.1} s; the frame before it drew {particles} particles ({near} \
          within {NEAR} m of the eye, {near_smoke} of them smoke) and {lights} point lights"
     );
+}
+
+/// Logs a render pass whose measured time (GPU where the adapter has timestamps, else CPU)
+/// was over [`LONG_FRAME`]: the measurement arrives a few frames after the pass ran.
+fn log_slow_passes(store: Option<Res<DiagnosticsStore>>, mut seen: Local<Option<Instant>>) {
+    let Some(store) = store else {
+        return;
+    };
+    let since = *seen;
+    let mut newest = since;
+    for diagnostic in store.iter() {
+        let path = diagnostic.path().as_str();
+        if !path.starts_with("render/") || !path.contains("elapsed_") {
+            continue;
+        }
+        for m in diagnostic.measurements() {
+            if since.is_some_and(|t| m.time <= t) {
+                continue;
+            }
+            newest = Some(newest.map_or(m.time, |t| t.max(m.time)));
+            if m.value > f64::from(LONG_FRAME) * 1000.0 {
+                warn!("{path}: {:.1} s", m.value / 1000.0);
+            }
+        }
+    }
+    *seen = newest;
 }
 
 #[cfg(test)]

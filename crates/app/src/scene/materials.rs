@@ -12,6 +12,10 @@ use bevy::image::{ImageAddressMode, ImageFilterMode, ImageSampler, ImageSamplerD
 use bevy::mesh::{Indices, PrimitiveTopology};
 use bevy::prelude::*;
 use bevy::render::render_resource::{Extent3d, TextureDimension, TextureFormat};
+use sightline_console::Cvars;
+
+use crate::cvars::cvar;
+use crate::view::graphics::{GpuLimits, anisotropy, find_gpu_limits};
 
 /// Pixels along a side of every generated texture (a power of two, for the mip chain).
 pub const TEXTURE_SIZE: u32 = 128;
@@ -248,16 +252,22 @@ pub fn texture(surface: Surface) -> Image {
     );
     image.data = Some(data);
     image.texture_descriptor.mip_level_count = mips;
-    image.sampler = ImageSampler::Descriptor(ImageSamplerDescriptor {
+    // Plain filtering until the renderer is known and `r_anisotropy` is applied.
+    image.sampler = sampler(1);
+    image
+}
+
+/// The surfaces' sampler: tiling, trilinear, with up to `anisotropy` samples.
+pub fn sampler(anisotropy: u16) -> ImageSampler {
+    ImageSampler::Descriptor(ImageSamplerDescriptor {
         address_mode_u: ImageAddressMode::Repeat,
         address_mode_v: ImageAddressMode::Repeat,
         mag_filter: ImageFilterMode::Linear,
         min_filter: ImageFilterMode::Linear,
         mipmap_filter: ImageFilterMode::Linear,
-        anisotropy_clamp: 4,
+        anisotropy_clamp: anisotropy,
         ..default()
-    });
-    image
+    })
 }
 
 /// The generated textures, one per surface, made once at start-up.
@@ -299,8 +309,33 @@ pub struct MaterialsPlugin;
 
 impl Plugin for MaterialsPlugin {
     fn build(&self, app: &mut App) {
-        app.add_systems(PreStartup, generate_textures);
+        app.add_systems(PreStartup, generate_textures)
+            .add_systems(Update, apply_anisotropy.after(find_gpu_limits));
     }
+}
+
+/// Gives the surfaces' textures the anisotropic filtering `r_anisotropy` asks for and the
+/// renderer allows, whenever either changes.
+fn apply_anisotropy(
+    cvars: Res<Cvars>,
+    limits: Option<Res<GpuLimits>>,
+    textures: Option<Res<SurfaceTextures>>,
+    images: Option<ResMut<Assets<Image>>>,
+    mut applied: Local<Option<u16>>,
+) {
+    let (Some(limits), Some(textures), Some(mut images)) = (limits, textures, images) else {
+        return;
+    };
+    let wanted = anisotropy(cvars.read(cvar::R_ANISOTROPY), limits.software);
+    if *applied == Some(wanted) {
+        return;
+    }
+    for (_, handle) in &textures.0 {
+        if let Some(mut image) = images.get_mut(handle) {
+            image.sampler = sampler(wanted);
+        }
+    }
+    *applied = Some(wanted);
 }
 
 /// Without images (the windowless app draws nothing) every surface is plain white.

@@ -63,11 +63,13 @@ pub struct QualityParts {
     pub aa: i64,
     /// `r_bloom`.
     pub bloom: bool,
+    /// `r_anisotropy`: anisotropic filtering's most samples, 1 (off) to 16.
+    pub anisotropy: i64,
 }
 
 impl QualityParts {
     /// The console lines that set these parts.
-    fn cvar_values(&self) -> [(&'static str, String); 5] {
+    fn cvar_values(&self) -> [(&'static str, String); 6] {
         let flag = |b: bool| if b { "1" } else { "0" }.to_string();
         [
             (cvar::R_SHADOWS.name(), flag(self.shadows)),
@@ -75,13 +77,14 @@ impl QualityParts {
             (cvar::R_SCALE.name(), self.scale.to_string()),
             (cvar::R_AA.name(), self.aa.to_string()),
             (cvar::R_BLOOM.name(), flag(self.bloom)),
+            (cvar::R_ANISOTROPY.name(), self.anisotropy.to_string()),
         ]
     }
 }
 
 /// What each `r_preset` sets: 0 low (for software rendering and old laptops: no shadows,
-/// few particles, 3/4 resolution, no anti-aliasing, no bloom), 1 medium, 2 high (the
-/// default), 3 ultra (MSAA). Out-of-range presets are the nearest one.
+/// few particles, 3/4 resolution, no anti-aliasing, no bloom, plain texture filtering), 1
+/// medium, 2 high (the default), 3 ultra (MSAA, 8x anisotropic filtering). Out-of-range presets are the nearest one.
 pub fn preset_parts(preset: i64) -> QualityParts {
     match preset.clamp(0, 3) {
         0 => QualityParts {
@@ -90,6 +93,7 @@ pub fn preset_parts(preset: i64) -> QualityParts {
             scale: 0.75,
             aa: 0,
             bloom: false,
+            anisotropy: 1,
         },
         1 => QualityParts {
             shadows: true,
@@ -97,6 +101,7 @@ pub fn preset_parts(preset: i64) -> QualityParts {
             scale: 1.0,
             aa: 1,
             bloom: false,
+            anisotropy: 2,
         },
         2 => QualityParts {
             shadows: true,
@@ -104,6 +109,7 @@ pub fn preset_parts(preset: i64) -> QualityParts {
             scale: 1.0,
             aa: 1,
             bloom: true,
+            anisotropy: 4,
         },
         _ => QualityParts {
             shadows: true,
@@ -111,6 +117,7 @@ pub fn preset_parts(preset: i64) -> QualityParts {
             scale: 1.0,
             aa: 2,
             bloom: true,
+            anisotropy: 8,
         },
     }
 }
@@ -550,6 +557,7 @@ fn video_page(ui: &mut egui::Ui, ed: &mut CvarEditor, sizes: &[UVec2]) {
     ed.choice(ui, "Particles", cvar::R_PARTICLES, &["off", "few", "all"]);
     ed.choice(ui, "Anti-aliasing", cvar::R_AA, &["off", "FXAA", "MSAA 4x"]);
     ed.checkbox(ui, "Bloom", cvar::R_BLOOM);
+    ed.slider(ui, "Anisotropic filtering", cvar::R_ANISOTROPY.name());
 }
 
 fn audio_page(ui: &mut egui::Ui, ed: &mut CvarEditor) {
@@ -671,16 +679,19 @@ mod tests {
                 scale: cvars.read(cvar::R_SCALE),
                 aa: cvars.read(cvar::R_AA),
                 bloom: cvars.read(cvar::R_BLOOM),
+                anisotropy: cvars.read(cvar::R_ANISOTROPY),
             },
             "the parts' defaults are the default preset's"
         );
         let low = preset_parts(0);
         assert!(!low.shadows && !low.bloom && low.aa == 0 && low.scale < 1.0);
+        assert_eq!(low.anisotropy, 1, "the low preset filters textures plainly");
         assert_eq!(preset_parts(3).aa, 2);
         for p in 0..3 {
             let (a, b) = (preset_parts(p), preset_parts(p + 1));
             assert!(b.particles >= a.particles && b.aa >= a.aa && b.scale >= a.scale);
             assert!(b.shadows >= a.shadows && b.bloom >= a.bloom);
+            assert!(b.anisotropy >= a.anisotropy);
         }
         assert_eq!(preset_parts(-4), preset_parts(0));
         assert_eq!(preset_parts(9), preset_parts(3));

@@ -13,6 +13,7 @@ use bevy::render::render_resource::{TextureFormat, WgpuFeatures};
 use bevy::render::renderer::{RenderAdapter, RenderDevice};
 use bevy::render::view::Msaa;
 use sightline_console::Cvars;
+use wgpu_types::DeviceType;
 
 /// The camera's exposure: the maps' sunlight (about 12 000 lux) on their pale floors
 /// burnt out to white at Bevy's default (9.7, for indoor scenes); this keeps their colours.
@@ -60,11 +61,14 @@ impl AntiAliasing {
 /// What the GPU can do of what the settings ask, learnt once the renderer is up; until
 /// then (and without a renderer) everything is assumed possible.
 #[derive(Resource, Debug, Clone, Copy)]
-struct GpuLimits {
+pub(crate) struct GpuLimits {
     /// Bloom renders to Rg11b10Ufloat textures.
     bloom: bool,
     /// MSAA 4x on the HDR target.
     msaa4: bool,
+    /// The adapter is a software renderer (Mesa's lavapipe or llvmpipe, WARP): it gets no
+    /// anisotropic filtering, see [`anisotropy`].
+    pub(crate) software: bool,
 }
 
 impl Default for GpuLimits {
@@ -72,7 +76,21 @@ impl Default for GpuLimits {
         Self {
             bloom: true,
             msaa4: true,
+            software: false,
         }
+    }
+}
+
+/// The anisotropic filtering the world's textures get for `r_anisotropy`'s value: its
+/// range, and 1 (none) on a software renderer. Mesa's llvmpipe filters anisotropically by
+/// walking the texels of the whole footprint a pixel covers, with no cap, so a steep or
+/// sub-pixel surface made one tile of the frame take seconds to minutes (frames of 1 to
+/// 648 s on lavapipe, all in the opaque pass, none once filtering was plain).
+pub(crate) fn anisotropy(requested: i64, software: bool) -> u16 {
+    if software {
+        1
+    } else {
+        requested.clamp(1, 16) as u16
     }
 }
 
@@ -91,7 +109,8 @@ pub fn effective(
     (bloom && can_bloom, aa)
 }
 
-fn find_gpu_limits(
+/// Learns what the GPU allows, once the renderer is up.
+pub(crate) fn find_gpu_limits(
     device: Res<RenderDevice>,
     adapter: Option<Res<RenderAdapter>>,
     mut limits: ResMut<GpuLimits>,
@@ -102,13 +121,23 @@ fn find_gpu_limits(
     if !limits.bloom {
         warn!("r_bloom: this GPU cannot render to Rg11b10Ufloat textures; bloom stays off");
     }
-    limits.msaa4 = adapter.is_none_or(|a| {
+    limits.msaa4 = adapter.as_ref().is_none_or(|a| {
         a.get_texture_format_features(TextureFormat::Rgba16Float)
             .flags
             .sample_count_supported(4)
     });
     if !limits.msaa4 {
         warn!("r_aa 2: this GPU has no 4x MSAA for HDR targets; FXAA instead");
+    }
+    if let Some(info) = adapter.map(|a| a.get_info()) {
+        limits.software = info.device_type == DeviceType::Cpu;
+        if limits.software {
+            warn!(
+                "r_anisotropy: {} renders in software; textures are filtered without \
+                 anisotropy",
+                info.name
+            );
+        }
     }
 }
 
@@ -174,6 +203,14 @@ mod tests {
         assert_eq!(AntiAliasing::from_cvar(2), AntiAliasing::Msaa4);
         assert_eq!(AntiAliasing::from_cvar(-5), AntiAliasing::Off);
         assert_eq!(AntiAliasing::from_cvar(9), AntiAliasing::Msaa4);
+    }
+
+    #[test]
+    fn a_software_renderer_gets_no_anisotropic_filtering() {
+        assert_eq!(anisotropy(4, false), 4);
+        assert_eq!(anisotropy(16, true), 1);
+        assert_eq!(anisotropy(0, false), 1);
+        assert_eq!(anisotropy(99, false), 16);
     }
 
     #[test]
