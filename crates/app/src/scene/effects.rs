@@ -4,6 +4,7 @@
 //! hole where they strike, and the railgun's lingering beam. Particles and marks are
 //! [`crate::scene::particles`]'s; this module says when and where.
 
+use crate::scene::materials::small_sphere;
 use crate::scene::particles::{Emit, Mark};
 use crate::view::killcam::Killcam;
 use bevy::prelude::*;
@@ -78,7 +79,7 @@ fn make_effect_assets(
     commands.insert_resource(EffectAssets {
         rocket: meshes.add(Capsule3d::new(0.07, 0.3)),
         rocket_material: materials.add(glowing(LinearRgba::rgb(10.0, 4.0, 0.8))),
-        plasma: meshes.add(Sphere::new(0.1)),
+        plasma: meshes.add(small_sphere(0.1)),
         plasma_material: materials.add(glowing(LinearRgba::rgb(2.0, 6.0, 16.0))),
         // A unit cylinder along Y, stretched along each shot.
         beam: meshes.add(Cylinder::new(0.5, 1.0)),

@@ -350,6 +350,16 @@ fn generate_textures(mut commands: Commands, images: Option<ResMut<Assets<Image>
     commands.insert_resource(SurfaceTextures(textures));
 }
 
+/// A sphere for small things (a muzzle flash, a plasma ball): an icosphere of 320
+/// triangles. Bevy's default sphere has 20,480, each a speck on screen, all of them
+/// vertex work (on a software renderer, the CPU's) every frame it is drawn.
+pub fn small_sphere(radius: f32) -> Mesh {
+    Sphere::new(radius)
+        .mesh()
+        .ico(2)
+        .expect("two subdivisions are within the icosphere's limit")
+}
+
 /// A box of half extents `half` about the origin, its texture coordinates in tiles of
 /// `metres_per_tile`, so the texture keeps its scale whatever the box's size.
 pub fn box_mesh(half: Vec3, metres_per_tile: f32) -> Mesh {
@@ -447,6 +457,15 @@ mod tests {
                 );
             }
         }
+    }
+
+    #[test]
+    fn a_small_sphere_is_a_few_hundred_triangles() {
+        let mesh = small_sphere(0.04);
+        let triangles = mesh.indices().expect("indexed").len() / 3;
+        assert_eq!(triangles, 320);
+        let default = Mesh::from(Sphere::new(0.04));
+        assert!(default.indices().expect("indexed").len() / 3 > 60 * triangles);
     }
 
     #[test]

@@ -8,6 +8,7 @@
 use crate::MainCamera;
 use crate::camera::ViewZoom;
 use crate::scene::character::{advance_phase, land_dip};
+use crate::scene::materials::small_sphere;
 use crate::scene::particles::Emit;
 use crate::scene::weapon_models::{self, model};
 use crate::view::killcam::Killcam;
@@ -176,7 +177,7 @@ fn build_view_models(
         }
         commands.spawn((
             MuzzleFlashView,
-            Mesh3d(meshes.add(Sphere::new(0.04))),
+            Mesh3d(meshes.add(small_sphere(0.04))),
             MeshMaterial3d(materials.add(StandardMaterial {
                 base_color: Color::linear_rgb(30.0, 18.0, 6.0),
                 unlit: true,
@@ -196,7 +197,7 @@ fn build_view_models(
         ));
         commands.spawn((
             ChargeGlow,
-            Mesh3d(meshes.add(Sphere::new(0.03))),
+            Mesh3d(meshes.add(small_sphere(0.03))),
             MeshMaterial3d(materials.add(StandardMaterial {
                 base_color: Color::linear_rgb(2.0, 9.0, 18.0),
                 unlit: true,
