@@ -84,7 +84,8 @@ impl QualityParts {
 
 /// What each `r_preset` sets: 0 low (for software rendering and old laptops: no shadows,
 /// few particles, 3/4 resolution, no anti-aliasing, no bloom, plain texture filtering), 1
-/// medium, 2 high (the default), 3 ultra (MSAA, 8x anisotropic filtering). Out-of-range presets are the nearest one.
+/// medium, 2 high (the default), 3 ultra (MSAA, 8x anisotropic filtering). Out-of-range
+/// presets are the nearest one.
 pub fn preset_parts(preset: i64) -> QualityParts {
     match preset.clamp(0, 3) {
         0 => QualityParts {
