@@ -1,10 +1,11 @@
 //! A bad day for the real binaries over real UDP: the server process stopped and
-//! continued (a paused VM, a swap storm), a client stopped for a second (a hitch), and a
-//! NAT that changes a playing client's port. Nobody honest may be kicked or reset for
-//! any of them.
+//! continued (a paused VM, a swap storm), a client stopped for a second (a hitch), a
+//! client's frame that lasts longer than the connection's timeout, and a NAT that
+//! changes a playing client's port. Nobody honest may be kicked or reset for any of them.
 
-use crate::support::{Server, finish_honest, honest};
+use crate::support::{Attacker, Server, finish_honest, honest};
 use crate::support::{field, free_udp_port};
+use sightline_net::{CONNECTION_TIMEOUT_SECONDS, ClientSecurity, RenetClient, UdpClientTransport};
 use std::collections::HashMap;
 use std::net::{SocketAddr, TcpListener, TcpStream, UdpSocket};
 use std::process::Command;
@@ -63,6 +64,44 @@ fn a_client_that_stands_still_for_a_second_resynchronises_at_most_once() {
     assert!(field(&summary, "resets") <= 1, "{summary}");
     assert_eq!(field(&summary, "reconnects"), 0, "{summary}");
     let (_, status) = server.stop();
+    assert_eq!(field(&status, "kicks"), 0, "{status}");
+}
+
+/// A frame longer than netcode's timeout (a software renderer's worst frame, a shader
+/// compiled, a swap storm): the game's thread stands still while the connection's keeper
+/// reads for it and sends netcode's keep-alives, so the server keeps the player and the
+/// game goes on with what arrived meanwhile, on the same connection.
+#[test]
+fn a_frame_longer_than_the_connection_timeout_keeps_the_connection() {
+    let server = Server::start(60, &[]);
+    let mut player = Attacker::connect(server.addr, &ClientSecurity::default());
+    player.join("patient");
+    player.snapshots();
+    player.pump(1.0);
+    let before = player.snapshots().len();
+    // The long frame: nothing of the game's app runs.
+    let frame = Duration::from_secs(CONNECTION_TIMEOUT_SECONDS.unsigned_abs().into()) * 6 / 5;
+    std::thread::sleep(frame);
+    player.pump(0.2);
+    let held = player.snapshots().len();
+    eprintln!("snapshots: {before} in the second before, {held} after the {frame:?} frame");
+    // The server's stream went on through the frame, and the keeper kept it.
+    assert!(
+        held as f64 >= before as f64 * frame.as_secs_f64() * 0.8,
+        "{held} vs {before}"
+    );
+    assert!(player.app.world().resource::<RenetClient>().is_connected());
+    let transport = player.app.world().resource::<UdpClientTransport>();
+    assert_eq!(transport.failure(), None);
+    // At least that frame (a loaded machine may hold others past a quarter second).
+    let (covered, dropped) = transport.frames_kept();
+    assert!(
+        covered >= 1 && dropped == 0,
+        "{covered} frames covered, {dropped} dropped"
+    );
+    assert_eq!(transport.standbys(), (0, 0));
+    let (log, status) = server.stop();
+    assert!(!log.contains("patient left"), "{log}");
     assert_eq!(field(&status, "kicks"), 0, "{status}");
 }
 

@@ -250,7 +250,7 @@ pub(crate) fn count_refused_packets(
     mut stats: ResMut<ClientStats>,
     mut seen: Local<u64>,
 ) {
-    let refused = transport.map_or(0, |t| t.bad_packets);
+    let refused = transport.map_or(0, |t| t.refused().0);
     if refused < *seen {
         *seen = 0; // a new transport
     }

@@ -225,10 +225,11 @@ fn wire(clients: &[App]) -> (WireCount, WireCount) {
     let mut sum = (WireCount::default(), WireCount::default());
     for app in clients {
         if let Some(t) = app.world().get_resource::<UdpClientTransport>() {
-            sum.0.datagrams += t.socket.received.datagrams;
-            sum.0.bytes += t.socket.received.bytes;
-            sum.1.datagrams += t.socket.sent.datagrams;
-            sum.1.bytes += t.socket.sent.bytes;
+            let (received, sent) = t.wire();
+            sum.0.datagrams += received.datagrams;
+            sum.0.bytes += received.bytes;
+            sum.1.datagrams += sent.datagrams;
+            sum.1.bytes += sent.bytes;
         }
     }
     sum

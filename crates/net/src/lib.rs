@@ -47,9 +47,10 @@ pub use sightline_tokens::{
     load_key_file, parse_key, random_secret,
 };
 pub use udp::{
-    ACK_SILENCE, ClientSecurity, ConditionedSocket, MAX_RELIABLE_BACKLOG, RESEND_BYTES_PER_SECOND,
-    SILENCE_BEFORE_STANDBY, UdpClientTransport, UdpServerTransport, UdpSetupError, WireCount,
-    netcode_readable, resume_udp, udp_client, udp_client_with_token, udp_server,
+    ACK_SILENCE, ClientSecurity, ConditionedSocket, KEEPER_AFTER, MAX_HELD_PACKETS,
+    MAX_RELIABLE_BACKLOG, RESEND_BYTES_PER_SECOND, SILENCE_BEFORE_STANDBY, UdpClientTransport,
+    UdpServerTransport, UdpSetupError, WireCount, netcode_readable, resume_udp, udp_client,
+    udp_client_with_token, udp_server,
 };
 
 use bevy::prelude::*;

@@ -9,7 +9,8 @@
 //! - `socket`: the [`ConditionedSocket`] both ends share, and the packet rate both hold
 //!   each other to.
 //! - `server`: the server's [`UdpServerTransport`], its gatekeeping and its systems.
-//! - `client`: the client's [`UdpClientTransport`], its standby connection and its systems.
+//! - `client`: the client's [`UdpClientTransport`], its standby connection, the keeper that
+//!   covers a long frame, and its systems.
 //! - `arrivals`: the share of a client's datagrams lost on the way in, by netcode's numbers.
 //! - `header`: the netcode header, checked before renetcode reads it.
 
@@ -23,8 +24,8 @@ mod client;
 mod server;
 
 pub use client::{
-    ClientSecurity, SILENCE_BEFORE_STANDBY, UdpClientTransport, resume_udp, udp_client,
-    udp_client_with_token,
+    ClientSecurity, KEEPER_AFTER, MAX_HELD_PACKETS, SILENCE_BEFORE_STANDBY, UdpClientTransport,
+    resume_udp, udp_client, udp_client_with_token,
 };
 pub(crate) use client::{client_condition, client_disconnect_on_exit, client_receive, client_send};
 pub use header::netcode_readable;

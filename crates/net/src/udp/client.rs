@@ -2,7 +2,7 @@
 //! connection that survives a NAT rebinding, and the systems that drive it.
 
 use super::header::netcode_readable;
-use super::socket::{ConditionedSocket, PacketRate, UdpSetupError, unix_now};
+use super::socket::{ConditionedSocket, PacketRate, UdpSetupError, WireCount, unix_now};
 use crate::auth;
 use crate::bundle;
 use crate::guard::PacketGuard;
@@ -11,9 +11,10 @@ use bevy::prelude::*;
 use bevy_renet::RenetClient;
 use renetcode::{ClientAuthentication, ConnectToken, NetcodeClient};
 use sightline_tokens::NETCODE_PROTOCOL_ID;
+use std::collections::VecDeque;
 use std::net::{SocketAddr, UdpSocket};
 use std::path::PathBuf;
-use std::sync::{Mutex, mpsc};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak, mpsc};
 use std::time::{Duration, Instant};
 
 /// Where a client's connection stands before netcode takes over.
@@ -41,6 +42,20 @@ const MAX_TOKEN_LIFETIME_SECONDS: u64 = 300;
 /// [`sightline_tokens::CONNECTION_TIMEOUT_SECONDS`].
 const MAX_TOKEN_TIMEOUT_SECONDS: i32 = 60;
 
+/// How long the game may go without reading the network before the keeper reads for it
+/// (see [`UdpClientTransport`]): several frames even at 10 frames a second, so a game
+/// that keeps up never meets it.
+pub const KEEPER_AFTER: Duration = Duration::from_millis(250);
+/// How often the keeper looks.
+const KEEPER_POLL: Duration = Duration::from_millis(50);
+/// A covered frame this long is logged, at most once per [`KEEPER_LOG_EVERY`].
+const KEEPER_LOG_AFTER: Duration = Duration::from_secs(1);
+const KEEPER_LOG_EVERY: Duration = Duration::from_secs(10);
+/// Most renet packets the keeper holds for a game that stands still: about 30 s of a
+/// server's stream at 64 snapshots a second, at most 1,200 bytes each (under 6 MB).
+/// What comes beyond is dropped and counted; renet resends what was reliable.
+pub const MAX_HELD_PACKETS: usize = 4096;
+
 /// The client's netcode endpoint.
 ///
 /// When the server falls silent ([`SILENCE_BEFORE_STANDBY`]) it opens a *standby*
@@ -50,22 +65,36 @@ const MAX_TOKEN_TIMEOUT_SECONDS: i32 = 60;
 /// from a port it does not know and its answers go to one that is gone); the standby
 /// takes over ([`Self::timed_out`] says so) and the game resumes on it with its resume
 /// secret at once ([`resume_udp`]), not after netcode's 10 s timeout.
+///
+/// A frame that runs long (a shader compiled, a swap storm, a software renderer's worst
+/// frame) must not end the connection either: a *keeper* thread shares the connection's
+/// state, and when the game has not read the network for [`KEEPER_AFTER`] it reads for
+/// it, checks and holds what arrives (at most [`MAX_HELD_PACKETS`]) and sends netcode's
+/// keep-alives, so neither end times out; the game's next frame takes what was held, in
+/// order. The keeper sends nothing of the game's own: a player whose game stands still
+/// sends no input, and the server's idle kick (`sv_idle_kick`) still applies.
 #[derive(Resource)]
 pub struct UdpClientTransport {
+    link: Arc<Mutex<Link>>,
+    server: SocketAddr,
+    security: ClientSecurity,
+}
+
+/// What [`UdpClientTransport`] shares with its keeper.
+struct Link {
     phase: ClientPhase,
     server: SocketAddr,
     security: ClientSecurity,
-    /// The socket, for conditions and statistics.
-    pub socket: ConditionedSocket,
+    socket: ConditionedSocket,
     /// Acknowledgement pacing toward the server.
     pacer: bundle::Pacer,
     /// Datagrams from the server holding a malformed bundle (dropped).
-    pub malformed_bundles: u64,
+    malformed_bundles: u64,
     /// The server's packets' checks and rate.
     guard: PacketGuard,
     rate: PacketRate,
     /// renet packets from the server refused before renet read them.
-    pub bad_packets: u64,
+    bad_packets: u64,
     /// When a datagram from the server last arrived (or the connection started).
     heard_at: Instant,
     /// Whether the game could resume on a standby (it was welcomed, with a secret).
@@ -76,9 +105,24 @@ pub struct UdpClientTransport {
     /// Whether a standby took over and the game has yet to start a session on it.
     rebound: bool,
     /// Standby connections opened, and those that took over.
-    pub standbys: u32,
+    standbys: u32,
     /// See `standbys`.
-    pub rebinds: u32,
+    rebinds: u32,
+    /// When the game last read the network, and when netcode's clock last moved (by the
+    /// game or the keeper): netcode is told the time that passed, not a frame's delta,
+    /// so a frame the keeper covered is not counted twice.
+    game_read_at: Instant,
+    netcode_at: Instant,
+    /// renet packets the keeper received for the game, checked, in order of arrival.
+    held: VecDeque<Vec<u8>>,
+    /// Packets the keeper dropped with `held` full.
+    held_dropped: u64,
+    /// When the keeper took over, while it covers a long frame.
+    kept_since: Option<Instant>,
+    /// Long frames the keeper covered.
+    frames_kept: u32,
+    /// When a covered frame was last logged.
+    logged_at: Option<Instant>,
 }
 
 /// A standby connection (see [`UdpClientTransport`]).
@@ -241,124 +285,24 @@ fn client_socket(server: SocketAddr) -> Result<ConditionedSocket, UdpSetupError>
 /// Waits for the connect token, then receives datagrams into renet (each renet packet
 /// checked by the [`PacketGuard`]) and keeps the connection alive; opens, drives and
 /// drops the standby connection.
-pub(crate) fn client_receive(
-    mut transport: ResMut<UdpClientTransport>,
-    mut client: ResMut<RenetClient>,
-    time: Res<Time<Real>>,
-) {
-    let transport = &mut *transport;
-    let now = Instant::now();
-    if let ClientPhase::AwaitingToken(answer) = &transport.phase {
-        let answer = answer.lock().map(|a| a.try_recv());
-        let next = match answer.unwrap_or(Err(mpsc::TryRecvError::Disconnected)) {
-            Err(mpsc::TryRecvError::Empty) => {
-                client.set_connecting();
-                return;
-            }
-            Err(mpsc::TryRecvError::Disconnected) => {
-                ClientPhase::Failed("the token request ended without an answer".into())
-            }
-            Ok(Err(reason)) => ClientPhase::Failed(reason),
-            Ok(Ok(granted)) => match secure_netcode(granted.token) {
-                Ok(netcode) => ClientPhase::Netcode(Box::new(netcode)),
-                Err(e) => ClientPhase::Failed(format!("cannot use the connect token: {e}")),
-            },
-        };
-        transport.phase = next;
-        transport.heard_at = now;
-    }
-    let ClientPhase::Netcode(netcode) = &mut transport.phase else {
-        if !client.is_disconnected() {
-            client.disconnect_due_to_transport();
-        }
-        return;
-    };
-    let socket = &mut transport.socket;
-    if netcode.disconnect_reason().is_some() {
-        if !client.is_disconnected() {
-            client.disconnect_due_to_transport();
-        }
-        return;
-    }
-    // Taken over by a standby: keep it alive until the game starts a session on it.
-    if client.is_disconnected() && !transport.rebound {
-        if let Ok((addr, packet)) = netcode.disconnect() {
-            socket.send_to(packet, addr);
-        }
-        return;
-    }
-    if !transport.rebound {
-        if netcode.is_connected() {
-            client.set_connected();
-        } else if netcode.is_connecting() {
-            client.set_connecting();
-        }
-    }
-    let mut heard = false;
-    match socket.receive() {
-        Ok(datagrams) => {
-            for (addr, mut bytes) in datagrams {
-                if addr != netcode.server_addr() {
-                    continue;
-                }
-                // Forged in the server's name, perhaps: netcode would panic on it.
-                if !netcode_readable(&bytes) {
-                    transport.bad_packets += 1;
-                    continue;
-                }
-                heard = true;
-                if let Some(payload) = netcode.process_packet(&mut bytes) {
-                    let Ok(packets) = bundle::unbundle(payload) else {
-                        transport.malformed_bundles += 1;
-                        continue;
-                    };
-                    for packet in packets {
-                        if !transport.rate.take(now) {
-                            transport.bad_packets += 1;
-                            continue;
-                        }
-                        match transport.guard.check(packet) {
-                            Ok(()) if !transport.rebound => client.process_packet(packet),
-                            Ok(()) => {}
-                            Err(_) => transport.bad_packets += 1,
-                        }
-                    }
-                }
-            }
-        }
-        Err(e) => debug!("UDP receive failed: {e}"),
-    }
-    if let Some((packet, addr)) = netcode.update(time.delta()) {
-        socket.send_to(packet, addr);
-    }
-    if heard {
-        transport.heard_at = now;
-        if transport.drop_standby() {
-            info!(
-                "{} spoke again; standby connection dropped",
-                transport.server
-            );
-        }
-        return;
-    }
-    transport.open_standby_if_silent(now);
-    if transport.drive_standby(time.delta()) {
-        transport.take_standby(now);
-        client.disconnect_due_to_transport();
-    }
+pub(crate) fn client_receive(transport: Res<UdpClientTransport>, mut client: ResMut<RenetClient>) {
+    transport.lock().receive(&mut client, Instant::now());
 }
 
 /// Starts a session on the connection a standby took over (see [`UdpClientTransport`]):
 /// a fresh renet client on it, the old one's state gone with the old path. False when
 /// there is none to resume on.
 pub fn resume_udp(world: &mut World) -> bool {
-    let Some(mut transport) = world.get_resource_mut::<UdpClientTransport>() else {
+    let Some(transport) = world.get_resource::<UdpClientTransport>() else {
         return false;
     };
-    if !transport.rebound {
-        return false;
+    {
+        let mut link = transport.lock();
+        if !link.rebound {
+            return false;
+        }
+        link.rebound = false;
     }
-    transport.rebound = false;
     let mut client = RenetClient::new(sightline_protocol::connection_config());
     client.set_connecting();
     world.insert_resource(client);
@@ -367,19 +311,16 @@ pub fn resume_udp(world: &mut World) -> bool {
 
 /// Sends renet's outgoing packets through netcode, bundled, holding back
 /// acknowledgements alone (see [`bundle`]).
-pub(crate) fn client_send(
-    mut transport: ResMut<UdpClientTransport>,
-    mut client: ResMut<RenetClient>,
-) {
-    let transport = &mut *transport;
-    if let ClientPhase::Netcode(netcode) = &mut transport.phase
+pub(crate) fn client_send(transport: Res<UdpClientTransport>, mut client: ResMut<RenetClient>) {
+    let link = &mut *transport.lock();
+    if let ClientPhase::Netcode(netcode) = &mut link.phase
         && netcode.is_connected()
     {
         let now = Instant::now();
         let packets = client.get_packets_to_send();
-        for packet in transport.pacer.payloads(packets, now) {
+        for packet in link.pacer.payloads(packets, now) {
             match netcode.generate_payload_packet(&packet) {
-                Ok((addr, payload)) => transport.socket.send_to(payload, addr),
+                Ok((addr, payload)) => link.socket.send_to(payload, addr),
                 Err(e) => {
                     error!("cannot wrap a packet for the server: {e}");
                     break;
@@ -387,7 +328,7 @@ pub(crate) fn client_send(
             }
         }
     }
-    transport.socket.flush();
+    link.socket.flush();
 }
 
 impl UdpClientTransport {
@@ -397,24 +338,380 @@ impl UdpClientTransport {
         security: ClientSecurity,
         socket: ConditionedSocket,
     ) -> Self {
-        Self {
+        let now = Instant::now();
+        let link = Arc::new(Mutex::new(Link {
             phase,
             server,
-            security,
+            security: security.clone(),
             socket,
             pacer: bundle::Pacer::default(),
             malformed_bundles: 0,
             guard: PacketGuard::from_server(),
-            rate: PacketRate::new(Instant::now()),
+            rate: PacketRate::new(now),
             bad_packets: 0,
-            heard_at: Instant::now(),
+            heard_at: now,
             standby_allowed: false,
             standby: None,
             standby_opened_at: None,
             rebound: false,
             standbys: 0,
             rebinds: 0,
+            game_read_at: now,
+            netcode_at: now,
+            held: VecDeque::new(),
+            held_dropped: 0,
+            kept_since: None,
+            frames_kept: 0,
+            logged_at: None,
+        }));
+        spawn_keeper(Arc::downgrade(&link));
+        Self {
+            link,
+            server,
+            security,
         }
+    }
+
+    /// The state shared with the keeper. A panic elsewhere while it was held leaves
+    /// nothing half-done that matters here (counters, queues), so it is used anyway.
+    fn lock(&self) -> MutexGuard<'_, Link> {
+        self.link.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Sends from a new local port from now on, without telling anyone, as a NAT that
+    /// rebinds does: the server sees the connection's packets come from an address it
+    /// does not know, and what it sends to the old one is lost. For fault tests (the
+    /// chaos soak).
+    pub fn change_port(&mut self) -> Result<(), UdpSetupError> {
+        let mut link = self.lock();
+        let mut socket = client_socket(self.server)?;
+        socket.set_conditions(link.socket.conditions());
+        let old = std::mem::replace(&mut link.socket, socket);
+        link.socket.absorb(&old);
+        Ok(())
+    }
+
+    /// Sets how its sockets (the one in use and a standby's) misbehave.
+    pub fn set_conditions(&mut self, settings: ConditionerSettings) {
+        let link = &mut *self.lock();
+        link.socket.set_conditions(settings);
+        if let Some(standby) = &mut link.standby {
+            standby.socket.set_conditions(settings);
+        }
+    }
+
+    /// Tells the server this client is leaving, at once (and drops a standby).
+    pub fn goodbye(&mut self) {
+        let link = &mut *self.lock();
+        link.drop_standby();
+        link.socket.set_conditions(ConditionerSettings::default());
+        if let ClientPhase::Netcode(netcode) = &mut link.phase
+            && let Ok((addr, packet)) = netcode.disconnect()
+        {
+            link.socket.send_to(packet, addr);
+        }
+        link.socket.flush();
+    }
+
+    /// Why the transport gave up, in words a player can act on: the token service's
+    /// refusal, or netcode's reason (timed out, denied...). `None` while it is fine.
+    pub fn failure(&self) -> Option<String> {
+        let link = self.lock();
+        if link.rebound {
+            return Some(format!(
+                "no packets from {} for {:.1} s; resuming on a new connection",
+                self.server,
+                SILENCE_BEFORE_STANDBY.as_secs_f32()
+            ));
+        }
+        match &link.phase {
+            ClientPhase::AwaitingToken(_) => None,
+            ClientPhase::Failed(reason) => Some(reason.clone()),
+            ClientPhase::Netcode(netcode) => netcode.disconnect_reason().map(|r| match r {
+                renetcode::DisconnectReason::ConnectionDenied => {
+                    "the server denied the connection (full, or too many from your address)"
+                        .to_string()
+                }
+                other => format!("{} ({other})", self.server),
+            }),
+        }
+    }
+
+    /// The server's address.
+    pub fn server(&self) -> SocketAddr {
+        self.server
+    }
+
+    /// Whether an established connection went silent (as opposed to being closed by the
+    /// server, refused or never made): the case worth reconnecting for. True too once a
+    /// standby connection took over, which the game resumes on at once.
+    pub fn timed_out(&self) -> bool {
+        let link = self.lock();
+        link.rebound
+            || matches!(
+                &link.phase,
+                ClientPhase::Netcode(n)
+                    if n.disconnect_reason() == Some(renetcode::DisconnectReason::ConnectionTimedOut)
+            )
+    }
+
+    /// Lets a silent connection be replaced by a standby, or not: only a game that could
+    /// resume on one (in it, with a resume secret) should allow it.
+    pub fn allow_standby(&mut self, allowed: bool) {
+        self.lock().standby_allowed = allowed;
+    }
+
+    /// Whether a standby may be opened ([`Self::allow_standby`]).
+    pub fn standby_allowed(&self) -> bool {
+        self.lock().standby_allowed
+    }
+
+    /// Whether a standby connection took over and waits for the game to resume on it
+    /// ([`resume_udp`]).
+    pub fn rebound(&self) -> bool {
+        self.lock().rebound
+    }
+
+    /// How this transport connects (to connect again the same way).
+    pub fn security(&self) -> &ClientSecurity {
+        &self.security
+    }
+
+    /// What its sockets received and sent (datagrams, bytes with headers, largest).
+    pub fn wire(&self) -> (WireCount, WireCount) {
+        let link = self.lock();
+        (link.socket.received, link.socket.sent)
+    }
+
+    /// renet packets from the server refused before renet read them (malformed, or
+    /// beyond the packet rate), and datagrams holding a malformed bundle.
+    pub fn refused(&self) -> (u64, u64) {
+        let link = self.lock();
+        (link.bad_packets, link.malformed_bundles)
+    }
+
+    /// Standby connections opened, and those that took over.
+    pub fn standbys(&self) -> (u32, u32) {
+        let link = self.lock();
+        (link.standbys, link.rebinds)
+    }
+
+    /// Long frames the keeper covered, and packets it dropped with its store full.
+    pub fn frames_kept(&self) -> (u32, u64) {
+        let link = self.lock();
+        (link.frames_kept, link.held_dropped)
+    }
+}
+
+/// Starts the thread that reads for a game whose frame runs long (see
+/// [`UdpClientTransport`]). It ends when the transport is dropped.
+fn spawn_keeper(link: Weak<Mutex<Link>>) {
+    let keeper = std::thread::Builder::new()
+        .name("sightline-net-keeper".into())
+        .spawn(move || {
+            while let Some(link) = link.upgrade() {
+                link.lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .keep(Instant::now());
+                drop(link);
+                std::thread::sleep(KEEPER_POLL);
+            }
+        });
+    if let Err(e) = keeper {
+        // The connection works without it; only a long frame would end it.
+        warn!("cannot start the connection's keeper thread: {e}");
+    }
+}
+
+impl Link {
+    /// The game's read: the token's answer, what the keeper held, then the socket;
+    /// netcode's clock and keep-alives; the standby connection.
+    fn receive(&mut self, client: &mut RenetClient, now: Instant) {
+        if let ClientPhase::AwaitingToken(answer) = &self.phase {
+            let answer = answer.lock().map(|a| a.try_recv());
+            let next = match answer.unwrap_or(Err(mpsc::TryRecvError::Disconnected)) {
+                Err(mpsc::TryRecvError::Empty) => {
+                    client.set_connecting();
+                    self.game_read_at = now;
+                    self.netcode_at = now;
+                    return;
+                }
+                Err(mpsc::TryRecvError::Disconnected) => {
+                    ClientPhase::Failed("the token request ended without an answer".into())
+                }
+                Ok(Err(reason)) => ClientPhase::Failed(reason),
+                Ok(Ok(granted)) => match secure_netcode(granted.token) {
+                    Ok(netcode) => ClientPhase::Netcode(Box::new(netcode)),
+                    Err(e) => ClientPhase::Failed(format!("cannot use the connect token: {e}")),
+                },
+            };
+            self.phase = next;
+            self.heard_at = now;
+            self.netcode_at = now;
+        }
+        self.game_read_at = now;
+        let ClientPhase::Netcode(netcode) = &mut self.phase else {
+            if !client.is_disconnected() {
+                client.disconnect_due_to_transport();
+            }
+            return;
+        };
+        if netcode.disconnect_reason().is_some() {
+            if !client.is_disconnected() {
+                client.disconnect_due_to_transport();
+            }
+            return;
+        }
+        // Taken over by a standby: keep it alive until the game starts a session on it.
+        if client.is_disconnected() && !self.rebound {
+            if let Ok((addr, packet)) = netcode.disconnect() {
+                self.socket.send_to(packet, addr);
+            }
+            return;
+        }
+        if !self.rebound {
+            if netcode.is_connected() {
+                client.set_connected();
+            } else if netcode.is_connecting() {
+                client.set_connecting();
+            }
+        }
+        self.take_held(client, now);
+        let heard = self.read_datagrams(now, Some(client));
+        let delta = self.update_netcode(now);
+        if heard {
+            self.heard_at = now;
+            if self.drop_standby() {
+                info!("{} spoke again; standby connection dropped", self.server);
+            }
+            return;
+        }
+        self.open_standby_if_silent(now);
+        if self.drive_standby(delta) {
+            self.take_standby(now);
+            client.disconnect_due_to_transport();
+        }
+    }
+
+    /// The keeper's look: while the game has not read for [`KEEPER_AFTER`], reads for it
+    /// and keeps netcode's keep-alives going. Nothing of the standby's: silence during a
+    /// long frame is judged when the game reads again.
+    fn keep(&mut self, now: Instant) {
+        let ClientPhase::Netcode(netcode) = &self.phase else {
+            return;
+        };
+        let stalled = now.saturating_duration_since(self.game_read_at) >= KEEPER_AFTER;
+        if !stalled || self.rebound || netcode.disconnect_reason().is_some() {
+            return;
+        }
+        self.kept_since.get_or_insert(self.game_read_at);
+        if self.read_datagrams(now, None) {
+            self.heard_at = now;
+        }
+        self.update_netcode(now);
+        self.socket.flush();
+    }
+
+    /// Gives the game what the keeper held during a long frame, and says how long that
+    /// frame was (a frame over [`KEEPER_LOG_AFTER`], once per [`KEEPER_LOG_EVERY`]: a
+    /// game that always draws slowly is covered every frame).
+    fn take_held(&mut self, client: &mut RenetClient, now: Instant) {
+        let Some(since) = self.kept_since.take() else {
+            return;
+        };
+        self.frames_kept = self.frames_kept.saturating_add(1);
+        let frame = now.saturating_duration_since(since);
+        let quiet = self
+            .logged_at
+            .is_some_and(|at| now.saturating_duration_since(at) < KEEPER_LOG_EVERY);
+        if frame >= KEEPER_LOG_AFTER && !quiet {
+            self.logged_at = Some(now);
+            info!(
+                "a frame of {:.1} s: the connection was kept alive meanwhile ({} packets \
+                 held; {} frames covered and {} packets dropped in all)",
+                frame.as_secs_f32(),
+                self.held.len(),
+                self.frames_kept,
+                self.held_dropped
+            );
+        }
+        for packet in self.held.drain(..) {
+            client.process_packet(&packet);
+        }
+    }
+
+    /// Reads what the server sent, each renet packet checked (the [`PacketGuard`], the
+    /// rate) and then given to `client`, or held for the game when the keeper reads
+    /// (`None`). True if a datagram came from the server.
+    fn read_datagrams(&mut self, now: Instant, mut client: Option<&mut RenetClient>) -> bool {
+        let Self {
+            phase,
+            socket,
+            rate,
+            guard,
+            held,
+            held_dropped,
+            bad_packets,
+            malformed_bundles,
+            rebound,
+            ..
+        } = self;
+        let ClientPhase::Netcode(netcode) = phase else {
+            return false;
+        };
+        let datagrams = match socket.receive() {
+            Ok(datagrams) => datagrams,
+            Err(e) => {
+                debug!("UDP receive failed: {e}");
+                return false;
+            }
+        };
+        let mut heard = false;
+        for (addr, mut bytes) in datagrams {
+            if addr != netcode.server_addr() {
+                continue;
+            }
+            // Forged in the server's name, perhaps: netcode would panic on it.
+            if !netcode_readable(&bytes) {
+                *bad_packets += 1;
+                continue;
+            }
+            heard = true;
+            let Some(payload) = netcode.process_packet(&mut bytes) else {
+                continue;
+            };
+            let Ok(packets) = bundle::unbundle(payload) else {
+                *malformed_bundles += 1;
+                continue;
+            };
+            for packet in packets {
+                if !rate.take(now) || guard.check(packet).is_err() {
+                    *bad_packets += 1;
+                } else if *rebound {
+                    // For a session not started yet (see `resume_udp`).
+                } else if let Some(client) = client.as_deref_mut() {
+                    client.process_packet(packet);
+                } else if held.len() < MAX_HELD_PACKETS {
+                    held.push_back(packet.to_vec());
+                } else {
+                    *held_dropped += 1;
+                }
+            }
+        }
+        heard
+    }
+
+    /// Moves netcode's clock to `now` (sending a keep-alive or a connection request
+    /// when one is due); the time that passed.
+    fn update_netcode(&mut self, now: Instant) -> Duration {
+        let delta = now.saturating_duration_since(self.netcode_at);
+        self.netcode_at = now;
+        if let ClientPhase::Netcode(netcode) = &mut self.phase
+            && let Some((packet, addr)) = netcode.update(delta)
+        {
+            self.socket.send_to(packet, addr);
+        }
+        delta
     }
 
     /// Opens a standby connection when a connected server has been silent too long (at
@@ -527,100 +824,6 @@ impl UdpClientTransport {
             self.server
         );
     }
-
-    /// Sends from a new local port from now on, without telling anyone, as a NAT that
-    /// rebinds does: the server sees the connection's packets come from an address it
-    /// does not know, and what it sends to the old one is lost. For fault tests (the
-    /// chaos soak).
-    pub fn change_port(&mut self) -> Result<(), UdpSetupError> {
-        let mut socket = client_socket(self.server)?;
-        socket.set_conditions(self.socket.conditions());
-        let old = std::mem::replace(&mut self.socket, socket);
-        self.socket.absorb(&old);
-        Ok(())
-    }
-
-    /// Sets how its sockets (the one in use and a standby's) misbehave.
-    pub fn set_conditions(&mut self, settings: ConditionerSettings) {
-        self.socket.set_conditions(settings);
-        if let Some(standby) = &mut self.standby {
-            standby.socket.set_conditions(settings);
-        }
-    }
-
-    /// Tells the server this client is leaving, at once (and drops a standby).
-    pub fn goodbye(&mut self) {
-        self.drop_standby();
-        self.socket.set_conditions(ConditionerSettings::default());
-        if let ClientPhase::Netcode(netcode) = &mut self.phase
-            && let Ok((addr, packet)) = netcode.disconnect()
-        {
-            self.socket.send_to(packet, addr);
-        }
-        self.socket.flush();
-    }
-
-    /// Why the transport gave up, in words a player can act on: the token service's
-    /// refusal, or netcode's reason (timed out, denied...). `None` while it is fine.
-    pub fn failure(&self) -> Option<String> {
-        if self.rebound {
-            return Some(format!(
-                "no packets from {} for {:.1} s; resuming on a new connection",
-                self.server,
-                SILENCE_BEFORE_STANDBY.as_secs_f32()
-            ));
-        }
-        match &self.phase {
-            ClientPhase::AwaitingToken(_) => None,
-            ClientPhase::Failed(reason) => Some(reason.clone()),
-            ClientPhase::Netcode(netcode) => netcode.disconnect_reason().map(|r| match r {
-                renetcode::DisconnectReason::ConnectionDenied => {
-                    "the server denied the connection (full, or too many from your address)"
-                        .to_string()
-                }
-                other => format!("{} ({other})", self.server),
-            }),
-        }
-    }
-
-    /// The server's address.
-    pub fn server(&self) -> SocketAddr {
-        self.server
-    }
-
-    /// Whether an established connection went silent (as opposed to being closed by the
-    /// server, refused or never made): the case worth reconnecting for. True too once a
-    /// standby connection took over, which the game resumes on at once.
-    pub fn timed_out(&self) -> bool {
-        self.rebound
-            || matches!(
-                &self.phase,
-                ClientPhase::Netcode(n)
-                    if n.disconnect_reason() == Some(renetcode::DisconnectReason::ConnectionTimedOut)
-            )
-    }
-
-    /// Lets a silent connection be replaced by a standby, or not: only a game that could
-    /// resume on one (in it, with a resume secret) should allow it.
-    pub fn allow_standby(&mut self, allowed: bool) {
-        self.standby_allowed = allowed;
-    }
-
-    /// Whether a standby may be opened ([`Self::allow_standby`]).
-    pub fn standby_allowed(&self) -> bool {
-        self.standby_allowed
-    }
-
-    /// Whether a standby connection took over and waits for the game to resume on it
-    /// ([`resume_udp`]).
-    pub fn rebound(&self) -> bool {
-        self.rebound
-    }
-
-    /// How this transport connects (to connect again the same way).
-    pub fn security(&self) -> &ClientSecurity {
-        &self.security
-    }
 }
 
 /// Tells the server goodbye when the app exits.
@@ -698,8 +901,8 @@ mod tests {
                 Err(e) => assert!(e.to_string().contains(why), "{why}: {e}"),
                 // Without the check renetcode panics here on the first (overflow checks
                 // are on in the dev profile, dependencies included).
-                Ok(mut transport) => {
-                    if let ClientPhase::Netcode(netcode) = &mut transport.phase {
+                Ok(transport) => {
+                    if let ClientPhase::Netcode(netcode) = &mut transport.lock().phase {
                         netcode.update(Duration::from_millis(10));
                     }
                     panic!("{why}: accepted");
