@@ -22,6 +22,10 @@ pub mod cvar {
             "the server's remote admin password, sent with each rcon command (never saved)";
         CL_NETGRAPH: i64 = "cl_netgraph", Int { min: 0, max: 2 }, 0, SAVED,
             "network graph: 0 off, 1 text, 2 text and graphs";
+        CL_SHOWFPS: i64 = "cl_showfps", Int { min: 0, max: 2 }, 0, SAVED,
+            "frame rate in the corner: 0 off, 1 frame rate and frame time, 2 also where the \
+             frame's time goes (main world, render world, GPU passes, the embedded \
+             server's CPU)";
         // Lag compensation honours up to 0.25 s (sightline_combat::MAX_VIEW_LAG).
         CL_INTERP: f64 = "cl_interp",
             Float { min: 0.0, max: sightline_combat::MAX_INTERP_DELAY as f64 }, 0.0, SAVED,

@@ -134,6 +134,7 @@ impl PluginGroup for GamePlugins {
             .add(sightline_netgraph::NetgraphPlugin)
             .add(smoke::SmokePlugin)
             .add(scene::long_frames::LongFramesPlugin)
+            .add(view::frame_cost::FrameCostPlugin)
     }
 }
 

@@ -2,6 +2,7 @@
 //! so CI can start the game as a person would and check what it shows, and at exit how
 //! play went and how fast frames came while playing (`scripts/report fps` reads it).
 
+use crate::view::frame_cost::{FrameCost, Split, describe_split, median_split};
 use bevy::prelude::*;
 use bevy::render::view::screenshot::{Screenshot, save_to_disk};
 use sightline_runtime::RunFor;
@@ -32,7 +33,9 @@ impl Plugin for SmokePlugin {
         .init_resource::<PlayFrames>()
         .add_systems(
             Last,
-            (record_play_frame, report_frame_rate, report_play).chain(),
+            (record_play_frame, report_frame_rate, report_play)
+                .chain()
+                .after(crate::view::frame_cost::measure_frame),
         );
     }
 }
@@ -125,16 +128,21 @@ const SETTLE_SECS: f64 = 3.0;
 /// Most frame times kept (hours at a few hundred frames a second).
 const MAX_PLAY_FRAMES: usize = 1 << 21;
 
-/// How long each frame took while playing, from `SETTLE_SECS` after joining.
+/// Most frames' splits kept (half an hour at 144 frames a second; 40 bytes each).
+const MAX_PLAY_SPLITS: usize = 1 << 18;
+/// How long each frame took while playing, from `SETTLE_SECS` after joining, and where
+/// its time went.
 #[derive(Resource, Debug, Default)]
 struct PlayFrames {
     joined_at: Option<f64>,
     seconds: Vec<f32>,
+    splits: Vec<Split>,
 }
 
 fn record_play_frame(
     time: Res<Time<Real>>,
     status: Res<sightline_client::ConnectionStatus>,
+    cost: Option<Res<FrameCost>>,
     mut frames: ResMut<PlayFrames>,
 ) {
     if !matches!(*status, sightline_client::ConnectionStatus::Connected(_)) {
@@ -145,6 +153,9 @@ fn record_play_frame(
     let joined_at = *frames.joined_at.get_or_insert(now);
     if now - joined_at >= SETTLE_SECS && frames.seconds.len() < MAX_PLAY_FRAMES {
         frames.seconds.push(time.delta_secs());
+        if let Some(cost) = cost.filter(|_| frames.splits.len() < MAX_PLAY_SPLITS) {
+            frames.splits.push(cost.latest);
+        }
     }
 }
 
@@ -164,6 +175,8 @@ pub struct FrameSummary {
     pub p95_ms: f64,
     /// 99th percentile frame time, ms (the "1 % low" frame rate is 1000 / this).
     pub p99_ms: f64,
+    /// The longest frame, ms.
+    pub max_ms: f64,
 }
 
 /// Summarises frame times.
@@ -182,6 +195,7 @@ pub fn summarise(seconds: &[f32]) -> Option<FrameSummary> {
         median_ms: at(0.5),
         p95_ms: at(0.95),
         p99_ms: at(0.99),
+        max_ms: at(1.0),
     })
 }
 
@@ -204,10 +218,13 @@ fn report_frame_rate(
     );
     match summarise(&play.seconds) {
         Some(s) => info!(
-            "frames in play: {} in {:.1} s, {:.1} fps; frame time median {:.1} ms, 95th percentile {:.1} ms, 99th percentile {:.1} ms",
-            s.frames, s.seconds, s.fps, s.median_ms, s.p95_ms, s.p99_ms
+            "frames in play: {} in {:.1} s, {:.1} fps; frame time median {:.1} ms, 95th percentile {:.1} ms, 99th percentile {:.1} ms, longest {:.1} ms",
+            s.frames, s.seconds, s.fps, s.median_ms, s.p95_ms, s.p99_ms, s.max_ms
         ),
         None => info!("frames in play: none (never in a match long enough)"),
+    }
+    if let Some(split) = median_split(&play.splits) {
+        info!("frame split in play, medians: {}", describe_split(&split));
     }
 }
 
@@ -228,5 +245,6 @@ mod tests {
         assert!((s.median_ms - 20.0).abs() < 1e-3, "{s:?}");
         assert!((s.p95_ms - 20.0).abs() < 1e-3, "{s:?}");
         assert!((s.p99_ms - 200.0).abs() < 1e-3, "{s:?}");
+        assert!((s.max_ms - 200.0).abs() < 1e-3, "{s:?}");
     }
 }

@@ -545,6 +545,12 @@ fn video_page(ui: &mut egui::Ui, ed: &mut CvarEditor, sizes: &[UVec2]) {
     ui.end_row();
     ed.checkbox(ui, "Vertical sync", cvar::VID_VSYNC);
     ed.slider(ui, "Frame rate cap (0: none)", cvar::FPS_MAX.name());
+    ed.choice(
+        ui,
+        "Frame rate shown",
+        cvar::CL_SHOWFPS,
+        &["off", "frame rate", "frame rate and its split"],
+    );
     ed.slider(ui, "Field of view", cvar::FOV.name());
     ui.strong("Quality");
     ui.end_row();
