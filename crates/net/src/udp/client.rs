@@ -123,6 +123,9 @@ struct Link {
     frames_kept: u32,
     /// When a covered frame was last logged.
     logged_at: Option<Instant>,
+    /// Whether the keeper heard the server since the game last read: the server spoke,
+    /// though the game's own read may find the socket empty.
+    keeper_heard: bool,
 }
 
 /// A standby connection (see [`UdpClientTransport`]).
@@ -363,6 +366,7 @@ impl UdpClientTransport {
             kept_since: None,
             frames_kept: 0,
             logged_at: None,
+            keeper_heard: false,
         }));
         spawn_keeper(Arc::downgrade(&link));
         Self {
@@ -577,7 +581,7 @@ impl Link {
             }
         }
         self.take_held(client, now);
-        let heard = self.read_datagrams(now, Some(client));
+        let heard = self.read_datagrams(now, Some(client)) | std::mem::take(&mut self.keeper_heard);
         let delta = self.update_netcode(now);
         if heard {
             self.heard_at = now;
@@ -607,6 +611,7 @@ impl Link {
         self.kept_since.get_or_insert(self.game_read_at);
         if self.read_datagrams(now, None) {
             self.heard_at = now;
+            self.keeper_heard = true;
         }
         self.update_netcode(now);
         self.socket.flush();
