@@ -23,7 +23,7 @@ pub mod cvar {
         CL_NETGRAPH: i64 = "cl_netgraph", Int { min: 0, max: 2 }, 0, SAVED,
             "network graph: 0 off, 1 text, 2 text and graphs";
         CL_SHOWFPS: i64 = "cl_showfps", Int { min: 0, max: 2 }, 0, SAVED,
-            "frame rate in the corner: 0 off, 1 frame rate and frame time, 2 also where the \
+            "frame rate in the top left corner: 0 off, 1 frame rate and frame time, 2 also where the \
              frame's time goes (main world, render world, GPU passes, the embedded \
              server's CPU)";
         // Lag compensation honours up to 0.25 s (sightline_combat::MAX_VIEW_LAG).

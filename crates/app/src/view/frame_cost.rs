@@ -221,7 +221,7 @@ pub(crate) fn describe_split(split: &Split) -> String {
     )
 }
 
-/// Draws the frame rate (and at 2 the split) in the top right corner.
+/// Draws the frame rate (and at 2 the split) in the top left corner.
 fn show_fps(mut contexts: EguiContexts, cvars: Res<Cvars>, cost: Res<FrameCost>) -> Result {
     let mode = cvars.read(cvar::CL_SHOWFPS);
     let Some((_, shown)) = cost.shown.filter(|_| mode > 0) else {
@@ -241,14 +241,15 @@ fn show_fps(mut contexts: EguiContexts, cvars: Res<Cvars>, cost: Res<FrameCost>)
         text.push('\n');
         text.push_str(&describe_split(&shown));
     }
-    let corner = ctx.content_rect().right_top() + egui::vec2(-8.0, 8.0);
+    // The top right corner holds the kill feed.
+    let corner = ctx.content_rect().left_top() + egui::vec2(8.0, 8.0);
     let galley = painter.layout(
         text,
         egui::FontId::monospace(13.0),
         egui::Color32::from_rgb(200, 255, 200),
         f32::INFINITY,
     );
-    let rect = egui::Align2::RIGHT_TOP.anchor_size(corner, galley.size());
+    let rect = egui::Align2::LEFT_TOP.anchor_size(corner, galley.size());
     painter.rect_filled(rect.expand(4.0), 4.0, egui::Color32::from_black_alpha(150));
     painter.galley(rect.min, galley, egui::Color32::WHITE);
     Ok(())
