@@ -132,6 +132,8 @@ struct Link {
 struct Standby {
     phase: ClientPhase,
     socket: ConditionedSocket,
+    /// When its netcode's clock last moved (it follows real time, as the main one does).
+    netcode_at: Instant,
 }
 
 /// How a client connects.
@@ -582,7 +584,7 @@ impl Link {
         }
         self.take_held(client, now);
         let heard = self.read_datagrams(now, Some(client)) | std::mem::take(&mut self.keeper_heard);
-        let delta = self.update_netcode(now);
+        self.update_netcode(now);
         if heard {
             self.heard_at = now;
             if self.drop_standby() {
@@ -591,7 +593,7 @@ impl Link {
             return;
         }
         self.open_standby_if_silent(now);
-        if self.drive_standby(delta) {
+        if self.drive_standby(now) {
             self.take_standby(now);
             client.disconnect_due_to_transport();
         }
@@ -706,9 +708,9 @@ impl Link {
         heard
     }
 
-    /// Moves netcode's clock to `now` (sending a keep-alive or a connection request
-    /// when one is due); the time that passed.
-    fn update_netcode(&mut self, now: Instant) -> Duration {
+    /// Moves netcode's clock to `now`, sending a keep-alive or a connection request when
+    /// one is due.
+    fn update_netcode(&mut self, now: Instant) {
         let delta = now.saturating_duration_since(self.netcode_at);
         self.netcode_at = now;
         if let ClientPhase::Netcode(netcode) = &mut self.phase
@@ -716,7 +718,6 @@ impl Link {
         {
             self.socket.send_to(packet, addr);
         }
-        delta
     }
 
     /// Opens a standby connection when a connected server has been silent too long (at
@@ -743,7 +744,11 @@ impl Link {
                 );
                 socket.set_conditions(self.socket.conditions());
                 self.standbys += 1;
-                self.standby = Some(Standby { phase, socket });
+                self.standby = Some(Standby {
+                    phase,
+                    socket,
+                    netcode_at: now,
+                });
             }
             Err(e) => debug!("cannot open a standby connection: {e}"),
         }
@@ -765,7 +770,7 @@ impl Link {
     }
 
     /// Moves the standby connection along; true once it is connected.
-    fn drive_standby(&mut self, delta: Duration) -> bool {
+    fn drive_standby(&mut self, now: Instant) -> bool {
         let Some(standby) = &mut self.standby else {
             return false;
         };
@@ -780,6 +785,7 @@ impl Link {
                 Ok(Err(reason)) => ClientPhase::Failed(reason),
                 Err(mpsc::TryRecvError::Disconnected) => ClientPhase::Failed(String::new()),
             };
+            standby.netcode_at = now;
         }
         let ClientPhase::Netcode(netcode) = &mut standby.phase else {
             self.standby = None; // it failed; the old connection may still time out
@@ -797,6 +803,8 @@ impl Link {
                 }
             }
         }
+        let delta = now.saturating_duration_since(standby.netcode_at);
+        standby.netcode_at = now;
         if let Some((packet, addr)) = netcode.update(delta) {
             standby.socket.send_to(packet, addr);
         }
