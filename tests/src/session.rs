@@ -1,6 +1,8 @@
 //! Ordinary play: joining, seeing others move, leaving, every tick rate, reproducibility.
 
-use sightline_client::{ClientStats, ConnectionStatus, InputHistory, LatestSnapshot, Roster};
+use sightline_client::{
+    ClientStats, ConnectionStatus, InputHistory, LatestSnapshot, Roster, UpdateRate,
+};
 use sightline_harness::Stepper;
 use sightline_movement::PlayerState;
 use sightline_server::{
@@ -69,11 +71,19 @@ fn clients_join_and_see_every_player_move() {
     assert_eq!((stats.malformed_packets, stats.unresolved_inputs), (0, 0));
 }
 
+/// Every tick rate plays, and a client is sent the snapshots it asks for: by default
+/// (`cl_updaterate` 128) every tick up to 128 Hz, and asking for the server's choice (0)
+/// the server's own snapshot rate.
 #[test]
 fn every_supported_tick_rate_plays() {
-    for (tick, snap) in [(20, 20), (30, 15), (64, 32), (128, 128)] {
+    let cases = [(20, 20), (30, 15), (64, 32), (128, 64), (128, 128)];
+    for ((tick, snap), asked) in cases.into_iter().flat_map(|c| [(c, None), (c, Some(0))]) {
         let mut s = Stepper::new(config(1, tick, snap), "depot");
-        s.add_client("solo", 9);
+        let c = s.add_client("solo", 9);
+        if let Some(asked) = asked {
+            s.clients[c].insert_resource(UpdateRate(asked));
+        }
+        let snap = if asked.is_some() { snap } else { tick };
         s.run_for(4.0);
         let w = s.clients[0].world();
         let stats = w.resource::<ClientStats>();
@@ -87,7 +97,7 @@ fn every_supported_tick_rate_plays() {
         let expected = snap as f64 * 4.0;
         assert!(
             (stats.snapshots as f64) > 0.9 * expected && (stats.snapshots as f64) <= expected + 1.0,
-            "{tick} Hz: {} snapshots, expected about {expected}",
+            "{tick} Hz, asking {asked:?}: {} snapshots, expected about {expected}",
             stats.snapshots
         );
     }

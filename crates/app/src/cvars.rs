@@ -1,7 +1,7 @@
 //! The client's console variables and where each one takes effect.
 
 use bevy::prelude::*;
-use sightline_client::{CommandRate, DownloadRate};
+use sightline_client::{CommandRate, DownloadRate, UpdateRate};
 use sightline_console::{CvarValue, Cvars};
 use sightline_interpolation::InterpolationSettings;
 use sightline_net::{ConditionerSettings, LinkConditions};
@@ -91,6 +91,12 @@ pub mod cvar {
             "most bytes a second the server may send you (0: no limit; under 8000 counts \
              as 8000): on a slow link far players are then updated less often, rather \
              than snapshots lost";
+        CL_UPDATERATE: i64 = "cl_updaterate",
+            Int { min: 0, max: sightline_sim::MAX_TICK_HZ as i64 },
+            sightline_client::DEFAULT_UPDATE_RATE as i64, SAVED,
+            "snapshots a second to ask the server for (0: the server's choice): it sends \
+             at most this, up to its tick rate and sv_maxsnapshotrate, and falls back to \
+             its own snapshot rate where your rate cannot carry more";
         NET_FAKELAG: f64 = "net_fakelag", Float { min: 0.0, max: 1000.0 }, 0.0, NONE,
             "fake one-way latency on your traffic, ms, both ways";
         NET_FAKEJITTER: f64 = "net_fakejitter", Float { min: 0.0, max: 500.0 }, 0.0, NONE,
@@ -144,7 +150,7 @@ fn apply_cvars(
     mut interp: ResMut<InterpolationSettings>,
     mut link: ResMut<LinkConditions>,
     mut rate: ResMut<CommandRate>,
-    mut download: ResMut<DownloadRate>,
+    (mut download, mut update): (ResMut<DownloadRate>, ResMut<UpdateRate>),
 ) {
     if !cvars.is_changed() {
         return;
@@ -152,6 +158,7 @@ fn apply_cvars(
     // Values are in range: the table's ranges are checked when a cvar is set.
     rate.set_if_neq(CommandRate(cvars.read(cvar::CL_CMDRATE) as u32));
     download.set_if_neq(DownloadRate(cvars.read(cvar::RATE) as u32));
+    update.set_if_neq(UpdateRate(cvars.read(cvar::CL_UPDATERATE) as u32));
     netgraph.set_if_neq(NetgraphMode(cvars.read(cvar::CL_NETGRAPH) as u8));
     let settings = InterpolationSettings {
         cl_interp: cvars.read(cvar::CL_INTERP) as f32,

@@ -44,7 +44,7 @@ pub use pacing::{
     InputPacing, MAX_DILATION, MAX_DRIFT, OUTAGE_REPORTS, SETTLE_LIMIT, SHORT_SHARE,
     TARGET_MIN_QUEUE,
 };
-pub use rate::DownloadRate;
+pub use rate::{DEFAULT_UPDATE_RATE, DownloadRate, UpdateRate};
 pub use recent::{Clip, ClipPose, MAX_GAP, MAX_RECENT, RECENT_SECONDS, RecentWorld};
 pub use reconnect::{RESUME_WINDOW_SECONDS, Reconnect, backoff_seconds};
 pub use roster::{Roster, RosterEntry};

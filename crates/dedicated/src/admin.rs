@@ -24,8 +24,8 @@ use sightline_protocol::{MAX_CHAT_LEN, ServerMessage, ServerTextKind, clean_text
 use sightline_server::demo::demo_path;
 use sightline_server::{
     AdminInbox, AdminLine, AdminOrigin, Connection, ConnectionStage, HostingStats, LeavingBot,
-    MatchOrder, MatchOrders, MatchState, Outgoing, ServerConfig, ServerStats, Spectator,
-    ping_seconds,
+    MatchOrder, MatchOrders, MatchState, Outgoing, ServerConfig, ServerStats, SnapshotStream,
+    Spectator, ping_seconds,
 };
 use sightline_sim::{BotControlled, PlayerId, PlayerName};
 use std::net::{IpAddr, SocketAddr};
@@ -818,16 +818,20 @@ fn status(world: &mut World, out: &mut Console) {
         &Score,
         Option<&Connection>,
         Has<BotControlled>,
+        Option<&SnapshotStream>,
     )>();
     let server = world.resource::<RenetServer>();
-    let mut rows: Vec<(u8, String, i32, Option<(u64, f64, f64)>, bool)> = query
+    // A connection: its id, when it came, its ping and the snapshots a second it is sent.
+    type Link = (u64, f64, f64, u32);
+    let mut rows: Vec<(u8, String, i32, Option<Link>, bool)> = query
         .iter(world)
-        .map(|(id, name, score, conn, bot)| {
+        .map(|(id, name, score, conn, bot, stream)| {
+            let snaps = stream.map_or(config.tick.snapshot_hz(), |s| s.hz(&config.tick));
             (
                 id.0,
                 name.0.clone(),
                 score.frags,
-                conn.map(|c| (c.client_id, c.connected_at, ping_seconds(c, server))),
+                conn.map(|c| (c.client_id, c.connected_at, ping_seconds(c, server), snaps)),
                 bot,
             )
         })
@@ -840,8 +844,8 @@ fn status(world: &mut World, out: &mut Console) {
         config.max_players
     ));
     out.print(format!(
-        "{:>3} {:<24} {:>5} {:>5} {:>5} {:<22} {:>8}",
-        "id", "name", "score", "ping", "loss", "address", "time"
+        "{:>3} {:<24} {:>5} {:>5} {:>5} {:>5} {:<22} {:>8}",
+        "id", "name", "score", "ping", "loss", "snaps", "address", "time"
     ));
     let mut watchers = world.query::<(&Spectator, &Connection)>();
     let watchers: Vec<(String, u64, f64)> = watchers
@@ -850,22 +854,29 @@ fn status(world: &mut World, out: &mut Console) {
         .collect();
     let transport = world.get_resource::<UdpServerTransport>();
     for (id, name, frags, conn, bot) in rows {
-        let (ping, loss, addr, time) = match (conn, bot) {
-            (Some((client, since, ping)), _) => (
+        let (ping, loss, snaps, addr, time) = match (conn, bot) {
+            (Some((client, since, ping, snaps)), _) => (
                 format!("{:.0}", ping * 1000.0),
                 transport
                     .and_then(|t| t.upstream_loss(client))
                     .map_or("-".into(), |l| format!("{:.0}%", l * 100.0)),
+                snaps.to_string(),
                 transport
                     .and_then(|t| t.client_addr(client))
                     .map_or("-".into(), |a| a.to_string()),
                 clock(now - since),
             ),
-            (None, true) => ("BOT".into(), "-".into(), "-".into(), "-".into()),
-            (None, false) => ("-".into(), "-".into(), "(dropped)".into(), "-".into()),
+            (None, true) => ("BOT".into(), "-".into(), "-".into(), "-".into(), "-".into()),
+            (None, false) => (
+                "-".into(),
+                "-".into(),
+                "-".into(),
+                "(dropped)".into(),
+                "-".into(),
+            ),
         };
         out.print(format!(
-            "{id:>3} {:<24} {frags:>5} {ping:>5} {loss:>5} {addr:<22} {time:>8}",
+            "{id:>3} {:<24} {frags:>5} {ping:>5} {loss:>5} {snaps:>5} {addr:<22} {time:>8}",
             format!("\"{name}\"")
         ));
     }
@@ -880,7 +891,7 @@ fn status(world: &mut World, out: &mut Console) {
             .and_then(|t| t.client_addr(client))
             .map_or("-".into(), |a| a.to_string());
         out.print(format!(
-            "    {:<24} {:>17} {addr:<22} {:>8}",
+            "    {:<24} {:>23} {addr:<22} {:>8}",
             format!("\"{name}\""),
             "",
             clock(now - since)

@@ -31,8 +31,13 @@ pub mod cvar {
             "simulation ticks per second";
         SV_SNAPSHOTRATE: i64 = "sv_snapshotrate", Int { min: 0, max: 128 }, 0,
             RESTART,
-            "snapshots per second, dividing the tick rate; 0 for half the tick rate (the \
-             tick rate when that is odd)";
+            "snapshots per second every client is sent at least (one that asks for more \
+             may get up to sv_maxsnapshotrate), dividing the tick rate; 0 for half the tick \
+             rate (the tick rate when that is odd)";
+        SV_MAXSNAPSHOTRATE: i64 = "sv_maxsnapshotrate", Int { min: 0, max: 128 }, 0,
+            RESTART,
+            "most snapshots a second a client may ask for (cl_updaterate), sent where its \
+             rate carries them; 0 for the tick rate, and never less than sv_snapshotrate";
         MAP: String = "sv_map", Text { max_len: 256 }, "duel", RESTART,
             "the map the server starts on: a name in maps/ or a path to a .ron file (the \
              map command changes it now)";
@@ -102,6 +107,11 @@ pub fn config_from_cvars(cvars: &Cvars) -> Result<ServerConfig, String> {
         hz => hz,
     };
     let tick = TickConfig::new(tick_hz, snapshot_hz).map_err(|e| e.to_string())?;
+    // What a client may ask for: never past the tick rate nor under the server's own pace.
+    let max_snapshot_hz = match cvars.read(cvar::SV_MAXSNAPSHOTRATE) as u32 {
+        0 => tick_hz,
+        hz => hz.clamp(tick.snapshot_hz(), tick_hz),
+    };
     let max_players = cvars.read(cvar::MAXPLAYERS) as u8;
     let bots = cvars.read(cvar::BOTS) as u8;
     if bots > max_players {
@@ -136,6 +146,7 @@ pub fn config_from_cvars(cvars: &Cvars) -> Result<ServerConfig, String> {
             rotation,
         },
         tick,
+        max_snapshot_hz,
         idle_kick_seconds: cvars.read(cvar::SV_IDLE_KICK) as f32,
         motd: clean_text(&cvars.read(cvar::SV_MOTD), MAX_CHAT_LEN),
         max_spectators: cvars.read(cvar::SV_MAX_SPECTATORS) as u8,
@@ -163,6 +174,7 @@ mod tests {
         assert_eq!(config.name, default.name);
         assert_eq!(config.max_players, default.max_players);
         assert_eq!(config.tick, default.tick);
+        assert_eq!(config.max_snapshot_hz, default.max_snapshot_hz);
         assert_eq!(config.rules.fraglimit, default.rules.fraglimit);
         assert_eq!(config.rules.timelimit, default.rules.timelimit);
         assert_eq!(config.idle_kick_seconds, default.idle_kick_seconds);

@@ -121,6 +121,7 @@ const CVAR_FLAGS: &[(&str, &str)] = &[
     ("max-players", cvar::MAXPLAYERS.name()),
     ("tickrate", cvar::SV_TICKRATE.name()),
     ("snapshot-rate", cvar::SV_SNAPSHOTRATE.name()),
+    ("max-snapshot-rate", cvar::SV_MAXSNAPSHOTRATE.name()),
     ("name", cvar::SV_HOSTNAME.name()),
     ("bots", cvar::BOTS.name()),
     ("bot-skill", cvar::BOT_SKILL.name()),

@@ -148,6 +148,7 @@ pub fn client_message() -> Vec<Vec<u8>> {
         },
         ClientMessage::Rate {
             bytes_per_second: 25_000,
+            snapshots_per_second: 128,
         },
         ClientMessage::Spectate {
             protocol_version: PROTOCOL_VERSION,

@@ -15,8 +15,8 @@ use crate::realtime::{JoinTimes, MeasuredServer};
 use bevy::prelude::*;
 use sightline_bots::BotSkill;
 use sightline_client::{
-    Autopilot, ClientPlugin, ClientStats, CommandRate, ConnectionStatus, DownloadRate,
-    InputHistory, InputSource, LatestSnapshot, StatsKey, client_app,
+    Autopilot, ClientPlugin, ClientStats, CommandRate, ConnectionStatus, DEFAULT_UPDATE_RATE,
+    DownloadRate, InputHistory, InputSource, LatestSnapshot, StatsKey, UpdateRate, client_app,
 };
 use sightline_net::{
     AdmissionLimits, ClientNetPlugin, ClientSecurity, ConditionerSettings, LinkConditions,
@@ -55,6 +55,9 @@ pub struct LoadConfig {
     pub cmd_rate: u32,
     /// Each client's `rate`, bytes a second (0: none asked for).
     pub rate: u32,
+    /// Each client's `cl_updaterate`, snapshots a second asked for (the game's default
+    /// unless set).
+    pub update_rate: u32,
     /// Bots the server adds to the match, besides the clients.
     pub bots: u8,
     /// Whether the clients fight (their [`Autopilot`]s fire at what they draw), rather
@@ -90,6 +93,7 @@ impl Default for LoadConfig {
             link: ConditionerSettings::default(),
             cmd_rate: CommandRate::DEFAULT.0,
             rate: 0,
+            update_rate: DEFAULT_UPDATE_RATE,
             bots: 4,
             fire: true,
             operated: None,
@@ -210,6 +214,7 @@ fn load_client(server: std::net::SocketAddr, seed: u64, config: &LoadConfig) -> 
     app.insert_resource(LinkConditions(config.link));
     app.insert_resource(CommandRate(config.cmd_rate));
     app.insert_resource(DownloadRate(config.rate));
+    app.insert_resource(UpdateRate(config.update_rate));
     if config.operated.is_some() {
         let mut key = [0u8; 16];
         key[..8].copy_from_slice(&seed.to_le_bytes());
@@ -345,6 +350,9 @@ pub fn load(config: &LoadConfig) -> LoadReport {
     }
     if config.cmd_rate != CommandRate::DEFAULT.0 {
         link += &format!(", cl_cmdrate {}", config.cmd_rate);
+    }
+    if config.update_rate != DEFAULT_UPDATE_RATE {
+        link += &format!(", cl_updaterate {}", config.update_rate);
     }
     if config.rate != 0 {
         link += &format!(", rate {}", config.rate);

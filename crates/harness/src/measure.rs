@@ -46,7 +46,7 @@ pub use scenario::{
 
 use crate::stepper::{Stepper, Updated};
 use sightline_bots::BotSkill;
-use sightline_client::Autopilot;
+use sightline_client::{Autopilot, UpdateRate};
 use sightline_combat::WeaponKind;
 pub use sightline_net::ConditionerSettings;
 use sightline_server::{MatchRules, ServerConfig};
@@ -134,6 +134,7 @@ fn play(s: &mut Stepper, scenario: &Scenario) -> (ScenarioReport, Vec<Probe>) {
     for (i, frames) in scenario.clients.iter().enumerate() {
         let seed = scenario.seed + i as u64;
         let c = s.add_client_with(&format!("m{i}"), seed, link.up, link.down, *frames);
+        s.clients[c].insert_resource(UpdateRate(scenario.update_rate));
         if let Some(combat) = scenario.combat {
             s.clients[c].insert_resource(Autopilot::fighting(seed, combat.skill));
         }

@@ -54,17 +54,19 @@ use sightline_movement::grid::{POS_STEPS, VEL_STEPS};
 use sightline_sim::{Buttons, MAX_PITCH_STEPS, PlayerId};
 use std::collections::VecDeque;
 
-/// Most snapshots back a server encodes against (half a second at 64 Hz): an older
-/// acknowledgement gets a full snapshot, which by then is hardly larger.
-pub const MAX_BASELINE_AGE: u32 = 32;
+/// Most snapshots back a server encodes against (half a second at 128 a second, a
+/// whole one at 64): an older acknowledgement gets a full snapshot, which by then is
+/// hardly larger. A 150 ms link's acknowledgements are some 25 snapshots old at 128 a
+/// second, and an outage of a tenth of a second adds 13.
+pub const MAX_BASELINE_AGE: u32 = 64;
 
 /// Snapshots a client keeps to resolve deltas against: twice what a server may name, so
 /// every baseline a server can pick is still held.
-pub const CLIENT_BASELINES: usize = 64;
+pub const CLIENT_BASELINES: usize = 128;
 
-/// Longest time a position is carried along its velocity, microseconds: far more than
-/// [`MAX_BASELINE_AGE`] snapshots at the slowest snapshot rate, and it keeps the product
-/// small.
+/// Longest time a position is carried along its velocity, microseconds: more than
+/// [`MAX_BASELINE_AGE`] snapshots at 20 a second, and it keeps the product small. Both
+/// ends clamp alike, so an older baseline only glides less far.
 const MAX_GLIDE_US: u64 = 4_000_000;
 
 /// A player's state as integer fields, in the order of their mask bits.

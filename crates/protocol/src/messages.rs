@@ -66,12 +66,16 @@ pub enum ClientMessage {
         /// What was said.
         text: String,
     },
-    /// The most the player's downlink takes, bytes a second (`rate`, as in Quake and
-    /// Source; 0: no limit): the server keeps its snapshots within it by updating far
-    /// players less often. Sent on joining and whenever it changes.
+    /// What the player's downlink takes, as Quake's and Source's `rate` and Source's
+    /// `cl_updaterate` say it: the server keeps its snapshots within the bytes by
+    /// updating far players less often, and sends the snapshots asked for where the
+    /// bytes carry them. Sent on joining and whenever either changes.
     Rate {
-        /// Bytes a second, UDP/IP headers included.
+        /// Bytes a second, UDP/IP headers included (0: no limit).
         bytes_per_second: u32,
+        /// Snapshots a second asked for (0: the server's choice). The server sends at
+        /// most this, within its own bounds and the bytes.
+        snapshots_per_second: u32,
     },
     /// A console command for the server, from a player who knows its `rcon_password`
     /// (inside netcode's encryption, so neither travels in the clear).

@@ -423,7 +423,12 @@ fn client_message() -> impl Strategy<Value = ClientMessage> {
             text_of(any::<char>(), MAX_RCON_COMMAND_LEN / 4)
         )
             .prop_map(|(password, command)| ClientMessage::Rcon { password, command }),
-        u32_any().prop_map(|bytes_per_second| ClientMessage::Rate { bytes_per_second }),
+        (u32_any(), u32_any()).prop_map(|(bytes_per_second, snapshots_per_second)| {
+            ClientMessage::Rate {
+                bytes_per_second,
+                snapshots_per_second,
+            }
+        }),
         (u32_any(), shown_text(MAX_NAME_LEN)).prop_map(|(protocol_version, name)| {
             ClientMessage::Spectate {
                 protocol_version,

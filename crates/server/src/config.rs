@@ -36,8 +36,11 @@ pub struct ServerConfig {
     pub bot_skill: sightline_bots::BotSkill,
     /// How matches are played.
     pub rules: MatchRules,
-    /// Tick and snapshot rates.
+    /// Tick and snapshot rates: every client is sent at least `tick`'s snapshot rate.
     pub tick: TickConfig,
+    /// Most snapshots a second a client may ask for (`sv_maxsnapshotrate`); a client is
+    /// never sent more than the tick rate nor less than `tick`'s snapshot rate.
+    pub max_snapshot_hz: u32,
     /// Seconds without a command after which a player is kicked; 0 never kicks. A
     /// playing client sends a command every tick, even standing still, so silence means
     /// a broken or hostile client holding a slot.
@@ -60,6 +63,7 @@ impl Default for ServerConfig {
             bot_skill: sightline_bots::BotSkill::Normal,
             rules: MatchRules::default(),
             tick: TickConfig::default(),
+            max_snapshot_hz: TickConfig::default().tick_hz,
             idle_kick_seconds: DEFAULT_IDLE_KICK_SECONDS,
             motd: String::new(),
             max_spectators: DEFAULT_MAX_SPECTATORS,

@@ -31,12 +31,13 @@ mod wire;
 mod connection;
 mod outbox;
 // Each player's commands (a second one in a tick to repay a held one), which players
-// each client is sent, and the snapshots that carry them.
+// each client is sent, how often and within what rate, and the snapshots that carry them.
 mod catch_up;
 mod inputs;
 mod interest;
 mod rate;
 mod snapshots;
+mod stream;
 // Spectators: the world kept for them, and sent to them that much later.
 mod spectators;
 // Match rules, and sides in team games.
@@ -103,5 +104,6 @@ pub use stalls::{FrameLag, MAX_STALL_CATCH_UP, STALL_SECONDS, Stalls, TickCost};
 pub use stats::{
     HostingStats, Observe, Observers, SLICE_BYTES, ServerStats, SnapshotStats, TickTimes,
 };
+pub use stream::{FASTER_STREAM_SHARE, SnapshotStream, ticks_between};
 pub use teams::smaller_team;
 pub use thread::{LocalOrder, LocalOrders, OrderInbox, ServerThread, local_orders};

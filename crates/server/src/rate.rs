@@ -50,6 +50,9 @@ pub struct DownloadRate {
     /// ([`sightline_net::SentToClients`]), and its rate, smoothed alike.
     sent_total: Option<u64>,
     sent_bps: f64,
+    /// What a snapshot costs the link, smoothed, bytes with [`DATAGRAM_OVERHEAD`] (0: none
+    /// sent yet): what a faster stream would take ([`crate::stream`]).
+    snapshot_cost: f64,
 }
 
 impl DownloadRate {
@@ -64,7 +67,23 @@ impl DownloadRate {
             snapshot_bps: 0.0,
             sent_total: None,
             sent_bps: 0.0,
+            snapshot_cost: 0.0,
         }
+    }
+
+    /// Bytes a second snapshots may take: the rate's share less what else the client is
+    /// sent (the reliable stream: shots heard, the kill feed, chat; acknowledgements sent
+    /// alone), down to a quarter of it, which snapshots always keep.
+    pub fn for_snapshots(&self) -> f64 {
+        let rate = f64::from(self.bytes_per_second) * RATE_SHARE;
+        let others = (self.sent_bps - self.snapshot_bps).max(0.0);
+        (rate - others).max(rate / 4.0)
+    }
+
+    /// What a snapshot costs the link, smoothed, bytes with headers (`None`: none sent
+    /// yet).
+    pub fn snapshot_cost(&self) -> Option<f64> {
+        (self.snapshot_cost > 0.0).then_some(self.snapshot_cost)
     }
 
     /// The rate honoured, bytes a second.
@@ -75,10 +94,9 @@ impl DownloadRate {
     /// Earns what passed since the last snapshot tick (server time `now`, seconds) and
     /// says how many bytes the next snapshot may take, headers included; `None` while the
     /// client is still overspent, when the snapshot waits (Quake 3's way: holding players
-    /// back was not enough). `snapshot_hz` caps the bucket. `sent_total` is everything sent
-    /// to the client so far as the transport counts it on the wire: what is not snapshots
-    /// (the reliable stream: shots heard, the kill feed, chat; acknowledgements sent alone)
-    /// comes off the rate first, down to a quarter of it, which snapshots always keep.
+    /// back was not enough). `snapshot_hz`, the client's stream, caps the bucket.
+    /// `sent_total` is everything sent to the client so far as the transport counts it on
+    /// the wire, to tell what snapshots may take ([`Self::for_snapshots`]).
     pub fn budget(&mut self, now: f64, snapshot_hz: u32, sent_total: u64) -> Option<usize> {
         let hz = f64::from(snapshot_hz.max(1));
         let dt = self.last.map_or(1.0 / hz, |last| (now - last).max(0.0));
@@ -92,10 +110,7 @@ impl DownloadRate {
             }
             self.sent_total = Some(sent_total);
         }
-        let sent_bps = self.sent_bps;
-        let rate = f64::from(self.bytes_per_second) * RATE_SHARE;
-        let others = (sent_bps - self.snapshot_bps).max(0.0);
-        let for_snapshots = (rate - others).max(rate / 4.0);
+        let for_snapshots = self.for_snapshots();
         let cap = 2.0 * for_snapshots / hz;
         let earned = if self.last.is_some() {
             for_snapshots * dt
@@ -110,8 +125,14 @@ impl DownloadRate {
     /// Spends what a snapshot of `bytes` (its encoding) cost, and notes who in it was
     /// held.
     pub fn spend(&mut self, bytes: usize, sent: &Snapshot) {
-        self.allowance -= (bytes + DATAGRAM_OVERHEAD) as f64;
+        let cost = (bytes + DATAGRAM_OVERHEAD) as f64;
+        self.allowance -= cost;
         self.sent_since += bytes + DATAGRAM_OVERHEAD;
+        self.snapshot_cost = if self.snapshot_cost > 0.0 {
+            0.9 * self.snapshot_cost + 0.1 * cost
+        } else {
+            cost
+        };
         for p in &sent.players {
             let held = &mut self.held_for[usize::from(p.id.0)];
             *held = match sent.held.binary_search(&p.id) {

@@ -18,6 +18,7 @@ use crate::snapshots::{EventQueue, SnapshotCounter};
 use crate::spawn::choose_spawn;
 use crate::spectators::{MatchNews, Spectator};
 use crate::stats::ServerStats;
+use crate::stream::SnapshotStream;
 use crate::teams::team_for_newcomer;
 use crate::wire::send_reliable;
 use crate::{datagrams, inputs, resume};
@@ -236,8 +237,21 @@ pub(crate) fn handle_reliable_messages(
                         spectator.follow = target;
                     }
                 }
-                (ClientMessage::Rate { bytes_per_second }, ConnectionStage::Playing) => {
+                (
+                    ClientMessage::Rate {
+                        bytes_per_second,
+                        snapshots_per_second,
+                    },
+                    ConnectionStage::Playing,
+                ) => {
+                    let stream = SnapshotStream::new(
+                        &admission.config.tick,
+                        admission.config.max_snapshot_hz,
+                        snapshots_per_second,
+                        bytes_per_second != 0,
+                    );
                     let mut client = admission.commands.entity(entity);
+                    client.insert(stream);
                     match bytes_per_second {
                         0 => client.remove::<DownloadRate>(),
                         rate => client.insert(DownloadRate::new(rate)),

@@ -8,6 +8,7 @@ use crate::interest::{HEAR_RADIUS, Interest};
 use crate::rate::{DownloadRate, hold_for_rate, squared_distance};
 use crate::stalls::{FrameLag, catching_up};
 use crate::stats::{Observers, SLICE_BYTES, SnapshotStats, TickTimes};
+use crate::stream::SnapshotStream;
 use bevy::prelude::*;
 use sightline_combat::{
     Arsenal, DroppedWeapon, ItemSpot, Pushes, Rocket, SpawnCount, Vitals, items_present,
@@ -25,9 +26,10 @@ use sightline_sim::{CurrentCmd, PlayerId, Tick, TickConfig};
 use std::collections::VecDeque;
 use std::sync::Arc;
 
-/// Snapshots remembered per client, to check acknowledgements: 0.5 s at 128 Hz, 1 s at
-/// 64 Hz. An acknowledgement older than that names a world the client has long left.
-pub const ACKABLE_SNAPSHOTS: usize = 64;
+/// Snapshots remembered per client, to check acknowledgements: 1 s at 128 a second, 2 s
+/// at 64, and more than [`MAX_BASELINE_AGE`]. An acknowledgement older than that names a
+/// world the client has long left.
+pub const ACKABLE_SNAPSHOTS: usize = 128;
 
 /// The snapshots recently sent to one client: their numbers, the ticks they describe,
 /// when they left and what they held, to encode later ones against.
@@ -294,21 +296,26 @@ impl WorldView<'_, '_> {
     }
 }
 
-/// On snapshot ticks, sends the world to every playing client.
+/// One playing client as its snapshot is made: what it holds and what it is shown.
+type Recipient<'a> = (
+    &'a Connection,
+    &'a mut InputBuffer,
+    &'a mut SnapshotCounter,
+    Option<&'a PlayerId>,
+    Option<&'a Interest>,
+    Option<&'a Pushes>,
+    Option<&'a Contacts>,
+    Option<&'a mut EventQueue>,
+    Option<&'a mut DownloadRate>,
+    Option<&'a mut SnapshotStream>,
+);
+
+/// Sends the world to every playing client whose stream is due this tick
+/// ([`SnapshotStream`]; the server's own snapshot rate for one that asked for none).
 pub(crate) fn send_snapshots(
     world: WorldView,
     mut server: ResMut<RenetServer>,
-    mut clients: Query<(
-        &Connection,
-        &mut InputBuffer,
-        &mut SnapshotCounter,
-        Option<&PlayerId>,
-        Option<&Interest>,
-        Option<&Pushes>,
-        Option<&Contacts>,
-        Option<&mut EventQueue>,
-        Option<&mut DownloadRate>,
-    )>,
+    mut clients: Query<Recipient>,
     mut weights: ResMut<SnapshotStats>,
     observers: Option<Res<Observers>>,
     fixed: Res<Time<Fixed>>,
@@ -320,7 +327,14 @@ pub(crate) fn send_snapshots(
     let sent_at = real.elapsed_secs_f64() + lag.0.as_secs_f64();
     // Catching up after a stall, the snapshots of the ticks in between would all leave
     // in this frame: only the last ones go.
-    if !config.is_snapshot_tick(tick) || catching_up(&fixed) {
+    let server_pace = config.is_snapshot_tick(tick);
+    let due = |stream: Option<&SnapshotStream>| stream.map_or(server_pace, |s| s.is_due(tick));
+    let anyone_due = || {
+        clients
+            .iter()
+            .any(|c| c.0.stage == ConnectionStage::Playing && due(c.9))
+    };
+    if catching_up(&fixed) || !(server_pace || anyone_due()) {
         return;
     }
     // What every recipient shares; each gets its own header and players.
@@ -333,16 +347,24 @@ pub(crate) fn send_snapshots(
     // encoded against what that recipient holds.
     let lifetime = (EVENT_LIFETIME_S * f64::from(config.tick_hz)) as u32;
     let now = f64::from(tick.0) / f64::from(config.tick_hz.max(1));
-    for (conn, mut buffer, mut counter, me, interest, pushes, contacts, queue, mut rate) in
+    for (conn, mut buffer, mut counter, me, interest, pushes, contacts, queue, mut rate, stream) in
         &mut clients
     {
         if conn.stage != ConnectionStage::Playing {
             continue;
         }
+        let mut stream = stream.map(|s| s.into_inner());
+        if server_pace && let Some(stream) = stream.as_deref_mut() {
+            stream.fit_to_rate(&config, rate.as_deref());
+        }
+        if !due(stream.as_deref()) {
+            continue;
+        }
+        let hz = stream.map_or(config.snapshot_hz(), |s| s.hz(&config));
         let budget = match rate.as_deref_mut() {
             Some(rate) => {
                 let sent = sent_to.as_ref().map_or(0, |s| s.total(conn.client_id));
-                let Some(budget) = rate.budget(now, config.snapshot_hz(), sent) else {
+                let Some(budget) = rate.budget(now, hz, sent) else {
                     continue; // over its rate: this snapshot waits
                 };
                 Some(budget)
@@ -650,13 +672,14 @@ mod tests {
     fn only_recent_snapshots_can_be_acknowledged() {
         let mut c = SnapshotCounter::default();
         assert_eq!(c.tick_of(0), None);
-        for tick in 0..100u32 {
+        let sent = ACKABLE_SNAPSHOTS as u32 + 36;
+        for tick in 0..sent {
             assert_eq!(c.next(tick * 2), tick + 1);
         }
-        assert_eq!(c.tick_of(100), Some(198));
-        assert_eq!(c.tick_of(100 - ACKABLE_SNAPSHOTS as u32 + 1), Some(2 * 36));
-        assert_eq!(c.tick_of(100 - ACKABLE_SNAPSHOTS as u32), None, "too old");
-        assert_eq!(c.tick_of(101), None, "never sent");
+        assert_eq!(c.tick_of(sent), Some(2 * (sent - 1)));
+        assert_eq!(c.tick_of(37), Some(2 * 36));
+        assert_eq!(c.tick_of(36), None, "too old");
+        assert_eq!(c.tick_of(sent + 1), None, "never sent");
     }
 
     #[test]

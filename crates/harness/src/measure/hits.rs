@@ -273,6 +273,7 @@ pub fn measure_hits_with(setup: &HitSetup) -> HitReport {
     let scenario = Scenario {
         map: "duel".into(),
         tick: TickConfig::new(128, 64).expect("valid rates"),
+        update_rate: sightline_client::DEFAULT_UPDATE_RATE,
         link: setup.link,
         clients: Vec::new(),
         combat: Some(super::Combat {

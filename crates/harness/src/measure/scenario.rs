@@ -135,6 +135,9 @@ pub struct Scenario {
     pub map: String,
     /// Tick and snapshot rates.
     pub tick: TickConfig,
+    /// Snapshots a second each measured client asks for (`cl_updaterate`): what it is
+    /// sent, up to the tick rate and never less than `tick`'s snapshot rate.
+    pub update_rate: u32,
     /// Every measured client's link (each client's own seeded copy).
     pub link: Link,
     /// The measured clients, one per entry: how their frames come.
@@ -156,13 +159,15 @@ pub struct Scenario {
 pub const REALISTIC_FPS: [f64; 4] = [30.0, 60.0, 144.0, 240.0];
 
 impl Scenario {
-    /// The lab baseline: `clients` bot-driven clients in lockstep with a 128 Hz server
-    /// (64 Hz snapshots) on `map`, never firing, under `conditions` both ways.
+    /// The lab baseline: `clients` bot-driven clients in lockstep with a 128 Hz server,
+    /// each asking for 64 snapshots a second, on `map`, never firing, under `conditions`
+    /// both ways.
     pub fn lab(conditions: Conditions, clients: usize, map: &str, seconds: f64, seed: u64) -> Self {
         let tick = TickConfig::new(128, 64).expect("valid rates");
         Self {
             map: map.into(),
             tick,
+            update_rate: 64,
             link: conditions.link(),
             clients: vec![Frames::lockstep(tick.tick_hz); clients],
             combat: None,
@@ -173,9 +178,10 @@ impl Scenario {
         }
     }
 
-    /// The realistic scenario: a 128 Hz server (64 Hz snapshots) on `map` with four
-    /// bots, and one client at each of [`REALISTIC_FPS`], every frame's length varying by
-    /// up to 20 % and clocks running 0.1 % fast or slow (alternately), all fighting.
+    /// The realistic scenario: a 128 Hz server (64 Hz snapshots, and what each client
+    /// asks for by default: 128) on `map` with four bots, and one client at each of
+    /// [`REALISTIC_FPS`], every frame's length varying by up to 20 % and clocks running
+    /// 0.1 % fast or slow (alternately), all fighting.
     pub fn realistic(link: Link, map: &str, seconds: f64, seed: u64) -> Self {
         let tick = TickConfig::new(128, 64).expect("valid rates");
         let clients = REALISTIC_FPS
@@ -191,6 +197,7 @@ impl Scenario {
         Self {
             map: map.into(),
             tick,
+            update_rate: sightline_client::DEFAULT_UPDATE_RATE,
             link,
             clients,
             combat: Some(Combat {

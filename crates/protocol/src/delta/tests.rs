@@ -306,8 +306,13 @@ fn hostile_bytes_are_refused() {
     trailing.push(0);
     assert!(SnapshotPacket::from_bytes(&trailing).is_err());
     // Hand-made packets: header, then the parts after it.
-    let header = |gap: u8| vec![5, gap, 10, 1, 1, 0, 0, 1];
-    let packet = |gap: u8, flags: u8, tail: &[u8]| {
+    let header = |gap: u32| {
+        let mut b = vec![5];
+        crate::bytes::put_varint(&mut b, u64::from(gap));
+        b.extend_from_slice(&[10, 1, 1, 0, 0, 1]);
+        b
+    };
+    let packet = |gap: u32, flags: u8, tail: &[u8]| {
         let mut b = header(gap);
         b.push(flags);
         b.extend_from_slice(tail);
@@ -315,7 +320,11 @@ fn hostile_bytes_are_refused() {
     };
     assert!(packet(0, 0, &[0, 0, 0]).is_ok(), "an empty full snapshot");
     assert!(packet(5, 0, &[0, 0, 0]).is_err(), "baseline 0 as a delta");
-    assert!(packet(65, 0, &[0, 0, 0]).is_err(), "further back than kept");
+    let beyond = CLIENT_BASELINES as u32 + 1;
+    assert!(
+        packet(beyond, 0, &[0, 0, 0]).is_err(),
+        "further back than kept"
+    );
     assert!(packet(0, 32, &[0, 0, 0]).is_err(), "unknown flag");
     assert!(
         packet(0, 16, &[0, 0, 0, 0]).is_err(),
@@ -543,7 +552,7 @@ fn the_history_resolves_against_what_it_kept_and_forgets_the_oldest() {
     let full = SnapshotPacket::encode(&first, None);
     assert_eq!(history.resolve(&full), Ok(first.clone()));
     let mut prev = first.clone();
-    for seq in 2..=80 {
+    for seq in 2..=CLIENT_BASELINES as u32 + 16 {
         let next = ran(&prev, 1);
         assert_eq!(next.seq, seq);
         let packet = SnapshotPacket::encode(&next, Some(&prev));
@@ -553,7 +562,7 @@ fn the_history_resolves_against_what_it_kept_and_forgets_the_oldest() {
     // Snapshot 1 is gone; a delta against it is dropped, named by its baseline.
     let late = SnapshotPacket::encode(&ran(&prev, 1), Some(&first));
     assert_eq!(history.resolve(&late), Err(Unresolved::NoBaseline(1)));
-    // One kept 64 back still serves.
+    // The oldest kept still serves.
     let kept = ran(&first, 16);
     let packet = SnapshotPacket::encode(&ran(&prev, 1), Some(&kept));
     assert!(history.resolve(&packet).is_ok());
