@@ -1,12 +1,13 @@
 //! Ordinary play: joining, seeing others move, leaving, every tick rate, reproducibility.
 
 use sightline_client::{
-    ClientStats, ConnectionStatus, InputHistory, LatestSnapshot, Roster, UpdateRate,
+    ClientStats, ConnectionStatus, DownloadRate, InputHistory, LatestSnapshot, Roster, UpdateRate,
 };
 use sightline_harness::Stepper;
 use sightline_movement::PlayerState;
 use sightline_server::{
-    DepartedPlayers, PlayerSlots, RESUME_SECONDS, ServerConfig, ServerStats, SnapshotStats,
+    DepartedPlayers, MIN_RATE, PlayerSlots, RESUME_SECONDS, ServerConfig, ServerStats,
+    SnapshotStats, SnapshotStream,
 };
 use sightline_sim::{PlayerId, TickConfig};
 
@@ -100,6 +101,54 @@ fn every_supported_tick_rate_plays() {
             "{tick} Hz, asking {asked:?}: {} snapshots, expected about {expected}",
             stats.snapshots
         );
+    }
+}
+
+/// Asking for 128 snapshots a second, a client is sent them where its `rate` carries
+/// them and the server's 64 where it does not, and the host's `sv_maxsnapshotrate`
+/// holds everyone to it; `status` would show each one's stream.
+#[test]
+fn the_faster_stream_goes_where_the_rate_carries_it() {
+    let count = |s: &Stepper, c: usize| s.clients[c].world().resource::<ClientStats>().snapshots;
+    for (max_hz, fast_expected) in [(128, 128.0), (64, 64.0)] {
+        let mut s = Stepper::new(
+            ServerConfig {
+                max_snapshot_hz: max_hz,
+                ..config(3, 128, 64)
+            },
+            "depot",
+        );
+        let slow = s.add_client("slow", 1);
+        s.clients[slow].insert_resource(DownloadRate(MIN_RATE));
+        let fast = s.add_client("fast", 2);
+        s.clients[fast].insert_resource(DownloadRate(200_000));
+        s.run_for(3.0);
+        let before = [count(&s, slow), count(&s, fast)];
+        s.run_for(2.0);
+        let rates: Vec<f64> = [slow, fast]
+            .iter()
+            .zip(before)
+            .map(|(&c, before)| (count(&s, c) - before) as f64 / 2.0)
+            .collect();
+        // The slow line's snapshots, some 150 bytes with five players, would take 19 kB/s
+        // at 128 a second against its 7.6: it keeps the server's pace, or less where
+        // even that does not fit and a snapshot waits.
+        assert!(rates[0] <= 64.5, "max {max_hz}: slow line sent {rates:?}");
+        assert!(
+            (rates[1] - fast_expected).abs() <= 1.0,
+            "max {max_hz}: fast line sent {rates:?}"
+        );
+        let streams: Vec<u32> = {
+            let w = s.server.world_mut();
+            let mut q = w.query::<&SnapshotStream>();
+            let mut hz: Vec<u32> = q
+                .iter(w)
+                .map(|st| st.hz(&TickConfig::new(128, 64).unwrap()))
+                .collect();
+            hz.sort();
+            hz
+        };
+        assert_eq!(streams, vec![64, fast_expected as u32], "max {max_hz}");
     }
 }
 
