@@ -332,7 +332,8 @@ fn load_report(
 ) {
     let bots = LoadConfig::default().bots;
     println!(
-        "load over real UDP on loopback, in a fight: a 128 Hz server (64 Hz snapshots) on \
+        "load over real UDP on loopback, in a fight: a 128 Hz server (each client sent the 128 \
+         snapshots a second it asks for by default) on \
          {map} with {bots} bots, and one client per player in this process, each played by \
          a bot that aims at what it draws and fires rifles and rockets, at up to {fps} fps \
          unless the row says otherwise; joining one every 100 ms; {seconds} s measured per \
@@ -573,7 +574,8 @@ fn netcode_report(seconds: f64, seeds: u64, map: &str, only: &[usize]) {
     let fps: Vec<String> = REALISTIC_FPS.iter().map(|f| f.to_string()).collect();
     let span = (seconds / seeds.max(1) as f64).round();
     println!(
-        "netcode in a fight: on {map}, a 128 Hz server (64 Hz snapshots) with 4 bots and one \
+        "netcode in a fight: on {map}, a 128 Hz server (each client sent the 128 snapshots a \
+         second it asks for by default) with 4 bots and one \
          client at each of {} fps, every frame's length varying by up to 20 % and each \
          client's clock 0.1 % fast or slow, all fighting (the clients played by a bot that \
          sees what the client draws, with rifle and rockets); each row {seeds} runs of \
@@ -788,7 +790,8 @@ fn steps_back(r: &NetcodeReport) -> String {
 fn lab_netcode_report(seconds: f64, clients: usize, map: &str) {
     println!(
         "lab baseline: {clients} bot-driven clients that never fire on {map}, no server bots, \
-         in lockstep with the 128 Hz server (64 Hz snapshots), independent loss and uniform \
+         in lockstep with the 128 Hz server, each asking for 64 snapshots a second, \
+         independent loss and uniform \
          jitter, the same each way; {seconds} s per row after 3 s warm-up\n"
     );
     println!(
