@@ -22,6 +22,11 @@ pub enum CombatEvent {
         aim: [i16; 2],
         /// The tick it happened in.
         tick: u32,
+        /// The command that fired: its number and the view time it claimed, fractional
+        /// ticks (a bot's is its own reckoning). Kept here because the player's current
+        /// command may be another by the end of the tick (a second one run to repay a
+        /// held tick, or silenced by a death later in the tick).
+        cmd: (u32, f64),
     },
     /// A shot or splash struck a player.
     Hit {

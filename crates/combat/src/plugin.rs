@@ -286,6 +286,7 @@ fn resolve_shots(
             dir: forward,
             aim: [angle_steps(cmd.yaw), angle_steps(cmd.pitch)],
             tick: tick.0,
+            cmd: (cmd.seq, cmd.view_time()),
         });
         if let Some(rocket) = act.launched(next_rocket.0.wrapping_add(1), id, &state, &cmd, &params)
         {

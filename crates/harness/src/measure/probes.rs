@@ -179,7 +179,7 @@ pub(crate) fn log_combat(
     history: Res<HitboxHistory>,
     map: Res<CurrentMap>,
     params: Res<MoveParams>,
-    humans: Query<(&PlayerId, &CurrentCmd), Without<BotControlled>>,
+    humans: Query<&PlayerId, Without<BotControlled>>,
 ) {
     let hz = config.tick_hz as f64;
     let first_of_tick = log.shots.len();
@@ -190,6 +190,7 @@ pub(crate) fn log_combat(
                 weapon,
                 origin,
                 dir,
+                cmd: (seq, view),
                 ..
             } => {
                 if weapon == WeaponKind::Rockets {
@@ -197,12 +198,11 @@ pub(crate) fn log_combat(
                 } else {
                     log.hitscan += 1;
                 }
-                let Some((_, cmd)) = humans.iter().find(|(id, _)| **id == shooter) else {
+                if !humans.iter().any(|id| *id == shooter) {
                     continue;
-                };
+                }
                 // The body the shot went for: the rewound one nearest the line of fire,
                 // ahead of the muzzle; is a wall closer than it?
-                let view = cmd.0.view_time();
                 let body = history
                     .rewound(view, config.snapshot_every)
                     .into_iter()
@@ -218,7 +218,7 @@ pub(crate) fn log_combat(
                 log.shots.push(ShotRecord {
                     shooter,
                     weapon,
-                    seq: cmd.0.seq,
+                    seq,
                     age: tick.0 as f64 / hz - view / hz,
                     view_time: view / hz,
                     blocked,
