@@ -73,6 +73,12 @@ const DRIFT_FADE_REPORTS: f64 = 300.0 * 64.0;
 const WINDOW: usize = 128;
 /// Reports needed before the pace is trusted.
 const SETTLE_REPORTS: usize = 16;
+/// Server time a report covers at least, seconds: a 64 Hz stream's interval, for which
+/// the window, the outage threshold and the percentile above were tuned. A faster
+/// stream's reports are taken together until they cover it (at 128 a second, in pairs:
+/// the lower queue of the two), so a report means the same at any stream rate; a
+/// report of a single tick would find the buffer short twice as often as one of two.
+pub const REPORT_SPAN: f64 = 1.0 / 64.0;
 
 /// The server's recent reports and the pace chosen from them.
 #[derive(Resource, Debug, Clone)]
@@ -103,6 +109,9 @@ pub struct InputPacing {
     pub drift: f64,
     /// Dry reports in a row, the latest included.
     dry_run: usize,
+    /// A report shorter than [`REPORT_SPAN`] waiting for the next: its queue and the
+    /// server time it covered, seconds.
+    partial: Option<(u8, f64)>,
 }
 
 impl Default for InputPacing {
@@ -119,14 +128,26 @@ impl Default for InputPacing {
             ever_settled: false,
             drift: 0.0,
             dry_run: 0,
+            partial: None,
         }
     }
 }
 
 impl InputPacing {
     /// Takes one snapshot's report: the fewest commands waiting since the previous one,
-    /// and the server's running total of repeated commands.
-    pub fn observe(&mut self, min_queue: u8, repeats_total: u32) {
+    /// over `span` seconds of server time since the previous snapshot observed, and the
+    /// server's running total of repeated commands. Reports shorter than [`REPORT_SPAN`]
+    /// wait to be taken with the next.
+    pub fn observe(&mut self, min_queue: u8, repeats_total: u32, span: f64) {
+        let (min_queue, covered) = match self.partial.take() {
+            Some((queue, before)) => (queue.min(min_queue), before + span),
+            None => (min_queue, span),
+        };
+        // A little short of the span counts (a stream of 128 a second covers it in two).
+        if covered < 0.9 * REPORT_SPAN {
+            self.partial = Some((min_queue, covered));
+            return;
+        }
         let repeated = repeats_total
             .saturating_sub(self.repeats)
             .min(u8::MAX as u32) as u8;
@@ -300,7 +321,29 @@ mod tests {
     use super::*;
 
     fn report(p: &mut InputPacing, min_queue: u8, repeats_total: u32) {
-        p.observe(min_queue, repeats_total);
+        p.observe(min_queue, repeats_total, REPORT_SPAN);
+    }
+
+    #[test]
+    fn a_faster_stream_s_reports_are_taken_in_pairs() {
+        let (mut fast, mut slow) = (InputPacing::default(), InputPacing::default());
+        let half = REPORT_SPAN / 2.0;
+        for i in 0..4 * WINDOW {
+            // At 128 a second, one tick in eight finds the buffer dry: a quarter of the
+            // pairs, as a quarter of the 64 Hz reports over the same ticks.
+            let queue = |tick: usize| if tick % 8 == 0 { 0 } else { 1 };
+            fast.observe(queue(2 * i), 0, half);
+            fast.observe(queue(2 * i + 1), 0, half);
+            slow.observe(queue(2 * i).min(queue(2 * i + 1)), 0, REPORT_SPAN);
+        }
+        assert_eq!(fast.received, slow.received);
+        assert_eq!(fast.low_queue(), slow.low_queue());
+        assert_eq!(fast.factor, slow.factor);
+        assert_eq!(fast.mean_queue(), 0.75);
+        // A 20 Hz stream's reports each cover more than the span: each is taken alone.
+        let mut sparse = InputPacing::default();
+        sparse.observe(2, 0, 0.05);
+        assert_eq!(sparse.received, 1);
     }
 
     #[test]

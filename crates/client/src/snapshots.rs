@@ -3,7 +3,7 @@
 
 use crate::clock::{SnapshotSilence, on_pong};
 use crate::events::{EventInbox, ShownEvent};
-use crate::pacing::InputPacing;
+use crate::pacing::{InputPacing, REPORT_SPAN};
 use crate::sets::{ReceiveStep, in_game};
 use crate::stats::{ClientStats, PlayerSeen};
 use crate::{LocalPlayer, RemotePlayer};
@@ -142,7 +142,10 @@ pub(crate) fn receive_datagrams(
         stats.snapshots += 1;
         // Every snapshot's report counts, not only the newest of a frame's: at a few
         // frames a second most are never applied.
-        pacing.observe(snapshot.input_queue, snapshot.repeated_inputs);
+        let span = latest.0.as_ref().map_or(REPORT_SPAN, |l| {
+            snapshot.server_time_us.saturating_sub(l.server_time_us) as f64 / 1e6
+        });
+        pacing.observe(snapshot.input_queue, snapshot.repeated_inputs, span);
         pacing.count_holds(snapshot.touches.held);
         *latest = LatestSnapshot(Some(snapshot), false);
     }
