@@ -331,7 +331,7 @@ mod tests {
         for i in 0..4 * WINDOW {
             // At 128 a second, one tick in eight finds the buffer dry: a quarter of the
             // pairs, as a quarter of the 64 Hz reports over the same ticks.
-            let queue = |tick: usize| if tick % 8 == 0 { 0 } else { 1 };
+            let queue = |tick: usize| if tick.is_multiple_of(8) { 0 } else { 1 };
             fast.observe(queue(2 * i), 0, half);
             fast.observe(queue(2 * i + 1), 0, half);
             slow.observe(queue(2 * i).min(queue(2 * i + 1)), 0, REPORT_SPAN);
