@@ -142,8 +142,13 @@ pub(crate) fn receive_datagrams(
         stats.snapshots += 1;
         // Every snapshot's report counts, not only the newest of a frame's: at a few
         // frames a second most are never applied.
+        // A report covers the server's time since the snapshot numbered before it, so
+        // one after a snapshot lost or overtaken covers an interval, not the gap.
         let span = latest.0.as_ref().map_or(REPORT_SPAN, |l| {
-            snapshot.server_time_us.saturating_sub(l.server_time_us) as f64 / 1e6
+            let numbers = snapshot.seq.wrapping_sub(l.seq).max(1);
+            snapshot.server_time_us.saturating_sub(l.server_time_us) as f64
+                / 1e6
+                / f64::from(numbers)
         });
         pacing.observe(snapshot.input_queue, snapshot.repeated_inputs, span);
         pacing.count_holds(snapshot.touches.held);
