@@ -658,6 +658,11 @@ fn network_page(ui: &mut egui::Ui, ed: &mut CvarEditor) {
         "Input packets a second (0: every frame)",
         cvar::CL_CMDRATE.name(),
     );
+    ed.slider(
+        ui,
+        "Snapshots a second (0: the server's)",
+        cvar::CL_UPDATERATE.name(),
+    );
     ed.slider(ui, "Time nudge, ms", cvar::CL_TIMENUDGE.name());
     ed.slider(ui, "Rate, bytes a second", cvar::RATE.name());
 }
