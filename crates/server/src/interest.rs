@@ -236,9 +236,10 @@ pub(crate) fn refresh_interest(
             continue;
         }
         // Sight lines on the client's own tick of the cycle, so the checks spread
-        // evenly, and on odd ticks, which send no snapshots when snapshots go every
-        // second tick or less often, so the two costs never fall in one tick. Itself,
-        // team-mates and earshot (cheap) every tick.
+        // evenly, and on odd ticks, which send no snapshots at the server's own pace
+        // when that is every second tick or less often, so the two costs fall in one
+        // tick only for clients on a faster stream. Itself, team-mates and earshot
+        // (cheap) every tick.
         let slot = tick.0.wrapping_add(2 * u32::from(me.0) + 1);
         let look = slot.is_multiple_of(REFRESH_TICKS) || !interest.looked;
         interest.looked |= look;
