@@ -41,7 +41,7 @@ pub use feeds::{ChatLog, KillFeed, KillFeedEntry, MAX_CHAT_LOG, MAX_KILL_FEED, M
 pub use inbound::FromServer;
 pub use input::{CommandRate, InputHistory, LocalInput, MIN_REDUNDANCY_SECONDS, REDUNDANCY_FRAMES};
 pub use pacing::{
-    InputPacing, MAX_DILATION, MAX_DRIFT, OUTAGE_REPORTS, SETTLE_LIMIT, SHORT_SHARE,
+    InputPacing, MAX_DILATION, MAX_DRIFT, OUTAGE_REPORTS, REPORT_SPAN, SETTLE_LIMIT, SHORT_SHARE,
     TARGET_MIN_QUEUE,
 };
 pub use rate::{DEFAULT_UPDATE_RATE, DownloadRate, UpdateRate};
