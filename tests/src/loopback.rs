@@ -117,6 +117,64 @@ fn server_and_two_headless_clients_play_over_udp_and_a_third_watches() {
     assert!(log.contains("shutting down"), "{log}");
 }
 
+/// A headless client asks for 128 snapshots a second, as the game does by default, and
+/// over real UDP is sent them; a server started with `--max-snapshot-rate 64` sends the
+/// same client 64. Both servers and clients run at once, on their own ports.
+#[test]
+fn a_client_is_sent_the_snapshots_it_asks_for_up_to_the_server_s_cap() {
+    let dir = binaries();
+    let start = |cap: &str| {
+        let port = free_udp_port().to_string();
+        let server = Command::new(dir.join("sightline-server"))
+            .args(["--bind", "127.0.0.1", "--port", &port, "--bots", "1"])
+            .args([
+                "--map",
+                "duel",
+                "--run-seconds",
+                "9",
+                "--max-snapshot-rate",
+                cap,
+            ])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("server starts");
+        let client = Command::new(dir.join("sightline"))
+            .args(["--headless", "--connect", &format!("127.0.0.1:{port}")])
+            .args(["--name", &format!("cap{cap}"), "--run-seconds", "5"])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("client starts");
+        (server, client)
+    };
+    let runs = [start("128"), start("64")];
+    let mut snapshots = Vec::new();
+    for ((server, client), cap) in runs.into_iter().zip(["128", "64"]) {
+        let out = wait(client, Duration::from_secs(30), cap);
+        let (stdout, stderr) = (
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr),
+        );
+        assert!(out.status.success(), "cap {cap}:\n{stdout}\n{stderr}");
+        let summary = stdout
+            .lines()
+            .find_map(|l| l.strip_prefix("summary: "))
+            .unwrap_or_else(|| panic!("cap {cap}: no summary:\n{stdout}\n{stderr}"));
+        assert_eq!(field(summary, "malformed"), 0, "cap {cap}: {summary}");
+        snapshots.push(field(summary, "snapshots") as f64);
+        let out = wait(server, Duration::from_secs(30), "server");
+        assert!(out.status.success(), "server with cap {cap} failed");
+    }
+    let [fast, slow] = snapshots[..] else {
+        unreachable!()
+    };
+    // Five seconds of play (605 and 317 when written): at most 64 a second from the
+    // capped server, a second's slack allowed, and about twice that from the other.
+    assert!(slow > 100.0 && slow <= 64.0 * 6.0, "{snapshots:?}");
+    assert!(fast >= 1.6 * slow, "{snapshots:?}");
+}
+
 #[test]
 fn bad_flags_print_usage_and_exit_2() {
     let dir = binaries();
