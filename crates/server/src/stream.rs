@@ -43,15 +43,6 @@ impl SnapshotStream {
         }
     }
 
-    /// The server's own stream, for a client that asked for nothing.
-    pub fn server_pace(config: &TickConfig) -> Self {
-        let every = config.snapshot_every.max(1);
-        Self {
-            wanted_every: every,
-            every,
-        }
-    }
-
     /// Ticks between snapshots now.
     pub fn every(&self) -> u32 {
         self.every
@@ -155,7 +146,8 @@ mod tests {
             }
         }
         assert_eq!(fast.hz(&c), 128);
-        assert_eq!(SnapshotStream::server_pace(&c).hz(&c), 64);
+        // Asking for the server's choice is the server's pace.
+        assert_eq!(SnapshotStream::new(&c, 128, 0, false).hz(&c), 64);
     }
 
     /// A rate that has seen `n` snapshots of `bytes` (their encoding) at 64 a second.
