@@ -20,6 +20,7 @@ fn a_bot_match_ends_by_frag_limit_with_the_same_scores_everywhere_then_rotates()
             fraglimit: 3,
             timelimit: 0.0,
             rotation: vec!["duel".into(), "depot".into()],
+            ..MatchRules::default()
         },
         tick: TickConfig::new(64, 32).unwrap(),
         ..Default::default()

@@ -1,7 +1,7 @@
 //! The client's console variables and where each one takes effect.
 
 use bevy::prelude::*;
-use sightline_client::{CommandRate, DownloadRate, UpdateRate};
+use sightline_client::{CommandRate, DesiredName, DownloadRate, UpdateRate};
 use sightline_console::{CvarValue, Cvars};
 use sightline_interpolation::InterpolationSettings;
 use sightline_net::{ConditionerSettings, LinkConditions};
@@ -151,9 +151,17 @@ fn apply_cvars(
     mut link: ResMut<LinkConditions>,
     mut rate: ResMut<CommandRate>,
     (mut download, mut update): (ResMut<DownloadRate>, ResMut<UpdateRate>),
+    name: Option<ResMut<DesiredName>>,
 ) {
     if !cvars.is_changed() {
         return;
+    }
+    // While connected, a new name is told to the server (sightline_client's changes).
+    if let Some(mut name) = name {
+        let wanted = cvars.read(cvar::NAME);
+        if !wanted.is_empty() {
+            name.set_if_neq(DesiredName(wanted));
+        }
     }
     // Values are in range: the table's ranges are checked when a cvar is set.
     rate.set_if_neq(CommandRate(cvars.read(cvar::CL_CMDRATE) as u32));

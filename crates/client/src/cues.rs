@@ -360,7 +360,8 @@ mod tests {
         assert_eq!(
             CombatCue::from_server(&ServerMessage::Chat {
                 from: PlayerId(0),
-                text: "hi".into()
+                text: "hi".into(),
+                team: false,
             }),
             None
         );

@@ -5,9 +5,9 @@ use crate::events::ShownEvent;
 use crate::sets::ReceiveStep;
 use crate::{FromServer, Roster};
 use bevy::prelude::*;
-use sightline_protocol::{PlayerEvent, ServerMessage, ServerTextKind};
-use sightline_sim::SessionAppExt;
-use std::collections::VecDeque;
+use sightline_protocol::{PlayerEvent, ServerMessage, ServerTextKind, name_key};
+use sightline_sim::{PlayerId, SessionAppExt};
+use std::collections::{BTreeSet, VecDeque};
 
 /// One line of the kill feed.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -60,7 +60,8 @@ impl KillFeed {
     }
 }
 
-/// Chat lines received, oldest first, with who said them; at most [`MAX_CHAT_LOG`].
+/// Chat lines received, oldest first, with who said them (empty for the game's own
+/// notices); at most [`MAX_CHAT_LOG`].
 #[derive(Resource, Debug, Default)]
 pub struct ChatLog(pub VecDeque<(String, String)>);
 
@@ -93,31 +94,94 @@ pub(crate) fn record_kills(
     }
 }
 
-/// Chat lines, named from the roster.
+/// Players and spectators whose chat this client does not show (`ignore NAME`): players
+/// by id, so a rename does not escape it, spectators (who have none) by name.
+#[derive(Resource, Debug, Default, Clone, PartialEq, Eq)]
+pub struct Ignored {
+    /// Players ignored.
+    pub players: BTreeSet<PlayerId>,
+    /// Spectators ignored, by [`name_key`].
+    pub spectators: BTreeSet<String>,
+}
+
+/// Most players and spectators one client ignores: each `ignore` adds one.
+pub const MAX_IGNORED: usize = 64;
+
+impl Ignored {
+    /// Ignores whoever `name` names: a player in the roster (by [`name_key`], so case and
+    /// look-alike letters do not matter), else a spectator of that name. Whom it ignores,
+    /// in words, or why it did not.
+    pub fn ignore(&mut self, roster: &Roster, name: &str) -> Result<String, String> {
+        if self.players.len() + self.spectators.len() >= MAX_IGNORED {
+            return Err(format!(
+                "already ignoring {MAX_IGNORED}; unignore someone first"
+            ));
+        }
+        let key = name_key(name);
+        if key.is_empty() {
+            return Err("usage: ignore NAME".into());
+        }
+        match roster.0.iter().find(|(_, p)| name_key(&p.name) == key) {
+            Some((id, p)) => {
+                self.players.insert(*id);
+                Ok(format!("ignoring {}", p.name))
+            }
+            None => {
+                self.spectators.insert(key);
+                Ok(format!("ignoring spectator {name}"))
+            }
+        }
+    }
+
+    /// Stops ignoring whoever `name` names; whether someone was.
+    pub fn unignore(&mut self, roster: &Roster, name: &str) -> bool {
+        let key = name_key(name);
+        let player = roster
+            .0
+            .iter()
+            .find(|(_, p)| name_key(&p.name) == key)
+            .is_some_and(|(id, _)| self.players.remove(id));
+        self.spectators.remove(&key) || player
+    }
+}
+
+/// Chat lines, named from the roster, with whom they went to: a team line marked, a
+/// spectator's named as one, the game's own notices unnamed. Lines from the ignored are
+/// left out.
 pub(crate) fn record_chat(
     mut inbound: MessageReader<FromServer>,
     roster: Res<Roster>,
+    ignored: Res<Ignored>,
     mut chat: ResMut<ChatLog>,
 ) {
     for FromServer(msg) in inbound.read() {
-        let name = match msg {
-            ServerMessage::Chat { from, .. } => roster.name(*from),
-            ServerMessage::ServerText {
-                kind: ServerTextKind::Say,
-                ..
-            } => "Host",
-            ServerMessage::ServerText {
-                kind: ServerTextKind::Motd,
-                ..
-            } => "Message of the day",
+        let (name, text) = match msg {
+            ServerMessage::Chat { from, .. } if ignored.players.contains(from) => continue,
+            ServerMessage::Chat { from, text, team } => {
+                let name = roster.name(*from);
+                let name = if *team {
+                    format!("{name} (team)")
+                } else {
+                    name.to_string()
+                };
+                (name, text)
+            }
+            ServerMessage::SpectatorChat { name, .. }
+                if ignored.spectators.contains(&name_key(name)) =>
+            {
+                continue;
+            }
+            ServerMessage::SpectatorChat { name, text } => (format!("{name} (spectator)"), text),
+            ServerMessage::ServerText { kind, text } => match kind {
+                ServerTextKind::Say => ("Host".to_string(), text),
+                ServerTextKind::Motd => ("Message of the day".to_string(), text),
+                ServerTextKind::Notice => (String::new(), text),
+                ServerTextKind::Rcon => continue,
+            },
             _ => continue,
         };
-        let (ServerMessage::Chat { text, .. } | ServerMessage::ServerText { text, .. }) = msg
-        else {
-            continue;
-        };
         info!("{name}: {text}");
-        chat.push(name.to_string(), text.clone());
+        chat.push(name, text.clone());
     }
 }
 
@@ -164,6 +228,7 @@ pub(crate) struct FeedsPlugin;
 impl Plugin for FeedsPlugin {
     fn build(&self, app: &mut App) {
         app.init_session_resource::<ChatLog>()
+            .init_session_resource::<Ignored>()
             .init_session_resource::<KillFeed>()
             .init_session_resource::<MatchInfo>()
             .add_systems(

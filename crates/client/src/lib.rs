@@ -13,6 +13,7 @@
 
 mod autopilot;
 mod catch_up;
+mod changes;
 mod clock;
 mod combat;
 mod connection;
@@ -37,7 +38,9 @@ pub use catch_up::{MAX_FRAME_CATCH_UP, MIN_FRAME_CATCH_UP};
 pub use connection::{DesiredName, StatsKey};
 pub use cues::{CombatCue, MAX_CUE_WAIT, MAX_TIMED_CUES, Timed, TimedCue, TimedCues};
 pub use events::{EventInbox, ShownEvent};
-pub use feeds::{ChatLog, KillFeed, KillFeedEntry, MAX_CHAT_LOG, MAX_KILL_FEED, MatchInfo};
+pub use feeds::{
+    ChatLog, Ignored, KillFeed, KillFeedEntry, MAX_CHAT_LOG, MAX_IGNORED, MAX_KILL_FEED, MatchInfo,
+};
 pub use inbound::FromServer;
 pub use input::{CommandRate, InputHistory, LocalInput, MIN_REDUNDANCY_SECONDS, REDUNDANCY_FRAMES};
 pub use pacing::{
@@ -56,6 +59,7 @@ pub use status::{ConnectionStatus, JoinAs, ServerInfo, Watching};
 use autopilot::AutopilotPlugin;
 use bevy::prelude::*;
 use catch_up::CatchUpPlugin;
+use changes::ChangesPlugin;
 use clock::ClockPlugin;
 use combat::OwnShotsPlugin;
 use connection::ConnectionPlugin;
@@ -161,7 +165,7 @@ impl Plugin for ClientPlugin {
                 SnapshotsPlugin,
                 ClockPlugin,
                 PacingPlugin,
-                RatePlugin,
+                (RatePlugin, ChangesPlugin),
                 OwnShotsPlugin,
                 ReconnectPlugin,
                 SpectatePlugin,

@@ -100,6 +100,11 @@ pub(crate) fn update_roster(
                     debug!("dropped a join beyond {MAX_SNAPSHOT_PLAYERS} players");
                 }
             }
+            ServerMessage::PlayerRenamed { id, name } => {
+                if let Some(p) = roster.0.get_mut(id) {
+                    p.name = name.clone();
+                }
+            }
             ServerMessage::PlayerLeft { id, reason } => {
                 if let Some(p) = roster.remove(*id) {
                     info!("{} left ({reason})", p.name);

@@ -24,6 +24,14 @@ impl Team {
             Team::Blue => "Blue",
         }
     }
+
+    /// The team it plays against.
+    pub fn other(self) -> Team {
+        match self {
+            Team::Red => Team::Blue,
+            Team::Blue => Team::Red,
+        }
+    }
 }
 
 /// Free-for-all or teams. With the `clap` feature it is a command-line value (`dm`,

@@ -470,6 +470,8 @@ fn apply_cvars(world: &mut World, before: &ServerCvars, console: &mut Console) {
     live.rules.fraglimit = config.rules.fraglimit;
     live.rules.timelimit = config.rules.timelimit;
     live.rules.rotation = config.rules.rotation;
+    live.rules.team_force_balance = config.rules.team_force_balance;
+    live.rules.auto_balance = config.rules.auto_balance;
     live.idle_kick_seconds = config.idle_kick_seconds;
     live.spectator_delay = config.spectator_delay;
     live.motd = config.motd;

@@ -49,6 +49,11 @@ pub mod cvar {
             "frags that win a match (a player's, or a team's); 0 for none";
         TIMELIMIT: f64 = "timelimit", Float { min: 0.0, max: 1440.0 }, 10.0, NONE,
             "minutes a match lasts at most; 0 for no limit";
+        G_TEAMFORCEBALANCE: i64 = "g_teamforcebalance", Int { min: 0, max: 1 }, 1, NONE,
+            "1 refuses a player's change to the team with more players (team red, blue)";
+        G_AUTOBALANCE: i64 = "g_autobalance", Int { min: 0, max: 1 }, 1, NONE,
+            "1 evens teams that are two or more apart, moving a player of the larger team \
+             as it dies";
         BOTS: i64 = "bots", Int { min: 0, max: 64 }, 0, NONE,
             "bots to add, within maxplayers";
         BOT_SKILL: String = "bot_skill", Choice { options: &["easy", "normal", "hard"] },
@@ -144,6 +149,8 @@ pub fn config_from_cvars(cvars: &Cvars) -> Result<ServerConfig, String> {
             fraglimit: cvars.read(cvar::FRAGLIMIT) as i32,
             timelimit: (cvars.read(cvar::TIMELIMIT) * 60.0) as f32,
             rotation,
+            team_force_balance: cvars.read(cvar::G_TEAMFORCEBALANCE) != 0,
+            auto_balance: cvars.read(cvar::G_AUTOBALANCE) != 0,
         },
         tick,
         max_snapshot_hz,
@@ -177,6 +184,11 @@ mod tests {
         assert_eq!(config.max_snapshot_hz, default.max_snapshot_hz);
         assert_eq!(config.rules.fraglimit, default.rules.fraglimit);
         assert_eq!(config.rules.timelimit, default.rules.timelimit);
+        assert_eq!(
+            config.rules.team_force_balance,
+            default.rules.team_force_balance
+        );
+        assert_eq!(config.rules.auto_balance, default.rules.auto_balance);
         assert_eq!(config.idle_kick_seconds, default.idle_kick_seconds);
     }
 

@@ -9,8 +9,8 @@ use sightline_console::render_config;
 use sightline_movement::MoveFlags;
 use sightline_protocol::{
     ClientDatagram, ClientMessage, DropSnap, EventSnap, InputPacket, Lifetime, PROTOCOL_VERSION,
-    PlayerEvent, PlayerSnap, ProjectileSnap, ScoreLine, ServerDatagram, ServerMessage, Snapshot,
-    SnapshotPacket, Welcome, Wire,
+    PlayerEvent, PlayerSnap, ProjectileSnap, ScoreLine, ServerDatagram, ServerMessage,
+    ServerTextKind, Snapshot, SnapshotPacket, TeamChoice, Welcome, Wire,
 };
 use sightline_query::{
     RconPacket, SERVERDATA_AUTH, SERVERDATA_EXECCOMMAND, SERVERDATA_RESPONSE_VALUE,
@@ -145,6 +145,11 @@ pub fn client_message() -> Vec<Vec<u8>> {
         },
         ClientMessage::Chat {
             text: "gg, well played".into(),
+            team: false,
+        },
+        ClientMessage::Chat {
+            text: "rockets at mid".into(),
+            team: true,
         },
         ClientMessage::Rate {
             bytes_per_second: 25_000,
@@ -158,6 +163,15 @@ pub fn client_message() -> Vec<Vec<u8>> {
             target: Some(PlayerId(2)),
         },
         ClientMessage::Follow { target: None },
+        ClientMessage::Rename {
+            name: "alice the great".into(),
+        },
+        ClientMessage::JoinTeam {
+            choice: TeamChoice::Auto,
+        },
+        ClientMessage::JoinTeam {
+            choice: TeamChoice::Blue,
+        },
     ])
 }
 
@@ -181,6 +195,24 @@ pub fn server_message() -> Vec<Vec<u8>> {
         ServerMessage::Chat {
             from: PlayerId(1),
             text: "hello".into(),
+            team: false,
+        },
+        ServerMessage::Chat {
+            from: PlayerId(3),
+            text: "cover me".into(),
+            team: true,
+        },
+        ServerMessage::SpectatorChat {
+            name: "watcher".into(),
+            text: "nice shot".into(),
+        },
+        ServerMessage::PlayerRenamed {
+            id: PlayerId(1),
+            name: "alice (2)".into(),
+        },
+        ServerMessage::ServerText {
+            kind: ServerTextKind::Notice,
+            text: "alice joined the Blue team".into(),
         },
         ServerMessage::Scoreboard(vec![
             ScoreLine {
@@ -404,6 +436,7 @@ pub fn welcome_version() -> Vec<Vec<u8>> {
         ServerMessage::Chat {
             from: PlayerId(1),
             text: "hi".into(),
+            team: false,
         }
         .encode()
         .expect("a chat line fits"),

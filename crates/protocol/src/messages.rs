@@ -61,10 +61,13 @@ pub enum ClientMessage {
         /// shown to other players; `None` keeps no statistics.
         player_key: Option<PlayerKey>,
     },
-    /// A chat line.
+    /// A chat line (`say`, or `say_team`).
     Chat {
         /// What was said.
         text: String,
+        /// To the player's own team only (`say_team`); in a game without teams, and from
+        /// a spectator, it goes where a `say` would.
+        team: bool,
     },
     /// What the player's downlink takes, as Quake's and Source's `rate` and Source's
     /// `cl_updaterate` say it: the server keeps its snapshots within the bytes by
@@ -100,6 +103,40 @@ pub enum ClientMessage {
         /// The player followed.
         target: Option<PlayerId>,
     },
+    /// The player's new name (`name NEW` while connected): the server takes it with the
+    /// same checks as at joining, or keeps the old one and says why.
+    Rename {
+        /// The name asked for.
+        name: String,
+    },
+    /// The side the player asks to play on in a team game (`team red|blue|auto`).
+    JoinTeam {
+        /// Which.
+        choice: TeamChoice,
+    },
+}
+
+/// A side asked for with [`ClientMessage::JoinTeam`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum TeamChoice {
+    /// The red team.
+    Red,
+    /// The blue team.
+    Blue,
+    /// Whichever has fewer players.
+    Auto,
+}
+
+impl TeamChoice {
+    /// The choice a console word names (`red`, `blue`, `auto`, any case).
+    pub fn parse(word: &str) -> Option<Self> {
+        match word.to_ascii_lowercase().as_str() {
+            "red" | "r" => Some(Self::Red),
+            "blue" | "b" => Some(Self::Blue),
+            "auto" | "a" => Some(Self::Auto),
+            _ => None,
+        }
+    }
 }
 
 /// Longest rcon command a client may send, bytes.
@@ -113,11 +150,11 @@ impl Wire for ClientMessage {
 
     fn validate(&self) -> Result<(), DecodeError> {
         match self {
-            Self::Hello { name, .. } | Self::Spectate { name, .. } => {
+            Self::Hello { name, .. } | Self::Spectate { name, .. } | Self::Rename { name } => {
                 check_text("name", name, MAX_NAME_LEN)
             }
             // Chat is cleaned by the server; only the size is bounded here.
-            Self::Chat { text } => {
+            Self::Chat { text, .. } => {
                 if text.len() > MAX_CHAT_LEN {
                     Err(invalid("chat line too long"))
                 } else {
@@ -133,7 +170,8 @@ impl Wire for ClientMessage {
             }
             // Any rate: the server holds it within its own bounds. Any player: the
             // server follows only one that is there.
-            Self::Rate { .. } | Self::Follow { .. } => Ok(()),
+            // Any side: the server decides whether it may be taken.
+            Self::Rate { .. } | Self::Follow { .. } | Self::JoinTeam { .. } => Ok(()),
         }
     }
 }
@@ -198,6 +236,8 @@ pub enum ServerMessage {
         from: PlayerId,
         /// What was said (already cleaned by the server).
         text: String,
+        /// Said to the recipient's team only.
+        team: bool,
     },
     /// The scoreboard, sent once a second: every player's frags and deaths, and for
     /// connected players the round trip the server measures, milliseconds.
@@ -261,6 +301,22 @@ pub enum ServerMessage {
     /// included), by player id in increasing order, sent with the scoreboard when they
     /// change. Apart from the scoreboard so a full one still fits a datagram.
     Lifetimes(Vec<(PlayerId, Lifetime)>),
+    /// A chat line from a spectator, who has no player id: sent to the other spectators
+    /// while a match runs (what they see is no use to call out to a player), and to
+    /// everyone in the intermission.
+    SpectatorChat {
+        /// The spectator's name.
+        name: String,
+        /// What was said (already cleaned by the server).
+        text: String,
+    },
+    /// A player took another name.
+    PlayerRenamed {
+        /// Who.
+        id: PlayerId,
+        /// The new name.
+        name: String,
+    },
 }
 
 /// What the server did to a player besides running its commands, as wrapping counts (a
@@ -378,6 +434,9 @@ pub enum ServerTextKind {
     Motd,
     /// Output of an rcon command this client sent: shown in its console.
     Rcon,
+    /// The game's own announcement (a change of side) or answer to a request of this
+    /// client's (a refused rename or team change): shown with the chat, unnamed.
+    Notice,
 }
 
 /// One scoreboard row.
@@ -443,8 +502,14 @@ impl Wire for ServerMessage {
             Self::Refused { reason } | Self::PlayerLeft { reason, .. } => {
                 check_text("reason", reason, MAX_CHAT_LEN)
             }
-            Self::PlayerJoined { name, .. } => check_text("name", name, MAX_NAME_LEN),
+            Self::PlayerJoined { name, .. } | Self::PlayerRenamed { name, .. } => {
+                check_text("name", name, MAX_NAME_LEN)
+            }
             Self::Chat { text, .. } => check_text("chat", text, MAX_CHAT_LEN),
+            Self::SpectatorChat { name, text } => {
+                check_text("name", name, MAX_NAME_LEN)?;
+                check_text("chat", text, MAX_CHAT_LEN)
+            }
             Self::Lifetimes(rows) => {
                 if rows.len() > MAX_SNAPSHOT_PLAYERS {
                     return Err(invalid("too many lifetime records"));

@@ -334,6 +334,7 @@ fn welcome_version_can_be_read_from_any_version() {
     let chat = ServerMessage::Chat {
         from: PlayerId(1),
         text: "hi".into(),
+        team: false,
     };
     assert_eq!(peek_welcome_version(&chat.encode().unwrap()), None);
 }
@@ -406,6 +407,7 @@ fn encoding_refuses_a_message_above_its_cap() {
     let long = ServerMessage::Chat {
         from: PlayerId(0),
         text: "x".repeat(ServerMessage::MAX_BYTES),
+        team: false,
     };
     assert!(matches!(
         long.encode(),
@@ -512,6 +514,7 @@ fn shown_text_holding_invisible_characters_is_refused() {
         let chat = ServerMessage::Chat {
             from: PlayerId(1),
             text: bad.into(),
+            team: false,
         };
         assert!(chat.validate().is_err(), "{bad:?}");
         let hello = ClientMessage::Hello {

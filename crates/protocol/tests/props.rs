@@ -16,8 +16,8 @@ use sightline_protocol::{
     MAX_BASELINE_AGE, MAX_CHAT_LEN, MAX_NAME_LEN, MAX_PACKET_CMDS, MAX_RCON_COMMAND_LEN,
     MAX_RCON_PASSWORD_LEN, MAX_SERVER_NAME_LEN, MAX_SNAPSHOT_DROPS, MAX_SNAPSHOT_EVENTS,
     MAX_SNAPSHOT_PLAYERS, MAX_SNAPSHOT_PROJECTILES, PlayerEvent, PlayerSnap, ProjectileSnap,
-    ScoreLine, ServerDatagram, ServerMessage, ServerTextKind, Snapshot, SnapshotPacket, Touches,
-    Welcome, Wire, clean_text,
+    ScoreLine, ServerDatagram, ServerMessage, ServerTextKind, Snapshot, SnapshotPacket, TeamChoice,
+    Touches, Welcome, Wire, clean_text,
     delta::{MAX_PROJECTILE_POS_STEPS, MAX_PROJECTILE_VEL_STEPS},
 };
 use sightline_sim::{
@@ -417,7 +417,8 @@ fn client_message() -> impl Strategy<Value = ClientMessage> {
                 }
             }),
         // The server cleans chat itself, so any characters may come.
-        text_of(any::<char>(), MAX_CHAT_LEN).prop_map(|text| ClientMessage::Chat { text }),
+        (text_of(any::<char>(), MAX_CHAT_LEN), any::<bool>())
+            .prop_map(|(text, team)| ClientMessage::Chat { text, team }),
         (
             text_of(any::<char>(), MAX_RCON_PASSWORD_LEN / 4),
             text_of(any::<char>(), MAX_RCON_COMMAND_LEN / 4)
@@ -436,6 +437,9 @@ fn client_message() -> impl Strategy<Value = ClientMessage> {
             }
         }),
         prop::option::of(player_id()).prop_map(|target| ClientMessage::Follow { target }),
+        shown_text(MAX_NAME_LEN).prop_map(|name| ClientMessage::Rename { name }),
+        prop::sample::select(vec![TeamChoice::Red, TeamChoice::Blue, TeamChoice::Auto])
+            .prop_map(|choice| ClientMessage::JoinTeam { choice }),
     ]
 }
 
@@ -517,8 +521,12 @@ fn server_message() -> impl Strategy<Value = ServerMessage> {
             .prop_map(|(id, name, bot)| ServerMessage::PlayerJoined { id, name, bot }),
         (player_id(), shown_text(MAX_CHAT_LEN))
             .prop_map(|(id, reason)| ServerMessage::PlayerLeft { id, reason }),
-        (player_id(), shown_text(MAX_CHAT_LEN))
-            .prop_map(|(from, text)| ServerMessage::Chat { from, text }),
+        (player_id(), shown_text(MAX_CHAT_LEN), any::<bool>())
+            .prop_map(|(from, text, team)| ServerMessage::Chat { from, text, team }),
+        (shown_text(MAX_NAME_LEN), shown_text(MAX_CHAT_LEN))
+            .prop_map(|(name, text)| ServerMessage::SpectatorChat { name, text }),
+        (player_id(), shown_text(MAX_NAME_LEN))
+            .prop_map(|(id, name)| ServerMessage::PlayerRenamed { id, name }),
         scoreboard(),
         (
             player_id(),
@@ -556,7 +564,8 @@ fn server_message() -> impl Strategy<Value = ServerMessage> {
             prop::sample::select(vec![
                 ServerTextKind::Say,
                 ServerTextKind::Motd,
-                ServerTextKind::Rcon
+                ServerTextKind::Rcon,
+                ServerTextKind::Notice
             ]),
             shown_text(MAX_CHAT_LEN)
         )
@@ -848,6 +857,8 @@ fn server_variant(msg: &ServerMessage) -> usize {
         ServerMessage::MapChange { .. } => 10,
         ServerMessage::ServerText { .. } => 11,
         ServerMessage::Lifetimes(_) => 12,
+        ServerMessage::SpectatorChat { .. } => 13,
+        ServerMessage::PlayerRenamed { .. } => 14,
     }
 }
 
@@ -859,6 +870,8 @@ fn client_variant(msg: &ClientMessage) -> usize {
         ClientMessage::Rate { .. } => 3,
         ClientMessage::Spectate { .. } => 4,
         ClientMessage::Follow { .. } => 5,
+        ClientMessage::Rename { .. } => 6,
+        ClientMessage::JoinTeam { .. } => 7,
     }
 }
 
@@ -903,11 +916,11 @@ fn every_variant_is_generated() {
     let checks = [
         (
             "ServerMessage",
-            variants_seen(server_message(), server_variant, 13),
+            variants_seen(server_message(), server_variant, 15),
         ),
         (
             "ClientMessage",
-            variants_seen(client_message(), client_variant, 6),
+            variants_seen(client_message(), client_variant, 8),
         ),
         (
             "ClientDatagram",

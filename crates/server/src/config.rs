@@ -83,6 +83,11 @@ pub struct MatchRules {
     pub timelimit: f32,
     /// Maps to cycle through after each match; empty keeps the current one.
     pub rotation: Vec<String>,
+    /// A player may not change to the side with more players (`g_teamforcebalance`).
+    pub team_force_balance: bool,
+    /// Teams two or more apart are evened by moving a player of the larger as it dies
+    /// (`g_autobalance`).
+    pub auto_balance: bool,
 }
 
 impl Default for MatchRules {
@@ -92,6 +97,8 @@ impl Default for MatchRules {
             fraglimit: 20,
             timelimit: 600.0,
             rotation: Vec::new(),
+            team_force_balance: true,
+            auto_balance: true,
         }
     }
 }

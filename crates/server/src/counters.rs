@@ -116,6 +116,12 @@ impl Counters<'_> {
                 stats.refused_commands,
             ),
             both(
+                "refused_requests",
+                "sightline_refused_requests_total",
+                "Chat lines, renames and team changes refused",
+                stats.refused_requests,
+            ),
+            both(
                 "holds",
                 "sightline_held_commands_total",
                 "Ticks a player was held waiting for a late command",

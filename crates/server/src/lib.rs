@@ -22,12 +22,14 @@ mod inbox;
 // The server's own stalls, told from overruns by the tick times.
 mod stalls;
 // Shared by many: strikes and budgets (which allow for stalls), where players appear,
-// encoding and sending at once.
+// their names, encoding and sending at once.
 mod conduct;
+mod names;
 mod spawn;
 mod wire;
-// One connection (its stage, conduct and slot), and the outbox that sends game messages
-// to every connection in the game.
+// One connection (its stage, conduct and slot), the outbox that sends game messages to
+// every connection in the game or some of them, and where a chat line goes.
+mod chat;
 mod connection;
 mod outbox;
 // Each player's commands (a second one in a tick to repay a held one), which players
@@ -40,11 +42,12 @@ mod snapshots;
 mod stream;
 // Spectators: the world kept for them, and sent to them that much later.
 mod spectators;
-// Match rules, and sides in team games.
+// Match rules, sides in team games, and a player's changes of name and side.
+mod changes;
 mod rules;
 mod teams;
 // What clients send: datagrams (inputs, pings), and the sessions' reliable messages (the
-// handshake, chat), which may bring back a player kept by resume.
+// handshake, chat, changes), which may bring back a player kept by resume.
 mod datagrams;
 mod resume;
 mod sessions;
@@ -66,6 +69,7 @@ mod replay;
 
 pub use bots::LeavingBot;
 pub use catch_up::CatchUp;
+pub use changes::CHANGE_INTERVAL;
 pub use conduct::{Conduct, KICK_STRIKES, Offence};
 pub use config::{
     DEFAULT_IDLE_KICK_SECONDS, DEFAULT_MAX_SPECTATORS, DEFAULT_SPECTATOR_DELAY, MAX_PLAYERS,
@@ -105,5 +109,5 @@ pub use stats::{
     HostingStats, Observe, Observers, SLICE_BYTES, ServerStats, SnapshotStats, TickTimes,
 };
 pub use stream::{FASTER_STREAM_SHARE, SnapshotStream, ticks_between};
-pub use teams::smaller_team;
+pub use teams::{TeamRefusal, smaller_team, switch_team};
 pub use thread::{LocalOrder, LocalOrders, OrderInbox, ServerThread, local_orders};

@@ -11,6 +11,7 @@
 use crate::connection::{ClientIndex, Connection, ConnectionStage};
 use crate::wire::encoded;
 use bevy::prelude::*;
+use sightline_combat::Team;
 use sightline_net::{ClientId, RenetServer};
 use sightline_protocol::{Channel, ServerMessage};
 use sightline_sim::PlayerId;
@@ -25,6 +26,11 @@ pub enum Outgoing {
     ToPlayers(ServerMessage),
     /// To one client, if it is still in the game when it is sent.
     To(ClientId, ServerMessage),
+    /// To the clients of one team's players (team chat).
+    ToTeam(Team, ServerMessage),
+    /// To the spectators only (their own chat while a match runs): the connections in
+    /// the game without a player.
+    ToSpectators(ServerMessage),
 }
 
 /// Sends a reliable message to every client in the game now, ahead of the outbox.
@@ -48,7 +54,7 @@ pub(crate) fn send_to_playing<'a>(
 pub(crate) fn send_outgoing(
     mut outgoing: MessageReader<Outgoing>,
     mut server: ResMut<RenetServer>,
-    connections: Query<(&Connection, Has<PlayerId>)>,
+    connections: Query<(&Connection, Has<PlayerId>, Option<&Team>)>,
     index: Res<ClientIndex>,
 ) {
     for out in outgoing.read() {
@@ -57,15 +63,24 @@ pub(crate) fn send_outgoing(
                 send_to_playing(&mut server, connections.iter().map(|c| c.0), msg);
             }
             Outgoing::ToPlayers(msg) => {
-                let players = connections.iter().filter(|(_, player)| *player);
+                let players = connections.iter().filter(|c| c.1);
                 send_to_playing(&mut server, players.map(|c| c.0), msg);
+            }
+            Outgoing::ToTeam(team, msg) => {
+                let mates = connections.iter().filter(|c| c.1 && c.2 == Some(team));
+                send_to_playing(&mut server, mates.map(|c| c.0), msg);
+            }
+            Outgoing::ToSpectators(msg) => {
+                // A connection in the game without a player watches.
+                let watching = connections.iter().filter(|c| !c.1);
+                send_to_playing(&mut server, watching.map(|c| c.0), msg);
             }
             Outgoing::To(client, msg) => {
                 let playing = index
                     .0
                     .get(client)
                     .and_then(|e| connections.get(*e).ok())
-                    .is_some_and(|(c, _)| c.stage == ConnectionStage::Playing);
+                    .is_some_and(|c| c.0.stage == ConnectionStage::Playing);
                 if playing && let Some(bytes) = encoded(msg) {
                     server.send_message(*client, Channel::Reliable, bytes);
                 }
@@ -85,6 +100,7 @@ mod tests {
         ServerMessage::Chat {
             from: sightline_sim::PlayerId(0),
             text,
+            team: false,
         }
     }
 
@@ -121,20 +137,24 @@ mod tests {
                         out.write(Outgoing::To(client, chat(format!("to {client} {n}"))));
                     }
                     out.write(Outgoing::ToPlayers(chat(format!("players {n}"))));
+                    out.write(Outgoing::ToTeam(Team::Red, chat(format!("red {n}"))));
+                    out.write(Outgoing::ToSpectators(chat(format!("watchers {n}"))));
                 },
             )
             .add_systems(PostUpdate, send_outgoing);
-        // Clients 1 and 2 are players; 3 is waiting for Hello; 4 is a spectator, in the
-        // game without a player.
+        // Clients 1 and 2 are players, red and blue; 3 is waiting for Hello; 4 is a
+        // spectator, in the game without a player.
         let mut locals = [1, 2, 3, 4].map(|client| {
             let mut conn = Connection::new(client, 0.0);
             if client != 3 {
                 conn.stage = ConnectionStage::Playing;
             }
             let mut entity = app.world_mut().spawn(conn);
-            if client < 3 {
-                entity.insert(PlayerId(client as u8));
-            }
+            match client {
+                1 => entity.insert((PlayerId(1), Team::Red)),
+                2 => entity.insert((PlayerId(2), Team::Blue)),
+                _ => &mut entity,
+            };
             let entity = entity.id();
             let world = app.world_mut();
             world.resource_mut::<ClientIndex>().0.insert(client, entity);
@@ -166,12 +186,15 @@ mod tests {
                 all.extend_from_slice(extra);
                 all
             };
-            let player = |c: u8| [format!("to {c} {n}"), format!("players {n}")];
-            assert_eq!(received[0], expected(&player(1)), "frame {n}");
+            let player = |c: u8| vec![format!("to {c} {n}"), format!("players {n}")];
+            let mut red = player(1);
+            red.push(format!("red {n}"));
+            assert_eq!(received[0], expected(&red), "frame {n}");
             assert_eq!(received[1], expected(&player(2)), "frame {n}");
             assert!(received[2].is_empty(), "{:?}", received[2]);
-            // The spectator: not what goes to players only.
-            assert_eq!(received[3], expected(&[format!("to 4 {n}")]), "frame {n}");
+            // The spectator: not what goes to players only, but what goes to spectators.
+            let watcher = [format!("to 4 {n}"), format!("watchers {n}")];
+            assert_eq!(received[3], expected(&watcher), "frame {n}");
         }
     }
 }

@@ -156,6 +156,9 @@ pub(crate) fn replay_app(
             } else {
                 Vec::new()
             },
+            // Team moves are in the demo as the players' changed states: none are made here.
+            auto_balance: false,
+            ..MatchRules::default()
         },
         tick,
         idle_kick_seconds: 0.0,

@@ -3,6 +3,8 @@
 //! silent or idle.
 
 use crate::ServerConfig;
+use crate::changes::{Change, ChangeRequest};
+use crate::chat::{self, Speaker};
 use crate::conduct::{self, Offence};
 use crate::connection::{
     ClientIndex, Connection, ConnectionStage, PlayerKeyOf, PlayerSlots, ping_seconds,
@@ -10,9 +12,11 @@ use crate::connection::{
 use crate::inbox::{AdminInbox, AdminLine, AdminOrigin};
 use crate::inputs::InputBuffer;
 use crate::interest::Interest;
+use crate::names::unique_name;
 use crate::outbox::{Outgoing, send_to_playing};
 use crate::rate::DownloadRate;
 use crate::resume::{Departed, DepartedPlayers, Resumable};
+use crate::rules::MatchState;
 use crate::sets::{CommandSource, ReceiveStep, ServerSet};
 use crate::snapshots::{EventQueue, SnapshotCounter};
 use crate::spawn::choose_spawn;
@@ -30,8 +34,8 @@ use sightline_map::CurrentMap;
 use sightline_movement::PlayerState;
 use sightline_net::{ClientId, DisconnectReason, RenetServer, RenetServerEvent, ServerEvent};
 use sightline_protocol::{
-    Channel, ClientMessage, MAX_CHAT_LEN, MAX_NAME_LEN, PROTOCOL_VERSION, ResumeSecret, ScoreLine,
-    ServerMessage, ServerTextKind, Welcome, Wire, clean_text,
+    Channel, ClientMessage, MAX_NAME_LEN, PROTOCOL_VERSION, ResumeSecret, ScoreLine, ServerMessage,
+    ServerTextKind, Welcome, Wire, clean_text,
 };
 use sightline_sim::{BotControlled, Player, PlayerId, PlayerName};
 
@@ -154,11 +158,13 @@ pub(crate) fn handle_reliable_messages(
     time: Res<Time<Real>>,
     lag: Res<crate::stalls::FrameLag>,
     mut admin: Option<ResMut<AdminInbox>>,
+    mut changes: MessageWriter<ChangeRequest>,
+    state: Res<MatchState>,
 ) {
     let now = time.elapsed_secs_f64();
     let mut admitted: Vec<Admitted> = Vec::new();
     let mut watching = 0;
-    let mut chat: Vec<ServerMessage> = Vec::new();
+    let mut chat: Vec<Outgoing> = Vec::new();
 
     for (entity, mut conn, mut spectator) in &mut connections {
         if matches!(conn.stage, ConnectionStage::Refused { .. }) {
@@ -257,8 +263,40 @@ pub(crate) fn handle_reliable_messages(
                         rate => client.insert(DownloadRate::new(rate)),
                     };
                 }
-                (ClientMessage::Chat { text }, ConnectionStage::Playing) => {
-                    chat.extend(chat_line(&admission.players, entity, &mut conn, &text, now));
+                (ClientMessage::Chat { text, team }, ConnectionStage::Playing) => {
+                    let speaker = match admission.players.get(entity) {
+                        Ok((&id, .., team)) => Some(Speaker::Player {
+                            id,
+                            team: team.copied(),
+                        }),
+                        Err(_) => spectator.as_deref().map(|s| Speaker::Spectator {
+                            name: s.name.as_str(),
+                        }),
+                    };
+                    let over = state.intermission.is_some();
+                    let Some(line) = speaker.and_then(|s| chat::route(s, &text, team, over)) else {
+                        continue;
+                    };
+                    if conn.allow_chat(now) {
+                        log_chat(&line, &admission.players);
+                        chat.push(line);
+                    } else {
+                        stats.refused_requests = stats.refused_requests.saturating_add(1);
+                    }
+                }
+                (ClientMessage::Rename { name }, ConnectionStage::Playing) => {
+                    changes.write(ChangeRequest {
+                        entity,
+                        client: conn.client_id,
+                        change: Change::Name(name),
+                    });
+                }
+                (ClientMessage::JoinTeam { choice }, ConnectionStage::Playing) => {
+                    changes.write(ChangeRequest {
+                        entity,
+                        client: conn.client_id,
+                        change: Change::Team(choice),
+                    });
                 }
                 (ClientMessage::Rcon { password, command }, ConnectionStage::Playing) => {
                     // Rcon shares chat's allowance: it is as cheap to send.
@@ -304,7 +342,7 @@ pub(crate) fn handle_reliable_messages(
             bot: false,
         })
     }));
-    outbox.write_batch(chat.into_iter().map(Outgoing::ToPlaying));
+    outbox.write_batch(chat);
 }
 
 impl Admission<'_, '_> {
@@ -534,21 +572,22 @@ fn refuse_other_version(
     true
 }
 
-/// A player's chat line, cleaned, if it says something and the player may chat now.
-fn chat_line(
-    players: &PresentPlayers,
-    entity: Entity,
-    conn: &mut Connection,
-    text: &str,
-    now: f64,
-) -> Option<ServerMessage> {
-    let (from, name, ..) = players.get(entity).ok()?;
-    let text = clean_text(text, MAX_CHAT_LEN);
-    if text.is_empty() || !conn.allow_chat(now) {
-        return None;
+/// Writes a chat line to the host's log, its speaker named (chat is rate limited, so
+/// this is at most a line a second per connection).
+fn log_chat(line: &Outgoing, players: &PresentPlayers) {
+    let (Outgoing::ToPlaying(msg) | Outgoing::ToTeam(_, msg) | Outgoing::ToSpectators(msg)) = line
+    else {
+        return;
+    };
+    match msg {
+        ServerMessage::Chat { from, text, team } => {
+            let name = players.iter().find(|p| p.0 == from).map_or("?", |p| &p.1.0);
+            let to = if *team { " (team)" } else { "" };
+            info!("chat{to} {name}: {text}");
+        }
+        ServerMessage::SpectatorChat { name, text } => info!("chat (spectator) {name}: {text}"),
+        _ => {}
     }
-    info!("chat {}: {text}", name.0);
-    Some(ServerMessage::Chat { from: *from, text })
 }
 
 /// Moves a player still held by an older connection to the one that proved their secret:
@@ -596,41 +635,6 @@ fn record_of(player: LeavingPlayerItem, at: f64) -> Option<Departed> {
         arsenal: *player.arsenal,
         at,
     })
-}
-
-/// `wanted`, or `wanted (2)`, `wanted (3)`... whichever is free, where a name is taken
-/// when one in use looks like it (the same [`sightline_protocol::name_key`]: "ALICE" or a
-/// Cyrillic "аlice" is not free beside "alice"). "player" if empty or reserved
-/// ([`sightline_protocol::is_reserved_name`]): a host expects nobody to speak as "Server",
-/// and "Server (2)" would still read as the server.
-fn unique_name(wanted: &str, taken: &[&str]) -> String {
-    let reserved = sightline_protocol::is_reserved_name(wanted);
-    let base = if wanted.is_empty() || reserved {
-        "player"
-    } else {
-        wanted
-    };
-    let taken: Vec<String> = taken
-        .iter()
-        .map(|t| sightline_protocol::name_key(t))
-        .collect();
-    let free = |name: &str| !taken.contains(&sightline_protocol::name_key(name));
-    if free(base) {
-        return base.to_string();
-    }
-    (2..)
-        .map(|n| {
-            let suffix = format!(" ({n})");
-            let mut cut = base.len().min(MAX_NAME_LEN - suffix.len());
-            while !base.is_char_boundary(cut) {
-                cut -= 1;
-            }
-            format!("{}{suffix}", base[..cut].trim_end())
-        })
-        // Suffixes differ in their digits, which keys keep apart, so one of the first
-        // `taken.len() + 1` is free.
-        .find(|candidate| free(candidate))
-        .expect("some suffix is free")
 }
 
 /// Disconnects refused clients after they had time to read why, clients that never
@@ -722,12 +726,15 @@ impl Plugin for SessionsPlugin {
             .init_resource::<ClientIndex>()
             .init_resource::<DepartedPlayers>()
             .add_message::<Outgoing>()
+            .add_message::<ChangeRequest>()
             .add_observer(on_server_event)
             .add_systems(
                 PreUpdate,
                 (
                     datagrams::strike_refused_packets,
                     handle_reliable_messages,
+                    crate::changes::apply_changes,
+                    crate::changes::even_teams,
                     datagrams::receive_datagrams,
                     drop_refused,
                     resume::expire_departed,
@@ -744,67 +751,5 @@ impl Plugin for SessionsPlugin {
                 PostUpdate,
                 crate::outbox::send_outgoing.in_set(ServerSet::Send),
             );
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn names_are_made_unique() {
-        assert_eq!(unique_name("ann", &[]), "ann");
-        assert_eq!(unique_name("ann", &["ann"]), "ann (2)");
-        assert_eq!(unique_name("ann", &["ann", "ann (2)"]), "ann (3)");
-        assert_eq!(unique_name("", &[]), "player");
-        let long = "x".repeat(MAX_NAME_LEN);
-        let made = unique_name(&long, &[long.as_str()]);
-        assert!(made.len() <= MAX_NAME_LEN && made.ends_with(" (2)"));
-        // A cut that ends on a space leaves no double space before the suffix.
-        let spaced = format!("{} yyyy", "x".repeat(MAX_NAME_LEN - 5));
-        assert_eq!(
-            unique_name(&spaced, &[spaced.as_str()]),
-            format!("{} (2)", "x".repeat(MAX_NAME_LEN - 5))
-        );
-    }
-
-    #[test]
-    fn names_that_look_alike_are_taken() {
-        let taken = ["alice"];
-        for alike in [
-            "alice",
-            "ALICE",
-            "Alice",
-            "\u{430}lice",
-            "\u{FF41}\u{FF4C}\u{FF49}\u{FF43}\u{FF45}",
-        ] {
-            assert_eq!(
-                unique_name(alike, &taken),
-                format!("{alike} (2)"),
-                "{alike:?}"
-            );
-        }
-        // The suffixed names are compared by key as well.
-        assert_eq!(unique_name("BOB", &["bob", "Bob (2)"]), "BOB (3)");
-        assert_eq!(unique_name("B0b", &["bob"]), "B0b (2)");
-        assert_eq!(unique_name("Bot 1", &["B0t l"]), "Bot 1 (2)");
-        assert_eq!(unique_name("alicia", &taken), "alicia");
-    }
-
-    #[test]
-    fn reserved_names_fall_back_to_the_default() {
-        for reserved in [
-            "Server",
-            "server",
-            "ADMIN",
-            "Console",
-            "System",
-            "Sightline",
-            "Adm1n",
-        ] {
-            assert_eq!(unique_name(reserved, &[]), "player", "{reserved:?}");
-        }
-        assert_eq!(unique_name("Server", &["player"]), "player (2)");
-        assert_eq!(unique_name("Servers", &[]), "Servers");
     }
 }

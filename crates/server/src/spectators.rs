@@ -428,6 +428,7 @@ mod tests {
             ServerMessage::Chat {
                 from: PlayerId(0),
                 text: "before".into(),
+                team: false,
             },
         );
         assert!(
@@ -469,6 +470,7 @@ mod tests {
                 ServerMessage::Chat {
                     from: PlayerId(0),
                     text: String::new(),
+                    team: false,
                 },
             );
         }

@@ -34,6 +34,9 @@ pub struct ServerStats {
     pub kicks: u64,
     /// Commands refused as impossible (a sequence far ahead, an unknown acknowledgement).
     pub refused_commands: u64,
+    /// Chat lines, renames and team changes refused: over a player's allowance, or not
+    /// allowed (a spectator renaming, a side that would make the teams uneven).
+    pub refused_requests: u64,
     /// Input packets dropped because the command they were written against is not held:
     /// their acknowledged snapshot is no longer remembered, or the command is older than
     /// the last `INPUT_BASE_SPAN` received, or was never received.

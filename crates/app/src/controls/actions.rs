@@ -42,6 +42,8 @@ pub enum Action {
     Scores,
     /// Type a chat line.
     Chat,
+    /// Type a chat line to one's own team.
+    TeamChat,
 }
 
 /// What an action does while held or tapped.
@@ -175,6 +177,13 @@ pub(crate) const ACTIONS: &[ActionRow] = &[
     ),
     row(Action::Scores, "+scores", "tab", "Scoreboard", Effect::Game),
     row(Action::Chat, "messagemode", "t", "Chat", Effect::Game),
+    row(
+        Action::TeamChat,
+        "messagemode2",
+        "y",
+        "Team chat",
+        Effect::Game,
+    ),
 ];
 
 const fn row(

@@ -1,0 +1,301 @@
+//! Playing together: chat by audience (a team's line to the team, a spectator's to the
+//! spectators while the match runs), a rename and a change of side without reconnecting,
+//! and both asked for too often or out of bounds: refused, counted, nobody kicked.
+
+use crate::support::raw;
+use sightline_combat::{GameMode, Score, Team};
+use sightline_harness::Stepper;
+use sightline_protocol::{
+    Channel, ClientMessage, PROTOCOL_VERSION, ServerMessage, ServerTextKind, TeamChoice, Wire,
+};
+use sightline_server::{MatchRules, ServerConfig, ServerStats};
+use sightline_sim::{PlayerId, PlayerName};
+
+/// A team deathmatch server without bots, with room for a spectator.
+fn tdm() -> ServerConfig {
+    ServerConfig {
+        max_players: 8,
+        bots: 0,
+        max_spectators: 2,
+        spectator_delay: 0.0,
+        rules: MatchRules {
+            mode: GameMode::TeamDeathmatch,
+            ..MatchRules::default()
+        },
+        ..Default::default()
+    }
+}
+
+/// Sends a reliable message from raw client `i`.
+fn send(s: &mut Stepper, i: usize, msg: ClientMessage) {
+    raw::send(s, i, Channel::Reliable, msg.encode().unwrap());
+}
+
+/// Joins raw clients as players, one after another, and returns their ids.
+fn players(s: &mut Stepper, names: &[&str]) -> Vec<(usize, PlayerId)> {
+    names
+        .iter()
+        .map(|name| {
+            let i = s.add_raw_client();
+            s.step();
+            let id = raw::join(s, i, name).your_id.expect("a player");
+            (i, id)
+        })
+        .collect()
+}
+
+/// Joins a raw client as a spectator.
+fn spectator(s: &mut Stepper, name: &str) -> usize {
+    let i = s.add_raw_client();
+    s.step();
+    send(
+        s,
+        i,
+        ClientMessage::Spectate {
+            protocol_version: PROTOCOL_VERSION,
+            name: name.into(),
+        },
+    );
+    s.steps(5);
+    i
+}
+
+/// Steps a little and returns what each raw client received meanwhile.
+fn heard(s: &mut Stepper, clients: &[usize]) -> Vec<Vec<ServerMessage>> {
+    s.steps(5);
+    clients.iter().map(|&i| raw::reliable(s, i)).collect()
+}
+
+/// The chat texts among messages, with whether each went to a team.
+fn chat(msgs: &[ServerMessage]) -> Vec<(String, bool)> {
+    msgs.iter()
+        .filter_map(|m| match m {
+            ServerMessage::Chat { text, team, .. } => Some((text.clone(), *team)),
+            ServerMessage::SpectatorChat { text, .. } => Some((text.clone(), false)),
+            _ => None,
+        })
+        .collect()
+}
+
+/// The game's notices among messages.
+fn notices(msgs: &[ServerMessage]) -> Vec<String> {
+    msgs.iter()
+        .filter_map(|m| match m {
+            ServerMessage::ServerText {
+                kind: ServerTextKind::Notice,
+                text,
+            } => Some(text.clone()),
+            _ => None,
+        })
+        .collect()
+}
+
+fn team_of(s: &mut Stepper, id: PlayerId) -> Option<Team> {
+    s.on_server::<Team, _>(id, |t| *t)
+}
+
+#[test]
+fn a_team_line_reaches_the_team_and_a_spectator_s_the_spectators() {
+    let mut s = Stepper::new(tdm(), "duel");
+    let joined = players(&mut s, &["ann", "bob", "cat"]);
+    let watcher = spectator(&mut s, "eve");
+    let all: Vec<usize> = joined.iter().map(|j| j.0).chain([watcher]).collect();
+    heard(&mut s, &all);
+    let ann = joined[0];
+    let mate = joined
+        .iter()
+        .skip(1)
+        .find(|j| team_of(&mut s, j.1) == team_of(&mut s, ann.1))
+        .expect("three players: two share a side")
+        .0;
+    let foe = joined
+        .iter()
+        .find(|j| team_of(&mut s, j.1) != team_of(&mut s, ann.1))
+        .expect("one on the other side")
+        .0;
+
+    send(
+        &mut s,
+        ann.0,
+        ClientMessage::Chat {
+            text: "push left".into(),
+            team: true,
+        },
+    );
+    let got = heard(&mut s, &[ann.0, mate, foe, watcher]);
+    let line = vec![("push left".to_string(), true)];
+    assert_eq!(chat(&got[0]), line, "the speaker hears itself");
+    assert_eq!(chat(&got[1]), line, "the team mate");
+    assert!(chat(&got[2]).is_empty(), "not the other team: {:?}", got[2]);
+    assert!(chat(&got[3]).is_empty(), "not the spectators: {:?}", got[3]);
+
+    send(
+        &mut s,
+        ann.0,
+        ClientMessage::Chat {
+            text: "gg".into(),
+            team: false,
+        },
+    );
+    let got = heard(&mut s, &[ann.0, mate, foe, watcher]);
+    for (who, msgs) in got.iter().enumerate() {
+        assert_eq!(chat(msgs), [("gg".to_string(), false)], "client {who}");
+    }
+
+    send(
+        &mut s,
+        watcher,
+        ClientMessage::Chat {
+            text: "he is behind you".into(),
+            team: false,
+        },
+    );
+    let got = heard(&mut s, &[ann.0, mate, foe, watcher]);
+    for msgs in &got[..3] {
+        assert!(
+            chat(msgs).is_empty(),
+            "a player heard a spectator: {msgs:?}"
+        );
+    }
+    assert!(
+        got[3].iter().any(|m| matches!(
+            m,
+            ServerMessage::SpectatorChat { name, text } if name == "eve" && text == "he is behind you"
+        )),
+        "{:?}",
+        got[3]
+    );
+    assert_eq!(s.server.world().resource::<ServerStats>().kicks, 0);
+}
+
+#[test]
+fn a_player_renames_and_changes_side_without_reconnecting() {
+    let mut s = Stepper::new(tdm(), "duel");
+    let joined = players(&mut s, &["ann", "bob", "cat"]);
+    let clients: Vec<usize> = joined.iter().map(|j| j.0).collect();
+    heard(&mut s, &clients);
+    let (ann, ann_id) = joined[0];
+
+    send(&mut s, ann, ClientMessage::Rename { name: "BOB".into() });
+    let got = heard(&mut s, &clients);
+    for msgs in &got {
+        assert!(
+            msgs.iter().any(|m| matches!(
+                m,
+                ServerMessage::PlayerRenamed { id, name } if *id == ann_id && name == "BOB (2)"
+            )),
+            "a name like another's is suffixed, as at joining: {msgs:?}"
+        );
+    }
+    let name = s.on_server::<PlayerName, _>(ann_id, |n| n.0.clone());
+    assert_eq!(name.as_deref(), Some("BOB (2)"));
+
+    // Again at once: refused until the interval passes, and said so to the asker alone.
+    send(&mut s, ann, ClientMessage::Rename { name: "dot".into() });
+    let got = heard(&mut s, &clients);
+    let told = notices(&got[0]);
+    assert!(
+        told.iter().any(|t| t.contains("name not changed: wait")),
+        "{told:?}"
+    );
+    assert!(notices(&got[1]).is_empty(), "{:?}", got[1]);
+
+    // A side: the one cat is not on makes it two against one either way, so it is taken,
+    // with the frags starting again; a side already taken is refused.
+    let cat_id = joined[2].1;
+    let before = team_of(&mut s, cat_id).expect("a side in team games");
+    let other = match before {
+        Team::Red => TeamChoice::Blue,
+        Team::Blue => TeamChoice::Red,
+    };
+    s.server
+        .world_mut()
+        .query::<(&PlayerId, &mut Score)>()
+        .iter_mut(s.server.world_mut())
+        .filter(|(id, _)| **id == cat_id)
+        .for_each(|(_, mut score)| score.frags = 5);
+    send(
+        &mut s,
+        joined[2].0,
+        ClientMessage::JoinTeam { choice: other },
+    );
+    let got = heard(&mut s, &clients);
+    assert_eq!(team_of(&mut s, cat_id), Some(before.other()));
+    assert_eq!(s.on_server::<Score, _>(cat_id, |sc| sc.frags), Some(0));
+    let announced = format!("cat joined the {} team", before.other().name());
+    assert!(notices(&got[1]).contains(&announced), "{:?}", got[1]);
+    let stats = s.server.world().resource::<ServerStats>();
+    assert_eq!((stats.refused_requests, stats.kicks), (1, 0));
+}
+
+#[test]
+fn a_change_of_side_that_unevens_the_teams_or_comes_every_tick_is_refused_and_counted() {
+    let mut s = Stepper::new(tdm(), "duel");
+    let joined = players(&mut s, &["ann", "bob"]);
+    let (ann, ann_id) = joined[0];
+    heard(&mut s, &[ann]);
+    let side = team_of(&mut s, ann_id).expect("a side");
+    let other = match side {
+        Team::Red => TeamChoice::Blue,
+        Team::Blue => TeamChoice::Red,
+    };
+    // One against one: moving makes it none against two.
+    send(&mut s, ann, ClientMessage::JoinTeam { choice: other });
+    let got = heard(&mut s, &[ann]);
+    assert!(
+        notices(&got[0])
+            .iter()
+            .any(|t| t.contains("has more players")),
+        "{:?}",
+        got[0]
+    );
+    // A change asked for every tick for a second: each refused (uneven, or too soon),
+    // counted, and the sender neither moved nor kicked.
+    let ticks = s.tick_hz() as usize;
+    for _ in 0..ticks {
+        send(&mut s, ann, ClientMessage::JoinTeam { choice: other });
+        send(
+            &mut s,
+            ann,
+            ClientMessage::JoinTeam {
+                choice: TeamChoice::Auto,
+            },
+        );
+        s.step();
+    }
+    s.steps(5);
+    assert_eq!(team_of(&mut s, ann_id), Some(side));
+    let stats = s.server.world().resource::<ServerStats>();
+    assert_eq!(stats.refused_requests, 1 + 2 * ticks as u64);
+    assert_eq!(stats.kicks, 0);
+    // A spectator has no side to change, and a reserved name is nobody's.
+    let watcher = spectator(&mut s, "eve");
+    send(
+        &mut s,
+        watcher,
+        ClientMessage::JoinTeam {
+            choice: TeamChoice::Auto,
+        },
+    );
+    let got = heard(&mut s, &[watcher]);
+    assert!(
+        notices(&got[0]).iter().any(|t| t.contains("spectators")),
+        "{:?}",
+        got[0]
+    );
+    send(
+        &mut s,
+        ann,
+        ClientMessage::Rename {
+            name: "Admin".into(),
+        },
+    );
+    let got = heard(&mut s, &[ann]);
+    assert!(
+        notices(&got[0]).iter().any(|t| t.contains("reserved")),
+        "{:?}",
+        got[0]
+    );
+    let name = s.on_server::<PlayerName, _>(ann_id, |n| n.0.clone());
+    assert_eq!(name.as_deref(), Some("ann"));
+}
