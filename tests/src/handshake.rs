@@ -226,7 +226,7 @@ fn a_held_place_is_claimed_once_when_two_connections_show_its_secret_in_one_fram
             resume: Some(welcome.resume),
             player_key: None,
         };
-        raw::send(&mut s, twin, Channel::Reliable, hello.encode().unwrap());
+        raw::send_bytes(&mut s, twin, Channel::Reliable, hello.encode().unwrap());
     }
     let mut ids = [None, None];
     for _ in 0..20 {

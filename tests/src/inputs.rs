@@ -189,12 +189,12 @@ fn malformed_packets_are_dropped_and_counted() {
         .your_id
         .expect("joined as a player");
     let start = server_state(&mut s, id);
-    raw::send(&mut s, c, Channel::Reliable, vec![0xff; 40]);
-    raw::send(&mut s, c, Channel::Unreliable, vec![0xff; 40]);
+    raw::send_bytes(&mut s, c, Channel::Reliable, vec![0xff; 40]);
+    raw::send_bytes(&mut s, c, Channel::Unreliable, vec![0xff; 40]);
     let valid = ClientDatagram::Input(InputPacket::new(0, 0, None, &[run_cmd(1, start.yaw)]))
         .encode()
         .unwrap();
-    raw::send(
+    raw::send_bytes(
         &mut s,
         c,
         Channel::Unreliable,

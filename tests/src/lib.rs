@@ -56,4 +56,6 @@ mod together;
 #[cfg(test)]
 mod transport;
 #[cfg(test)]
+mod votes;
+#[cfg(test)]
 mod windowed;

@@ -142,7 +142,7 @@ fn a_spectator_that_sends_input_is_kicked() {
         protocol_version: PROTOCOL_VERSION,
         name: "sneaky".into(),
     };
-    raw::send(&mut s, c, Channel::Reliable, watch.encode().unwrap());
+    raw::send_bytes(&mut s, c, Channel::Reliable, watch.encode().unwrap());
     let mut welcome = None;
     for _ in 0..50 {
         s.step();
@@ -163,7 +163,7 @@ fn a_spectator_that_sends_input_is_kicked() {
     let ack = ClientDatagram::Ack {
         snapshot: newest.seq,
     };
-    raw::send(&mut s, c, Channel::Unreliable, ack.encode().unwrap());
+    raw::send_bytes(&mut s, c, Channel::Unreliable, ack.encode().unwrap());
     s.steps(3);
     assert_eq!(s.server.world().resource::<ServerStats>().kicks, 0);
     // Then it tries to play.

@@ -2,12 +2,10 @@
 //! spectators while the match runs), a rename and a change of side without reconnecting,
 //! and both asked for too often or out of bounds: refused, counted, nobody kicked.
 
-use crate::support::raw;
+use crate::support::raw::{chat, heard, notices, players, send, spectator};
 use sightline_combat::{GameMode, Score, Team};
 use sightline_harness::Stepper;
-use sightline_protocol::{
-    Channel, ClientMessage, PROTOCOL_VERSION, ServerMessage, ServerTextKind, TeamChoice, Wire,
-};
+use sightline_protocol::{ClientMessage, ServerMessage, TeamChoice};
 use sightline_server::{MatchRules, ServerConfig, ServerStats};
 use sightline_sim::{PlayerId, PlayerName};
 
@@ -24,70 +22,6 @@ fn tdm() -> ServerConfig {
         },
         ..Default::default()
     }
-}
-
-/// Sends a reliable message from raw client `i`.
-fn send(s: &mut Stepper, i: usize, msg: ClientMessage) {
-    raw::send(s, i, Channel::Reliable, msg.encode().unwrap());
-}
-
-/// Joins raw clients as players, one after another, and returns their ids.
-fn players(s: &mut Stepper, names: &[&str]) -> Vec<(usize, PlayerId)> {
-    names
-        .iter()
-        .map(|name| {
-            let i = s.add_raw_client();
-            s.step();
-            let id = raw::join(s, i, name).your_id.expect("a player");
-            (i, id)
-        })
-        .collect()
-}
-
-/// Joins a raw client as a spectator.
-fn spectator(s: &mut Stepper, name: &str) -> usize {
-    let i = s.add_raw_client();
-    s.step();
-    send(
-        s,
-        i,
-        ClientMessage::Spectate {
-            protocol_version: PROTOCOL_VERSION,
-            name: name.into(),
-        },
-    );
-    s.steps(5);
-    i
-}
-
-/// Steps a little and returns what each raw client received meanwhile.
-fn heard(s: &mut Stepper, clients: &[usize]) -> Vec<Vec<ServerMessage>> {
-    s.steps(5);
-    clients.iter().map(|&i| raw::reliable(s, i)).collect()
-}
-
-/// The chat texts among messages, with whether each went to a team.
-fn chat(msgs: &[ServerMessage]) -> Vec<(String, bool)> {
-    msgs.iter()
-        .filter_map(|m| match m {
-            ServerMessage::Chat { text, team, .. } => Some((text.clone(), *team)),
-            ServerMessage::SpectatorChat { text, .. } => Some((text.clone(), false)),
-            _ => None,
-        })
-        .collect()
-}
-
-/// The game's notices among messages.
-fn notices(msgs: &[ServerMessage]) -> Vec<String> {
-    msgs.iter()
-        .filter_map(|m| match m {
-            ServerMessage::ServerText {
-                kind: ServerTextKind::Notice,
-                text,
-            } => Some(text.clone()),
-            _ => None,
-        })
-        .collect()
 }
 
 fn team_of(s: &mut Stepper, id: PlayerId) -> Option<Team> {

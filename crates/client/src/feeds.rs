@@ -5,7 +5,7 @@ use crate::events::ShownEvent;
 use crate::sets::ReceiveStep;
 use crate::{FromServer, Roster};
 use bevy::prelude::*;
-use sightline_protocol::{PlayerEvent, ServerMessage, ServerTextKind, name_key};
+use sightline_protocol::{PlayerEvent, ServerMessage, ServerTextKind, VoteTally, name_key};
 use sightline_sim::{PlayerId, SessionAppExt};
 use std::collections::{BTreeSet, VecDeque};
 
@@ -33,6 +33,41 @@ pub struct MatchInfo {
     pub intermission: bool,
     /// Who won the match just ended.
     pub winner: Option<String>,
+}
+
+/// The vote running, as the server last told it, and when that was (real seconds):
+/// the HUD counts its time down from there.
+#[derive(Resource, Debug, Default, Clone, PartialEq)]
+pub struct VoteInfo {
+    /// The tally; `None` when no vote runs.
+    pub tally: Option<VoteTally>,
+    /// When it was told.
+    pub told_at: f64,
+}
+
+impl VoteInfo {
+    /// Seconds the vote has left at `now`.
+    pub fn seconds_left(&self, now: f64) -> f64 {
+        self.tally.as_ref().map_or(0.0, |t| {
+            (f64::from(t.seconds_left) - (now - self.told_at)).max(0.0)
+        })
+    }
+}
+
+/// The vote running, from what the server says.
+pub(crate) fn follow_votes(
+    mut inbound: MessageReader<FromServer>,
+    mut vote: ResMut<VoteInfo>,
+    time: Res<Time<Real>>,
+) {
+    for FromServer(msg) in inbound.read() {
+        if let ServerMessage::Vote(tally) = msg {
+            *vote = VoteInfo {
+                tally: tally.clone(),
+                told_at: time.elapsed_secs_f64(),
+            };
+        }
+    }
 }
 
 /// Kill feed lines kept; the HUD shows the newest few.
@@ -229,11 +264,12 @@ impl Plugin for FeedsPlugin {
     fn build(&self, app: &mut App) {
         app.init_session_resource::<ChatLog>()
             .init_session_resource::<Ignored>()
+            .init_session_resource::<VoteInfo>()
             .init_session_resource::<KillFeed>()
             .init_session_resource::<MatchInfo>()
             .add_systems(
                 PreUpdate,
-                (record_kills, record_chat, follow_match)
+                (record_kills, record_chat, follow_match, follow_votes)
                     .chain()
                     .in_set(ReceiveStep::Feeds),
             );

@@ -40,6 +40,7 @@ pub use cues::{CombatCue, MAX_CUE_WAIT, MAX_TIMED_CUES, Timed, TimedCue, TimedCu
 pub use events::{EventInbox, ShownEvent};
 pub use feeds::{
     ChatLog, Ignored, KillFeed, KillFeedEntry, MAX_CHAT_LOG, MAX_IGNORED, MAX_KILL_FEED, MatchInfo,
+    VoteInfo,
 };
 pub use inbound::FromServer;
 pub use input::{CommandRate, InputHistory, LocalInput, MIN_REDUNDANCY_SECONDS, REDUNDANCY_FRAMES};

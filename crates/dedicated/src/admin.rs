@@ -311,6 +311,7 @@ impl Plugin for AdminPlugin {
                     run_admin_lines,
                     answer_players_rcon,
                     crate::bans::expire_bans,
+                    mirror_voted_settings,
                 )
                     .chain()
                     .in_set(AdminSet),
@@ -386,7 +387,7 @@ fn run_line(world: &mut World, line: &AdminLine) -> Vec<String> {
             lockout.check(ip, &password, given, Instant::now(), &mut stats)
         });
         match check {
-            PasswordCheck::Accepted => {}
+            PasswordCheck::Accepted => mark_admin(world, line.origin),
             PasswordCheck::Wrong => return vec!["rcon: wrong password".into()],
             PasswordCheck::Refused if password.is_empty() => {
                 return vec!["rcon: remote admin is off (no rcon_password set)".into()];
@@ -434,6 +435,35 @@ fn run_line(world: &mut World, line: &AdminLine) -> Vec<String> {
     console.lines().map(String::from).collect()
 }
 
+/// Writes what the players voted (a frag limit) into the host's cvar, so the console
+/// shows it and the host's next change of another cvar does not undo it.
+fn mirror_voted_settings(config: Res<ServerConfig>, mut cvars: ResMut<ServerCvars>) {
+    if !config.is_changed() {
+        return;
+    }
+    let fraglimit = i64::from(config.rules.fraglimit);
+    if cvars.0.read(cvar::FRAGLIMIT) != fraglimit {
+        // In range: a vote sets at most the cvar's own maximum.
+        let _ = cvars.0.set_handle(cvar::FRAGLIMIT, &fraglimit.to_string());
+    }
+}
+
+/// Marks a player who gave the rcon password from the game as the host's: no vote may
+/// kick it.
+fn mark_admin(world: &mut World, origin: AdminOrigin) {
+    let AdminOrigin::Player(client) = origin else {
+        return;
+    };
+    let entity = world
+        .get_resource::<sightline_server::ClientIndex>()
+        .and_then(|index| index.0.get(&client).copied());
+    if let Some(entity) = entity
+        && let Ok(mut player) = world.get_entity_mut(entity)
+    {
+        player.insert(sightline_server::Admin);
+    }
+}
+
 /// The address behind an origin, for a player's rcon.
 fn origin_address(world: &World, origin: AdminOrigin) -> Option<SocketAddr> {
     match origin {
@@ -473,6 +503,7 @@ fn apply_cvars(world: &mut World, before: &ServerCvars, console: &mut Console) {
     live.rules.team_force_balance = config.rules.team_force_balance;
     live.rules.auto_balance = config.rules.auto_balance;
     live.idle_kick_seconds = config.idle_kick_seconds;
+    live.votes = config.votes;
     live.spectator_delay = config.spectator_delay;
     live.motd = config.motd;
     if let Some(mut transport) = world.get_resource_mut::<UdpServerTransport>() {

@@ -12,7 +12,7 @@ use sightline_protocol::{
     MAX_CHAT_LEN, MAX_PASSWORD_LEN, MAX_RCON_PASSWORD_LEN, MAX_SERVER_NAME_LEN, clean_text,
 };
 use sightline_server::{
-    DEFAULT_IDLE_KICK_SECONDS, GameMode, MAX_PLAYERS, MatchRules, ServerConfig,
+    DEFAULT_IDLE_KICK_SECONDS, GameMode, MAX_PLAYERS, MatchRules, ServerConfig, VoteKind, VoteRules,
 };
 use sightline_sim::TickConfig;
 
@@ -54,6 +54,16 @@ pub mod cvar {
         G_AUTOBALANCE: i64 = "g_autobalance", Int { min: 0, max: 1 }, 1, NONE,
             "1 evens teams that are two or more apart, moving a player of the larger team \
              as it dies";
+        G_ALLOWVOTE: i64 = "g_allowvote", Int { min: 0, max: 1 }, 1, NONE,
+            "1 lets players call votes (callvote), of the kinds g_votes names";
+        G_VOTES: String = "g_votes", Text { max_len: 128 },
+            "map nextmap kick restart fraglimit", NONE,
+            "the kinds of vote players may call, space-separated: map (within sv_maplist \
+             where it is set), nextmap, kick (never a bot nor an admin), restart, fraglimit";
+        G_VOTETIME: f64 = "g_votetime", Float { min: 5.0, max: 300.0 }, 30.0, NONE,
+            "seconds a vote runs before it fails";
+        G_VOTECOOLDOWN: f64 = "g_votecooldown", Float { min: 0.0, max: 3600.0 }, 30.0,
+            NONE, "seconds a player waits after calling a vote before calling another";
         BOTS: i64 = "bots", Int { min: 0, max: 64 }, 0, NONE,
             "bots to add, within maxplayers";
         BOT_SKILL: String = "bot_skill", Choice { options: &["easy", "normal", "hard"] },
@@ -139,6 +149,15 @@ pub fn config_from_cvars(cvars: &Cvars) -> Result<ServerConfig, String> {
         "hard" => BotSkill::Hard,
         _ => BotSkill::Normal,
     };
+    let votes = VoteRules {
+        allowed: if cvars.read(cvar::G_ALLOWVOTE) == 0 {
+            Vec::new()
+        } else {
+            vote_kinds(&cvars.read(cvar::G_VOTES))?
+        },
+        seconds: cvars.read(cvar::G_VOTETIME) as f32,
+        cooldown: cvars.read(cvar::G_VOTECOOLDOWN) as f32,
+    };
     Ok(ServerConfig {
         name: clean_text(&cvars.read(cvar::SV_HOSTNAME), MAX_SERVER_NAME_LEN),
         max_players,
@@ -158,7 +177,21 @@ pub fn config_from_cvars(cvars: &Cvars) -> Result<ServerConfig, String> {
         motd: clean_text(&cvars.read(cvar::SV_MOTD), MAX_CHAT_LEN),
         max_spectators: cvars.read(cvar::SV_MAX_SPECTATORS) as u8,
         spectator_delay: cvars.read(cvar::SV_SPECTATOR_DELAY) as f32,
+        votes,
     })
+}
+
+/// The kinds of vote `g_votes` names, or the word that names none.
+fn vote_kinds(text: &str) -> Result<Vec<VoteKind>, String> {
+    text.split([' ', ','])
+        .filter(|w| !w.is_empty())
+        .map(|w| {
+            VoteKind::parse(w).ok_or_else(|| {
+                let all: Vec<&str> = VoteKind::ALL.iter().map(|k| k.keyword()).collect();
+                format!("g_votes: {w:?} is not a vote (one of {})", all.join(", "))
+            })
+        })
+        .collect()
 }
 
 /// The maps of `sv_maplist`, in order, blanks left out.
@@ -189,6 +222,7 @@ mod tests {
             default.rules.team_force_balance
         );
         assert_eq!(config.rules.auto_balance, default.rules.auto_balance);
+        assert_eq!(config.votes, default.votes);
         assert_eq!(config.idle_kick_seconds, default.idle_kick_seconds);
     }
 
@@ -225,6 +259,20 @@ mod tests {
         assert_eq!(config.rules.timelimit, 150.0);
         assert_eq!(config.rules.rotation, ["duel", "arena"]);
         assert_eq!((config.tick.tick_hz, config.tick.snapshot_hz()), (63, 63));
+    }
+
+    #[test]
+    fn the_votes_allowed_are_read_and_a_word_that_is_none_refused() {
+        let mut cvars = server_cvar_registry();
+        cvars.set("g_votes", "kick, map").unwrap();
+        let config = config_from_cvars(&cvars).unwrap();
+        assert_eq!(config.votes.allowed, [VoteKind::Kick, VoteKind::Map]);
+        cvars.set("g_allowvote", "0").unwrap();
+        assert!(config_from_cvars(&cvars).unwrap().votes.allowed.is_empty());
+        cvars.set("g_allowvote", "1").unwrap();
+        cvars.set("g_votes", "map rcon").unwrap();
+        let err = config_from_cvars(&cvars).err().unwrap();
+        assert!(err.contains("\"rcon\" is not a vote"), "{err}");
     }
 
     #[test]

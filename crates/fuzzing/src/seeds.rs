@@ -10,7 +10,7 @@ use sightline_movement::MoveFlags;
 use sightline_protocol::{
     ClientDatagram, ClientMessage, DropSnap, EventSnap, InputPacket, Lifetime, PROTOCOL_VERSION,
     PlayerEvent, PlayerSnap, ProjectileSnap, ScoreLine, ServerDatagram, ServerMessage,
-    ServerTextKind, Snapshot, SnapshotPacket, TeamChoice, Welcome, Wire,
+    ServerTextKind, Snapshot, SnapshotPacket, TeamChoice, VoteProposal, VoteTally, Welcome, Wire,
 };
 use sightline_query::{
     RconPacket, SERVERDATA_AUTH, SERVERDATA_EXECCOMMAND, SERVERDATA_RESPONSE_VALUE,
@@ -172,6 +172,16 @@ pub fn client_message() -> Vec<Vec<u8>> {
         ClientMessage::JoinTeam {
             choice: TeamChoice::Blue,
         },
+        ClientMessage::CallVote {
+            proposal: VoteProposal::Map("depot".into()),
+        },
+        ClientMessage::CallVote {
+            proposal: VoteProposal::Kick(PlayerId(3)),
+        },
+        ClientMessage::CallVote {
+            proposal: VoteProposal::Fraglimit(30),
+        },
+        ClientMessage::Vote { yes: true },
     ])
 }
 
@@ -214,6 +224,14 @@ pub fn server_message() -> Vec<Vec<u8>> {
             kind: ServerTextKind::Notice,
             text: "alice joined the Blue team".into(),
         },
+        ServerMessage::Vote(Some(VoteTally {
+            question: "change the map to depot?".into(),
+            yes: 3,
+            no: 1,
+            voters: 6,
+            seconds_left: 24,
+        })),
+        ServerMessage::Vote(None),
         ServerMessage::Scoreboard(vec![
             ScoreLine {
                 id: PlayerId(0),

@@ -61,7 +61,7 @@ pub use messages::{
     MAX_NAME_LEN, MAX_RCON_COMMAND_LEN, MAX_RCON_PASSWORD_LEN, MAX_SERVER_NAME_LEN,
     MAX_SNAPSHOT_DROPS, MAX_SNAPSHOT_EVENTS, MAX_SNAPSHOT_PLAYERS, MAX_SNAPSHOT_PROJECTILES,
     PlayerEvent, PlayerKey, PlayerSnap, ProjectileSnap, ResumeSecret, ScoreLine, ServerMessage,
-    ServerTextKind, Snapshot, TeamChoice, Touches, Welcome, kit,
+    ServerTextKind, Snapshot, TeamChoice, Touches, VoteProposal, VoteTally, Welcome, kit,
 };
 pub use text::{RESERVED_NAMES, clean_text, is_reserved_name, name_key};
 pub use token::{

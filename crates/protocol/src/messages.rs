@@ -114,6 +114,47 @@ pub enum ClientMessage {
         /// Which.
         choice: TeamChoice,
     },
+    /// A vote called (`callvote`): the server starts it if the host allows it and none
+    /// is running, or says why not.
+    CallVote {
+        /// What is put to the vote.
+        proposal: VoteProposal,
+    },
+    /// The player's vote on the vote running (`vote yes|no`); a later one replaces it.
+    Vote {
+        /// For or against.
+        yes: bool,
+    },
+}
+
+/// What a vote proposes ([`ClientMessage::CallVote`]).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub enum VoteProposal {
+    /// A match on this map now.
+    Map(String),
+    /// The next map of the rotation now.
+    NextMap,
+    /// This player kicked.
+    Kick(PlayerId),
+    /// The match started again.
+    Restart,
+    /// This frag limit (0: none).
+    Fraglimit(u16),
+}
+
+/// A vote running, as every player in the game is told it ([`ServerMessage::Vote`]).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct VoteTally {
+    /// The question, in words ("change the map to depot?").
+    pub question: String,
+    /// Votes for.
+    pub yes: u8,
+    /// Votes against.
+    pub no: u8,
+    /// Players who may vote: it passes on more than half of them.
+    pub voters: u8,
+    /// Seconds left.
+    pub seconds_left: u16,
 }
 
 /// A side asked for with [`ClientMessage::JoinTeam`].
@@ -170,8 +211,15 @@ impl Wire for ClientMessage {
             }
             // Any rate: the server holds it within its own bounds. Any player: the
             // server follows only one that is there.
-            // Any side: the server decides whether it may be taken.
-            Self::Rate { .. } | Self::Follow { .. } | Self::JoinTeam { .. } => Ok(()),
+            Self::CallVote {
+                proposal: VoteProposal::Map(name),
+            } => check_map_name(name),
+            // Any side, player, limit or vote: the server decides whether it may be.
+            Self::Rate { .. }
+            | Self::Follow { .. }
+            | Self::JoinTeam { .. }
+            | Self::CallVote { .. }
+            | Self::Vote { .. } => Ok(()),
         }
     }
 }
@@ -317,6 +365,9 @@ pub enum ServerMessage {
         /// The new name.
         name: String,
     },
+    /// The vote running, when one starts and as it changes (`None`: it ended; the
+    /// outcome comes as a [`ServerTextKind::Notice`]).
+    Vote(Option<VoteTally>),
 }
 
 /// What the server did to a player besides running its commands, as wrapping counts (a
@@ -506,6 +557,14 @@ impl Wire for ServerMessage {
                 check_text("name", name, MAX_NAME_LEN)
             }
             Self::Chat { text, .. } => check_text("chat", text, MAX_CHAT_LEN),
+            Self::Vote(Some(tally)) => {
+                check_text("vote question", &tally.question, MAX_CHAT_LEN)?;
+                if u16::from(tally.yes) + u16::from(tally.no) > u16::from(tally.voters) {
+                    return Err(invalid("more votes than voters"));
+                }
+                Ok(())
+            }
+            Self::Vote(None) => Ok(()),
             Self::SpectatorChat { name, text } => {
                 check_text("name", name, MAX_NAME_LEN)?;
                 check_text("chat", text, MAX_CHAT_LEN)

@@ -17,7 +17,7 @@ use sightline_protocol::{
     MAX_RCON_PASSWORD_LEN, MAX_SERVER_NAME_LEN, MAX_SNAPSHOT_DROPS, MAX_SNAPSHOT_EVENTS,
     MAX_SNAPSHOT_PLAYERS, MAX_SNAPSHOT_PROJECTILES, PlayerEvent, PlayerSnap, ProjectileSnap,
     ScoreLine, ServerDatagram, ServerMessage, ServerTextKind, Snapshot, SnapshotPacket, TeamChoice,
-    Touches, Welcome, Wire, clean_text,
+    Touches, VoteProposal, VoteTally, Welcome, Wire, clean_text,
     delta::{MAX_PROJECTILE_POS_STEPS, MAX_PROJECTILE_VEL_STEPS},
 };
 use sightline_sim::{
@@ -440,6 +440,15 @@ fn client_message() -> impl Strategy<Value = ClientMessage> {
         shown_text(MAX_NAME_LEN).prop_map(|name| ClientMessage::Rename { name }),
         prop::sample::select(vec![TeamChoice::Red, TeamChoice::Blue, TeamChoice::Auto])
             .prop_map(|choice| ClientMessage::JoinTeam { choice }),
+        prop_oneof![
+            map_name().prop_map(VoteProposal::Map),
+            Just(VoteProposal::NextMap),
+            player_id().prop_map(VoteProposal::Kick),
+            Just(VoteProposal::Restart),
+            u16_any().prop_map(VoteProposal::Fraglimit),
+        ]
+        .prop_map(|proposal| ClientMessage::CallVote { proposal }),
+        any::<bool>().prop_map(|yes| ClientMessage::Vote { yes }),
     ]
 }
 
@@ -527,6 +536,18 @@ fn server_message() -> impl Strategy<Value = ServerMessage> {
             .prop_map(|(name, text)| ServerMessage::SpectatorChat { name, text }),
         (player_id(), shown_text(MAX_NAME_LEN))
             .prop_map(|(id, name)| ServerMessage::PlayerRenamed { id, name }),
+        prop::option::of(
+            (shown_text(MAX_CHAT_LEN), 0u8..=64, 0u8..=64, u16_any()).prop_map(
+                |(question, yes, no, seconds_left)| VoteTally {
+                    question,
+                    yes,
+                    no,
+                    voters: yes.saturating_add(no),
+                    seconds_left,
+                }
+            )
+        )
+        .prop_map(ServerMessage::Vote),
         scoreboard(),
         (
             player_id(),
@@ -859,6 +880,7 @@ fn server_variant(msg: &ServerMessage) -> usize {
         ServerMessage::Lifetimes(_) => 12,
         ServerMessage::SpectatorChat { .. } => 13,
         ServerMessage::PlayerRenamed { .. } => 14,
+        ServerMessage::Vote(_) => 15,
     }
 }
 
@@ -872,6 +894,8 @@ fn client_variant(msg: &ClientMessage) -> usize {
         ClientMessage::Follow { .. } => 5,
         ClientMessage::Rename { .. } => 6,
         ClientMessage::JoinTeam { .. } => 7,
+        ClientMessage::CallVote { .. } => 8,
+        ClientMessage::Vote { .. } => 9,
     }
 }
 
@@ -916,11 +940,11 @@ fn every_variant_is_generated() {
     let checks = [
         (
             "ServerMessage",
-            variants_seen(server_message(), server_variant, 15),
+            variants_seen(server_message(), server_variant, 16),
         ),
         (
             "ClientMessage",
-            variants_seen(client_message(), client_variant, 8),
+            variants_seen(client_message(), client_variant, 10),
         ),
         (
             "ClientDatagram",

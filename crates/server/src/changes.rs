@@ -263,6 +263,20 @@ fn notice_to(client: ClientId, text: String) -> Outgoing {
     Outgoing::To(client, notice(text))
 }
 
+/// Renames and changes of side, made between ticks, and teams evened.
+pub(crate) struct ChangesPlugin;
+
+impl Plugin for ChangesPlugin {
+    fn build(&self, app: &mut App) {
+        app.add_message::<ChangeRequest>().add_systems(
+            PreUpdate,
+            (apply_changes, even_teams)
+                .chain()
+                .in_set(crate::sets::ReceiveStep::Requests),
+        );
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -52,6 +52,8 @@ pub struct ServerConfig {
     /// How far behind the game spectators are shown it, seconds (at most
     /// [`MAX_SPECTATOR_DELAY`]).
     pub spectator_delay: f32,
+    /// What players may put to a vote, and for how long.
+    pub votes: VoteRules,
 }
 
 impl Default for ServerConfig {
@@ -68,6 +70,86 @@ impl Default for ServerConfig {
             motd: String::new(),
             max_spectators: DEFAULT_MAX_SPECTATORS,
             spectator_delay: DEFAULT_SPECTATOR_DELAY,
+            votes: VoteRules::default(),
+        }
+    }
+}
+
+/// What players may put to a vote (`callvote`), and how a vote runs.
+#[derive(Debug, Clone, PartialEq)]
+pub struct VoteRules {
+    /// The kinds of vote allowed (`g_votes`); empty when the host allows none
+    /// (`g_allowvote 0`).
+    pub allowed: Vec<VoteKind>,
+    /// Seconds a vote runs before it fails (`g_votetime`).
+    pub seconds: f32,
+    /// Seconds a player waits after calling a vote before calling another
+    /// (`g_votecooldown`).
+    pub cooldown: f32,
+}
+
+impl Default for VoteRules {
+    fn default() -> Self {
+        Self {
+            allowed: VoteKind::ALL.to_vec(),
+            seconds: 30.0,
+            cooldown: 30.0,
+        }
+    }
+}
+
+/// A kind of vote, as the host allows it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum VoteKind {
+    /// `callvote map NAME`.
+    Map,
+    /// `callvote nextmap`.
+    NextMap,
+    /// `callvote kick NAME`.
+    Kick,
+    /// `callvote restart`.
+    Restart,
+    /// `callvote fraglimit N`.
+    Fraglimit,
+}
+
+impl VoteKind {
+    /// Every kind.
+    pub const ALL: [VoteKind; 5] = [
+        VoteKind::Map,
+        VoteKind::NextMap,
+        VoteKind::Kick,
+        VoteKind::Restart,
+        VoteKind::Fraglimit,
+    ];
+
+    /// Its word in `callvote` and in `g_votes`.
+    pub fn keyword(self) -> &'static str {
+        match self {
+            VoteKind::Map => "map",
+            VoteKind::NextMap => "nextmap",
+            VoteKind::Kick => "kick",
+            VoteKind::Restart => "restart",
+            VoteKind::Fraglimit => "fraglimit",
+        }
+    }
+
+    /// The kind a word names.
+    pub fn parse(word: &str) -> Option<Self> {
+        Self::ALL
+            .into_iter()
+            .find(|k| k.keyword().eq_ignore_ascii_case(word))
+    }
+
+    /// The kind of a proposal.
+    pub fn of(proposal: &sightline_protocol::VoteProposal) -> Self {
+        use sightline_protocol::VoteProposal as P;
+        match proposal {
+            P::Map(_) => VoteKind::Map,
+            P::NextMap => VoteKind::NextMap,
+            P::Kick(_) => VoteKind::Kick,
+            P::Restart => VoteKind::Restart,
+            P::Fraglimit(_) => VoteKind::Fraglimit,
         }
     }
 }

@@ -42,10 +42,11 @@ mod snapshots;
 mod stream;
 // Spectators: the world kept for them, and sent to them that much later.
 mod spectators;
-// Match rules, sides in team games, and a player's changes of name and side.
+// Match rules, sides in team games, a player's changes of name and side, and votes.
 mod changes;
 mod rules;
 mod teams;
+mod votes;
 // What clients send: datagrams (inputs, pings), and the sessions' reliable messages (the
 // handshake, chat, changes), which may bring back a player kept by resume.
 mod datagrams;
@@ -73,7 +74,7 @@ pub use changes::CHANGE_INTERVAL;
 pub use conduct::{Conduct, KICK_STRIKES, Offence};
 pub use config::{
     DEFAULT_IDLE_KICK_SECONDS, DEFAULT_MAX_SPECTATORS, DEFAULT_SPECTATOR_DELAY, MAX_PLAYERS,
-    MAX_SPECTATOR_DELAY, MatchRules, ServerConfig,
+    MAX_SPECTATOR_DELAY, MatchRules, ServerConfig, VoteKind, VoteRules,
 };
 pub use connection::{
     ClientIndex, Connection, ConnectionStage, PlayerKeyOf, PlayerSlots, ping_seconds,
@@ -111,3 +112,4 @@ pub use stats::{
 pub use stream::{FASTER_STREAM_SHARE, SnapshotStream, ticks_between};
 pub use teams::{TeamRefusal, smaller_team, switch_team};
 pub use thread::{LocalOrder, LocalOrders, OrderInbox, ServerThread, local_orders};
+pub use votes::{Admin, MAX_VOTED_FRAGLIMIT, Votes};

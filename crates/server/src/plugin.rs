@@ -4,6 +4,7 @@
 use crate::ServerConfig;
 use crate::bots::BotsPlugin;
 use crate::catch_up::CatchUpPlugin;
+use crate::changes::ChangesPlugin;
 use crate::combat::RespawnPlugin;
 use crate::demo::DemoRecordingPlugin;
 use crate::rules::RulesPlugin;
@@ -14,6 +15,7 @@ use crate::spectators::SpectatorsPlugin;
 use crate::stalls::{self, StallsPlugin};
 use crate::stats::StatsPlugin;
 use crate::status::StatusPlugin;
+use crate::votes::VotesPlugin;
 use bevy::prelude::*;
 use sightline_combat::CombatPlugin;
 use sightline_map::CurrentMap;
@@ -69,7 +71,11 @@ impl Plugin for ServerPlugin {
             .configure_sets(PreUpdate, ServerSet::Receive.after(RenetReceive))
             .configure_sets(
                 PreUpdate,
-                (ReceiveStep::Stalls, ReceiveStep::Sessions)
+                (
+                    ReceiveStep::Stalls,
+                    ReceiveStep::Sessions,
+                    ReceiveStep::Requests,
+                )
                     .chain()
                     .in_set(ServerSet::Receive),
             )
@@ -85,6 +91,7 @@ impl Plugin for ServerPlugin {
                 SnapshotsPlugin,
                 SpectatorsPlugin,
                 RulesPlugin,
+                (ChangesPlugin, VotesPlugin),
                 RespawnPlugin,
                 BotsPlugin,
                 StatusPlugin,

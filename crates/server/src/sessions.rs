@@ -24,6 +24,7 @@ use crate::spectators::{MatchNews, Spectator};
 use crate::stats::ServerStats;
 use crate::stream::SnapshotStream;
 use crate::teams::team_for_newcomer;
+use crate::votes::{VoteAction, VoteRequest};
 use crate::wire::send_reliable;
 use crate::{datagrams, inputs, resume};
 use bevy::ecs::query::QueryData;
@@ -158,7 +159,7 @@ pub(crate) fn handle_reliable_messages(
     time: Res<Time<Real>>,
     lag: Res<crate::stalls::FrameLag>,
     mut admin: Option<ResMut<AdminInbox>>,
-    mut changes: MessageWriter<ChangeRequest>,
+    (mut changes, mut votes): (MessageWriter<ChangeRequest>, MessageWriter<VoteRequest>),
     state: Res<MatchState>,
 ) {
     let now = time.elapsed_secs_f64();
@@ -296,6 +297,20 @@ pub(crate) fn handle_reliable_messages(
                         entity,
                         client: conn.client_id,
                         change: Change::Team(choice),
+                    });
+                }
+                (ClientMessage::CallVote { proposal }, ConnectionStage::Playing) => {
+                    votes.write(VoteRequest {
+                        entity,
+                        client: conn.client_id,
+                        what: VoteAction::Call(proposal),
+                    });
+                }
+                (ClientMessage::Vote { yes }, ConnectionStage::Playing) => {
+                    votes.write(VoteRequest {
+                        entity,
+                        client: conn.client_id,
+                        what: VoteAction::Cast(yes),
                     });
                 }
                 (ClientMessage::Rcon { password, command }, ConnectionStage::Playing) => {
@@ -726,15 +741,12 @@ impl Plugin for SessionsPlugin {
             .init_resource::<ClientIndex>()
             .init_resource::<DepartedPlayers>()
             .add_message::<Outgoing>()
-            .add_message::<ChangeRequest>()
             .add_observer(on_server_event)
             .add_systems(
                 PreUpdate,
                 (
                     datagrams::strike_refused_packets,
                     handle_reliable_messages,
-                    crate::changes::apply_changes,
-                    crate::changes::even_teams,
                     datagrams::receive_datagrams,
                     drop_refused,
                     resume::expire_departed,

@@ -53,4 +53,6 @@ pub(crate) enum ReceiveStep {
     Stalls,
     /// Packets and messages from the sessions.
     Sessions,
+    /// What the sessions asked for: renames, changes of side, votes.
+    Requests,
 }

@@ -3,14 +3,15 @@
 use bevy::prelude::World;
 use sightline_harness::Stepper;
 use sightline_net::RenetClient;
+use sightline_protocol::ServerTextKind;
 use sightline_protocol::{
     Channel, ClientDatagram, ClientMessage, InputPacket, PROTOCOL_VERSION, ServerDatagram,
     ServerMessage, Snapshot, SnapshotHistory, SnapshotPacket, Welcome, Wire,
 };
-use sightline_sim::InputCmd;
+use sightline_sim::{InputCmd, PlayerId};
 
 /// Sends raw bytes from client `i` on a channel.
-pub fn send(s: &mut Stepper, i: usize, channel: Channel, bytes: Vec<u8>) {
+pub fn send_bytes(s: &mut Stepper, i: usize, channel: Channel, bytes: Vec<u8>) {
     s.clients[i]
         .world_mut()
         .resource_mut::<RenetClient>()
@@ -25,7 +26,7 @@ pub fn hello(s: &mut Stepper, i: usize, version: u32, name: &str) {
         resume: None,
         player_key: None,
     };
-    send(s, i, Channel::Reliable, msg.encode().unwrap());
+    send_bytes(s, i, Channel::Reliable, msg.encode().unwrap());
 }
 
 /// Reliable messages client `i` has received since last asked.
@@ -83,10 +84,74 @@ pub fn join(s: &mut Stepper, i: usize, name: &str) -> Welcome {
 /// Sends input commands (newest first) in one packet.
 pub fn inputs(s: &mut Stepper, i: usize, cmds: Vec<InputCmd>) {
     let packet = InputPacket::new(0, 0, None, &cmds);
-    send(
+    send_bytes(
         s,
         i,
         Channel::Unreliable,
         ClientDatagram::Input(packet).encode().unwrap(),
     );
+}
+
+/// Sends a reliable message from raw client `i`.
+pub fn send(s: &mut Stepper, i: usize, msg: ClientMessage) {
+    send_bytes(s, i, Channel::Reliable, msg.encode().unwrap());
+}
+
+/// Joins raw clients as players, one after another, and returns their ids.
+pub fn players(s: &mut Stepper, names: &[&str]) -> Vec<(usize, PlayerId)> {
+    names
+        .iter()
+        .map(|name| {
+            let i = s.add_raw_client();
+            s.step();
+            let id = join(s, i, name).your_id.expect("a player");
+            (i, id)
+        })
+        .collect()
+}
+
+/// Joins a raw client as a spectator.
+pub fn spectator(s: &mut Stepper, name: &str) -> usize {
+    let i = s.add_raw_client();
+    s.step();
+    send(
+        s,
+        i,
+        ClientMessage::Spectate {
+            protocol_version: PROTOCOL_VERSION,
+            name: name.into(),
+        },
+    );
+    s.steps(5);
+    i
+}
+
+/// Steps a little and returns what each raw client received meanwhile.
+pub fn heard(s: &mut Stepper, clients: &[usize]) -> Vec<Vec<ServerMessage>> {
+    s.steps(5);
+    clients.iter().map(|&i| reliable(s, i)).collect()
+}
+
+/// The chat texts among messages, with whether each went to a team.
+pub fn chat(msgs: &[ServerMessage]) -> Vec<(String, bool)> {
+    msgs.iter()
+        .filter_map(|m| match m {
+            ServerMessage::Chat { text, team, .. } => Some((text.clone(), *team)),
+            ServerMessage::SpectatorChat { text, .. } => Some((text.clone(), false)),
+            _ => None,
+        })
+        .collect()
+}
+
+/// The game's notices among messages.
+pub fn notices(msgs: &[ServerMessage]) -> Vec<String> {
+    msgs.iter()
+        .filter_map(|m| match m {
+            ServerMessage::ServerText {
+                kind: ServerTextKind::Notice,
+                text,
+            } => Some(text.clone()),
+            _ => None,
+        })
+        .collect()
 }

@@ -44,6 +44,10 @@ pub enum Action {
     Chat,
     /// Type a chat line to one's own team.
     TeamChat,
+    /// Vote yes on the vote running.
+    VoteYes,
+    /// Vote no on the vote running.
+    VoteNo,
 }
 
 /// What an action does while held or tapped.
@@ -184,6 +188,8 @@ pub(crate) const ACTIONS: &[ActionRow] = &[
         "Team chat",
         Effect::Game,
     ),
+    row(Action::VoteYes, "vote yes", "f1", "Vote yes", Effect::Game),
+    row(Action::VoteNo, "vote no", "f2", "Vote no", Effect::Game),
 ];
 
 const fn row(

@@ -8,11 +8,12 @@ use crate::session::AppState;
 use bevy::prelude::*;
 use bevy_egui::{EguiContexts, EguiPrimaryContextPass, egui};
 use leafwing_input_manager::prelude::ActionState;
-use sightline_client::{ChatLog, FromServer, Ignored, Roster};
+use sightline_client::{ChatLog, FromServer, Ignored, Roster, VoteInfo};
 use sightline_console::{Console, ConsoleCommands, Cvars, RunCommand};
 use sightline_net::RenetClient;
 use sightline_protocol::{
-    Channel, ClientMessage, MAX_CHAT_LEN, ServerMessage, ServerTextKind, TeamChoice, Wire,
+    Channel, ClientMessage, MAX_CHAT_LEN, ServerMessage, ServerTextKind, TeamChoice, VoteProposal,
+    Wire,
 };
 use sightline_sim::SessionAppExt;
 
@@ -41,6 +42,11 @@ const COMMANDS: &[(&str, &str)] = &[
         "team",
         "team red|blue|auto: change side in a team game (your frags start again)",
     ),
+    (
+        "callvote",
+        "callvote map NAME | nextmap | kick NAME | restart | fraglimit N: put it to a vote",
+    ),
+    ("vote", "vote yes|no: vote on the vote running (F1, F2)"),
 ];
 
 /// Typing and showing chat.
@@ -62,12 +68,14 @@ impl Plugin for ChatPlugin {
                     print_rcon_replies,
                     run_chat_commands,
                     choose_team,
+                    call_votes,
                 ),
             )
             .add_systems(
                 Update,
                 (open_chat.run_if(in_state(AppState::Playing)), hold_focus).chain(),
             )
+            .add_systems(Update, vote_with_keys.run_if(in_state(AppState::Playing)))
             .add_systems(
                 EguiPrimaryContextPass,
                 draw_chat.run_if(in_state(AppState::Playing)),
@@ -187,6 +195,85 @@ fn ignored_list(ignored: &Ignored, roster: &Roster) -> String {
         "ignoring nobody".into()
     } else {
         format!("ignoring {}", names.join(", "))
+    }
+}
+
+/// What `callvote WORDS` proposes, with the roster naming a player to kick; or how to
+/// write it.
+fn proposal(words: &[String], roster: &Roster) -> Result<VoteProposal, String> {
+    let usage = "usage: callvote map NAME | nextmap | kick NAME | restart | fraglimit N";
+    let (kind, rest) = words.split_first().ok_or(usage)?;
+    let rest = rest.join(" ");
+    Ok(match (kind.to_ascii_lowercase().as_str(), rest.trim()) {
+        ("map", name) if sightline_map::is_map_identifier(name) => VoteProposal::Map(name.into()),
+        ("map", _) => return Err("callvote map NAME: a map's name, as in maps/".into()),
+        ("nextmap", "") => VoteProposal::NextMap,
+        ("restart", "") => VoteProposal::Restart,
+        ("fraglimit", n) => VoteProposal::Fraglimit(
+            n.parse()
+                .map_err(|_| "callvote fraglimit N: a whole number".to_string())?,
+        ),
+        ("kick", name) if !name.is_empty() => {
+            let key = sightline_protocol::name_key(name);
+            let (id, _) = roster
+                .0
+                .iter()
+                .find(|(_, p)| sightline_protocol::name_key(&p.name) == key)
+                .ok_or_else(|| format!("callvote kick: nobody is called {name}"))?;
+            VoteProposal::Kick(*id)
+        }
+        _ => return Err(usage.into()),
+    })
+}
+
+/// `callvote ...` and `vote yes|no`.
+fn call_votes(
+    mut run: MessageReader<RunCommand>,
+    mut console: ResMut<Console>,
+    client: Option<ResMut<RenetClient>>,
+    roster: Option<Res<Roster>>,
+) {
+    let mut client = client;
+    for cmd in run.read() {
+        let msg = match (cmd.name.as_str(), roster.as_deref()) {
+            ("callvote", Some(roster)) => {
+                proposal(&cmd.args, roster).map(|proposal| ClientMessage::CallVote { proposal })
+            }
+            ("vote", _) => match cmd.args.first().map(|w| w.to_ascii_lowercase()).as_deref() {
+                Some("yes" | "y" | "1") => Ok(ClientMessage::Vote { yes: true }),
+                Some("no" | "n" | "0") => Ok(ClientMessage::Vote { yes: false }),
+                _ => Err("usage: vote yes|no".into()),
+            },
+            ("callvote", None) => Err("callvote: not connected".into()),
+            _ => continue,
+        };
+        match (msg, client.as_mut().filter(|c| c.is_connected())) {
+            (Err(why), _) => console.print(why),
+            (Ok(msg), Some(client)) => {
+                sightline_client::send_to_server(client, Channel::Reliable, &msg)
+            }
+            (Ok(_), None) => console.print(format!("{}: not connected", cmd.name)),
+        }
+    }
+}
+
+/// F1 and F2 (by default) vote while a vote runs.
+fn vote_with_keys(
+    actions: Single<&ActionState<Action>, With<Controls>>,
+    vote: Option<Res<VoteInfo>>,
+    chat: Res<ChatInput>,
+    client: Option<ResMut<RenetClient>>,
+) {
+    let yes = actions.just_pressed(&Action::VoteYes);
+    if chat.0.is_some() || !(yes || actions.just_pressed(&Action::VoteNo)) {
+        return;
+    }
+    if let (Some(mut client), true) = (client, vote.is_some_and(|v| v.tally.is_some())) {
+        sightline_client::send_to_server(
+            &mut client,
+            Channel::Reliable,
+            &ClientMessage::Vote { yes },
+        );
     }
 }
 

@@ -15,7 +15,7 @@ use bevy_egui::{EguiContexts, EguiPrimaryContextPass, egui};
 use leafwing_input_manager::prelude::ActionState;
 use sightline_client::{
     CombatCue, ConnectionStatus, InputHistory, InputPacing, KillFeed, LatestSnapshot, MatchInfo,
-    Roster, Watching,
+    Roster, VoteInfo, Watching,
 };
 use sightline_console::{Console, Cvars};
 use sightline_prediction::Predicted;
@@ -43,7 +43,7 @@ impl Plugin for HudPlugin {
             .add_systems(Update, (take_feedback, read_crosshair_cvars))
             .add_systems(
                 EguiPrimaryContextPass,
-                (draw_hud, draw_combat_hud).run_if(in_state(AppState::Playing)),
+                (draw_hud, draw_combat_hud, draw_vote).run_if(in_state(AppState::Playing)),
             );
     }
 }
@@ -180,6 +180,33 @@ fn take_feedback(
 }
 
 /// Health, armour, weapon and ammunition; the kill feed; the hit marker.
+/// The vote running, under the match's line: the question, the tally and the time left,
+/// with the keys that vote.
+fn draw_vote(mut contexts: EguiContexts, vote: Res<VoteInfo>, time: Res<Time<Real>>) -> Result {
+    let Some(tally) = &vote.tally else {
+        return Ok(());
+    };
+    let ctx = contexts.ctx_mut()?;
+    let screen = ctx.content_rect();
+    let painter = ctx.layer_painter(egui::LayerId::new(
+        egui::Order::Foreground,
+        egui::Id::new("vote"),
+    ));
+    let left = vote.seconds_left(time.elapsed_secs_f64()).ceil();
+    backed_text(
+        &painter,
+        egui::pos2(screen.center().x, screen.top() + 36.0),
+        egui::Align2::CENTER_TOP,
+        format!(
+            "VOTE: {}   yes {}  no {}  of {}   {left:.0} s   (F1 yes, F2 no)",
+            tally.question, tally.yes, tally.no, tally.voters
+        ),
+        16.0,
+        egui::Color32::from_rgb(255, 220, 120),
+    );
+    Ok(())
+}
+
 fn draw_combat_hud(
     mut contexts: EguiContexts,
     time: Res<Time<Real>>,
