@@ -1,9 +1,9 @@
 //! Sightline's end-to-end tests, grouped by topic into modules of this crate so they build
 //! into a single test binary. Most run the server and clients in one process on
 //! `sightline_harness`'s [`Stepper`](sightline_harness::Stepper); `loopback`, `hostile`,
-//! `floods`, `hosting`, `transport`, `faults` and `windowed` run the real binaries. What
-//! several topics share (running the binaries, a server for one test, an attacker, raw
-//! messages) is in `support`, apart from any topic.
+//! `floods`, `hosting`, `transport`, `faults` and `windowed` run the real binaries, as
+//! does one test of `votes`. What several topics share (running the binaries, a server
+//! for one test, an attacker, raw messages) is in `support`, apart from any topic.
 
 #[cfg(test)]
 mod agones;

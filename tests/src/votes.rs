@@ -312,3 +312,74 @@ fn map_name(s: &Stepper) -> String {
         .name
         .clone()
 }
+
+/// Over real UDP with the real binaries: two players vote the map to depot; they and a
+/// headless client playing beside them move to it, and nobody is dropped.
+#[test]
+fn over_udp_a_vote_changes_the_map_for_everyone_in_the_game() {
+    use crate::support::{Attacker, Server, wait};
+    use sightline_net::ClientSecurity;
+    use sightline_protocol::{Channel, Wire};
+    use std::time::{Duration, Instant};
+
+    let server = Server::start(40, &["--maps", "duel,depot"]);
+    let watcher = crate::support::honest(server.addr, 15);
+    let mut ann = Attacker::connect(server.addr, &ClientSecurity::default());
+    let mut bob = Attacker::connect(server.addr, &ClientSecurity::default());
+    ann.join("ann");
+    bob.join("bob");
+    // The headless client in the game before the vote, so it has a map to move from.
+    let mut heard_ann = Vec::new();
+    let end = Instant::now() + Duration::from_secs(20);
+    while !heard_ann
+        .iter()
+        .any(|m| matches!(m, ServerMessage::PlayerJoined { name, .. } if name == "honest"))
+    {
+        assert!(Instant::now() < end, "the headless client never joined");
+        ann.pump(0.1);
+        bob.pump(0.0);
+        heard_ann.extend(ann.reliable());
+    }
+    let call = ClientMessage::CallVote {
+        proposal: VoteProposal::Map("depot".into()),
+    };
+    ann.send(Channel::Reliable, call.encode().unwrap());
+    let end = Instant::now() + Duration::from_secs(5);
+    let mut heard_bob = Vec::new();
+    while tally(&heard_bob).flatten().is_none() {
+        assert!(Instant::now() < end, "bob was never shown the vote");
+        ann.pump(0.05);
+        bob.pump(0.05);
+        heard_bob.extend(bob.reliable());
+    }
+    let open = tally(&heard_bob).flatten().unwrap();
+    assert_eq!((open.yes, open.voters), (1, 3), "{open:?}");
+    bob.send(
+        Channel::Reliable,
+        ClientMessage::Vote { yes: true }.encode().unwrap(),
+    );
+    let moved = |msgs: &[ServerMessage]| {
+        msgs.iter()
+            .any(|m| matches!(m, ServerMessage::MapChange { map_name, .. } if map_name == "depot"))
+    };
+    let end = Instant::now() + Duration::from_secs(5);
+    let (mut to_ann, mut to_bob) = (Vec::new(), Vec::new());
+    while !(moved(&to_ann) && moved(&to_bob)) {
+        assert!(Instant::now() < end, "no map change: {to_ann:?}");
+        ann.pump(0.05);
+        bob.pump(0.05);
+        to_ann.extend(ann.reliable());
+        to_bob.extend(bob.reliable());
+    }
+    let out = wait(watcher, Duration::from_secs(60), "headless client");
+    let text =
+        String::from_utf8_lossy(&out.stdout).to_string() + &String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{text}");
+    assert!(text.contains("the server moves to depot"), "{text}");
+    let (log, status) = server.stop();
+    assert!(
+        log.contains("vote passed (2 yes, 0 no): change the map to depot?"),
+        "{log}"
+    );
+    assert!(status.contains("kicks=0"), "{status}");
+}

@@ -41,6 +41,8 @@ pub enum CombatCue {
     },
     /// Our shot struck someone.
     HitConfirmed {
+        /// Whom.
+        target: PlayerId,
         /// A head hit.
         head: bool,
         /// Health and armour taken.
@@ -141,9 +143,15 @@ impl CombatCue {
     /// `None` for one that is not about combat cues (a death, for the kill feed).
     pub fn from_event(event: &PlayerEvent) -> Option<Self> {
         Some(match *event {
-            PlayerEvent::HitConfirm { head, damage, .. } => {
-                CombatCue::HitConfirmed { head, damage }
-            }
+            PlayerEvent::HitConfirm {
+                target,
+                head,
+                damage,
+            } => CombatCue::HitConfirmed {
+                target,
+                head,
+                damage,
+            },
             PlayerEvent::Damaged { from, .. } => CombatCue::Hurt {
                 from: Vec3::from_array(from),
             },

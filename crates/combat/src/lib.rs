@@ -59,5 +59,5 @@ pub use rocket::{
 pub use score::Score;
 pub use spawns::{Pushes, SpawnCount};
 pub use spread::pellet_direction;
-pub use teams::{GameMode, Team};
+pub use teams::{FriendlyFire, GameMode, Team};
 pub use weapons::{AltFire, Falloff, WEAPONS, WeaponDef, WeaponKind};

@@ -3,10 +3,10 @@
 //! and the dead, and the hitbox history.
 
 use crate::{
-    Arsenal, CombatEvent, HitZone, Hitbox, HitboxHistory, LagCompStats, NextDropId, ProjectileAct,
-    Pushes, Rocket, Score, Shot, Team, ViewJudgement, ViewWindow, Vitals, WeaponKind,
-    aim_direction, clamp_view_time, detonate_newest, fly_rocket, pellet_direction, player_command,
-    ray_hit, rocket_splash,
+    Arsenal, CombatEvent, FriendlyFire, HitZone, Hitbox, HitboxHistory, LagCompStats, NextDropId,
+    ProjectileAct, Pushes, Rocket, Score, Shot, Team, ViewJudgement, ViewWindow, Vitals,
+    WeaponKind, aim_direction, clamp_view_time, detonate_newest, fly_rocket, pellet_direction,
+    player_command, ray_hit, rocket_splash,
 };
 use bevy::prelude::*;
 use sightline_map::CurrentMap;
@@ -36,6 +36,7 @@ impl Plugin for CombatPlugin {
             .init_resource::<NextRocketId>()
             .init_resource::<NextDropId>()
             .init_resource::<LagCompStats>()
+            .init_resource::<FriendlyFire>()
             .add_message::<CombatEvent>()
             .add_systems(
                 Startup,
@@ -259,6 +260,7 @@ fn resolve_shots(
     mut next_rocket: ResMut<NextRocketId>,
     mut lagcomp: ResMut<LagCompStats>,
     mut events: MessageWriter<CombatEvent>,
+    ff: Res<FriendlyFire>,
     windows: Query<(&PlayerId, &ViewWindow)>,
     mut rockets: Query<&mut Rocket>,
     mut players: Combatants,
@@ -336,6 +338,7 @@ fn resolve_shots(
             apply_damage(
                 &mut players,
                 &mut events,
+                *ff,
                 Blow {
                     shooter: shot.shooter,
                     target,
@@ -411,7 +414,12 @@ struct Blow {
 }
 
 /// Deals `blow`, and on a kill updates both scores and says so.
-fn apply_damage(players: &mut Combatants, events: &mut MessageWriter<CombatEvent>, blow: Blow) {
+fn apply_damage(
+    players: &mut Combatants,
+    events: &mut MessageWriter<CombatEvent>,
+    ff: FriendlyFire,
+    blow: Blow,
+) {
     let Blow {
         shooter,
         target,
@@ -426,13 +434,11 @@ fn apply_damage(players: &mut Combatants, events: &mut MessageWriter<CombatEvent
             .find(|(id, ..)| **id == who)
             .and_then(|(.., team)| team.copied())
     };
-    // Team mates do not hurt each other (but rockets still hurt their owner).
-    if shooter != target
-        && let Some(team) = team_of(players, shooter)
-        && team_of(players, target) == Some(team)
-    {
+    // Team mates hurt each other as the host chose (rockets always hurt their owner).
+    let mates = team_of(players, shooter).is_some_and(|t| team_of(players, target) == Some(t));
+    let Some((target, amount)) = ff.redirect(mates, shooter, target, amount) else {
         return;
-    }
+    };
     // Quad damage multiplies what its holder deals, to themselves too (as in Quake 3).
     let factor = players
         .iter()
@@ -462,7 +468,8 @@ fn apply_damage(players: &mut Combatants, events: &mut MessageWriter<CombatEvent
     if shooter == target {
         score.frags -= 1;
     } else if let Some((.., mut killer, _)) = players.iter_mut().find(|(id, ..)| **id == shooter) {
-        killer.frags += 1;
+        // A team kill costs a frag, as a suicide does.
+        killer.frags += if mates { -1 } else { 1 };
     }
     events.write(CombatEvent::Killed {
         victim: target,
@@ -480,6 +487,7 @@ fn fly_rockets(
     params: Res<MoveParams>,
     map: Res<CurrentMap>,
     mut events: MessageWriter<CombatEvent>,
+    ff: Res<FriendlyFire>,
     mut rockets: Query<(Entity, &mut Rocket)>,
     mut pushes: Query<(&PlayerId, &mut Pushes)>,
     mut players: Combatants,
@@ -530,6 +538,7 @@ fn fly_rockets(
             apply_damage(
                 &mut players,
                 &mut events,
+                *ff,
                 Blow {
                     shooter: owner,
                     target,
@@ -606,6 +615,67 @@ mod tests {
         for _ in 0..ticks {
             world.run_system_once(run_commands).expect("runs");
         }
+    }
+
+    /// A freshly spawned player's vitals, its spawn protection run out.
+    fn unprotected() -> Vitals {
+        Vitals {
+            protection: 0.0,
+            ..Vitals::spawned()
+        }
+    }
+
+    /// A rifle blow of `amount` from player 1 to player 2, both red, under `ff`: what
+    /// each is left with, and the shooter's frags.
+    fn blow_between_mates(ff: FriendlyFire, amount: f32) -> (Vitals, Vitals, i32) {
+        let mut world = World::new();
+        world.init_resource::<Messages<CombatEvent>>();
+        let mate = |id: u8| {
+            (
+                PlayerId(id),
+                PlayerState::default(),
+                CurrentCmd::default(),
+                Arsenal::spawned(),
+                unprotected(),
+                Score::default(),
+                Team::Red,
+            )
+        };
+        let (a, b) = (world.spawn(mate(1)).id(), world.spawn(mate(2)).id());
+        world
+            .run_system_once(
+                move |mut players: Combatants, mut events: MessageWriter<CombatEvent>| {
+                    let blow = Blow {
+                        shooter: PlayerId(1),
+                        target: PlayerId(2),
+                        amount,
+                        zone: HitZone::Body,
+                        weapon: WeaponKind::Rifle,
+                        seen: 0,
+                    };
+                    apply_damage(&mut players, &mut events, ff, blow);
+                },
+            )
+            .expect("runs");
+        let vitals = |e| *world.get::<Vitals>(e).unwrap();
+        (vitals(a), vitals(b), world.get::<Score>(a).unwrap().frags)
+    }
+
+    #[test]
+    fn team_mates_hurt_each_other_only_as_the_host_chose() {
+        let full = unprotected();
+        let (a, b, _) = blow_between_mates(FriendlyFire::Off, 40.0);
+        assert_eq!((a, b), (full, full), "off: nobody is hurt");
+        let (a, b, _) = blow_between_mates(FriendlyFire::On, 40.0);
+        assert_eq!(a, full);
+        assert!(b.health + b.armor < full.health + full.armor, "on: {b:?}");
+        let (_, b, frags) = blow_between_mates(FriendlyFire::On, 1000.0);
+        assert!(!b.alive());
+        assert_eq!(frags, -1, "a team kill costs a frag");
+        let (a, b, _) = blow_between_mates(FriendlyFire::Reflect, 40.0);
+        assert_eq!(b, full, "reflect: the mate is spared");
+        let lost = (full.health + full.armor) - (a.health + a.armor);
+        assert!((lost - 20.0).abs() < 1e-3, "the shooter takes half: {lost}");
     }
 
     #[test]

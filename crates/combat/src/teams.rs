@@ -62,3 +62,68 @@ impl GameMode {
         }
     }
 }
+
+/// What a shot or a burst does to a team mate (the host's `g_friendlyfire`).
+#[derive(Resource, Debug, Clone, Copy, PartialEq, Eq, Default, Hash, Serialize, Deserialize)]
+pub enum FriendlyFire {
+    /// Nothing: team mates cannot hurt each other.
+    #[default]
+    Off,
+    /// As to anyone; a team kill costs the killer a frag.
+    On,
+    /// The team mate is spared and the shooter takes half of it, as Xonotic's mirror
+    /// damage: careless fire costs the careless.
+    Reflect,
+}
+
+impl FriendlyFire {
+    /// Share of the damage a [`FriendlyFire::Reflect`] shooter takes.
+    pub const REFLECTED_SHARE: f32 = 0.5;
+
+    /// The keyword `g_friendlyfire` takes.
+    pub fn keyword(self) -> &'static str {
+        match self {
+            FriendlyFire::Off => "off",
+            FriendlyFire::On => "on",
+            FriendlyFire::Reflect => "reflect",
+        }
+    }
+
+    /// Who takes how much of `amount` dealt by `shooter` to `target`, team mates when
+    /// `mates`: `None` when nobody does.
+    pub fn redirect<T: PartialEq + Copy>(
+        self,
+        mates: bool,
+        shooter: T,
+        target: T,
+        amount: f32,
+    ) -> Option<(T, f32)> {
+        if !mates || shooter == target {
+            return Some((target, amount));
+        }
+        match self {
+            FriendlyFire::Off => None,
+            FriendlyFire::On => Some((target, amount)),
+            FriendlyFire::Reflect => Some((shooter, amount * Self::REFLECTED_SHARE)),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn friendly_fire_spares_hurts_or_turns_back_on_the_shooter() {
+        assert_eq!(FriendlyFire::Off.redirect(true, 1, 2, 40.0), None);
+        assert_eq!(FriendlyFire::On.redirect(true, 1, 2, 40.0), Some((2, 40.0)));
+        assert_eq!(
+            FriendlyFire::Reflect.redirect(true, 1, 2, 40.0),
+            Some((1, 20.0))
+        );
+        for ff in [FriendlyFire::Off, FriendlyFire::On, FriendlyFire::Reflect] {
+            assert_eq!(ff.redirect(false, 1, 2, 40.0), Some((2, 40.0)), "foes");
+            assert_eq!(ff.redirect(true, 1, 1, 40.0), Some((1, 40.0)), "oneself");
+        }
+    }
+}

@@ -6,6 +6,7 @@
 //! marked RESTART take effect at the next start, the rest at once.
 
 use sightline_bots::BotSkill;
+use sightline_combat::FriendlyFire;
 use sightline_console::Cvars;
 use sightline_map::is_map_identifier;
 use sightline_protocol::{
@@ -64,6 +65,10 @@ pub mod cvar {
             "seconds a vote runs before it fails";
         G_VOTECOOLDOWN: f64 = "g_votecooldown", Float { min: 0.0, max: 3600.0 }, 30.0,
             NONE, "seconds a player waits after calling a vote before calling another";
+        G_FRIENDLYFIRE: String = "g_friendlyfire", Choice { options: &["off", "on", "reflect"] },
+            "off", NONE,
+            "what team mates' fire does to each other: off, on (a team kill costs a frag) or \
+             reflect (the team mate is spared, the shooter takes half)";
         BOTS: i64 = "bots", Int { min: 0, max: 64 }, 0, NONE,
             "bots to add, within maxplayers";
         BOT_SKILL: String = "bot_skill", Choice { options: &["easy", "normal", "hard"] },
@@ -170,6 +175,11 @@ pub fn config_from_cvars(cvars: &Cvars) -> Result<ServerConfig, String> {
             rotation,
             team_force_balance: cvars.read(cvar::G_TEAMFORCEBALANCE) != 0,
             auto_balance: cvars.read(cvar::G_AUTOBALANCE) != 0,
+            friendly_fire: match cvars.read(cvar::G_FRIENDLYFIRE).as_str() {
+                "on" => FriendlyFire::On,
+                "reflect" => FriendlyFire::Reflect,
+                _ => FriendlyFire::Off,
+            },
         },
         tick,
         max_snapshot_hz,
@@ -223,6 +233,7 @@ mod tests {
         );
         assert_eq!(config.rules.auto_balance, default.rules.auto_balance);
         assert_eq!(config.votes, default.votes);
+        assert_eq!(config.rules.friendly_fire, default.rules.friendly_fire);
         assert_eq!(config.idle_kick_seconds, default.idle_kick_seconds);
     }
 

@@ -4,7 +4,7 @@
 //! change) and rewrites them when run with `SIGHTLINE_WRITE_SEEDS=1`.
 
 use crate::console::{CONFIG, Shell};
-use sightline_combat::{GameMode, ProjectileKind, Team, WeaponKind};
+use sightline_combat::{FriendlyFire, GameMode, ProjectileKind, Team, WeaponKind};
 use sightline_console::render_config;
 use sightline_movement::MoveFlags;
 use sightline_protocol::{
@@ -766,6 +766,7 @@ pub fn demo_file() -> Vec<Vec<u8>> {
         fraglimit: 20,
         timelimit: 600.0,
         rotation: vec!["duel".into()],
+        friendly_fire: FriendlyFire::Reflect,
         start_tick: 1000,
         recorded_at: 1_796_000_000,
     };
@@ -816,6 +817,7 @@ pub fn demo_file() -> Vec<Vec<u8>> {
         Record::Limits {
             fraglimit: 5,
             timelimit: 120.0,
+            friendly_fire: FriendlyFire::On,
         },
         Record::Left(PlayerId(0)),
         Record::End("stopped by the host".into()),

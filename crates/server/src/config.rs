@@ -2,7 +2,7 @@
 //! variables (`sightline-dedicated`) are read into it; offline play and tests build one.
 
 use bevy::prelude::*;
-use sightline_combat::GameMode;
+use sightline_combat::{FriendlyFire, GameMode};
 use sightline_sim::TickConfig;
 
 /// Most players a server holds, bots included: as many as a snapshot may describe. A
@@ -170,6 +170,8 @@ pub struct MatchRules {
     /// Teams two or more apart are evened by moving a player of the larger as it dies
     /// (`g_autobalance`).
     pub auto_balance: bool,
+    /// What team mates' fire does to each other (`g_friendlyfire`).
+    pub friendly_fire: FriendlyFire,
 }
 
 impl Default for MatchRules {
@@ -181,6 +183,7 @@ impl Default for MatchRules {
             rotation: Vec::new(),
             team_force_balance: true,
             auto_balance: true,
+            friendly_fire: FriendlyFire::Off,
         }
     }
 }

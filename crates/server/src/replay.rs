@@ -14,7 +14,7 @@ use crate::demo::state::{
 use crate::rules::{MatchOrder, MatchOrders};
 use crate::{CommandSource, CommandSourcesExt, ServerConfig, server_app};
 use bevy::prelude::*;
-use sightline_combat::{CombatEvent, Score, ViewWindow, WeaponKind};
+use sightline_combat::{CombatEvent, FriendlyFire, Score, ViewWindow, WeaponKind};
 use sightline_map::{CurrentMap, MapSource, find_map_by_name, is_map_identifier};
 use sightline_net::{MemoryNetwork, ServerNetPlugin};
 use sightline_protocol::{MAX_SERVER_NAME_LEN, clean_text};
@@ -158,6 +158,7 @@ pub(crate) fn replay_app(
             },
             // Team moves are in the demo as the players' changed states: none are made here.
             auto_balance: false,
+            friendly_fire: h.friendly_fire,
             ..MatchRules::default()
         },
         tick,
@@ -353,7 +354,8 @@ fn play(world: &mut World, p: &mut Playback) -> Result<(), Outcome> {
             Record::Limits {
                 fraglimit,
                 timelimit,
-            } => set_limits(world, fraglimit, timelimit),
+                friendly_fire,
+            } => set_limits(world, fraglimit, timelimit, friendly_fire),
             Record::Checksum(sums) => {
                 p.checksums += 1;
                 if let Some(what) = sums.difference(&Sums::of(&keyframe(world))) {
@@ -399,7 +401,8 @@ fn skip_to(world: &mut World, p: &mut Playback, tick: u32) -> Result<(), Outcome
             Record::Limits {
                 fraglimit,
                 timelimit,
-            } => set_limits(world, fraglimit, timelimit),
+                friendly_fire,
+            } => set_limits(world, fraglimit, timelimit, friendly_fire),
             Record::Tick(steps) => {
                 p.commands
                     .read(&steps)
@@ -425,10 +428,11 @@ fn give_order(world: &mut World, order: DemoOrder) {
 }
 
 /// The host's new limits.
-fn set_limits(world: &mut World, fraglimit: i32, timelimit: f32) {
+fn set_limits(world: &mut World, fraglimit: i32, timelimit: f32, friendly_fire: FriendlyFire) {
     let mut config = world.resource_mut::<ServerConfig>();
     config.rules.fraglimit = fraglimit;
     config.rules.timelimit = timelimit;
+    config.rules.friendly_fire = friendly_fire;
 }
 
 /// The demo's next record and its byte; `Err` with how the replay ends where the file
@@ -545,6 +549,7 @@ mod tests {
             fraglimit: 10,
             timelimit: 600.0,
             rotation: rotation.iter().map(|m| m.to_string()).collect(),
+            friendly_fire: FriendlyFire::Off,
             start_tick: 0,
             recorded_at: 0,
         };

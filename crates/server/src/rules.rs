@@ -9,8 +9,8 @@ use crate::spawn::choose_spawn;
 use crate::spectators::{SpectatorFeed, tell_match};
 use bevy::prelude::*;
 use sightline_combat::{
-    Arsenal, DroppedWeapon, GameMode, ItemSpot, Rocket, Score, SpawnCount, Team, Vitals,
-    spawn_items_for,
+    Arsenal, DroppedWeapon, FriendlyFire, GameMode, ItemSpot, Rocket, Score, SpawnCount, Team,
+    Vitals, spawn_items_for,
 };
 use sightline_combat::{CombatSystems, silenced};
 use sightline_map::{CurrentMap, MapSource, find_map_by_name};
@@ -257,6 +257,14 @@ pub(crate) fn broadcast_match(
     tell_match(&mut outbox, &mut feed, tick.0, msg);
 }
 
+/// Hands the host's friendly fire to combat, where it changed (`g_friendlyfire`, or a
+/// demo's recorded change).
+pub(crate) fn apply_friendly_fire(config: Res<ServerConfig>, mut ff: ResMut<FriendlyFire>) {
+    if config.is_changed() {
+        ff.set_if_neq(config.rules.friendly_fire);
+    }
+}
+
 /// Match rules: the match run after combat each tick, everyone frozen in the
 /// intermission, and the match told to clients.
 pub(crate) struct RulesPlugin;
@@ -272,6 +280,7 @@ impl Plugin for RulesPlugin {
                     freeze_during_intermission
                         .after(SimSet::ReadInputs)
                         .before(SimSet::Move),
+                    apply_friendly_fire.before(SimSet::Combat),
                 ),
             )
             .add_systems(Update, broadcast_match);

@@ -25,9 +25,9 @@ use sightline_sim::{PlayerId, SessionAppExt};
 /// Short-lived combat feedback: the hit marker and the damage indicator.
 #[derive(Resource, Debug, Default)]
 struct Feedback {
-    /// Until when (real seconds) the hit marker shows, whether it was a head hit, and the
-    /// damage done.
-    hit: Option<(f64, bool, u16)>,
+    /// Until when (real seconds) the hit marker shows, whether it was a head hit, the
+    /// damage done, and whether to a team mate (friendly fire).
+    hit: Option<(f64, bool, u16, bool)>,
     /// Until when our last shot's verdict shows, if the server judged it late (how late,
     /// ms) or refused it (`None`).
     verdict: Option<(f64, Option<u16>)>,
@@ -163,12 +163,21 @@ fn take_feedback(
     time: Res<Time<Real>>,
     mut cues: MessageReader<CombatCue>,
     mut feedback: ResMut<Feedback>,
+    roster: Option<Res<Roster>>,
+    local: Query<&PlayerId, With<Predicted>>,
 ) {
     let now = time.elapsed_secs_f64();
+    let team_of = |id: PlayerId| roster.as_ref().and_then(|r| r.0.get(&id)?.team);
+    let own_team = local.single().ok().and_then(|id| team_of(*id));
     for cue in cues.read() {
         match *cue {
-            CombatCue::HitConfirmed { head, damage } => {
-                feedback.hit = Some((now + 0.5, head, damage));
+            CombatCue::HitConfirmed {
+                target,
+                head,
+                damage,
+            } => {
+                let mate = own_team.is_some() && team_of(target) == own_team;
+                feedback.hit = Some((now + 0.5, head, damage, mate));
             }
             CombatCue::ShotLate { excess_ms } => {
                 feedback.verdict = Some((now + 1.0, Some(excess_ms)));
@@ -298,24 +307,30 @@ fn draw_combat_hud(
             egui::Color32::from_rgb(255, 220, 120),
         );
     }
-    if let Some((until, head, damage)) = feedback.hit
+    if let Some((until, head, damage, mate)) = feedback.hit
         && now < until
     {
+        // Damage to a team mate (where the host allows friendly fire) is told apart.
+        let team = egui::Color32::from_rgb(90, 200, 255);
         painter.text(
             center + egui::vec2(18.0, -22.0),
             egui::Align2::LEFT_BOTTOM,
-            damage.to_string(),
-            egui::FontId::proportional(18.0),
-            if head {
-                egui::Color32::from_rgb(255, 80, 80)
+            if mate {
+                format!("TEAM {damage}")
             } else {
-                egui::Color32::from_rgb(255, 230, 120)
+                damage.to_string()
+            },
+            egui::FontId::proportional(18.0),
+            match (mate, head) {
+                (true, _) => team,
+                (false, true) => egui::Color32::from_rgb(255, 80, 80),
+                (false, false) => egui::Color32::from_rgb(255, 230, 120),
             },
         );
-        let color = if head {
-            egui::Color32::from_rgb(255, 60, 60)
-        } else {
-            egui::Color32::WHITE
+        let color = match (mate, head) {
+            (true, _) => team,
+            (false, true) => egui::Color32::from_rgb(255, 60, 60),
+            (false, false) => egui::Color32::WHITE,
         };
         for (dx, dy) in [(1.0, 1.0), (-1.0, 1.0), (1.0, -1.0), (-1.0, -1.0)] {
             let d = egui::vec2(dx, dy);

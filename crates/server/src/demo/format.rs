@@ -8,7 +8,7 @@
 
 use super::state::{Keyframe, PlayerRecord, Sums};
 use serde::{Deserialize, Serialize};
-use sightline_combat::GameMode;
+use sightline_combat::{FriendlyFire, GameMode};
 use sightline_protocol::bytes::{Reader, put_f32, put_varint, put_zigzag, unzigzag64, zigzag64};
 use sightline_sim::{
     Buttons, InputCmd, PlayerId, VIEW_FRAC_STEP, WEAPON_SLOTS, angle_of_steps, angle_steps,
@@ -52,6 +52,8 @@ pub struct DemoHeader {
     pub timelimit: f32,
     /// The maps played in turn.
     pub rotation: Vec<String>,
+    /// What team mates' fire does when the recording started.
+    pub friendly_fire: FriendlyFire,
     /// The server tick of the first recorded tick.
     pub start_tick: u32,
     /// When the recording started, seconds since 1970.
@@ -70,12 +72,14 @@ pub enum Record {
     Left(PlayerId),
     /// The host's order to the match, carried out in this tick.
     Order(DemoOrder),
-    /// The host changed the limits.
+    /// The host changed the limits or the friendly fire.
     Limits {
         /// Frags that win.
         fraglimit: i32,
         /// Seconds a match lasts at most.
         timelimit: f32,
+        /// What team mates' fire does.
+        friendly_fire: FriendlyFire,
     },
     /// Checksums of the state before this tick's moves, once a second.
     Checksum(Box<Sums>),
@@ -686,6 +690,7 @@ fn placeholder_header() -> DemoHeader {
         fraglimit: 0,
         timelimit: 0.0,
         rotation: Vec::new(),
+        friendly_fire: FriendlyFire::Off,
         start_tick: 0,
         recorded_at: 0,
     }
@@ -837,6 +842,7 @@ mod tests {
             Record::Limits {
                 fraglimit: 5,
                 timelimit: 60.0,
+                friendly_fire: FriendlyFire::Reflect,
             },
             Record::Left(PlayerId(3)),
             Record::Tick(chain.write(&steps)),

@@ -10,7 +10,7 @@ use crate::ServerConfig;
 use crate::catch_up::CatchUp;
 use crate::rules::{MatchOrder, MatchOrders};
 use bevy::prelude::*;
-use sightline_combat::ViewWindow;
+use sightline_combat::{FriendlyFire, ViewWindow};
 use sightline_map::CurrentMap;
 use sightline_sim::{CurrentCmd, Held, InputCmd, PlayerId, Tick};
 use std::io::{BufWriter, Write};
@@ -38,7 +38,7 @@ pub struct DemoRecorder {
     /// Every player as the last tick left it: a difference at the next is a change made
     /// between ticks.
     after_last_tick: Vec<PlayerRecord>,
-    limits: (i32, f32),
+    limits: (i32, f32, FriendlyFire),
 }
 
 /// What a finished recording came to.
@@ -77,6 +77,7 @@ impl DemoRecorder {
             fraglimit: config.rules.fraglimit,
             timelimit: config.rules.timelimit,
             rotation: config.rules.rotation.clone(),
+            friendly_fire: config.rules.friendly_fire,
             start_tick,
             recorded_at: std::time::SystemTime::now()
                 .duration_since(std::time::UNIX_EPOCH)
@@ -98,7 +99,11 @@ impl DemoRecorder {
             ticks: 0,
             commands: CommandChain::default(),
             after_last_tick: Vec::new(),
-            limits: (config.rules.fraglimit, config.rules.timelimit),
+            limits: (
+                config.rules.fraglimit,
+                config.rules.timelimit,
+                config.rules.friendly_fire,
+            ),
         })
     }
 
@@ -275,12 +280,13 @@ fn record(world: &mut World, r: &mut DemoRecorder) -> Result<bool, String> {
         r.encoder.record(&Record::Order(order))?;
     }
     let rules = &world.resource::<ServerConfig>().rules;
-    let limits = (rules.fraglimit, rules.timelimit);
+    let limits = (rules.fraglimit, rules.timelimit, rules.friendly_fire);
     if limits != r.limits {
         r.limits = limits;
         r.encoder.record(&Record::Limits {
             fraglimit: limits.0,
             timelimit: limits.1,
+            friendly_fire: limits.2,
         })?;
     }
     let sums = state.as_ref().filter(|_| checksum_due).map(Sums::of);
