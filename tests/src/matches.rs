@@ -67,13 +67,31 @@ fn a_bot_match_ends_by_frag_limit_with_the_same_scores_everywhere_then_rotates()
             client_scores, server_scores,
             "a client's scoreboard disagrees"
         );
+        // The awards, the same everywhere: the most frags to the winner, with its frags.
+        let best = server_scores.iter().map(|s| s.1).max().unwrap();
+        let (title, name, what) = info.awards.first().expect("awards at the end");
+        assert_eq!(title, "Most frags");
+        assert_eq!(what, &format!("{best} frags"));
+        assert!(
+            info.winner
+                .as_deref()
+                .is_some_and(|w| w.starts_with(name.as_str())),
+            "{info:?}"
+        );
+        assert!(info.report.is_some(), "each player is told their own match");
     }
+    let awards = |c: &bevy::prelude::App| c.world().resource::<MatchInfo>().awards.clone();
+    assert_eq!(awards(&s.clients[0]), awards(&s.clients[1]));
     // After the intermission: the next map of the rotation, everywhere, scores reset.
     s.run_for(8.0);
     assert_eq!(s.server.world().resource::<CurrentMap>().def.name, "depot");
     for c in &s.clients {
         assert_eq!(c.world().resource::<CurrentMap>().def.name, "depot");
         assert!(!c.world().resource::<MatchInfo>().intermission);
+        assert!(
+            c.world().resource::<MatchInfo>().awards.is_empty(),
+            "a new match"
+        );
     }
     let w = s.server.world_mut();
     assert!(w.query::<&Score>().iter(w).all(|sc| sc.frags <= 1));

@@ -5,7 +5,9 @@ use crate::events::ShownEvent;
 use crate::sets::ReceiveStep;
 use crate::{FromServer, Roster};
 use bevy::prelude::*;
-use sightline_protocol::{PlayerEvent, ServerMessage, ServerTextKind, VoteTally, name_key};
+use sightline_protocol::{
+    MatchReport, PlayerEvent, ServerMessage, ServerTextKind, VoteTally, name_key,
+};
 use sightline_sim::{PlayerId, SessionAppExt};
 use std::collections::{BTreeSet, VecDeque};
 
@@ -33,6 +35,10 @@ pub struct MatchInfo {
     pub intermission: bool,
     /// Who won the match just ended.
     pub winner: Option<String>,
+    /// Its awards: the title, who won it, and with what.
+    pub awards: Vec<(String, String, String)>,
+    /// How it went for this player.
+    pub report: Option<MatchReport>,
 }
 
 /// The vote running, as the server last told it, and when that was (real seconds):
@@ -224,6 +230,7 @@ pub(crate) fn record_chat(
 pub(crate) fn follow_match(
     mut inbound: MessageReader<FromServer>,
     mut match_info: ResMut<MatchInfo>,
+    roster: Res<Roster>,
 ) {
     for FromServer(msg) in inbound.read() {
         match msg {
@@ -233,18 +240,21 @@ pub(crate) fn follow_match(
                 time_left_s,
                 intermission,
             } => {
-                // The winner stays shown through the intermission it was announced in.
-                let winner = if *intermission {
-                    match_info.winner.take()
+                // The winner and the awards stay shown through the intermission they
+                // were announced in.
+                let ended = if *intermission {
+                    std::mem::take(&mut *match_info)
                 } else {
-                    None
+                    MatchInfo::default()
                 };
                 *match_info = MatchInfo {
                     team_game: mode.teams(),
                     fraglimit: *fraglimit,
                     time_left_s: *time_left_s,
                     intermission: *intermission,
-                    winner,
+                    winner: ended.winner,
+                    awards: ended.awards,
+                    report: ended.report,
                 };
             }
             ServerMessage::MatchEnded { winner } => {
@@ -252,6 +262,21 @@ pub(crate) fn follow_match(
                 match_info.intermission = true;
                 match_info.winner = Some(winner.clone());
             }
+            ServerMessage::Awards(awards) => {
+                match_info.awards = awards
+                    .iter()
+                    .map(|a| {
+                        let line = (
+                            a.kind.title().to_string(),
+                            roster.name(a.player).to_string(),
+                            a.kind.describe(a.value),
+                        );
+                        info!("{}: {} ({})", line.0, line.1, line.2);
+                        line
+                    })
+                    .collect();
+            }
+            ServerMessage::YourMatch(report) => match_info.report = Some(report.clone()),
             _ => {}
         }
     }

@@ -8,9 +8,10 @@ use sightline_combat::{FriendlyFire, GameMode, ProjectileKind, Team, WeaponKind}
 use sightline_console::render_config;
 use sightline_movement::MoveFlags;
 use sightline_protocol::{
-    ClientDatagram, ClientMessage, DropSnap, EventSnap, InputPacket, Lifetime, PROTOCOL_VERSION,
-    PlayerEvent, PlayerSnap, ProjectileSnap, ScoreLine, ServerDatagram, ServerMessage,
-    ServerTextKind, Snapshot, SnapshotPacket, TeamChoice, VoteProposal, VoteTally, Welcome, Wire,
+    Award, AwardKind, ClientDatagram, ClientMessage, DropSnap, EventSnap, InputPacket, Lifetime,
+    MatchReport, PROTOCOL_VERSION, PlayerEvent, PlayerSnap, ProjectileSnap, ScoreLine,
+    ServerDatagram, ServerMessage, ServerTextKind, Snapshot, SnapshotPacket, TeamChoice,
+    VoteProposal, VoteTally, Welcome, Wire,
 };
 use sightline_query::{
     RconPacket, SERVERDATA_AUTH, SERVERDATA_EXECCOMMAND, SERVERDATA_RESPONSE_VALUE,
@@ -232,6 +233,23 @@ pub fn server_message() -> Vec<Vec<u8>> {
             seconds_left: 24,
         })),
         ServerMessage::Vote(None),
+        ServerMessage::Awards(vec![
+            Award {
+                kind: AwardKind::MostFrags,
+                player: PlayerId(2),
+                value: 20,
+            },
+            Award {
+                kind: AwardKind::BestAccuracy,
+                player: PlayerId(0),
+                value: 437,
+            },
+        ]),
+        ServerMessage::YourMatch(MatchReport {
+            damage: 2450,
+            best_streak: 4,
+            weapons: vec![(WeaponKind::Rifle, 120, 41), (WeaponKind::Railgun, 9, 5)],
+        }),
         ServerMessage::Scoreboard(vec![
             ScoreLine {
                 id: PlayerId(0),

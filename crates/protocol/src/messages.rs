@@ -368,6 +368,71 @@ pub enum ServerMessage {
     /// The vote running, when one starts and as it changes (`None`: it ended; the
     /// outcome comes as a [`ServerTextKind::Notice`]).
     Vote(Option<VoteTally>),
+    /// How the match just ended went: its awards, sent to everyone with
+    /// [`ServerMessage::MatchEnded`].
+    Awards(Vec<Award>),
+    /// How the match just ended went for the recipient alone.
+    YourMatch(MatchReport),
+}
+
+/// Most awards a match gives.
+pub const MAX_AWARDS: usize = 8;
+
+/// An award at the end of a match.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Award {
+    /// Which.
+    pub kind: AwardKind,
+    /// To whom.
+    pub player: PlayerId,
+    /// What won it: frags, damage, kills in a row, or accuracy in tenths of a percent.
+    pub value: u32,
+}
+
+/// What an [`Award`] is for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum AwardKind {
+    /// The most frags.
+    MostFrags,
+    /// The best accuracy (of those who fired enough to count).
+    BestAccuracy,
+    /// The most damage dealt to opponents.
+    MostDamage,
+    /// The most kills without dying.
+    LongestStreak,
+}
+
+impl AwardKind {
+    /// Its title, for the awards screen.
+    pub fn title(self) -> &'static str {
+        match self {
+            AwardKind::MostFrags => "Most frags",
+            AwardKind::BestAccuracy => "Sharpshooter",
+            AwardKind::MostDamage => "Most damage",
+            AwardKind::LongestStreak => "Longest streak",
+        }
+    }
+
+    /// `value` in words.
+    pub fn describe(self, value: u32) -> String {
+        match self {
+            AwardKind::MostFrags => format!("{value} frags"),
+            AwardKind::BestAccuracy => format!("{}.{}% accuracy", value / 10, value % 10),
+            AwardKind::MostDamage => format!("{value} damage"),
+            AwardKind::LongestStreak => format!("{value} kills in a row"),
+        }
+    }
+}
+
+/// One player's match, for [`ServerMessage::YourMatch`].
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MatchReport {
+    /// Damage dealt to opponents.
+    pub damage: u32,
+    /// Most kills without dying.
+    pub best_streak: u16,
+    /// Per weapon fired: shots, and shots that struck an opponent.
+    pub weapons: Vec<(WeaponKind, u16, u16)>,
 }
 
 /// What the server did to a player besides running its commands, as wrapping counts (a
@@ -565,6 +630,17 @@ impl Wire for ServerMessage {
                 Ok(())
             }
             Self::Vote(None) => Ok(()),
+            Self::Awards(awards) if awards.len() > MAX_AWARDS => Err(invalid("too many awards")),
+            Self::Awards(_) => Ok(()),
+            Self::YourMatch(report) => {
+                if report.weapons.len() > WeaponKind::ALL.len() {
+                    return Err(invalid("more weapons than there are"));
+                }
+                if report.weapons.iter().any(|(_, shots, hits)| hits > shots) {
+                    return Err(invalid("more hits than shots"));
+                }
+                Ok(())
+            }
             Self::SpectatorChat { name, text } => {
                 check_text("name", name, MAX_NAME_LEN)?;
                 check_text("chat", text, MAX_CHAT_LEN)

@@ -12,12 +12,12 @@ use proptest::sample::Index;
 use sightline_combat::{GameMode, ProjectileKind, Team, WeaponKind};
 use sightline_movement::MoveFlags;
 use sightline_protocol::{
-    ClientDatagram, ClientMessage, DecodeError, DropSnap, EventSnap, InputPacket, Lifetime,
-    MAX_BASELINE_AGE, MAX_CHAT_LEN, MAX_NAME_LEN, MAX_PACKET_CMDS, MAX_RCON_COMMAND_LEN,
-    MAX_RCON_PASSWORD_LEN, MAX_SERVER_NAME_LEN, MAX_SNAPSHOT_DROPS, MAX_SNAPSHOT_EVENTS,
-    MAX_SNAPSHOT_PLAYERS, MAX_SNAPSHOT_PROJECTILES, PlayerEvent, PlayerSnap, ProjectileSnap,
-    ScoreLine, ServerDatagram, ServerMessage, ServerTextKind, Snapshot, SnapshotPacket, TeamChoice,
-    Touches, VoteProposal, VoteTally, Welcome, Wire, clean_text,
+    Award, AwardKind, ClientDatagram, ClientMessage, DecodeError, DropSnap, EventSnap, InputPacket,
+    Lifetime, MAX_AWARDS, MAX_BASELINE_AGE, MAX_CHAT_LEN, MAX_NAME_LEN, MAX_PACKET_CMDS,
+    MAX_RCON_COMMAND_LEN, MAX_RCON_PASSWORD_LEN, MAX_SERVER_NAME_LEN, MAX_SNAPSHOT_DROPS,
+    MAX_SNAPSHOT_EVENTS, MAX_SNAPSHOT_PLAYERS, MAX_SNAPSHOT_PROJECTILES, MatchReport, PlayerEvent,
+    PlayerSnap, ProjectileSnap, ScoreLine, ServerDatagram, ServerMessage, ServerTextKind, Snapshot,
+    SnapshotPacket, TeamChoice, Touches, VoteProposal, VoteTally, Welcome, Wire, clean_text,
     delta::{MAX_PROJECTILE_POS_STEPS, MAX_PROJECTILE_VEL_STEPS},
 };
 use sightline_sim::{
@@ -548,6 +548,44 @@ fn server_message() -> impl Strategy<Value = ServerMessage> {
             )
         )
         .prop_map(ServerMessage::Vote),
+        prop::collection::vec(
+            (
+                prop::sample::select(vec![
+                    AwardKind::MostFrags,
+                    AwardKind::BestAccuracy,
+                    AwardKind::MostDamage,
+                    AwardKind::LongestStreak
+                ]),
+                player_id(),
+                u32_any()
+            )
+                .prop_map(|(kind, player, value)| Award {
+                    kind,
+                    player,
+                    value
+                }),
+            0..=MAX_AWARDS
+        )
+        .prop_map(ServerMessage::Awards),
+        (
+            u32_any(),
+            any::<u16>(),
+            prop::collection::vec(
+                (weapon(), any::<u16>(), any::<u16>()).prop_map(|(w, a, b)| (
+                    w,
+                    a.max(b),
+                    a.min(b)
+                )),
+                0..=WeaponKind::ALL.len()
+            )
+        )
+            .prop_map(|(damage, best_streak, weapons)| {
+                ServerMessage::YourMatch(MatchReport {
+                    damage,
+                    best_streak,
+                    weapons,
+                })
+            }),
         scoreboard(),
         (
             player_id(),
@@ -881,6 +919,8 @@ fn server_variant(msg: &ServerMessage) -> usize {
         ServerMessage::SpectatorChat { .. } => 13,
         ServerMessage::PlayerRenamed { .. } => 14,
         ServerMessage::Vote(_) => 15,
+        ServerMessage::Awards(_) => 16,
+        ServerMessage::YourMatch(_) => 17,
     }
 }
 
@@ -940,7 +980,7 @@ fn every_variant_is_generated() {
     let checks = [
         (
             "ServerMessage",
-            variants_seen(server_message(), server_variant, 16),
+            variants_seen(server_message(), server_variant, 18),
         ),
         (
             "ClientMessage",

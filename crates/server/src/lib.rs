@@ -42,7 +42,9 @@ mod snapshots;
 mod stream;
 // Spectators: the world kept for them, and sent to them that much later.
 mod spectators;
-// Match rules, sides in team games, a player's changes of name and side, and votes.
+// Match rules and the awards at a match's end, sides in team games, a player's changes
+// of name and side, and votes.
+mod awards;
 mod changes;
 mod rules;
 mod teams;
@@ -68,6 +70,7 @@ mod thread;
 mod playback;
 mod replay;
 
+pub use awards::{MIN_SHOTS_FOR_ACCURACY, MatchRecords, PlayerMatch};
 pub use bots::LeavingBot;
 pub use catch_up::CatchUp;
 pub use changes::CHANGE_INTERVAL;

@@ -2,6 +2,7 @@
 //! (each in its own module, with its state and its systems) in the sets of `sets`.
 
 use crate::ServerConfig;
+use crate::awards::AwardsPlugin;
 use crate::bots::BotsPlugin;
 use crate::catch_up::CatchUpPlugin;
 use crate::changes::ChangesPlugin;
@@ -91,7 +92,7 @@ impl Plugin for ServerPlugin {
                 SnapshotsPlugin,
                 SpectatorsPlugin,
                 RulesPlugin,
-                (ChangesPlugin, VotesPlugin),
+                (ChangesPlugin, VotesPlugin, AwardsPlugin),
                 RespawnPlugin,
                 BotsPlugin,
                 StatusPlugin,

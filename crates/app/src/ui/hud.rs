@@ -189,6 +189,47 @@ fn take_feedback(
 }
 
 /// Health, armour, weapon and ammunition; the kill feed; the hit marker.
+/// The awards of the match just ended, and how it went for this player, under the
+/// winner.
+fn draw_awards(painter: &egui::Painter, center: egui::Pos2, match_info: &MatchInfo) {
+    let mut y = -20.0;
+    for (title, name, what) in &match_info.awards {
+        backed_text(
+            painter,
+            center + egui::vec2(0.0, y),
+            egui::Align2::CENTER_TOP,
+            format!("{title}: {name}  ({what})"),
+            18.0,
+            egui::Color32::WHITE,
+        );
+        y += 26.0;
+    }
+    let Some(report) = &match_info.report else {
+        return;
+    };
+    let weapons: Vec<String> = report
+        .weapons
+        .iter()
+        .map(|(weapon, shots, hits)| {
+            let pct = u32::from(*hits) * 100 / u32::from((*shots).max(1));
+            format!("{} {hits}/{shots} ({pct}%)", weapon.def().name)
+        })
+        .collect();
+    backed_text(
+        painter,
+        center + egui::vec2(0.0, y + 10.0),
+        egui::Align2::CENTER_TOP,
+        format!(
+            "You: {} damage, best streak {}   {}",
+            report.damage,
+            report.best_streak,
+            weapons.join("   ")
+        ),
+        15.0,
+        egui::Color32::from_rgb(200, 220, 255),
+    );
+}
+
 /// The vote running, under the match's line: the question, the tally and the time left,
 /// with the keys that vote.
 fn draw_vote(mut contexts: EguiContexts, vote: Res<VoteInfo>, time: Res<Time<Real>>) -> Result {
@@ -306,6 +347,7 @@ fn draw_combat_hud(
             egui::FontId::proportional(28.0),
             egui::Color32::from_rgb(255, 220, 120),
         );
+        draw_awards(&painter, center, &match_info);
     }
     if let Some((until, head, damage, mate)) = feedback.hit
         && now < until
