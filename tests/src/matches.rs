@@ -96,3 +96,55 @@ fn a_bot_match_ends_by_frag_limit_with_the_same_scores_everywhere_then_rotates()
     let w = s.server.world_mut();
     assert!(w.query::<&Score>().iter(w).all(|sc| sc.frags <= 1));
 }
+
+/// A free-for-all of two idle players that ends after `seconds`, overtime as given.
+fn tied_match(seconds: f32, overtime: bool) -> (Stepper, Vec<(usize, PlayerId)>) {
+    let config = ServerConfig {
+        max_players: 4,
+        bots: 0,
+        rules: MatchRules {
+            timelimit: seconds,
+            overtime,
+            ..MatchRules::default()
+        },
+        tick: TickConfig::new(64, 32).unwrap(),
+        ..Default::default()
+    };
+    let mut s = Stepper::new(config, "duel");
+    let joined = crate::support::raw::players(&mut s, &["ann", "bob"]);
+    (s, joined)
+}
+
+#[test]
+fn a_tie_at_the_time_limit_goes_to_overtime_until_the_next_frag() {
+    let (mut s, joined) = tied_match(1.0, true);
+    s.run_for(1.5);
+    let state = s.server.world().resource::<MatchState>().clone();
+    assert!(state.overtime && state.finished == 0, "{state:?}");
+    let told = crate::support::raw::heard(&mut s, &[joined[0].0]);
+    assert!(
+        crate::support::raw::notices(&told[0])
+            .iter()
+            .any(|t| t.starts_with("Overtime")),
+        "{:?}",
+        told[0]
+    );
+    // Bob scores: the tie is broken and the match ends at once.
+    let w = s.server.world_mut();
+    let mut q = w.query::<(&PlayerId, &mut Score)>();
+    for (id, mut score) in q.iter_mut(w) {
+        if *id == joined[1].1 {
+            score.frags = 1;
+        }
+    }
+    s.steps(2);
+    let state = s.server.world().resource::<MatchState>().clone();
+    assert_eq!(state.finished, 1);
+    assert!(!state.overtime);
+    let winner = state.intermission.map(|i| i.1).unwrap_or_default();
+    assert!(winner.starts_with("bob wins"), "{winner}");
+    // The host's choice: a tie ends at the limit.
+    let (mut s, _) = tied_match(1.0, false);
+    s.run_for(1.5);
+    assert_eq!(s.server.world().resource::<MatchState>().finished, 1);
+}

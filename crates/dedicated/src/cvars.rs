@@ -69,6 +69,9 @@ pub mod cvar {
             "off", NONE,
             "what team mates' fire does to each other: off, on (a team kill costs a frag) or \
              reflect (the team mate is spared, the shooter takes half)";
+        G_OVERTIME: i64 = "g_overtime", Int { min: 0, max: 1 }, 1, NONE,
+            "1 plays on past the time limit while the lead is tied, until the next frag \
+             decides; 0 ends a tied match at the limit";
         BOTS: i64 = "bots", Int { min: 0, max: 64 }, 0, NONE,
             "bots to add, within maxplayers";
         BOT_SKILL: String = "bot_skill", Choice { options: &["easy", "normal", "hard"] },
@@ -175,6 +178,7 @@ pub fn config_from_cvars(cvars: &Cvars) -> Result<ServerConfig, String> {
             rotation,
             team_force_balance: cvars.read(cvar::G_TEAMFORCEBALANCE) != 0,
             auto_balance: cvars.read(cvar::G_AUTOBALANCE) != 0,
+            overtime: cvars.read(cvar::G_OVERTIME) != 0,
             friendly_fire: match cvars.read(cvar::G_FRIENDLYFIRE).as_str() {
                 "on" => FriendlyFire::On,
                 "reflect" => FriendlyFire::Reflect,
@@ -234,6 +238,7 @@ mod tests {
         assert_eq!(config.rules.auto_balance, default.rules.auto_balance);
         assert_eq!(config.votes, default.votes);
         assert_eq!(config.rules.friendly_fire, default.rules.friendly_fire);
+        assert_eq!(config.rules.overtime, default.rules.overtime);
         assert_eq!(config.idle_kick_seconds, default.idle_kick_seconds);
     }
 

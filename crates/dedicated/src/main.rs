@@ -131,6 +131,7 @@ const CVAR_FLAGS: &[(&str, &str)] = &[
     ("team-force-balance", cvar::G_TEAMFORCEBALANCE.name()),
     ("auto-balance", cvar::G_AUTOBALANCE.name()),
     ("friendly-fire", cvar::G_FRIENDLYFIRE.name()),
+    ("overtime", cvar::G_OVERTIME.name()),
     ("allow-vote", cvar::G_ALLOWVOTE.name()),
     ("votes", cvar::G_VOTES.name()),
     ("vote-time", cvar::G_VOTETIME.name()),

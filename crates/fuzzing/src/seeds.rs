@@ -785,6 +785,7 @@ pub fn demo_file() -> Vec<Vec<u8>> {
         timelimit: 600.0,
         rotation: vec!["duel".into()],
         friendly_fire: FriendlyFire::Reflect,
+        overtime: true,
         start_tick: 1000,
         recorded_at: 1_796_000_000,
     };
@@ -836,6 +837,7 @@ pub fn demo_file() -> Vec<Vec<u8>> {
             fraglimit: 5,
             timelimit: 120.0,
             friendly_fire: FriendlyFire::On,
+            overtime: false,
         },
         Record::Left(PlayerId(0)),
         Record::End("stopped by the host".into()),

@@ -172,6 +172,8 @@ pub struct MatchRules {
     pub auto_balance: bool,
     /// What team mates' fire does to each other (`g_friendlyfire`).
     pub friendly_fire: FriendlyFire,
+    /// A match whose time runs out on a tie goes on until the next frag (`g_overtime`).
+    pub overtime: bool,
 }
 
 impl Default for MatchRules {
@@ -184,6 +186,7 @@ impl Default for MatchRules {
             team_force_balance: true,
             auto_balance: true,
             friendly_fire: FriendlyFire::Off,
+            overtime: true,
         }
     }
 }

@@ -159,6 +159,7 @@ pub(crate) fn replay_app(
             // Team moves are in the demo as the players' changed states: none are made here.
             auto_balance: false,
             friendly_fire: h.friendly_fire,
+            overtime: h.overtime,
             ..MatchRules::default()
         },
         tick,
@@ -355,7 +356,8 @@ fn play(world: &mut World, p: &mut Playback) -> Result<(), Outcome> {
                 fraglimit,
                 timelimit,
                 friendly_fire,
-            } => set_limits(world, fraglimit, timelimit, friendly_fire),
+                overtime,
+            } => set_limits(world, fraglimit, timelimit, friendly_fire, overtime),
             Record::Checksum(sums) => {
                 p.checksums += 1;
                 if let Some(what) = sums.difference(&Sums::of(&keyframe(world))) {
@@ -402,7 +404,8 @@ fn skip_to(world: &mut World, p: &mut Playback, tick: u32) -> Result<(), Outcome
                 fraglimit,
                 timelimit,
                 friendly_fire,
-            } => set_limits(world, fraglimit, timelimit, friendly_fire),
+                overtime,
+            } => set_limits(world, fraglimit, timelimit, friendly_fire, overtime),
             Record::Tick(steps) => {
                 p.commands
                     .read(&steps)
@@ -428,11 +431,18 @@ fn give_order(world: &mut World, order: DemoOrder) {
 }
 
 /// The host's new limits.
-fn set_limits(world: &mut World, fraglimit: i32, timelimit: f32, friendly_fire: FriendlyFire) {
+fn set_limits(
+    world: &mut World,
+    fraglimit: i32,
+    timelimit: f32,
+    friendly_fire: FriendlyFire,
+    overtime: bool,
+) {
     let mut config = world.resource_mut::<ServerConfig>();
     config.rules.fraglimit = fraglimit;
     config.rules.timelimit = timelimit;
     config.rules.friendly_fire = friendly_fire;
+    config.rules.overtime = overtime;
 }
 
 /// The demo's next record and its byte; `Err` with how the replay ends where the file
@@ -550,6 +560,7 @@ mod tests {
             timelimit: 600.0,
             rotation: rotation.iter().map(|m| m.to_string()).collect(),
             friendly_fire: FriendlyFire::Off,
+            overtime: true,
             start_tick: 0,
             recorded_at: 0,
         };

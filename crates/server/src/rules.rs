@@ -33,6 +33,8 @@ pub struct MatchState {
     pub rotation_index: usize,
     /// Matches finished since the server started.
     pub finished: u32,
+    /// Whether the match is in overtime: its time ran out on a tie.
+    pub overtime: bool,
 }
 
 /// Who leads: (name, frags) of the best player, or of the best team.
@@ -56,6 +58,21 @@ fn leader(mode: GameMode, players: &[(String, i32, Option<Team>)]) -> Option<(St
             } else {
                 ("Red team".into(), red)
             })
+        }
+    }
+}
+
+/// Whether the lead is shared: two players (or both teams) on the most frags.
+fn tied(mode: GameMode, players: &[(String, i32, Option<Team>)]) -> bool {
+    match mode {
+        GameMode::Deathmatch => {
+            let best = players.iter().map(|p| p.1).max();
+            players.iter().filter(|p| Some(p.1) == best).count() >= 2
+        }
+        GameMode::TeamDeathmatch => {
+            let total =
+                |t: Team| -> i32 { players.iter().filter(|p| p.2 == Some(t)).map(|p| p.1).sum() };
+            total(Team::Red) == total(Team::Blue)
         }
     }
 }
@@ -135,6 +152,7 @@ pub(crate) fn run_match(
         // The next match: perhaps another map; everyone back at a spawn, scores zeroed.
         state.intermission = None;
         state.elapsed = 0.0;
+        state.overtime = false;
         let source = match next {
             NextMatch::Same => None,
             NextMatch::Map(source) => Some(*source),
@@ -199,8 +217,23 @@ pub(crate) fn run_match(
     if !(by_frags || by_time || end_now) || standings.is_empty() && !end_now {
         return;
     }
+    // Time is up on a tie: sudden death, the next frag decides (the host may say no).
+    if by_time && !by_frags && !end_now && rules.overtime && tied(rules.mode, &standings) {
+        if !state.overtime {
+            state.overtime = true;
+            info!("overtime: the scores are tied at the time limit");
+            let text = "Overtime: the scores are tied; the next frag wins".to_string();
+            let notice = ServerMessage::ServerText {
+                kind: sightline_protocol::ServerTextKind::Notice,
+                text,
+            };
+            tell_match(&mut outbox, &mut feed, now.0, notice);
+        }
+        return;
+    }
     let winner = format!("{name} wins with {frags} frags");
     info!("match over: {winner}");
+    state.overtime = false;
     state.intermission = Some((INTERMISSION, winner.clone()));
     state.finished += 1;
     let ended = ServerMessage::MatchEnded { winner };
@@ -290,6 +323,19 @@ impl Plugin for RulesPlugin {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_shared_lead_is_a_tie() {
+        let p = |frags, team| ("p".to_string(), frags, team);
+        let dm = GameMode::Deathmatch;
+        assert!(tied(dm, &[p(3, None), p(3, None), p(1, None)]));
+        assert!(!tied(dm, &[p(4, None), p(3, None)]));
+        assert!(!tied(dm, &[p(0, None)]), "alone");
+        let tdm = GameMode::TeamDeathmatch;
+        let (red, blue) = (Some(Team::Red), Some(Team::Blue));
+        assert!(tied(tdm, &[p(2, red), p(1, red), p(3, blue)]));
+        assert!(!tied(tdm, &[p(2, red), p(3, blue)]));
+    }
 
     #[test]
     fn the_leader_is_the_best_player_or_team() {

@@ -54,6 +54,8 @@ pub struct DemoHeader {
     pub rotation: Vec<String>,
     /// What team mates' fire does when the recording started.
     pub friendly_fire: FriendlyFire,
+    /// Whether a tie at the time limit went to overtime when the recording started.
+    pub overtime: bool,
     /// The server tick of the first recorded tick.
     pub start_tick: u32,
     /// When the recording started, seconds since 1970.
@@ -80,6 +82,8 @@ pub enum Record {
         timelimit: f32,
         /// What team mates' fire does.
         friendly_fire: FriendlyFire,
+        /// Whether a tie at the time limit goes to overtime.
+        overtime: bool,
     },
     /// Checksums of the state before this tick's moves, once a second.
     Checksum(Box<Sums>),
@@ -691,6 +695,7 @@ fn placeholder_header() -> DemoHeader {
         timelimit: 0.0,
         rotation: Vec::new(),
         friendly_fire: FriendlyFire::Off,
+        overtime: true,
         start_tick: 0,
         recorded_at: 0,
     }
@@ -843,6 +848,7 @@ mod tests {
                 fraglimit: 5,
                 timelimit: 60.0,
                 friendly_fire: FriendlyFire::Reflect,
+                overtime: false,
             },
             Record::Left(PlayerId(3)),
             Record::Tick(chain.write(&steps)),

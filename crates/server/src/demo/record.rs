@@ -38,7 +38,7 @@ pub struct DemoRecorder {
     /// Every player as the last tick left it: a difference at the next is a change made
     /// between ticks.
     after_last_tick: Vec<PlayerRecord>,
-    limits: (i32, f32, FriendlyFire),
+    limits: (i32, f32, FriendlyFire, bool),
 }
 
 /// What a finished recording came to.
@@ -78,6 +78,7 @@ impl DemoRecorder {
             timelimit: config.rules.timelimit,
             rotation: config.rules.rotation.clone(),
             friendly_fire: config.rules.friendly_fire,
+            overtime: config.rules.overtime,
             start_tick,
             recorded_at: std::time::SystemTime::now()
                 .duration_since(std::time::UNIX_EPOCH)
@@ -103,6 +104,7 @@ impl DemoRecorder {
                 config.rules.fraglimit,
                 config.rules.timelimit,
                 config.rules.friendly_fire,
+                config.rules.overtime,
             ),
         })
     }
@@ -280,13 +282,19 @@ fn record(world: &mut World, r: &mut DemoRecorder) -> Result<bool, String> {
         r.encoder.record(&Record::Order(order))?;
     }
     let rules = &world.resource::<ServerConfig>().rules;
-    let limits = (rules.fraglimit, rules.timelimit, rules.friendly_fire);
+    let limits = (
+        rules.fraglimit,
+        rules.timelimit,
+        rules.friendly_fire,
+        rules.overtime,
+    );
     if limits != r.limits {
         r.limits = limits;
         r.encoder.record(&Record::Limits {
             fraglimit: limits.0,
             timelimit: limits.1,
             friendly_fire: limits.2,
+            overtime: limits.3,
         })?;
     }
     let sums = state.as_ref().filter(|_| checksum_due).map(Sums::of);

@@ -312,6 +312,7 @@ pub struct MatchRecord {
     intermission: Option<(f32, String)>,
     rotation_index: u32,
     finished: u32,
+    overtime: bool,
 }
 
 /// Everything a tick reads, before the tick's moves: where a replay starts, and what it
@@ -351,6 +352,7 @@ impl Keyframe {
                 intermission: None,
                 rotation_index: 0,
                 finished: 0,
+                overtime: false,
             },
             next_ids: (0, 0),
             hitboxes: Vec::new(),
@@ -456,6 +458,7 @@ pub fn keyframe(world: &mut World) -> Keyframe {
         intermission: m.intermission.clone(),
         rotation_index: m.rotation_index as u32,
         finished: m.finished,
+        overtime: m.overtime,
     };
     let hitboxes = world
         .resource::<HitboxHistory>()
@@ -519,6 +522,7 @@ pub fn restore(world: &mut World, k: &Keyframe) {
         intermission: m.intermission.clone(),
         rotation_index: m.rotation_index as usize,
         finished: m.finished,
+        overtime: m.overtime,
     };
     world.resource_mut::<NextRocketId>().0 = k.next_ids.0;
     world.resource_mut::<NextDropId>().0 = k.next_ids.1;
