@@ -148,3 +148,100 @@ fn a_tie_at_the_time_limit_goes_to_overtime_until_the_next_frag() {
     s.run_for(1.5);
     assert_eq!(s.server.world().resource::<MatchState>().finished, 1);
 }
+
+/// A free-for-all of two idle players with a warmup, `min_ready` of them to start it
+/// early, and a frag limit of 1.
+fn warmup_match(warmup: f32, min_ready: u8) -> (Stepper, Vec<(usize, PlayerId)>) {
+    let config = ServerConfig {
+        max_players: 4,
+        bots: 0,
+        rules: MatchRules {
+            fraglimit: 1,
+            warmup,
+            min_ready,
+            ..MatchRules::default()
+        },
+        tick: TickConfig::new(64, 32).unwrap(),
+        ..Default::default()
+    };
+    let mut s = Stepper::new(config, "duel");
+    let joined = crate::support::raw::players(&mut s, &["ann", "bob"]);
+    (s, joined)
+}
+
+fn give_frags(s: &mut Stepper, id: PlayerId, frags: i32) {
+    let w = s.server.world_mut();
+    let mut q = w.query::<(&PlayerId, &mut Score)>();
+    for (p, mut score) in q.iter_mut(w) {
+        if *p == id {
+            score.frags = frags;
+        }
+    }
+}
+
+#[test]
+fn nothing_counts_in_the_warmup_and_the_match_starts_after_its_countdown() {
+    let (mut s, joined) = warmup_match(2.0, 0);
+    assert!(s.server.world().resource::<MatchState>().warmup.is_some());
+    // A frag limit reached in the warmup ends nothing.
+    give_frags(&mut s, joined[0].1, 3);
+    s.run_for(1.0);
+    let state = s.server.world().resource::<MatchState>().clone();
+    assert!(state.warmup.is_some() && state.finished == 0, "{state:?}");
+    // The warmup runs out into the countdown, the countdown into the match.
+    s.run_for(1.5);
+    assert!(
+        s.server
+            .world()
+            .resource::<MatchState>()
+            .countdown
+            .is_some()
+    );
+    s.run_for(f64::from(sightline_server::COUNTDOWN) + 0.5);
+    let state = s.server.world().resource::<MatchState>().clone();
+    assert!(!state.before_start() && state.finished == 0, "{state:?}");
+    assert_eq!(s.on_server::<Score, _>(joined[0].1, |sc| sc.frags), Some(0));
+    // Now a frag counts.
+    give_frags(&mut s, joined[1].1, 1);
+    s.steps(2);
+    assert_eq!(s.server.world().resource::<MatchState>().finished, 1);
+}
+
+#[test]
+fn the_warmup_ends_when_enough_players_are_ready() {
+    use crate::support::raw::{heard, notices, send};
+    use sightline_protocol::ClientMessage;
+    let (mut s, joined) = warmup_match(600.0, 2);
+    let (ann, bob) = (joined[0].0, joined[1].0);
+    send(&mut s, ann, ClientMessage::Ready);
+    let got = heard(&mut s, &[bob]);
+    assert!(
+        notices(&got[0]).contains(&"ann is ready".to_string()),
+        "{:?}",
+        got[0]
+    );
+    assert!(
+        s.server.world().resource::<MatchState>().warmup.is_some(),
+        "one of two"
+    );
+    send(&mut s, bob, ClientMessage::Ready);
+    s.steps(5);
+    let state = s.server.world().resource::<MatchState>().clone();
+    assert!(
+        state.warmup.is_none() && state.countdown.is_some(),
+        "{state:?}"
+    );
+    s.run_for(f64::from(sightline_server::COUNTDOWN) + 0.5);
+    assert!(!s.server.world().resource::<MatchState>().before_start());
+    // Ready once the match has begun: refused and said so.
+    s.run_for(1.1);
+    send(&mut s, ann, ClientMessage::Ready);
+    let got = heard(&mut s, &[ann]);
+    assert!(
+        notices(&got[0])
+            .iter()
+            .any(|t| t.contains("the match has begun")),
+        "{:?}",
+        got[0]
+    );
+}

@@ -6,7 +6,7 @@ use crate::sets::ReceiveStep;
 use crate::{FromServer, Roster};
 use bevy::prelude::*;
 use sightline_protocol::{
-    MatchReport, PlayerEvent, ServerMessage, ServerTextKind, VoteTally, name_key,
+    MatchReport, PlayerEvent, ServerMessage, ServerTextKind, VoteTally, Warmup, name_key,
 };
 use sightline_sim::{PlayerId, SessionAppExt};
 use std::collections::{BTreeSet, VecDeque};
@@ -39,6 +39,8 @@ pub struct MatchInfo {
     pub awards: Vec<(String, String, String)>,
     /// How it went for this player.
     pub report: Option<MatchReport>,
+    /// Before the match: the warmup or the countdown.
+    pub warmup: Option<Warmup>,
 }
 
 /// The vote running, as the server last told it, and when that was (real seconds):
@@ -239,6 +241,7 @@ pub(crate) fn follow_match(
                 fraglimit,
                 time_left_s,
                 intermission,
+                warmup,
             } => {
                 // The winner and the awards stay shown through the intermission they
                 // were announced in.
@@ -255,6 +258,7 @@ pub(crate) fn follow_match(
                     winner: ended.winner,
                     awards: ended.awards,
                     report: ended.report,
+                    warmup: *warmup,
                 };
             }
             ServerMessage::MatchEnded { winner } => {

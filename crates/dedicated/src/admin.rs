@@ -504,6 +504,8 @@ fn apply_cvars(world: &mut World, before: &ServerCvars, console: &mut Console) {
     live.rules.auto_balance = config.rules.auto_balance;
     live.rules.friendly_fire = config.rules.friendly_fire;
     live.rules.overtime = config.rules.overtime;
+    live.rules.warmup = config.rules.warmup;
+    live.rules.min_ready = config.rules.min_ready;
     live.idle_kick_seconds = config.idle_kick_seconds;
     live.votes = config.votes;
     live.spectator_delay = config.spectator_delay;

@@ -72,6 +72,12 @@ pub mod cvar {
         G_OVERTIME: i64 = "g_overtime", Int { min: 0, max: 1 }, 1, NONE,
             "1 plays on past the time limit while the lead is tied, until the next frag \
              decides; 0 ends a tied match at the limit";
+        SV_WARMUP: f64 = "sv_warmup", Float { min: 0.0, max: 600.0 }, 0.0, NONE,
+            "seconds of warmup before each match, where players play and nothing counts, \
+             then a 5 s countdown; 0 starts matches at once";
+        SV_MINPLAYERS: i64 = "sv_minplayers", Int { min: 0, max: 64 }, 0, NONE,
+            "players who must say they are ready (ready, F3) to end the warmup early; 0 \
+             leaves it to sv_warmup's time";
         BOTS: i64 = "bots", Int { min: 0, max: 64 }, 0, NONE,
             "bots to add, within maxplayers";
         BOT_SKILL: String = "bot_skill", Choice { options: &["easy", "normal", "hard"] },
@@ -179,6 +185,8 @@ pub fn config_from_cvars(cvars: &Cvars) -> Result<ServerConfig, String> {
             team_force_balance: cvars.read(cvar::G_TEAMFORCEBALANCE) != 0,
             auto_balance: cvars.read(cvar::G_AUTOBALANCE) != 0,
             overtime: cvars.read(cvar::G_OVERTIME) != 0,
+            warmup: cvars.read(cvar::SV_WARMUP) as f32,
+            min_ready: cvars.read(cvar::SV_MINPLAYERS) as u8,
             friendly_fire: match cvars.read(cvar::G_FRIENDLYFIRE).as_str() {
                 "on" => FriendlyFire::On,
                 "reflect" => FriendlyFire::Reflect,

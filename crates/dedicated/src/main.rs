@@ -132,6 +132,8 @@ const CVAR_FLAGS: &[(&str, &str)] = &[
     ("auto-balance", cvar::G_AUTOBALANCE.name()),
     ("friendly-fire", cvar::G_FRIENDLYFIRE.name()),
     ("overtime", cvar::G_OVERTIME.name()),
+    ("warmup", cvar::SV_WARMUP.name()),
+    ("min-players", cvar::SV_MINPLAYERS.name()),
     ("allow-vote", cvar::G_ALLOWVOTE.name()),
     ("votes", cvar::G_VOTES.name()),
     ("vote-time", cvar::G_VOTETIME.name()),

@@ -11,7 +11,7 @@ use sightline_protocol::{
     Award, AwardKind, ClientDatagram, ClientMessage, DropSnap, EventSnap, InputPacket, Lifetime,
     MatchReport, PROTOCOL_VERSION, PlayerEvent, PlayerSnap, ProjectileSnap, ScoreLine,
     ServerDatagram, ServerMessage, ServerTextKind, Snapshot, SnapshotPacket, TeamChoice,
-    VoteProposal, VoteTally, Welcome, Wire,
+    VoteProposal, VoteTally, Warmup, Welcome, Wire,
 };
 use sightline_query::{
     RconPacket, SERVERDATA_AUTH, SERVERDATA_EXECCOMMAND, SERVERDATA_RESPONSE_VALUE,
@@ -183,6 +183,7 @@ pub fn client_message() -> Vec<Vec<u8>> {
             proposal: VoteProposal::Fraglimit(30),
         },
         ClientMessage::Vote { yes: true },
+        ClientMessage::Ready,
     ])
 }
 
@@ -289,6 +290,19 @@ pub fn server_message() -> Vec<Vec<u8>> {
             fraglimit: 30,
             time_left_s: 600,
             intermission: false,
+            warmup: None,
+        },
+        ServerMessage::Match {
+            mode: GameMode::Deathmatch,
+            fraglimit: 20,
+            time_left_s: 600,
+            intermission: false,
+            warmup: Some(Warmup {
+                countdown: false,
+                seconds_left: 45,
+                ready: 1,
+                needed: 4,
+            }),
         },
         ServerMessage::MatchEnded {
             winner: "Red team".into(),
@@ -786,6 +800,7 @@ pub fn demo_file() -> Vec<Vec<u8>> {
         rotation: vec!["duel".into()],
         friendly_fire: FriendlyFire::Reflect,
         overtime: true,
+        warmup: 20.0,
         start_tick: 1000,
         recorded_at: 1_796_000_000,
     };
@@ -838,6 +853,7 @@ pub fn demo_file() -> Vec<Vec<u8>> {
             timelimit: 120.0,
             friendly_fire: FriendlyFire::On,
             overtime: false,
+            warmup: 0.0,
         },
         Record::Left(PlayerId(0)),
         Record::End("stopped by the host".into()),

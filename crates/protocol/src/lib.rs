@@ -62,7 +62,7 @@ pub use messages::{
     MAX_SERVER_NAME_LEN, MAX_SNAPSHOT_DROPS, MAX_SNAPSHOT_EVENTS, MAX_SNAPSHOT_PLAYERS,
     MAX_SNAPSHOT_PROJECTILES, MatchReport, PlayerEvent, PlayerKey, PlayerSnap, ProjectileSnap,
     ResumeSecret, ScoreLine, ServerMessage, ServerTextKind, Snapshot, TeamChoice, Touches,
-    VoteProposal, VoteTally, Welcome, kit,
+    VoteProposal, VoteTally, Warmup, Welcome, kit,
 };
 pub use text::{RESERVED_NAMES, clean_text, is_reserved_name, name_key};
 pub use token::{

@@ -125,6 +125,8 @@ pub enum ClientMessage {
         /// For or against.
         yes: bool,
     },
+    /// In the warmup: the player is ready to start, or no longer (`ready`).
+    Ready,
 }
 
 /// What a vote proposes ([`ClientMessage::CallVote`]).
@@ -219,7 +221,8 @@ impl Wire for ClientMessage {
             | Self::Follow { .. }
             | Self::JoinTeam { .. }
             | Self::CallVote { .. }
-            | Self::Vote { .. } => Ok(()),
+            | Self::Vote { .. }
+            | Self::Ready => Ok(()),
         }
     }
 }
@@ -325,6 +328,8 @@ pub enum ServerMessage {
         time_left_s: u16,
         /// Whether the match is over and the next one about to start.
         intermission: bool,
+        /// Before the match: the warmup, or the countdown to the start.
+        warmup: Option<Warmup>,
     },
     /// The match is over.
     MatchEnded {
@@ -373,6 +378,20 @@ pub enum ServerMessage {
     Awards(Vec<Award>),
     /// How the match just ended went for the recipient alone.
     YourMatch(MatchReport),
+}
+
+/// The warmup before a match ([`ServerMessage::Match`]): players play, nothing counts,
+/// until enough are ready or its time runs out; then a countdown, then the match.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Warmup {
+    /// Counting down to the start (players frozen), rather than warming up.
+    pub countdown: bool,
+    /// Seconds left of the warmup or the countdown.
+    pub seconds_left: u16,
+    /// Players ready.
+    pub ready: u8,
+    /// Players who must be ready to start early (0: only the time starts it).
+    pub needed: u8,
 }
 
 /// Most awards a match gives.

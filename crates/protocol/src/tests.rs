@@ -470,6 +470,7 @@ fn unknown_weapons_and_game_modes_are_refused() {
         time_left_s: 0,
         intermission: false,
         mode: GameMode::TeamDeathmatch,
+        warmup: None,
     }
     .encode()
     .unwrap();

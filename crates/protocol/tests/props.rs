@@ -17,7 +17,8 @@ use sightline_protocol::{
     MAX_RCON_COMMAND_LEN, MAX_RCON_PASSWORD_LEN, MAX_SERVER_NAME_LEN, MAX_SNAPSHOT_DROPS,
     MAX_SNAPSHOT_EVENTS, MAX_SNAPSHOT_PLAYERS, MAX_SNAPSHOT_PROJECTILES, MatchReport, PlayerEvent,
     PlayerSnap, ProjectileSnap, ScoreLine, ServerDatagram, ServerMessage, ServerTextKind, Snapshot,
-    SnapshotPacket, TeamChoice, Touches, VoteProposal, VoteTally, Welcome, Wire, clean_text,
+    SnapshotPacket, TeamChoice, Touches, VoteProposal, VoteTally, Warmup, Welcome, Wire,
+    clean_text,
     delta::{MAX_PROJECTILE_POS_STEPS, MAX_PROJECTILE_VEL_STEPS},
 };
 use sightline_sim::{
@@ -449,6 +450,7 @@ fn client_message() -> impl Strategy<Value = ClientMessage> {
         ]
         .prop_map(|proposal| ClientMessage::CallVote { proposal }),
         any::<bool>().prop_map(|yes| ClientMessage::Vote { yes }),
+        Just(ClientMessage::Ready),
     ]
 }
 
@@ -606,14 +608,25 @@ fn server_message() -> impl Strategy<Value = ServerMessage> {
             prop::sample::select(vec![GameMode::Deathmatch, GameMode::TeamDeathmatch]),
             u16_any(),
             u16_any(),
-            any::<bool>()
+            any::<bool>(),
+            prop::option::of(
+                (any::<bool>(), u16_any(), any::<u8>(), any::<u8>()).prop_map(
+                    |(countdown, seconds_left, ready, needed)| Warmup {
+                        countdown,
+                        seconds_left,
+                        ready,
+                        needed,
+                    }
+                )
+            )
         )
-            .prop_map(|(mode, fraglimit, time_left_s, intermission)| {
+            .prop_map(|(mode, fraglimit, time_left_s, intermission, warmup)| {
                 ServerMessage::Match {
                     mode,
                     fraglimit,
                     time_left_s,
                     intermission,
+                    warmup,
                 }
             }),
         shown_text(MAX_CHAT_LEN).prop_map(|winner| ServerMessage::MatchEnded { winner }),
@@ -936,6 +949,7 @@ fn client_variant(msg: &ClientMessage) -> usize {
         ClientMessage::JoinTeam { .. } => 7,
         ClientMessage::CallVote { .. } => 8,
         ClientMessage::Vote { .. } => 9,
+        ClientMessage::Ready => 10,
     }
 }
 
@@ -984,7 +998,7 @@ fn every_variant_is_generated() {
         ),
         (
             "ClientMessage",
-            variants_seen(client_message(), client_variant, 10),
+            variants_seen(client_message(), client_variant, 11),
         ),
         (
             "ClientDatagram",

@@ -176,7 +176,8 @@ pub(crate) fn tell_awards(
 ) {
     let (finished, elapsed) = *seen;
     *seen = (state.finished, state.elapsed);
-    if state.elapsed < elapsed && state.finished == finished {
+    // Nothing counts in the warmup.
+    if state.before_start() || state.elapsed < elapsed && state.finished == finished {
         // Started again without ending (a restart, a map change): nothing to award.
         records.0.clear();
     }

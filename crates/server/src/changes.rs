@@ -7,6 +7,7 @@
 use crate::ServerConfig;
 use crate::names::new_name;
 use crate::outbox::Outgoing;
+use crate::rules::{MatchState, Ready};
 use crate::spawn::choose_spawn;
 use crate::spectators::Spectator;
 use crate::stats::ServerStats;
@@ -31,6 +32,8 @@ pub(crate) enum Change {
     Name(String),
     /// Its side.
     Team(TeamChoice),
+    /// Whether it is ready to start, in the warmup (a toggle).
+    Ready,
 }
 
 /// A change asked for by a connection in the game.
@@ -49,22 +52,29 @@ pub(crate) struct ChangeRequest {
 pub(crate) struct LastChanges {
     name: Option<f64>,
     team: Option<f64>,
+    ready: Option<f64>,
 }
+
+/// Seconds a player waits between two toggles of its readiness: a slip is undone at once,
+/// a flood of announcements is not.
+pub const READY_INTERVAL: f64 = 1.0;
 
 impl LastChanges {
     /// Seconds until `change` may be made again (0: now).
     fn wait(&self, change: &Change, now: f64) -> f64 {
-        let last = match change {
-            Change::Name(_) => self.name,
-            Change::Team(_) => self.team,
+        let (last, interval) = match change {
+            Change::Name(_) => (self.name, CHANGE_INTERVAL),
+            Change::Team(_) => (self.team, CHANGE_INTERVAL),
+            Change::Ready => (self.ready, READY_INTERVAL),
         };
-        last.map_or(0.0, |at| (at + CHANGE_INTERVAL - now).max(0.0))
+        last.map_or(0.0, |at| (at + interval - now).max(0.0))
     }
 
     fn made(&mut self, change: &Change, now: f64) {
         match change {
             Change::Name(_) => self.name = Some(now),
             Change::Team(_) => self.team = Some(now),
+            Change::Ready => self.ready = Some(now),
         }
     }
 }
@@ -84,6 +94,7 @@ pub(crate) struct Changing {
     spawns: &'static mut SpawnCount,
     last: Option<&'static mut LastChanges>,
     bot: Has<BotControlled>,
+    ready: Has<Ready>,
 }
 
 /// Carries out the renames and changes of side asked for this frame, or tells the asker
@@ -98,6 +109,7 @@ pub(crate) fn apply_changes(
     config: Res<ServerConfig>,
     map: Res<CurrentMap>,
     time: Res<Time<Real>>,
+    state: Res<MatchState>,
 ) {
     let now = time.elapsed_secs_f64();
     for request in requests.read() {
@@ -107,8 +119,7 @@ pub(crate) fn apply_changes(
                 &mut players,
                 &mut commands,
                 &mut outbox,
-                &config,
-                &map,
+                (&config, &map, &state),
                 now,
             ),
             Err(_) => match (&request.change, spectators.get_mut(request.entity)) {
@@ -126,6 +137,7 @@ pub(crate) fn apply_changes(
                 (Change::Team(_), Ok(_)) => {
                     Err("spectators join a side by reconnecting to play".into())
                 }
+                (Change::Ready, Ok(_)) => Err("spectators do not play".into()),
                 (_, Err(_)) => continue, // gone since it asked
             },
         };
@@ -134,6 +146,7 @@ pub(crate) fn apply_changes(
             let text = match &request.change {
                 Change::Name(_) => format!("name not changed: {why}"),
                 Change::Team(_) => format!("team not changed: {why}"),
+                Change::Ready => format!("ready: {why}"),
             };
             outbox.write(notice_to(request.client, text));
         }
@@ -146,8 +159,7 @@ fn change_player(
     players: &mut Query<Changing>,
     commands: &mut Commands,
     outbox: &mut MessageWriter<Outgoing>,
-    config: &ServerConfig,
-    map: &CurrentMap,
+    (config, map, state): (&ServerConfig, &CurrentMap, &MatchState),
     now: f64,
 ) -> Result<(), String> {
     // What the others are: their names, sides and places.
@@ -199,6 +211,19 @@ fn change_player(
             }
             let text = format!("{} joined the {} team", player.name.0, team.name());
             info!("{text}");
+            outbox.write(Outgoing::ToPlaying(notice(text)));
+        }
+        Change::Ready => {
+            if !state.before_start() {
+                return Err("the match has begun".into());
+            }
+            let text = if player.ready {
+                commands.entity(request.entity).remove::<Ready>();
+                format!("{} is not ready", player.name.0)
+            } else {
+                commands.entity(request.entity).insert(Ready);
+                format!("{} is ready", player.name.0)
+            };
             outbox.write(Outgoing::ToPlaying(notice(text)));
         }
     }

@@ -174,6 +174,11 @@ pub struct MatchRules {
     pub friendly_fire: FriendlyFire,
     /// A match whose time runs out on a tie goes on until the next frag (`g_overtime`).
     pub overtime: bool,
+    /// Seconds of warmup before each match, where nothing counts (`sv_warmup`; 0: none).
+    pub warmup: f32,
+    /// Players who must be ready to end the warmup early (`sv_minplayers`; 0: only its
+    /// time ends it).
+    pub min_ready: u8,
 }
 
 impl Default for MatchRules {
@@ -187,6 +192,8 @@ impl Default for MatchRules {
             auto_balance: true,
             friendly_fire: FriendlyFire::Off,
             overtime: true,
+            warmup: 0.0,
+            min_ready: 0,
         }
     }
 }

@@ -101,7 +101,7 @@ pub use replay::{
     DemoFile, Kill, Outcome, Standing, Verdict, check_map, open_demo, read_demo, verify_demo,
 };
 pub use resume::{Departed, DepartedPlayers, RESUME_SECONDS, Resumable};
-pub use rules::{INTERMISSION, MatchOrder, MatchOrders, MatchState};
+pub use rules::{COUNTDOWN, INTERMISSION, MatchOrder, MatchOrders, MatchState, Ready};
 pub use sets::{CommandSource, CommandSourcesExt, ServerSet};
 pub use sightline_combat::GameMode;
 pub use sightline_runtime::Pacing;

@@ -160,6 +160,7 @@ pub(crate) fn replay_app(
             auto_balance: false,
             friendly_fire: h.friendly_fire,
             overtime: h.overtime,
+            warmup: h.warmup,
             ..MatchRules::default()
         },
         tick,
@@ -357,7 +358,11 @@ fn play(world: &mut World, p: &mut Playback) -> Result<(), Outcome> {
                 timelimit,
                 friendly_fire,
                 overtime,
-            } => set_limits(world, fraglimit, timelimit, friendly_fire, overtime),
+                warmup,
+            } => set_limits(
+                world,
+                (fraglimit, timelimit, friendly_fire, overtime, warmup),
+            ),
             Record::Checksum(sums) => {
                 p.checksums += 1;
                 if let Some(what) = sums.difference(&Sums::of(&keyframe(world))) {
@@ -405,7 +410,11 @@ fn skip_to(world: &mut World, p: &mut Playback, tick: u32) -> Result<(), Outcome
                 timelimit,
                 friendly_fire,
                 overtime,
-            } => set_limits(world, fraglimit, timelimit, friendly_fire, overtime),
+                warmup,
+            } => set_limits(
+                world,
+                (fraglimit, timelimit, friendly_fire, overtime, warmup),
+            ),
             Record::Tick(steps) => {
                 p.commands
                     .read(&steps)
@@ -427,22 +436,21 @@ fn give_order(world: &mut World, order: DemoOrder) {
         DemoOrder::Restart => MatchOrder::Restart,
         DemoOrder::NextMap => MatchOrder::NextMap,
         DemoOrder::End => MatchOrder::End,
+        DemoOrder::Countdown => MatchOrder::Countdown,
     });
 }
 
 /// The host's new limits.
 fn set_limits(
     world: &mut World,
-    fraglimit: i32,
-    timelimit: f32,
-    friendly_fire: FriendlyFire,
-    overtime: bool,
+    (fraglimit, timelimit, friendly_fire, overtime, warmup): (i32, f32, FriendlyFire, bool, f32),
 ) {
     let mut config = world.resource_mut::<ServerConfig>();
     config.rules.fraglimit = fraglimit;
     config.rules.timelimit = timelimit;
     config.rules.friendly_fire = friendly_fire;
     config.rules.overtime = overtime;
+    config.rules.warmup = warmup;
 }
 
 /// The demo's next record and its byte; `Err` with how the replay ends where the file
@@ -561,6 +569,7 @@ mod tests {
             rotation: rotation.iter().map(|m| m.to_string()).collect(),
             friendly_fire: FriendlyFire::Off,
             overtime: true,
+            warmup: 0.0,
             start_tick: 0,
             recorded_at: 0,
         };

@@ -15,9 +15,9 @@ use sightline_combat::{
 use sightline_combat::{CombatSystems, silenced};
 use sightline_map::{CurrentMap, MapSource, find_map_by_name};
 use sightline_movement::PlayerState;
-use sightline_protocol::ServerMessage;
+use sightline_protocol::{ServerMessage, Warmup};
 use sightline_sim::SimSet;
-use sightline_sim::{CurrentCmd, PlayerId, PlayerName, Tick, TickConfig};
+use sightline_sim::{BotControlled, CurrentCmd, PlayerId, PlayerName, Tick, TickConfig};
 
 /// Seconds between the end of a match and the start of the next.
 pub const INTERMISSION: f32 = 8.0;
@@ -35,6 +35,17 @@ pub struct MatchState {
     pub finished: u32,
     /// Whether the match is in overtime: its time ran out on a tie.
     pub overtime: bool,
+    /// While warming up: seconds left of the warmup.
+    pub warmup: Option<f32>,
+    /// While counting down to the start: seconds left.
+    pub countdown: Option<f32>,
+}
+
+impl MatchState {
+    /// Whether the match proper has not begun: a warmup or a countdown.
+    pub fn before_start(&self) -> bool {
+        self.warmup.is_some() || self.countdown.is_some()
+    }
 }
 
 /// Who leads: (name, frags) of the best player, or of the best team.
@@ -88,6 +99,8 @@ pub enum MatchOrder {
     Map(Box<MapSource>),
     /// End the match now: the intermission, then the next match.
     End,
+    /// End the warmup now (enough players are ready): the countdown, then the match.
+    Countdown,
 }
 
 /// The host's order for the match, if any.
@@ -99,7 +112,12 @@ enum NextMatch {
     Same,
     Rotation,
     Map(Box<MapSource>),
+    /// The match proper after its warmup: this map, no warmup again.
+    Start,
 }
+
+/// Seconds of the countdown between the warmup and the match.
+pub const COUNTDOWN: f32 = 5.0;
 
 /// Ends the match when a limit is reached (or the host says so); starts the next after
 /// the intermission (or at once, when the host says so).
@@ -133,6 +151,12 @@ pub(crate) fn run_match(
         Some(MatchOrder::Restart) => Some(NextMatch::Same),
         Some(MatchOrder::NextMap) => Some(NextMatch::Rotation),
         Some(MatchOrder::Map(source)) => Some(NextMatch::Map(source)),
+        Some(MatchOrder::Countdown) => {
+            if state.warmup.take().is_some() {
+                state.countdown = Some(COUNTDOWN);
+            }
+            None
+        }
         Some(MatchOrder::End) => {
             end_now = state.intermission.is_none();
             None
@@ -148,13 +172,40 @@ pub(crate) fn run_match(
         }
         next = Some(NextMatch::Rotation);
     }
+    // Before the match: the warmup runs out into the countdown, the countdown into the
+    // match; neither counts toward a limit.
+    if next.is_none()
+        && let Some(left) = state.warmup.as_mut()
+    {
+        *left -= dt;
+        if *left <= 0.0 {
+            state.warmup = None;
+            state.countdown = Some(COUNTDOWN);
+        }
+        return;
+    }
+    if next.is_none()
+        && let Some(left) = state.countdown.as_mut()
+    {
+        *left -= dt;
+        if *left > 0.0 {
+            return;
+        }
+        next = Some(NextMatch::Start);
+    }
     if let Some(next) = next {
-        // The next match: perhaps another map; everyone back at a spawn, scores zeroed.
+        // The next match: perhaps another map; everyone back at a spawn, scores zeroed;
+        // first a warmup where the host wants one.
         state.intermission = None;
         state.elapsed = 0.0;
         state.overtime = false;
+        state.countdown = None;
+        state.warmup = match next {
+            NextMatch::Start => None,
+            _ => (rules.warmup > 0.0).then_some(rules.warmup),
+        };
         let source = match next {
-            NextMatch::Same => None,
+            NextMatch::Same | NextMatch::Start => None,
             NextMatch::Map(source) => Some(*source),
             NextMatch::Rotation if rules.rotation.is_empty() => None,
             NextMatch::Rotation => {
@@ -246,7 +297,7 @@ pub(crate) fn freeze_during_intermission(
     state: Res<MatchState>,
     mut players: Query<(&mut CurrentCmd, Option<&mut CatchUp>)>,
 ) {
-    if state.intermission.is_none() {
+    if state.intermission.is_none() && state.countdown.is_none() {
         return;
     }
     for (mut cmd, catch_up) in &mut players {
@@ -269,6 +320,7 @@ pub(crate) fn broadcast_match(
     mut outbox: MessageWriter<Outgoing>,
     mut feed: ResMut<SpectatorFeed>,
     tick: Res<Tick>,
+    ready: Query<(), (With<Ready>, Without<BotControlled>)>,
 ) {
     let now = time.elapsed_secs_f64();
     if now - *last < 1.0 {
@@ -281,13 +333,59 @@ pub(crate) fn broadcast_match(
     } else {
         0.0
     };
+    let seconds = |s: f32| s.max(0.0).ceil().min(u16::MAX as f32) as u16;
+    let warmup = match (state.warmup, state.countdown) {
+        (Some(left), _) => Some((false, left)),
+        (None, Some(left)) => Some((true, left)),
+        (None, None) => None,
+    };
     let msg = ServerMessage::Match {
         mode: rules.mode,
         fraglimit: rules.fraglimit.clamp(0, u16::MAX as i32) as u16,
-        time_left_s: left.ceil().min(u16::MAX as f32) as u16,
+        time_left_s: seconds(left),
         intermission: state.intermission.is_some(),
+        warmup: warmup.map(|(countdown, left)| Warmup {
+            countdown,
+            seconds_left: seconds(left),
+            ready: ready.iter().count().min(usize::from(u8::MAX)) as u8,
+            needed: rules.min_ready,
+        }),
     };
     tell_match(&mut outbox, &mut feed, tick.0, msg);
+}
+
+/// A player who said it is ready to start (`ready`), in the warmup.
+#[derive(Component, Debug, Clone, Copy, Default)]
+pub struct Ready;
+
+/// The warmup the host wants, from the server's first tick.
+pub(crate) fn begin_warmup(config: Res<ServerConfig>, mut state: ResMut<MatchState>) {
+    if config.rules.warmup > 0.0 && state.elapsed == 0.0 && !state.before_start() {
+        state.warmup = Some(config.rules.warmup);
+    }
+}
+
+/// Ends the warmup when enough people are ready (`sv_minplayers`); forgets who was ready
+/// once the match has begun.
+pub(crate) fn start_when_ready(
+    mut commands: Commands,
+    config: Res<ServerConfig>,
+    state: Res<MatchState>,
+    mut orders: ResMut<MatchOrders>,
+    ready: Query<(Entity, Has<BotControlled>), With<Ready>>,
+) {
+    if !state.before_start() {
+        for (entity, _) in &ready {
+            commands.entity(entity).remove::<Ready>();
+        }
+        return;
+    }
+    let needed = usize::from(config.rules.min_ready);
+    let people = ready.iter().filter(|(_, bot)| !bot).count();
+    if state.warmup.is_some() && needed > 0 && people >= needed && orders.0.is_none() {
+        info!("{people} players are ready: the countdown starts");
+        orders.0 = Some(MatchOrder::Countdown);
+    }
 }
 
 /// Hands the host's friendly fire to combat, where it changed (`g_friendlyfire`, or a
@@ -306,6 +404,7 @@ impl Plugin for RulesPlugin {
     fn build(&self, app: &mut App) {
         app.init_resource::<MatchState>()
             .init_resource::<MatchOrders>()
+            .add_systems(Startup, begin_warmup)
             .add_systems(
                 FixedUpdate,
                 (
@@ -314,6 +413,7 @@ impl Plugin for RulesPlugin {
                         .after(SimSet::ReadInputs)
                         .before(SimSet::Move),
                     apply_friendly_fire.before(SimSet::Combat),
+                    start_when_ready.before(SimSet::ReadInputs),
                 ),
             )
             .add_systems(Update, broadcast_match);

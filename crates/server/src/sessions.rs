@@ -299,6 +299,13 @@ pub(crate) fn handle_reliable_messages(
                         change: Change::Team(choice),
                     });
                 }
+                (ClientMessage::Ready, ConnectionStage::Playing) => {
+                    changes.write(ChangeRequest {
+                        entity,
+                        client: conn.client_id,
+                        change: Change::Ready,
+                    });
+                }
                 (ClientMessage::CallVote { proposal }, ConnectionStage::Playing) => {
                     votes.write(VoteRequest {
                         entity,

@@ -48,6 +48,8 @@ pub enum Action {
     VoteYes,
     /// Vote no on the vote running.
     VoteNo,
+    /// In the warmup: ready to start, or no longer.
+    Ready,
 }
 
 /// What an action does while held or tapped.
@@ -190,6 +192,7 @@ pub(crate) const ACTIONS: &[ActionRow] = &[
     ),
     row(Action::VoteYes, "vote yes", "f1", "Vote yes", Effect::Game),
     row(Action::VoteNo, "vote no", "f2", "Vote no", Effect::Game),
+    row(Action::Ready, "ready", "f3", "Ready (warmup)", Effect::Game),
 ];
 
 const fn row(

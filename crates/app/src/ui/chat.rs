@@ -8,7 +8,7 @@ use crate::session::AppState;
 use bevy::prelude::*;
 use bevy_egui::{EguiContexts, EguiPrimaryContextPass, egui};
 use leafwing_input_manager::prelude::ActionState;
-use sightline_client::{ChatLog, FromServer, Ignored, Roster, VoteInfo};
+use sightline_client::{ChatLog, FromServer, Ignored, MatchInfo, Roster, VoteInfo};
 use sightline_console::{Console, ConsoleCommands, Cvars, RunCommand};
 use sightline_net::RenetClient;
 use sightline_protocol::{
@@ -47,6 +47,10 @@ const COMMANDS: &[(&str, &str)] = &[
         "callvote map NAME | nextmap | kick NAME | restart | fraglimit N: put it to a vote",
     ),
     ("vote", "vote yes|no: vote on the vote running (F1, F2)"),
+    (
+        "ready",
+        "ready: in the warmup, say you are ready to start, or no longer (F3)",
+    ),
 ];
 
 /// Typing and showing chat.
@@ -245,6 +249,7 @@ fn call_votes(
                 _ => Err("usage: vote yes|no".into()),
             },
             ("callvote", None) => Err("callvote: not connected".into()),
+            ("ready", _) => Ok(ClientMessage::Ready),
             _ => continue,
         };
         match (msg, client.as_mut().filter(|c| c.is_connected())) {
@@ -257,23 +262,28 @@ fn call_votes(
     }
 }
 
-/// F1 and F2 (by default) vote while a vote runs.
+/// F1 and F2 (by default) vote while a vote runs; F3 says ready in the warmup.
 fn vote_with_keys(
     actions: Single<&ActionState<Action>, With<Controls>>,
     vote: Option<Res<VoteInfo>>,
+    warmup: Option<Res<MatchInfo>>,
     chat: Res<ChatInput>,
     client: Option<ResMut<RenetClient>>,
 ) {
-    let yes = actions.just_pressed(&Action::VoteYes);
-    if chat.0.is_some() || !(yes || actions.just_pressed(&Action::VoteNo)) {
+    if chat.0.is_some() {
         return;
     }
-    if let (Some(mut client), true) = (client, vote.is_some_and(|v| v.tally.is_some())) {
-        sightline_client::send_to_server(
-            &mut client,
-            Channel::Reliable,
-            &ClientMessage::Vote { yes },
-        );
+    let Some(mut client) = client else {
+        return;
+    };
+    let yes = actions.just_pressed(&Action::VoteYes);
+    if (yes || actions.just_pressed(&Action::VoteNo)) && vote.is_some_and(|v| v.tally.is_some()) {
+        let msg = ClientMessage::Vote { yes };
+        sightline_client::send_to_server(&mut client, Channel::Reliable, &msg);
+    }
+    if actions.just_pressed(&Action::Ready) && warmup.is_some_and(|m| m.warmup.is_some()) {
+        let msg = ClientMessage::Ready;
+        sightline_client::send_to_server(&mut client, Channel::Reliable, &msg);
     }
 }
 

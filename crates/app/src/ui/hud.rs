@@ -335,6 +335,25 @@ fn draw_combat_hud(
         16.0,
         egui::Color32::WHITE,
     );
+    if let Some(warmup) = match_info.warmup {
+        let line = if warmup.countdown {
+            format!("The match starts in {}", warmup.seconds_left)
+        } else if warmup.needed > 0 {
+            format!(
+                "WARMUP  ·  {} of {} ready (F3)  ·  starts in {} s at the latest",
+                warmup.ready, warmup.needed, warmup.seconds_left
+            )
+        } else {
+            format!("WARMUP  ·  the match starts in {} s", warmup.seconds_left)
+        };
+        painter.text(
+            center + egui::vec2(0.0, -90.0),
+            egui::Align2::CENTER_CENTER,
+            line,
+            egui::FontId::proportional(24.0),
+            egui::Color32::from_rgb(255, 220, 120),
+        );
+    }
     if match_info.intermission {
         let text = match_info
             .winner

@@ -56,6 +56,8 @@ pub struct DemoHeader {
     pub friendly_fire: FriendlyFire,
     /// Whether a tie at the time limit went to overtime when the recording started.
     pub overtime: bool,
+    /// Seconds of warmup before each match when the recording started.
+    pub warmup: f32,
     /// The server tick of the first recorded tick.
     pub start_tick: u32,
     /// When the recording started, seconds since 1970.
@@ -84,6 +86,8 @@ pub enum Record {
         friendly_fire: FriendlyFire,
         /// Whether a tie at the time limit goes to overtime.
         overtime: bool,
+        /// Seconds of warmup before each match.
+        warmup: f32,
     },
     /// Checksums of the state before this tick's moves, once a second.
     Checksum(Box<Sums>),
@@ -103,6 +107,8 @@ pub enum DemoOrder {
     NextMap,
     /// The match ends now.
     End,
+    /// The warmup ends now (enough players were ready): the countdown.
+    Countdown,
 }
 
 /// What one player did in a tick.
@@ -696,6 +702,7 @@ fn placeholder_header() -> DemoHeader {
         rotation: Vec::new(),
         friendly_fire: FriendlyFire::Off,
         overtime: true,
+        warmup: 0.0,
         start_tick: 0,
         recorded_at: 0,
     }
@@ -849,6 +856,7 @@ mod tests {
                 timelimit: 60.0,
                 friendly_fire: FriendlyFire::Reflect,
                 overtime: false,
+                warmup: 30.0,
             },
             Record::Left(PlayerId(3)),
             Record::Tick(chain.write(&steps)),

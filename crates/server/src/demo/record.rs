@@ -38,7 +38,7 @@ pub struct DemoRecorder {
     /// Every player as the last tick left it: a difference at the next is a change made
     /// between ticks.
     after_last_tick: Vec<PlayerRecord>,
-    limits: (i32, f32, FriendlyFire, bool),
+    limits: (i32, f32, FriendlyFire, bool, f32),
 }
 
 /// What a finished recording came to.
@@ -79,6 +79,7 @@ impl DemoRecorder {
             rotation: config.rules.rotation.clone(),
             friendly_fire: config.rules.friendly_fire,
             overtime: config.rules.overtime,
+            warmup: config.rules.warmup,
             start_tick,
             recorded_at: std::time::SystemTime::now()
                 .duration_since(std::time::UNIX_EPOCH)
@@ -105,6 +106,7 @@ impl DemoRecorder {
                 config.rules.timelimit,
                 config.rules.friendly_fire,
                 config.rules.overtime,
+                config.rules.warmup,
             ),
         })
     }
@@ -276,6 +278,7 @@ fn record(world: &mut World, r: &mut DemoRecorder) -> Result<bool, String> {
         Some(MatchOrder::Restart) => Some(DemoOrder::Restart),
         Some(MatchOrder::NextMap) => Some(DemoOrder::NextMap),
         Some(MatchOrder::End) => Some(DemoOrder::End),
+        Some(MatchOrder::Countdown) => Some(DemoOrder::Countdown),
         None => None,
     };
     if let Some(order) = order {
@@ -287,6 +290,7 @@ fn record(world: &mut World, r: &mut DemoRecorder) -> Result<bool, String> {
         rules.timelimit,
         rules.friendly_fire,
         rules.overtime,
+        rules.warmup,
     );
     if limits != r.limits {
         r.limits = limits;
@@ -295,6 +299,7 @@ fn record(world: &mut World, r: &mut DemoRecorder) -> Result<bool, String> {
             timelimit: limits.1,
             friendly_fire: limits.2,
             overtime: limits.3,
+            warmup: limits.4,
         })?;
     }
     let sums = state.as_ref().filter(|_| checksum_due).map(Sums::of);

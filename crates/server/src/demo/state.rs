@@ -313,6 +313,8 @@ pub struct MatchRecord {
     rotation_index: u32,
     finished: u32,
     overtime: bool,
+    warmup: Option<f32>,
+    countdown: Option<f32>,
 }
 
 /// Everything a tick reads, before the tick's moves: where a replay starts, and what it
@@ -353,6 +355,8 @@ impl Keyframe {
                 rotation_index: 0,
                 finished: 0,
                 overtime: false,
+                warmup: None,
+                countdown: None,
             },
             next_ids: (0, 0),
             hitboxes: Vec::new(),
@@ -459,6 +463,8 @@ pub fn keyframe(world: &mut World) -> Keyframe {
         rotation_index: m.rotation_index as u32,
         finished: m.finished,
         overtime: m.overtime,
+        warmup: m.warmup,
+        countdown: m.countdown,
     };
     let hitboxes = world
         .resource::<HitboxHistory>()
@@ -523,6 +529,8 @@ pub fn restore(world: &mut World, k: &Keyframe) {
         rotation_index: m.rotation_index as usize,
         finished: m.finished,
         overtime: m.overtime,
+        warmup: m.warmup,
+        countdown: m.countdown,
     };
     world.resource_mut::<NextRocketId>().0 = k.next_ids.0;
     world.resource_mut::<NextDropId>().0 = k.next_ids.1;
