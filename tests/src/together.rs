@@ -232,4 +232,32 @@ fn a_change_of_side_that_unevens_the_teams_or_comes_every_tick_is_refused_and_co
     );
     let name = s.on_server::<PlayerName, _>(ann_id, |n| n.0.clone());
     assert_eq!(name.as_deref(), Some("ann"));
+    // A spectator renames too, as often as a player may.
+    send(
+        &mut s,
+        watcher,
+        ClientMessage::Rename {
+            name: "eve2".into(),
+        },
+    );
+    send(
+        &mut s,
+        watcher,
+        ClientMessage::Rename {
+            name: "eve3".into(),
+        },
+    );
+    let got = heard(&mut s, &[watcher]);
+    let told = notices(&got[0]);
+    assert!(
+        told.iter().any(|t| t.contains("name not changed: wait")),
+        "{told:?}"
+    );
+    let w = s.server.world_mut();
+    let names: Vec<String> = w
+        .query::<&sightline_server::Spectator>()
+        .iter(w)
+        .map(|sp| sp.name.clone())
+        .collect();
+    assert_eq!(names, ["eve2"]);
 }

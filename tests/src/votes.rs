@@ -322,18 +322,22 @@ fn over_udp_a_vote_changes_the_map_for_everyone_in_the_game() {
     use sightline_protocol::{Channel, Wire};
     use std::time::{Duration, Instant};
 
-    let server = Server::start(40, &["--maps", "duel,depot"]);
-    let watcher = crate::support::honest(server.addr, 15);
+    // Time enough for a machine under load: the headless client plays for 25 s, and the
+    // vote is done as soon as it is in.
+    let server = Server::start(60, &["--maps", "duel,depot"]);
+    let watcher = crate::support::honest(server.addr, 25);
     let mut ann = Attacker::connect(server.addr, &ClientSecurity::default());
     let mut bob = Attacker::connect(server.addr, &ClientSecurity::default());
     ann.join("ann");
     bob.join("bob");
-    // The headless client in the game before the vote, so it has a map to move from.
+    // The headless client in the game before the vote, so it has a map to move from: the
+    // scoreboard (sent each second) names the bot, ann, bob and it. (Its join may have
+    // come before ann's Welcome, which `join` reads past.)
     let mut heard_ann = Vec::new();
-    let end = Instant::now() + Duration::from_secs(20);
+    let end = Instant::now() + Duration::from_secs(30);
     while !heard_ann
         .iter()
-        .any(|m| matches!(m, ServerMessage::PlayerJoined { name, .. } if name == "honest"))
+        .any(|m| matches!(m, ServerMessage::Scoreboard(lines) if lines.len() >= 4))
     {
         assert!(Instant::now() < end, "the headless client never joined");
         ann.pump(0.1);
@@ -382,4 +386,46 @@ fn over_udp_a_vote_changes_the_map_for_everyone_in_the_game() {
         "{log}"
     );
     assert!(status.contains("kicks=0"), "{status}");
+}
+
+#[test]
+fn a_mode_vote_deals_sides_and_starts_a_new_match() {
+    use sightline_combat::{GameMode, Team};
+    let mut s = Stepper::new(config(), "duel");
+    let joined = three(&mut s);
+    let (ann, bob, cat) = (joined[0].0, joined[1].0, joined[2].0);
+    set_frags(&mut s, joined[0].1, 4);
+    call(&mut s, ann, VoteProposal::Mode(GameMode::TeamDeathmatch));
+    s.steps(2);
+    vote(&mut s, bob, true);
+    s.steps(5);
+    assert_eq!(
+        s.server.world().resource::<ServerConfig>().rules.mode,
+        GameMode::TeamDeathmatch
+    );
+    let w = s.server.world_mut();
+    let sides: Vec<Option<Team>> = w
+        .query::<(&PlayerId, Option<&Team>)>()
+        .iter(w)
+        .map(|(_, t)| t.copied())
+        .collect();
+    assert_eq!(sides.len(), 5, "three people and two bots");
+    let red = sides.iter().filter(|t| **t == Some(Team::Red)).count();
+    let blue = sides.iter().filter(|t| **t == Some(Team::Blue)).count();
+    assert_eq!((red, blue), (3, 2), "{sides:?}");
+    assert_eq!(s.on_server::<Score, _>(joined[0].1, |sc| sc.frags), Some(0));
+    // The same mode again is refused; back to free-for-all takes the sides away.
+    call(&mut s, bob, VoteProposal::Mode(GameMode::TeamDeathmatch));
+    let got = heard(&mut s, &[bob]);
+    assert!(
+        notices(&got[0]).iter().any(|t| t.contains("already tdm")),
+        "{:?}",
+        got[0]
+    );
+    call(&mut s, cat, VoteProposal::Mode(GameMode::Deathmatch));
+    s.steps(2);
+    vote(&mut s, ann, true);
+    s.steps(5);
+    let w = s.server.world_mut();
+    assert_eq!(w.query::<&Team>().iter(w).count(), 0);
 }

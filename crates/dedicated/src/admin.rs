@@ -435,7 +435,7 @@ fn run_line(world: &mut World, line: &AdminLine) -> Vec<String> {
     console.lines().map(String::from).collect()
 }
 
-/// Writes what the players voted (a frag limit) into the host's cvar, so the console
+/// Writes what the players voted (a frag limit, a mode) into the host's cvars, so the console
 /// shows it and the host's next change of another cvar does not undo it.
 fn mirror_voted_settings(config: Res<ServerConfig>, mut cvars: ResMut<ServerCvars>) {
     if !config.is_changed() {
@@ -445,6 +445,10 @@ fn mirror_voted_settings(config: Res<ServerConfig>, mut cvars: ResMut<ServerCvar
     if cvars.0.read(cvar::FRAGLIMIT) != fraglimit {
         // In range: a vote sets at most the cvar's own maximum.
         let _ = cvars.0.set_handle(cvar::FRAGLIMIT, &fraglimit.to_string());
+    }
+    let mode = config.rules.mode.keyword();
+    if cvars.0.read(cvar::MODE) != mode {
+        let _ = cvars.0.set_handle(cvar::MODE, mode);
     }
 }
 

@@ -58,9 +58,10 @@ pub mod cvar {
         G_ALLOWVOTE: i64 = "g_allowvote", Int { min: 0, max: 1 }, 1, NONE,
             "1 lets players call votes (callvote), of the kinds g_votes names";
         G_VOTES: String = "g_votes", Text { max_len: 128 },
-            "map nextmap kick restart fraglimit", NONE,
+            "map nextmap kick restart fraglimit mode", NONE,
             "the kinds of vote players may call, space-separated: map (within sv_maplist \
-             where it is set), nextmap, kick (never a bot nor an admin), restart, fraglimit";
+             where it is set), nextmap, kick (never a bot nor an admin), restart, \
+             fraglimit, mode";
         G_VOTETIME: f64 = "g_votetime", Float { min: 5.0, max: 300.0 }, 30.0, NONE,
             "seconds a vote runs before it fails";
         G_VOTECOOLDOWN: f64 = "g_votecooldown", Float { min: 0.0, max: 3600.0 }, 30.0,

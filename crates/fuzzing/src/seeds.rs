@@ -182,6 +182,9 @@ pub fn client_message() -> Vec<Vec<u8>> {
         ClientMessage::CallVote {
             proposal: VoteProposal::Fraglimit(30),
         },
+        ClientMessage::CallVote {
+            proposal: VoteProposal::Mode(GameMode::TeamDeathmatch),
+        },
         ClientMessage::Vote { yes: true },
         ClientMessage::Ready,
     ])

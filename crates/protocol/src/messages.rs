@@ -142,6 +142,8 @@ pub enum VoteProposal {
     Restart,
     /// This frag limit (0: none).
     Fraglimit(u16),
+    /// This game mode, from a new match.
+    Mode(GameMode),
 }
 
 /// A vote running, as every player in the game is told it ([`ServerMessage::Vote`]).

@@ -447,6 +447,8 @@ fn client_message() -> impl Strategy<Value = ClientMessage> {
             player_id().prop_map(VoteProposal::Kick),
             Just(VoteProposal::Restart),
             u16_any().prop_map(VoteProposal::Fraglimit),
+            prop::sample::select(vec![GameMode::Deathmatch, GameMode::TeamDeathmatch])
+                .prop_map(VoteProposal::Mode),
         ]
         .prop_map(|proposal| ClientMessage::CallVote { proposal }),
         any::<bool>().prop_map(|yes| ClientMessage::Vote { yes }),

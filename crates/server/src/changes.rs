@@ -102,7 +102,7 @@ pub(crate) struct Changing {
 pub(crate) fn apply_changes(
     mut requests: MessageReader<ChangeRequest>,
     mut players: Query<Changing>,
-    mut spectators: Query<&mut Spectator>,
+    mut spectators: Query<(&mut Spectator, Option<&mut LastChanges>), Without<PlayerId>>,
     mut commands: Commands,
     mut stats: ResMut<ServerStats>,
     mut outbox: MessageWriter<Outgoing>,
@@ -123,12 +123,23 @@ pub(crate) fn apply_changes(
                 now,
             ),
             Err(_) => match (&request.change, spectators.get_mut(request.entity)) {
-                // A spectator is named only to the host and the other spectators.
-                (Change::Name(wanted), Ok(mut spectator)) => {
+                // A spectator is named only to the host and the other spectators, at
+                // most once per interval as a player is.
+                (Change::Name(wanted), Ok((mut spectator, last))) => {
+                    let mut made = last.as_deref().copied().unwrap_or_default();
+                    let wait = made.wait(&request.change, now);
                     match new_name(wanted, &spectator.name, &[]) {
+                        _ if wait > 0.0 => Err(format!("wait {:.0} s", wait.ceil())),
                         Ok(name) => {
                             info!("spectator {} is now {name}", spectator.name);
                             spectator.name = name;
+                            made.made(&request.change, now);
+                            match last {
+                                Some(mut last) => *last = made,
+                                None => {
+                                    commands.entity(request.entity).insert(made);
+                                }
+                            }
                             Ok(())
                         }
                         Err(why) => Err(why),

@@ -111,16 +111,19 @@ pub enum VoteKind {
     Restart,
     /// `callvote fraglimit N`.
     Fraglimit,
+    /// `callvote mode dm|tdm`.
+    Mode,
 }
 
 impl VoteKind {
     /// Every kind.
-    pub const ALL: [VoteKind; 5] = [
+    pub const ALL: [VoteKind; 6] = [
         VoteKind::Map,
         VoteKind::NextMap,
         VoteKind::Kick,
         VoteKind::Restart,
         VoteKind::Fraglimit,
+        VoteKind::Mode,
     ];
 
     /// Its word in `callvote` and in `g_votes`.
@@ -131,6 +134,7 @@ impl VoteKind {
             VoteKind::Kick => "kick",
             VoteKind::Restart => "restart",
             VoteKind::Fraglimit => "fraglimit",
+            VoteKind::Mode => "mode",
         }
     }
 
@@ -150,6 +154,7 @@ impl VoteKind {
             P::Kick(_) => VoteKind::Kick,
             P::Restart => VoteKind::Restart,
             P::Fraglimit(_) => VoteKind::Fraglimit,
+            P::Mode(_) => VoteKind::Mode,
         }
     }
 }

@@ -3,7 +3,7 @@
 //! silent or idle.
 
 use crate::ServerConfig;
-use crate::changes::{Change, ChangeRequest};
+use crate::changes::{Change, ChangeRequest, LastChanges};
 use crate::chat::{self, Speaker};
 use crate::conduct::{self, Offence};
 use crate::connection::{
@@ -435,6 +435,8 @@ impl Admission<'_, '_> {
             Interest::default(),
             ViewWindow::CLOSED,
             crate::catch_up::CatchUp::default(),
+            // Present from the start, so two changes in one frame see the first.
+            LastChanges::default(),
             vitals,
             arsenal,
             score,
@@ -488,6 +490,7 @@ impl Admission<'_, '_> {
         info!("{name} watches from client {}", conn.client_id);
         self.commands.entity(entity).insert((
             Spectator::new(name),
+            LastChanges::default(),
             SnapshotCounter::default(),
             EventQueue::default(),
         ));

@@ -1,5 +1,5 @@
 //! Votes: a player calls one (`callvote map NAME | nextmap | kick NAME | restart |
-//! fraglimit N`), the players in the game vote (`vote yes|no`), and it passes on more
+//! fraglimit N | mode dm|tdm`), the players in the game vote (`vote yes|no`), and it passes on more
 //! than half of them, within the host's rules: which kinds are allowed, how long a vote
 //! runs, how long a caller waits before calling again. Bots and spectators do not vote.
 //! A vote never does what the host forbade: a map outside the rotation (where there is
@@ -12,6 +12,7 @@ use crate::outbox::Outgoing;
 use crate::rules::{MatchOrder, MatchOrders};
 use crate::stats::ServerStats;
 use bevy::prelude::*;
+use sightline_combat::{GameMode, Team};
 use sightline_map::{MapSource, find_map_by_name};
 use sightline_net::{ClientId, RenetServer};
 use sightline_protocol::{ServerMessage, ServerTextKind, VoteProposal, VoteTally, clean_text};
@@ -69,6 +70,7 @@ enum Outcome {
     Kick(PlayerId),
     Restart,
     Fraglimit(u16),
+    Mode(GameMode),
 }
 
 /// The vote running, if any, and when each player last called one.
@@ -134,6 +136,7 @@ pub(crate) fn run_votes(
     mut stats: ResMut<ServerStats>,
     time: Res<Time<Real>>,
     mut kick: KickByVote,
+    mut sides: NewSides,
 ) {
     let now = time.elapsed_secs_f64();
     for request in requests.read() {
@@ -205,6 +208,11 @@ pub(crate) fn run_votes(
             Outcome::NextMap => orders.0 = Some(MatchOrder::NextMap),
             Outcome::Restart => orders.0 = Some(MatchOrder::Restart),
             Outcome::Fraglimit(n) => config.rules.fraglimit = i32::from(n),
+            Outcome::Mode(mode) => {
+                config.rules.mode = mode;
+                sides.deal(mode);
+                orders.0 = Some(MatchOrder::Restart);
+            }
             Outcome::Kick(id) => kick.kick(id, now, &mut stats),
         }
     }
@@ -226,6 +234,38 @@ impl KickByVote<'_, '_> {
                 conn.refuse(&mut self.server, "kicked by vote".into(), now);
             }
         }
+    }
+}
+
+/// Everyone's side, dealt afresh when the mode changes.
+#[derive(bevy::ecs::system::SystemParam)]
+pub(crate) struct NewSides<'w, 's> {
+    commands: Commands<'w, 's>,
+    players: Query<'w, 's, (Entity, &'static PlayerId)>,
+}
+
+impl NewSides<'_, '_> {
+    /// Teams for everyone in a team game, red and blue in turn by id; none otherwise.
+    fn deal(&mut self, mode: GameMode) {
+        let mut players: Vec<(Entity, PlayerId)> =
+            self.players.iter().map(|(e, id)| (e, *id)).collect();
+        players.sort_by_key(|p| p.1);
+        for (n, (entity, _)) in players.into_iter().enumerate() {
+            let mut player = self.commands.entity(entity);
+            if mode.teams() {
+                player.insert(if n % 2 == 0 { Team::Red } else { Team::Blue });
+            } else {
+                player.remove::<Team>();
+            }
+        }
+    }
+}
+
+/// A mode in words.
+fn mode_name(mode: GameMode) -> &'static str {
+    match mode {
+        GameMode::Deathmatch => "deathmatch",
+        GameMode::TeamDeathmatch => "team deathmatch",
     }
 }
 
@@ -276,6 +316,13 @@ fn call(
         VoteProposal::Fraglimit(n) => (
             Outcome::Fraglimit(*n),
             format!("set the frag limit to {n}?"),
+        ),
+        VoteProposal::Mode(mode) if *mode == config.rules.mode => {
+            return Err(format!("the mode is already {}", mode.keyword()));
+        }
+        VoteProposal::Mode(mode) => (
+            Outcome::Mode(*mode),
+            format!("play {} from a new match?", mode_name(*mode)),
         ),
         VoteProposal::Kick(target) => {
             if bots.iter().any(|(id, _)| id == target) {

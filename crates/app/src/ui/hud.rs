@@ -189,10 +189,12 @@ fn take_feedback(
 }
 
 /// Health, armour, weapon and ammunition; the kill feed; the hit marker.
-/// The awards of the match just ended, and how it went for this player, under the
-/// winner.
-fn draw_awards(painter: &egui::Painter, center: egui::Pos2, match_info: &MatchInfo) {
-    let mut y = -20.0;
+/// The awards of the match just ended, and how it went for this player, low on the
+/// screen, below the scoreboard that the intermission shows.
+fn draw_awards(painter: &egui::Painter, screen: egui::Rect, match_info: &MatchInfo) {
+    let lines = match_info.awards.len() as f32 + f32::from(u8::from(match_info.report.is_some()));
+    let center = egui::pos2(screen.center().x, screen.bottom() - 90.0 - 26.0 * lines);
+    let mut y = 0.0;
     for (title, name, what) in &match_info.awards {
         backed_text(
             painter,
@@ -366,7 +368,7 @@ fn draw_combat_hud(
             egui::FontId::proportional(28.0),
             egui::Color32::from_rgb(255, 220, 120),
         );
-        draw_awards(&painter, center, &match_info);
+        draw_awards(&painter, screen, &match_info);
     }
     if let Some((until, head, damage, mate)) = feedback.hit
         && now < until

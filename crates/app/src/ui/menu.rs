@@ -139,10 +139,16 @@ fn draw_game_menu(
     mut look: ResMut<MouseLook>,
     mut requests: MessageWriter<SessionRequest>,
     mut exit: MessageWriter<AppExit>,
+    (match_info, client): (
+        Option<Res<sightline_client::MatchInfo>>,
+        Option<ResMut<sightline_net::RenetClient>>,
+    ),
 ) -> Result {
     if !menu.open || settings.open {
         return Ok(());
     }
+    let mut client = client;
+    let team_game = match_info.is_some_and(|m| m.team_game);
     let ctx = contexts.ctx_mut()?;
     egui::Window::new("MENU")
         .anchor(egui::Align2::CENTER_CENTER, [0.0, 0.0])
@@ -164,6 +170,35 @@ fn draw_game_menu(
                 }
                 if button(ui, "Settings") {
                     settings.open = true;
+                }
+                // In a team game: a side, as the console's `team` asks for one.
+                if let Some(client) = client.as_mut().filter(|c| team_game && c.is_connected()) {
+                    let choice = ui
+                        .horizontal(|ui| {
+                            use sightline_protocol::TeamChoice;
+                            let mut choice = None;
+                            for (label, side) in [
+                                ("Join Red", TeamChoice::Red),
+                                ("Join Blue", TeamChoice::Blue),
+                                ("Auto", TeamChoice::Auto),
+                            ] {
+                                if ui.button(label).clicked() {
+                                    choice = Some(side);
+                                }
+                            }
+                            choice
+                        })
+                        .inner;
+                    if let Some(choice) = choice {
+                        let msg = sightline_protocol::ClientMessage::JoinTeam { choice };
+                        sightline_client::send_to_server(
+                            client,
+                            sightline_protocol::Channel::Reliable,
+                            &msg,
+                        );
+                        menu.open = false;
+                        look.0 = true;
+                    }
                 }
                 if button(ui, "Disconnect") {
                     menu.open = false;

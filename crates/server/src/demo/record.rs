@@ -213,15 +213,15 @@ pub fn stop_recording(world: &mut World) -> Result<String, String> {
 }
 
 /// Records this tick: what changed since the last, the checksums and keyframes when
-/// due, and every player's command. Stops the recording (with a warning) on a map
-/// change or when the file cannot keep up.
+/// due, and every player's command. Stops the recording (with a warning) on a change of
+/// map or mode (a demo plays one of each) or when the file cannot keep up.
 pub(crate) fn record_tick(world: &mut World) {
     let Some(mut recorder) = world.remove_resource::<DemoRecorder>() else {
         return;
     };
     match record(world, &mut recorder) {
         Ok(true) => world.insert_resource(recorder),
-        Ok(false) => stop(recorder, "the map changed"),
+        Ok(false) => stop(recorder, "the map or the mode changed"),
         Err(e) => stop(recorder, &e),
     }
 }
@@ -243,7 +243,8 @@ fn stop(recorder: DemoRecorder, why: &str) {
 fn record(world: &mut World, r: &mut DemoRecorder) -> Result<bool, String> {
     let hz = r.header.tick_hz.max(1);
     let map_hash = world.resource::<CurrentMap>().hash;
-    if map_hash != r.header.map_hash {
+    if map_hash != r.header.map_hash || world.resource::<ServerConfig>().rules.mode != r.header.mode
+    {
         return Ok(false);
     }
     let now = players(world);
