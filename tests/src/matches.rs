@@ -1,5 +1,6 @@
 //! Matches end by their limits, with the same scores on every client, and move on.
 
+use crate::support::raw::set_frags;
 use sightline_bots::BotSkill;
 use sightline_client::{MatchInfo, Roster};
 use sightline_combat::Score;
@@ -97,22 +98,27 @@ fn a_bot_match_ends_by_frag_limit_with_the_same_scores_everywhere_then_rotates()
     assert!(w.query::<&Score>().iter(w).all(|sc| sc.frags <= 1));
 }
 
-/// A free-for-all of two idle players that ends after `seconds`, overtime as given.
-fn tied_match(seconds: f32, overtime: bool) -> (Stepper, Vec<(usize, PlayerId)>) {
+/// A free-for-all of two idle players, ann and bob, under `rules`.
+fn two_idle(rules: MatchRules) -> (Stepper, Vec<(usize, PlayerId)>) {
     let config = ServerConfig {
         max_players: 4,
         bots: 0,
-        rules: MatchRules {
-            timelimit: seconds,
-            overtime,
-            ..MatchRules::default()
-        },
+        rules,
         tick: TickConfig::new(64, 32).unwrap(),
         ..Default::default()
     };
     let mut s = Stepper::new(config, "duel");
     let joined = crate::support::raw::players(&mut s, &["ann", "bob"]);
     (s, joined)
+}
+
+/// Two idle players whose match ends after `seconds`, overtime as given.
+fn tied_match(seconds: f32, overtime: bool) -> (Stepper, Vec<(usize, PlayerId)>) {
+    two_idle(MatchRules {
+        timelimit: seconds,
+        overtime,
+        ..MatchRules::default()
+    })
 }
 
 #[test]
@@ -130,13 +136,7 @@ fn a_tie_at_the_time_limit_goes_to_overtime_until_the_next_frag() {
         told[0]
     );
     // Bob scores: the tie is broken and the match ends at once.
-    let w = s.server.world_mut();
-    let mut q = w.query::<(&PlayerId, &mut Score)>();
-    for (id, mut score) in q.iter_mut(w) {
-        if *id == joined[1].1 {
-            score.frags = 1;
-        }
-    }
+    set_frags(&mut s, joined[1].1, 1);
     s.steps(2);
     let state = s.server.world().resource::<MatchState>().clone();
     assert_eq!(state.finished, 1);
@@ -152,31 +152,12 @@ fn a_tie_at_the_time_limit_goes_to_overtime_until_the_next_frag() {
 /// A free-for-all of two idle players with a warmup, `min_ready` of them to start it
 /// early, and a frag limit of 1.
 fn warmup_match(warmup: f32, min_ready: u8) -> (Stepper, Vec<(usize, PlayerId)>) {
-    let config = ServerConfig {
-        max_players: 4,
-        bots: 0,
-        rules: MatchRules {
-            fraglimit: 1,
-            warmup,
-            min_ready,
-            ..MatchRules::default()
-        },
-        tick: TickConfig::new(64, 32).unwrap(),
-        ..Default::default()
-    };
-    let mut s = Stepper::new(config, "duel");
-    let joined = crate::support::raw::players(&mut s, &["ann", "bob"]);
-    (s, joined)
-}
-
-fn give_frags(s: &mut Stepper, id: PlayerId, frags: i32) {
-    let w = s.server.world_mut();
-    let mut q = w.query::<(&PlayerId, &mut Score)>();
-    for (p, mut score) in q.iter_mut(w) {
-        if *p == id {
-            score.frags = frags;
-        }
-    }
+    two_idle(MatchRules {
+        fraglimit: 1,
+        warmup,
+        min_ready,
+        ..MatchRules::default()
+    })
 }
 
 #[test]
@@ -184,7 +165,7 @@ fn nothing_counts_in_the_warmup_and_the_match_starts_after_its_countdown() {
     let (mut s, joined) = warmup_match(2.0, 0);
     assert!(s.server.world().resource::<MatchState>().warmup.is_some());
     // A frag limit reached in the warmup ends nothing.
-    give_frags(&mut s, joined[0].1, 3);
+    set_frags(&mut s, joined[0].1, 3);
     s.run_for(1.0);
     let state = s.server.world().resource::<MatchState>().clone();
     assert!(state.warmup.is_some() && state.finished == 0, "{state:?}");
@@ -202,7 +183,7 @@ fn nothing_counts_in_the_warmup_and_the_match_starts_after_its_countdown() {
     assert!(!state.before_start() && state.finished == 0, "{state:?}");
     assert_eq!(s.on_server::<Score, _>(joined[0].1, |sc| sc.frags), Some(0));
     // Now a frag counts.
-    give_frags(&mut s, joined[1].1, 1);
+    set_frags(&mut s, joined[1].1, 1);
     s.steps(2);
     assert_eq!(s.server.world().resource::<MatchState>().finished, 1);
 }

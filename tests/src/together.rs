@@ -2,7 +2,7 @@
 //! spectators while the match runs), a rename and a change of side without reconnecting,
 //! and both asked for too often or out of bounds: refused, counted, nobody kicked.
 
-use crate::support::raw::{chat, heard, notices, players, send, spectator};
+use crate::support::raw::{chat, heard, notices, players, send, set_frags, spectator};
 use sightline_combat::{GameMode, Score, Team};
 use sightline_harness::Stepper;
 use sightline_protocol::{ClientMessage, ServerMessage, TeamChoice};
@@ -142,12 +142,7 @@ fn a_player_renames_and_changes_side_without_reconnecting() {
         Team::Red => TeamChoice::Blue,
         Team::Blue => TeamChoice::Red,
     };
-    s.server
-        .world_mut()
-        .query::<(&PlayerId, &mut Score)>()
-        .iter_mut(s.server.world_mut())
-        .filter(|(id, _)| **id == cat_id)
-        .for_each(|(_, mut score)| score.frags = 5);
+    set_frags(&mut s, cat_id, 5);
     send(
         &mut s,
         joined[2].0,

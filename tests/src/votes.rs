@@ -3,7 +3,7 @@
 //! outside the rotation, a kind the host turned off, a flood of calls): refused, counted,
 //! nobody kicked for asking.
 
-use crate::support::raw::{heard, notices, players, reliable, send, spectator};
+use crate::support::raw::{heard, notices, players, reliable, send, set_frags, spectator};
 use sightline_combat::Score;
 use sightline_harness::Stepper;
 use sightline_protocol::{ClientMessage, ServerMessage, VoteProposal, VoteTally};
@@ -152,6 +152,12 @@ fn a_kick_vote_kicks_and_a_vote_against_fails() {
         "{told:?}"
     );
     assert_eq!(s.server.world().resource::<ServerStats>().kicks, 1);
+    // The kicked one's last words are discarded unread: no vote, nothing judged.
+    let before = refused(&s);
+    call(&mut s, cat, VoteProposal::Restart);
+    s.steps(3);
+    assert!(!s.server.world().resource::<Votes>().running());
+    assert_eq!(refused(&s), before);
 }
 
 #[test]
@@ -292,16 +298,6 @@ fn no_vote_does_what_the_host_forbade_and_no_asker_is_kicked_for_asking() {
         20
     );
     let _ = reliable(&mut s, ann);
-}
-
-fn set_frags(s: &mut Stepper, id: PlayerId, frags: i32) {
-    let world = s.server.world_mut();
-    let mut q = world.query::<(&PlayerId, &mut Score)>();
-    for (p, mut score) in q.iter_mut(world) {
-        if *p == id {
-            score.frags = frags;
-        }
-    }
 }
 
 fn map_name(s: &Stepper) -> String {

@@ -155,3 +155,14 @@ pub fn notices(msgs: &[ServerMessage]) -> Vec<String> {
         })
         .collect()
 }
+
+/// Sets a player's frags on the server, as though it had made them.
+pub fn set_frags(s: &mut Stepper, id: PlayerId, frags: i32) {
+    let world = s.server.world_mut();
+    let mut q = world.query::<(&PlayerId, &mut sightline_combat::Score)>();
+    for (p, mut score) in q.iter_mut(world) {
+        if *p == id {
+            score.frags = frags;
+        }
+    }
+}
