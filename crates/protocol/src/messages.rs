@@ -618,6 +618,17 @@ const SCORE_LINE_MAX_BYTES: usize = 17;
 const _: () = assert!(<ServerMessage as Wire>::MAX_BYTES <= 1200);
 const _: () = assert!(<ClientMessage as Wire>::MAX_BYTES <= 1200);
 
+impl ServerMessage {
+    /// A line of the game's own ([`ServerTextKind::Notice`]), cleaned and cut to what a
+    /// message holds.
+    pub fn notice(text: &str) -> Self {
+        Self::ServerText {
+            kind: ServerTextKind::Notice,
+            text: crate::clean_text(text, MAX_CHAT_LEN),
+        }
+    }
+}
+
 impl Wire for ServerMessage {
     /// Room for the largest message: a full scoreboard (variant tag, length, 64 lines).
     const MAX_BYTES: usize = 2 + MAX_SNAPSHOT_PLAYERS * SCORE_LINE_MAX_BYTES;

@@ -18,7 +18,7 @@ use sightline_combat::{Arsenal, Score, SpawnCount, Team, Vitals};
 use sightline_map::CurrentMap;
 use sightline_movement::PlayerState;
 use sightline_net::ClientId;
-use sightline_protocol::{ServerMessage, ServerTextKind, TeamChoice, clean_text};
+use sightline_protocol::{ServerMessage, TeamChoice};
 use sightline_sim::{BotControlled, PlayerId, PlayerName};
 
 /// Seconds a player waits between two renames, and between two changes of side: enough
@@ -159,7 +159,7 @@ pub(crate) fn apply_changes(
                 Change::Team(_) => format!("team not changed: {why}"),
                 Change::Ready => format!("ready: {why}"),
             };
-            outbox.write(notice_to(request.client, text));
+            outbox.write(Outgoing::To(request.client, ServerMessage::notice(&text)));
         }
     }
 }
@@ -201,7 +201,7 @@ fn change_player(
                 id: *player.id,
                 name,
             }));
-            outbox.write(Outgoing::ToPlaying(notice(text)));
+            outbox.write(Outgoing::ToPlaying(ServerMessage::notice(&text)));
         }
         Change::Team(choice) => {
             let current = player.team.as_deref().copied();
@@ -222,7 +222,7 @@ fn change_player(
             }
             let text = format!("{} joined the {} team", player.name.0, team.name());
             info!("{text}");
-            outbox.write(Outgoing::ToPlaying(notice(text)));
+            outbox.write(Outgoing::ToPlaying(ServerMessage::notice(&text)));
         }
         Change::Ready => {
             if !state.before_start() {
@@ -235,7 +235,7 @@ fn change_player(
                 commands.entity(request.entity).insert(Ready);
                 format!("{} is ready", player.name.0)
             };
-            outbox.write(Outgoing::ToPlaying(notice(text)));
+            outbox.write(Outgoing::ToPlaying(ServerMessage::notice(&text)));
         }
     }
     let mut made = last;
@@ -283,20 +283,7 @@ pub(crate) fn even_teams(
         crowded.other().name()
     );
     info!("{text}");
-    outbox.write(Outgoing::ToPlaying(notice(text)));
-}
-
-/// A line of the game's own, for everyone.
-fn notice(text: String) -> ServerMessage {
-    ServerMessage::ServerText {
-        kind: ServerTextKind::Notice,
-        text: clean_text(&text, sightline_protocol::MAX_CHAT_LEN),
-    }
-}
-
-/// A line of the game's own, for one client.
-fn notice_to(client: ClientId, text: String) -> Outgoing {
-    Outgoing::To(client, notice(text))
+    outbox.write(Outgoing::ToPlaying(ServerMessage::notice(&text)));
 }
 
 /// Renames and changes of side, made between ticks, and teams evened.

@@ -273,11 +273,7 @@ pub(crate) fn run_match(
         if !state.overtime {
             state.overtime = true;
             info!("overtime: the scores are tied at the time limit");
-            let text = "Overtime: the scores are tied; the next frag wins".to_string();
-            let notice = ServerMessage::ServerText {
-                kind: sightline_protocol::ServerTextKind::Notice,
-                text,
-            };
+            let notice = ServerMessage::notice("Overtime: the scores are tied; the next frag wins");
             tell_match(&mut outbox, &mut feed, now.0, notice);
         }
         return;

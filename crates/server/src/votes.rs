@@ -15,7 +15,7 @@ use bevy::prelude::*;
 use sightline_combat::{GameMode, Team};
 use sightline_map::{MapSource, find_map_by_name};
 use sightline_net::{ClientId, RenetServer};
-use sightline_protocol::{ServerMessage, ServerTextKind, VoteProposal, VoteTally, clean_text};
+use sightline_protocol::{ServerMessage, VoteProposal, VoteTally, clean_text};
 use sightline_sim::{BotControlled, PlayerId, PlayerName};
 use std::collections::BTreeMap;
 
@@ -147,7 +147,7 @@ pub(crate) fn run_votes(
                 call(&mut votes, &config, &players, &bots, id, proposal, now).map(|question| {
                     let text = format!("{} called a vote: {question}", name.0);
                     info!("{text}");
-                    outbox.write(Outgoing::ToPlaying(notice(text)));
+                    outbox.write(Outgoing::ToPlaying(ServerMessage::notice(&text)));
                 })
             }
             (VoteAction::Cast(yes), Some((_, &id, ..))) => match votes.running.as_mut() {
@@ -160,7 +160,10 @@ pub(crate) fn run_votes(
         };
         if let Err(why) = answer {
             stats.refused_requests = stats.refused_requests.saturating_add(1);
-            outbox.write(Outgoing::To(request.client, notice(format!("vote: {why}"))));
+            outbox.write(Outgoing::To(
+                request.client,
+                ServerMessage::notice(&format!("vote: {why}")),
+            ));
         }
     }
     let Some(running) = votes.running.as_mut() else {
@@ -201,7 +204,7 @@ pub(crate) fn run_votes(
         done.question
     );
     info!("{text}");
-    outbox.write(Outgoing::ToPlaying(notice(text)));
+    outbox.write(Outgoing::ToPlaying(ServerMessage::notice(&text)));
     if passed {
         match done.outcome {
             Outcome::Map(source) => orders.0 = Some(MatchOrder::Map(source)),
@@ -349,14 +352,6 @@ fn call(
         told: None,
     });
     Ok(question)
-}
-
-/// A line of the game's own.
-fn notice(text: String) -> ServerMessage {
-    ServerMessage::ServerText {
-        kind: ServerTextKind::Notice,
-        text: clean_text(&text, sightline_protocol::MAX_CHAT_LEN),
-    }
 }
 
 /// Votes: the one running, each player's last call, and the requests of each frame.
