@@ -771,7 +771,9 @@ pub fn demo_file() -> Vec<Vec<u8>> {
     use sightline_combat::{Arsenal, Pushes, Score, SpawnCount, Vitals};
     use sightline_movement::{Contacts, PlayerState, Solid};
     use sightline_server::demo::state::{Keyframe, PlayerRecord, Sums};
-    use sightline_server::demo::{CommandChain, DemoEncoder, DemoHeader, DemoOrder, Record, Step};
+    use sightline_server::demo::{
+        CommandChain, DemoEncoder, DemoHeader, DemoLimits, DemoOrder, Record, Step,
+    };
     let place = |id: u8| {
         let mut state = PlayerState::default();
         (state.pos.x, state.pos.z, state.yaw) = (f32::from(id), -3.5, 1.25);
@@ -851,13 +853,13 @@ pub fn demo_file() -> Vec<Vec<u8>> {
     records.extend([
         Record::Player(Box::new(player(5, "late", false))),
         Record::Order(DemoOrder::Restart),
-        Record::Limits {
+        Record::Limits(DemoLimits {
             fraglimit: 5,
             timelimit: 120.0,
             friendly_fire: FriendlyFire::On,
             overtime: false,
             warmup: 0.0,
-        },
+        }),
         Record::Left(PlayerId(0)),
         Record::End("stopped by the host".into()),
     ]);

@@ -13,7 +13,8 @@ pub mod state;
 
 pub use format::{
     CommandChain, DEMO_EXTENSION, DEMO_FORMAT_VERSION, DEMO_MAGIC, DemoEncoder, DemoError,
-    DemoErrorKind, DemoHeader, DemoOrder, DemoReader, MAX_RECORD_BYTES, Record, Step, TickCommands,
+    DemoErrorKind, DemoHeader, DemoLimits, DemoOrder, DemoReader, MAX_RECORD_BYTES, Record, Step,
+    TickCommands,
 };
 pub use record::{DemoRecorder, KEYFRAME_SECONDS, RecordingDone, start_recording, stop_recording};
 pub(crate) use record::{finish_on_exit, record_tick, remember_tick_end};

@@ -6,7 +6,8 @@
 use crate::catch_up::CatchUp;
 use crate::config::MatchRules;
 use crate::demo::format::{
-    CommandChain, DemoError, DemoErrorKind, DemoHeader, DemoOrder, DemoReader, Record, Step,
+    CommandChain, DemoError, DemoErrorKind, DemoHeader, DemoLimits, DemoOrder, DemoReader, Record,
+    Step,
 };
 use crate::demo::state::{
     Keyframe, Sums, keyframe, keyframe_difference, put_player, remove_player, restore,
@@ -14,7 +15,7 @@ use crate::demo::state::{
 use crate::rules::{MatchOrder, MatchOrders};
 use crate::{CommandSource, CommandSourcesExt, ServerConfig, server_app};
 use bevy::prelude::*;
-use sightline_combat::{CombatEvent, FriendlyFire, Score, ViewWindow, WeaponKind};
+use sightline_combat::{CombatEvent, Score, ViewWindow, WeaponKind};
 use sightline_map::{CurrentMap, MapSource, find_map_by_name, is_map_identifier};
 use sightline_net::{MemoryNetwork, ServerNetPlugin};
 use sightline_protocol::{MAX_SERVER_NAME_LEN, clean_text};
@@ -140,15 +141,13 @@ pub(crate) fn replay_app(
 ) -> App {
     let h = reader.header().clone();
     let tick = TickConfig::new(h.tick_hz, h.snapshot_hz).unwrap_or_default();
-    let config = ServerConfig {
+    let mut config = ServerConfig {
         // Cleaned as the host's own sv_hostname is: it reaches the spectators' Welcome.
         name: clean_text(&h.server_name, MAX_SERVER_NAME_LEN),
         max_players: u8::MAX,
         bots: 0,
         rules: MatchRules {
             mode: h.mode,
-            fraglimit: h.fraglimit,
-            timelimit: h.timelimit,
             // check_map refuses a rotation naming anything but maps; a demo that did not
             // pass it plays without one rather than have paths looked up.
             rotation: if h.rotation.iter().all(|m| is_map_identifier(m)) {
@@ -158,9 +157,6 @@ pub(crate) fn replay_app(
             },
             // Team moves are in the demo as the players' changed states: none are made here.
             auto_balance: false,
-            friendly_fire: h.friendly_fire,
-            overtime: h.overtime,
-            warmup: h.warmup,
             ..MatchRules::default()
         },
         tick,
@@ -168,7 +164,7 @@ pub(crate) fn replay_app(
         max_spectators: 0,
         ..ServerConfig::default()
     };
-    let mut config = config;
+    h.limits().apply_to(&mut config.rules);
     configure(&mut config);
     let mut app = server_app(config, map, net, pacing);
     app.configure_sets(FixedUpdate, CommandSource::Bots.run_if(|| false))
@@ -353,16 +349,7 @@ fn play(world: &mut World, p: &mut Playback) -> Result<(), Outcome> {
                 remove_player(world, id);
             }
             Record::Order(order) => give_order(world, order),
-            Record::Limits {
-                fraglimit,
-                timelimit,
-                friendly_fire,
-                overtime,
-                warmup,
-            } => set_limits(
-                world,
-                (fraglimit, timelimit, friendly_fire, overtime, warmup),
-            ),
+            Record::Limits(limits) => set_limits(world, limits),
             Record::Checksum(sums) => {
                 p.checksums += 1;
                 if let Some(what) = sums.difference(&Sums::of(&keyframe(world))) {
@@ -405,16 +392,7 @@ fn skip_to(world: &mut World, p: &mut Playback, tick: u32) -> Result<(), Outcome
             }
             Record::Left(id) => p.commands.forget(id),
             Record::Order(o) => order = Some(o),
-            Record::Limits {
-                fraglimit,
-                timelimit,
-                friendly_fire,
-                overtime,
-                warmup,
-            } => set_limits(
-                world,
-                (fraglimit, timelimit, friendly_fire, overtime, warmup),
-            ),
+            Record::Limits(limits) => set_limits(world, limits),
             Record::Tick(steps) => {
                 p.commands
                     .read(&steps)
@@ -440,17 +418,9 @@ fn give_order(world: &mut World, order: DemoOrder) {
     });
 }
 
-/// The host's new limits.
-fn set_limits(
-    world: &mut World,
-    (fraglimit, timelimit, friendly_fire, overtime, warmup): (i32, f32, FriendlyFire, bool, f32),
-) {
-    let mut config = world.resource_mut::<ServerConfig>();
-    config.rules.fraglimit = fraglimit;
-    config.rules.timelimit = timelimit;
-    config.rules.friendly_fire = friendly_fire;
-    config.rules.overtime = overtime;
-    config.rules.warmup = warmup;
+/// The host's new settings.
+fn set_limits(world: &mut World, limits: DemoLimits) {
+    limits.apply_to(&mut world.resource_mut::<ServerConfig>().rules);
 }
 
 /// The demo's next record and its byte; `Err` with how the replay ends where the file
@@ -567,7 +537,7 @@ mod tests {
             fraglimit: 10,
             timelimit: 600.0,
             rotation: rotation.iter().map(|m| m.to_string()).collect(),
-            friendly_fire: FriendlyFire::Off,
+            friendly_fire: sightline_combat::FriendlyFire::Off,
             overtime: true,
             warmup: 0.0,
             start_tick: 0,

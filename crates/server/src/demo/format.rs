@@ -7,6 +7,7 @@
 //! undecodable or followed by stray bytes is an error naming its byte offset.
 
 use super::state::{Keyframe, PlayerRecord, Sums};
+use crate::config::MatchRules;
 use serde::{Deserialize, Serialize};
 use sightline_combat::{FriendlyFire, GameMode};
 use sightline_protocol::bytes::{Reader, put_f32, put_varint, put_zigzag, unzigzag64, zigzag64};
@@ -76,25 +77,65 @@ pub enum Record {
     Left(PlayerId),
     /// The host's order to the match, carried out in this tick.
     Order(DemoOrder),
-    /// The host changed the limits or the friendly fire.
-    Limits {
-        /// Frags that win.
-        fraglimit: i32,
-        /// Seconds a match lasts at most.
-        timelimit: f32,
-        /// What team mates' fire does.
-        friendly_fire: FriendlyFire,
-        /// Whether a tie at the time limit goes to overtime.
-        overtime: bool,
-        /// Seconds of warmup before each match.
-        warmup: f32,
-    },
+    /// The host (or a vote) changed the match's settings.
+    Limits(DemoLimits),
     /// Checksums of the state before this tick's moves, once a second.
     Checksum(Box<Sums>),
     /// Each player's command this tick; ends the tick.
     Tick(TickCommands),
     /// The recording stopped, and why.
     End(String),
+}
+
+/// The match's settings a host may change while a demo is recorded, which its replay
+/// must follow: at the start in the [`DemoHeader`], then as [`Record::Limits`].
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct DemoLimits {
+    /// Frags that win.
+    pub fraglimit: i32,
+    /// Seconds a match lasts at most.
+    pub timelimit: f32,
+    /// What team mates' fire does.
+    pub friendly_fire: FriendlyFire,
+    /// Whether a tie at the time limit goes to overtime.
+    pub overtime: bool,
+    /// Seconds of warmup before each match.
+    pub warmup: f32,
+}
+
+impl DemoLimits {
+    /// The settings `rules` hold.
+    pub fn of(rules: &MatchRules) -> Self {
+        Self {
+            fraglimit: rules.fraglimit,
+            timelimit: rules.timelimit,
+            friendly_fire: rules.friendly_fire,
+            overtime: rules.overtime,
+            warmup: rules.warmup,
+        }
+    }
+
+    /// Puts these settings into `rules`.
+    pub fn apply_to(self, rules: &mut MatchRules) {
+        rules.fraglimit = self.fraglimit;
+        rules.timelimit = self.timelimit;
+        rules.friendly_fire = self.friendly_fire;
+        rules.overtime = self.overtime;
+        rules.warmup = self.warmup;
+    }
+}
+
+impl DemoHeader {
+    /// The match's settings when the recording started.
+    pub fn limits(&self) -> DemoLimits {
+        DemoLimits {
+            fraglimit: self.fraglimit,
+            timelimit: self.timelimit,
+            friendly_fire: self.friendly_fire,
+            overtime: self.overtime,
+            warmup: self.warmup,
+        }
+    }
 }
 
 /// The host's orders a demo carries ([`crate::MatchOrder`] less a map change, which ends
@@ -851,13 +892,13 @@ mod tests {
         let steps = [(PlayerId(1), Step::Held), (PlayerId(2), ran(cmd(1)))];
         let records = vec![
             Record::Order(DemoOrder::Restart),
-            Record::Limits {
+            Record::Limits(DemoLimits {
                 fraglimit: 5,
                 timelimit: 60.0,
                 friendly_fire: FriendlyFire::Reflect,
                 overtime: false,
                 warmup: 30.0,
-            },
+            }),
             Record::Left(PlayerId(3)),
             Record::Tick(chain.write(&steps)),
             Record::End("stopped".into()),

@@ -4,13 +4,13 @@
 //! The bytes go to a thread of their own that writes the file, so a slow disk never
 //! holds up the tick; one that falls seconds behind stops the recording instead.
 
-use super::format::{CommandChain, DemoEncoder, DemoHeader, DemoOrder, Record, Step};
+use super::format::{CommandChain, DemoEncoder, DemoHeader, DemoLimits, DemoOrder, Record, Step};
 use super::state::{PlayerRecord, Sums, keyframe, players};
 use crate::ServerConfig;
 use crate::catch_up::CatchUp;
 use crate::rules::{MatchOrder, MatchOrders};
 use bevy::prelude::*;
-use sightline_combat::{FriendlyFire, ViewWindow};
+use sightline_combat::ViewWindow;
 use sightline_map::CurrentMap;
 use sightline_sim::{CurrentCmd, Held, InputCmd, PlayerId, Tick};
 use std::io::{BufWriter, Write};
@@ -38,7 +38,7 @@ pub struct DemoRecorder {
     /// Every player as the last tick left it: a difference at the next is a change made
     /// between ticks.
     after_last_tick: Vec<PlayerRecord>,
-    limits: (i32, f32, FriendlyFire, bool, f32),
+    limits: DemoLimits,
 }
 
 /// What a finished recording came to.
@@ -101,13 +101,7 @@ impl DemoRecorder {
             ticks: 0,
             commands: CommandChain::default(),
             after_last_tick: Vec::new(),
-            limits: (
-                config.rules.fraglimit,
-                config.rules.timelimit,
-                config.rules.friendly_fire,
-                config.rules.overtime,
-                config.rules.warmup,
-            ),
+            limits: DemoLimits::of(&config.rules),
         })
     }
 
@@ -285,23 +279,10 @@ fn record(world: &mut World, r: &mut DemoRecorder) -> Result<bool, String> {
     if let Some(order) = order {
         r.encoder.record(&Record::Order(order))?;
     }
-    let rules = &world.resource::<ServerConfig>().rules;
-    let limits = (
-        rules.fraglimit,
-        rules.timelimit,
-        rules.friendly_fire,
-        rules.overtime,
-        rules.warmup,
-    );
+    let limits = DemoLimits::of(&world.resource::<ServerConfig>().rules);
     if limits != r.limits {
         r.limits = limits;
-        r.encoder.record(&Record::Limits {
-            fraglimit: limits.0,
-            timelimit: limits.1,
-            friendly_fire: limits.2,
-            overtime: limits.3,
-            warmup: limits.4,
-        })?;
+        r.encoder.record(&Record::Limits(limits))?;
     }
     let sums = state.as_ref().filter(|_| checksum_due).map(Sums::of);
     if since > 0
