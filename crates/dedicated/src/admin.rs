@@ -23,9 +23,9 @@ use sightline_net::{IpPrefix, RenetServer, UdpServerTransport};
 use sightline_protocol::{MAX_CHAT_LEN, ServerMessage, ServerTextKind, clean_text};
 use sightline_server::demo::demo_path;
 use sightline_server::{
-    AdminInbox, AdminLine, AdminOrigin, Connection, ConnectionStage, HostingStats, LeavingBot,
-    MatchOrder, MatchOrders, MatchState, Outgoing, ServerConfig, ServerStats, SnapshotStream,
-    Spectator, ping_seconds,
+    AdminInbox, AdminLine, AdminOrigin, Connection, HostingStats, LeavingBot, MatchOrder,
+    MatchOrders, MatchState, Outgoing, ServerConfig, ServerStats, SnapshotStream, Spectator,
+    ping_seconds,
 };
 use sightline_sim::{BotControlled, PlayerId, PlayerName};
 use std::net::{IpAddr, SocketAddr};
@@ -752,12 +752,11 @@ fn kick(world: &mut World, target: &Target, reason: &str) {
     }
     let now = world.resource::<Time<Real>>().elapsed_secs_f64();
     world.resource_scope(|world, mut server: Mut<RenetServer>| {
-        world.resource_mut::<ServerStats>().kicks += 1;
-        if let Some(mut conn) = world.get_mut::<Connection>(target.entity)
-            && !matches!(conn.stage, ConnectionStage::Refused { .. })
-        {
-            conn.refuse(&mut server, reason.to_string(), now);
-        }
+        world.resource_scope(|world, mut stats: Mut<ServerStats>| {
+            if let Some(mut conn) = world.get_mut::<Connection>(target.entity) {
+                conn.kick(&mut server, reason.to_string(), now, &mut stats);
+            }
+        });
     });
 }
 

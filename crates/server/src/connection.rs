@@ -138,8 +138,7 @@ impl Connection {
     ) {
         stats.strikes = stats.strikes.saturating_add(u64::from(offence.weight()));
         if let Some(reason) = self.conduct.strike(offence, now) {
-            stats.kicks = stats.kicks.saturating_add(1);
-            self.refuse(server, reason, now);
+            self.kick(server, reason, now, stats);
         }
     }
 
@@ -197,6 +196,21 @@ impl Connection {
     ) {
         stats.refused_commands = stats.refused_commands.saturating_add(1);
         self.offend(server, Offence::ImpossibleInput, now, stats);
+    }
+
+    /// Kicks it, saying why, and counts the kick; one already refused is left as it is.
+    pub fn kick(
+        &mut self,
+        server: &mut RenetServer,
+        reason: String,
+        now: f64,
+        stats: &mut ServerStats,
+    ) {
+        if matches!(self.stage, ConnectionStage::Refused { .. }) {
+            return;
+        }
+        stats.kicks = stats.kicks.saturating_add(1);
+        self.refuse(server, reason, now);
     }
 
     /// Tells the client why it may not play (or play on), to be dropped after a grace.

@@ -94,8 +94,8 @@ pub(crate) fn receive_datagrams(
             }
             let packet = match ClientDatagram::decode(&bytes) {
                 Ok(ClientDatagram::Input(_)) if spectator.is_some() => {
-                    stats.kicks = stats.kicks.saturating_add(1);
-                    conn.refuse(&mut server, "kicked: spectators send no input".into(), now);
+                    let reason = "kicked: spectators send no input".into();
+                    conn.kick(&mut server, reason, now, &mut stats);
                     break;
                 }
                 Ok(ClientDatagram::Input(p)) => p,

@@ -683,9 +683,8 @@ pub(crate) fn drop_refused(
                 }
             }
             ConnectionStage::Playing if conn.conduct.idle(now, config.idle_kick_seconds) => {
-                stats.kicks = stats.kicks.saturating_add(1);
                 let reason = format!("kicked: no input for {} seconds", config.idle_kick_seconds);
-                conn.refuse(&mut server, reason, now);
+                conn.kick(&mut server, reason, now, &mut stats);
             }
             ConnectionStage::AwaitingHello { since } if now - since > HELLO_TIMEOUT => {
                 conn.refuse(&mut server, "no Hello received in time".into(), now);

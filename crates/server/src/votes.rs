@@ -7,7 +7,7 @@
 
 use crate::ServerConfig;
 use crate::config::VoteKind;
-use crate::connection::{Connection, ConnectionStage};
+use crate::connection::Connection;
 use crate::outbox::Outgoing;
 use crate::rules::{MatchOrder, MatchOrders};
 use crate::stats::ServerStats;
@@ -232,9 +232,8 @@ impl KickByVote<'_, '_> {
     /// Kicks the player, if still connected.
     fn kick(&mut self, id: PlayerId, now: f64, stats: &mut ServerStats) {
         for (player, mut conn) in &mut self.connections {
-            if *player == id && !matches!(conn.stage, ConnectionStage::Refused { .. }) {
-                stats.kicks = stats.kicks.saturating_add(1);
-                conn.refuse(&mut self.server, "kicked by vote".into(), now);
+            if *player == id {
+                conn.kick(&mut self.server, "kicked by vote".into(), now, stats);
             }
         }
     }
