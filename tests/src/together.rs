@@ -2,7 +2,7 @@
 //! spectators while the match runs), a rename and a change of side without reconnecting,
 //! and both asked for too often or out of bounds: refused, counted, nobody kicked.
 
-use crate::support::raw::{chat, heard, notices, players, send, set_frags, spectator};
+use crate::support::raw::{assert_told, chat, heard, notices, players, send, set_frags, spectator};
 use sightline_combat::{GameMode, Score, Team};
 use sightline_harness::Stepper;
 use sightline_protocol::{ClientMessage, ServerMessage, TeamChoice};
@@ -170,14 +170,7 @@ fn a_change_of_side_that_unevens_the_teams_or_comes_every_tick_is_refused_and_co
     };
     // One against one: moving makes it none against two.
     send(&mut s, ann, ClientMessage::JoinTeam { choice: other });
-    let got = heard(&mut s, &[ann]);
-    assert!(
-        notices(&got[0])
-            .iter()
-            .any(|t| t.contains("has more players")),
-        "{:?}",
-        got[0]
-    );
+    assert_told(&mut s, ann, "has more players");
     // A change asked for every tick for a second: each refused (uneven, or too soon),
     // counted, and the sender neither moved nor kicked.
     let ticks = s.tick_hz() as usize;
@@ -206,12 +199,7 @@ fn a_change_of_side_that_unevens_the_teams_or_comes_every_tick_is_refused_and_co
             choice: TeamChoice::Auto,
         },
     );
-    let got = heard(&mut s, &[watcher]);
-    assert!(
-        notices(&got[0]).iter().any(|t| t.contains("spectators")),
-        "{:?}",
-        got[0]
-    );
+    assert_told(&mut s, watcher, "spectators");
     send(
         &mut s,
         ann,
@@ -219,12 +207,7 @@ fn a_change_of_side_that_unevens_the_teams_or_comes_every_tick_is_refused_and_co
             name: "Admin".into(),
         },
     );
-    let got = heard(&mut s, &[ann]);
-    assert!(
-        notices(&got[0]).iter().any(|t| t.contains("reserved")),
-        "{:?}",
-        got[0]
-    );
+    assert_told(&mut s, ann, "reserved");
     let name = s.on_server::<PlayerName, _>(ann_id, |n| n.0.clone());
     assert_eq!(name.as_deref(), Some("ann"));
     // A spectator renames too, as often as a player may.

@@ -3,7 +3,9 @@
 //! outside the rotation, a kind the host turned off, a flood of calls): refused, counted,
 //! nobody kicked for asking.
 
-use crate::support::raw::{heard, notices, players, reliable, send, set_frags, spectator};
+use crate::support::raw::{
+    assert_told, heard, notices, players, reliable, send, set_frags, spectator,
+};
 use sightline_combat::Score;
 use sightline_harness::Stepper;
 use sightline_protocol::{ClientMessage, ServerMessage, VoteProposal, VoteTally};
@@ -275,12 +277,7 @@ fn no_vote_does_what_the_host_forbade_and_no_asker_is_kicked_for_asking() {
     ];
     for (n, (who, msg, why)) in attempts.into_iter().enumerate() {
         send(&mut s, who, msg);
-        let got = heard(&mut s, &[who]);
-        assert!(
-            notices(&got[0]).iter().any(|t| t.contains(why)),
-            "{why}: {:?}",
-            got[0]
-        );
+        assert_told(&mut s, who, why);
         assert_eq!(refused(&s), n as u64 + 1, "{why}");
     }
     // A flood of calls: the first starts a vote, the rest are refused and counted.
@@ -412,12 +409,7 @@ fn a_mode_vote_deals_sides_and_starts_a_new_match() {
     assert_eq!(s.on_server::<Score, _>(joined[0].1, |sc| sc.frags), Some(0));
     // The same mode again is refused; back to free-for-all takes the sides away.
     call(&mut s, bob, VoteProposal::Mode(GameMode::TeamDeathmatch));
-    let got = heard(&mut s, &[bob]);
-    assert!(
-        notices(&got[0]).iter().any(|t| t.contains("already tdm")),
-        "{:?}",
-        got[0]
-    );
+    assert_told(&mut s, bob, "already tdm");
     call(&mut s, cat, VoteProposal::Mode(GameMode::Deathmatch));
     s.steps(2);
     vote(&mut s, ann, true);

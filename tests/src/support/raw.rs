@@ -166,3 +166,15 @@ pub fn set_frags(s: &mut Stepper, id: PlayerId, frags: i32) {
         }
     }
 }
+
+/// Steps a little and checks that raw client `i` was told a notice holding `part`.
+#[track_caller]
+pub fn assert_told(s: &mut Stepper, i: usize, part: &str) {
+    let got = heard(s, &[i]);
+    let told = notices(&got[0]);
+    assert!(
+        told.iter().any(|t| t.contains(part)),
+        "no notice holding {part:?}: {:?}",
+        got[0]
+    );
+}
