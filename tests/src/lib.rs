@@ -52,6 +52,8 @@ mod spectators;
 #[cfg(test)]
 mod support;
 #[cfg(test)]
+mod switching;
+#[cfg(test)]
 mod together;
 #[cfg(test)]
 mod transport;

@@ -190,16 +190,17 @@ fn a_change_of_side_that_unevens_the_teams_or_comes_every_tick_is_refused_and_co
     let stats = s.server.world().resource::<ServerStats>();
     assert_eq!(stats.refused_requests, 1 + 2 * ticks as u64);
     assert_eq!(stats.kicks, 0);
-    // A spectator has no side to change, and a reserved name is nobody's.
+    // A spectator cannot go to watch (`switching` has it come to play), and a reserved
+    // name is nobody's.
     let watcher = spectator(&mut s, "eve");
     send(
         &mut s,
         watcher,
         ClientMessage::JoinTeam {
-            choice: TeamChoice::Auto,
+            choice: TeamChoice::Spectator,
         },
     );
-    assert_told(&mut s, watcher, "spectators");
+    assert_told(&mut s, watcher, "you are watching already");
     send(
         &mut s,
         ann,

@@ -54,6 +54,27 @@ pub(crate) fn send_hello(
     }
 }
 
+/// A Welcome received in the game: the server moved this connection between playing and
+/// watching (`team spectator`, `team auto`), and a new session starts on it.
+#[derive(Resource, Debug, Default)]
+pub(crate) struct RoleChange(Option<Welcome>);
+
+/// Starts the session a second Welcome opens, on the same connection: the old one is
+/// forgotten as on a reconnection (players, snapshots, predictions, feeds), the Welcome
+/// taken as the first was, and a later reconnection comes back in the new role.
+pub(crate) fn change_role(world: &mut World) {
+    let Some(welcome) = world.resource_mut::<RoleChange>().0.take() else {
+        return;
+    };
+    sightline_sim::end_session(world);
+    world.insert_resource(match welcome.your_id {
+        Some(_) => JoinAs::Player,
+        None => JoinAs::Spectator,
+    });
+    *world.resource_mut::<ConnectionStatus>() = ConnectionStatus::AwaitingWelcome;
+    world.write_message(FromServer(ServerMessage::Welcome(welcome)));
+}
+
 /// Gives up on the server with a reason the player can read. Without a transport (a
 /// demo played back) there is nothing to disconnect.
 fn leave(client: Option<&mut RenetClient>, status: &mut ConnectionStatus, reason: String) {
@@ -72,9 +93,19 @@ pub(crate) fn decode_reliable(
     mut status: ResMut<ConnectionStatus>,
     mut stats: ResMut<ClientStats>,
     mut inbound: MessageWriter<FromServer>,
+    mut role: ResMut<RoleChange>,
 ) {
+    if role.0.is_some() {
+        return; // the rest waits for the new session
+    }
     while let Some(bytes) = client.receive_message(Channel::Reliable) {
         match ServerMessage::decode(&bytes) {
+            // Welcomed again in the game: a new role. What follows is the next session's,
+            // read once `change_role` has started it.
+            Ok(ServerMessage::Welcome(welcome)) if status.is_connected() => {
+                role.0 = Some(welcome);
+                return;
+            }
             Ok(msg) => {
                 inbound.write(FromServer(msg));
             }
@@ -286,11 +317,12 @@ impl Plugin for ConnectionPlugin {
             .init_resource::<JoinAs>()
             .init_session_resource::<ConnectionStatus>()
             .add_message::<FromServer>()
+            .init_resource::<RoleChange>()
             .add_systems(EndSession, forget_map)
             .add_systems(
                 PreUpdate,
                 (
-                    (send_hello, decode_reliable)
+                    (change_role, send_hello, decode_reliable)
                         .chain()
                         .after(crate::stats::count_refused_packets)
                         .in_set(ReceiveStep::Transport)

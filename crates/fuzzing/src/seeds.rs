@@ -173,6 +173,9 @@ pub fn client_message() -> Vec<Vec<u8>> {
         ClientMessage::JoinTeam {
             choice: TeamChoice::Blue,
         },
+        ClientMessage::JoinTeam {
+            choice: TeamChoice::Spectator,
+        },
         ClientMessage::CallVote {
             proposal: VoteProposal::Map("depot".into()),
         },

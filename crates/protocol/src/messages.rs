@@ -109,7 +109,8 @@ pub enum ClientMessage {
         /// The name asked for.
         name: String,
     },
-    /// The side the player asks to play on in a team game (`team red|blue|auto`).
+    /// The side asked for (`team red|blue|auto|spectator`): a player changes side or
+    /// goes to watch, a spectator comes to play, on the same connection.
     JoinTeam {
         /// Which.
         choice: TeamChoice,
@@ -168,17 +169,21 @@ pub enum TeamChoice {
     Red,
     /// The blue team.
     Blue,
-    /// Whichever has fewer players.
+    /// Whichever has fewer players; in a game without teams, simply to play.
     Auto,
+    /// To watch instead of playing (Quake 3's `team spectator`).
+    Spectator,
 }
 
 impl TeamChoice {
-    /// The choice a console word names (`red`, `blue`, `auto`, any case).
+    /// The choice a console word names (`red`, `blue`, `auto`, `spectator`, Quake 3's
+    /// `free` and the first letters, any case).
     pub fn parse(word: &str) -> Option<Self> {
         match word.to_ascii_lowercase().as_str() {
             "red" | "r" => Some(Self::Red),
             "blue" | "b" => Some(Self::Blue),
-            "auto" | "a" => Some(Self::Auto),
+            "auto" | "a" | "free" | "f" => Some(Self::Auto),
+            "spectator" | "spectate" | "spec" | "s" => Some(Self::Spectator),
             _ => None,
         }
     }
@@ -260,7 +265,9 @@ pub type PlayerKey = [u8; 16];
 /// Reliable messages from the server.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub enum ServerMessage {
-    /// Handshake answer. Must stay variant 0.
+    /// Handshake answer. Must stay variant 0. Sent again when the connection changes
+    /// role (a player goes to watch, a spectator comes to play): the client starts a new
+    /// session on the same connection, as a player or a spectator as `your_id` says.
     Welcome(Welcome),
     /// The server will not take this client, and why. It disconnects right after.
     Refused {

@@ -1,6 +1,6 @@
 //! What a player changes about itself while connected: its name (`name NEW`, with the
-//! checks of joining) and its side (`team red|blue|auto`), each at most once per
-//! [`CHANGE_INTERVAL`]; and teams that a departure left two apart, evened.
+//! checks of joining) and its side (`team red|blue|auto`, or to watch: `roles`), each at
+//! most once per [`CHANGE_INTERVAL`]; and teams that a departure left two apart, evened.
 //!
 //! Changes are made between ticks, so a demo records each as the player's changed state.
 
@@ -32,6 +32,9 @@ pub(crate) enum Change {
     Name(String),
     /// Its side.
     Team(TeamChoice),
+    /// From playing to watching (`Spectator`) or back (a side): see `roles`. It waits
+    /// with changes of side: both start the player afresh.
+    Role(TeamChoice),
     /// Whether it is ready to start, in the warmup (a toggle).
     Ready,
 }
@@ -61,19 +64,20 @@ pub const READY_INTERVAL: f64 = 1.0;
 
 impl LastChanges {
     /// Seconds until `change` may be made again (0: now).
-    fn wait(&self, change: &Change, now: f64) -> f64 {
+    pub(crate) fn wait(&self, change: &Change, now: f64) -> f64 {
         let (last, interval) = match change {
             Change::Name(_) => (self.name, CHANGE_INTERVAL),
-            Change::Team(_) => (self.team, CHANGE_INTERVAL),
+            Change::Team(_) | Change::Role(_) => (self.team, CHANGE_INTERVAL),
             Change::Ready => (self.ready, READY_INTERVAL),
         };
         last.map_or(0.0, |at| (at + interval - now).max(0.0))
     }
 
-    fn made(&mut self, change: &Change, now: f64) {
+    /// `change` was made at `now`.
+    pub(crate) fn made(&mut self, change: &Change, now: f64) {
         match change {
             Change::Name(_) => self.name = Some(now),
-            Change::Team(_) => self.team = Some(now),
+            Change::Team(_) | Change::Role(_) => self.team = Some(now),
             Change::Ready => self.ready = Some(now),
         }
     }
@@ -113,6 +117,9 @@ pub(crate) fn apply_changes(
 ) {
     let now = time.elapsed_secs_f64();
     for request in requests.read() {
+        if matches!(request.change, Change::Role(_)) {
+            continue; // `roles::switch_roles`
+        }
         let answer = match players.get(request.entity) {
             Ok(_) => change_player(
                 request,
@@ -145,23 +152,32 @@ pub(crate) fn apply_changes(
                         Err(why) => Err(why),
                     }
                 }
-                (Change::Team(_), Ok(_)) => {
-                    Err("spectators join a side by reconnecting to play".into())
-                }
+                (Change::Team(_), Ok(_)) => Err("you are watching already".into()),
                 (Change::Ready, Ok(_)) => Err("spectators do not play".into()),
-                (_, Err(_)) => continue, // gone since it asked
+                // Gone since it asked, or a change of role (above).
+                (Change::Role(_), _) | (_, Err(_)) => continue,
             },
         };
         if let Err(why) = answer {
-            stats.refused_requests = stats.refused_requests.saturating_add(1);
-            let text = match &request.change {
-                Change::Name(_) => format!("name not changed: {why}"),
-                Change::Team(_) => format!("team not changed: {why}"),
-                Change::Ready => format!("ready: {why}"),
-            };
-            outbox.write(Outgoing::To(request.client, ServerMessage::notice(&text)));
+            refuse(request, &why, &mut stats, &mut outbox);
         }
     }
+}
+
+/// Tells the asker why its change was not made, and counts the refusal.
+pub(crate) fn refuse(
+    request: &ChangeRequest,
+    why: &str,
+    stats: &mut ServerStats,
+    outbox: &mut MessageWriter<Outgoing>,
+) {
+    stats.refused_requests = stats.refused_requests.saturating_add(1);
+    let text = match &request.change {
+        Change::Name(_) => format!("name not changed: {why}"),
+        Change::Team(_) | Change::Role(_) => format!("team not changed: {why}"),
+        Change::Ready => format!("ready: {why}"),
+    };
+    outbox.write(Outgoing::To(request.client, ServerMessage::notice(&text)));
 }
 
 /// One player's change, made, or why not.
@@ -224,6 +240,8 @@ fn change_player(
             info!("{text}");
             outbox.write(Outgoing::ToPlaying(ServerMessage::notice(&text)));
         }
+        // Never here: `apply_changes` leaves changes of role to `roles::switch_roles`.
+        Change::Role(_) => return Ok(()),
         Change::Ready => {
             if !state.before_start() {
                 return Err("the match has begun".into());
@@ -286,7 +304,8 @@ pub(crate) fn even_teams(
     outbox.write(Outgoing::ToPlaying(ServerMessage::notice(&text)));
 }
 
-/// Renames and changes of side, made between ticks, and teams evened.
+/// Renames, changes of side and between watching and playing, made between ticks, and
+/// teams evened.
 pub(crate) struct ChangesPlugin;
 
 impl Plugin for ChangesPlugin {

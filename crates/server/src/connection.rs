@@ -224,6 +224,28 @@ impl Connection {
     }
 }
 
+/// Seconds after a change of role in which datagrams of the old role (input from a new
+/// spectator, acknowledgements from a new player) are leftovers, not offences: a client
+/// sends for a round trip before it hears of the change.
+pub const SWITCH_GRACE: f64 = 2.0;
+
+/// When the connection last moved between watching and playing, real seconds.
+#[derive(Component, Debug, Clone, Copy)]
+pub(crate) struct Switched(f64);
+
+impl Switched {
+    /// Moved at `now`.
+    pub(crate) fn at(now: f64) -> Self {
+        Self(now)
+    }
+
+    /// Whether a datagram of the role left, arriving at `now`, may have been sent before
+    /// the client heard.
+    pub(crate) fn leftover(&self, now: f64) -> bool {
+        now - self.0 < SWITCH_GRACE
+    }
+}
+
 /// Finds a connection's entity by renet id.
 #[derive(Resource, Default)]
 pub struct ClientIndex(pub HashMap<ClientId, Entity>);

@@ -122,6 +122,12 @@ impl Counters<'_> {
                 stats.refused_requests,
             ),
             both(
+                "switch_leftovers",
+                "sightline_switch_leftovers_total",
+                "Datagrams of a role just left (watching or playing), dropped",
+                stats.switch_leftovers,
+            ),
+            both(
                 "holds",
                 "sightline_held_commands_total",
                 "Ticks a player was held waiting for a late command",

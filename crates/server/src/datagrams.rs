@@ -2,7 +2,7 @@
 //! acknowledgements, and clock-sync pings answered at once.
 
 use crate::conduct::{self, Offence};
-use crate::connection::{ClientIndex, Connection, ConnectionStage};
+use crate::connection::{ClientIndex, Connection, ConnectionStage, Switched};
 use crate::inputs::{InputBuffer, Push};
 use crate::snapshots::SnapshotCounter;
 use crate::spectators::Spectator;
@@ -53,6 +53,7 @@ pub(crate) fn receive_datagrams(
         Option<&mut InputBuffer>,
         Option<&SnapshotCounter>,
         Option<&mut Spectator>,
+        Option<&Switched>,
     )>,
     mut stats: ResMut<ServerStats>,
     config: Res<TickConfig>,
@@ -70,7 +71,7 @@ pub(crate) fn receive_datagrams(
     let elapsed = real.delta_secs_f64() + lag.0.as_secs_f64();
     let (max_messages, max_bytes) = conduct::frame_budget(elapsed, config.tick_hz);
     let owed = owed_ticks(&fixed, &time, *lag);
-    for (mut conn, mut buffer, counter, mut spectator) in &mut connections {
+    for (mut conn, mut buffer, counter, mut spectator, switched) in &mut connections {
         if matches!(conn.stage, ConnectionStage::Refused { .. }) {
             continue; // discarded unread by `drop_refused`
         }
@@ -92,7 +93,18 @@ pub(crate) fn receive_datagrams(
             if matches!(conn.stage, ConnectionStage::Refused { .. }) {
                 break;
             }
-            let packet = match ClientDatagram::decode(&bytes) {
+            let decoded = ClientDatagram::decode(&bytes);
+            // Sent in the role the connection just left, before its client heard.
+            let of_other_role = match &decoded {
+                Ok(ClientDatagram::Input(_)) => spectator.is_some(),
+                Ok(ClientDatagram::Ack { .. }) => spectator.is_none(),
+                _ => false,
+            };
+            if of_other_role && switched.is_some_and(|s| s.leftover(now)) {
+                stats.switch_leftovers = stats.switch_leftovers.saturating_add(1);
+                continue;
+            }
+            let packet = match decoded {
                 Ok(ClientDatagram::Input(_)) if spectator.is_some() => {
                     let reason = "kicked: spectators send no input".into();
                     conn.kick(&mut server, reason, now, &mut stats);

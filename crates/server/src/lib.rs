@@ -46,6 +46,7 @@ mod spectators;
 // of name and side, and votes.
 mod awards;
 mod changes;
+mod roles;
 mod rules;
 mod teams;
 mod votes;
@@ -80,7 +81,7 @@ pub use config::{
     MAX_SPECTATOR_DELAY, MatchRules, ServerConfig, VoteKind, VoteRules,
 };
 pub use connection::{
-    ClientIndex, Connection, ConnectionStage, PlayerKeyOf, PlayerSlots, ping_seconds,
+    ClientIndex, Connection, ConnectionStage, PlayerKeyOf, PlayerSlots, SWITCH_GRACE, ping_seconds,
 };
 pub use counters::{Counter, Counters};
 pub use inbox::{AdminInbox, AdminLine, AdminOrigin, MAX_PENDING_LINES};

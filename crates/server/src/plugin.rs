@@ -8,6 +8,7 @@ use crate::catch_up::CatchUpPlugin;
 use crate::changes::ChangesPlugin;
 use crate::combat::RespawnPlugin;
 use crate::demo::DemoRecordingPlugin;
+use crate::roles::RolesPlugin;
 use crate::rules::RulesPlugin;
 use crate::sessions::SessionsPlugin;
 use crate::sets::{CommandSource, ReceiveStep, ServerSet};
@@ -92,7 +93,7 @@ impl Plugin for ServerPlugin {
                 SnapshotsPlugin,
                 SpectatorsPlugin,
                 RulesPlugin,
-                (ChangesPlugin, VotesPlugin, AwardsPlugin),
+                (ChangesPlugin, RolesPlugin, VotesPlugin, AwardsPlugin),
                 RespawnPlugin,
                 BotsPlugin,
                 StatusPlugin,

@@ -169,6 +169,7 @@ pub(crate) fn replay_app(
     let mut app = server_app(config, map, net, pacing);
     app.configure_sets(FixedUpdate, CommandSource::Bots.run_if(|| false))
         .replace_command_source(CommandSource::Network, play_tick)
+        .init_resource::<crate::roles::NoNewPlayers>()
         .insert_resource(Playback {
             reader,
             commands: CommandChain::default(),

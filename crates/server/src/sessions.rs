@@ -36,7 +36,7 @@ use sightline_movement::PlayerState;
 use sightline_net::{ClientId, DisconnectReason, RenetServer, RenetServerEvent, ServerEvent};
 use sightline_protocol::{
     Channel, ClientMessage, MAX_NAME_LEN, PROTOCOL_VERSION, ResumeSecret, ScoreLine, ServerMessage,
-    ServerTextKind, Welcome, Wire, clean_text,
+    ServerTextKind, TeamChoice, Welcome, Wire, clean_text,
 };
 use sightline_sim::{BotControlled, Player, PlayerId, PlayerName};
 
@@ -293,10 +293,16 @@ pub(crate) fn handle_reliable_messages(
                     });
                 }
                 (ClientMessage::JoinTeam { choice }, ConnectionStage::Playing) => {
+                    // Between watching and playing is a change of role; the rest, of side.
+                    let watch = choice == TeamChoice::Spectator;
+                    let change = match spectator.is_some() != watch {
+                        true => Change::Role(choice),
+                        false => Change::Team(choice),
+                    };
                     changes.write(ChangeRequest {
                         entity,
                         client: conn.client_id,
-                        change: Change::Team(choice),
+                        change,
                     });
                 }
                 (ClientMessage::Ready, ConnectionStage::Playing) => {
@@ -425,22 +431,16 @@ impl Admission<'_, '_> {
         let secret = Resumable::random();
         let mut player = self.commands.entity(entity);
         player.insert((
-            Player,
-            id,
-            PlayerName(name.clone()),
-            state,
-            InputBuffer::new(self.config.tick),
+            player_components(
+                id,
+                name.clone(),
+                (state, vitals, arsenal, score),
+                self.config.tick,
+                secret,
+            ),
             SnapshotCounter::default(),
-            EventQueue::default(),
-            Interest::default(),
-            ViewWindow::CLOSED,
-            crate::catch_up::CatchUp::default(),
             // Present from the start, so two changes in one frame see the first.
             LastChanges::default(),
-            vitals,
-            arsenal,
-            score,
-            secret,
         ));
         if let Some(team) = team {
             player.insert(team);
@@ -530,19 +530,12 @@ impl Admission<'_, '_> {
         })
     }
 
-    /// A free player id; a full server lets the longest-gone player's place go first.
     fn free_slot(&mut self) -> Option<PlayerId> {
-        self.slots.take().or_else(|| {
-            let gone = self.departed.evict_oldest()?;
-            self.slots.release(gone.id);
-            self.slots.take()
-        })
+        free_slot(&mut self.slots, &mut self.departed)
     }
 
     /// Welcomes a new player (or a spectator: no player), then names everyone already in
-    /// the game. Sent at once, not
-    /// through the outbox: the Welcome must be the first message a client gets, ahead of
-    /// whatever the outbox sends to everyone in the game this frame.
+    /// the game.
     fn send_welcome(
         &self,
         server: &mut RenetServer,
@@ -550,32 +543,89 @@ impl Admission<'_, '_> {
         id: Option<PlayerId>,
         secret: Resumable,
     ) {
-        let welcome = ServerMessage::Welcome(Welcome {
-            protocol_version: PROTOCOL_VERSION,
-            tick_hz: self.config.tick.tick_hz,
-            snapshot_hz: self.config.tick.snapshot_hz(),
-            server_name: self.config.name.clone(),
-            map_name: self.map.def.name.clone(),
-            map_hash: self.map.hash,
-            your_id: id,
-            resume: secret.0,
-        });
-        send_reliable(server, client, &welcome);
-        for (other, name, _, bot, _) in &self.players {
-            let msg = ServerMessage::PlayerJoined {
-                id: *other,
-                name: name.0.clone(),
-                bot,
-            };
-            send_reliable(server, client, &msg);
-        }
-        if !self.config.motd.is_empty() {
-            let motd = ServerMessage::ServerText {
-                kind: ServerTextKind::Motd,
-                text: self.config.motd.clone(),
-            };
-            send_reliable(server, client, &motd);
-        }
+        let present = self.players.iter().map(|p| (*p.0, p.1.0.as_str(), p.3));
+        send_welcome(
+            server,
+            client,
+            (&self.config, &self.map),
+            (id, secret),
+            present,
+        );
+    }
+}
+
+/// A free player id; a full server lets the longest-gone player's place go first.
+pub(crate) fn free_slot(
+    slots: &mut PlayerSlots,
+    departed: &mut DepartedPlayers,
+) -> Option<PlayerId> {
+    slots.take().or_else(|| {
+        let gone = departed.evict_oldest()?;
+        slots.release(gone.id);
+        slots.take()
+    })
+}
+
+/// What makes a connection a player, besides its snapshots' numbering and its changes'
+/// times (which a connection keeps when it goes from watching to playing): its id, name,
+/// place in the world, input and events, and the secret to come back with.
+pub(crate) fn player_components(
+    id: PlayerId,
+    name: String,
+    (state, vitals, arsenal, score): (PlayerState, Vitals, Arsenal, Score),
+    tick: sightline_sim::TickConfig,
+    secret: Resumable,
+) -> impl Bundle {
+    (
+        (Player, id, PlayerName(name), state),
+        (
+            InputBuffer::new(tick),
+            EventQueue::default(),
+            Interest::default(),
+            ViewWindow::CLOSED,
+            crate::catch_up::CatchUp::default(),
+        ),
+        (vitals, arsenal, score, secret),
+    )
+}
+
+/// Welcomes a client as the player `id` (or as a spectator: `None`), then names everyone
+/// in the game (`present`: id, name, whether a bot) and gives the host's message of the
+/// day. Sent at once, not through the outbox: the Welcome must be the first message of
+/// the client's session, ahead of whatever the outbox sends everyone in the game this
+/// frame.
+pub(crate) fn send_welcome<'a>(
+    server: &mut RenetServer,
+    client: ClientId,
+    (config, map): (&ServerConfig, &CurrentMap),
+    (id, secret): (Option<PlayerId>, Resumable),
+    present: impl Iterator<Item = (PlayerId, &'a str, bool)>,
+) {
+    let welcome = ServerMessage::Welcome(Welcome {
+        protocol_version: PROTOCOL_VERSION,
+        tick_hz: config.tick.tick_hz,
+        snapshot_hz: config.tick.snapshot_hz(),
+        server_name: config.name.clone(),
+        map_name: map.def.name.clone(),
+        map_hash: map.hash,
+        your_id: id,
+        resume: secret.0,
+    });
+    send_reliable(server, client, &welcome);
+    for (other, name, bot) in present {
+        let msg = ServerMessage::PlayerJoined {
+            id: other,
+            name: name.to_string(),
+            bot,
+        };
+        send_reliable(server, client, &msg);
+    }
+    if !config.motd.is_empty() {
+        let motd = ServerMessage::ServerText {
+            kind: ServerTextKind::Motd,
+            text: config.motd.clone(),
+        };
+        send_reliable(server, client, &motd);
     }
 }
 

@@ -66,6 +66,13 @@ impl SnapshotCounter {
         self.last
     }
 
+    /// Starts over after a change of role, numbering on: nothing sent before can serve
+    /// as a baseline (the client started a new session and keeps none of it), and a
+    /// snapshot of the old role still on its way is no newer than the next one.
+    pub fn restart(&mut self) {
+        self.recent.clear();
+    }
+
     /// Remembers what the last numbered snapshot held.
     pub fn keep(&mut self, sent: Snapshot) {
         if let Some(last) = self.recent.back_mut() {

@@ -47,6 +47,9 @@ pub struct Spectator {
     pub ack: u32,
     /// The tick of the last frame it was sent (`None`: none yet).
     shown_through: Option<u32>,
+    /// The statistics key it played with, when it was a player: given back if it comes
+    /// to play again.
+    pub(crate) key: Option<sightline_protocol::PlayerKey>,
 }
 
 impl Spectator {
@@ -56,6 +59,11 @@ impl Spectator {
             name,
             ..Default::default()
         }
+    }
+
+    /// A spectator who played with the statistics key `key`, to play with again.
+    pub(crate) fn keeping(self, key: Option<sightline_protocol::PlayerKey>) -> Self {
+        Self { key, ..self }
     }
 
     /// Takes an acknowledgement of `snapshot` if it is newer than the one held. One that

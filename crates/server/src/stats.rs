@@ -37,6 +37,9 @@ pub struct ServerStats {
     /// Chat lines, renames and team changes refused: over a player's allowance, or not
     /// allowed (a spectator renaming, a side that would make the teams uneven).
     pub refused_requests: u64,
+    /// Datagrams of a role the connection just left, dropped: input from a player gone
+    /// to watch, acknowledgements from a spectator come to play (see `roles`).
+    pub switch_leftovers: u64,
     /// Input packets dropped because the command they were written against is not held:
     /// their acknowledged snapshot is no longer remembered, or the command is older than
     /// the last `INPUT_BASE_SPAN` received, or was never received.

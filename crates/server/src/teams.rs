@@ -33,6 +33,8 @@ pub enum TeamRefusal {
     Already(Team),
     /// That side would have more players than the other (`g_teamforcebalance`).
     Uneven(Team),
+    /// Watching is no side: a change of role, not of team.
+    Watching,
 }
 
 impl TeamRefusal {
@@ -46,6 +48,7 @@ impl TeamRefusal {
                 team.name(),
                 team.other().name()
             ),
+            Self::Watching => "watching is not a side".into(),
         }
     }
 }
@@ -75,6 +78,7 @@ pub fn switch_team(
         return Err(TeamRefusal::NoTeams);
     }
     let target = match choice {
+        TeamChoice::Spectator => return Err(TeamRefusal::Watching),
         TeamChoice::Red => Team::Red,
         TeamChoice::Blue => Team::Blue,
         // Staying put keeps an even match even.
@@ -93,6 +97,22 @@ pub fn switch_team(
         return Err(TeamRefusal::Uneven(target));
     }
     Ok(target)
+}
+
+/// The side a spectator coming to play takes for `choice`, given the players' sides:
+/// none in a game without teams (where any choice but a colour means "play"), else as a
+/// player without a side would change to one.
+pub fn side_for_joining(
+    rules: &MatchRules,
+    choice: TeamChoice,
+    others: [usize; 2],
+) -> Result<Option<Team>, TeamRefusal> {
+    match (rules.mode.teams(), choice) {
+        (_, TeamChoice::Spectator) => Err(TeamRefusal::Watching),
+        (false, TeamChoice::Auto) => Ok(None),
+        (false, _) => Err(TeamRefusal::NoTeams),
+        (true, choice) => switch_team(rules, None, choice, others).map(Some),
+    }
 }
 
 /// The side that has two or more players more than the other, if one has.
@@ -167,6 +187,33 @@ mod tests {
             "1 against 3 moves"
         );
         assert_eq!(switch_team(&rules, None, auto, [1, 0]), Ok(Team::Blue));
+    }
+
+    #[test]
+    fn a_spectator_comes_to_play_on_a_side_the_rules_allow() {
+        use TeamChoice::*;
+        let ffa = MatchRules::default();
+        assert_eq!(side_for_joining(&ffa, Auto, [0, 0]), Ok(None), "just play");
+        assert_eq!(
+            side_for_joining(&ffa, Red, [0, 0]),
+            Err(TeamRefusal::NoTeams)
+        );
+        let rules = tdm(true);
+        assert_eq!(side_for_joining(&rules, Auto, [2, 1]), Ok(Some(Team::Blue)));
+        assert_eq!(
+            side_for_joining(&rules, Red, [2, 1]),
+            Err(TeamRefusal::Uneven(Team::Red))
+        );
+        assert_eq!(side_for_joining(&rules, Red, [1, 1]), Ok(Some(Team::Red)));
+        assert_eq!(
+            side_for_joining(&rules, Spectator, [0, 0]),
+            Err(TeamRefusal::Watching)
+        );
+        assert_eq!(
+            switch_team(&rules, Some(Team::Red), Spectator, [0, 0]),
+            Err(TeamRefusal::Watching),
+            "watching is a change of role"
+        );
     }
 
     #[test]

@@ -40,7 +40,7 @@ const COMMANDS: &[(&str, &str)] = &[
     ("unignore", "unignore NAME: show that one's chat again"),
     (
         "team",
-        "team red|blue|auto: change side in a team game (your frags start again)",
+        "team red|blue|auto|spectator: change side in a team game (your frags start again), go to watch, or come to play",
     ),
     (
         "callvote",
@@ -291,7 +291,7 @@ fn vote_with_keys(
     }
 }
 
-/// `team red|blue|auto`: asks the server for that side.
+/// `team red|blue|auto|spectator`: asks the server for that side, or to watch or play.
 fn choose_team(
     mut run: MessageReader<RunCommand>,
     mut console: ResMut<Console>,
@@ -301,7 +301,7 @@ fn choose_team(
     for cmd in run.read().filter(|c| c.name == "team") {
         let choice = cmd.args.first().and_then(|w| TeamChoice::parse(w));
         match (choice, client.as_mut().filter(|c| c.is_connected())) {
-            (None, _) => console.print("usage: team red|blue|auto"),
+            (None, _) => console.print("usage: team red|blue|auto|spectator"),
             (Some(choice), Some(client)) => sightline_client::send_to_server(
                 client,
                 Channel::Reliable,

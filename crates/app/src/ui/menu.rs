@@ -11,6 +11,7 @@ use bevy::prelude::*;
 use bevy_egui::{EguiContexts, EguiPrimaryContextPass, egui};
 use sightline_console::{ConfigFile, Console, ConsoleCommands, Cvars, RunCommand};
 use sightline_net::ClientSecurity;
+use sightline_protocol::TeamChoice;
 
 /// What the menu's fields hold.
 #[derive(Resource, Debug)]
@@ -131,6 +132,24 @@ fn close_game_menu(mut menu: ResMut<GameMenu>, mut settings: ResMut<SettingsPage
     settings.open = false;
 }
 
+/// The Team page's buttons: the sides of a team game (or, without teams, to play) for
+/// one watching; for one playing, the other side and to watch.
+fn team_choices(team_game: bool, watching: bool) -> Vec<(&'static str, TeamChoice)> {
+    let mut choices = match team_game {
+        true => vec![
+            ("Join Red", TeamChoice::Red),
+            ("Join Blue", TeamChoice::Blue),
+            ("Auto", TeamChoice::Auto),
+        ],
+        false if watching => vec![("Join game", TeamChoice::Auto)],
+        false => Vec::new(),
+    };
+    if !watching {
+        choices.push(("Spectate", TeamChoice::Spectator));
+    }
+    choices
+}
+
 /// The game menu: a small window in the middle of the screen over the game.
 fn draw_game_menu(
     mut contexts: EguiContexts,
@@ -139,9 +158,11 @@ fn draw_game_menu(
     mut look: ResMut<MouseLook>,
     mut requests: MessageWriter<SessionRequest>,
     mut exit: MessageWriter<AppExit>,
-    (match_info, client): (
+    (match_info, client, watching, session): (
         Option<Res<sightline_client::MatchInfo>>,
         Option<ResMut<sightline_net::RenetClient>>,
+        Option<Res<sightline_client::Watching>>,
+        Res<Session>,
     ),
 ) -> Result {
     if !menu.open || settings.open {
@@ -149,6 +170,7 @@ fn draw_game_menu(
     }
     let mut client = client;
     let team_game = match_info.is_some_and(|m| m.team_game);
+    let (watching, demo) = (watching.is_some(), session.demo().is_some());
     let ctx = contexts.ctx_mut()?;
     egui::Window::new("MENU")
         .anchor(egui::Align2::CENTER_CENTER, [0.0, 0.0])
@@ -171,17 +193,13 @@ fn draw_game_menu(
                 if button(ui, "Settings") {
                     settings.open = true;
                 }
-                // In a team game: a side, as the console's `team` asks for one.
-                if let Some(client) = client.as_mut().filter(|c| team_game && c.is_connected()) {
+                // The Team page: a side, or between watching and playing, as the
+                // console's `team` asks (a demo has no game to join).
+                if let Some(client) = client.as_mut().filter(|c| c.is_connected() && !demo) {
                     let choice = ui
                         .horizontal(|ui| {
-                            use sightline_protocol::TeamChoice;
                             let mut choice = None;
-                            for (label, side) in [
-                                ("Join Red", TeamChoice::Red),
-                                ("Join Blue", TeamChoice::Blue),
-                                ("Auto", TeamChoice::Auto),
-                            ] {
+                            for (label, side) in team_choices(team_game, watching) {
                                 if ui.button(label).clicked() {
                                     choice = Some(side);
                                 }
