@@ -341,7 +341,8 @@ fn draw_chat(
 ) -> Result {
     let ctx = contexts.ctx_mut()?;
     egui::Area::new(egui::Id::new("chat"))
-        .anchor(egui::Align2::LEFT_BOTTOM, [12.0, -12.0])
+        // Above the health line, which the HUD draws in the bottom-left corner.
+        .anchor(egui::Align2::LEFT_BOTTOM, [12.0, -52.0])
         .show(ctx, |ui| {
             // An area takes the size of what it first held: empty, lines would wrap a
             // letter at a time.

@@ -275,14 +275,13 @@ fn draw_combat_hud(
         egui::Id::new("combat"),
     ));
     let now = time.elapsed_secs_f64();
-    let Ok(id) = local.single() else {
-        return Ok(());
-    };
-    if let Some(me) = latest
-        .0
-        .as_ref()
-        .and_then(|s| s.players.iter().find(|p| p.id == *id))
-    {
+    // One's own state for a player; the rest (the kill feed, the match, its end) for
+    // spectators and a demo's viewers too.
+    let own = local.single().ok().and_then(|id| {
+        let latest = latest.0.as_ref()?;
+        latest.players.iter().find(|p| p.id == *id)
+    });
+    if let Some(me) = own {
         let weapon = me.weapon.def().name;
         let powers = [(KIT_QUAD, "   QUAD DAMAGE"), (KIT_REGEN, "   REGENERATION")]
             .into_iter()
