@@ -11,8 +11,8 @@ use sightline_client::{
 };
 use sightline_combat::{GameMode, Team};
 use sightline_harness::Stepper;
-use sightline_net::RenetClient;
-use sightline_protocol::{Channel, ClientMessage, ServerMessage, TeamChoice};
+use sightline_net::{ConditionerSettings, RenetClient};
+use sightline_protocol::{Channel, ClientDatagram, ClientMessage, ServerMessage, TeamChoice, Wire};
 use sightline_server::{
     CHANGE_INTERVAL, MatchRules, PlayerSlots, SWITCH_GRACE, ServerConfig, ServerStats, Spectator,
 };
@@ -315,19 +315,100 @@ fn input_sent_before_the_client_heard_it_went_to_watch_is_dropped_not_kicked() {
     );
     assert_eq!(s.server.world().resource::<PlayerSlots>().len(), 0);
 
-    // Input still on its way from the player it was: dropped and counted.
+    // Input still on its way from the player it was, however late (its client may have
+    // hitched): dropped and counted.
     let cmd = |seq| InputCmd {
         seq,
         ..Default::default()
     };
     inputs(&mut s, ann, vec![cmd(400), cmd(401)]);
-    s.steps(3);
-    let stats = s.server.world().resource::<ServerStats>();
-    assert_eq!((stats.kicks, stats.switch_leftovers), (0, 1), "{stats:?}");
-    // Past the grace it is what it always was from a spectator: a kick.
-    s.run_for(SWITCH_GRACE);
+    s.run_for(SWITCH_GRACE + 1.0);
     inputs(&mut s, ann, vec![cmd(402)]);
     s.steps(3);
+    let stats = s.server.world().resource::<ServerStats>();
+    assert_eq!((stats.kicks, stats.switch_leftovers), (0, 2), "{stats:?}");
+    // Heard as a spectator (its first acknowledgement), reordered input is still let off
+    // for the grace; past it, input is what it always was from a spectator: a kick.
+    let ack = ClientDatagram::Ack { snapshot: 0 };
+    raw::send_bytes(&mut s, ann, Channel::Unreliable, ack.encode().unwrap());
+    s.steps(3);
+    inputs(&mut s, ann, vec![cmd(403)]);
+    s.steps(3);
+    let stats = s.server.world().resource::<ServerStats>();
+    assert_eq!((stats.kicks, stats.switch_leftovers), (0, 3), "{stats:?}");
+    s.run_for(SWITCH_GRACE);
+    inputs(&mut s, ann, vec![cmd(404)]);
+    s.steps(3);
     assert_eq!(s.server.world().resource::<ServerStats>().kicks, 1);
-    let _ = raw::reliable(&mut s, ann);
+}
+
+/// A link as a bad day has it: 60 ms each way with jitter, loss in spells, packets
+/// reordered and doubled.
+fn bad_link() -> ConditionerSettings {
+    ConditionerSettings {
+        latency_ms: 60.0,
+        jitter_ms: 15.0,
+        loss_pct: 4.0,
+        outage_ms: 300.0,
+        duplicate_pct: 1.0,
+        reorder_pct: 2.0,
+        ..Default::default()
+    }
+}
+
+#[test]
+fn over_a_bad_link_and_through_a_hitch_a_spectator_changes_role_and_nobody_is_kicked() {
+    let mut s = Stepper::new(tdm(), "duel");
+    let eve = s.add_conditioned_client("eve", 9, bad_link(), bad_link());
+    s.clients[eve].insert_resource(JoinAs::Spectator);
+    let hz = s.tick_hz() as usize;
+    assert!(
+        s.run_until(hz * 10, |s| role(s, eve) == (false, true)),
+        "eve never came to watch"
+    );
+    // Three times to play and back, the last through a hitch of the client's own just
+    // after the server moved it: it wakes three seconds later and sends as it was before
+    // it reads the Welcome.
+    let hitch = |s: &mut Stepper, round: usize, moved: fn(&mut Stepper) -> bool| {
+        if round == 2 {
+            assert!(s.run_until(hz * 4, moved), "the server never moved eve");
+            s.hitch_client(eve, std::time::Duration::from_secs(3));
+        }
+    };
+    for round in 0..3 {
+        s.run_for(CHANGE_INTERVAL);
+        ask(&mut s, eve, TeamChoice::Auto);
+        hitch(&mut s, round, |s| playing_as(s, "eve").is_some());
+        assert!(
+            s.run_until(hz * 8, |s| role(s, eve) == (true, false)),
+            "round {round}: never came to play"
+        );
+        s.run_for(CHANGE_INTERVAL);
+        ask(&mut s, eve, TeamChoice::Spectator);
+        hitch(&mut s, round, |s| watching_as(s, "eve"));
+        assert!(
+            s.run_until(hz * 8, |s| role(s, eve) == (false, true)),
+            "round {round}: never went back to watch"
+        );
+    }
+    s.run_for(3.0);
+    let status = s.clients[eve].world().resource::<ConnectionStatus>();
+    assert!(status.is_connected(), "{status:?}");
+    let earlier = s.clients[eve].world().resource::<EarlierSessions>();
+    assert_eq!(earlier.reconnects, 0, "{earlier:?}");
+    assert_eq!(
+        earlier.malformed, 0,
+        "a second Welcome is no longer malformed"
+    );
+    let stats = s.server.world().resource::<ServerStats>();
+    assert_eq!((stats.kicks, stats.strikes), (0, 0), "{stats:?}");
+    // The hitches' old-role datagrams (three seconds of a player's input, of a
+    // spectator's acknowledgements) were there to drop.
+    assert!(stats.switch_leftovers > 2, "{stats:?}");
+    assert_eq!(
+        s.server.world().resource::<PlayerSlots>().len(),
+        2,
+        "the bots"
+    );
+    assert!(watching_as(&mut s, "eve"));
 }

@@ -224,25 +224,30 @@ impl Connection {
     }
 }
 
-/// Seconds after a change of role in which datagrams of the old role (input from a new
-/// spectator, acknowledgements from a new player) are leftovers, not offences: a client
-/// sends for a round trip before it hears of the change.
+/// Seconds after a connection's first datagram in its new role (after a change between
+/// watching and playing) in which datagrams of the old role (input from a new spectator,
+/// acknowledgements from a new player) are still leftovers, not offences: until then its
+/// client has not heard of the change (a round trip, a hitch, an outage), and sent before
+/// it, they may arrive a little after its first datagram in the new role.
 pub const SWITCH_GRACE: f64 = 2.0;
 
-/// When the connection last moved between watching and playing, real seconds.
-#[derive(Component, Debug, Clone, Copy)]
-pub(crate) struct Switched(f64);
+/// That the connection moved between watching and playing, and when its client was first
+/// heard in the new role, real seconds.
+#[derive(Component, Debug, Clone, Copy, Default)]
+pub(crate) struct Switched {
+    heard: Option<f64>,
+}
 
 impl Switched {
-    /// Moved at `now`.
-    pub(crate) fn at(now: f64) -> Self {
-        Self(now)
+    /// A datagram of the new role arrived at `now`.
+    pub(crate) fn hear(&mut self, now: f64) {
+        self.heard.get_or_insert(now);
     }
 
     /// Whether a datagram of the role left, arriving at `now`, may have been sent before
     /// the client heard.
     pub(crate) fn leftover(&self, now: f64) -> bool {
-        now - self.0 < SWITCH_GRACE
+        self.heard.is_none_or(|at| now - at < SWITCH_GRACE)
     }
 }
 

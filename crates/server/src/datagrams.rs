@@ -53,7 +53,7 @@ pub(crate) fn receive_datagrams(
         Option<&mut InputBuffer>,
         Option<&SnapshotCounter>,
         Option<&mut Spectator>,
-        Option<&Switched>,
+        Option<&mut Switched>,
     )>,
     mut stats: ResMut<ServerStats>,
     config: Res<TickConfig>,
@@ -71,7 +71,7 @@ pub(crate) fn receive_datagrams(
     let elapsed = real.delta_secs_f64() + lag.0.as_secs_f64();
     let (max_messages, max_bytes) = conduct::frame_budget(elapsed, config.tick_hz);
     let owed = owed_ticks(&fixed, &time, *lag);
-    for (mut conn, mut buffer, counter, mut spectator, switched) in &mut connections {
+    for (mut conn, mut buffer, counter, mut spectator, mut switched) in &mut connections {
         if matches!(conn.stage, ConnectionStage::Refused { .. }) {
             continue; // discarded unread by `drop_refused`
         }
@@ -95,14 +95,18 @@ pub(crate) fn receive_datagrams(
             }
             let decoded = ClientDatagram::decode(&bytes);
             // Sent in the role the connection just left, before its client heard.
-            let of_other_role = match &decoded {
-                Ok(ClientDatagram::Input(_)) => spectator.is_some(),
-                Ok(ClientDatagram::Ack { .. }) => spectator.is_none(),
-                _ => false,
+            let role = match &decoded {
+                Ok(ClientDatagram::Input(_)) => Some(spectator.is_none()),
+                Ok(ClientDatagram::Ack { .. }) => Some(spectator.is_some()),
+                _ => None,
             };
-            if of_other_role && switched.is_some_and(|s| s.leftover(now)) {
-                stats.switch_leftovers = stats.switch_leftovers.saturating_add(1);
-                continue;
+            if let (Some(switched), Some(ours)) = (switched.as_deref_mut(), role) {
+                if ours {
+                    switched.hear(now);
+                } else if switched.leftover(now) {
+                    stats.switch_leftovers = stats.switch_leftovers.saturating_add(1);
+                    continue;
+                }
             }
             let packet = match decoded {
                 Ok(ClientDatagram::Input(_)) if spectator.is_some() => {

@@ -189,7 +189,7 @@ impl Roles<'_, '_> {
             .insert((
                 Spectator::new(name.clone()).keeping(key),
                 EventQueue::default(),
-                Switched::at(now),
+                Switched::default(),
             ));
         // No place is kept: coming back to play is joining again.
         self.slots.release(id);
@@ -260,7 +260,7 @@ impl Roles<'_, '_> {
         let mut player = self.commands.entity(request.entity);
         player.retain::<Kept>().insert((
             player_components(id, name.clone(), fresh, self.config.tick, secret),
-            Switched::at(now),
+            Switched::default(),
         ));
         if let Some(team) = team {
             player.insert(team);
