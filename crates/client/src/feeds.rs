@@ -6,7 +6,7 @@ use crate::sets::ReceiveStep;
 use crate::{FromServer, Roster};
 use bevy::prelude::*;
 use sightline_protocol::{
-    MatchReport, PlayerEvent, ServerMessage, ServerTextKind, VoteTally, Warmup, name_key,
+    Lifetime, MatchReport, PlayerEvent, ServerMessage, ServerTextKind, VoteTally, Warmup, name_key,
 };
 use sightline_sim::{PlayerId, SessionAppExt};
 use std::collections::{BTreeSet, VecDeque};
@@ -41,6 +41,21 @@ pub struct MatchInfo {
     pub report: Option<MatchReport>,
     /// Before the match: the warmup or the countdown.
     pub warmup: Option<Warmup>,
+    /// This player's lifetime kills and deaths as the match began (or as the server
+    /// first told them in it), where the server keeps statistics: the intermission shows
+    /// the change from there.
+    pub lifetime_before: Option<Lifetime>,
+}
+
+impl MatchInfo {
+    /// The change in the lifetime record over this match, from `now` (kills, deaths).
+    pub fn lifetime_change(&self, now: Lifetime) -> Option<(i64, i64)> {
+        let before = self.lifetime_before?;
+        Some((
+            i64::from(now.kills) - i64::from(before.kills),
+            i64::from(now.deaths) - i64::from(before.deaths),
+        ))
+    }
 }
 
 /// The vote running, as the server last told it, and when that was (real seconds):
@@ -245,6 +260,8 @@ pub(crate) fn follow_match(
             } => {
                 // The winner and the awards stay shown through the intermission they
                 // were announced in.
+                let (was_over, kept_lifetime) =
+                    (match_info.intermission, match_info.lifetime_before);
                 let ended = if *intermission {
                     std::mem::take(&mut *match_info)
                 } else {
@@ -259,6 +276,12 @@ pub(crate) fn follow_match(
                     awards: ended.awards,
                     report: ended.report,
                     warmup: *warmup,
+                    // Kept through the match and its intermission; a new match after
+                    // it notes the record afresh.
+                    lifetime_before: match (was_over, *intermission) {
+                        (true, false) => None,
+                        _ => kept_lifetime,
+                    },
                 };
             }
             ServerMessage::MatchEnded { winner } => {
@@ -286,6 +309,22 @@ pub(crate) fn follow_match(
     }
 }
 
+/// Notes this player's lifetime record once per match, as it stands when first known in
+/// the match (a new match starts with none noted).
+pub(crate) fn note_lifetime_at_start(
+    mut match_info: ResMut<MatchInfo>,
+    roster: Res<Roster>,
+    own: Query<&PlayerId, With<crate::LocalPlayer>>,
+) {
+    if match_info.intermission || match_info.lifetime_before.is_some() {
+        return;
+    }
+    let now = own.single().ok().and_then(|id| roster.0.get(id)?.lifetime);
+    if now.is_some() {
+        match_info.lifetime_before = now;
+    }
+}
+
 /// The kill feed, the chat log and the match, from what the server says.
 pub(crate) struct FeedsPlugin;
 
@@ -298,7 +337,13 @@ impl Plugin for FeedsPlugin {
             .init_session_resource::<MatchInfo>()
             .add_systems(
                 PreUpdate,
-                (record_kills, record_chat, follow_match, follow_votes)
+                (
+                    record_kills,
+                    record_chat,
+                    follow_match,
+                    note_lifetime_at_start,
+                    follow_votes,
+                )
                     .chain()
                     .in_set(ReceiveStep::Feeds),
             );
@@ -308,6 +353,81 @@ impl Plugin for FeedsPlugin {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_lifetime_record_s_change_counts_from_the_match_s_start() {
+        let mut app = App::new();
+        app.add_message::<FromServer>()
+            .init_resource::<Roster>()
+            .init_resource::<MatchInfo>()
+            .add_systems(Update, (follow_match, note_lifetime_at_start).chain());
+        let me = PlayerId(2);
+        app.world_mut().spawn((me, crate::LocalPlayer));
+        let entry = |kills, deaths| crate::RosterEntry {
+            name: "me".into(),
+            bot: false,
+            ping_ms: None,
+            frags: 0,
+            deaths: 0,
+            team: None,
+            lifetime: Some(Lifetime { kills, deaths }),
+        };
+        let set = |app: &mut App, kills, deaths| {
+            let mut roster = app.world_mut().resource_mut::<Roster>();
+            roster.insert(me, entry(kills, deaths));
+        };
+        let tell = |app: &mut App, msg| {
+            app.world_mut().write_message(FromServer(msg));
+            app.update();
+        };
+        let state = |intermission| ServerMessage::Match {
+            mode: sightline_combat::GameMode::Deathmatch,
+            fraglimit: 20,
+            time_left_s: 0,
+            intermission,
+            warmup: None,
+        };
+        set(&mut app, 100, 50);
+        app.update();
+        set(&mut app, 107, 53);
+        // The match's state, told every second, keeps what was noted.
+        tell(&mut app, state(false));
+        let info = app.world().resource::<MatchInfo>();
+        assert_eq!(
+            info.lifetime_change(Lifetime {
+                kills: 107,
+                deaths: 53
+            }),
+            Some((7, 3))
+        );
+        set(&mut app, 110, 54);
+        tell(
+            &mut app,
+            ServerMessage::MatchEnded {
+                winner: "me".into(),
+            },
+        );
+        tell(&mut app, state(true));
+        let info = app.world().resource::<MatchInfo>();
+        assert!(info.intermission);
+        assert_eq!(
+            info.lifetime_change(Lifetime {
+                kills: 110,
+                deaths: 54
+            }),
+            Some((10, 4))
+        );
+        // The next match starts from where this one left it.
+        tell(&mut app, state(false));
+        let info = app.world().resource::<MatchInfo>();
+        assert_eq!(
+            info.lifetime_before,
+            Some(Lifetime {
+                kills: 110,
+                deaths: 54
+            })
+        );
+    }
 
     #[test]
     fn feeds_keep_only_their_newest_entries() {

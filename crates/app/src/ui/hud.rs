@@ -191,8 +191,25 @@ fn take_feedback(
 /// Health, armour, weapon and ammunition; the kill feed; the hit marker.
 /// The awards of the match just ended, and how it went for this player, low on the
 /// screen, below the scoreboard that the intermission shows.
-fn draw_awards(painter: &egui::Painter, screen: egui::Rect, match_info: &MatchInfo) {
-    let lines = match_info.awards.len() as f32 + f32::from(u8::from(match_info.report.is_some()));
+fn draw_awards(
+    painter: &egui::Painter,
+    screen: egui::Rect,
+    match_info: &MatchInfo,
+    lifetime: Option<sightline_protocol::Lifetime>,
+) {
+    // Where the server keeps statistics: the lifetime record and this match's part in it.
+    let record = lifetime.and_then(|now| {
+        let (kills, deaths) = match_info.lifetime_change(now)?;
+        Some(format!(
+            "lifetime {} kills, {} deaths (K/D {}): {kills:+} and {deaths:+} this match",
+            now.kills,
+            now.deaths,
+            kill_death_ratio(now)
+        ))
+    });
+    let lines = match_info.awards.len() as f32
+        + f32::from(u8::from(match_info.report.is_some()))
+        + f32::from(u8::from(record.is_some()));
     let center = egui::pos2(screen.center().x, screen.bottom() - 90.0 - 26.0 * lines);
     let mut y = 0.0;
     for (title, name, what) in &match_info.awards {
@@ -230,6 +247,16 @@ fn draw_awards(painter: &egui::Painter, screen: egui::Rect, match_info: &MatchIn
         15.0,
         egui::Color32::from_rgb(200, 220, 255),
     );
+    if let Some(record) = record {
+        backed_text(
+            painter,
+            center + egui::vec2(0.0, y + 36.0),
+            egui::Align2::CENTER_TOP,
+            record,
+            15.0,
+            egui::Color32::from_rgb(200, 220, 255),
+        );
+    }
 }
 
 /// The vote running, under the match's line: the question, the tally and the time left,
@@ -267,6 +294,7 @@ fn draw_combat_hud(
     kills: Res<KillFeed>,
     feedback: Res<Feedback>,
     match_info: Res<MatchInfo>,
+    roster: Res<Roster>,
 ) -> Result {
     let ctx = contexts.ctx_mut()?;
     let screen = ctx.content_rect();
@@ -277,6 +305,7 @@ fn draw_combat_hud(
     let now = time.elapsed_secs_f64();
     // One's own state for a player; the rest (the kill feed, the match, its end) for
     // spectators and a demo's viewers too.
+    let own_id = local.single().ok().copied();
     let own = local.single().ok().and_then(|id| {
         let latest = latest.0.as_ref()?;
         latest.players.iter().find(|p| p.id == *id)
@@ -367,7 +396,8 @@ fn draw_combat_hud(
             egui::FontId::proportional(28.0),
             egui::Color32::from_rgb(255, 220, 120),
         );
-        draw_awards(&painter, screen, &match_info);
+        let lifetime = own_id.and_then(|id| roster.0.get(&id)?.lifetime);
+        draw_awards(&painter, screen, &match_info, lifetime);
     }
     if let Some((until, head, damage, mate)) = feedback.hit
         && now < until
