@@ -74,3 +74,57 @@ fn clients_at_any_frame_rate_keep_pace_and_predict_exactly() {
         assert!(moved >= 1, "{fps} fps: nobody got 5 m anywhere");
     }
 }
+
+/// The weapon in hand on the server for the player named `name`.
+fn weapon_on_server(s: &mut Stepper, name: &str) -> Option<sightline_combat::WeaponKind> {
+    let world = s.server.world_mut();
+    let mut players = world.query::<(&sightline_sim::PlayerName, &sightline_combat::Arsenal)>();
+    players
+        .iter(world)
+        .find(|(n, _)| n.0 == name)
+        .map(|(_, a)| a.current)
+}
+
+#[test]
+fn a_weapon_chosen_at_a_few_frames_a_second_is_the_server_s_choice_too() {
+    use sightline_combat::WeaponKind::{Rifle, Rockets, Shotgun};
+    let mut s = Stepper::new(
+        ServerConfig {
+            max_players: 2,
+            bots: 0,
+            ..Default::default()
+        },
+        "duel",
+    );
+    let frames = Frames {
+        fps: 4.0,
+        jitter: 0.3,
+        drift: 0.0,
+        seed: 5,
+    };
+    let clean = ConditionerSettings::default();
+    let c = s.add_client_with("slow", 3, clean, clean, frames);
+    // The player's own hands, not the autopilot's: a key tapped once.
+    s.clients[c]
+        .world_mut()
+        .remove_resource::<sightline_client::Autopilot>();
+    s.run_for(6.0);
+    for (slot, weapon) in [
+        (2, Shotgun),
+        (3, Rockets),
+        (1, Rifle),
+        (2, Shotgun),
+        (3, Rockets),
+    ] {
+        let mut input = s.clients[c]
+            .world_mut()
+            .resource_mut::<sightline_client::LocalInput>();
+        input.press(sightline_sim::Buttons::default(), slot);
+        s.run_for(1.5);
+        assert_eq!(
+            weapon_on_server(&mut s, "slow"),
+            Some(weapon),
+            "slot {slot} tapped at 4 frames a second"
+        );
+    }
+}

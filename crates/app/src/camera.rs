@@ -37,6 +37,14 @@ impl Default for ViewZoom {
     }
 }
 
+/// Whether `+zoom` is held (apart from alternate fire).
+#[derive(Resource, Debug, Default, Clone, Copy, PartialEq)]
+pub struct ZoomHeld(pub bool);
+
+/// The share of the field of view `+zoom` gives a weapon that does not zoom of its own:
+/// a closer look, nothing more (its shots are as wide as ever).
+pub const PLAIN_ZOOM: f32 = 0.5;
+
 /// Seconds the zoom takes to get most of the way (about 3 of these to settle).
 const ZOOM_EASE_SECONDS: f32 = 0.035;
 
@@ -45,6 +53,17 @@ const ZOOM_EASE_SECONDS: f32 = 0.035;
 pub fn zoom_share(alt: AltFire, held: bool) -> f32 {
     match alt {
         AltFire::Zoom { fov_scale, .. } if held => fov_scale.clamp(0.1, 1.0),
+        _ => 1.0,
+    }
+}
+
+/// The share of the field of view for the weapon's alternate fire `alt`, held or not,
+/// and `+zoom` held or not: a zooming weapon's sight either way (`+zoom` holds its
+/// alternate fire), any other's [`PLAIN_ZOOM`] on `+zoom`.
+pub fn view_zoom(alt: AltFire, alt_held: bool, zoom_held: bool) -> f32 {
+    match alt {
+        AltFire::Zoom { .. } => zoom_share(alt, alt_held || zoom_held),
+        _ if zoom_held => PLAIN_ZOOM,
         _ => 1.0,
     }
 }
@@ -60,6 +79,7 @@ impl Plugin for CameraPlugin {
     fn build(&self, app: &mut App) {
         app.init_session_resource::<EyeHeight>()
             .init_session_resource::<ViewZoom>()
+            .init_session_resource::<ZoomHeld>()
             .add_systems(Startup, spawn_camera)
             .add_systems(FixedFirst, remember_previous_state)
             .add_systems(
@@ -160,12 +180,14 @@ fn zoom_view(
     input: Res<LocalInput>,
     latest: Res<LatestSnapshot>,
     player: Query<(&PlayerId, &Arsenal), With<Predicted>>,
+    held: Res<ZoomHeld>,
     mut zoom: ResMut<ViewZoom>,
 ) {
     let target = match player.single() {
-        Ok((id, arsenal)) if !dead_in(&latest, *id) && arsenal.switching <= 0.0 => zoom_share(
+        Ok((id, arsenal)) if !dead_in(&latest, *id) && arsenal.switching <= 0.0 => view_zoom(
             arsenal.current.def().alt,
             input.buttons.contains(Buttons::ALT_FIRE),
+            held.0,
         ),
         _ => 1.0,
     };
@@ -253,6 +275,17 @@ mod tests {
             } else {
                 assert_eq!(held, 1.0, "{w:?} does not zoom");
             }
+        }
+        // `+zoom`: a zooming weapon's own sight, any other a plain closer look.
+        for w in WeaponKind::ALL {
+            let alt = w.def().alt;
+            let expected = if zooming.contains(&w) {
+                zoom_share(alt, true)
+            } else {
+                PLAIN_ZOOM
+            };
+            assert_eq!(view_zoom(alt, false, true), expected, "{w:?}");
+            assert_eq!(view_zoom(alt, false, false), 1.0, "{w:?}");
         }
         let silly = AltFire::Zoom {
             spread_deg: 0.0,

@@ -113,6 +113,8 @@ pub struct InputHistory {
     /// The snapshot last learnt from: its number, the newest command it says was
     /// simulated, and the running count of commands repeated or skipped.
     last_report: Option<(u32, u32, u32)>,
+    /// A weapon chosen in a command never sent, for the next command recorded (0: none).
+    carried_slot: u8,
 }
 
 /// `cl_cmdrate`: at most this many input packets a second (0: one every frame that made
@@ -152,6 +154,10 @@ impl InputHistory {
     /// does not shoot has the view time cheapest to send within two ticks of the moment
     /// drawn ([`follow_view`]).
     pub fn record(&mut self, mut cmd: InputCmd, client_tick: u32) -> InputCmd {
+        if cmd.weapon_slot == 0 {
+            cmd.weapon_slot = self.carried_slot;
+        }
+        self.carried_slot = 0;
         self.last_seq += 1;
         cmd.seq = self.last_seq;
         cmd.client_tick = client_tick;
@@ -165,6 +171,34 @@ impl InputHistory {
             self.recent.pop_front();
         }
         cmd
+    }
+
+    /// A weapon chosen in commands the server already stood in for (at or before
+    /// `acked_seq`, the newest it counts as simulated) before they were ever sent: at a
+    /// few frames a second a frame's commands can fall behind the server's repeats. They
+    /// are never sent, so the choice moves to the newest command, when that chose none
+    /// and is still to go, or else to the next one recorded; prediction then follows the
+    /// server's weapon check.
+    pub fn carry_unsent_choice(&mut self, acked_seq: u32) {
+        let sent = self.sent_seq;
+        let Some(slot) = self
+            .recent
+            .iter()
+            .rev()
+            .filter(|c| c.seq > sent && c.seq <= acked_seq)
+            .find(|c| c.weapon_slot != 0)
+            .map(|c| c.weapon_slot)
+        else {
+            return;
+        };
+        match self.recent.back_mut() {
+            Some(newest) if newest.seq > acked_seq => {
+                if newest.weapon_slot == 0 {
+                    newest.weapon_slot = slot;
+                }
+            }
+            _ => self.carried_slot = slot,
+        }
     }
 
     /// Learns from a snapshot (its number, the newest command simulated and the running
@@ -386,6 +420,7 @@ pub(crate) fn send_inputs(
         .0
         .as_ref()
         .map_or((0, 0), |s| (s.seq, s.ack_input_seq));
+    history.carry_unsent_choice(acked_seq);
     let window = history.window(config.tick_hz);
     for packet in history.packets(ack, acked_seq, window) {
         match ClientDatagram::Input(packet).encode() {
@@ -545,6 +580,42 @@ mod tests {
             .encode()
             .unwrap();
         assert!(full.len() < 100, "{} bytes", full.len());
+    }
+
+    #[test]
+    fn a_weapon_chosen_in_commands_the_server_stood_in_for_goes_with_the_next() {
+        let mut h = InputHistory::default();
+        let chose = |slot| InputCmd {
+            weapon_slot: slot,
+            ..InputCmd::default()
+        };
+        for tick in 0..10 {
+            h.record(InputCmd::default(), tick);
+        }
+        h.sent_seq = 10;
+        // A slow frame: commands 11-14, the key in 12; the server has stood in through 13.
+        for (tick, slot) in [(10, 0), (11, 2), (12, 0), (13, 0)] {
+            h.record(chose(slot), tick);
+        }
+        h.carry_unsent_choice(13);
+        let sent: Vec<InputCmd> = h.packets(3, 13, 16).iter().flat_map(cmds_of).collect();
+        assert_eq!(sent.iter().map(|c| c.seq).collect::<Vec<_>>(), [14]);
+        assert_eq!(
+            sent[0].weapon_slot, 2,
+            "the choice rides on the one still to go"
+        );
+        // Stood in for all of them: the next command recorded carries it.
+        h.sent_seq = 14;
+        for tick in 14..16 {
+            h.record(chose(u8::from(tick == 14) * 3), tick);
+        }
+        h.carry_unsent_choice(16);
+        assert_eq!(h.record(InputCmd::default(), 16).weapon_slot, 3);
+        assert_eq!(h.record(InputCmd::default(), 17).weapon_slot, 0, "once");
+        // A choice that was sent is not carried.
+        h.sent_seq = 18;
+        h.carry_unsent_choice(18);
+        assert_eq!(h.record(InputCmd::default(), 18).weapon_slot, 0);
     }
 
     #[test]

@@ -75,6 +75,21 @@ impl Arsenal {
         self.owned & weapon.bit() != 0
     }
 
+    /// The weapon `weapnext` (`step` 1) or `weapprev` (-1) goes to from `from`: the next
+    /// one held in slot order, round the end, passing over those with no rounds left as
+    /// Quake 3's cycling does; `None` when no other weapon would do.
+    pub fn cycled(&self, from: WeaponKind, step: i8) -> Option<WeaponKind> {
+        let all = WeaponKind::ALL;
+        let n = all.len() as i64;
+        let at = from.index() as i64;
+        (1..n)
+            .map(|k| all[(at + k * i64::from(step.signum())).rem_euclid(n) as usize])
+            .find(|w| {
+                let ammo = self.ammo[w.index()];
+                self.owns(*w) && (ammo.magazine > 0 || ammo.reserve > 0)
+            })
+    }
+
     /// Picks `weapon` up: held from now on, with a full magazine and at least its usual
     /// reserve. Returns false (and changes nothing) when that adds nothing.
     pub fn give(&mut self, weapon: WeaponKind) -> bool {
@@ -221,6 +236,32 @@ fn finish_reload(a: &mut Arsenal) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn cycling_goes_round_the_weapons_held_with_rounds_left() {
+        let mut a = Arsenal::spawned();
+        use WeaponKind::*;
+        assert_eq!(a.cycled(Rifle, 1), Some(Shotgun));
+        assert_eq!(a.cycled(Rockets, 1), Some(Rifle), "round the end");
+        assert_eq!(a.cycled(Rifle, -1), Some(Rockets), "and back");
+        a.give(Plasma);
+        assert_eq!(
+            a.cycled(Rockets, 1),
+            Some(Plasma),
+            "the railgun is not held"
+        );
+        a.ammo[Shotgun.index()] = Ammo {
+            magazine: 0,
+            reserve: 0,
+        };
+        assert_eq!(
+            a.cycled(Rifle, 1),
+            Some(Rockets),
+            "an empty shotgun is passed over"
+        );
+        a.owned = Rifle.bit();
+        assert_eq!(a.cycled(Rifle, 1), None, "nothing else to go to");
+    }
 
     fn fire() -> InputCmd {
         InputCmd {

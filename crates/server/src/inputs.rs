@@ -126,6 +126,15 @@ pub struct InputBuffer {
     /// The last [`INPUT_BASE_SPAN`] commands received, at their sequence modulo the span:
     /// what input packets are written against.
     received: Box<[InputCmd]>,
+    /// The sequence of the command run as sent at each sequence modulo
+    /// [`INPUT_BASE_SPAN`]: a command arriving behind the simulation that is not here was
+    /// never run (a repeat stood in for it, it was skipped, or a full buffer let it go).
+    ran: Box<[u32]>,
+    /// A weapon asked for in a command that was never run, to go with the next command
+    /// run (0: none). Choosing a weapon is an intent, not a moment:
+    /// a client at a few frames a second would otherwise press a key the server never
+    /// saw, and its prediction would take it back.
+    carried_slot: u8,
 }
 
 impl InputBuffer {
@@ -155,7 +164,19 @@ impl InputBuffer {
             ack_snapshot: 0,
             timing: InputTiming::default(),
             received: vec![InputCmd::default(); INPUT_BASE_SPAN as usize].into_boxed_slice(),
+            ran: vec![0; INPUT_BASE_SPAN as usize].into_boxed_slice(),
+            carried_slot: 0,
         }
+    }
+
+    /// `cmd` with the weapon a late command asked for, when it asks for none itself; a
+    /// newer choice of its own replaces the late one.
+    fn with_carried(&mut self, mut cmd: InputCmd) -> InputCmd {
+        if cmd.weapon_slot == 0 {
+            cmd.weapon_slot = self.carried_slot;
+        }
+        self.carried_slot = 0;
+        cmd
     }
 
     /// The received command numbered `seq`, while it is among the last
@@ -194,11 +215,18 @@ impl InputBuffer {
         // Kept as received, simulated or not: the client may write later packets
         // against any command the server acknowledges. A late copy of an older command
         // never replaces a newer one.
-        let slot = &mut self.received[(cmd.seq % INPUT_BASE_SPAN) as usize];
+        let at = (cmd.seq % INPUT_BASE_SPAN) as usize;
+        let slot = &mut self.received[at];
         if cmd.seq > slot.seq {
             *slot = cmd;
         }
         if cmd.seq <= self.last_simulated {
+            // Behind the simulation and never run as sent: its choice of weapon still
+            // counts, once.
+            if self.ran[at] != cmd.seq && cmd.weapon_slot != 0 {
+                self.carried_slot = cmd.weapon_slot;
+                self.ran[at] = cmd.seq;
+            }
             return Push::Duplicate;
         }
         let at = match self.pending.binary_search_by_key(&cmd.seq, |w| w.cmd.seq) {
@@ -277,9 +305,9 @@ impl InputBuffer {
             if self.last_simulated > 0 {
                 self.last_simulated = self.last_simulated.saturating_add(1);
             }
-            Some(self.last_cmd)
+            Some(self.with_carried(self.last_cmd))
         } else {
-            Some(self.last_cmd.repeated())
+            Some(self.with_carried(self.last_cmd.repeated()))
         }
     }
 
@@ -319,6 +347,7 @@ impl InputBuffer {
 
     /// Makes a waiting command the one simulated.
     fn took(&mut self, w: Waiting) -> InputCmd {
+        self.ran[(w.cmd.seq % INPUT_BASE_SPAN) as usize] = w.cmd.seq;
         self.last_simulated = w.cmd.seq;
         self.last_cmd = w.cmd;
         self.last_ack_tick = w.ack_tick;
@@ -326,7 +355,7 @@ impl InputBuffer {
         self.missing_streak = 0;
         self.held_streak = 0;
         self.hold_credit = (self.hold_credit + 1).min(self.hold_credit_cap);
-        w.cmd
+        self.with_carried(w.cmd)
     }
 
     /// Commands, in all, this player's buffer could not run as sent (repeated or
@@ -684,11 +713,28 @@ mod tests {
         );
         // Within the grace each repeat stood in for the next command...
         assert_eq!(b.last_simulated(), 1 + grace as u32);
-        // ...which is dropped when it arrives late; later ones are taken.
-        assert_eq!(b.push(cmd(2), None), Push::Duplicate);
+        // ...which is dropped when it arrives late; later ones are taken. A weapon it
+        // chose goes with the next command run: the key was pressed.
+        let late = InputCmd {
+            weapon_slot: 3,
+            ..cmd(2)
+        };
+        assert_eq!(b.push(late, None), Push::Duplicate);
+        assert_eq!(b.push(late, None), Push::Duplicate, "a second copy");
         assert_eq!(b.push(cmd(2 + grace as u32), None), Push::Queued);
         assert_eq!(b.take_timing().repeats, grace as u32 + 1);
         assert_eq!(b.take_timing().repeats, grace as u32 + 1, "a running total");
+        assert_eq!(b.take_next().map(|c| c.weapon_slot), Some(3));
+        assert_eq!(b.take_next().map(|c| c.weapon_slot), Some(0), "once");
+        // Later copies of it carry nothing more, nor does a late copy of one that ran.
+        assert_eq!(b.push(late, None), Push::Duplicate);
+        let ran = InputCmd {
+            weapon_slot: 2,
+            ..cmd(2 + grace as u32)
+        };
+        assert_eq!(b.push(ran, None), Push::Duplicate);
+        b.push(cmd(3 + grace as u32), None);
+        assert_eq!(b.take_next().map(|c| c.weapon_slot), Some(0));
     }
 
     #[test]

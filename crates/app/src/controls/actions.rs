@@ -38,6 +38,14 @@ pub enum Action {
     Weapon4,
     /// Weapon slot 5.
     Weapon5,
+    /// The next weapon held (`weapnext`, the wheel down).
+    WeaponNext,
+    /// The previous weapon held (`weapprev`, the wheel up).
+    WeaponPrev,
+    /// The weapon held before this one (`lastinv`).
+    LastWeapon,
+    /// Zoom while held, apart from alternate fire.
+    Zoom,
     /// Show the scoreboard while held.
     Scores,
     /// Type a chat line.
@@ -66,6 +74,13 @@ pub(crate) enum Effect {
     Button(Buttons),
     /// Chooses a weapon slot, 1-5.
     Slot(u8),
+    /// Chooses the next (1) or previous (-1) weapon held.
+    Cycle(i8),
+    /// Chooses the weapon held before the one in hand.
+    LastWeapon,
+    /// Zooms the view while held: a weapon that zooms on alternate fire zooms as that
+    /// does (its sight, its accuracy); any other only the view, as Quake 3's `+zoom`.
+    Zoom,
     /// The game's own (the scoreboard, chat), read where it is used.
     Game,
 }
@@ -181,6 +196,28 @@ pub(crate) const ACTIONS: &[ActionRow] = &[
         "Weapon 5",
         Effect::Slot(5),
     ),
+    row(
+        Action::WeaponNext,
+        "weapnext",
+        "mwheeldown",
+        "Next weapon",
+        Effect::Cycle(1),
+    ),
+    row(
+        Action::WeaponPrev,
+        "weapprev",
+        "mwheelup",
+        "Previous weapon",
+        Effect::Cycle(-1),
+    ),
+    row(
+        Action::LastWeapon,
+        "lastinv",
+        "q",
+        "Last weapon",
+        Effect::LastWeapon,
+    ),
+    row(Action::Zoom, "+zoom", "z", "Zoom", Effect::Zoom),
     row(Action::Scores, "+scores", "tab", "Scoreboard", Effect::Game),
     row(Action::Chat, "messagemode", "t", "Chat", Effect::Game),
     row(

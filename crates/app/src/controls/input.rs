@@ -1,7 +1,7 @@
 //! Keyboard and mouse to input commands, through leafwing-input-manager and the console's
 //! key bindings. Sampled just before each fixed tick, so commands carry the newest input.
 
-use crate::camera::ViewZoom;
+use crate::camera::{ViewZoom, ZoomHeld};
 pub use crate::controls::actions::Action;
 use crate::controls::actions::{ACTIONS, Effect};
 use crate::controls::overlays::{GameMenu, SettingsPage};
@@ -9,15 +9,16 @@ pub use crate::controls::overlays::{MouseLook, TextFocus};
 use crate::cvars::cvar;
 use crate::session::AppState;
 use bevy::app::RunFixedMainLoopSystems;
-use bevy::input::mouse::AccumulatedMouseMotion;
+use bevy::input::mouse::{AccumulatedMouseMotion, AccumulatedMouseScroll};
 use bevy::prelude::*;
 use bevy::window::{CursorGrabMode, CursorOptions, PrimaryWindow};
 use leafwing_input_manager::prelude::*;
 use sightline_client::{Autopilot, LocalInput};
+use sightline_combat::{AltFire, Arsenal, WeaponKind};
 use sightline_console::{Bindings, Console, Cvars};
 use sightline_movement::PlayerState;
 use sightline_prediction::Predicted;
-use sightline_sim::{Buttons, MAX_PITCH_DEG};
+use sightline_sim::{Buttons, MAX_PITCH_DEG, SessionAppExt};
 
 /// Binds `key` to `command` as the settings page's key capture does: the key leaves
 /// whatever it did before, and the keys that ran `command` until now are unbound, so one
@@ -53,6 +54,10 @@ pub(crate) enum Input {
     Key(KeyCode),
     /// A mouse button.
     Mouse(MouseButton),
+    /// The mouse wheel turned up (away from the player).
+    WheelUp,
+    /// The mouse wheel turned down.
+    WheelDown,
 }
 
 /// Every key and button `bind` knows, by its name (Quake's where it has one). Escape and
@@ -152,6 +157,8 @@ const KEY_NAMES: &[(&str, Input)] = &[
     ("mouse3", Input::Mouse(MouseButton::Middle)),
     ("mouse4", Input::Mouse(MouseButton::Back)),
     ("mouse5", Input::Mouse(MouseButton::Forward)),
+    ("mwheelup", Input::WheelUp),
+    ("mwheeldown", Input::WheelDown),
 ];
 
 /// Looks up a key name as typed in `bind` (case-insensitive).
@@ -184,6 +191,12 @@ pub fn input_map(bindings: &Bindings) -> InputMap<Action> {
             Some(Input::Mouse(b)) => {
                 map.insert(action, b);
             }
+            Some(Input::WheelUp) => {
+                map.insert(action, MouseScrollDirection::UP);
+            }
+            Some(Input::WheelDown) => {
+                map.insert(action, MouseScrollDirection::DOWN);
+            }
             None => warn!("bind {key}: no such key"),
         }
     }
@@ -209,9 +222,15 @@ impl Plugin for InputPlugin {
             .init_resource::<MouseLook>()
             .init_resource::<TextFocus>()
             .add_systems(Startup, spawn_controls)
+            .init_session_resource::<WeaponMemory>()
             .add_systems(
                 Update,
-                (rebuild_input_map, face_spawn_direction, grab_cursor),
+                (
+                    rebuild_input_map,
+                    face_spawn_direction,
+                    grab_cursor,
+                    remember_weapons,
+                ),
             )
             .add_systems(
                 RunFixedMainLoop,
@@ -303,16 +322,59 @@ const DEGREES_PER_COUNT: f32 = 0.022;
 fn tapped(
     action: Action,
     bindings: &Bindings,
-    keys: &ButtonInput<KeyCode>,
-    mouse: &ButtonInput<MouseButton>,
+    (keys, mouse, wheel): (&ButtonInput<KeyCode>, &ButtonInput<MouseButton>, f32),
 ) -> bool {
     bindings
         .keys_for(action.command())
         .any(|name| match input_named(name) {
             Some(Input::Key(k)) => keys.just_pressed(k),
             Some(Input::Mouse(b)) => mouse.just_pressed(b),
+            // A turn of the wheel is a tap: it has no "held".
+            Some(Input::WheelUp) => wheel > 0.0,
+            Some(Input::WheelDown) => wheel < 0.0,
             None => false,
         })
+}
+
+/// The weapon in hand before the one now, for `lastinv`: follows our predicted arsenal.
+#[derive(Resource, Debug, Default, Clone, Copy, PartialEq)]
+pub(crate) struct WeaponMemory {
+    /// The weapon in hand as last seen.
+    held: Option<WeaponKind>,
+    /// The one before it.
+    previous: Option<WeaponKind>,
+}
+
+impl WeaponMemory {
+    /// `now` is in hand.
+    fn see(&mut self, now: WeaponKind) {
+        if self.held != Some(now) {
+            self.previous = self.held.or(self.previous);
+            self.held = Some(now);
+        }
+    }
+}
+
+/// Notes each change of the weapon in hand.
+fn remember_weapons(own: Query<&Arsenal, With<Predicted>>, mut memory: ResMut<WeaponMemory>) {
+    if let Ok(arsenal) = own.single() {
+        memory.see(arsenal.current);
+    }
+}
+
+/// The slot a weapon-choosing effect asks for, given our arsenal, the slot already asked
+/// for and not yet carried (0: none), and what was held before; 0 for none.
+fn slot_for(effect: Effect, arsenal: &Arsenal, pending: u8, memory: &WeaponMemory) -> u8 {
+    let wanted = match effect {
+        // From the weapon on its way up, so two turns of the wheel go two weapons on.
+        Effect::Cycle(step) => {
+            let from = WeaponKind::in_slot(pending).unwrap_or(arsenal.current);
+            arsenal.cycled(from, step)
+        }
+        Effect::LastWeapon => memory.previous.filter(|w| arsenal.owns(*w)),
+        _ => None,
+    };
+    wanted.map_or(0, |w| w.def().slot)
 }
 
 /// Reads keys and mouse into [`LocalInput`] just before the fixed ticks run. Presses of
@@ -329,6 +391,12 @@ fn sample_local_input(
     bindings: Res<Bindings>,
     keys: Res<ButtonInput<KeyCode>>,
     mouse: Res<ButtonInput<MouseButton>>,
+    (scroll, own, memory, mut zoom_held): (
+        Res<AccumulatedMouseScroll>,
+        Query<&Arsenal, With<Predicted>>,
+        Res<WeaponMemory>,
+        ResMut<ZoomHeld>,
+    ),
     mut input: ResMut<LocalInput>,
 ) {
     if look.0 {
@@ -352,9 +420,13 @@ fn sample_local_input(
             pitch: input.pitch,
             ..default()
         };
+        zoom_held.set_if_neq(ZoomHeld(false));
         return;
     }
-    let down = |a: Action| actions.pressed(&a) || tapped(a, &bindings, &keys, &mouse);
+    let raw = (&*keys, &*mouse, scroll.delta.y);
+    let down = |a: Action| actions.pressed(&a) || tapped(a, &bindings, raw);
+    let arsenal = own.single().ok();
+    let mut zooming = false;
     let (mut forward, mut right) = (0.0, 0.0);
     let (mut buttons, mut pressed) = (Buttons::default(), Buttons::default());
     let (mut weapon_slot, mut slot) = (0, 0);
@@ -385,9 +457,24 @@ fn sample_local_input(
                     slot = n;
                 }
             }
-            _ => {}
+            // Chosen from the weapons held: a tap each (the wheel has no "held").
+            Effect::Cycle(_) | Effect::LastWeapon => {
+                if slot == 0
+                    && down(row.action)
+                    && let Some(arsenal) = arsenal
+                {
+                    slot = slot_for(row.effect, arsenal, input.pressed_slot, &memory);
+                }
+            }
+            Effect::Zoom => zooming |= held,
+            Effect::Game | Effect::Move { .. } => {}
         }
     }
+    // A weapon that zooms on alternate fire zooms as that does, its accuracy with it.
+    if zooming && arsenal.is_some_and(|a| matches!(a.current.def().alt, AltFire::Zoom { .. })) {
+        buttons = buttons.with(Buttons::ALT_FIRE);
+    }
+    zoom_held.set_if_neq(ZoomHeld(zooming));
     input.forward = forward;
     input.right = right;
     input.buttons = buttons;
@@ -398,6 +485,41 @@ fn sample_local_input(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_wheel_and_lastinv_choose_among_the_weapons_held() {
+        use WeaponKind::*;
+        let arsenal = Arsenal::spawned();
+        let slot = |w: WeaponKind| w.def().slot;
+        let mut memory = WeaponMemory::default();
+        let next = Effect::Cycle(1);
+        assert_eq!(slot_for(next, &arsenal, 0, &memory), slot(Shotgun));
+        // A second turn before the first reached a command goes on from it.
+        assert_eq!(
+            slot_for(next, &arsenal, slot(Shotgun), &memory),
+            slot(Rockets)
+        );
+        assert_eq!(
+            slot_for(Effect::Cycle(-1), &arsenal, 0, &memory),
+            slot(Rockets)
+        );
+        // Nothing held before: lastinv does nothing; then the one before this.
+        assert_eq!(slot_for(Effect::LastWeapon, &arsenal, 0, &memory), 0);
+        for w in [Rifle, Rifle, Shotgun, Rockets] {
+            memory.see(w);
+        }
+        assert_eq!(memory.previous, Some(Shotgun));
+        assert_eq!(
+            slot_for(Effect::LastWeapon, &arsenal, 0, &memory),
+            slot(Shotgun)
+        );
+        // One no longer held (a respawn takes picked-up weapons) is not asked for.
+        memory.see(Plasma);
+        memory.see(Rifle);
+        assert_eq!(slot_for(Effect::LastWeapon, &arsenal, 0, &memory), 0);
+        assert!(matches!(input_named("MWheelUp"), Some(Input::WheelUp)));
+        assert_eq!(name_of(Input::WheelDown), Some("mwheeldown"));
+    }
 
     #[test]
     fn default_bindings_cover_every_action_and_name_real_keys() {

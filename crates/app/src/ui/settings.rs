@@ -407,11 +407,12 @@ pub fn resolution_choices(monitor: &[UVec2]) -> Vec<(u32, u32)> {
     sizes
 }
 
-/// While an action waits for its key: the next key or button pressed is bound to it,
+/// While an action waits for its key: the next key, button or turn of the wheel is bound to it,
 /// Escape cancels. A key `bind` has no name for is refused with a line in the console.
 fn capture_key(
     keys: Res<ButtonInput<KeyCode>>,
     mouse: Res<ButtonInput<MouseButton>>,
+    scroll: Res<bevy::input::mouse::AccumulatedMouseScroll>,
     mut page: ResMut<SettingsPage>,
     mut bindings: ResMut<Bindings>,
     mut config: ResMut<ConfigFile>,
@@ -424,10 +425,16 @@ fn capture_key(
         page.capture = None;
         return;
     }
+    let wheel = match scroll.delta.y {
+        y if y > 0.0 => Some(Input::WheelUp),
+        y if y < 0.0 => Some(Input::WheelDown),
+        _ => None,
+    };
     let Some(input) = keys
         .get_just_pressed()
         .map(|k| Input::Key(*k))
         .chain(mouse.get_just_pressed().map(|b| Input::Mouse(*b)))
+        .chain(wheel)
         .next()
     else {
         return;
