@@ -86,7 +86,7 @@ fn weapon_on_server(s: &mut Stepper, name: &str) -> Option<sightline_combat::Wea
 }
 
 #[test]
-fn a_weapon_chosen_at_a_few_frames_a_second_is_the_server_s_choice_too() {
+fn a_weapon_key_tapped_at_four_frames_a_second_switches_on_the_server() {
     use sightline_combat::WeaponKind::{Rifle, Rockets, Shotgun};
     let mut s = Stepper::new(
         ServerConfig {
