@@ -2,11 +2,13 @@
 //! length varying by a fifth and each clock drifting 0.1 % from the server's, keep their
 //! commands reaching the server in time, move, and predict without correcting themselves.
 
-use sightline_client::{ClientStats, InputHistory, InputPacing};
+use bevy::prelude::With;
+use sightline_client::{ClientStats, InputHistory, InputPacing, LocalPlayer};
 use sightline_harness::{Frames, Stepper};
 use sightline_net::ConditionerSettings;
 use sightline_prediction::PredictionStats;
 use sightline_server::ServerConfig;
+use sightline_sim::PlayerId;
 
 /// What a client did over a span of play.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -75,16 +77,6 @@ fn clients_at_any_frame_rate_keep_pace_and_predict_exactly() {
     }
 }
 
-/// The weapon in hand on the server for the player named `name`.
-fn weapon_on_server(s: &mut Stepper, name: &str) -> Option<sightline_combat::WeaponKind> {
-    let world = s.server.world_mut();
-    let mut players = world.query::<(&sightline_sim::PlayerName, &sightline_combat::Arsenal)>();
-    players
-        .iter(world)
-        .find(|(n, _)| n.0 == name)
-        .map(|(_, a)| a.current)
-}
-
 #[test]
 fn a_weapon_key_tapped_at_four_frames_a_second_switches_on_the_server() {
     use sightline_combat::WeaponKind::{Rifle, Rockets, Shotgun};
@@ -109,6 +101,9 @@ fn a_weapon_key_tapped_at_four_frames_a_second_switches_on_the_server() {
         .world_mut()
         .remove_resource::<sightline_client::Autopilot>();
     s.run_for(6.0);
+    let world = s.clients[c].world_mut();
+    let mut own = world.query_filtered::<&PlayerId, With<LocalPlayer>>();
+    let id = *own.single(world).expect("playing");
     for (slot, weapon) in [
         (2, Shotgun),
         (3, Rockets),
@@ -122,7 +117,7 @@ fn a_weapon_key_tapped_at_four_frames_a_second_switches_on_the_server() {
         input.press(sightline_sim::Buttons::default(), slot);
         s.run_for(1.5);
         assert_eq!(
-            weapon_on_server(&mut s, "slow"),
+            s.on_server::<sightline_combat::Arsenal, _>(id, |a| a.current),
             Some(weapon),
             "slot {slot} tapped at 4 frames a second"
         );

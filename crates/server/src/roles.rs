@@ -32,7 +32,7 @@ use bevy::prelude::*;
 use sightline_combat::{Score, Team};
 use sightline_map::CurrentMap;
 use sightline_movement::PlayerState;
-use sightline_net::RenetServer;
+use sightline_net::{ClientId, RenetServer};
 use sightline_protocol::{ServerMessage, TeamChoice};
 use sightline_sim::{BotControlled, PlayerId, PlayerName};
 
@@ -146,15 +146,22 @@ impl Roles<'_, '_> {
         }
     }
 
-    /// The players present after this frame's changes: id, name and whether a bot.
-    fn roster<'a>(
-        players: &'a Present,
-        frame: &'a ThisFrame,
-    ) -> impl Iterator<Item = (PlayerId, &'a str, bool)> + 'a {
-        players
+    /// Welcomes `client` again in its new role (`id`: a player, or none: a spectator),
+    /// naming the players present after this frame's changes (those who came to play in
+    /// it are named by the outbox, after).
+    fn welcome_again(
+        &mut self,
+        client: ClientId,
+        (id, secret): (Option<PlayerId>, Resumable),
+        frame: &ThisFrame,
+    ) {
+        let present = self
+            .players
             .iter()
             .filter(|p| !frame.left.contains(&p.0))
-            .map(|p| (*p.1, p.2.0.as_str(), p.5))
+            .map(|p| (*p.1, p.2.0.as_str(), p.5));
+        let how = (&*self.config, &*self.map);
+        send_welcome(&mut self.server, client, how, (id, secret), present);
     }
 
     /// A player goes to watch.
@@ -193,15 +200,7 @@ impl Roles<'_, '_> {
             ));
         // No place is kept: coming back to play is joining again.
         self.slots.release(id);
-        let present = Self::roster(&self.players, frame);
-        let how = (&*self.config, &*self.map);
-        send_welcome(
-            &mut self.server,
-            request.client,
-            how,
-            (None, Resumable::random()),
-            present,
-        );
+        self.welcome_again(request.client, (None, Resumable::random()), frame);
         let text = format!("{name} went to watch");
         info!("{text}");
         outbox.write(Outgoing::ToPlaying(ServerMessage::PlayerLeft {
@@ -269,15 +268,7 @@ impl Roles<'_, '_> {
         if let Some(key) = key {
             player.insert(PlayerKeyOf(key));
         }
-        let present = Self::roster(&self.players, frame);
-        let how = (&*self.config, &*self.map);
-        send_welcome(
-            &mut self.server,
-            request.client,
-            how,
-            (Some(id), secret),
-            present,
-        );
+        self.welcome_again(request.client, (Some(id), secret), frame);
         let text = match team {
             Some(team) => format!("{name} joined the {} team", team.name()),
             None => format!("{name} joined the game"),
