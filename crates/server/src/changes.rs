@@ -73,6 +73,25 @@ impl LastChanges {
         last.map_or(0.0, |at| (at + interval - now).max(0.0))
     }
 
+    /// Notes on `entity`'s record (`last`, which it has from joining or watching) that
+    /// `change` was made at `now`, giving it a record if it has none.
+    pub(crate) fn note(
+        last: Option<Mut<LastChanges>>,
+        commands: &mut Commands,
+        entity: Entity,
+        change: &Change,
+        now: f64,
+    ) {
+        match last {
+            Some(mut last) => last.made(change, now),
+            None => {
+                let mut made = LastChanges::default();
+                made.made(change, now);
+                commands.entity(entity).insert(made);
+            }
+        }
+    }
+
     /// `change` was made at `now`.
     pub(crate) fn made(&mut self, change: &Change, now: f64) {
         match change {
@@ -133,20 +152,16 @@ pub(crate) fn apply_changes(
                 // A spectator is named only to the host and the other spectators, at
                 // most once per interval as a player is.
                 (Change::Name(wanted), Ok((mut spectator, last))) => {
-                    let mut made = last.as_deref().copied().unwrap_or_default();
-                    let wait = made.wait(&request.change, now);
+                    let wait = last
+                        .as_deref()
+                        .map_or(0.0, |l| l.wait(&request.change, now));
                     match new_name(wanted, &spectator.name, &[]) {
                         _ if wait > 0.0 => Err(format!("wait {:.0} s", wait.ceil())),
                         Ok(name) => {
                             info!("spectator {} is now {name}", spectator.name);
                             spectator.name = name;
-                            made.made(&request.change, now);
-                            match last {
-                                Some(mut last) => *last = made,
-                                None => {
-                                    commands.entity(request.entity).insert(made);
-                                }
-                            }
+                            let (entity, change) = (request.entity, &request.change);
+                            LastChanges::note(last, &mut commands, entity, change, now);
                             Ok(())
                         }
                         Err(why) => Err(why),
@@ -201,8 +216,7 @@ fn change_player(
     let mut player = players
         .get_mut(request.entity)
         .map_err(|_| "not playing".to_string())?;
-    let last = player.last.as_deref().copied().unwrap_or_default();
-    let wait = last.wait(&request.change, now);
+    let wait = (player.last.as_deref()).map_or(0.0, |l| l.wait(&request.change, now));
     if wait > 0.0 {
         return Err(format!("wait {:.0} s", wait.ceil()));
     }
@@ -256,14 +270,7 @@ fn change_player(
             outbox.write(Outgoing::ToPlaying(ServerMessage::notice(&text)));
         }
     }
-    let mut made = last;
-    made.made(&request.change, now);
-    match player.last.as_deref_mut() {
-        Some(last) => *last = made,
-        None => {
-            commands.entity(request.entity).insert(made);
-        }
-    }
+    LastChanges::note(player.last, commands, request.entity, &request.change, now);
     Ok(())
 }
 

@@ -130,14 +130,9 @@ impl Roles<'_, '_> {
     /// What every connection keeps across the change: when it was made, snapshots
     /// numbered on from a clean slate, and a fresh allowance of silence.
     fn start_over(&mut self, request: &ChangeRequest, now: f64) {
-        match self.last.get_mut(request.entity) {
-            Ok(mut last) => last.made(&request.change, now),
-            Err(_) => {
-                let mut last = LastChanges::default();
-                last.made(&request.change, now);
-                self.commands.entity(request.entity).insert(last);
-            }
-        }
+        let last = self.last.get_mut(request.entity).ok();
+        let (entity, change) = (request.entity, &request.change);
+        LastChanges::note(last, &mut self.commands, entity, change, now);
         if let Ok(mut counter) = self.counters.get_mut(request.entity) {
             counter.restart();
         }

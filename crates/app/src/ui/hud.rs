@@ -306,9 +306,9 @@ fn draw_combat_hud(
     // One's own state for a player; the rest (the kill feed, the match, its end) for
     // spectators and a demo's viewers too.
     let own_id = local.single().ok().copied();
-    let own = local.single().ok().and_then(|id| {
+    let own = own_id.and_then(|id| {
         let latest = latest.0.as_ref()?;
-        latest.players.iter().find(|p| p.id == *id)
+        latest.players.iter().find(|p| p.id == id)
     });
     if let Some(me) = own {
         let weapon = me.weapon.def().name;
