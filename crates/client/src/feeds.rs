@@ -1,10 +1,11 @@
-//! The feeds the HUD shows, as the server tells them: the kill feed, chat, and the
-//! match's state (limits, time left, the winner at intermission).
+//! The feeds the HUD shows, as the server tells them: the kill feed, chat, flags' news,
+//! and the match's state (limits, time left, the winner at intermission).
 
 use crate::events::ShownEvent;
 use crate::sets::ReceiveStep;
 use crate::{FromServer, Roster};
 use bevy::prelude::*;
+use sightline_combat::{FlagNews, Team};
 use sightline_protocol::{
     Lifetime, MatchReport, PlayerEvent, ServerMessage, ServerTextKind, VoteTally, Warmup, name_key,
 };
@@ -29,6 +30,10 @@ pub struct MatchInfo {
     pub team_game: bool,
     /// Frags that win; 0 for none.
     pub fraglimit: u16,
+    /// Capture the flag: captures, not frags, score.
+    pub ctf: bool,
+    /// Captures that win, in capture the flag; 0 for none.
+    pub capturelimit: u16,
     /// Seconds left; 0 for no limit.
     pub time_left_s: u16,
     /// Whether the match is over and the next about to start.
@@ -254,6 +259,7 @@ pub(crate) fn follow_match(
             ServerMessage::Match {
                 mode,
                 fraglimit,
+                capturelimit,
                 time_left_s,
                 intermission,
                 warmup,
@@ -270,6 +276,8 @@ pub(crate) fn follow_match(
                 *match_info = MatchInfo {
                     team_game: mode.teams(),
                     fraglimit: *fraglimit,
+                    ctf: mode.flags(),
+                    capturelimit: *capturelimit,
                     time_left_s: *time_left_s,
                     intermission: *intermission,
                     winner: ended.winner,
@@ -309,6 +317,47 @@ pub(crate) fn follow_match(
     }
 }
 
+/// A flag changed hands or place, as the server told it (capture the flag): for the
+/// announcer.
+#[derive(Message, Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FlagHeard {
+    /// Whose flag.
+    pub team: Team,
+    /// What happened to it.
+    pub news: FlagNews,
+    /// Who did it.
+    pub by: Option<PlayerId>,
+}
+
+/// The line the chat shows for a flag's news.
+pub fn flag_line(team: Team, news: FlagNews, by: Option<&str>) -> String {
+    let flag = team.name();
+    match (news, by) {
+        (FlagNews::Taken, Some(by)) => format!("{by} took the {flag} flag"),
+        (FlagNews::Dropped, Some(by)) => format!("{by} dropped the {flag} flag"),
+        (FlagNews::Returned, Some(by)) => format!("{by} returned the {flag} flag"),
+        (FlagNews::Captured, Some(by)) => format!("{by} captured the {flag} flag!"),
+        (FlagNews::Returned, None) => format!("The {flag} flag went home"),
+        (_, None) => format!("The {flag} flag: {news:?}"),
+    }
+}
+
+/// Flags' news: a line in the chat, and a [`FlagHeard`] for the announcer.
+pub(crate) fn hear_flags(
+    mut inbound: MessageReader<FromServer>,
+    roster: Res<Roster>,
+    mut chat: ResMut<ChatLog>,
+    mut heard: MessageWriter<FlagHeard>,
+) {
+    for FromServer(msg) in inbound.read() {
+        if let ServerMessage::Flag { team, news, by } = *msg {
+            let name = by.map(|id| roster.name(id).to_string());
+            chat.push(String::new(), flag_line(team, news, name.as_deref()));
+            heard.write(FlagHeard { team, news, by });
+        }
+    }
+}
+
 /// Notes this player's lifetime record once per match, as it stands when first known in
 /// the match (a new match starts with none noted).
 pub(crate) fn note_lifetime_at_start(
@@ -335,11 +384,13 @@ impl Plugin for FeedsPlugin {
             .init_session_resource::<VoteInfo>()
             .init_session_resource::<KillFeed>()
             .init_session_resource::<MatchInfo>()
+            .add_message::<FlagHeard>()
             .add_systems(
                 PreUpdate,
                 (
                     record_kills,
                     record_chat,
+                    hear_flags,
                     follow_match,
                     note_lifetime_at_start,
                     follow_votes,
@@ -369,6 +420,7 @@ mod tests {
             ping_ms: None,
             frags: 0,
             deaths: 0,
+            captures: 0,
             team: None,
             lifetime: Some(Lifetime { kills, deaths }),
         };
@@ -383,6 +435,7 @@ mod tests {
         let state = |intermission| ServerMessage::Match {
             mode: sightline_combat::GameMode::Deathmatch,
             fraglimit: 20,
+            capturelimit: 0,
             time_left_s: 0,
             intermission,
             warmup: None,

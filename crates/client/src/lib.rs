@@ -39,8 +39,8 @@ pub use connection::{DesiredName, StatsKey};
 pub use cues::{CombatCue, MAX_CUE_WAIT, MAX_TIMED_CUES, Timed, TimedCue, TimedCues};
 pub use events::{EventInbox, ShownEvent};
 pub use feeds::{
-    ChatLog, Ignored, KillFeed, KillFeedEntry, MAX_CHAT_LOG, MAX_IGNORED, MAX_KILL_FEED, MatchInfo,
-    VoteInfo,
+    ChatLog, FlagHeard, Ignored, KillFeed, KillFeedEntry, MAX_CHAT_LOG, MAX_IGNORED, MAX_KILL_FEED,
+    MatchInfo, VoteInfo, flag_line,
 };
 pub use inbound::FromServer;
 pub use input::{CommandRate, InputHistory, LocalInput, MIN_REDUNDANCY_SECONDS, REDUNDANCY_FRAMES};

@@ -23,6 +23,8 @@ pub struct RosterEntry {
     pub deaths: u32,
     /// Team in team games.
     pub team: Option<sightline_combat::Team>,
+    /// Enemy flags brought home (capture the flag).
+    pub captures: u8,
     /// Kills and deaths over the player's lifetime, where the server keeps statistics.
     pub lifetime: Option<Lifetime>,
 }
@@ -90,6 +92,7 @@ pub(crate) fn update_roster(
                     ping_ms: None,
                     frags: 0,
                     deaths: 0,
+                    captures: 0,
                     team: None,
                     lifetime: None,
                 };
@@ -124,6 +127,7 @@ pub(crate) fn update_roster(
                         p.frags = line.frags;
                         p.deaths = line.deaths;
                         p.team = line.team;
+                        p.captures = line.captures;
                     }
                 }
             }
@@ -153,6 +157,7 @@ mod tests {
             ping_ms: None,
             frags: 0,
             deaths: 0,
+            captures: 0,
             team: None,
             lifetime: None,
         }

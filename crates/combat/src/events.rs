@@ -1,6 +1,6 @@
 //! The combat messages: what happened in a tick's fighting, for the network and the logs.
 
-use crate::{HitZone, WeaponKind};
+use crate::{FlagNews, HitZone, Team, WeaponKind};
 use bevy::prelude::*;
 use sightline_sim::PlayerId;
 
@@ -82,5 +82,14 @@ pub enum CombatEvent {
         rocket: u16,
         /// Who fired it.
         owner: PlayerId,
+    },
+    /// A flag changed hands or place (capture the flag).
+    Flag {
+        /// Whose flag.
+        team: Team,
+        /// What happened to it.
+        news: FlagNews,
+        /// Who did it; none when it went home by itself.
+        by: Option<PlayerId>,
     },
 }

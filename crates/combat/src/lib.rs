@@ -17,6 +17,7 @@ mod arsenal;
 mod command;
 mod damage;
 mod drops;
+mod flags;
 mod hitbox;
 mod items;
 mod lagcomp;
@@ -43,6 +44,9 @@ pub use damage::{
 };
 pub use drops::{DROP_TIME, DroppedWeapon, MAX_DROPS, NextDropId, dropped_weapon};
 pub use events::CombatEvent;
+pub use flags::{
+    FLAG_REACH, FLAG_RETURN_TIME, FlagAt, FlagNews, FlagToucher, Flags, base_of, step_flags,
+};
 pub use hitbox::{HitZone, Hitbox, ray_capsule, ray_hit, ray_sphere};
 pub use items::{ItemSpot, items_present, pick_up, respawn_time, spawn_items_for};
 pub use lagcomp::{

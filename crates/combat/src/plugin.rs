@@ -37,6 +37,7 @@ impl Plugin for CombatPlugin {
             .init_resource::<NextDropId>()
             .init_resource::<LagCompStats>()
             .init_resource::<FriendlyFire>()
+            .init_resource::<crate::Flags>()
             .add_message::<CombatEvent>()
             .add_systems(
                 Startup,
@@ -82,6 +83,7 @@ impl Plugin for CombatPlugin {
                     crate::drops::drop_weapons_of_the_dead,
                     crate::items::take_items,
                     crate::drops::take_dropped_weapons,
+                    crate::flags::run_flags,
                 )
                     .chain()
                     .in_set(SimSet::Combat)

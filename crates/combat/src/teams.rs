@@ -25,6 +25,14 @@ impl Team {
         }
     }
 
+    /// Its place in [`Team::ALL`] and in per-team arrays.
+    pub fn index(self) -> usize {
+        match self {
+            Team::Red => 0,
+            Team::Blue => 1,
+        }
+    }
+
     /// The team it plays against.
     pub fn other(self) -> Team {
         match self {
@@ -34,8 +42,8 @@ impl Team {
     }
 }
 
-/// Free-for-all or teams. With the `clap` feature it is a command-line value (`dm`,
-/// `tdm`).
+/// Free-for-all, teams, or capture the flag. With the `clap` feature it is a
+/// command-line value (`dm`, `tdm`, `ctf`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Hash, Serialize, Deserialize)]
 #[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
 pub enum GameMode {
@@ -46,12 +54,28 @@ pub enum GameMode {
     /// Red against blue; teams balanced on joining; no friendly fire.
     #[cfg_attr(feature = "clap", value(name = "tdm"))]
     TeamDeathmatch,
+    /// Red against blue for each other's flag, on a map with flag bases; a capture
+    /// scores, frags do not.
+    #[cfg_attr(feature = "clap", value(name = "ctf"))]
+    CaptureTheFlag,
 }
 
 impl GameMode {
     /// Whether players are in teams.
     pub fn teams(self) -> bool {
-        self == GameMode::TeamDeathmatch
+        self != GameMode::Deathmatch
+    }
+
+    /// Every mode, in the order `mode` lists them.
+    pub const ALL: [GameMode; 3] = [
+        GameMode::Deathmatch,
+        GameMode::TeamDeathmatch,
+        GameMode::CaptureTheFlag,
+    ];
+
+    /// Whether it is played for flags, and so only on maps with flag bases.
+    pub fn flags(self) -> bool {
+        self == GameMode::CaptureTheFlag
     }
 
     /// Its short name, as the `mode` setting spells it: `dm` or `tdm`.
@@ -59,6 +83,7 @@ impl GameMode {
         match self {
             GameMode::Deathmatch => "dm",
             GameMode::TeamDeathmatch => "tdm",
+            GameMode::CaptureTheFlag => "ctf",
         }
     }
 }

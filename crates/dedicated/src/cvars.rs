@@ -44,10 +44,13 @@ pub mod cvar {
              map command changes it now)";
         SV_MAPLIST: String = "sv_maplist", Text { max_len: 1024 }, "", NONE,
             "maps to play in turn, one match each, comma-separated; empty for the map alone";
-        MODE: String = "mode", Choice { options: &["dm", "tdm"] }, "dm", RESTART,
-            "game mode: dm (everyone for themselves) or tdm (red against blue)";
+        MODE: String = "mode", Choice { options: &["dm", "tdm", "ctf"] }, "dm", RESTART,
+            "game mode: dm (everyone for themselves), tdm (red against blue) or ctf \
+             (capture the flag, on maps with flag bases; team deathmatch on others)";
         FRAGLIMIT: i64 = "fraglimit", Int { min: 0, max: 1000 }, 20, NONE,
             "frags that win a match (a player's, or a team's); 0 for none";
+        CAPTURELIMIT: i64 = "capturelimit", Int { min: 0, max: 1000 }, 8, NONE,
+            "captures that win a capture the flag match; 0 for none";
         TIMELIMIT: f64 = "timelimit", Float { min: 0.0, max: 1440.0 }, 10.0, NONE,
             "minutes a match lasts at most; 0 for no limit";
         G_TEAMFORCEBALANCE: i64 = "g_teamforcebalance", Int { min: 0, max: 1 }, 1, NONE,
@@ -147,10 +150,11 @@ pub fn config_from_cvars(cvars: &Cvars) -> Result<ServerConfig, String> {
     if bots > max_players {
         return Err(format!("bots {bots} exceeds maxplayers {max_players}"));
     }
-    let mode = match cvars.read(cvar::MODE).as_str() {
-        "tdm" => GameMode::TeamDeathmatch,
-        _ => GameMode::Deathmatch,
-    };
+    let mode = cvars.read(cvar::MODE);
+    let mode = GameMode::ALL
+        .into_iter()
+        .find(|m| m.keyword() == mode)
+        .unwrap_or_default();
     let rotation = map_list(&cvars.read(cvar::SV_MAPLIST));
     // Names in the maps folder, never paths: `sv_maplist` may be set over rcon, and a
     // path would have the next match read any file the server may.
@@ -181,6 +185,7 @@ pub fn config_from_cvars(cvars: &Cvars) -> Result<ServerConfig, String> {
         rules: MatchRules {
             mode,
             fraglimit: cvars.read(cvar::FRAGLIMIT) as i32,
+            capturelimit: cvars.read(cvar::CAPTURELIMIT) as u16,
             timelimit: (cvars.read(cvar::TIMELIMIT) * 60.0) as f32,
             rotation,
             team_force_balance: cvars.read(cvar::G_TEAMFORCEBALANCE) != 0,

@@ -127,6 +127,7 @@ const CVAR_FLAGS: &[(&str, &str)] = &[
     ("bot-skill", cvar::BOT_SKILL.name()),
     ("mode", cvar::MODE.name()),
     ("fraglimit", cvar::FRAGLIMIT.name()),
+    ("capturelimit", cvar::CAPTURELIMIT.name()),
     ("timelimit", cvar::TIMELIMIT.name()),
     ("team-force-balance", cvar::G_TEAMFORCEBALANCE.name()),
     ("auto-balance", cvar::G_AUTOBALANCE.name()),

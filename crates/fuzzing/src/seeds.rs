@@ -4,12 +4,12 @@
 //! change) and rewrites them when run with `SIGHTLINE_WRITE_SEEDS=1`.
 
 use crate::console::{CONFIG, Shell};
-use sightline_combat::{FriendlyFire, GameMode, ProjectileKind, Team, WeaponKind};
+use sightline_combat::{FlagNews, FriendlyFire, GameMode, ProjectileKind, Team, WeaponKind};
 use sightline_console::render_config;
 use sightline_movement::MoveFlags;
 use sightline_protocol::{
-    Award, AwardKind, ClientDatagram, ClientMessage, DropSnap, EventSnap, InputPacket, Lifetime,
-    MatchReport, PROTOCOL_VERSION, PlayerEvent, PlayerSnap, ProjectileSnap, ScoreLine,
+    Award, AwardKind, ClientDatagram, ClientMessage, DropSnap, EventSnap, FlagSpot, InputPacket,
+    Lifetime, MatchReport, PROTOCOL_VERSION, PlayerEvent, PlayerSnap, ProjectileSnap, ScoreLine,
     ServerDatagram, ServerMessage, ServerTextKind, Snapshot, SnapshotPacket, TeamChoice,
     VoteProposal, VoteTally, Warmup, Welcome, Wire,
 };
@@ -124,6 +124,11 @@ fn snapshot(players: u8, seq: u32) -> Snapshot {
                 pos: [3.0, 0.0, -7.5],
             })
             .collect(),
+        // Capture the flag, its red flag carried and its blue one lying.
+        flags: Some([
+            FlagSpot::Carried(PlayerId(2)),
+            FlagSpot::Dropped([4.0, 0.05, 2.5]),
+        ]),
         events: Vec::new(),
         held: Vec::new(),
     }
@@ -264,6 +269,7 @@ pub fn server_message() -> Vec<Vec<u8>> {
                 frags: 12,
                 deaths: 3,
                 team: Some(Team::Red),
+                captures: 2,
             },
             ScoreLine {
                 id: PlayerId(5),
@@ -271,6 +277,7 @@ pub fn server_message() -> Vec<Vec<u8>> {
                 frags: -1,
                 deaths: 300,
                 team: Some(Team::Blue),
+                captures: 0,
             },
         ]),
         ServerMessage::Lifetimes(vec![(
@@ -291,9 +298,28 @@ pub fn server_message() -> Vec<Vec<u8>> {
             at,
             tick: 12,
         },
+        ServerMessage::Flag {
+            team: Team::Blue,
+            news: FlagNews::Captured,
+            by: Some(PlayerId(0)),
+        },
+        ServerMessage::Flag {
+            team: Team::Red,
+            news: FlagNews::Returned,
+            by: None,
+        },
+        ServerMessage::Match {
+            mode: GameMode::CaptureTheFlag,
+            fraglimit: 0,
+            capturelimit: 8,
+            time_left_s: 900,
+            intermission: false,
+            warmup: None,
+        },
         ServerMessage::Match {
             mode: GameMode::TeamDeathmatch,
             fraglimit: 30,
+            capturelimit: 0,
             time_left_s: 600,
             intermission: false,
             warmup: None,
@@ -301,6 +327,7 @@ pub fn server_message() -> Vec<Vec<u8>> {
         ServerMessage::Match {
             mode: GameMode::Deathmatch,
             fraglimit: 20,
+            capturelimit: 0,
             time_left_s: 600,
             intermission: false,
             warmup: Some(Warmup {
@@ -804,6 +831,7 @@ pub fn demo_file() -> Vec<Vec<u8>> {
         server_name: "Sightline server".into(),
         mode: GameMode::Deathmatch,
         fraglimit: 20,
+        capturelimit: 8,
         timelimit: 600.0,
         rotation: vec!["duel".into()],
         friendly_fire: FriendlyFire::Reflect,
@@ -858,6 +886,7 @@ pub fn demo_file() -> Vec<Vec<u8>> {
         Record::Order(DemoOrder::Restart),
         Record::Limits(DemoLimits {
             fraglimit: 5,
+            capturelimit: 2,
             timelimit: 120.0,
             friendly_fire: FriendlyFire::On,
             overtime: false,

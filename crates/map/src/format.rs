@@ -428,6 +428,41 @@ impl<'de> Deserialize<'de> for Light {
     }
 }
 
+/// Closest two flag bases may stand, m: nearer, a capture is a step.
+pub const MIN_BASE_DISTANCE: f32 = 16.0;
+
+/// Where each team's flag stands, on a map made for capture the flag.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct FlagBases {
+    /// The red flag's stand: where red captures.
+    pub red: Vec3,
+    /// The blue flag's stand.
+    pub blue: Vec3,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FlagBasesFile {
+    red: Coord,
+    blue: Coord,
+}
+
+impl<'de> Deserialize<'de> for FlagBases {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let f = FlagBasesFile::deserialize(d)?;
+        if f.red.0.distance(f.blue.0) < MIN_BASE_DISTANCE {
+            return Err(serde::de::Error::custom(format!(
+                "flag bases {} and {} must stand at least {MIN_BASE_DISTANCE} m apart",
+                f.red.0, f.blue.0
+            )));
+        }
+        Ok(Self {
+            red: f.red.0,
+            blue: f.blue.0,
+        })
+    }
+}
+
 /// A whole map.
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -453,11 +488,24 @@ pub struct MapDef {
     /// Jump pads.
     #[serde(default)]
     pub jump_pads: Vec<JumpPad>,
+    /// The flags' bases, on a map that suits capture the flag.
+    #[serde(default)]
+    pub flags: Option<FlagBases>,
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn flag_bases_stand_apart() {
+        let ok = ron::from_str::<FlagBases>("(red: (-20.0, 0.0, 0.0), blue: (20.0, 0.0, 0.0))");
+        assert_eq!(ok.unwrap().blue, Vec3::new(20.0, 0.0, 0.0));
+        let near = ron::from_str::<FlagBases>("(red: (0.0, 0.0, 0.0), blue: (3.0, 0.0, 0.0))");
+        assert!(near.unwrap_err().to_string().contains("apart"));
+        let nan = ron::from_str::<FlagBases>("(red: (NaN, 0.0, 0.0), blue: (30.0, 0.0, 0.0))");
+        assert!(nan.is_err());
+    }
 
     #[test]
     fn ambient_brightness_must_be_a_finite_amount() {

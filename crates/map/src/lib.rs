@@ -11,7 +11,8 @@ pub mod test_support;
 
 pub use collision::{CastHit, CollisionWorld, SKIN};
 pub use format::{
-    Ambient, Brush, ItemKind, ItemSpot, JumpPad, Light, MAX_PAD_SPEED, MapDef, Rgb, SpawnPoint, Sun,
+    Ambient, Brush, FlagBases, ItemKind, ItemSpot, JumpPad, Light, MAX_PAD_SPEED,
+    MIN_BASE_DISTANCE, MapDef, Rgb, SpawnPoint, Sun,
 };
 pub use load::{
     MAX_MAP_BYTES, MAX_MAP_NAME, MapError, MapSource, content_hash, find_map, find_map_by_name,

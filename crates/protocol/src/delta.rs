@@ -42,7 +42,7 @@
 use crate::bytes::{Reader, put_f32, put_varint, put_zigzag, unzigzag, zigzag};
 use crate::codec::DecodeError;
 use crate::messages::{
-    DropSnap, EventSnap, KIT_QUAD, KIT_REGEN, MAX_SNAPSHOT_DROPS, MAX_SNAPSHOT_EVENTS,
+    DropSnap, EventSnap, FlagSpot, KIT_QUAD, KIT_REGEN, MAX_SNAPSHOT_DROPS, MAX_SNAPSHOT_EVENTS,
     MAX_SNAPSHOT_PLAYERS, MAX_SNAPSHOT_PROJECTILES, PlayerEvent, PlayerSnap, ProjectileSnap,
     Snapshot, Touches,
 };
@@ -111,6 +111,11 @@ const HAS_TOUCHES: u8 = 4;
 const HAS_EVENTS: u8 = 8;
 /// Bit set in the packet's flags when held players follow (none: no bytes).
 const HAS_HELD: u8 = 16;
+/// Bit set in the packet's flags when the flags' places follow (sent only when they
+/// differ from the baseline's).
+const HAS_FLAGS: u8 = 32;
+/// Largest encoding of the flags: whether played, then each flag's place and a position.
+const MAX_FLAGS_BYTES: usize = 1 + 2 * (1 + 12);
 /// Largest encoding of one event: number, age, kind, two ids and a damage, a position.
 const MAX_EVENT_BYTES: usize = 5 + 5 + 1 + 2 + 3 + 12;
 /// Largest encoding of one dropped weapon: id, weapon, position.
@@ -551,6 +556,8 @@ pub struct SnapshotPacket {
     pub items: Option<u64>,
     /// [`Snapshot::drops`], in full.
     pub drops: Vec<DropSnap>,
+    /// [`Snapshot::flags`] when they differ from the baseline's.
+    pub flags: Option<Option<[FlagSpot; 2]>>,
     /// [`Snapshot::events`], each `tick` given as the ticks before the snapshot's
     /// (wrapping).
     pub events: Vec<EventSnap>,
@@ -604,6 +611,7 @@ impl SnapshotPacket {
         + (1 + MAX_SNAPSHOT_PROJECTILES * MAX_PROJECTILE_BYTES)
         + 10
         + (1 + MAX_SNAPSHOT_DROPS * MAX_DROP_BYTES)
+        + MAX_FLAGS_BYTES
         + (1 + MAX_SNAPSHOT_EVENTS * MAX_EVENT_BYTES)
         + (1 + MAX_SNAPSHOT_PLAYERS);
 
@@ -638,6 +646,7 @@ impl SnapshotPacket {
         }
         removed.extend(old.map(|b| b.id));
         let base_items = baseline.map_or(0, |b| b.items);
+        let base_flags = baseline.and_then(|b| b.flags);
         let base_touches = baseline.map_or_else(Touches::default, |b| b.touches);
         let base_projectiles = baseline.map_or(&[][..], |b| &b.projectiles[..]);
         Self {
@@ -661,6 +670,7 @@ impl SnapshotPacket {
                 .collect(),
             items: (snapshot.items != base_items).then_some(snapshot.items),
             drops: snapshot.drops.clone(),
+            flags: (snapshot.flags != base_flags).then_some(snapshot.flags),
             events: flip_ages(&snapshot.events, snapshot.server_tick),
             held,
         }
@@ -741,6 +751,7 @@ impl SnapshotPacket {
                 .collect::<Result<_, _>>()?,
             items: self.items.unwrap_or(base_items),
             drops: self.drops.clone(),
+            flags: self.flags.unwrap_or_else(|| baseline.and_then(|b| b.flags)),
             events: flip_ages(&self.events, server_tick),
             held: self.held.clone(),
         };
@@ -777,7 +788,8 @@ impl SnapshotPacket {
             HAS_EVENTS
         };
         let held = if self.held.is_empty() { 0 } else { HAS_HELD };
-        out.push(items | drops | touches | events | held);
+        let flags = if self.flags.is_some() { HAS_FLAGS } else { 0 };
+        out.push(items | drops | touches | events | held | flags);
         if let Some(t) = self.touches {
             out.extend([
                 t.own_pushes,
@@ -839,6 +851,9 @@ impl SnapshotPacket {
                 }
             }
         }
+        if let Some(flags) = self.flags {
+            put_flags(&mut out, flags);
+        }
         if !self.events.is_empty() {
             put_events(&mut out, &self.events);
         }
@@ -874,7 +889,7 @@ impl SnapshotPacket {
         let repeated_inputs = r.varint()?;
         let server_tick_us = r.varint()?;
         let flags = r.byte()?;
-        if flags & !(HAS_ITEMS | HAS_DROPS | HAS_TOUCHES | HAS_EVENTS | HAS_HELD) != 0 {
+        if flags & !(HAS_ITEMS | HAS_DROPS | HAS_TOUCHES | HAS_EVENTS | HAS_HELD | HAS_FLAGS) != 0 {
             return Err("unknown flags");
         }
         let touches = if flags & HAS_TOUCHES != 0 {
@@ -972,6 +987,11 @@ impl SnapshotPacket {
         } else {
             Vec::new()
         };
+        let flag_spots = if flags & HAS_FLAGS != 0 {
+            Some(read_flags(r)?)
+        } else {
+            None
+        };
         let events = if flags & HAS_EVENTS != 0 {
             read_events(r)?
         } else {
@@ -1008,10 +1028,61 @@ impl SnapshotPacket {
             projectiles,
             items,
             drops,
+            flags: flag_spots,
             events,
             held,
         })
     }
+}
+
+/// Writes the flags' places: 0 when capture the flag is not played; else 1, then for
+/// each flag 0 (home), 1 and a player id (carried) or 2 and a position (dropped).
+fn put_flags(out: &mut Vec<u8>, flags: Option<[FlagSpot; 2]>) {
+    let Some(spots) = flags else {
+        out.push(0);
+        return;
+    };
+    out.push(1);
+    for spot in spots {
+        match spot {
+            FlagSpot::Home => out.push(0),
+            FlagSpot::Carried(id) => out.extend([1, id.0]),
+            FlagSpot::Dropped(pos) => {
+                out.push(2);
+                for v in pos {
+                    put_f32(out, v);
+                }
+            }
+        }
+    }
+}
+
+/// Reads what [`put_flags`] wrote.
+fn read_flags(r: &mut Reader) -> Result<Option<[FlagSpot; 2]>, &'static str> {
+    match r.byte()? {
+        0 => return Ok(None),
+        1 => {}
+        _ => return Err("unknown flags form"),
+    }
+    let mut spots = [FlagSpot::Home; 2];
+    for spot in &mut spots {
+        *spot = match r.byte()? {
+            0 => FlagSpot::Home,
+            1 => FlagSpot::Carried(PlayerId(r.byte()?)),
+            2 => {
+                let mut pos = [0.0; 3];
+                for x in &mut pos {
+                    *x = r.f32()?;
+                    if !x.is_finite() {
+                        return Err("dropped flag at NaN or infinity");
+                    }
+                }
+                FlagSpot::Dropped(pos)
+            }
+            _ => return Err("unknown flag place"),
+        };
+    }
+    Ok(Some(spots))
 }
 
 /// `events` with each tick turned into its age before `server_tick`, or each age back into

@@ -57,12 +57,12 @@ pub use delta::{
     SnapshotPacket, Unresolved,
 };
 pub use messages::{
-    Award, AwardKind, ClientMessage, DropSnap, EventSnap, KIT_QUAD, KIT_REGEN, KIT_WEAPONS,
-    Lifetime, MAX_AWARDS, MAX_CHAT_LEN, MAX_NAME_LEN, MAX_RCON_COMMAND_LEN, MAX_RCON_PASSWORD_LEN,
-    MAX_SERVER_NAME_LEN, MAX_SNAPSHOT_DROPS, MAX_SNAPSHOT_EVENTS, MAX_SNAPSHOT_PLAYERS,
-    MAX_SNAPSHOT_PROJECTILES, MatchReport, PlayerEvent, PlayerKey, PlayerSnap, ProjectileSnap,
-    ResumeSecret, ScoreLine, ServerMessage, ServerTextKind, Snapshot, TeamChoice, Touches,
-    VoteProposal, VoteTally, Warmup, Welcome, kit,
+    Award, AwardKind, ClientMessage, DropSnap, EventSnap, FlagSpot, KIT_QUAD, KIT_REGEN,
+    KIT_WEAPONS, Lifetime, MAX_AWARDS, MAX_CHAT_LEN, MAX_NAME_LEN, MAX_RCON_COMMAND_LEN,
+    MAX_RCON_PASSWORD_LEN, MAX_SERVER_NAME_LEN, MAX_SNAPSHOT_DROPS, MAX_SNAPSHOT_EVENTS,
+    MAX_SNAPSHOT_PLAYERS, MAX_SNAPSHOT_PROJECTILES, MatchReport, PlayerEvent, PlayerKey,
+    PlayerSnap, ProjectileSnap, ResumeSecret, ScoreLine, ServerMessage, ServerTextKind, Snapshot,
+    TeamChoice, Touches, VoteProposal, VoteTally, Warmup, Welcome, kit,
 };
 pub use text::{RESERVED_NAMES, clean_text, is_reserved_name, name_key};
 pub use token::{
@@ -73,4 +73,4 @@ pub use token::{
 };
 
 /// Version of this protocol; a client and server must agree on it exactly.
-pub const PROTOCOL_VERSION: u32 = 28;
+pub const PROTOCOL_VERSION: u32 = 29;

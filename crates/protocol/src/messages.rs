@@ -2,7 +2,7 @@
 
 use crate::codec::{DecodeError, Wire};
 use serde::{Deserialize, Serialize};
-use sightline_combat::{GameMode, ProjectileKind, Team, WeaponKind};
+use sightline_combat::{FlagNews, GameMode, ProjectileKind, Team, WeaponKind};
 use sightline_movement::{GridState, MoveFlags, PlayerState};
 use sightline_sim::{Buttons, InputCmd, MAX_PITCH_DEG, MAX_PITCH_STEPS, PlayerId};
 
@@ -333,6 +333,8 @@ pub enum ServerMessage {
         mode: GameMode,
         /// Frags that win (0: none).
         fraglimit: u16,
+        /// Captures that win, in capture the flag (0: none).
+        capturelimit: u16,
         /// Seconds left (0: no time limit).
         time_left_s: u16,
         /// Whether the match is over and the next one about to start.
@@ -387,6 +389,16 @@ pub enum ServerMessage {
     Awards(Vec<Award>),
     /// How the match just ended went for the recipient alone.
     YourMatch(MatchReport),
+    /// A flag changed hands or place (capture the flag), for the announcer and the
+    /// feed; where it is now rides in the snapshots.
+    Flag {
+        /// Whose flag.
+        team: Team,
+        /// What happened to it.
+        news: FlagNews,
+        /// Who did it; none when it went home by itself.
+        by: Option<PlayerId>,
+    },
 }
 
 /// The warmup before a match ([`ServerMessage::Match`]): players play, nothing counts,
@@ -413,7 +425,8 @@ pub struct Award {
     pub kind: AwardKind,
     /// To whom.
     pub player: PlayerId,
-    /// What won it: frags, damage, kills in a row, or accuracy in tenths of a percent.
+    /// What won it: frags, damage, kills in a row, captures, or accuracy in tenths of a
+    /// percent.
     pub value: u32,
 }
 
@@ -428,6 +441,8 @@ pub enum AwardKind {
     MostDamage,
     /// The most kills without dying.
     LongestStreak,
+    /// The most enemy flags brought home.
+    MostCaptures,
 }
 
 impl AwardKind {
@@ -438,6 +453,7 @@ impl AwardKind {
             AwardKind::BestAccuracy => "Sharpshooter",
             AwardKind::MostDamage => "Most damage",
             AwardKind::LongestStreak => "Longest streak",
+            AwardKind::MostCaptures => "Most captures",
         }
     }
 
@@ -448,6 +464,7 @@ impl AwardKind {
             AwardKind::BestAccuracy => format!("{}.{}% accuracy", value / 10, value % 10),
             AwardKind::MostDamage => format!("{value} damage"),
             AwardKind::LongestStreak => format!("{value} kills in a row"),
+            AwardKind::MostCaptures => format!("{value} captures"),
         }
     }
 }
@@ -596,6 +613,8 @@ pub struct ScoreLine {
     pub deaths: u32,
     /// Team in team games.
     pub team: Option<Team>,
+    /// Enemy flags brought home (capture the flag), up to 255.
+    pub captures: u8,
 }
 
 /// A player's record over their lifetime on a server's statistics.
@@ -615,10 +634,11 @@ fn check_finite(field: &str, values: &[f32]) -> Result<(), DecodeError> {
     }
 }
 
-/// Largest encoding of one [`ScoreLine`]: id 1, ping 1 + 3, frags 5, deaths 5, team 2.
+/// Largest encoding of one [`ScoreLine`]: id 1, ping 1 + 3, frags 5, deaths 5, team 2,
+/// captures 1.
 /// A full scoreboard must stay within one renet slice (1200 bytes): reliable messages are
 /// never sliced (`sightline_net`'s packet guard refuses reliable slices).
-const SCORE_LINE_MAX_BYTES: usize = 17;
+const SCORE_LINE_MAX_BYTES: usize = 18;
 
 // renet slices a message over 1200 bytes, and `sightline_net`'s packet guard refuses
 // reliable slices: every reliable message must fit one.
@@ -709,6 +729,7 @@ impl Wire for ServerMessage {
                 Ok(())
             }
             Self::Exploded { at, .. } => check_finite("at", at),
+            Self::Flag { .. } => Ok(()),
             Self::Match { .. } => Ok(()),
             Self::MatchEnded { winner } => check_text("winner", winner, MAX_CHAT_LEN),
             Self::MapChange { map_name, .. } => check_map_name(map_name),
@@ -780,6 +801,18 @@ pub struct DropSnap {
     pub weapon: WeaponKind,
     /// Where it lies.
     pub pos: [f32; 3],
+}
+
+/// Where a team's flag is, as snapshots carry it (capture the flag).
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub enum FlagSpot {
+    /// On its base.
+    #[default]
+    Home,
+    /// Carried by this player, whom every recipient is sent (as room allows).
+    Carried(PlayerId),
+    /// Lying here.
+    Dropped([f32; 3]),
 }
 
 /// A projectile in flight.
@@ -905,6 +938,8 @@ pub struct Snapshot {
     pub items: u64,
     /// Weapons dropped by the dead, in id order.
     pub drops: Vec<DropSnap>,
+    /// Where the red and the blue flag are, while capture the flag is played.
+    pub flags: Option<[FlagSpot; 2]>,
     /// Events for the recipient not yet acknowledged, oldest first, at most
     /// [`MAX_SNAPSHOT_EVENTS`].
     pub events: Vec<EventSnap>,
@@ -968,6 +1003,19 @@ impl Snapshot {
         }
         for d in &self.drops {
             check_finite("dropped weapon", &d.pos)?;
+        }
+        for spot in self.flags.iter().flatten() {
+            match spot {
+                FlagSpot::Dropped(pos) => check_finite("dropped flag", pos)?,
+                // A carrier is normally sent to everyone, but a full snapshot may leave
+                // a new player for the next: the flag is then told, not drawn.
+                FlagSpot::Carried(_) | FlagSpot::Home => {}
+            }
+        }
+        if let Some([FlagSpot::Carried(a), FlagSpot::Carried(b)]) = self.flags
+            && a == b
+        {
+            return Err(invalid("one player carrying both flags"));
         }
         if self.events.len() > MAX_SNAPSHOT_EVENTS {
             return Err(invalid("too many events"));

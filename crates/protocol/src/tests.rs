@@ -52,6 +52,7 @@ fn snapshot(n: usize) -> Snapshot {
         projectiles: vec![],
         items: 0b1011,
         drops: vec![],
+        flags: None,
         events: vec![],
         held: vec![],
     }
@@ -378,6 +379,7 @@ fn a_full_scoreboard_of_extreme_scores_fits_its_cap() {
             frags: i32::MIN,
             deaths: u32::MAX,
             team: Some(Team::Blue),
+            captures: u8::MAX,
         })
         .collect();
     let msg = ServerMessage::Scoreboard(lines);
@@ -423,6 +425,7 @@ fn scoreboards_out_of_order_or_with_unknown_teams_are_refused() {
         frags: 0,
         deaths: 0,
         team,
+        captures: 0,
     };
     for lines in [
         vec![line(1, None), line(1, None)],
@@ -467,6 +470,7 @@ fn unknown_weapons_and_game_modes_are_refused() {
     assert!(decode_full(&bytes).is_err());
     let mut bytes = ServerMessage::Match {
         fraglimit: 0,
+        capturelimit: 0,
         time_left_s: 0,
         intermission: false,
         mode: GameMode::TeamDeathmatch,

@@ -9,16 +9,16 @@
 
 use proptest::prelude::*;
 use proptest::sample::Index;
-use sightline_combat::{GameMode, ProjectileKind, Team, WeaponKind};
+use sightline_combat::{FlagNews, GameMode, ProjectileKind, Team, WeaponKind};
 use sightline_movement::MoveFlags;
 use sightline_protocol::{
-    Award, AwardKind, ClientDatagram, ClientMessage, DecodeError, DropSnap, EventSnap, InputPacket,
-    Lifetime, MAX_AWARDS, MAX_BASELINE_AGE, MAX_CHAT_LEN, MAX_NAME_LEN, MAX_PACKET_CMDS,
-    MAX_RCON_COMMAND_LEN, MAX_RCON_PASSWORD_LEN, MAX_SERVER_NAME_LEN, MAX_SNAPSHOT_DROPS,
-    MAX_SNAPSHOT_EVENTS, MAX_SNAPSHOT_PLAYERS, MAX_SNAPSHOT_PROJECTILES, MatchReport, PlayerEvent,
-    PlayerSnap, ProjectileSnap, ScoreLine, ServerDatagram, ServerMessage, ServerTextKind, Snapshot,
-    SnapshotPacket, TeamChoice, Touches, VoteProposal, VoteTally, Warmup, Welcome, Wire,
-    clean_text,
+    Award, AwardKind, ClientDatagram, ClientMessage, DecodeError, DropSnap, EventSnap, FlagSpot,
+    InputPacket, Lifetime, MAX_AWARDS, MAX_BASELINE_AGE, MAX_CHAT_LEN, MAX_NAME_LEN,
+    MAX_PACKET_CMDS, MAX_RCON_COMMAND_LEN, MAX_RCON_PASSWORD_LEN, MAX_SERVER_NAME_LEN,
+    MAX_SNAPSHOT_DROPS, MAX_SNAPSHOT_EVENTS, MAX_SNAPSHOT_PLAYERS, MAX_SNAPSHOT_PROJECTILES,
+    MatchReport, PlayerEvent, PlayerSnap, ProjectileSnap, ScoreLine, ServerDatagram, ServerMessage,
+    ServerTextKind, Snapshot, SnapshotPacket, TeamChoice, Touches, VoteProposal, VoteTally, Warmup,
+    Welcome, Wire, clean_text,
     delta::{MAX_PROJECTILE_POS_STEPS, MAX_PROJECTILE_VEL_STEPS},
 };
 use sightline_sim::{
@@ -292,7 +292,7 @@ fn snapshot() -> impl Strategy<Value = Snapshot> {
         (any::<u8>(), u32_any(), any::<[u8; 6]>(), u32_any()),
         players,
         projectiles,
-        any::<u64>(),
+        (any::<u64>(), flags()),
         drops(),
         events(),
     )
@@ -307,7 +307,7 @@ fn snapshot() -> impl Strategy<Value = Snapshot> {
                 ),
                 players,
                 projectiles,
-                items,
+                (items, flags),
                 drops,
                 events,
             )| Snapshot {
@@ -331,6 +331,7 @@ fn snapshot() -> impl Strategy<Value = Snapshot> {
                 projectiles,
                 items,
                 drops,
+                flags,
                 events,
                 // Players are held only against a baseline (see the delta tests).
                 held: Vec::new(),
@@ -388,6 +389,22 @@ fn events() -> impl Strategy<Value = Vec<EventSnap>> {
 }
 
 /// Dropped weapons in increasing id order: none, a few, or as many as a snapshot holds.
+/// The flags' places, when capture the flag is played: home, carried by anyone, or
+/// lying anywhere.
+fn flags() -> impl Strategy<Value = Option<[FlagSpot; 2]>> {
+    let spot = || {
+        prop_oneof![
+            Just(FlagSpot::Home),
+            player_id().prop_map(FlagSpot::Carried),
+            vec3().prop_map(FlagSpot::Dropped),
+        ]
+    };
+    prop::option::of((spot(), spot()).prop_map(|(red, blue)| [red, blue])).prop_filter(
+        "one player carries one flag",
+        |f| !matches!(f, Some([FlagSpot::Carried(a), FlagSpot::Carried(b)]) if a == b),
+    )
+}
+
 fn drops() -> impl Strategy<Value = Vec<DropSnap>> {
     let drop = || (weapon(), vec3()).prop_map(|(weapon, pos)| DropSnap { id: 0, weapon, pos });
     prop_oneof![
@@ -505,6 +522,7 @@ fn scoreboard() -> impl Strategy<Value = ServerMessage> {
             any::<i32>(),
             u32_any(),
             prop::option::of(prop::sample::select(Team::ALL.to_vec())),
+            any::<u8>(),
         )
     };
     prop_oneof![0..=4usize, Just(MAX_SNAPSHOT_PLAYERS)]
@@ -514,12 +532,13 @@ fn scoreboard() -> impl Strategy<Value = ServerMessage> {
                 lines
                     .into_iter()
                     .zip(ids)
-                    .map(|((ping_ms, frags, deaths, team), id)| ScoreLine {
+                    .map(|((ping_ms, frags, deaths, team, captures), id)| ScoreLine {
                         id,
                         ping_ms,
                         frags,
                         deaths,
                         team,
+                        captures,
                     })
                     .collect(),
             )
@@ -558,7 +577,8 @@ fn server_message() -> impl Strategy<Value = ServerMessage> {
                     AwardKind::MostFrags,
                     AwardKind::BestAccuracy,
                     AwardKind::MostDamage,
-                    AwardKind::LongestStreak
+                    AwardKind::LongestStreak,
+                    AwardKind::MostCaptures
                 ]),
                 player_id(),
                 u32_any()
@@ -607,8 +627,8 @@ fn server_message() -> impl Strategy<Value = ServerMessage> {
         (projectile_kind(), vec3(), u32_any())
             .prop_map(|(kind, at, tick)| ServerMessage::Exploded { kind, at, tick }),
         (
-            prop::sample::select(vec![GameMode::Deathmatch, GameMode::TeamDeathmatch]),
-            u16_any(),
+            prop::sample::select(GameMode::ALL.to_vec()),
+            (u16_any(), u16_any()),
             u16_any(),
             any::<bool>(),
             prop::option::of(
@@ -622,15 +642,29 @@ fn server_message() -> impl Strategy<Value = ServerMessage> {
                 )
             )
         )
-            .prop_map(|(mode, fraglimit, time_left_s, intermission, warmup)| {
-                ServerMessage::Match {
-                    mode,
-                    fraglimit,
-                    time_left_s,
-                    intermission,
-                    warmup,
+            .prop_map(
+                |(mode, (fraglimit, capturelimit), time_left_s, intermission, warmup)| {
+                    ServerMessage::Match {
+                        mode,
+                        fraglimit,
+                        capturelimit,
+                        time_left_s,
+                        intermission,
+                        warmup,
+                    }
                 }
-            }),
+            ),
+        (
+            prop::sample::select(Team::ALL.to_vec()),
+            prop::sample::select(vec![
+                FlagNews::Taken,
+                FlagNews::Dropped,
+                FlagNews::Returned,
+                FlagNews::Captured
+            ]),
+            prop::option::of(player_id())
+        )
+            .prop_map(|(team, news, by)| ServerMessage::Flag { team, news, by }),
         shown_text(MAX_CHAT_LEN).prop_map(|winner| ServerMessage::MatchEnded { winner }),
         (map_name(), u64_any())
             .prop_map(|(map_name, map_hash)| ServerMessage::MapChange { map_name, map_hash }),
@@ -936,6 +970,7 @@ fn server_variant(msg: &ServerMessage) -> usize {
         ServerMessage::Vote(_) => 15,
         ServerMessage::Awards(_) => 16,
         ServerMessage::YourMatch(_) => 17,
+        ServerMessage::Flag { .. } => 18,
     }
 }
 
@@ -996,7 +1031,7 @@ fn every_variant_is_generated() {
     let checks = [
         (
             "ServerMessage",
-            variants_seen(server_message(), server_variant, 18),
+            variants_seen(server_message(), server_variant, 19),
         ),
         (
             "ClientMessage",

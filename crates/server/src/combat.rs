@@ -4,12 +4,12 @@ use crate::connection::{Connection, ConnectionStage};
 use crate::interest::{Interest, hears_explosion};
 use crate::outbox::Outgoing;
 use crate::snapshots::EventQueue;
-use crate::spawn::choose_spawn;
+use crate::spawn::{choose_spawn, spawns_of};
 use crate::spectators::SpectatorFeed;
 use crate::stats::SnapshotStats;
 use bevy::prelude::*;
 use sightline_combat::CombatSystems;
-use sightline_combat::{Arsenal, CombatEvent, HitZone, SpawnCount, Vitals, respawned};
+use sightline_combat::{Arsenal, CombatEvent, Flags, HitZone, SpawnCount, Team, Vitals, respawned};
 use sightline_map::CurrentMap;
 use sightline_movement::{MoveParams, PlayerState};
 use sightline_protocol::{PlayerEvent, ProjectileSnap, ServerMessage};
@@ -21,18 +21,25 @@ use sightline_sim::{PlayerId, Tick};
 /// player's [`SpawnCount`] goes up.
 pub(crate) fn respawn_players(
     map: Res<CurrentMap>,
-    mut players: Query<(&mut PlayerState, &mut Vitals, &mut Arsenal, &mut SpawnCount)>,
+    flags: Res<Flags>,
+    mut players: Query<(
+        &mut PlayerState,
+        &mut Vitals,
+        &mut Arsenal,
+        &mut SpawnCount,
+        Option<&Team>,
+    )>,
 ) {
     let living: Vec<Vec3> = players
         .iter()
         .filter(|(_, v, ..)| v.alive())
         .map(|(s, ..)| s.pos)
         .collect();
-    for (mut state, mut vitals, mut arsenal, mut spawns) in &mut players {
+    for (mut state, mut vitals, mut arsenal, mut spawns, team) in &mut players {
         if vitals.alive() || vitals.respawn_in > 0.0 {
             continue;
         }
-        let spawn = choose_spawn(&map.def.spawns, &living);
+        let spawn = choose_spawn(&spawns_of(&map.def.spawns, &flags, team.copied()), &living);
         (*state, *vitals, *arsenal) = respawned(spawn);
         spawns.bump();
     }
@@ -179,6 +186,17 @@ pub(crate) fn send_combat_events(
                         outbox.write(Outgoing::To(conn.client_id, msg.clone()));
                     }
                 }
+            }
+            // Everyone hears of a flag, as an announcer tells a whole server.
+            CombatEvent::Flag { team, news, by } => {
+                info!(
+                    "{} flag {news:?}{}",
+                    team.name(),
+                    by.map_or(String::new(), |p| format!(" by player {}", p.0))
+                );
+                let msg = ServerMessage::Flag { team, news, by };
+                feed.news(now.0, msg.clone());
+                outbox.write(Outgoing::ToPlaying(msg));
             }
         }
     }

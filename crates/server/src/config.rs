@@ -111,7 +111,7 @@ pub enum VoteKind {
     Restart,
     /// `callvote fraglimit N`.
     Fraglimit,
-    /// `callvote mode dm|tdm`.
+    /// `callvote mode dm|tdm|ctf`.
     Mode,
 }
 
@@ -166,6 +166,8 @@ pub struct MatchRules {
     pub mode: GameMode,
     /// Frags (a player's, or a team's) that win; 0 for none.
     pub fraglimit: i32,
+    /// Captures that win capture the flag; 0 for none.
+    pub capturelimit: u16,
     /// Seconds a match lasts at most; 0 for no limit.
     pub timelimit: f32,
     /// Maps to cycle through after each match; empty keeps the current one.
@@ -191,6 +193,7 @@ impl Default for MatchRules {
         Self {
             mode: GameMode::Deathmatch,
             fraglimit: 20,
+            capturelimit: 8,
             timelimit: 600.0,
             rotation: Vec::new(),
             team_force_balance: true,

@@ -1,7 +1,7 @@
 //! Interest management: which players and rockets each client is sent, so a hidden
 //! enemy's position never reaches a client and a wallhack has nothing to draw.
 //!
-//! A client is sent its own player, its team-mates, every player within earshot
+//! A client is sent its own player, its team-mates, a flag's carrier, every player within earshot
 //! ([`HEAR_RADIUS`]) and every player it could see: a clear line from its eye to the
 //! target's eye, to the target's middle, or to a point [`SIGHT_MARGIN`] to either side of
 //! it, or from where the viewer's eye will be to where the target will be if each runs
@@ -30,7 +30,7 @@
 
 use crate::connection::{Connection, ConnectionStage};
 use bevy::prelude::*;
-use sightline_combat::{ItemSpot, Rocket, Team};
+use sightline_combat::{Flags, ItemSpot, Rocket, Team};
 use sightline_map::{CollisionWorld, CurrentMap};
 use sightline_movement::{MoveParams, PlayerState};
 use sightline_protocol::ProjectileSnap;
@@ -217,7 +217,7 @@ pub(crate) fn refresh_interest(
     params: Res<MoveParams>,
     players: Query<(&PlayerId, &PlayerState, Option<&Team>)>,
     rockets: Query<&Rocket>,
-    items: Query<&ItemSpot>,
+    (items, flags): (Query<&ItemSpot>, Res<Flags>),
     mut viewers: Query<(
         &Connection,
         &PlayerId,
@@ -244,8 +244,10 @@ pub(crate) fn refresh_interest(
         let look = slot.is_multiple_of(REFRESH_TICKS) || !interest.looked;
         interest.looked |= look;
         for (id, state, their_team) in &players {
+            // A flag's carrier is everyone's business, as a flag on the HUD is.
             let sent = id == me
                 || (team.is_some() && team == their_team)
+                || flags.carried_by(*id).is_some()
                 || eye.pos.distance(state.pos) <= HEAR_RADIUS
                 || (look
                     && sightlines.see(tick.0, (*me, eye), (*id, state), |a, b| {

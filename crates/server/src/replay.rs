@@ -536,6 +536,7 @@ mod tests {
             server_name: "demo".into(),
             mode: GameMode::default(),
             fraglimit: 10,
+            capturelimit: 8,
             timelimit: 600.0,
             rotation: rotation.iter().map(|m| m.to_string()).collect(),
             friendly_fire: sightline_combat::FriendlyFire::Off,

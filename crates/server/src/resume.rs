@@ -101,6 +101,7 @@ mod tests {
             score: Score {
                 frags: 3,
                 deaths: 1,
+                captures: 0,
             },
             state: PlayerState::default(),
             vitals: Vitals::spawned(),

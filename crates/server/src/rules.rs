@@ -5,15 +5,15 @@ use crate::ServerConfig;
 use crate::catch_up::CatchUp;
 use crate::interest::Interest;
 use crate::outbox::Outgoing;
-use crate::spawn::choose_spawn;
+use crate::spawn::{choose_spawn, spawns_of};
 use crate::spectators::{SpectatorFeed, tell_match};
 use bevy::prelude::*;
 use sightline_combat::{
-    Arsenal, DroppedWeapon, FriendlyFire, GameMode, ItemSpot, Rocket, Score, SpawnCount, Team,
-    Vitals, spawn_items_for,
+    Arsenal, DroppedWeapon, Flags, FriendlyFire, GameMode, ItemSpot, Rocket, Score, SpawnCount,
+    Team, Vitals, spawn_items_for,
 };
 use sightline_combat::{CombatSystems, silenced};
-use sightline_map::{CurrentMap, MapSource, find_map_by_name};
+use sightline_map::{CurrentMap, MapDef, MapSource, find_map_by_name};
 use sightline_movement::PlayerState;
 use sightline_protocol::{ServerMessage, Warmup};
 use sightline_sim::SimSet;
@@ -48,44 +48,86 @@ impl MatchState {
     }
 }
 
-/// Who leads: (name, frags) of the best player, or of the best team.
-fn leader(mode: GameMode, players: &[(String, i32, Option<Team>)]) -> Option<(String, i32)> {
-    match mode {
-        GameMode::Deathmatch => players
-            .iter()
-            .max_by_key(|(_, frags, _)| *frags)
-            .map(|(name, frags, _)| (name.clone(), *frags)),
-        GameMode::TeamDeathmatch => {
-            let total = |t: Team| -> i32 {
-                players
-                    .iter()
-                    .filter(|(.., team)| *team == Some(t))
-                    .map(|(_, f, _)| f)
-                    .sum()
-            };
-            let (red, blue) = (total(Team::Red), total(Team::Blue));
-            Some(if blue > red {
-                ("Blue team".into(), blue)
-            } else {
-                ("Red team".into(), red)
-            })
-        }
+/// One player's standing: name, points (frags, or captures when flags are played), side.
+type Standing = (String, i32, Option<Team>);
+
+/// What a match is won by: frags, or captures where capture the flag is played.
+fn points(flags: bool, score: &Score) -> i32 {
+    if flags {
+        score.captures.min(i32::MAX as u32) as i32
+    } else {
+        score.frags
     }
 }
 
-/// Whether the lead is shared: two players (or both teams) on the most frags.
-fn tied(mode: GameMode, players: &[(String, i32, Option<Team>)]) -> bool {
-    match mode {
-        GameMode::Deathmatch => {
-            let best = players.iter().map(|p| p.1).max();
-            players.iter().filter(|p| Some(p.1) == best).count() >= 2
-        }
-        GameMode::TeamDeathmatch => {
-            let total =
-                |t: Team| -> i32 { players.iter().filter(|p| p.2 == Some(t)).map(|p| p.1).sum() };
-            total(Team::Red) == total(Team::Blue)
-        }
+/// Who leads: (name, points) of the best player, or of the best team.
+fn leader(mode: GameMode, players: &[Standing]) -> Option<(String, i32)> {
+    if !mode.teams() {
+        return players
+            .iter()
+            .max_by_key(|(_, points, _)| *points)
+            .map(|(name, points, _)| (name.clone(), *points));
     }
+    let (red, blue) = (
+        team_total(players, Team::Red),
+        team_total(players, Team::Blue),
+    );
+    Some(if blue > red {
+        ("Blue team".into(), blue)
+    } else {
+        ("Red team".into(), red)
+    })
+}
+
+/// A team's points.
+fn team_total(players: &[Standing], team: Team) -> i32 {
+    players
+        .iter()
+        .filter(|p| p.2 == Some(team))
+        .fold(0i32, |sum, p| sum.saturating_add(p.1))
+}
+
+/// Whether the lead is shared: two players (or both teams) on the most points.
+fn tied(mode: GameMode, players: &[Standing]) -> bool {
+    if mode.teams() {
+        return team_total(players, Team::Red) == team_total(players, Team::Blue);
+    }
+    let best = players.iter().map(|p| p.1).max();
+    players.iter().filter(|p| Some(p.1) == best).count() >= 2
+}
+
+/// The flags a match of `mode` on `map` is played with: on its bases for capture the
+/// flag, none otherwise (and none on a map without bases, which is then played as team
+/// deathmatch: [`playable`] keeps votes from choosing it).
+pub(crate) fn flags_for(mode: GameMode, map: &MapDef) -> Flags {
+    Flags::on(map.flags.filter(|_| mode.flags()))
+}
+
+/// Whether `mode` can be played on `map`, or why not.
+pub(crate) fn playable(mode: GameMode, map: &MapDef) -> Result<(), String> {
+    if mode.flags() && map.flags.is_none() {
+        return Err(format!(
+            "{} has no flag bases for capture the flag",
+            map.name
+        ));
+    }
+    Ok(())
+}
+
+/// The flags of the match the server starts with; a capture the flag server on a map
+/// without bases says it plays team deathmatch there.
+pub(crate) fn place_flags(
+    config: Res<ServerConfig>,
+    map: Option<Res<CurrentMap>>,
+    mut flags: ResMut<Flags>,
+) {
+    let Some(map) = map else {
+        return;
+    };
+    if let Err(why) = playable(config.rules.mode, &map.def) {
+        warn!("{why}: playing team deathmatch on it");
+    }
+    *flags = flags_for(config.rules.mode, &map.def);
 }
 
 /// What the host asked of the match (the console's `restart`, `nextmap`, `map` and
@@ -142,7 +184,7 @@ pub(crate) fn run_match(
         &mut SpawnCount,
     )>,
     leftovers: Query<Entity, Or<(With<ItemSpot>, With<Rocket>, With<DroppedWeapon>)>>,
-    mut views: Query<&mut Interest>,
+    (mut views, mut flags): (Query<&mut Interest>, ResMut<Flags>),
 ) {
     let rules = &config.rules;
     let dt = tick.dt();
@@ -233,6 +275,11 @@ pub(crate) fn run_match(
             commands.entity(e).despawn();
         }
         spawn_items_for(&mut commands, &map);
+        if let Err(why) = playable(rules.mode, &map.def) {
+            let notice = ServerMessage::notice(&format!("{why}: team deathmatch it is"));
+            tell_match(&mut outbox, &mut feed, now.0, notice);
+        }
+        *flags = flags_for(rules.mode, &map.def);
         // Every item is back, and everyone knows it.
         for mut view in &mut views {
             view.items = u64::MAX;
@@ -242,8 +289,8 @@ pub(crate) fn run_match(
         // order must not depend on where the players are stored.
         let mut order: Vec<_> = players.iter_mut().collect();
         order.sort_by_key(|(id, ..)| **id);
-        for (_, _, mut score, _, mut player, mut vitals, mut arsenal, mut spawns) in order {
-            let spawn = choose_spawn(&map.def.spawns, &placed);
+        for (_, _, mut score, team, mut player, mut vitals, mut arsenal, mut spawns) in order {
+            let spawn = choose_spawn(&spawns_of(&map.def.spawns, &flags, team.copied()), &placed);
             placed.push(spawn.pos);
             *score = Score::default();
             (*player, *vitals, *arsenal) = sightline_combat::respawned(spawn);
@@ -258,27 +305,39 @@ pub(crate) fn run_match(
     // In id order, so a tie names the same winner wherever the players are stored.
     let mut ranked: Vec<_> = players.iter().collect();
     ranked.sort_by_key(|(id, ..)| **id);
-    let standings: Vec<(String, i32, Option<Team>)> = ranked
+    let ctf = flags.active();
+    let standings: Vec<Standing> = ranked
         .into_iter()
-        .map(|(_, name, score, team, ..)| (name.0.clone(), score.frags, team.copied()))
+        .map(|(_, name, score, team, ..)| (name.0.clone(), points(ctf, &score), team.copied()))
         .collect();
-    let (name, frags) = leader(rules.mode, &standings).unwrap_or(("Nobody".into(), 0));
-    let by_frags = rules.fraglimit > 0 && frags >= rules.fraglimit;
+    let (name, best) = leader(rules.mode, &standings).unwrap_or(("Nobody".into(), 0));
+    let by_score = if ctf {
+        rules.capturelimit > 0 && best >= i32::from(rules.capturelimit)
+    } else {
+        rules.fraglimit > 0 && best >= rules.fraglimit
+    };
     let by_time = rules.timelimit > 0.0 && state.elapsed >= rules.timelimit;
-    if !(by_frags || by_time || end_now) || standings.is_empty() && !end_now {
+    if !(by_score || by_time || end_now) || standings.is_empty() && !end_now {
         return;
     }
     // Time is up on a tie: sudden death, the next frag decides (the host may say no).
-    if by_time && !by_frags && !end_now && rules.overtime && tied(rules.mode, &standings) {
+    if by_time && !by_score && !end_now && rules.overtime && tied(rules.mode, &standings) {
         if !state.overtime {
             state.overtime = true;
             info!("overtime: the scores are tied at the time limit");
-            let notice = ServerMessage::notice("Overtime: the scores are tied; the next frag wins");
+            let notice = ServerMessage::notice(if ctf {
+                "Overtime: the scores are tied; the next capture wins"
+            } else {
+                "Overtime: the scores are tied; the next frag wins"
+            });
             tell_match(&mut outbox, &mut feed, now.0, notice);
         }
         return;
     }
-    let winner = format!("{name} wins with {frags} frags");
+    let winner = format!(
+        "{name} wins with {best} {}",
+        if ctf { "captures" } else { "frags" }
+    );
     info!("match over: {winner}");
     state.overtime = false;
     state.intermission = Some((INTERMISSION, winner.clone()));
@@ -317,6 +376,7 @@ pub(crate) fn broadcast_match(
     mut feed: ResMut<SpectatorFeed>,
     tick: Res<Tick>,
     ready: Query<(), (With<Ready>, Without<BotControlled>)>,
+    flags: Res<Flags>,
 ) {
     let now = time.elapsed_secs_f64();
     if now - *last < 1.0 {
@@ -335,9 +395,15 @@ pub(crate) fn broadcast_match(
         (None, Some(left)) => Some((true, left)),
         (None, None) => None,
     };
+    // Capture the flag on a map without bases is played, and told, as team deathmatch.
+    let mode = match rules.mode {
+        GameMode::CaptureTheFlag if !flags.active() => GameMode::TeamDeathmatch,
+        mode => mode,
+    };
     let msg = ServerMessage::Match {
-        mode: rules.mode,
+        mode,
         fraglimit: rules.fraglimit.clamp(0, u16::MAX as i32) as u16,
+        capturelimit: rules.capturelimit,
         time_left_s: seconds(left),
         intermission: state.intermission.is_some(),
         warmup: warmup.map(|(countdown, left)| Warmup {
@@ -400,7 +466,7 @@ impl Plugin for RulesPlugin {
     fn build(&self, app: &mut App) {
         app.init_resource::<MatchState>()
             .init_resource::<MatchOrders>()
-            .add_systems(Startup, begin_warmup)
+            .add_systems(Startup, (begin_warmup, place_flags))
             .add_systems(
                 FixedUpdate,
                 (

@@ -770,6 +770,7 @@ pub(crate) fn broadcast_scoreboard(
             frags: score.frags,
             deaths: score.deaths,
             team: team.copied(),
+            captures: score.captures.min(u32::from(u8::MAX)) as u8,
         })
         .collect();
     if lines.is_empty() {

@@ -11,13 +11,14 @@ use crate::stats::{Observers, SLICE_BYTES, SnapshotStats, TickTimes};
 use crate::stream::SnapshotStream;
 use bevy::prelude::*;
 use sightline_combat::{
-    Arsenal, DroppedWeapon, ItemSpot, Pushes, Rocket, SpawnCount, Vitals, items_present,
+    Arsenal, DroppedWeapon, FlagAt, Flags, ItemSpot, Pushes, Rocket, SpawnCount, Vitals,
+    items_present,
 };
 use sightline_movement::grid::POS_STEPS;
 use sightline_movement::{Contacts, PlayerState};
 use sightline_net::{RenetServer, SentToClients};
 use sightline_protocol::{
-    Channel, DropSnap, EncodeError, EventSnap, MAX_BASELINE_AGE, MAX_SNAPSHOT_DROPS,
+    Channel, DropSnap, EncodeError, EventSnap, FlagSpot, MAX_BASELINE_AGE, MAX_SNAPSHOT_DROPS,
     MAX_SNAPSHOT_EVENTS, MAX_SNAPSHOT_PROJECTILES, PlayerEvent, PlayerSnap, ProjectileSnap,
     ServerDatagram, Snapshot, SnapshotPacket, Touches, WeaponCheck, Wire, kit,
 };
@@ -231,6 +232,7 @@ pub(crate) struct WorldView<'w, 's> {
     rockets: Query<'w, 's, &'static Rocket>,
     items: Query<'w, 's, &'static ItemSpot>,
     drops: Query<'w, 's, &'static DroppedWeapon>,
+    flags: Res<'w, Flags>,
 }
 
 impl WorldView<'_, '_> {
@@ -288,6 +290,7 @@ impl WorldView<'_, '_> {
                 .collect(),
             items: items_present(self.items.iter().copied()),
             drops: drops_lying(&self.drops),
+            flags: self.flags.active().then(|| self.flags.at.map(flag_spot)),
             events: Vec::new(),
             held: Vec::new(),
         };
@@ -494,6 +497,15 @@ pub(crate) fn shown_to(
             }
         })
         .collect()
+}
+
+/// Where a flag is, as snapshots carry it.
+fn flag_spot(at: FlagAt) -> FlagSpot {
+    match at {
+        FlagAt::Home => FlagSpot::Home,
+        FlagAt::Carried(id) => FlagSpot::Carried(id),
+        FlagAt::Dropped { pos, .. } => FlagSpot::Dropped(pos.to_array()),
+    }
 }
 
 /// The dropped weapons lying, in id order, as many as a snapshot carries.

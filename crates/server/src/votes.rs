@@ -1,19 +1,20 @@
 //! Votes: a player calls one (`callvote map NAME | nextmap | kick NAME | restart |
-//! fraglimit N | mode dm|tdm`), the players in the game vote (`vote yes|no`), and it passes on more
+//! fraglimit N | mode dm|tdm|ctf`), the players in the game vote (`vote yes|no`), and it passes on more
 //! than half of them, within the host's rules: which kinds are allowed, how long a vote
 //! runs, how long a caller waits before calling again. Bots and spectators do not vote.
-//! A vote never does what the host forbade: a map outside the rotation (where there is
+//! A vote never does what the host forbade (nor what cannot be played: capture the flag
+//! on a map without flag bases): a map outside the rotation (where there is
 //! one), a limit outside the cvar's range, a kick of a bot or of an admin.
 
 use crate::ServerConfig;
 use crate::config::VoteKind;
 use crate::connection::Connection;
 use crate::outbox::Outgoing;
-use crate::rules::{MatchOrder, MatchOrders};
+use crate::rules::{MatchOrder, MatchOrders, playable};
 use crate::stats::ServerStats;
 use bevy::prelude::*;
 use sightline_combat::{GameMode, Team};
-use sightline_map::{MapSource, find_map_by_name};
+use sightline_map::{CurrentMap, MapDef, MapSource, find_map_by_name};
 use sightline_net::{ClientId, RenetServer};
 use sightline_protocol::{ServerMessage, VoteProposal, VoteTally, clean_text};
 use sightline_sim::{BotControlled, PlayerId, PlayerName};
@@ -136,20 +137,21 @@ pub(crate) fn run_votes(
     mut stats: ResMut<ServerStats>,
     time: Res<Time<Real>>,
     mut kick: KickByVote,
-    mut sides: NewSides,
+    (mut sides, map): (NewSides, Res<CurrentMap>),
 ) {
     let now = time.elapsed_secs_f64();
     for request in requests.read() {
         let voter = players.get(request.entity).ok().filter(|p| !p.4);
         let answer = match (&request.what, voter) {
             (_, None) => Err("spectators do not vote".to_string()),
-            (VoteAction::Call(proposal), Some((_, &id, name, ..))) => {
-                call(&mut votes, &config, &players, &bots, id, proposal, now).map(|question| {
-                    let text = format!("{} called a vote: {question}", name.0);
-                    info!("{text}");
-                    outbox.write(Outgoing::ToPlaying(ServerMessage::notice(&text)));
-                })
-            }
+            (VoteAction::Call(proposal), Some((_, &id, name, ..))) => call(
+                &mut votes, &config, &map.def, &players, &bots, id, proposal, now,
+            )
+            .map(|question| {
+                let text = format!("{} called a vote: {question}", name.0);
+                info!("{text}");
+                outbox.write(Outgoing::ToPlaying(ServerMessage::notice(&text)));
+            }),
             (VoteAction::Cast(yes), Some((_, &id, ..))) => match votes.running.as_mut() {
                 Some(running) => {
                     running.votes.insert(id, *yes);
@@ -268,13 +270,16 @@ fn mode_name(mode: GameMode) -> &'static str {
     match mode {
         GameMode::Deathmatch => "deathmatch",
         GameMode::TeamDeathmatch => "team deathmatch",
+        GameMode::CaptureTheFlag => "capture the flag",
     }
 }
 
 /// Starts the vote `proposal` called by `caller`, or says why not; the question.
+#[allow(clippy::too_many_arguments)]
 fn call(
     votes: &mut Votes,
     config: &ServerConfig,
+    map: &MapDef,
     players: &Voters,
     bots: &Query<(&PlayerId, &PlayerName), With<BotControlled>>,
     caller: PlayerId,
@@ -307,6 +312,7 @@ fn call(
             let source = find_map_by_name(name)
                 .and_then(|path| MapSource::load(&path))
                 .map_err(|_| format!("this server has no map {name}"))?;
+            playable(config.rules.mode, &source.def)?;
             let question = format!("change the map to {}?", source.def.name);
             (Outcome::Map(Box::new(source)), question)
         }
@@ -322,10 +328,13 @@ fn call(
         VoteProposal::Mode(mode) if *mode == config.rules.mode => {
             return Err(format!("the mode is already {}", mode.keyword()));
         }
-        VoteProposal::Mode(mode) => (
-            Outcome::Mode(*mode),
-            format!("play {} from a new match?", mode_name(*mode)),
-        ),
+        VoteProposal::Mode(mode) => {
+            playable(*mode, map)?;
+            (
+                Outcome::Mode(*mode),
+                format!("play {} from a new match?", mode_name(*mode)),
+            )
+        }
         VoteProposal::Kick(target) => {
             if bots.iter().any(|(id, _)| id == target) {
                 return Err("bots are the host's to remove".into());

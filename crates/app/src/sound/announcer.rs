@@ -112,9 +112,22 @@ pub fn match_end(standing: Standing) -> Announcement {
 }
 
 /// Our frags and the best other's in free-for-all; our team's total and the other's in
-/// team games. `None` before our own line is on the roster.
-pub fn scores(roster: &Roster, me: PlayerId, team_game: bool) -> Option<(i32, Option<i32>)> {
+/// team games (of captures, in capture the flag). `None` before our own line is on the
+/// roster.
+pub fn scores(
+    roster: &Roster,
+    me: PlayerId,
+    team_game: bool,
+    flags: bool,
+) -> Option<(i32, Option<i32>)> {
     let mine = roster.0.get(&me)?;
+    let points = |p: &sightline_client::RosterEntry| {
+        if flags {
+            i32::from(p.captures)
+        } else {
+            p.frags
+        }
+    };
     match (team_game, mine.team) {
         (true, Some(team)) => {
             let total = |t: Team| -> i32 {
@@ -122,7 +135,7 @@ pub fn scores(roster: &Roster, me: PlayerId, team_game: bool) -> Option<(i32, Op
                     .0
                     .values()
                     .filter(|p| p.team == Some(t))
-                    .map(|p| p.frags)
+                    .map(points)
                     .sum()
             };
             let other = match team {
@@ -164,7 +177,7 @@ pub fn announcements(
 ) -> Vec<Announcement> {
     let mut said = Vec::new();
     let now = me
-        .and_then(|me| scores(roster, me, match_info.team_game))
+        .and_then(|me| scores(roster, me, match_info.team_game, match_info.ctf))
         .map(|(own, best)| standing(own, best));
     let was_intermission = state.intermission.replace(match_info.intermission);
     if match_info.intermission {
@@ -271,6 +284,7 @@ mod tests {
             frags,
             deaths: 0,
             team,
+            captures: 0,
             lifetime: None,
         }
     }
@@ -315,14 +329,18 @@ mod tests {
         roster.insert(me, entry(1, Some(Team::Red)));
         roster.insert(PlayerId(2), entry(3, Some(Team::Red)));
         roster.insert(PlayerId(3), entry(5, Some(Team::Blue)));
-        assert_eq!(scores(&roster, me, true), Some((4, Some(5))));
-        assert_eq!(scores(&roster, me, false), Some((1, Some(5))));
+        assert_eq!(scores(&roster, me, true, false), Some((4, Some(5))));
+        assert_eq!(scores(&roster, me, false, false), Some((1, Some(5))));
         assert_eq!(
-            scores(&roster, PlayerId(9), false),
+            scores(&roster, PlayerId(9), false, false),
             None,
             "not on the roster yet"
         );
         roster.remove(PlayerId(3));
-        assert_eq!(scores(&roster, me, true), Some((4, None)), "nobody on blue");
+        assert_eq!(
+            scores(&roster, me, true, false),
+            Some((4, None)),
+            "nobody on blue"
+        );
     }
 }

@@ -44,7 +44,7 @@ const COMMANDS: &[(&str, &str)] = &[
     ),
     (
         "callvote",
-        "callvote map NAME | nextmap | kick NAME | restart | fraglimit N | mode dm|tdm: put it to a vote",
+        "callvote map NAME | nextmap | kick NAME | restart | fraglimit N | mode dm|tdm|ctf: put it to a vote",
     ),
     ("vote", "vote yes|no: vote on the vote running (F1, F2)"),
     (
@@ -206,7 +206,7 @@ fn ignored_list(ignored: &Ignored, roster: &Roster) -> String {
 /// write it.
 fn proposal(words: &[String], roster: &Roster) -> Result<VoteProposal, String> {
     let usage =
-        "usage: callvote map NAME | nextmap | kick NAME | restart | fraglimit N | mode dm|tdm";
+        "usage: callvote map NAME | nextmap | kick NAME | restart | fraglimit N | mode dm|tdm|ctf";
     let (kind, rest) = words.split_first().ok_or(usage)?;
     let rest = rest.join(" ");
     Ok(match (kind.to_ascii_lowercase().as_str(), rest.trim()) {
@@ -214,9 +214,12 @@ fn proposal(words: &[String], roster: &Roster) -> Result<VoteProposal, String> {
         ("map", _) => return Err("callvote map NAME: a map's name, as in maps/".into()),
         ("nextmap", "") => VoteProposal::NextMap,
         ("restart", "") => VoteProposal::Restart,
-        ("mode", "dm") => VoteProposal::Mode(sightline_combat::GameMode::Deathmatch),
-        ("mode", "tdm") => VoteProposal::Mode(sightline_combat::GameMode::TeamDeathmatch),
-        ("mode", _) => return Err("callvote mode dm|tdm".into()),
+        ("mode", mode) => VoteProposal::Mode(
+            sightline_combat::GameMode::ALL
+                .into_iter()
+                .find(|m| m.keyword().eq_ignore_ascii_case(mode))
+                .ok_or("callvote mode dm|tdm|ctf")?,
+        ),
         ("fraglimit", n) => VoteProposal::Fraglimit(
             n.parse()
                 .map_err(|_| "callvote fraglimit N: a whole number".to_string())?,

@@ -55,6 +55,7 @@ fn snapshot(seq: u32, ids: &[u8]) -> Snapshot {
             weapon: WeaponKind::Railgun,
             pos: [4.0, 0.0, -1.0],
         }],
+        flags: None,
         events: vec![],
         held: vec![],
     }
@@ -127,6 +128,48 @@ fn full_and_delta_snapshots_resolve_to_exactly_what_was_sent() {
             ..next
         }
     );
+}
+
+#[test]
+fn flags_ride_only_when_they_move_and_their_end_is_sent_too() {
+    use crate::FlagSpot;
+    let mut base = snapshot(10, &[0, 1]);
+    base.flags = Some([FlagSpot::Home, FlagSpot::Home]);
+    let (full, _) = round_trip(&base, None);
+    assert_eq!(full.flags, base.flags);
+    // Unchanged: no flag bit, no bytes.
+    let same = ran(&base, 1);
+    assert_eq!(SnapshotPacket::encode(&same, Some(&base)).flags, None);
+    let (resolved, _) = round_trip(&same, Some(&base));
+    assert_eq!(resolved.flags, base.flags, "kept from the baseline");
+    // Taken and dropped, then capture the flag over: each change is sent.
+    for flags in [
+        Some([FlagSpot::Carried(PlayerId(1)), FlagSpot::Home]),
+        Some([FlagSpot::Home, FlagSpot::Dropped([3.5, 0.05, -2.0])]),
+        None,
+    ] {
+        let next = Snapshot {
+            flags,
+            ..ran(&base, 1)
+        };
+        let (resolved, _) = round_trip(&next, Some(&base));
+        assert_eq!(resolved.flags, flags);
+    }
+    // What no server sends: a flag lying at NaN, or an unknown place.
+    let lying = Snapshot {
+        flags: Some([FlagSpot::Dropped([f32::NAN, 0.0, 0.0]), FlagSpot::Home]),
+        ..base.clone()
+    };
+    let bytes = SnapshotPacket::encode(&lying, None).to_bytes();
+    assert!(SnapshotPacket::from_bytes(&bytes).is_err());
+    let both = Snapshot {
+        flags: Some([
+            FlagSpot::Carried(PlayerId(1)),
+            FlagSpot::Carried(PlayerId(1)),
+        ]),
+        ..base
+    };
+    assert!(both.validate().is_err(), "one player, two flags");
 }
 
 #[test]

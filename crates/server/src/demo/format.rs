@@ -23,7 +23,8 @@ pub const DEMO_MAGIC: [u8; 8] = *b"SLDEMO\r\n";
 /// Version of this file layout.
 ///
 /// 2: a tick may run a player's command twice over ([`Step::Twice`]).
-pub const DEMO_FORMAT_VERSION: u32 = 2;
+/// 3: keyframes keep the flags and each player's captures (capture the flag).
+pub const DEMO_FORMAT_VERSION: u32 = 3;
 /// Longest record: a keyframe of 64 players with a second of hitboxes fits many times.
 pub const MAX_RECORD_BYTES: usize = 4 << 20;
 /// The extension demo files take.
@@ -49,6 +50,8 @@ pub struct DemoHeader {
     pub mode: GameMode,
     /// Frags that win when the recording started; changes come as [`Record::Limits`].
     pub fraglimit: i32,
+    /// Captures that win (capture the flag) when the recording started.
+    pub capturelimit: u16,
     /// Seconds a match lasts at most when the recording started.
     pub timelimit: f32,
     /// The maps played in turn.
@@ -93,6 +96,8 @@ pub enum Record {
 pub struct DemoLimits {
     /// Frags that win.
     pub fraglimit: i32,
+    /// Captures that win.
+    pub capturelimit: u16,
     /// Seconds a match lasts at most.
     pub timelimit: f32,
     /// What team mates' fire does.
@@ -108,6 +113,7 @@ impl DemoLimits {
     pub fn of(rules: &MatchRules) -> Self {
         Self {
             fraglimit: rules.fraglimit,
+            capturelimit: rules.capturelimit,
             timelimit: rules.timelimit,
             friendly_fire: rules.friendly_fire,
             overtime: rules.overtime,
@@ -118,6 +124,7 @@ impl DemoLimits {
     /// Puts these settings into `rules`.
     pub fn apply_to(self, rules: &mut MatchRules) {
         rules.fraglimit = self.fraglimit;
+        rules.capturelimit = self.capturelimit;
         rules.timelimit = self.timelimit;
         rules.friendly_fire = self.friendly_fire;
         rules.overtime = self.overtime;
@@ -130,6 +137,7 @@ impl DemoHeader {
     pub fn limits(&self) -> DemoLimits {
         DemoLimits {
             fraglimit: self.fraglimit,
+            capturelimit: self.capturelimit,
             timelimit: self.timelimit,
             friendly_fire: self.friendly_fire,
             overtime: self.overtime,
@@ -739,6 +747,7 @@ fn placeholder_header() -> DemoHeader {
         server_name: String::new(),
         mode: GameMode::default(),
         fraglimit: 0,
+        capturelimit: 0,
         timelimit: 0.0,
         rotation: Vec::new(),
         friendly_fire: FriendlyFire::Off,
@@ -894,6 +903,7 @@ mod tests {
             Record::Order(DemoOrder::Restart),
             Record::Limits(DemoLimits {
                 fraglimit: 5,
+                capturelimit: 3,
                 timelimit: 60.0,
                 friendly_fire: FriendlyFire::Reflect,
                 overtime: false,

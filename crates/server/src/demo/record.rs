@@ -75,6 +75,7 @@ impl DemoRecorder {
             server_name: config.name.clone(),
             mode: config.rules.mode,
             fraglimit: config.rules.fraglimit,
+            capturelimit: config.rules.capturelimit,
             timelimit: config.rules.timelimit,
             rotation: config.rules.rotation.clone(),
             friendly_fire: config.rules.friendly_fire,

@@ -1,5 +1,5 @@
 //! What a demo keeps of the world: each player's whole state ([`PlayerRecord`]), the
-//! rest a tick reads ([`Keyframe`]: items, projectiles, drops, the match, the
+//! rest a tick reads ([`Keyframe`]: items, projectiles, drops, flags, the match, the
 //! lag-compensation history), and checksums of them ([`Sums`]) that name the field that
 //! differs. Taken from a server's world and put back into a replay's.
 
@@ -8,8 +8,9 @@ use crate::rules::MatchState;
 use bevy::prelude::*;
 use serde::{Deserialize, Serialize};
 use sightline_combat::{
-    Ammo, Arsenal, DroppedWeapon, Hitbox, HitboxHistory, ItemSpot, NextDropId, NextRocketId,
-    ProjectileKind, Pushes, Rocket, Score, SpawnCount, Team, ViewWindow, Vitals, WeaponKind,
+    Ammo, Arsenal, DroppedWeapon, FlagAt, Flags, Hitbox, HitboxHistory, ItemSpot, NextDropId,
+    NextRocketId, ProjectileKind, Pushes, Rocket, Score, SpawnCount, Team, ViewWindow, Vitals,
+    WeaponKind,
 };
 use sightline_movement::{Contacts, MoveFlags, PlayerState, Solid};
 use sightline_protocol::{MAX_NAME_LEN, clean_text};
@@ -70,6 +71,7 @@ struct PlayerWire {
     alt_held: bool,
     frags: i32,
     deaths: u32,
+    captures: u32,
     spawns: u8,
     pushes: [u8; 2],
     contacts: (u8, Option<PlayerId>),
@@ -103,6 +105,7 @@ impl From<PlayerRecord> for PlayerWire {
             alt_held: a.alt_held,
             frags: p.score.frags,
             deaths: p.score.deaths,
+            captures: p.score.captures,
             spawns: p.spawns.0,
             pushes: [p.pushes.own, p.pushes.others],
             contacts: (p.contacts.count, p.contacts.last),
@@ -164,6 +167,7 @@ impl TryFrom<PlayerWire> for PlayerRecord {
             score: Score {
                 frags: w.frags,
                 deaths: w.deaths,
+                captures: w.captures,
             },
             spawns: SpawnCount(w.spawns),
             pushes: Pushes {
@@ -193,7 +197,7 @@ fn digest(words: impl IntoIterator<Item = u64>) -> u64 {
 }
 
 /// The names of a player's fields, in the order of [`PlayerRecord::fields`].
-pub const PLAYER_FIELDS: [&str; 20] = [
+pub const PLAYER_FIELDS: [&str; 21] = [
     "position",
     "velocity",
     "view angles",
@@ -209,6 +213,7 @@ pub const PLAYER_FIELDS: [&str; 20] = [
     "weapons owned",
     "frags",
     "deaths",
+    "captures",
     "spawn count",
     "pushes",
     "contacts",
@@ -241,6 +246,7 @@ impl PlayerRecord {
             u64::from(a.owned) << 1 | u64::from(a.alt_held),
             self.score.frags as u32 as u64,
             u64::from(self.score.deaths),
+            u64::from(self.score.captures),
             u64::from(self.spawns.0),
             u64::from(self.pushes.own) << 8 | u64::from(self.pushes.others),
             u64::from(self.contacts.count) << 9
@@ -305,6 +311,53 @@ pub struct DropRecord {
     left: f32,
 }
 
+/// Where a flag is, as [`FlagAt`].
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub enum FlagRecord {
+    /// On its base.
+    Home,
+    /// Carried.
+    Carried(PlayerId),
+    /// Lying at a place for some seconds more.
+    Dropped([f32; 3], f32),
+}
+
+impl FlagRecord {
+    fn of(at: FlagAt) -> Self {
+        match at {
+            FlagAt::Home => Self::Home,
+            FlagAt::Carried(id) => Self::Carried(id),
+            FlagAt::Dropped { pos, left } => Self::Dropped(pos.to_array(), left),
+        }
+    }
+
+    fn flag(self) -> FlagAt {
+        match self {
+            Self::Home => FlagAt::Home,
+            Self::Carried(id) => FlagAt::Carried(id),
+            Self::Dropped(pos, left) => FlagAt::Dropped {
+                pos: Vec3::from_array(pos),
+                left,
+            },
+        }
+    }
+
+    fn numbers(self) -> Vec<f32> {
+        match self {
+            Self::Dropped(pos, left) => vec![pos[0], pos[1], pos[2], left],
+            _ => Vec::new(),
+        }
+    }
+
+    fn digest(self) -> u64 {
+        match self {
+            Self::Home => 0,
+            Self::Carried(id) => 1 << 8 | u64::from(id.0),
+            Self::Dropped(pos, left) => digest([2, word(left)].into_iter().chain(pos.map(word))),
+        }
+    }
+}
+
 /// Where the match stands, as [`MatchState`].
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct MatchRecord {
@@ -331,6 +384,8 @@ pub struct Keyframe {
     pub projectiles: Vec<RocketRecord>,
     /// Weapons lying about, by number.
     pub drops: Vec<DropRecord>,
+    /// The red and the blue flag (both home when capture the flag is not played).
+    pub flags: [FlagRecord; 2],
     /// The match.
     pub match_state: MatchRecord,
     /// The next projectile's and drop's numbers.
@@ -349,6 +404,7 @@ impl Keyframe {
             items: Vec::new(),
             projectiles: Vec::new(),
             drops: Vec::new(),
+            flags: [FlagRecord::Home; 2],
             match_state: MatchRecord {
                 elapsed: 0.0,
                 intermission: None,
@@ -376,6 +432,7 @@ impl Keyframe {
             .iter()
             .flat_map(RocketRecord::numbers)
             .chain(drops)
+            .chain(self.flags.iter().flat_map(|f| f.numbers()))
             .chain(self.items.iter().map(|i| i.1))
             .chain(boxes.flat_map(|b| b.1))
             .chain([self.match_state.elapsed])
@@ -456,6 +513,7 @@ pub fn keyframe(world: &mut World) -> Keyframe {
         })
         .collect();
     drops.sort_by_key(|d| d.id);
+    let flags = world.resource::<Flags>().at.map(FlagRecord::of);
     let m = world.resource::<MatchState>();
     let match_state = MatchRecord {
         elapsed: m.elapsed,
@@ -483,6 +541,7 @@ pub fn keyframe(world: &mut World) -> Keyframe {
         items,
         projectiles,
         drops,
+        flags,
         match_state,
         next_ids: (
             world.resource::<NextRocketId>().0,
@@ -522,6 +581,7 @@ pub fn restore(world: &mut World, k: &Keyframe) {
             left: d.left,
         });
     }
+    world.resource_mut::<Flags>().at = k.flags.map(FlagRecord::flag);
     let m = &k.match_state;
     *world.resource_mut::<MatchState>() = MatchState {
         elapsed: m.elapsed,
@@ -595,10 +655,11 @@ fn entity_of(world: &mut World, id: PlayerId) -> Option<Entity> {
 }
 
 /// The names of the world's parts, in the order of [`Sums::world`].
-pub const WORLD_PARTS: [&str; 5] = [
+pub const WORLD_PARTS: [&str; 6] = [
     "items",
     "projectiles",
     "dropped weapons",
+    "flags",
     "match state",
     "lag-compensation history",
 ];
@@ -638,6 +699,7 @@ impl Sums {
                 let head = u64::from(d.id) << 8 | d.weapon.index() as u64;
                 std::iter::once(head).chain(d.pos.into_iter().chain([d.left]).map(word))
             })),
+            digest(k.flags.map(FlagRecord::digest)),
             digest(
                 [
                     word(m.elapsed),
