@@ -18,6 +18,8 @@ mod events;
 #[cfg(test)]
 mod faults;
 #[cfg(test)]
+mod flags;
+#[cfg(test)]
 mod floods;
 #[cfg(test)]
 mod frames;

@@ -119,6 +119,7 @@ impl PluginGroup for GamePlugins {
             .add(playback::DemoControlsPlugin)
             .add(scene::materials::MaterialsPlugin)
             .add(scene::world::WorldPlugin)
+            .add(scene::flags::FlagsPlugin)
             .add(scene::sky::SkyPlugin)
             .add(view::graphics::GraphicsPlugin)
             .add(view::resolution::ResolutionPlugin)

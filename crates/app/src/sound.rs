@@ -22,7 +22,7 @@ use bevy::audio::{
 };
 use bevy::prelude::*;
 use sightline_client::{
-    CombatCue, LatestSnapshot, LocalPlayer, MatchInfo, RemotePlayer, Roster, ShownEvent,
+    CombatCue, FlagHeard, LatestSnapshot, LocalPlayer, MatchInfo, RemotePlayer, Roster, ShownEvent,
 };
 use sightline_combat::{Arsenal, ProjectileKind, WeaponKind};
 use sightline_console::Cvars;
@@ -79,6 +79,7 @@ impl Plugin for SoundPlugin {
                         play_pickups,
                         play_drops_taken,
                         announce,
+                        announce_flags,
                         follow_flights,
                     ),
                     spawn_sounds,
@@ -752,6 +753,21 @@ fn play_drops_taken(
             out.write(PlaySound::here(id, 0.6));
         } else if others.iter().any(|d| near(d.pos)) {
             out.write(PlaySound::at(id, at, 5.0, 0.5));
+        }
+    }
+}
+
+/// The announcer's call for each flag's news, as it comes: told from our side's view.
+fn announce_flags(
+    mut heard: MessageReader<FlagHeard>,
+    roster: Res<Roster>,
+    me: Query<&PlayerId, With<LocalPlayer>>,
+    mut out: MessageWriter<PlaySound>,
+) {
+    let ours = me.single().ok().and_then(|id| roster.0.get(id)?.team);
+    for h in heard.read() {
+        if let Some(said) = announcer::flag_call(h.team, h.news, ours) {
+            out.write(PlaySound::announce(said));
         }
     }
 }

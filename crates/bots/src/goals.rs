@@ -1,4 +1,5 @@
-//! Where a bot wants to go when nobody is in view: what it needs first (health when
+//! Where a bot wants to go when nobody is in view: in capture the flag, where its part
+//! in the game takes it ([`flag_goal`]); else what it needs first (health when
 //! hurt), then what makes it stronger (power-ups, weapons it lacks, armour), then a
 //! round of the map's items. What a bot wants, and how far it goes for it, is part of its
 //! skill.
@@ -31,6 +32,71 @@ pub struct Needs {
     pub armor: f32,
     /// Weapons held ([`WeaponKind::bit`]s).
     pub owned: u8,
+}
+
+/// Where a flag is, as a bot sees it (capture the flag).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum FlagWhere {
+    /// On its base.
+    Home,
+    /// Carried by someone standing here.
+    Carried(Vec3),
+    /// Lying here.
+    Lying(Vec3),
+}
+
+/// What a bot knows of the flags.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct FlagsSeen {
+    /// Its own team's base.
+    pub own_base: Vec3,
+    /// The enemy's base.
+    pub enemy_base: Vec3,
+    /// Its own team's flag.
+    pub own_flag: FlagWhere,
+    /// The enemy's flag.
+    pub enemy_flag: FlagWhere,
+    /// Whether it carries the enemy's flag itself.
+    pub carrying: bool,
+}
+
+/// A bot's part in capture the flag, for the match.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FlagRole {
+    /// Fetches the enemy's flag, or escorts the team mate who has it.
+    Attack,
+    /// Stays by its own flag, and goes after whoever takes it.
+    Defend,
+}
+
+/// A bot's part by its place among its team's bots (0 for the first): the first
+/// attacks, the second defends, and so on, a third of them defending; so every team
+/// with a bot attacks.
+pub fn flag_role(rank: usize) -> FlagRole {
+    if rank % 3 == 1 {
+        FlagRole::Defend
+    } else {
+        FlagRole::Attack
+    }
+}
+
+/// Where a bot in capture the flag goes, before anything else: a carrier home; anyone
+/// to its own flag lying loose, to send it home; a defender to its base, or after the
+/// thief; an attacker to the enemy's flag, or beside the team mate who carries it.
+pub fn flag_goal(role: FlagRole, seen: &FlagsSeen) -> Vec3 {
+    if seen.carrying {
+        return seen.own_base;
+    }
+    match (seen.own_flag, role) {
+        (FlagWhere::Lying(at), _) => return at,
+        (FlagWhere::Carried(thief), FlagRole::Defend) => return thief,
+        (_, FlagRole::Defend) => return seen.own_base,
+        _ => {}
+    }
+    match seen.enemy_flag {
+        FlagWhere::Home => seen.enemy_base,
+        FlagWhere::Lying(at) | FlagWhere::Carried(at) => at,
+    }
 }
 
 /// Health under which a bot goes for health first.
@@ -83,6 +149,55 @@ pub fn goals(
 mod tests {
     use super::*;
     use sightline_combat::Arsenal;
+
+    #[test]
+    fn bots_fetch_carry_home_return_defend_and_escort() {
+        let (own, enemy) = (Vec3::new(-20.0, 0.0, 0.0), Vec3::new(20.0, 0.0, 0.0));
+        let seen = FlagsSeen {
+            own_base: own,
+            enemy_base: enemy,
+            own_flag: FlagWhere::Home,
+            enemy_flag: FlagWhere::Home,
+            carrying: false,
+        };
+        let spot = Vec3::new(3.0, 0.0, 4.0);
+        assert_eq!(flag_goal(FlagRole::Attack, &seen), enemy, "fetch");
+        assert_eq!(flag_goal(FlagRole::Defend, &seen), own, "defend");
+        let carrying = FlagsSeen {
+            carrying: true,
+            enemy_flag: FlagWhere::Carried(spot),
+            ..seen
+        };
+        assert_eq!(flag_goal(FlagRole::Attack, &carrying), own, "home with it");
+        let escort = FlagsSeen {
+            enemy_flag: FlagWhere::Carried(spot),
+            ..seen
+        };
+        assert_eq!(
+            flag_goal(FlagRole::Attack, &escort),
+            spot,
+            "beside the carrier"
+        );
+        let stolen = FlagsSeen {
+            own_flag: FlagWhere::Carried(spot),
+            ..seen
+        };
+        assert_eq!(
+            flag_goal(FlagRole::Defend, &stolen),
+            spot,
+            "after the thief"
+        );
+        assert_eq!(flag_goal(FlagRole::Attack, &stolen), enemy);
+        let loose = FlagsSeen {
+            own_flag: FlagWhere::Lying(spot),
+            ..seen
+        };
+        assert_eq!(flag_goal(FlagRole::Attack, &loose), spot, "send it home");
+        // A team's first bot attacks, its second defends, a third of them in all.
+        let roles: Vec<FlagRole> = (0..6).map(flag_role).collect();
+        use FlagRole::*;
+        assert_eq!(roles, [Attack, Defend, Attack, Attack, Defend, Attack]);
+    }
 
     fn spawn_weapons() -> u8 {
         Arsenal::spawned().owned

@@ -8,7 +8,9 @@
 mod goals;
 mod nav;
 
-pub use goals::{HURT, ItemSeen, Needs, goals};
+pub use goals::{
+    FlagRole, FlagWhere, FlagsSeen, HURT, ItemSeen, Needs, flag_goal, flag_role, goals,
+};
 pub use nav::{Itinerary, LinkKind, MAX_NODES, NavGraph, Waypoint};
 
 use bevy::math::Vec3;

@@ -463,6 +463,13 @@ impl<'de> Deserialize<'de> for FlagBases {
     }
 }
 
+/// A field that is there when written: `Some` of it.
+fn present<'de, D: serde::Deserializer<'de>, T: Deserialize<'de>>(
+    d: D,
+) -> Result<Option<T>, D::Error> {
+    T::deserialize(d).map(Some)
+}
+
 /// A whole map.
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -488,8 +495,8 @@ pub struct MapDef {
     /// Jump pads.
     #[serde(default)]
     pub jump_pads: Vec<JumpPad>,
-    /// The flags' bases, on a map that suits capture the flag.
-    #[serde(default)]
+    /// The flags' bases, on a map that suits capture the flag (written without `Some`).
+    #[serde(default, deserialize_with = "present")]
     pub flags: Option<FlagBases>,
 }
 

@@ -313,6 +313,8 @@ mod tests {
             let map = MapSource::load(&path).unwrap_or_else(|e| panic!("{e}"));
             assert_eq!(map.def.name, name);
             assert!(map.def.spawns.len() >= 2);
+            // Capture the flag is played on the two larger maps.
+            assert_eq!(map.def.flags.is_some(), name != "duel", "{name}");
         }
     }
 

@@ -1,14 +1,15 @@
-//! How a match went: each player's shots and hits by weapon, damage dealt and kills in a
-//! row, counted from combat as it happens; at the match's end the awards (most frags,
-//! best accuracy, most damage, longest streak) told to everyone, spectators included as
-//! their late world reaches it, and each player told their own figures.
+//! How a match went: each player's shots and hits by weapon, damage dealt, kills in a
+//! row and flags captured, counted from combat as it happens; at the match's end the
+//! awards (most frags, best accuracy, most damage, longest streak, most captures) told to
+//! everyone, spectators included as their late world reaches it, and each player told
+//! their own figures.
 
 use crate::connection::Connection;
 use crate::outbox::Outgoing;
 use crate::rules::MatchState;
 use crate::spectators::{SpectatorFeed, tell_match};
 use bevy::prelude::*;
-use sightline_combat::{CombatEvent, CombatSystems, Score, Team, WeaponKind};
+use sightline_combat::{CombatEvent, CombatSystems, FlagNews, Score, Team, WeaponKind};
 use sightline_protocol::{Award, AwardKind, MAX_AWARDS, MatchReport, ServerMessage};
 use sightline_sim::{PlayerId, SimSet, Tick};
 use std::collections::BTreeMap;
@@ -32,6 +33,8 @@ pub struct PlayerMatch {
     pub streak: u16,
     /// The most kills without dying.
     pub best_streak: u16,
+    /// Enemy flags brought home.
+    pub captures: u16,
     /// The tick of each weapon's last counted hit, plus one (0: none).
     last_hit: [u32; WEAPONS],
 }
@@ -108,6 +111,14 @@ impl MatchRecords {
                     record.best_streak = record.best_streak.max(record.streak);
                 }
             }
+            CombatEvent::Flag {
+                news: FlagNews::Captured,
+                by: Some(by),
+                ..
+            } => {
+                let record = self.0.entry(by).or_default();
+                record.captures = record.captures.saturating_add(1);
+            }
             _ => {}
         }
     }
@@ -140,6 +151,9 @@ impl MatchRecords {
             }),
             best(AwardKind::LongestStreak, &|id, _| {
                 Some(u32::from(record(&id).best_streak)).filter(|s| *s >= 2)
+            }),
+            best(AwardKind::MostCaptures, &|id, _| {
+                Some(u32::from(record(&id).captures)).filter(|c| *c > 0)
             }),
         ]
         .into_iter()
@@ -316,6 +330,13 @@ mod tests {
         for victim in [3, 3] {
             r.count(&killed(1, victim), 0, ffa);
         }
+        let flag = |news, by| CombatEvent::Flag {
+            team: Team::Blue,
+            news,
+            by: Some(PlayerId(by)),
+        };
+        r.count(&flag(FlagNews::Taken, 1), 0, ffa);
+        r.count(&flag(FlagNews::Captured, 1), 0, ffa);
         let awards = r.awards(&[(PlayerId(1), 5), (PlayerId(2), 5), (PlayerId(3), 0)]);
         let of = |kind| {
             awards
@@ -331,6 +352,11 @@ mod tests {
         assert_eq!(of(AwardKind::BestAccuracy), Some((2, 1000)));
         assert_eq!(of(AwardKind::MostDamage), Some((2, 200)));
         assert_eq!(of(AwardKind::LongestStreak), Some((1, 2)));
+        assert_eq!(
+            of(AwardKind::MostCaptures),
+            Some((1, 1)),
+            "captures, not takes"
+        );
         // Players who left win nothing; a match of nothing awards nothing.
         assert!(r.awards(&[(PlayerId(3), 0)]).is_empty());
         let report = r.0[&PlayerId(1)].report();

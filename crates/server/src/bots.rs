@@ -8,9 +8,10 @@ use crate::spawn::choose_spawn;
 use crate::teams::team_for_newcomer;
 use bevy::prelude::*;
 use sightline_bots::{
-    ItemSeen, Itinerary, NavGraph, Needs, WINDOW_SECONDS, decide, goals, hash, sense,
+    FlagWhere, FlagsSeen, ItemSeen, Itinerary, LinkKind, NavGraph, Needs, WINDOW_SECONDS, Waypoint,
+    decide, flag_goal, flag_role, goals, hash, sense,
 };
-use sightline_combat::{Arsenal, ItemSpot, Score, Team, Vitals};
+use sightline_combat::{Arsenal, FLAG_REACH, FlagAt, Flags, ItemSpot, Score, Team, Vitals};
 use sightline_map::CurrentMap;
 use sightline_movement::{MoveParams, PlayerState};
 use sightline_protocol::ServerMessage;
@@ -132,8 +133,33 @@ const REPLAN_SECONDS: f32 = 4.0;
 /// How far bots see enemies, m.
 const ENEMY_SIGHT: f32 = 50.0;
 
+/// What a bot of `team` (player `me`) knows of the flags, while capture the flag is
+/// played; `place_of` finds a player.
+fn flags_seen(
+    flags: &Flags,
+    team: Team,
+    me: PlayerId,
+    place_of: impl Fn(PlayerId) -> Option<Vec3>,
+) -> Option<FlagsSeen> {
+    let (own_base, enemy_base) = (flags.base(team)?, flags.base(team.other())?);
+    let at = |t: Team| match flags.at[t.index()] {
+        FlagAt::Home => FlagWhere::Home,
+        FlagAt::Carried(by) => FlagWhere::Carried(place_of(by).unwrap_or(own_base)),
+        FlagAt::Dropped { pos, .. } => FlagWhere::Lying(pos),
+    };
+    Some(FlagsSeen {
+        own_base,
+        enemy_base,
+        own_flag: at(team),
+        enemy_flag: at(team.other()),
+        carrying: flags.carried_by(me).is_some(),
+    })
+}
+
 /// Each bot looks around (walls, and the nearest enemy in clear view it has had time to
-/// react to) and decides its command for this tick.
+/// react to) and decides its command for this tick. In capture the flag it goes where
+/// its part takes it, and a carrier runs home rather than fight.
+#[allow(clippy::too_many_arguments)]
 pub(crate) fn drive_bots(
     map: Res<CurrentMap>,
     params: Res<MoveParams>,
@@ -141,17 +167,18 @@ pub(crate) fn drive_bots(
     config: Res<TickConfig>,
     server: Res<ServerConfig>,
     nav: Option<Res<BotNav>>,
-    items: Query<&ItemSpot>,
+    (items, flags): (Query<&ItemSpot>, Res<Flags>),
     mut bots: Query<(
         &PlayerId,
         &PlayerState,
         &BotControlled,
         &Vitals,
         &Arsenal,
+        Option<&Team>,
         &mut BotMemory,
         &mut CurrentCmd,
     )>,
-    everyone: Query<(&PlayerId, &PlayerState, &Vitals)>,
+    everyone: Query<(&PlayerId, &PlayerState, &Vitals, Option<&Team>)>,
 ) {
     let items: Vec<ItemSeen> = items
         .iter()
@@ -161,7 +188,26 @@ pub(crate) fn drive_bots(
             present: i.respawn_in <= 0.0,
         })
         .collect();
-    for (id, state, bot, vitals, arsenal, mut memory, mut current) in &mut bots {
+    let place_of = |id: PlayerId| {
+        everyone
+            .iter()
+            .find(|p| *p.0 == id)
+            .map(|(_, state, ..)| state.pos)
+    };
+    // Each bot's place among its team's bots, for its part in capture the flag.
+    let mut ranked: Vec<(Option<Team>, PlayerId)> = bots
+        .iter()
+        .map(|(id, .., team, _, _)| (team.copied(), *id))
+        .collect();
+    ranked.sort_by_key(|(team, id)| (team.map(Team::index), *id));
+    let rank = |me: PlayerId, team: Option<Team>| {
+        ranked
+            .iter()
+            .filter(|(t, _)| *t == team)
+            .position(|(_, id)| *id == me)
+            .unwrap_or(0)
+    };
+    for (id, state, bot, vitals, arsenal, team, mut memory, mut current) in &mut bots {
         if !vitals.alive() {
             memory.itinerary = Itinerary::default();
             continue;
@@ -171,11 +217,13 @@ pub(crate) fn drive_bots(
         seen.health = vitals.health;
         seen.owned = arsenal.owned;
         let eye = params.eye_position(state);
-        // Nearest first, so usually one ray decides.
+        // Nearest first, so usually one ray decides; team mates are no targets.
         let mut candidates: Vec<(PlayerId, Vec3)> = everyone
             .iter()
-            .filter(|(other, _, v)| *other != id && v.alive())
-            .map(|(other, s, _)| {
+            .filter(|(other, _, v, their_team)| {
+                *other != id && v.alive() && (team.is_none() || team != *their_team)
+            })
+            .map(|(other, s, ..)| {
                 (
                     *other,
                     s.pos + Vec3::Y * params.eye(s.crouched()) * 0.6 - eye,
@@ -200,6 +248,19 @@ pub(crate) fn drive_bots(
             }
             None => memory.target = None,
         }
+        // In capture the flag the game is the flags: a carrier runs home rather than
+        // fight, and the others fight only who is near or who carries their flag, and
+        // otherwise go about their part.
+        let on_flags = team.and_then(|t| flags_seen(&flags, *t, *id, place_of));
+        if let Some(f) = on_flags
+            && let (Some(to), Some(target)) = (seen.enemy, memory.target)
+        {
+            let thief = flags.carried_by(target).is_some();
+            if f.carrying || (to.length() > FLAG_ENGAGE && !thief) {
+                seen.enemy = None;
+            }
+        }
+        let flag_goal = on_flags.map(|f| flag_goal(flag_role(rank(*id, team.copied())), &f));
         if let Some(nav) = &nav
             && seen.enemy.is_none()
         {
@@ -209,11 +270,14 @@ pub(crate) fn drive_bots(
                 armor: vitals.armor,
                 owned: arsenal.owned,
             };
-            seen.waypoint = follow_route(
+            let route = Route {
+                nav: &nav.0,
+                needs: &needs,
+                items: &items,
+                flag_goal,
+            };
+            seen.waypoint = route.follow(
                 &mut memory.itinerary,
-                &nav.0,
-                &needs,
-                &items,
                 bot.seed,
                 &seen,
                 tick.0,
@@ -229,29 +293,70 @@ pub(crate) fn drive_bots(
     }
 }
 
-/// The next spot of a bot's route, planning a new route to what it wants now when the
-/// old one is done or stale.
-#[allow(clippy::too_many_arguments)]
-fn follow_route(
-    itinerary: &mut Itinerary,
-    nav: &NavGraph,
-    needs: &Needs,
-    items: &[ItemSeen],
-    seed: u64,
-    seen: &sightline_bots::BotSense,
-    tick: u32,
-    tick_hz: u32,
-) -> Option<sightline_bots::Waypoint> {
-    let age = tick.wrapping_sub(itinerary.planned) as f32 / tick_hz as f32;
-    let done = itinerary.ahead.is_empty();
-    // An empty plan waits a second before the next try, so a bot with nowhere to go
-    // does not search every tick.
-    if (done && (itinerary.goal.is_some() || age >= 1.0)) || age >= REPLAN_SECONDS {
-        let window = (tick as f32 / tick_hz as f32 / WINDOW_SECONDS) as u64;
-        let wanted = goals(needs, items, seen.skill, seed, window);
-        *itinerary = Itinerary::plan(nav, needs.pos, &wanted, tick);
+/// Where a bot's route may go: the graph, what it needs and the items about, and in
+/// capture the flag its goal there.
+struct Route<'a> {
+    nav: &'a NavGraph,
+    needs: &'a Needs,
+    items: &'a [ItemSeen],
+    flag_goal: Option<Vec3>,
+}
+
+/// Farthest a bot in capture the flag stops to fight an enemy who does not carry its
+/// flag, m.
+const FLAG_ENGAGE: f32 = 15.0;
+
+/// How far a flag goal may move from the route's end before the route is planned again,
+/// m: a carrier runs, a flag is taken.
+const FLAG_GOAL_SLACK: f32 = 4.0;
+
+impl Route<'_> {
+    /// The next spot of a bot's route, planning a new route to what it wants now when
+    /// the old one is done or stale, or its flag goal has moved. The last step onto a
+    /// flag goal is taken straight, as the graph's spots may lie beyond a touch of it.
+    fn follow(
+        &self,
+        itinerary: &mut Itinerary,
+        seed: u64,
+        seen: &sightline_bots::BotSense,
+        tick: u32,
+        tick_hz: u32,
+    ) -> Option<Waypoint> {
+        let pos = self.needs.pos;
+        let age = tick.wrapping_sub(itinerary.planned) as f32 / tick_hz as f32;
+        let done = itinerary.ahead.is_empty();
+        let moved = self.flag_goal.is_some_and(|g| {
+            itinerary
+                .goal
+                .is_none_or(|planned| planned.distance(g) > FLAG_GOAL_SLACK)
+        });
+        // An empty plan waits a second before the next try, so a bot with nowhere to go
+        // does not search every tick.
+        if (done && (itinerary.goal.is_some() || age >= 1.0))
+            || age >= REPLAN_SECONDS
+            || (moved && age >= 0.5)
+        {
+            let window = (tick as f32 / tick_hz as f32 / WINDOW_SECONDS) as u64;
+            let mut wanted: Vec<Vec3> = self.flag_goal.into_iter().collect();
+            wanted.extend(goals(self.needs, self.items, seen.skill, seed, window));
+            *itinerary = Itinerary::plan(self.nav, pos, &wanted, tick);
+        }
+        let next = itinerary.next(pos);
+        match self.flag_goal {
+            Some(goal) if next.is_none() || horizontal(goal - pos) < FLAG_REACH * 2.0 => {
+                (horizontal(goal - pos) < FLAG_REACH * 3.0).then_some(Waypoint {
+                    pos: goal,
+                    kind: LinkKind::Walk,
+                })
+            }
+            _ => next,
+        }
     }
-    itinerary.next(needs.pos)
+}
+
+/// Length of `v` along the ground.
+fn horizontal(v: Vec3) -> f32 {
+    Vec3::new(v.x, 0.0, v.z).length()
 }
 
 /// Bots: as many as `bots` asks (from start-up, so the first tick has them), routed

@@ -308,7 +308,7 @@ pub(crate) fn run_match(
     let ctf = flags.active();
     let standings: Vec<Standing> = ranked
         .into_iter()
-        .map(|(_, name, score, team, ..)| (name.0.clone(), points(ctf, &score), team.copied()))
+        .map(|(_, name, score, team, ..)| (name.0.clone(), points(ctf, score), team.copied()))
         .collect();
     let (name, best) = leader(rules.mode, &standings).unwrap_or(("Nobody".into(), 0));
     let by_score = if ctf {

@@ -3,7 +3,6 @@
 //! evens teams that a departure left two apart.
 
 use crate::config::MatchRules;
-use sightline_combat::GameMode;
 use sightline_combat::Team;
 use sightline_protocol::TeamChoice;
 
@@ -21,7 +20,7 @@ pub(crate) fn team_for_newcomer(
     rules: &MatchRules,
     teams: impl IntoIterator<Item = Team>,
 ) -> Option<Team> {
-    (rules.mode == GameMode::TeamDeathmatch).then(|| smaller_team(teams))
+    rules.mode.teams().then(|| smaller_team(teams))
 }
 
 /// Why a player may not take the side it asked for.
@@ -129,6 +128,7 @@ pub fn overfull_team(counts: [usize; 2]) -> Option<Team> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use sightline_combat::GameMode;
 
     fn tdm(force_balance: bool) -> MatchRules {
         MatchRules {

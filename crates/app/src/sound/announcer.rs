@@ -1,11 +1,12 @@
 //! The announcer: the frag lead taken, tied or lost (by the scoreboard, ours or our
 //! team's against the best other), five minutes and one minute left (by the match clock)
-//! and the match won or over. What to say is decided by pure functions of the scores and
-//! the clock; each announcement is a jingle of its own ([`super::synth`]).
+//! and the match won or over, and the flags taken, returned and captured. What to say is
+//! decided by pure functions of the scores, the clock and the flags' news; each
+//! announcement is a jingle of its own ([`super::synth`]).
 
 use bevy::prelude::*;
 use sightline_client::{MatchInfo, Roster};
-use sightline_combat::Team;
+use sightline_combat::{FlagNews, Team};
 use sightline_sim::PlayerId;
 
 /// Something the announcer says.
@@ -25,11 +26,21 @@ pub enum Announcement {
     MatchWon,
     /// The match is over; someone else won.
     MatchOver,
+    /// Our side took the enemy's flag (or, to a spectator, a flag was taken).
+    FlagTaken,
+    /// The enemy took our flag.
+    FlagLost,
+    /// A flag went home.
+    FlagReturned,
+    /// Our side captured (or, to a spectator, someone did).
+    TeamScored,
+    /// The enemy captured.
+    EnemyScored,
 }
 
 impl Announcement {
     /// Every announcement.
-    pub const ALL: [Announcement; 7] = [
+    pub const ALL: [Announcement; 12] = [
         Announcement::LeadTaken,
         Announcement::LeadTied,
         Announcement::LeadLost,
@@ -37,6 +48,11 @@ impl Announcement {
         Announcement::OneMinute,
         Announcement::MatchWon,
         Announcement::MatchOver,
+        Announcement::FlagTaken,
+        Announcement::FlagLost,
+        Announcement::FlagReturned,
+        Announcement::TeamScored,
+        Announcement::EnemyScored,
     ];
 }
 
@@ -109,6 +125,20 @@ pub fn match_end(standing: Standing) -> Announcement {
         Standing::Leading | Standing::Alone => Announcement::MatchWon,
         _ => Announcement::MatchOver,
     }
+}
+
+/// What to announce when `flag`'s flag has `news`, to a listener on side `ours` (none: a
+/// spectator, who hears each as good news). A drop is left to the chat.
+pub fn flag_call(flag: Team, news: FlagNews, ours: Option<Team>) -> Option<Announcement> {
+    let our_flag = ours == Some(flag);
+    Some(match news {
+        FlagNews::Taken if our_flag => Announcement::FlagLost,
+        FlagNews::Taken => Announcement::FlagTaken,
+        FlagNews::Returned => Announcement::FlagReturned,
+        FlagNews::Captured if our_flag => Announcement::EnemyScored,
+        FlagNews::Captured => Announcement::TeamScored,
+        FlagNews::Dropped => return None,
+    })
 }
 
 /// Our frags and the best other's in free-for-all; our team's total and the other's in
@@ -273,6 +303,30 @@ mod tests {
             calls(&[61, 0]),
             vec![],
             "the clock ran out: that is the match end"
+        );
+    }
+
+    #[test]
+    fn flags_are_announced_for_the_listener_s_side() {
+        let (red, blue) = (Some(Team::Red), Some(Team::Blue));
+        assert_eq!(flag_call(Team::Blue, FlagNews::Taken, red), Some(FlagTaken));
+        assert_eq!(flag_call(Team::Blue, FlagNews::Taken, blue), Some(FlagLost));
+        assert_eq!(
+            flag_call(Team::Blue, FlagNews::Captured, red),
+            Some(TeamScored)
+        );
+        assert_eq!(
+            flag_call(Team::Blue, FlagNews::Captured, blue),
+            Some(EnemyScored)
+        );
+        assert_eq!(
+            flag_call(Team::Red, FlagNews::Returned, None),
+            Some(FlagReturned)
+        );
+        assert_eq!(flag_call(Team::Red, FlagNews::Dropped, red), None);
+        assert_eq!(
+            flag_call(Team::Red, FlagNews::Captured, None),
+            Some(TeamScored)
         );
     }
 

@@ -908,6 +908,40 @@ fn announcement(a: Announcement) -> Vec<f32> {
             6,
             true,
         ),
+        // Flags: a bright rising call when we take theirs, a low alarm when they take
+        // ours, a chime when one goes home, and a short fanfare for a capture (a
+        // falling one for theirs).
+        Announcement::FlagTaken => phrase(
+            &[(c5, 0.0, 0.14), (g5, 0.14, 0.14), (c6, 0.28, 0.5)],
+            4,
+            false,
+        ),
+        Announcement::FlagLost => phrase(
+            &[
+                (c5 - 12, 0.0, 0.2),
+                (6 - 12, 0.22, 0.2),
+                (c5 - 12, 0.44, 0.2),
+                (6 - 12, 0.66, 0.4),
+            ],
+            5,
+            false,
+        ),
+        Announcement::FlagReturned => phrase(&[(g5, 0.0, 0.3), (e5, 0.2, 0.6)], 2, false),
+        Announcement::TeamScored => phrase(
+            &[
+                (g5, 0.0, 0.12),
+                (c6, 0.12, 0.12),
+                (e5 + 12, 0.24, 0.7),
+                (c6, 0.24, 0.7),
+            ],
+            6,
+            true,
+        ),
+        Announcement::EnemyScored => phrase(
+            &[(e5, 0.0, 0.2), (c5, 0.2, 0.2), (g5 - 12, 0.4, 0.7)],
+            6,
+            true,
+        ),
         Announcement::MatchOver => phrase(
             &[
                 (g5 - 12, 0.0, 0.22),

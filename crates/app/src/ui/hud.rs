@@ -17,9 +17,10 @@ use sightline_client::{
     CombatCue, ConnectionStatus, InputHistory, InputPacing, KillFeed, LatestSnapshot, MatchInfo,
     Roster, VoteInfo, Watching,
 };
+use sightline_combat::Team;
 use sightline_console::{Console, Cvars};
 use sightline_prediction::Predicted;
-use sightline_protocol::{KIT_QUAD, KIT_REGEN};
+use sightline_protocol::{FlagSpot, KIT_QUAD, KIT_REGEN};
 use sightline_sim::{PlayerId, SessionAppExt};
 
 /// Short-lived combat feedback: the hit marker and the damage indicator.
@@ -126,14 +127,23 @@ fn draw_hud(
                     .striped(true)
                     .min_col_width(80.0)
                     .show(ui, |ui| {
-                        for heading in ["name", "frags", "deaths", "lifetime K/D", "ping"] {
+                        // Captures first where they win the match.
+                        let ctf = match_info.ctf;
+                        let headings = ["name", "captures", "frags", "deaths", "lifetime K/D"];
+                        for heading in headings.into_iter().filter(|h| ctf || *h != "captures") {
                             ui.strong(heading);
                         }
+                        ui.strong("ping");
                         ui.end_row();
                         let mut rows: Vec<_> = roster.0.values().collect();
-                        rows.sort_by_key(|p| std::cmp::Reverse(p.frags));
+                        rows.sort_by_key(|p| {
+                            std::cmp::Reverse((ctf.then_some(p.captures), p.frags))
+                        });
                         for p in rows {
                             ui.label(&p.name);
+                            if ctf {
+                                ui.label(p.captures.to_string());
+                            }
                             ui.label(p.frags.to_string());
                             ui.label(p.deaths.to_string());
                             ui.label(p.lifetime.map_or("-".to_string(), kill_death_ratio));
@@ -286,6 +296,17 @@ fn draw_vote(mut contexts: EguiContexts, vote: Res<VoteInfo>, time: Res<Time<Rea
     Ok(())
 }
 
+/// A flag's state in words, for the HUD's flags line.
+fn flag_status(team: Team, spot: FlagSpot, me: Option<PlayerId>, roster: &Roster) -> String {
+    let flag = team.name().to_uppercase();
+    match spot {
+        FlagSpot::Home => format!("{flag} FLAG: home"),
+        FlagSpot::Carried(by) if Some(by) == me => format!("{flag} FLAG: yours"),
+        FlagSpot::Carried(by) => format!("{flag} FLAG: taken by {}", roster.name(by)),
+        FlagSpot::Dropped(_) => format!("{flag} FLAG: dropped"),
+    }
+}
+
 fn draw_combat_hud(
     mut contexts: EguiContexts,
     time: Res<Time<Real>>,
@@ -345,12 +366,30 @@ fn draw_combat_hud(
     }
     let center = screen.center();
     let mut status = String::new();
-    if match_info.team_game {
+    if match_info.ctf {
+        status.push_str("capture the flag");
+        let team_captures = |t: Team| -> u32 {
+            roster
+                .0
+                .values()
+                .filter(|p| p.team == Some(t))
+                .map(|p| u32::from(p.captures))
+                .sum()
+        };
+        status.push_str(&format!(
+            "  ·  Red {} : {} Blue",
+            team_captures(Team::Red),
+            team_captures(Team::Blue)
+        ));
+        if match_info.capturelimit > 0 {
+            status.push_str(&format!("  ·  to {} captures", match_info.capturelimit));
+        }
+    } else if match_info.team_game {
         status.push_str("team deathmatch");
     } else {
         status.push_str("deathmatch");
     }
-    if match_info.fraglimit > 0 {
+    if match_info.fraglimit > 0 && !match_info.ctf {
         status.push_str(&format!("  ·  to {} frags", match_info.fraglimit));
     }
     if match_info.time_left_s > 0 {
@@ -365,6 +404,32 @@ fn draw_combat_hud(
         16.0,
         egui::Color32::WHITE,
     );
+    if let Some(flags) = latest.0.as_ref().and_then(|l| l.flags) {
+        for (i, team) in Team::ALL.into_iter().enumerate() {
+            let (r, g, b) = match team {
+                Team::Red => (255, 110, 100),
+                Team::Blue => (120, 170, 255),
+            };
+            backed_text(
+                &painter,
+                egui::pos2(center.x + (i as f32 - 0.5) * 260.0, screen.top() + 62.0),
+                egui::Align2::CENTER_TOP,
+                flag_status(team, flags[team.index()], own_id, &roster),
+                15.0,
+                egui::Color32::from_rgb(r, g, b),
+            );
+        }
+        let carrying = own_id.is_some_and(|me| flags.contains(&FlagSpot::Carried(me)));
+        if carrying {
+            painter.text(
+                center + egui::vec2(0.0, 120.0),
+                egui::Align2::CENTER_CENTER,
+                "YOU HAVE THE FLAG  ·  take it to your base",
+                egui::FontId::proportional(22.0),
+                egui::Color32::from_rgb(255, 220, 120),
+            );
+        }
+    }
     if let Some(warmup) = match_info.warmup {
         let line = if warmup.countdown {
             format!("The match starts in {}", warmup.seconds_left)
@@ -643,6 +708,17 @@ fn backed_text(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_flag_is_told_home_yours_taken_by_name_or_dropped() {
+        let roster = Roster::default();
+        let me = Some(PlayerId(3));
+        let say = |spot| flag_status(Team::Blue, spot, me, &roster);
+        assert_eq!(say(FlagSpot::Home), "BLUE FLAG: home");
+        assert_eq!(say(FlagSpot::Carried(PlayerId(3))), "BLUE FLAG: yours");
+        assert_eq!(say(FlagSpot::Carried(PlayerId(4))), "BLUE FLAG: taken by ?");
+        assert_eq!(say(FlagSpot::Dropped([0.0; 3])), "BLUE FLAG: dropped");
+    }
 
     #[test]
     fn colours_parse_with_or_without_alpha_and_write_back() {
