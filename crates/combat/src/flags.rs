@@ -3,19 +3,16 @@
 //! long, and captured by a carrier who reaches its own base while its own flag is home.
 //! [`step_flags`] is the rule as a pure function of the flags, the players and dt.
 
-use crate::{CombatEvent, Score, Team, Vitals};
+use crate::Team;
 use bevy::prelude::*;
 use serde::{Deserialize, Serialize};
-use sightline_map::{CurrentMap, FlagBases};
-use sightline_movement::PlayerState;
-use sightline_sim::{PlayerId, TickConfig};
+use sightline_map::FlagBases;
+use sightline_sim::PlayerId;
 
 /// How close (horizontally, m) a player must come to a flag or a base to touch it.
 pub const FLAG_REACH: f32 = 1.2;
 /// Seconds a dropped flag lies before it goes home by itself (Quake 3's 30).
 pub const FLAG_RETURN_TIME: f32 = 30.0;
-/// How far below a carrier killed in the air its flag is looked for ground, m.
-const FALL_REACH: f32 = 64.0;
 
 /// Where a flag is.
 #[derive(Debug, Clone, Copy, PartialEq, Default)]
@@ -199,43 +196,6 @@ pub fn step_flags(
         }
     }
     news
-}
-
-/// The flags' tick on the server: [`step_flags`] over the living and the dead, a
-/// capture counted to its carrier, every change told as a [`CombatEvent::Flag`].
-pub(crate) fn run_flags(
-    config: Res<TickConfig>,
-    map: Res<CurrentMap>,
-    mut flags: ResMut<Flags>,
-    mut players: Query<(&PlayerId, &PlayerState, &Vitals, &Team, &mut Score)>,
-    mut events: MessageWriter<CombatEvent>,
-) {
-    if !flags.active() {
-        return;
-    }
-    let mut touchers: Vec<FlagToucher> = players
-        .iter()
-        .map(|(id, state, vitals, team, _)| FlagToucher {
-            id: *id,
-            team: *team,
-            pos: state.pos,
-            alive: vitals.alive(),
-        })
-        .collect();
-    touchers.sort_by_key(|p| p.id);
-    let ground = |at: Vec3| {
-        map.world
-            .cast_ray(at + Vec3::Y * 0.1, Vec3::NEG_Y, FALL_REACH)
-            .map_or(at, |(t, _)| at + Vec3::Y * (0.1 - t))
-    };
-    for (team, news, by) in step_flags(&mut flags, &touchers, config.dt(), ground) {
-        if news == FlagNews::Captured
-            && let Some((.., mut score)) = players.iter_mut().find(|p| Some(*p.0) == by)
-        {
-            score.captures = score.captures.saturating_add(1);
-        }
-        events.write(CombatEvent::Flag { team, news, by });
-    }
 }
 
 #[cfg(test)]

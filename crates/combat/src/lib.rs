@@ -9,7 +9,8 @@
 //! lag-compensation history and its clamped rewind ([`HitboxHistory`]), damage with armour
 //! ([`Vitals::damage`]), splash with knockback ([`splash`]), and a rocket's launch, flight
 //! and burst ([`launch_rocket`], [`fly_rocket`], [`rocket_splash`]), which the client also
-//! runs to predict its own rocket jumps.
+//! runs to predict its own rocket jumps, and capture the flag's take, drop, return and
+//! capture ([`step_flags`]).
 
 // Rules, each a pure function of its inputs.
 mod aim;

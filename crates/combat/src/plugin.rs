@@ -1,12 +1,12 @@
 //! The server's combat systems and their plugin: each player's command (its move and its
 //! weapon), shots judged with lag compensation, flying rockets, the state of the living
-//! and the dead, and the hitbox history.
+//! and the dead, the flags, and the hitbox history.
 
 use crate::{
-    Arsenal, CombatEvent, FriendlyFire, HitZone, Hitbox, HitboxHistory, LagCompStats, NextDropId,
-    ProjectileAct, Pushes, Rocket, Score, Shot, Team, ViewJudgement, ViewWindow, Vitals,
-    WeaponKind, aim_direction, clamp_view_time, detonate_newest, fly_rocket, pellet_direction,
-    player_command, ray_hit, rocket_splash,
+    Arsenal, CombatEvent, FlagNews, FlagToucher, Flags, FriendlyFire, HitZone, Hitbox,
+    HitboxHistory, LagCompStats, NextDropId, ProjectileAct, Pushes, Rocket, Score, Shot, Team,
+    ViewJudgement, ViewWindow, Vitals, WeaponKind, aim_direction, clamp_view_time, detonate_newest,
+    fly_rocket, pellet_direction, player_command, ray_hit, rocket_splash, step_flags,
 };
 use bevy::prelude::*;
 use sightline_map::CurrentMap;
@@ -83,7 +83,7 @@ impl Plugin for CombatPlugin {
                     crate::drops::drop_weapons_of_the_dead,
                     crate::items::take_items,
                     crate::drops::take_dropped_weapons,
-                    crate::flags::run_flags,
+                    run_flags,
                 )
                     .chain()
                     .in_set(SimSet::Combat)
@@ -566,6 +566,46 @@ fn record_hitboxes(
         .map(|(id, s, _)| (*id, Hitbox::of(s)))
         .collect();
     history.record(tick.0, boxes);
+}
+
+/// How far below a carrier killed in the air its flag is looked for ground, m.
+const FLAG_FALL_REACH: f32 = 64.0;
+
+/// The flags' tick on the server: [`step_flags`] over the living and the dead, a
+/// capture counted to its carrier, every change told as a [`CombatEvent::Flag`].
+fn run_flags(
+    config: Res<TickConfig>,
+    map: Res<CurrentMap>,
+    mut flags: ResMut<Flags>,
+    mut players: Query<(&PlayerId, &PlayerState, &Vitals, &Team, &mut Score)>,
+    mut events: MessageWriter<CombatEvent>,
+) {
+    if !flags.active() {
+        return;
+    }
+    let mut touchers: Vec<FlagToucher> = players
+        .iter()
+        .map(|(id, state, vitals, team, _)| FlagToucher {
+            id: *id,
+            team: *team,
+            pos: state.pos,
+            alive: vitals.alive(),
+        })
+        .collect();
+    touchers.sort_by_key(|p| p.id);
+    let ground = |at: Vec3| {
+        map.world
+            .cast_ray(at + Vec3::Y * 0.1, Vec3::NEG_Y, FLAG_FALL_REACH)
+            .map_or(at, |(t, _)| at + Vec3::Y * (0.1 - t))
+    };
+    for (team, news, by) in step_flags(&mut flags, &touchers, config.dt(), ground) {
+        if news == FlagNews::Captured
+            && let Some((.., mut score)) = players.iter_mut().find(|p| Some(*p.0) == by)
+        {
+            score.captures = score.captures.saturating_add(1);
+        }
+        events.write(CombatEvent::Flag { team, news, by });
+    }
 }
 
 #[cfg(test)]
