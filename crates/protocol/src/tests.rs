@@ -438,12 +438,13 @@ fn scoreboards_out_of_order_or_with_unknown_teams_are_refused() {
         .unwrap();
         assert!(ServerMessage::decode(&bytes).is_err());
     }
-    // A third team: the last byte is the team's variant number.
+    // A third team: the byte before the last (the captures) is the team's variant number.
     let mut bytes = ServerMessage::Scoreboard(vec![line(0, Some(Team::Blue))])
         .encode()
         .unwrap();
-    assert_eq!(bytes.last(), Some(&1));
-    *bytes.last_mut().unwrap() = 2;
+    let team = bytes.len() - 2;
+    assert_eq!(bytes[team], 1);
+    bytes[team] = 2;
     assert!(ServerMessage::decode(&bytes).is_err());
 }
 
@@ -478,10 +479,12 @@ fn unknown_weapons_and_game_modes_are_refused() {
     }
     .encode()
     .unwrap();
-    // The mode is the first field after the variant tag.
+    // The mode is the first field after the variant tag; capture the flag is the last.
     assert_eq!(bytes[1], 1);
     assert!(ServerMessage::decode(&bytes).is_ok());
     bytes[1] = 2;
+    assert!(ServerMessage::decode(&bytes).is_ok());
+    bytes[1] = GameMode::ALL.len() as u8;
     assert!(ServerMessage::decode(&bytes).is_err());
 }
 
