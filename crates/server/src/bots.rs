@@ -4,7 +4,7 @@ use crate::ServerConfig;
 use crate::connection::PlayerSlots;
 use crate::outbox::Outgoing;
 use crate::sets::CommandSource;
-use crate::spawn::choose_spawn;
+use crate::spawn::{choose_spawn, spawns_of};
 use crate::teams::team_for_newcomer;
 use bevy::prelude::*;
 use sightline_bots::{
@@ -23,10 +23,11 @@ pub struct LeavingBot;
 
 /// Keeps as many bots as the `bots` setting asks (within the free slots): adds the
 /// missing ones, and takes away the kicked ones first, then the last added.
+#[allow(clippy::too_many_arguments)]
 pub(crate) fn keep_bot_count(
     mut commands: Commands,
     config: Res<ServerConfig>,
-    map: Res<CurrentMap>,
+    (map, flags): (Res<CurrentMap>, Res<Flags>),
     mut slots: ResMut<PlayerSlots>,
     mut outbox: MessageWriter<Outgoing>,
     bots: Query<(Entity, &PlayerId, &PlayerName, Has<LeavingBot>), With<BotControlled>>,
@@ -71,10 +72,10 @@ pub(crate) fn keep_bot_count(
         };
         let number = (1..).find(|n| !numbers.contains(n)).unwrap_or(1);
         numbers.push(number);
-        let spawn = choose_spawn(&map.def.spawns, &occupied);
-        occupied.push(spawn.pos);
         let team = team_for_newcomer(&config.rules, teams.iter().copied());
         teams.extend(team);
+        let spawn = choose_spawn(&spawns_of(&map.def.spawns, &flags, team), &occupied);
+        occupied.push(spawn.pos);
         let name = format!("Bot {number}");
         let mut bot = commands.spawn((
             Player,
@@ -365,7 +366,8 @@ pub(crate) struct BotsPlugin;
 
 impl Plugin for BotsPlugin {
     fn build(&self, app: &mut App) {
-        app.add_systems(Startup, keep_bot_count)
+        // The first bots spawn by their base where capture the flag is played.
+        app.add_systems(Startup, keep_bot_count.after(crate::rules::place_flags))
             .add_systems(
                 PreUpdate,
                 build_nav_graph.run_if(resource_exists_and_changed::<CurrentMap>),

@@ -8,13 +8,13 @@ use crate::ServerConfig;
 use crate::names::new_name;
 use crate::outbox::Outgoing;
 use crate::rules::{MatchState, Ready};
-use crate::spawn::choose_spawn;
+use crate::spawn::{choose_spawn, spawns_of};
 use crate::spectators::Spectator;
 use crate::stats::ServerStats;
 use crate::teams::{head_count, overfull_team, switch_team};
 use bevy::ecs::query::QueryData;
 use bevy::prelude::*;
-use sightline_combat::{Arsenal, Score, SpawnCount, Team, Vitals};
+use sightline_combat::{Arsenal, Flags, Score, SpawnCount, Team, Vitals};
 use sightline_map::CurrentMap;
 use sightline_movement::PlayerState;
 use sightline_net::ClientId;
@@ -130,7 +130,7 @@ pub(crate) fn apply_changes(
     mut stats: ResMut<ServerStats>,
     mut outbox: MessageWriter<Outgoing>,
     config: Res<ServerConfig>,
-    map: Res<CurrentMap>,
+    (map, flags): (Res<CurrentMap>, Res<Flags>),
     time: Res<Time<Real>>,
     state: Res<MatchState>,
 ) {
@@ -145,7 +145,7 @@ pub(crate) fn apply_changes(
                 &mut players,
                 &mut commands,
                 &mut outbox,
-                (&config, &map, &state),
+                (&config, &map, &flags, &state),
                 now,
             ),
             Err(_) => match (&request.change, spectators.get_mut(request.entity)) {
@@ -201,7 +201,7 @@ fn change_player(
     players: &mut Query<Changing>,
     commands: &mut Commands,
     outbox: &mut MessageWriter<Outgoing>,
-    (config, map, state): (&ServerConfig, &CurrentMap, &MatchState),
+    (config, map, flags, state): (&ServerConfig, &CurrentMap, &Flags, &MatchState),
     now: f64,
 ) -> Result<(), String> {
     // What the others are: their names, sides and places.
@@ -239,7 +239,7 @@ fn change_player(
                 .map_err(|refusal| refusal.describe())?;
             // A new side starts afresh: frags count for the team they were made for,
             // as though the player had left and joined again.
-            let spawn = choose_spawn(&map.def.spawns, &places);
+            let spawn = choose_spawn(&spawns_of(&map.def.spawns, flags, Some(team)), &places);
             let (state, vitals, arsenal) = sightline_combat::respawned(spawn);
             (*player.state, *player.vitals, *player.arsenal) = (state, vitals, arsenal);
             *player.score = Score::default();

@@ -21,7 +21,7 @@ use crate::rate::DownloadRate;
 use crate::resume::{DepartedPlayers, Resumable};
 use crate::sessions::{free_slot, player_components, send_welcome};
 use crate::snapshots::{EventQueue, SnapshotCounter};
-use crate::spawn::choose_spawn;
+use crate::spawn::{choose_spawn, spawns_of};
 use crate::spectators::Spectator;
 use crate::stats::ServerStats;
 use crate::stream::SnapshotStream;
@@ -29,7 +29,7 @@ use crate::teams::{head_count, side_for_joining};
 use crate::votes::Admin;
 use bevy::ecs::system::SystemParam;
 use bevy::prelude::*;
-use sightline_combat::{Score, Team};
+use sightline_combat::{Flags, Score, Team};
 use sightline_map::CurrentMap;
 use sightline_movement::PlayerState;
 use sightline_net::{ClientId, RenetServer};
@@ -91,6 +91,7 @@ pub(crate) struct Roles<'w, 's> {
     server: ResMut<'w, RenetServer>,
     config: Res<'w, ServerConfig>,
     map: Res<'w, CurrentMap>,
+    flags: Res<'w, Flags>,
     closed: Option<Res<'w, NoNewPlayers>>,
 }
 
@@ -245,7 +246,8 @@ impl Roles<'_, '_> {
             let most = self.config.max_players.min(crate::MAX_PLAYERS);
             return Err(format!("the server is full ({most} players)"));
         };
-        let spawn = choose_spawn(&self.map.def.spawns, &occupied);
+        let spawns = spawns_of(&self.map.def.spawns, &self.flags, team);
+        let spawn = choose_spawn(&spawns, &occupied);
         let (state, vitals, arsenal) = sightline_combat::respawned(spawn);
         frame.joined.push((name.clone(), team, state.pos));
         self.start_over(request, now);

@@ -19,7 +19,7 @@ use crate::resume::{Departed, DepartedPlayers, Resumable};
 use crate::rules::MatchState;
 use crate::sets::{CommandSource, ReceiveStep, ServerSet};
 use crate::snapshots::{EventQueue, SnapshotCounter};
-use crate::spawn::choose_spawn;
+use crate::spawn::{choose_spawn, spawns_of};
 use crate::spectators::{MatchNews, Spectator};
 use crate::stats::ServerStats;
 use crate::stream::SnapshotStream;
@@ -30,7 +30,7 @@ use crate::{datagrams, inputs, resume};
 use bevy::ecs::query::QueryData;
 use bevy::ecs::system::SystemParam;
 use bevy::prelude::*;
-use sightline_combat::{Arsenal, Score, Team, ViewWindow, Vitals};
+use sightline_combat::{Arsenal, Flags, Score, Team, ViewWindow, Vitals};
 use sightline_map::CurrentMap;
 use sightline_movement::PlayerState;
 use sightline_net::{ClientId, DisconnectReason, RenetServer, RenetServerEvent, ServerEvent};
@@ -146,6 +146,7 @@ pub(crate) struct Admission<'w, 's> {
     index: Res<'w, ClientIndex>,
     config: Res<'w, ServerConfig>,
     map: Res<'w, CurrentMap>,
+    flags: Res<'w, Flags>,
 }
 
 /// Reads every connection's reliable messages within its per-frame budget: a Hello makes
@@ -403,20 +404,6 @@ impl Admission<'_, '_> {
             .collect();
         let wanted = back.as_ref().map_or(name, |b| b.name.as_str());
         let name = unique_name(&clean_text(wanted, MAX_NAME_LEN), &taken);
-        let (state, vitals, arsenal, score) = match &back {
-            Some(b) => (b.state, b.vitals, b.arsenal, b.score),
-            None => {
-                let occupied: Vec<Vec3> = self
-                    .players
-                    .iter()
-                    .map(|p| p.2.pos)
-                    .chain(admitted.iter().map(|a| a.pos))
-                    .collect();
-                let spawn = choose_spawn(&self.map.def.spawns, &occupied);
-                let (state, vitals, arsenal) = sightline_combat::respawned(spawn);
-                (state, vitals, arsenal, Score::default())
-            }
-        };
         let team = match &back {
             Some(b) => b.team,
             None => {
@@ -426,6 +413,21 @@ impl Admission<'_, '_> {
                     .filter_map(|p| p.4.copied())
                     .chain(admitted.iter().filter_map(|a| a.team));
                 team_for_newcomer(&self.config.rules, teams)
+            }
+        };
+        let (state, vitals, arsenal, score) = match &back {
+            Some(b) => (b.state, b.vitals, b.arsenal, b.score),
+            None => {
+                let occupied: Vec<Vec3> = self
+                    .players
+                    .iter()
+                    .map(|p| p.2.pos)
+                    .chain(admitted.iter().map(|a| a.pos))
+                    .collect();
+                let spawns = spawns_of(&self.map.def.spawns, &self.flags, team);
+                let spawn = choose_spawn(&spawns, &occupied);
+                let (state, vitals, arsenal) = sightline_combat::respawned(spawn);
+                (state, vitals, arsenal, Score::default())
             }
         };
         let secret = Resumable::random();
