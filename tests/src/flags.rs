@@ -42,6 +42,7 @@ fn a_bot_team_brings_the_enemy_flag_home_and_everyone_hears_and_sees_it() {
     let mut s = Stepper::new(ctf(4, 1), "depot");
     s.add_client("watcher one", 1);
     s.add_client("watcher two", 2);
+    let eye = s.add_spectator("eye");
     // A flag is taken on the way (the server's truth, looked at every step).
     let mut seen_taken = false;
     let ended = s.run_until(64 * 240, |s| {
@@ -53,7 +54,8 @@ fn a_bot_team_brings_the_enemy_flag_home_and_everyone_hears_and_sees_it() {
     });
     assert!(ended, "no capture in four minutes of bots");
     assert!(seen_taken);
-    s.run_for(1.5);
+    // The scoreboard goes out within a second; a spectator sees the game 3 s late.
+    s.run_for(4.5);
     let w = s.server.world_mut();
     let captures: Vec<(PlayerId, u32)> = w
         .query::<(&PlayerId, &Score)>()
@@ -64,6 +66,16 @@ fn a_bot_team_brings_the_enemy_flag_home_and_everyone_hears_and_sees_it() {
     assert_eq!(captures.len(), 1, "one capture ends it: {captures:?}");
     let capturer = captures[0].0;
     let flags = as_sent(s.server.world().resource::<Flags>());
+    // The spectator hears the capture once, when its late world reaches it.
+    let lines = |i: usize| -> Vec<String> {
+        let chat = s.clients[i].world().resource::<ChatLog>();
+        chat.0.iter().map(|(_, line)| line.clone()).collect()
+    };
+    let (played, watched) = (lines(0), lines(eye));
+    let captured = |lines: &[String]| lines.iter().filter(|l| l.contains("captured the")).count();
+    assert_eq!(captured(&watched), 1, "{watched:?}");
+    assert_eq!(captured(&played), 1, "{played:?}");
+    // Every client, the spectator too (its late world has reached the match's end).
     for c in &s.clients {
         let w = c.world();
         let info = w.resource::<MatchInfo>();

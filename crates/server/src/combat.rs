@@ -5,7 +5,7 @@ use crate::interest::{Interest, hears_explosion};
 use crate::outbox::Outgoing;
 use crate::snapshots::EventQueue;
 use crate::spawn::{choose_spawn, spawns_of};
-use crate::spectators::SpectatorFeed;
+use crate::spectators::{SpectatorFeed, tell_match};
 use crate::stats::SnapshotStats;
 use bevy::prelude::*;
 use sightline_combat::CombatSystems;
@@ -187,16 +187,16 @@ pub(crate) fn send_combat_events(
                     }
                 }
             }
-            // Everyone hears of a flag, as an announcer tells a whole server.
+            // Every player hears of a flag, as an announcer tells a whole server;
+            // spectators when their late world reaches it.
             CombatEvent::Flag { team, news, by } => {
                 info!(
-                    "{} flag {news:?}{}",
+                    "{} flag: {news:?}{}",
                     team.name(),
                     by.map_or(String::new(), |p| format!(" by player {}", p.0))
                 );
                 let msg = ServerMessage::Flag { team, news, by };
-                feed.news(now.0, msg.clone());
-                outbox.write(Outgoing::ToPlaying(msg));
+                tell_match(&mut outbox, &mut feed, now.0, msg);
             }
         }
     }
