@@ -28,15 +28,6 @@ fn ctf(bots: u8, capturelimit: u16) -> ServerConfig {
     }
 }
 
-/// Where the server's flags are, as a snapshot says it.
-fn as_sent(flags: &Flags) -> [FlagSpot; 2] {
-    flags.at.map(|at| match at {
-        FlagAt::Home => FlagSpot::Home,
-        FlagAt::Carried(id) => FlagSpot::Carried(id),
-        FlagAt::Dropped { pos, .. } => FlagSpot::Dropped(pos.to_array()),
-    })
-}
-
 #[test]
 fn a_bot_team_brings_the_enemy_flag_home_and_everyone_hears_and_sees_it() {
     let mut s = Stepper::new(ctf(4, 1), "depot");
@@ -65,7 +56,7 @@ fn a_bot_team_brings_the_enemy_flag_home_and_everyone_hears_and_sees_it() {
         .collect();
     assert_eq!(captures.len(), 1, "one capture ends it: {captures:?}");
     let capturer = captures[0].0;
-    let flags = as_sent(s.server.world().resource::<Flags>());
+    let flags = s.server.world().resource::<Flags>().at.map(FlagSpot::from);
     // The spectator hears the capture once, when its late world reaches it.
     let lines = |i: usize| -> Vec<String> {
         let chat = s.clients[i].world().resource::<ChatLog>();

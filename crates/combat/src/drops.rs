@@ -2,9 +2,10 @@
 //! (one not every player spawns with) leaves it where they fell, for anyone to take
 //! until its time runs out.
 
+use crate::items::within_reach;
 use crate::{Arsenal, CombatEvent, Vitals, WeaponKind};
 use bevy::prelude::*;
-use sightline_map::CurrentMap;
+use sightline_map::{CollisionWorld, CurrentMap};
 use sightline_movement::PlayerState;
 use sightline_sim::{PlayerId, TickConfig};
 
@@ -15,7 +16,7 @@ pub const DROP_TIME: f32 = 30.0;
 pub const MAX_DROPS: usize = 16;
 /// How close (horizontally, m) a player must come to take a dropped weapon.
 const REACH: f32 = 1.0;
-/// How far below a player killed in the air its weapon is looked for ground, m.
+/// How far below a player killed in the air its weapon (or flag) is looked for ground, m.
 const FALL_REACH: f32 = 64.0;
 
 /// A weapon lying where its holder died.
@@ -34,6 +35,14 @@ pub struct DroppedWeapon {
 /// The number the next dropped weapon takes (a demo's keyframe keeps it).
 #[derive(Resource, Debug, Default, Clone, Copy, PartialEq, Eq)]
 pub struct NextDropId(pub u16);
+
+/// Where something let fall at `at` comes to rest: the ground below it (within
+/// [`FALL_REACH`]), or `at` itself over nothing. A dropped weapon's place, and a flag's.
+pub(crate) fn ground_below(world: &CollisionWorld, at: Vec3) -> Vec3 {
+    world
+        .cast_ray(at + Vec3::Y * 0.1, Vec3::NEG_Y, FALL_REACH)
+        .map_or(at, |(t, _)| at + Vec3::Y * (0.1 - t))
+}
 
 /// The weapon a player holding `arsenal` leaves at death: the one in hand, if it is not
 /// one every player spawns with.
@@ -72,10 +81,7 @@ pub(crate) fn drop_weapons_of_the_dead(
             commands.entity(oldest).despawn();
             count -= 1;
         }
-        let pos = map
-            .world
-            .cast_ray(state.pos + Vec3::Y * 0.1, Vec3::NEG_Y, FALL_REACH)
-            .map_or(state.pos, |(t, _)| state.pos + Vec3::Y * (0.1 - t));
+        let pos = ground_below(&map.world, state.pos);
         next.0 = next.0.wrapping_add(1);
         commands.spawn(DroppedWeapon {
             id: next.0,
@@ -110,8 +116,7 @@ pub(crate) fn take_dropped_weapons(
             continue;
         }
         for (_, state, vitals, arsenal) in &mut order {
-            let offset = state.pos - drop.pos;
-            let near = Vec2::new(offset.x, offset.z).length() < REACH && offset.y.abs() < 1.5;
+            let near = within_reach(state.pos, drop.pos, REACH);
             if near && vitals.alive() && arsenal.give(drop.weapon) {
                 commands.entity(entity).despawn();
                 break;

@@ -4,6 +4,7 @@
 //! [`step_flags`] is the rule as a pure function of the flags, the players and dt.
 
 use crate::Team;
+use crate::items::within_reach;
 use bevy::prelude::*;
 use serde::{Deserialize, Serialize};
 use sightline_map::FlagBases;
@@ -78,20 +79,6 @@ impl Flags {
             .into_iter()
             .find(|t| self.at[t.index()] == FlagAt::Carried(player))
     }
-
-    /// Where `team`'s flag is seen: its base, its carrier's place (looked up by
-    /// `place_of`), or where it lies.
-    pub fn position(
-        &self,
-        team: Team,
-        place_of: impl Fn(PlayerId) -> Option<Vec3>,
-    ) -> Option<Vec3> {
-        match self.at[team.index()] {
-            FlagAt::Home => self.base(team),
-            FlagAt::Carried(by) => place_of(by),
-            FlagAt::Dropped { pos, .. } => Some(pos),
-        }
-    }
 }
 
 /// `team`'s base on `bases`.
@@ -102,10 +89,9 @@ pub fn base_of(bases: &FlagBases, team: Team) -> Vec3 {
     }
 }
 
-/// Whether feet at `feet` touch something at `at`.
+/// Whether feet at `feet` touch a flag or a base at `at`.
 fn touches(feet: Vec3, at: Vec3) -> bool {
-    let d = feet - at;
-    Vec2::new(d.x, d.z).length() < FLAG_REACH && d.y.abs() < 1.5
+    within_reach(feet, at, FLAG_REACH)
 }
 
 /// A player as the flags see it.

@@ -10,6 +10,13 @@ use sightline_sim::{PlayerId, TickConfig};
 /// How close (horizontally, m) a player must come to take an item.
 const REACH: f32 = 1.0;
 
+/// Whether feet at `feet` are within `reach` (horizontally, and 1.5 m up or down) of
+/// something lying at `at`: how an item, a dropped weapon or a flag is touched.
+pub(crate) fn within_reach(feet: Vec3, at: Vec3, reach: f32) -> bool {
+    let d = feet - at;
+    Vec2::new(d.x, d.z).length() < reach && d.y.abs() < 1.5
+}
+
 /// An item spot and whether its item is there.
 #[derive(Component, Debug, Clone, Copy, PartialEq)]
 pub struct ItemSpot {
@@ -107,8 +114,7 @@ pub(crate) fn take_items(
             continue;
         }
         for (_, state, vitals, arsenal) in &mut order {
-            let offset = state.pos - spot.pos;
-            let near = Vec2::new(offset.x, offset.z).length() < REACH && offset.y.abs() < 1.5;
+            let near = within_reach(state.pos, spot.pos, REACH);
             if near && vitals.alive() && pick_up(spot.kind, vitals, arsenal) {
                 spot.respawn_in = respawn_time(spot.kind);
                 break;

@@ -568,9 +568,6 @@ fn record_hitboxes(
     history.record(tick.0, boxes);
 }
 
-/// How far below a carrier killed in the air its flag is looked for ground, m.
-const FLAG_FALL_REACH: f32 = 64.0;
-
 /// The flags' tick on the server: [`step_flags`] over the living and the dead, a
 /// capture counted to its carrier, every change told as a [`CombatEvent::Flag`].
 fn run_flags(
@@ -593,11 +590,7 @@ fn run_flags(
         })
         .collect();
     touchers.sort_by_key(|p| p.id);
-    let ground = |at: Vec3| {
-        map.world
-            .cast_ray(at + Vec3::Y * 0.1, Vec3::NEG_Y, FLAG_FALL_REACH)
-            .map_or(at, |(t, _)| at + Vec3::Y * (0.1 - t))
-    };
+    let ground = |at| crate::drops::ground_below(&map.world, at);
     for (team, news, by) in step_flags(&mut flags, &touchers, config.dt(), ground) {
         if news == FlagNews::Captured
             && let Some((.., mut score)) = players.iter_mut().find(|p| Some(*p.0) == by)

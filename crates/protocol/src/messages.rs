@@ -2,7 +2,7 @@
 
 use crate::codec::{DecodeError, Wire};
 use serde::{Deserialize, Serialize};
-use sightline_combat::{FlagNews, GameMode, ProjectileKind, Team, WeaponKind};
+use sightline_combat::{FlagAt, FlagNews, GameMode, ProjectileKind, Team, WeaponKind};
 use sightline_movement::{GridState, MoveFlags, PlayerState};
 use sightline_sim::{Buttons, InputCmd, MAX_PITCH_DEG, MAX_PITCH_STEPS, PlayerId};
 
@@ -813,6 +813,16 @@ pub enum FlagSpot {
     Carried(PlayerId),
     /// Lying here.
     Dropped([f32; 3]),
+}
+
+impl From<FlagAt> for FlagSpot {
+    fn from(at: FlagAt) -> Self {
+        match at {
+            FlagAt::Home => Self::Home,
+            FlagAt::Carried(id) => Self::Carried(id),
+            FlagAt::Dropped { pos, .. } => Self::Dropped(pos.to_array()),
+        }
+    }
 }
 
 /// A projectile in flight.

@@ -11,8 +11,7 @@ use crate::stats::{Observers, SLICE_BYTES, SnapshotStats, TickTimes};
 use crate::stream::SnapshotStream;
 use bevy::prelude::*;
 use sightline_combat::{
-    Arsenal, DroppedWeapon, FlagAt, Flags, ItemSpot, Pushes, Rocket, SpawnCount, Vitals,
-    items_present,
+    Arsenal, DroppedWeapon, Flags, ItemSpot, Pushes, Rocket, SpawnCount, Vitals, items_present,
 };
 use sightline_movement::grid::POS_STEPS;
 use sightline_movement::{Contacts, PlayerState};
@@ -290,7 +289,10 @@ impl WorldView<'_, '_> {
                 .collect(),
             items: items_present(self.items.iter().copied()),
             drops: drops_lying(&self.drops),
-            flags: self.flags.active().then(|| self.flags.at.map(flag_spot)),
+            flags: self
+                .flags
+                .active()
+                .then(|| self.flags.at.map(FlagSpot::from)),
             events: Vec::new(),
             held: Vec::new(),
         };
@@ -497,15 +499,6 @@ pub(crate) fn shown_to(
             }
         })
         .collect()
-}
-
-/// Where a flag is, as snapshots carry it.
-fn flag_spot(at: FlagAt) -> FlagSpot {
-    match at {
-        FlagAt::Home => FlagSpot::Home,
-        FlagAt::Carried(id) => FlagSpot::Carried(id),
-        FlagAt::Dropped { pos, .. } => FlagSpot::Dropped(pos.to_array()),
-    }
 }
 
 /// The dropped weapons lying, in id order, as many as a snapshot carries.
