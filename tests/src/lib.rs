@@ -10,6 +10,8 @@ mod agones;
 #[cfg(test)]
 mod bodies;
 #[cfg(test)]
+mod coding;
+#[cfg(test)]
 mod container;
 #[cfg(test)]
 mod demos;

@@ -94,7 +94,7 @@ pub enum ServerDatagram {
 
 impl Wire for ServerDatagram {
     /// A variant tag, the packet's length and the packet.
-    const MAX_BYTES: usize = SnapshotPacket::MAX_BYTES + 4;
+    const MAX_BYTES: usize = SnapshotPacket::MAX_BYTES + crate::coder::RAW_OVERHEAD + 4;
 
     fn validate(&self) -> Result<(), DecodeError> {
         match self {

@@ -41,6 +41,7 @@
 
 use crate::bytes::{Reader, put_f32, put_varint, put_zigzag, unzigzag, zigzag};
 use crate::codec::DecodeError;
+use crate::coder;
 use crate::messages::{
     DropSnap, EventSnap, FlagSpot, KIT_QUAD, KIT_REGEN, MAX_SNAPSHOT_DROPS, MAX_SNAPSHOT_EVENTS,
     MAX_SNAPSHOT_PLAYERS, MAX_SNAPSHOT_PROJECTILES, PlayerEvent, PlayerSnap, ProjectileSnap,
@@ -1254,15 +1255,19 @@ fn read_ids(r: &mut Reader) -> Result<Vec<PlayerId>, &'static str> {
     Ok(ids)
 }
 
+// On the wire a snapshot's bytes go entropy-coded ([`crate::coder`]) against the model
+// trained on recorded fights ([`model::SNAPSHOTS`]).
 impl Serialize for SnapshotPacket {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        self.to_bytes().serialize(s)
+        coder::encode(&self.to_bytes(), &model::SNAPSHOTS).serialize(s)
     }
 }
 
 impl<'de> Deserialize<'de> for SnapshotPacket {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        let bytes = Vec::<u8>::deserialize(d)?;
+        let coded = Vec::<u8>::deserialize(d)?;
+        let bytes =
+            coder::decode(&coded, &model::SNAPSHOTS, Self::MAX_BYTES).map_err(D::Error::custom)?;
         Self::read(&mut Reader(&bytes)).map_err(D::Error::custom)
     }
 }
@@ -1293,17 +1298,17 @@ pub struct SnapshotHistory {
 }
 
 impl SnapshotHistory {
+    /// The kept snapshot numbered `seq`, if it is still kept.
+    pub fn get(&self, seq: u32) -> Option<&Snapshot> {
+        self.kept.iter().find(|s| s.seq == seq)
+    }
+
     /// Resolves `packet` against the baseline it names and keeps the result (the last
     /// [`CLIENT_BASELINES`] are kept, a sequence number once).
     pub fn resolve(&mut self, packet: &SnapshotPacket) -> Result<Snapshot, Unresolved> {
         let baseline = match packet.baseline {
             0 => None,
-            seq => Some(
-                self.kept
-                    .iter()
-                    .find(|s| s.seq == seq)
-                    .ok_or(Unresolved::NoBaseline(seq))?,
-            ),
+            seq => Some(self.get(seq).ok_or(Unresolved::NoBaseline(seq))?),
         };
         let snapshot = packet.resolve(baseline).map_err(Unresolved::Invalid)?;
         if !self.kept.iter().any(|s| s.seq == snapshot.seq) {
@@ -1316,5 +1321,6 @@ impl SnapshotHistory {
     }
 }
 
+pub mod model;
 #[cfg(test)]
 mod tests;
