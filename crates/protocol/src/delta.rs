@@ -41,7 +41,7 @@
 
 use crate::bytes::{Reader, put_f32, put_varint, put_zigzag, unzigzag, zigzag};
 use crate::codec::DecodeError;
-use crate::coder;
+use crate::coder::Coder;
 use crate::messages::{
     DropSnap, EventSnap, FlagSpot, KIT_QUAD, KIT_REGEN, MAX_SNAPSHOT_DROPS, MAX_SNAPSHOT_EVENTS,
     MAX_SNAPSHOT_PLAYERS, MAX_SNAPSHOT_PROJECTILES, PlayerEvent, PlayerSnap, ProjectileSnap,
@@ -54,6 +54,7 @@ use sightline_combat::{ProjectileKind, WeaponKind};
 use sightline_movement::grid::{POS_STEPS, VEL_STEPS};
 use sightline_sim::{Buttons, MAX_PITCH_STEPS, PlayerId};
 use std::collections::VecDeque;
+use std::sync::LazyLock;
 
 /// Most snapshots back a server encodes against (half a second at 128 a second, a
 /// whole one at 64): an older acknowledgement gets a full snapshot, which by then is
@@ -1255,19 +1256,25 @@ fn read_ids(r: &mut Reader) -> Result<Vec<PlayerId>, &'static str> {
     Ok(ids)
 }
 
-// On the wire a snapshot's bytes go entropy-coded ([`crate::coder`]) against the model
-// trained on recorded fights ([`model::SNAPSHOTS`]).
+/// The coder of snapshots' bytes on the wire ([`crate::coder`]), with the model trained
+/// on recorded fights ([`model::SNAPSHOTS`]).
+pub static SNAPSHOT_CODER: LazyLock<Coder> = LazyLock::new(|| {
+    // A constant, checked by `the_trained_model_is_well_formed`.
+    Coder::new(&model::SNAPSHOTS).expect("the trained model is well formed")
+});
+
 impl Serialize for SnapshotPacket {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        coder::encode(&self.to_bytes(), &model::SNAPSHOTS).serialize(s)
+        SNAPSHOT_CODER.encode(&self.to_bytes()).serialize(s)
     }
 }
 
 impl<'de> Deserialize<'de> for SnapshotPacket {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         let coded = Vec::<u8>::deserialize(d)?;
-        let bytes =
-            coder::decode(&coded, &model::SNAPSHOTS, Self::MAX_BYTES).map_err(D::Error::custom)?;
+        let bytes = SNAPSHOT_CODER
+            .decode(&coded, Self::MAX_BYTES)
+            .map_err(D::Error::custom)?;
         Self::read(&mut Reader(&bytes)).map_err(D::Error::custom)
     }
 }

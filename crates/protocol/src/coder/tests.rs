@@ -7,7 +7,7 @@ use std::sync::LazyLock;
 
 /// A model trained as the snapshots' is, on packets of mostly small bytes with now and
 /// then a large one (a mask, a varint that goes on), as snapshots are.
-static TRAINED: LazyLock<Model> = LazyLock::new(|| {
+static TRAINED: LazyLock<Coder> = LazyLock::new(|| {
     let mut tally = Tally::default();
     let mut x = 12345u32;
     for _ in 0..2000 {
@@ -24,19 +24,19 @@ static TRAINED: LazyLock<Model> = LazyLock::new(|| {
             .collect();
         tally.add(&packet);
     }
-    model_of(&tally)
+    coder_of(&tally)
 });
 
-/// Even odds everywhere: a model trained on nothing.
-const FLAT: Model = [[1024; 256]; CONTEXTS];
+/// A model trained on nothing: every symbol alike.
+static FLAT: LazyLock<Coder> = LazyLock::new(|| coder_of(&Tally::default()));
 
-fn round_trip(raw: &[u8], model: &Model) -> Vec<u8> {
-    let coded = encode(raw, model);
-    assert_eq!(
-        decode(&coded, model, MAX_RAW).as_deref(),
-        Ok(raw),
-        "{raw:?}"
-    );
+fn coder_of(tally: &Tally) -> Coder {
+    Coder::new(&model_of(tally)).expect("a trained model is well formed")
+}
+
+fn round_trip(raw: &[u8], coder: &Coder) -> Vec<u8> {
+    let coded = coder.encode(raw);
+    assert_eq!(coder.decode(&coded, MAX_RAW).as_deref(), Ok(raw), "{raw:?}");
     assert!(
         coded.len() <= raw.len() + RAW_OVERHEAD,
         "{} bytes coded to {}",
@@ -61,7 +61,7 @@ fn bytes_no_model_predicts_grow_by_at_most_the_raw_overhead() {
     for _ in 0..1000 {
         tally.add(&[0; 40]);
     }
-    let zeros = model_of(&tally);
+    let zeros = coder_of(&tally);
     let mut x = 99u32;
     let raw: Vec<u8> = (0..300)
         .map(|_| {
@@ -69,8 +69,8 @@ fn bytes_no_model_predicts_grow_by_at_most_the_raw_overhead() {
             (x >> 16) as u8
         })
         .collect();
-    for model in [&zeros, &FLAT] {
-        let coded = round_trip(&raw, model);
+    for coder in [&zeros, &*FLAT] {
+        let coded = round_trip(&raw, coder);
         assert!(coded.len() >= raw.len(), "{} bytes", coded.len());
     }
 }
@@ -84,24 +84,24 @@ fn an_empty_packet_and_one_at_the_cap_round_trip() {
 
 #[test]
 fn a_packet_longer_than_the_cap_is_refused_either_way() {
-    let quiet = encode(&[0; 100], &TRAINED);
-    assert_eq!(decode(&quiet, &TRAINED, 100).map(|r| r.len()), Ok(100));
-    assert!(decode(&quiet, &TRAINED, 99).is_err());
+    let quiet = TRAINED.encode(&[0; 100]);
+    assert_eq!(TRAINED.decode(&quiet, 100).map(|r| r.len()), Ok(100));
+    assert!(TRAINED.decode(&quiet, 99).is_err());
     let noisy: Vec<u8> = (0..100u32).map(|i| (i * 131 % 256) as u8 | 0x80).collect();
-    let coded = encode(&noisy, &TRAINED);
-    assert!(decode(&coded, &TRAINED, 99).is_err());
+    let coded = TRAINED.encode(&noisy);
+    assert!(TRAINED.decode(&coded, 99).is_err());
 }
 
 #[test]
 fn zeros_added_at_the_end_or_bytes_cut_off_are_refused() {
     let raw = [5u8, 0, 130, 1, 0, 0, 7];
-    let coded = encode(&raw, &TRAINED);
+    let coded = TRAINED.encode(&raw);
     let mut longer = coded.clone();
     longer.push(0);
-    assert!(decode(&longer, &TRAINED, MAX_RAW).is_err());
+    assert!(TRAINED.decode(&longer, MAX_RAW).is_err());
     for cut in 0..coded.len() {
         assert_ne!(
-            decode(&coded[..cut], &TRAINED, MAX_RAW).as_deref(),
+            TRAINED.decode(&coded[..cut], MAX_RAW).as_deref(),
             Ok(&raw[..]),
             "cut at {cut}"
         );
@@ -109,18 +109,24 @@ fn zeros_added_at_the_end_or_bytes_cut_off_are_refused() {
 }
 
 #[test]
-fn the_model_s_probabilities_stay_within_their_bounds() {
-    for probs in TRAINED.iter() {
-        assert!(probs.iter().all(|p| (MIN_PROB..=MAX_PROB).contains(p)));
+fn a_trained_model_gives_every_symbol_a_slot_and_fills_all_4096() {
+    let mut tally = Tally::default();
+    tally.add(&[0, 200, 1]);
+    let model = model_of(&tally);
+    for freqs in &model {
+        assert!(freqs.iter().all(|&f| f >= 1));
+        assert_eq!(freqs.iter().map(|&f| u32::from(f)).sum::<u32>(), 4096);
     }
-    // Trained on one byte over and over: every choice it makes is near certain.
+    let mut broken = model;
+    broken[3][7] = 0;
+    assert_eq!(Coder::new(&broken).err(), Some(BadModel(3)));
+    // Trained on one byte over and over, it codes that byte in a few bits.
     let mut tally = Tally::default();
     for _ in 0..1000 {
         tally.add(&[3, 3, 3]);
     }
-    let model = model_of(&tally);
-    let coded = round_trip(&[3; 60], &model);
-    assert!(coded.len() < 8, "{} bytes", coded.len());
+    let coded = round_trip(&[3; 60], &coder_of(&tally));
+    assert!(coded.len() < 12, "{} bytes", coded.len());
 }
 
 proptest! {
@@ -139,8 +145,8 @@ proptest! {
     fn any_bytes_decode_to_an_error_or_to_their_one_coding(
         coded in proptest::collection::vec(any::<u8>(), 0..64)
     ) {
-        if let Ok(raw) = decode(&coded, &TRAINED, 1_000) {
-            prop_assert_eq!(encode(&raw, &TRAINED), coded);
+        if let Ok(raw) = TRAINED.decode(&coded, 1_000) {
+            prop_assert_eq!(TRAINED.encode(&raw), coded);
         }
     }
 }
