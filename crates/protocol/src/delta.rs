@@ -1263,6 +1263,9 @@ pub static SNAPSHOT_CODER: LazyLock<Coder> = LazyLock::new(|| {
     Coder::new(&model::SNAPSHOTS).expect("the trained model is well formed")
 });
 
+// The coder's raw form carries at most MAX_RAW bytes, and the encoder asserts it.
+const _: () = assert!(SnapshotPacket::MAX_BYTES <= crate::coder::MAX_RAW);
+
 impl Serialize for SnapshotPacket {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         SNAPSHOT_CODER.encode(&self.to_bytes()).serialize(s)
