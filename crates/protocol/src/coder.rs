@@ -128,8 +128,14 @@ impl Coder {
     }
 
     fn put(&self, e: &mut Encoder, c: usize, symbol: usize) {
+        let (cum, freq) = self.span(c, symbol);
+        e.code(cum, freq, TOTAL_BITS);
+    }
+
+    /// Where `symbol`'s slots start in context `c`, and how many it has.
+    fn span(&self, c: usize, symbol: usize) -> (u32, u32) {
         let cum = &self.cumulative[c];
-        e.code(cum[symbol], cum[symbol + 1] - cum[symbol], TOTAL_BITS);
+        (cum[symbol], cum[symbol + 1] - cum[symbol])
     }
 
     /// Decodes what [`Self::encode`] wrote, refusing a packet longer than `max` bytes
@@ -143,8 +149,8 @@ impl Coder {
             loop {
                 let c = context(previous);
                 let symbol = usize::from(self.slots[c][d.slot(TOTAL_BITS) as usize]);
-                let cum = &self.cumulative[c];
-                d.take(cum[symbol], cum[symbol + 1] - cum[symbol], TOTAL_BITS);
+                let (cum, freq) = self.span(c, symbol);
+                d.take(cum, freq, TOTAL_BITS);
                 if symbol == END {
                     break raw;
                 }
