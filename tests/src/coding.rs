@@ -1,21 +1,29 @@
-//! The snapshot coder's model ([`sightline_protocol::coder`]) is trained here, on the
-//! snapshots clients are sent in fights on depot and duel (one client behind a lossy
-//! link, so it is written against older baselines), and it must save on a fight it was
-//! not trained on: spire, capture the flag.
+//! The coders' models are trained here: the snapshot coder's
+//! ([`sightline_protocol::coder`]) on the snapshots clients are sent in fights on depot
+//! and duel (one client behind a lossy link, so it is written against older baselines),
+//! the input coder's ([`sightline_protocol::coder::binary`]) on the input packets
+//! clients at 30 to 240 frames a second send in the same fights; each must save on a
+//! fight it was not trained on: spire, capture the flag.
 //!
 //! `SIGHTLINE_WRITE_MODEL=1 cargo test --workspace --locked -- coding::` rewrites
-//! `crates/protocol/src/delta/model.rs` from the training fights; without it, the test
-//! checks that the file codes as well as a model trained now, so a change to what
-//! snapshots carry shows as a stale model rather than as a quiet loss.
+//! `crates/protocol/src/delta/model.rs` and `crates/protocol/src/cmds/model.rs` from the
+//! training fights; without it, the tests check that the files code as well as models
+//! trained now, so a change to what snapshots or commands carry shows as a stale model
+//! rather than as a quiet loss.
 
 use bevy::prelude::*;
-use sightline_client::LatestSnapshot;
+use sightline_client::{InputHistory, LatestSnapshot};
 use sightline_combat::GameMode;
-use sightline_harness::Stepper;
+use sightline_harness::{Frames, Stepper, Updated};
 use sightline_net::ConditionerSettings;
+use sightline_protocol::bits::BitWriter;
+use sightline_protocol::cmds::{INPUT_CONTEXTS, INPUT_ODDS};
+use sightline_protocol::coder::binary::{BinaryEncoder, BitTally};
 use sightline_protocol::coder::{self, Coder, Tally};
 use sightline_protocol::delta::SNAPSHOT_CODER;
-use sightline_protocol::{ServerDatagram, SnapshotHistory, SnapshotPacket, Wire};
+use sightline_protocol::{
+    ClientDatagram, InputPacket, ServerDatagram, SnapshotHistory, SnapshotPacket, Wire,
+};
 use sightline_server::{MatchRules, ServerConfig};
 use std::path::Path;
 
@@ -78,8 +86,10 @@ fn snapshots_sent(
     sent
 }
 
-fn model_file() -> std::path::PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../crates/protocol/src/delta/model.rs")
+fn model_file(name: &str) -> std::path::PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../crates/protocol/src/")
+        .join(name)
 }
 
 #[test]
@@ -99,7 +109,7 @@ fn the_snapshot_model_is_trained_on_fights_and_saves_a_fifth_on_another() {
              //! (tests/src/coding.rs): do not edit. A change here changes the protocol.\n\n\
              use crate::coder::Model;\n",
         );
-        std::fs::write(model_file(), &source).expect("write the model");
+        std::fs::write(model_file("delta/model.rs"), &source).expect("write the model");
     }
     // A fight it was not trained on: another map, another mode, more players.
     let other = snapshots_sent("spire", GameMode::CaptureTheFlag, 10, 3, 15.0);
@@ -135,4 +145,133 @@ fn the_snapshot_model_is_trained_on_fights_and_saves_a_fifth_on_another() {
     );
     assert!(other.len() > 1000, "{} snapshots", other.len());
     assert!(saved > 0.2, "{:.1} % saved", saved * 100.0);
+}
+
+/// The input packets clients at 30, 60, 144 and 240 frames a second (each frame's length
+/// varying by 20 %, the first and third behind 150 ms with 5 % loss in outages) sent in
+/// `seconds` of a fight on `map` with `bots` bots beside them.
+fn inputs_sent(map: &str, mode: GameMode, bots: u8, seconds: f64) -> Vec<InputPacket> {
+    let rates = [30.0, 60.0, 144.0, 240.0];
+    let config = ServerConfig {
+        max_players: bots + rates.len() as u8,
+        bots,
+        rules: MatchRules {
+            mode,
+            ..Default::default()
+        },
+        ..Default::default()
+    };
+    let mut s = Stepper::new(config, map);
+    let lossy = ConditionerSettings {
+        latency_ms: 75.0,
+        jitter_ms: 10.0,
+        loss_pct: 5.0,
+        outage_ms: 100.0,
+        ..Default::default()
+    };
+    let ids: Vec<usize> = rates
+        .iter()
+        .enumerate()
+        .map(|(k, &fps)| {
+            let link = if k % 2 == 0 {
+                lossy
+            } else {
+                ConditionerSettings::default()
+            };
+            let frames = Frames {
+                fps,
+                jitter: 0.2,
+                drift: 0.0,
+                seed: k as u64,
+            };
+            s.add_client_with(&format!("p{k}"), k as u64 + 1, link, link, frames)
+        })
+        .collect();
+    s.run_for(2.0);
+    let tick_hz = s.tick_hz();
+    // Per client, the newest command sent and the packets sent as of its last frame: a
+    // frame that sent packets sent those the history gives for the commands after it.
+    let mut sent = vec![(0u32, 0u64); ids.len()];
+    let mut packets = Vec::new();
+    for _ in 0..(seconds * f64::from(tick_hz)) as usize {
+        s.step_with(|s, updated| {
+            let Updated::Client(i) = updated else { return };
+            let Some(k) = ids.iter().position(|&c| c == i) else {
+                return;
+            };
+            let w = s.clients[i].world();
+            let Some(history) = w.get_resource::<InputHistory>() else {
+                return;
+            };
+            let (sent_seq, count) = sent[k];
+            if history.packets_sent().0 > count {
+                let (ack, acked) = w
+                    .resource::<LatestSnapshot>()
+                    .0
+                    .as_ref()
+                    .map_or((0, 0), |s| (s.seq, s.ack_input_seq));
+                packets.extend(history.packets(sent_seq, ack, acked, history.window(tick_hz)));
+            }
+            sent[k] = (history.sent_seq(), history.packets_sent().0);
+        });
+    }
+    packets
+}
+
+#[test]
+fn the_input_model_is_trained_on_fights_and_saves_a_quarter_on_another() {
+    let mut tally = BitTally::default();
+    for packet in inputs_sent("depot", GameMode::Deathmatch, 6, 20.0)
+        .iter()
+        .chain(&inputs_sent("duel", GameMode::Deathmatch, 1, 20.0))
+    {
+        packet.write_links(&mut tally);
+    }
+    if std::env::var_os("SIGHTLINE_WRITE_MODEL").is_some() {
+        let source = tally.to_source(
+            "INPUTS",
+            INPUT_CONTEXTS,
+            "//! The input coder's odds, trained on recorded fights.\n\
+             //! Generated by `SIGHTLINE_WRITE_MODEL=1 cargo test --workspace --locked -- coding::`\n\
+             //! (tests/src/coding.rs): do not edit. A change here changes the protocol.\n",
+        );
+        std::fs::write(model_file("cmds/model.rs"), &source).expect("write the model");
+    }
+    let other = inputs_sent("spire", GameMode::CaptureTheFlag, 6, 15.0);
+    let fresh = tally.odds(INPUT_CONTEXTS);
+    let (mut plain, mut coded, mut coded_fresh, mut datagrams) = (0, 0, 0, 0);
+    for packet in &other {
+        let mut w = BitWriter::default();
+        packet.write_links(&mut w);
+        plain += w.finish().len();
+        let mut e = BinaryEncoder::new(INPUT_ODDS);
+        packet.write_links(&mut e);
+        coded += e.finish().len();
+        let mut e = BinaryEncoder::new(&fresh);
+        packet.write_links(&mut e);
+        coded_fresh += e.finish().len();
+        let bytes = ClientDatagram::Input(packet.clone())
+            .encode()
+            .expect("within the cap");
+        assert_eq!(
+            ClientDatagram::decode(&bytes).expect("our own packet reads back"),
+            ClientDatagram::Input(packet.clone())
+        );
+        datagrams += bytes.len();
+    }
+    let saved = 1.0 - coded as f64 / plain as f64;
+    println!(
+        "{} input packets, their commands {plain} bytes plain, {coded} coded: {:.1} % saved \
+         ({coded_fresh} with the odds trained now); {:.1} bytes a datagram",
+        other.len(),
+        saved * 100.0,
+        datagrams as f64 / other.len() as f64
+    );
+    assert!(
+        coded as f64 <= coded_fresh as f64 * 1.02,
+        "crates/protocol/src/cmds/model.rs is stale ({coded} bytes against {coded_fresh}): \
+         retrain it with SIGHTLINE_WRITE_MODEL=1 cargo test --workspace --locked -- coding::"
+    );
+    assert!(other.len() > 1000, "{} packets", other.len());
+    assert!(saved > 0.25, "{:.1} % saved", saved * 100.0);
 }

@@ -226,16 +226,22 @@ impl InputHistory {
         self.recent.iter().rev().find(|c| c.seq == self.base_seq)
     }
 
-    /// The packets a frame sends: one ending with the newest command
-    /// (`packet_through`), its window widened to every command not sent yet, and
-    /// before it, when the frame made more new commands than a packet carries, packets of
-    /// the older new ones.
-    pub fn packets(&self, ack_snapshot: u32, acked_seq: u32, window: usize) -> Vec<InputPacket> {
-        let unsent = self.last_seq.saturating_sub(self.sent_seq) as usize;
+    /// The packets a frame sends when the newest command sent before it was `sent_seq`
+    /// ([`Self::sent_seq`]): one ending with the newest command (`packet_through`), its
+    /// window widened to every command not sent yet, and before it, when the frame made
+    /// more new commands than a packet carries, packets of the older new ones.
+    pub fn packets(
+        &self,
+        sent_seq: u32,
+        ack_snapshot: u32,
+        acked_seq: u32,
+        window: usize,
+    ) -> Vec<InputPacket> {
+        let unsent = self.last_seq.saturating_sub(sent_seq) as usize;
         let window = window.max(unsent);
         let mut packets = Vec::new();
         let mut newest = self.last_seq;
-        while newest > self.sent_seq.max(acked_seq) {
+        while newest > sent_seq.max(acked_seq) {
             let cmds = self.cmds_through(newest, acked_seq, window);
             let Some(p) = self.packet_of(ack_snapshot, acked_seq, &cmds) else {
                 break;
@@ -323,6 +329,11 @@ impl InputHistory {
     /// Input packets sent this session, and their encoded bytes.
     pub fn packets_sent(&self) -> (u64, u64) {
         self.packets_sent
+    }
+
+    /// Sequence number of the newest command sent.
+    pub fn sent_seq(&self) -> u32 {
+        self.sent_seq
     }
 
     /// Sequence number of the newest command.
@@ -422,7 +433,7 @@ pub(crate) fn send_inputs(
         .map_or((0, 0), |s| (s.seq, s.ack_input_seq));
     history.carry_unsent_choice(acked_seq);
     let window = history.window(config.tick_hz);
-    for packet in history.packets(ack, acked_seq, window) {
+    for packet in history.packets(history.sent_seq, ack, acked_seq, window) {
         match ClientDatagram::Input(packet).encode() {
             Ok(bytes) => {
                 history.packets_sent.0 += 1;
@@ -598,7 +609,11 @@ mod tests {
             h.record(chose(slot), tick);
         }
         h.carry_unsent_choice(13);
-        let sent: Vec<InputCmd> = h.packets(3, 13, 16).iter().flat_map(cmds_of).collect();
+        let sent: Vec<InputCmd> = h
+            .packets(h.sent_seq, 3, 13, 16)
+            .iter()
+            .flat_map(cmds_of)
+            .collect();
         assert_eq!(sent.iter().map(|c| c.seq).collect::<Vec<_>>(), [14]);
         assert_eq!(
             sent[0].weapon_slot, 2,
@@ -625,7 +640,7 @@ mod tests {
             h.record(InputCmd::default(), tick);
         }
         h.sent_seq = 10;
-        let packets = h.packets(3, 5, 16);
+        let packets = h.packets(h.sent_seq, 3, 5, 16);
         let seqs: Vec<Vec<u32>> = packets
             .iter()
             .map(|p| cmds_of(p).iter().map(|c| c.seq).collect())
@@ -642,7 +657,7 @@ mod tests {
         assert!(packets.iter().all(|p| p.ack_snapshot == 3));
         // An ordinary frame: one packet.
         h.sent_seq = 99;
-        assert_eq!(h.packets(3, 95, 16).len(), 1);
+        assert_eq!(h.packets(h.sent_seq, 3, 95, 16).len(), 1);
     }
 
     #[test]

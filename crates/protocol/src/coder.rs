@@ -27,6 +27,8 @@
 
 use std::fmt;
 
+pub mod binary;
+
 /// Frequencies are in 1/4096ths.
 pub const TOTAL_BITS: u32 = 12;
 const TOTAL: u32 = 1 << TOTAL_BITS;

@@ -29,7 +29,8 @@
 //! acknowledgements in [`ClientDatagram::Ack`], and no player in their [`Welcome`]); 21,
 //! the ticks the server held a player waiting for its client's command, among its
 //! [`Touches`]; 22 to 29 as the git history tells; 30, snapshots entropy-coded against a
-//! model trained on recorded fights ([`coder`]).
+//! model trained on recorded fights ([`coder`]); 31, input packets' commands coded bit by
+//! bit at trained odds ([`coder::binary`], [`cmds`]).
 //!
 //! Decoding never trusts the sender: oversized, truncated, trailing-garbage, out-of-range
 //! and non-finite inputs all come back as a [`DecodeError`] for the caller to drop and
@@ -75,4 +76,4 @@ pub use token::{
 };
 
 /// Version of this protocol; a client and server must agree on it exactly.
-pub const PROTOCOL_VERSION: u32 = 30;
+pub const PROTOCOL_VERSION: u32 = 31;
