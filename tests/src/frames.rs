@@ -5,10 +5,11 @@
 use bevy::prelude::With;
 use sightline_client::{ClientStats, InputHistory, InputPacing, LocalPlayer};
 use sightline_harness::{Frames, Stepper};
+use sightline_movement::PlayerState;
 use sightline_net::ConditionerSettings;
 use sightline_prediction::PredictionStats;
 use sightline_server::ServerConfig;
-use sightline_sim::PlayerId;
+use sightline_sim::{Buttons, PlayerId};
 
 /// What a client did over a span of play.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -77,9 +78,10 @@ fn clients_at_any_frame_rate_keep_pace_and_predict_exactly() {
     }
 }
 
-#[test]
-fn a_weapon_key_tapped_at_four_frames_a_second_switches_on_the_server() {
-    use sightline_combat::WeaponKind::{Rifle, Rockets, Shotgun};
+/// A client at four frames a second (each frame's length varying by 30 %) on duel, alone,
+/// played by hand rather than by its autopilot, after six seconds of play: the stepper,
+/// the client and its player.
+fn a_slow_client_by_hand() -> (Stepper, usize, PlayerId) {
     let mut s = Stepper::new(
         ServerConfig {
             max_players: 2,
@@ -96,7 +98,7 @@ fn a_weapon_key_tapped_at_four_frames_a_second_switches_on_the_server() {
     };
     let clean = ConditionerSettings::default();
     let c = s.add_client_with("slow", 3, clean, clean, frames);
-    // The player's own hands, not the autopilot's: a key tapped once.
+    // The player's own hands, not the autopilot's: keys tapped once.
     s.clients[c]
         .world_mut()
         .remove_resource::<sightline_client::Autopilot>();
@@ -104,6 +106,20 @@ fn a_weapon_key_tapped_at_four_frames_a_second_switches_on_the_server() {
     let world = s.clients[c].world_mut();
     let mut own = world.query_filtered::<&PlayerId, With<LocalPlayer>>();
     let id = *own.single(world).expect("playing");
+    (s, c, id)
+}
+
+fn tap(s: &mut Stepper, c: usize, buttons: Buttons, slot: u8) {
+    s.clients[c]
+        .world_mut()
+        .resource_mut::<sightline_client::LocalInput>()
+        .press(buttons, slot);
+}
+
+#[test]
+fn a_weapon_key_tapped_at_four_frames_a_second_switches_on_the_server() {
+    use sightline_combat::WeaponKind::{Rifle, Rockets, Shotgun};
+    let (mut s, c, id) = a_slow_client_by_hand();
     for (slot, weapon) in [
         (2, Shotgun),
         (3, Rockets),
@@ -111,15 +127,41 @@ fn a_weapon_key_tapped_at_four_frames_a_second_switches_on_the_server() {
         (2, Shotgun),
         (3, Rockets),
     ] {
-        let mut input = s.clients[c]
-            .world_mut()
-            .resource_mut::<sightline_client::LocalInput>();
-        input.press(sightline_sim::Buttons::default(), slot);
+        tap(&mut s, c, Buttons::default(), slot);
         s.run_for(1.5);
         assert_eq!(
             s.on_server::<sightline_combat::Arsenal, _>(id, |a| a.current),
             Some(weapon),
             "slot {slot} tapped at 4 frames a second"
         );
+    }
+}
+
+/// A tap of fire or jump just before a frame that hitches (the client stands still 0.6 s,
+/// then makes every command it owes): the server has stood in for most of those commands
+/// by the time they come, the tapped one among them, which used to be lost.
+#[test]
+fn a_shot_and_a_jump_tapped_before_a_hitch_at_four_frames_a_second_happen_on_the_server() {
+    let (mut s, c, id) = a_slow_client_by_hand();
+    let rounds = |s: &mut Stepper| {
+        s.on_server::<sightline_combat::Arsenal, _>(id, |a| a.ammo[a.current.index()].magazine)
+            .expect("armed")
+    };
+    let hitch = std::time::Duration::from_millis(600);
+    for n in 0..4 {
+        let before = rounds(&mut s);
+        tap(&mut s, c, Buttons::FIRE, 0);
+        s.hitch_client(c, hitch);
+        s.run_for(2.0);
+        assert_eq!(rounds(&mut s), before - 1, "shot {n}: one round fired");
+        tap(&mut s, c, Buttons::JUMP, 0);
+        s.hitch_client(c, hitch);
+        let mut rose = false;
+        for _ in 0..(2.0 * f64::from(s.tick_hz())) as usize {
+            s.step();
+            let state: PlayerState = s.on_server(id, |st: &PlayerState| *st).expect("playing");
+            rose |= state.vel.y > 1.0;
+        }
+        assert!(rose, "jump {n}: the player never left the ground");
     }
 }

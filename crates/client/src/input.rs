@@ -13,7 +13,7 @@ use sightline_protocol::cmds::{follow_view, view_anchor};
 use sightline_protocol::{
     Channel, ClientDatagram, INPUT_BASE_SPAN, InputPacket, MAX_PACKET_CMDS, Wire,
 };
-use sightline_sim::{CurrentCmd, InputCmd, Tick, TickConfig};
+use sightline_sim::{Buttons, CurrentCmd, InputCmd, Tick, TickConfig};
 use sightline_sim::{SessionAppExt, SimSet};
 use std::collections::VecDeque;
 
@@ -43,12 +43,9 @@ pub struct LocalInput {
 }
 
 impl LocalInput {
-    /// The buttons a press of which is kept until a command carries it: jump, fire,
-    /// alternate fire, reload. Crouch is held, not pressed.
-    pub const LATCHED: sightline_sim::Buttons = sightline_sim::Buttons::JUMP
-        .with(sightline_sim::Buttons::FIRE)
-        .with(sightline_sim::Buttons::ALT_FIRE)
-        .with(sightline_sim::Buttons::RELOAD);
+    /// The buttons a press of which is kept until a command carries it: the one-shot
+    /// ones (jump, fire, alternate fire, reload). Crouch is held, not pressed.
+    pub const LATCHED: sightline_sim::Buttons = sightline_sim::Buttons::ONE_SHOT;
 
     /// Notes buttons and a weapon slot (0: none) seen pressed, to reach the next command
     /// even if released before it is sampled.
@@ -115,6 +112,8 @@ pub struct InputHistory {
     last_report: Option<(u32, u32, u32)>,
     /// A weapon chosen in a command never sent, for the next command recorded (0: none).
     carried_slot: u8,
+    /// Likewise the one-shot buttons pressed in commands never sent.
+    carried_presses: Buttons,
 }
 
 /// `cl_cmdrate`: at most this many input packets a second (0: one every frame that made
@@ -150,14 +149,17 @@ impl Default for CommandRate {
 }
 
 impl InputHistory {
-    /// Stamps a command with the next sequence number and remembers it. A command that
+    /// Stamps a command with the next sequence number and remembers it, with what
+    /// commands never sent carried to it ([`Self::carry_unsent_choice`]). A command that
     /// does not shoot has the view time cheapest to send within two ticks of the moment
     /// drawn ([`follow_view`]).
     pub fn record(&mut self, mut cmd: InputCmd, client_tick: u32) -> InputCmd {
         if cmd.weapon_slot == 0 {
             cmd.weapon_slot = self.carried_slot;
         }
+        cmd.buttons = cmd.buttons.with(self.carried_presses);
         self.carried_slot = 0;
+        self.carried_presses = Buttons::default();
         self.last_seq += 1;
         cmd.seq = self.last_seq;
         cmd.client_tick = client_tick;
@@ -173,31 +175,41 @@ impl InputHistory {
         cmd
     }
 
-    /// A weapon chosen in commands the server already stood in for (at or before
+    /// A weapon chosen, and the one-shot buttons pressed ([`Buttons::ONE_SHOT`]: a jump
+    /// or a shot tapped), in commands the server already stood in for (at or before
     /// `acked_seq`, the newest it counts as simulated) before they were ever sent: at a
     /// few frames a second a frame's commands can fall behind the server's repeats. They
-    /// are never sent, so the choice moves to the newest command, when that chose none
-    /// and is still to go, or else to the next one recorded; prediction then follows the
-    /// server's weapon check.
+    /// are never sent, so what they asked for moves to the newest command, when that is
+    /// still to go (its own choice of weapon first), or else to the next one recorded;
+    /// prediction then follows the server's snapshots and weapon check.
     pub fn carry_unsent_choice(&mut self, acked_seq: u32) {
         let sent = self.sent_seq;
-        let Some(slot) = self
-            .recent
-            .iter()
-            .rev()
-            .filter(|c| c.seq > sent && c.seq <= acked_seq)
-            .find(|c| c.weapon_slot != 0)
-            .map(|c| c.weapon_slot)
-        else {
+        let mut slot = 0;
+        let mut presses = Buttons::default();
+        let mut before = Buttons::default();
+        for c in &self.recent {
+            if c.seq > sent && c.seq <= acked_seq {
+                if c.weapon_slot != 0 {
+                    slot = c.weapon_slot;
+                }
+                presses = presses.with(c.buttons.presses_after(before));
+            }
+            before = c.buttons;
+        }
+        if slot == 0 && presses == Buttons::default() {
             return;
-        };
+        }
         match self.recent.back_mut() {
             Some(newest) if newest.seq > acked_seq => {
                 if newest.weapon_slot == 0 {
                     newest.weapon_slot = slot;
                 }
+                newest.buttons = newest.buttons.with(presses);
             }
-            _ => self.carried_slot = slot,
+            _ => {
+                self.carried_slot = slot;
+                self.carried_presses = self.carried_presses.with(presses);
+            }
         }
     }
 
@@ -631,6 +643,53 @@ mod tests {
         h.sent_seq = 18;
         h.carry_unsent_choice(18);
         assert_eq!(h.record(InputCmd::default(), 18).weapon_slot, 0);
+    }
+
+    #[test]
+    fn a_tap_in_commands_the_server_stood_in_for_goes_with_the_next() {
+        let mut h = InputHistory::default();
+        let held = |buttons| InputCmd {
+            buttons,
+            ..InputCmd::default()
+        };
+        for tick in 0..10 {
+            h.record(held(Buttons::FIRE), tick);
+        }
+        h.sent_seq = 10;
+        // A slow frame, commands 11-14: fire let go in 11 and tapped again in 12 with a
+        // jump; crouch held from 13. The server stood in through 13.
+        let tap = Buttons::FIRE.with(Buttons::JUMP);
+        for (tick, b) in [
+            (10, Buttons::default()),
+            (11, tap),
+            (12, Buttons::CROUCH),
+            (13, Buttons::CROUCH),
+        ] {
+            h.record(held(b), tick);
+        }
+        h.carry_unsent_choice(13);
+        let sent: Vec<InputCmd> = h
+            .packets(h.sent_seq, 3, 13, 16)
+            .iter()
+            .flat_map(cmds_of)
+            .collect();
+        assert_eq!(sent.iter().map(|c| c.seq).collect::<Vec<_>>(), [14]);
+        assert_eq!(
+            sent[0].buttons,
+            Buttons::CROUCH.with(tap),
+            "the tap rides on 14"
+        );
+        // Fire held on from what was sent is no press; stood in for all: the next one
+        // recorded carries a jump, once.
+        h.sent_seq = 14;
+        h.record(held(Buttons::CROUCH.with(Buttons::FIRE)), 14);
+        h.record(held(Buttons::JUMP), 15);
+        h.carry_unsent_choice(16);
+        assert_eq!(h.record(InputCmd::default(), 16).buttons, Buttons::JUMP);
+        assert_eq!(
+            h.record(InputCmd::default(), 17).buttons,
+            Buttons::default()
+        );
     }
 
     #[test]

@@ -8,7 +8,9 @@ use bevy::prelude::*;
 use sightline_combat::ViewWindow;
 use sightline_net::RenetServer;
 use sightline_protocol::INPUT_BASE_SPAN;
-use sightline_sim::{BotControlled, CurrentCmd, Held, InputCmd, PlayerId, Tick, TickConfig};
+use sightline_sim::{
+    BotControlled, Buttons, CurrentCmd, Held, InputCmd, PlayerId, Tick, TickConfig,
+};
 use std::collections::VecDeque;
 
 /// Most buffered input, in seconds of play; newer commands beyond it are refused, never
@@ -130,11 +132,18 @@ pub struct InputBuffer {
     /// [`INPUT_BASE_SPAN`]: a command arriving behind the simulation that is not here was
     /// never run (a repeat stood in for it, it was skipped, or a full buffer let it go).
     ran: Box<[u32]>,
+    /// Per sequence modulo [`INPUT_BASE_SPAN`], the sequence a repeat stood in for and
+    /// the buttons that repeat held: what ran in a late command's place.
+    stood_in: Box<[(u32, Buttons)]>,
     /// A weapon asked for in a command that was never run, to go with the next command
     /// run (0: none). Choosing a weapon is an intent, not a moment:
     /// a client at a few frames a second would otherwise press a key the server never
     /// saw, and its prediction would take it back.
     carried_slot: u8,
+    /// Likewise the one-shot buttons ([`Buttons::ONE_SHOT`]) pressed in a command that
+    /// was never run and not held by what ran in its place: a jump or a shot tapped at
+    /// a few frames a second comes a little late rather than never.
+    carried_presses: Buttons,
 }
 
 impl InputBuffer {
@@ -165,18 +174,49 @@ impl InputBuffer {
             timing: InputTiming::default(),
             received: vec![InputCmd::default(); INPUT_BASE_SPAN as usize].into_boxed_slice(),
             ran: vec![0; INPUT_BASE_SPAN as usize].into_boxed_slice(),
+            stood_in: vec![(0, Buttons::default()); INPUT_BASE_SPAN as usize].into_boxed_slice(),
             carried_slot: 0,
+            carried_presses: Buttons::default(),
         }
     }
 
-    /// `cmd` with the weapon a late command asked for, when it asks for none itself; a
-    /// newer choice of its own replaces the late one.
+    /// `cmd` with the weapon a late command asked for, when it asks for none itself (a
+    /// newer choice of its own replaces the late one), and the presses late commands
+    /// made.
     fn with_carried(&mut self, mut cmd: InputCmd) -> InputCmd {
         if cmd.weapon_slot == 0 {
             cmd.weapon_slot = self.carried_slot;
         }
+        cmd.buttons = cmd.buttons.with(self.carried_presses);
         self.carried_slot = 0;
+        self.carried_presses = Buttons::default();
         cmd
+    }
+
+    /// Notes what `cmd`, arriving after the simulation passed it and never run as sent,
+    /// asked for that the server did not do: its weapon choice, and the one-shot buttons
+    /// it pressed (not held in the command before it) that the repeat standing in for it
+    /// did not hold. Once per command.
+    fn carry_from_late(&mut self, cmd: &InputCmd) {
+        let at = (cmd.seq % INPUT_BASE_SPAN) as usize;
+        if self.ran[at] == cmd.seq {
+            return;
+        }
+        self.ran[at] = cmd.seq;
+        if cmd.weapon_slot != 0 {
+            self.carried_slot = cmd.weapon_slot;
+        }
+        let before = self
+            .received(cmd.seq.wrapping_sub(1))
+            .map_or(Buttons::default(), |c| c.buttons);
+        let (stood_seq, stood) = self.stood_in[at];
+        let ran_in_place = if stood_seq == cmd.seq {
+            stood
+        } else {
+            Buttons::default()
+        };
+        let missed = cmd.buttons.presses_after(before.with(ran_in_place));
+        self.carried_presses = self.carried_presses.with(missed);
     }
 
     /// The received command numbered `seq`, while it is among the last
@@ -221,12 +261,9 @@ impl InputBuffer {
             *slot = cmd;
         }
         if cmd.seq <= self.last_simulated {
-            // Behind the simulation and never run as sent: its choice of weapon still
-            // counts, once.
-            if self.ran[at] != cmd.seq && cmd.weapon_slot != 0 {
-                self.carried_slot = cmd.weapon_slot;
-                self.ran[at] = cmd.seq;
-            }
+            // Behind the simulation and never run as sent: its choice of weapon and its
+            // presses still count, once.
+            self.carry_from_late(&cmd);
             return Push::Duplicate;
         }
         let at = match self.pending.binary_search_by_key(&cmd.seq, |w| w.cmd.seq) {
@@ -302,10 +339,13 @@ impl InputBuffer {
         if self.missing_streak <= self.grace_ticks {
             // Saturates rather than overflows: a sequence near the limit then simply
             // stops advancing (it takes 388 days of 128 Hz play to get there honestly).
+            let stand_in = self.with_carried(self.last_cmd);
             if self.last_simulated > 0 {
                 self.last_simulated = self.last_simulated.saturating_add(1);
+                let seq = self.last_simulated;
+                self.stood_in[(seq % INPUT_BASE_SPAN) as usize] = (seq, stand_in.buttons);
             }
-            Some(self.with_carried(self.last_cmd))
+            Some(stand_in)
         } else {
             Some(self.with_carried(self.last_cmd.repeated()))
         }
@@ -735,6 +775,64 @@ mod tests {
         assert_eq!(b.push(ran, None), Push::Duplicate);
         b.push(cmd(3 + grace as u32), None);
         assert_eq!(b.take_next().map(|c| c.weapon_slot), Some(0));
+    }
+
+    #[test]
+    fn a_tap_in_a_command_a_repeat_stood_in_for_goes_with_the_next_command_run() {
+        let plain = |seq: u32, buttons: Buttons| InputCmd {
+            buttons,
+            ..cmd(seq)
+        };
+        let mut b = buffer();
+        // Runs a repeat standing in for the next command (no holding allowance left).
+        let stand_in = |b: &mut InputBuffer| {
+            b.hold_credit = 0;
+            let before = b.last_simulated();
+            let repeat = b.take_next().expect("a repeat, not a hold");
+            assert_eq!(b.last_simulated(), before + 1);
+            repeat
+        };
+        b.push(plain(1, Buttons::default()), None);
+        b.take_next();
+        // Repeats of 1 (no buttons) stand in for 2 and 3, which come late: 2 tapped fire
+        // and jump, 3 let go again.
+        stand_in(&mut b);
+        stand_in(&mut b);
+        let tap = Buttons::FIRE.with(Buttons::JUMP);
+        assert_eq!(b.push(plain(2, tap), None), Push::Duplicate);
+        assert_eq!(b.push(plain(3, Buttons::default()), None), Push::Duplicate);
+        assert_eq!(
+            b.push(plain(2, tap), None),
+            Push::Duplicate,
+            "a second copy"
+        );
+        b.push(plain(4, Buttons::CROUCH), None);
+        b.push(plain(5, Buttons::default()), None);
+        let next = b.take_next().unwrap();
+        assert_eq!((next.seq, next.buttons), (4, Buttons::CROUCH.with(tap)));
+        assert_eq!(b.take_next().unwrap().buttons, Buttons::default(), "once");
+        // Fire held through a gap: the repeat (of 6) held it too, so the late 7 pressed
+        // nothing the server missed; nor is held crouch a press.
+        b.push(plain(6, Buttons::FIRE.with(Buttons::CROUCH)), None);
+        b.take_next();
+        assert_eq!(
+            stand_in(&mut b).buttons,
+            Buttons::FIRE.with(Buttons::CROUCH)
+        );
+        b.push(plain(7, Buttons::FIRE.with(Buttons::CROUCH)), None);
+        b.push(plain(8, Buttons::default()), None);
+        assert_eq!(b.take_next().unwrap().buttons, Buttons::default());
+        // A press late behind a repeat that held it (a tap between two held shots) is not
+        // run twice.
+        b.push(plain(9, Buttons::FIRE), None);
+        b.take_next();
+        stand_in(&mut b);
+        stand_in(&mut b);
+        b.push(plain(10, Buttons::default()), None);
+        b.push(plain(11, Buttons::FIRE), None);
+        b.push(plain(12, Buttons::default()), None);
+        let next = b.take_next().unwrap();
+        assert_eq!((next.seq, next.buttons), (12, Buttons::default()));
     }
 
     #[test]

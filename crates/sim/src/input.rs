@@ -27,6 +27,13 @@ impl Buttons {
     pub const RELOAD: Self = Self(1 << 4);
     /// Every bit that means something; others are cleared by the sanitizer.
     pub const ALL: Self = Self(0b1_1111);
+    /// The buttons whose press is a moment, not a state: jump, fire, alternate fire,
+    /// reload. A repeat standing in for a missing command releases them, and a press of
+    /// one the server never ran is carried to the next command rather than lost.
+    pub const ONE_SHOT: Self = Self::JUMP
+        .with(Self::FIRE)
+        .with(Self::ALT_FIRE)
+        .with(Self::RELOAD);
 
     /// Whether every bit of `other` is set.
     pub const fn contains(self, other: Self) -> bool {
@@ -41,6 +48,11 @@ impl Buttons {
     /// These buttons with `other`'s bits cleared.
     pub const fn without(self, other: Self) -> Self {
         Self(self.0 & !other.0)
+    }
+
+    /// The [`Self::ONE_SHOT`] buttons pressed here that were not held in `before`.
+    pub const fn presses_after(self, before: Self) -> Self {
+        Self(self.0 & Self::ONE_SHOT.0 & !before.0)
     }
 }
 
@@ -147,12 +159,7 @@ impl InputCmd {
     /// and view, with the one-shot buttons (jump, fire, alt-fire, reload, switch) released.
     pub fn repeated(&self) -> Self {
         Self {
-            buttons: self
-                .buttons
-                .without(Buttons::JUMP)
-                .without(Buttons::FIRE)
-                .without(Buttons::ALT_FIRE)
-                .without(Buttons::RELOAD),
+            buttons: self.buttons.without(Buttons::ONE_SHOT),
             weapon_slot: 0,
             ..*self
         }
