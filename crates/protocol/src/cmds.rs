@@ -450,7 +450,8 @@ mod ctx {
 mod model;
 
 pub use ctx::COUNT as INPUT_CONTEXTS;
-/// The odds input packets are coded with, one a context: [`model::INPUTS`].
+/// The odds input packets are coded with, one a context: trained on recorded fights and
+/// generated into `cmds/model.rs` by the tests (`tests/src/coding.rs`).
 pub const INPUT_ODDS: &[u16] = &model::INPUTS;
 
 /// Links after which an angle's last change no longer predicts its next: a turn goes on
