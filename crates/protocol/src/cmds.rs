@@ -415,8 +415,8 @@ impl Link {
 /// degree) takes 4-6 bits; a view time's miss by up to a tick 10-16.
 const ANGLE_ORDER: u32 = 3;
 const VIEW_ORDER: u32 = 6;
-/// The contexts of an input packet's bits, in the coded form: the place of each field's
-/// in the trained odds ([`model::INPUTS`]). A change of this layout is a change of the
+/// The contexts of an input packet's bits, in the coded form: where each field's contexts
+/// lie in the trained odds ([`model::INPUTS`]). A change of this layout is a change of the
 /// protocol, and of the model, which `SIGHTLINE_WRITE_MODEL=1` retrains.
 mod ctx {
     use super::{Ctx, EXP_GOLOMB_CONTEXTS as GOLOMB, fixed_contexts};
