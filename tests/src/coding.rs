@@ -27,6 +27,20 @@ use sightline_protocol::{
 use sightline_server::{MatchRules, ServerConfig};
 use std::path::Path;
 
+/// A server on `map` playing `mode` with `bots` bots and room for `clients` clients.
+fn fight(map: &str, mode: GameMode, bots: u8, clients: usize) -> Stepper {
+    let config = ServerConfig {
+        max_players: bots + clients as u8,
+        bots,
+        rules: MatchRules {
+            mode,
+            ..Default::default()
+        },
+        ..Default::default()
+    };
+    Stepper::new(config, map)
+}
+
 /// The bytes of every snapshot `clients` clients were sent (as far as each resolved it)
 /// in `seconds` of a fight on `map` with `bots` bots beside them; the first client
 /// behind 150 ms with 5 % loss.
@@ -37,16 +51,7 @@ fn snapshots_sent(
     clients: usize,
     seconds: f64,
 ) -> Vec<Vec<u8>> {
-    let config = ServerConfig {
-        max_players: bots + clients as u8,
-        bots,
-        rules: MatchRules {
-            mode,
-            ..Default::default()
-        },
-        ..Default::default()
-    };
-    let mut s = Stepper::new(config, map);
+    let mut s = fight(map, mode, bots, clients);
     let lossy = ConditionerSettings {
         latency_ms: 75.0,
         jitter_ms: 10.0,
@@ -152,16 +157,7 @@ fn the_snapshot_model_is_trained_on_fights_and_saves_a_fifth_on_another() {
 /// `seconds` of a fight on `map` with `bots` bots beside them.
 fn inputs_sent(map: &str, mode: GameMode, bots: u8, seconds: f64) -> Vec<InputPacket> {
     let rates = [30.0, 60.0, 144.0, 240.0];
-    let config = ServerConfig {
-        max_players: bots + rates.len() as u8,
-        bots,
-        rules: MatchRules {
-            mode,
-            ..Default::default()
-        },
-        ..Default::default()
-    };
-    let mut s = Stepper::new(config, map);
+    let mut s = fight(map, mode, bots, rates.len());
     let lossy = ConditionerSettings {
         latency_ms: 75.0,
         jitter_ms: 10.0,
