@@ -451,3 +451,241 @@ fn the_real_server_on_agones_takes_a_player_the_matchmaker_allocated_it_for() {
     assert!(log.contains("agones: ready"), "{log}");
     assert!(!log.contains("panicked"), "{log}");
 }
+
+/// Reads an HTTP request's head and its `Content-Length` of body.
+fn read_whole_request(stream: &mut std::net::TcpStream) {
+    let mut reader = BufReader::new(stream);
+    let mut length = 0;
+    loop {
+        let mut line = String::new();
+        if reader.read_line(&mut line).unwrap_or(0) == 0 || line.trim().is_empty() {
+            break;
+        }
+        if let Some((name, value)) = line.split_once(':')
+            && name.eq_ignore_ascii_case("content-length")
+        {
+            length = value.trim().parse().unwrap_or(0);
+        }
+    }
+    let mut body = vec![0; length];
+    reader.read_exact(&mut body).ok();
+}
+
+/// A stand-in allocator that answers every request: with a GameServer at `address`, or
+/// with Agones's 429 when `ready` is false (no server Ready).
+fn allocator_answering(address: SocketAddr, ready: bool) -> String {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(mut stream) = stream else { return };
+            // The whole request is read first: closing on unread bytes would reset the
+            // connection before the answer is read.
+            read_whole_request(&mut stream);
+            let (status, body) = match ready {
+                true => (
+                    "200 OK",
+                    format!(
+                        r#"{{"gameServerName":"sightline-quick","ports":[{{"name":"game","port":{}}}],"address":"{}"}}"#,
+                        address.port(),
+                        address.ip()
+                    ),
+                ),
+                false => (
+                    "429 Too Many Requests",
+                    r#"{"error":"no available GameServer to allocate"}"#.into(),
+                ),
+            };
+            write!(
+                stream,
+                "HTTP/1.1 {status}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+                body.len()
+            )
+            .ok();
+        }
+    });
+    url
+}
+
+/// The real matchmaker service with `flags`, and the URL it serves on (from the line it
+/// prints once listening).
+fn matchmaker_service(flags: &[&str]) -> (Child, String) {
+    let mut child = Command::new(binaries().join("sightline-matchmaker"))
+        .args(["--listen", "127.0.0.1:0"])
+        .args(flags)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .expect("the matchmaker starts");
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let url = line
+        .trim()
+        .strip_prefix("matchmaker: serving quick play on ")
+        .unwrap_or_else(|| panic!("{line:?}"))
+        .to_string();
+    (child, url)
+}
+
+/// The real game, headless, with `flags`; what it printed once it ended.
+fn headless_game(flags: &[&str]) -> std::process::Output {
+    let child = Command::new(binaries().join("sightline"))
+        .args(["--headless", "--name", "quick"])
+        .args(flags)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("the game starts");
+    crate::support::wait(child, Duration::from_secs(60), "the headless game")
+}
+
+#[test]
+fn quick_play_takes_the_real_game_through_the_matchmaker_service_to_a_fleet_server() {
+    use sightline_matchmaker::QuickPlay;
+    use sightline_net::udp_client_with_token;
+    let standin = StandIn::start(&[(PLAYERS_LIST, 16)]).unwrap();
+    let port = free_udp_port();
+    standin.set_port("game", port);
+    let dir = crate::support::temp_dir("quick-play");
+    let key_file = dir.join("token.key");
+    std::fs::write(&key_file, format!("{}\n", "ab".repeat(32))).unwrap();
+    let wrong_key = dir.join("wrong.key");
+    std::fs::write(&wrong_key, format!("{}\n", "cd".repeat(32))).unwrap();
+    // The matchmaker's HTTPS certificate, and the authority the game is told to trust.
+    let made =
+        rcgen::generate_simple_self_signed(vec!["127.0.0.1".into(), "localhost".into()]).unwrap();
+    let (cert, key) = (dir.join("cert.pem"), dir.join("key.pem"));
+    std::fs::write(&cert, made.cert.pem()).unwrap();
+    std::fs::write(&key, made.signing_key.serialize_pem()).unwrap();
+    let path = |p: &std::path::Path| p.to_str().unwrap().to_string();
+    let (key_file, wrong_key, cert, key) =
+        (path(&key_file), path(&wrong_key), path(&cert), path(&key));
+
+    let mut server = agones_server(
+        &standin.port().to_string(),
+        port,
+        &[
+            "--key-file",
+            &key_file,
+            "--no-token-service",
+            "--run-seconds",
+            "90",
+        ],
+    );
+    // Read and dropped, so that a full pipe never holds the server up.
+    for out in [
+        Box::new(server.stdout.take().unwrap()) as Box<dyn Read + Send>,
+        Box::new(server.stderr.take().unwrap()),
+    ] {
+        std::thread::spawn(move || std::io::copy(&mut BufReader::new(out), &mut std::io::sink()));
+    }
+    let ready = standin.wait_for(Duration::from_secs(30), |c| c.contains(&Call::Ready));
+    assert!(ready.is_some(), "{:?}", standin.call_list());
+    let address: SocketAddr = format!("127.0.0.1:{port}").parse().unwrap();
+
+    // Quick play over HTTPS: the service allocates the server, seals a token for the
+    // game's address, and the game plays on it.
+    let fleet = allocator_answering(address, true);
+    let (mut service, url) = matchmaker_service(&[
+        "--allocator",
+        &fleet,
+        "--key-file",
+        &key_file,
+        "--tls-cert",
+        &cert,
+        "--tls-key",
+        &key,
+    ]);
+    assert!(url.starts_with("https://"), "{url}");
+    let played = headless_game(&[
+        "--quick-play",
+        &url,
+        "--matchmaker-ca",
+        &cert,
+        "--run-seconds",
+        "4",
+    ]);
+    let err = String::from_utf8_lossy(&played.stderr);
+    assert!(played.status.success(), "{err}");
+    let client_id: u64 = err
+        .lines()
+        .find_map(|l| {
+            l.strip_prefix(&format!(
+                "quick play: {address} (sightline-quick), client id "
+            ))
+        })
+        .unwrap_or_else(|| panic!("{err}"))
+        .trim()
+        .parse()
+        .unwrap();
+    let listed = Call::AddListValue(PLAYERS_LIST.into(), client_id.to_string());
+    assert!(
+        standin.call_list().contains(&listed),
+        "{:?}",
+        standin.call_list()
+    );
+
+    // A ticket's token is good for one connection: a second client replaying it is not let in.
+    let ticket = QuickPlay {
+        url: url.clone(),
+        ca_pem: Some(made.cert.pem().into_bytes()),
+    }
+    .ask()
+    .unwrap();
+    let mut first = Attacker::with_transport(
+        udp_client_with_token(address, ticket.connect_token().unwrap()).unwrap(),
+    );
+    first.join("first");
+    let mut replay = Attacker::with_transport(
+        udp_client_with_token(address, ticket.connect_token().unwrap()).unwrap(),
+    );
+    assert!(!replay.connected(3.0), "a replayed token got in");
+    drop((first, replay));
+    service.kill().ok();
+    service.wait().ok();
+
+    // A token the server cannot open (a matchmaker with another key) is named as refused.
+    let (mut wrong, wrong_url) = matchmaker_service(&[
+        "--server",
+        &address.to_string(),
+        "--key-file",
+        &wrong_key,
+        "--plain-http",
+    ]);
+    let refused = headless_game(&["--quick-play", &wrong_url, "--run-seconds", "30"]);
+    let err = String::from_utf8_lossy(&refused.stderr);
+    assert!(!refused.status.success());
+    assert!(
+        err.contains("did not take the matchmaker's token: refused"),
+        "{err}"
+    );
+    wrong.kill().ok();
+    wrong.wait().ok();
+
+    // No server Ready for as long as the queue waits: the player is told so.
+    let full = allocator_answering(address, false);
+    let (mut busy, busy_url) = matchmaker_service(&[
+        "--allocator",
+        &full,
+        "--key-file",
+        &key_file,
+        "--plain-http",
+        "--queue-seconds",
+        "1",
+    ]);
+    let waited = headless_game(&["--quick-play", &busy_url, "--run-seconds", "30"]);
+    let err = String::from_utf8_lossy(&waited.stderr);
+    assert!(!waited.status.success());
+    assert!(
+        err.contains("no server is free: no server became free within 1 s"),
+        "{err}"
+    );
+    busy.kill().ok();
+    busy.wait().ok();
+
+    server.kill().ok();
+    server.wait().ok();
+    std::fs::remove_dir_all(&dir).ok();
+}

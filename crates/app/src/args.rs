@@ -14,7 +14,7 @@ use std::path::PathBuf;
     after_help = "Console commands may follow as +name args, e.g. +cl_netgraph 2 +connect host:27015"
 )]
 pub struct Args {
-    /// Run without a window, a bot playing (needs --connect).
+    /// Run without a window, a bot playing (needs --connect or --quick-play).
     #[arg(long)]
     pub headless: bool,
     /// Join this server at once, HOST:PORT.
@@ -24,6 +24,14 @@ pub struct Args {
     /// shown a few seconds behind (the server's sv_spectator_delay).
     #[arg(long, requires = "connect")]
     pub spectate: bool,
+    /// Join whatever server the matchmaker service at URL finds (quick play):
+    /// https://HOST[:PORT] (the cvar cl_matchmaker is the menu's).
+    #[arg(long, value_name = "URL", conflicts_with_all = ["connect", "map", "demo"])]
+    pub quick_play: Option<String>,
+    /// Trust this certificate authority (PEM) for the matchmaker instead of the public
+    /// ones: a community's own.
+    #[arg(long, value_name = "PATH")]
+    pub matchmaker_ca: Option<PathBuf>,
     /// Watch a demo (a server's recording, .sldemo) with the spectator's cameras.
     #[arg(long, value_name = "FILE", conflicts_with_all = ["connect", "map", "headless"])]
     pub demo: Option<std::path::PathBuf>,
@@ -90,6 +98,15 @@ impl Args {
 }
 
 impl Args {
+    /// `--matchmaker-ca`'s certificates, or exits with usage.
+    pub fn matchmaker_ca(&self) -> Option<Vec<u8>> {
+        let path = self.matchmaker_ca.as_ref()?;
+        match std::fs::read(path) {
+            Ok(pem) => Some(pem),
+            Err(e) => usage_error(format!("--matchmaker-ca {}: {e}", path.display())),
+        }
+    }
+
     /// The file of servers' identity keys, beside the config file: `known_servers` in
     /// the folder of --config, or of the platform's config.
     fn known_servers(&self) -> Option<PathBuf> {

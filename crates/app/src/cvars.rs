@@ -106,6 +106,9 @@ pub mod cvar {
         CL_MASTERS: String = "cl_masters", Text { max_len: 512 }, "", SAVED,
             "master servers the browser's Internet tab asks, comma-separated HOST:PORT \
              (HOST alone uses the default master port)";
+        CL_MATCHMAKER: String = "cl_matchmaker", Text { max_len: 256 }, "", SAVED,
+            "the matchmaker service the menu's Quick play asks, https://HOST[:PORT] (empty: \
+             no Quick play)";
         VERSION: String = "version", Text { max_len: 32 }, env!("CARGO_PKG_VERSION"),
             READ_ONLY, "this build's version";
     }

@@ -11,10 +11,12 @@ use sightline_client::{
     InputSource, JoinAs, StatsKey, client_app,
 };
 use sightline_interpolation::ClockSync;
-use sightline_net::{ClientNetPlugin, ConditionerSettings, LinkConditions};
+use sightline_matchmaker::QuickPlay;
+use sightline_net::{ClientNetPlugin, ConditionerSettings, LinkConditions, udp_client_with_token};
 use sightline_prediction::PredictionStats;
 use sightline_runtime::{Pacing, RunFor, ShutdownSignal};
 use sightline_sim::TickConfig;
+use std::net::SocketAddr;
 use std::process::ExitCode;
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
@@ -26,11 +28,18 @@ struct Outcome(Arc<Mutex<Option<(String, Option<String>)>>>);
 
 /// Runs the game without a window, a bot playing, until told to stop; prints a summary.
 pub fn run(args: &Args, conditions: ConditionerSettings) -> ExitCode {
-    let Some(target) = args.connect.as_deref() else {
-        usage_error("--headless needs --connect HOST:PORT");
+    let (addr, net) = match (&args.quick_play, args.connect.as_deref()) {
+        (Some(url), _) => quick_play(url, args.matchmaker_ca()),
+        (None, Some(target)) => {
+            let addr = resolve(target);
+            (
+                addr,
+                ClientNetPlugin::udp(addr, &args.security()).map_err(|e| e.to_string()),
+            )
+        }
+        (None, None) => usage_error("--headless needs --connect HOST:PORT or --quick-play URL"),
     };
-    let addr = resolve(target);
-    let net = match ClientNetPlugin::udp(addr, &args.security()) {
+    let net = match net {
         Ok(n) => n,
         Err(e) => {
             eprintln!("error: {e}");
@@ -86,6 +95,33 @@ pub fn run(args: &Args, conditions: ConditionerSettings) -> ExitCode {
             ExitCode::FAILURE
         }
     }
+}
+
+/// A connection to the server the matchmaker at `url` finds, with its token.
+fn quick_play(url: &str, ca_pem: Option<Vec<u8>>) -> (SocketAddr, Result<ClientNetPlugin, String>) {
+    let ask = QuickPlay {
+        url: url.to_string(),
+        ca_pem,
+    };
+    let ticket = match ask.ask() {
+        Ok(t) => t,
+        Err(e) => {
+            return (
+                SocketAddr::from(([0, 0, 0, 0], 0)),
+                Err(format!("quick play: {e}")),
+            );
+        }
+    };
+    eprintln!(
+        "quick play: {} ({}), client id {}",
+        ticket.address, ticket.game_server, ticket.client_id
+    );
+    let net = ticket.connect_token().and_then(|token| {
+        udp_client_with_token(ticket.address, token)
+            .map(ClientNetPlugin::from_transport)
+            .map_err(|e| e.to_string())
+    });
+    (ticket.address, net)
 }
 
 #[allow(clippy::too_many_arguments)]

@@ -7,13 +7,15 @@
 //! window and renderer to it, [`windowless_app`] runs the same plugins without either
 //! (for tests of whole sessions).
 
-// The binary's flags, the console's variables, and a session: what is joined or played
-// offline (or watched from a demo), and the camera a session looks through.
+// The binary's flags, the console's variables, and a session: what is joined (a server
+// named or one a matchmaker found), played offline or watched from a demo, and the
+// camera a session looks through.
 mod args;
 mod camera;
 mod cvars;
 mod offline;
 mod playback;
+mod quick_play;
 mod session;
 mod spectator;
 // What the player touches, what is drawn over the world, how the world reaches the
@@ -59,6 +61,8 @@ pub struct GamePlugins {
     pub config: Option<PathBuf>,
     /// How to connect to remote servers.
     pub security: ClientSecurity,
+    /// The matchmaker's certificate authority, if not a public one (`--matchmaker-ca`).
+    pub matchmaker_ca: Option<Vec<u8>>,
     /// The fake link conditions to start with (`--fake-*`).
     pub link: ConditionerSettings,
     /// What to join at start-up.
@@ -80,6 +84,7 @@ impl GamePlugins {
             startup,
             config: args.config.clone(),
             security: args.security(),
+            matchmaker_ca: args.matchmaker_ca(),
             link: args.fake.settings().unwrap_or_else(|e| usage_error(e)),
             start: StartWith::from_args(args),
         }
@@ -91,6 +96,7 @@ impl PluginGroup for GamePlugins {
         PluginGroupBuilder::start::<Self>()
             .add(Launch {
                 security: self.security,
+                matchmaker_ca: self.matchmaker_ca,
                 link: self.link,
                 start: self.start,
             })
@@ -142,6 +148,7 @@ impl PluginGroup for GamePlugins {
 /// What the game starts with, from the command line.
 struct Launch {
     security: ClientSecurity,
+    matchmaker_ca: Option<Vec<u8>>,
     link: ConditionerSettings,
     start: StartWith,
 }
@@ -149,6 +156,7 @@ struct Launch {
 impl Plugin for Launch {
     fn build(&self, app: &mut App) {
         app.insert_resource(RemoteSecurity(self.security.clone()))
+            .insert_resource(quick_play::MatchmakerTrust(self.matchmaker_ca.clone()))
             .insert_resource(LinkConditions(self.link))
             .insert_resource(self.start.clone());
     }

@@ -26,6 +26,8 @@ pub enum Target {
     Remote(SocketAddr),
     /// A server at this address, to watch as a spectator.
     Spectate(SocketAddr),
+    /// Whatever server a matchmaker service at this URL finds (quick play).
+    QuickPlay(String),
     /// A demo file, played back by a server inside the game and watched as a spectator.
     Demo(std::path::PathBuf),
     /// A practice server on this map with this many bots.
@@ -48,6 +50,9 @@ impl StartWith {
     pub fn from_args(args: &crate::args::Args) -> Self {
         if let Some(path) = &args.demo {
             return Self(Some(Target::Demo(path.clone())));
+        }
+        if let Some(url) = &args.quick_play {
+            return Self(Some(Target::QuickPlay(url.clone())));
         }
         if let Some(target) = args.connect.as_deref() {
             let addr = crate::args::resolve(target);
@@ -133,6 +138,10 @@ impl Plugin for SessionPlugin {
             "spectate",
             "spectate HOST:PORT: watch a server's game, a few seconds behind",
         );
+        commands.register(
+            "quickplay",
+            "quickplay [URL]: join whatever server the matchmaker (cl_matchmaker, or URL) finds",
+        );
         commands.register("disconnect", "leave the server");
         commands.register("reconnect", "join the last server again");
         commands.register("map", "map NAME [BOTS]: play offline on a map against bots");
@@ -152,6 +161,7 @@ impl Plugin for SessionPlugin {
                 (
                     console_commands,
                     apply_requests,
+                    join_found_server,
                     print_server_answers,
                     leave_when_disconnected,
                 )
@@ -182,6 +192,7 @@ fn console_commands(
     status: Res<ConnectionStatus>,
     roster: Res<sightline_client::Roster>,
     session: Res<Session>,
+    cvars: Res<Cvars>,
 ) {
     for cmd in run.read() {
         match (cmd.name.as_str(), cmd.args.as_slice()) {
@@ -199,6 +210,21 @@ fn console_commands(
                 )),
             },
             ("connect", _) => console.print("usage: connect HOST:PORT"),
+            ("quickplay", args) => {
+                let url = match args {
+                    [url] => url.clone(),
+                    [] => cvars.read(cvar::CL_MATCHMAKER),
+                    _ => {
+                        console.print("usage: quickplay [URL]");
+                        continue;
+                    }
+                };
+                if url.is_empty() {
+                    console.print("quickplay: set cl_matchmaker to your matchmaker's URL first");
+                } else {
+                    requests.write(SessionRequest::Join(Target::QuickPlay(url)));
+                }
+            }
             ("spectate", [target]) => match crate::args::lookup(target) {
                 Some(addr) => {
                     requests.write(SessionRequest::Join(Target::Spectate(addr)));
@@ -359,9 +385,23 @@ fn join(world: &mut World, target: Target, seek: Option<(DemoPlayback, Seek)>) {
     world.insert_resource(StatsKey(Some(key)));
     world.insert_resource(match target {
         Target::Spectate(_) | Target::Demo(_) => JoinAs::Spectator,
-        Target::Remote(_) | Target::Offline { .. } => JoinAs::Player,
+        Target::Remote(_) | Target::Offline { .. } | Target::QuickPlay(_) => JoinAs::Player,
     });
     let (addr, security) = match &target {
+        Target::QuickPlay(url) => {
+            // The connection is made when the matchmaker answers (join_found_server).
+            if let Err(reason) = crate::quick_play::start(world, url) {
+                quick_play_failed(world, reason);
+                return;
+            }
+            world
+                .resource_mut::<Console>()
+                .print(format!("quick play: asking {url} for a server"));
+            let mut session = world.resource_mut::<Session>();
+            session.last = Some(target);
+            session.ended = None;
+            return;
+        }
         Target::Remote(addr) | Target::Spectate(addr) => (
             *addr,
             world
@@ -442,10 +482,46 @@ fn start_embedded(
         Target::Remote(addr) | Target::Spectate(addr) => Err(format!(
             "{addr} is a server elsewhere, not one to start here"
         )),
+        Target::QuickPlay(url) => Err(format!(
+            "{url} finds a server elsewhere, not one to start here"
+        )),
     }
 }
 
+/// Joins the server a matchmaker found, once it answers, or says why there is none.
+fn join_found_server(world: &mut World) {
+    let Some(answer) = crate::quick_play::answer(world) else {
+        return;
+    };
+    let joined = answer.and_then(|ticket| {
+        let token = ticket.connect_token()?;
+        sightline_net::connect_udp_with_token(world, ticket.address, token)
+            .map_err(|e| format!("cannot connect to {}: {e}", ticket.address))?;
+        Ok(ticket)
+    });
+    match joined {
+        Ok(ticket) => {
+            world.resource_mut::<Console>().print(format!(
+                "quick play: connecting to {} ({})",
+                ticket.address, ticket.game_server
+            ));
+            world
+                .resource_mut::<NextState<AppState>>()
+                .set(AppState::Playing);
+        }
+        Err(reason) => quick_play_failed(world, reason),
+    }
+}
+
+fn quick_play_failed(world: &mut World, reason: String) {
+    world
+        .resource_mut::<Console>()
+        .print(format!("quick play: {reason}"));
+    world.resource_mut::<Session>().ended = Some(format!("Quick play: {reason}"));
+}
+
 fn leave(world: &mut World, reason: Option<String>) {
+    crate::quick_play::stop(world);
     disconnect_udp(world);
     // Every plugin forgets its part of the session (see sightline_sim::EndSession).
     sightline_sim::end_session(world);

@@ -25,6 +25,7 @@ fn game(config: &std::path::Path) -> App {
         startup: vec!["cl_netgraph 1".into()],
         config: Some(config.to_path_buf()),
         security: Default::default(),
+        matchmaker_ca: None,
         link: Default::default(),
         start: StartWith(Some(Target::Offline {
             map: "duel".into(),
@@ -255,6 +256,7 @@ fn a_demo_watched_in_the_game_pauses_runs_faster_and_seeks() {
         startup: Vec::new(),
         config: Some(dir.join("config.cfg")),
         security: Default::default(),
+        matchmaker_ca: None,
         link: Default::default(),
         start: StartWith(Some(Target::Demo(kept))),
     });
@@ -401,6 +403,7 @@ fn the_killcam_shows_our_death_through_the_killer_s_eyes() {
         startup: Vec::new(),
         config: Some(dir.join("config.cfg")),
         security: Default::default(),
+        matchmaker_ca: None,
         link: Default::default(),
         start: StartWith(Some(Target::Offline {
             map: "duel".into(),
@@ -518,6 +521,7 @@ fn the_console_reference_is_the_game_s_own_tables() {
         startup: Vec::new(),
         config: Some(dir.join("config.cfg")),
         security: Default::default(),
+        matchmaker_ca: None,
         link: Default::default(),
         start: StartWith(None),
     });

@@ -238,12 +238,28 @@ pub fn connect_udp(
     security: &ClientSecurity,
 ) -> Result<(), UdpSetupError> {
     disconnect_udp(world);
-    let transport = udp_client(server, security)?;
+    install_udp(world, udp_client(server, security)?);
+    Ok(())
+}
+
+/// Connects a client app to `server` over UDP now with a connect token issued elsewhere
+/// (a matchmaker's), replacing any connection it had.
+pub fn connect_udp_with_token(
+    world: &mut World,
+    server: SocketAddr,
+    token: ConnectToken,
+) -> Result<(), UdpSetupError> {
+    disconnect_udp(world);
+    install_udp(world, udp_client_with_token(server, token)?);
+    Ok(())
+}
+
+/// A new connection's transport, and renet's client on it.
+fn install_udp(world: &mut World, transport: UdpClientTransport) {
     let mut client = RenetClient::new(sightline_protocol::connection_config());
     client.set_connecting();
     world.insert_resource(client);
     world.insert_resource(transport);
-    Ok(())
 }
 
 /// Says goodbye to the server (if connected over UDP) and drops the connection.

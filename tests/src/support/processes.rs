@@ -29,6 +29,8 @@ pub(crate) fn binaries() -> PathBuf {
             "sightline-app",
             "-p",
             "sightline-master",
+            "-p",
+            "sightline-matchmaker",
             "--bins",
         ])
         .status()

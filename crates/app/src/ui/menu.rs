@@ -1,10 +1,12 @@
-//! The main menu (play offline, connect or find servers in the browser, settings, quit)
+//! The main menu (quick play, play offline, connect or find servers in the browser,
+//! settings, quit)
 //! and the game menu that Escape opens while playing (resume, settings, disconnect,
 //! quit), which frees the mouse while it is open.
 
 use crate::args::RemoteSecurity;
 use crate::controls::overlays::{GameMenu, MouseLook, SettingsPage, TextFocus};
 use crate::cvars::cvar;
+use crate::quick_play::QuickPlaySearch;
 use crate::session::{AppState, Session, SessionRequest, Target, join_server};
 use crate::ui::browser::ServerBrowser;
 use bevy::prelude::*;
@@ -244,6 +246,8 @@ fn draw_menu(
     mut security: ResMut<RemoteSecurity>,
     mut requests: MessageWriter<SessionRequest>,
     mut exit: MessageWriter<AppExit>,
+    search: Option<Res<QuickPlaySearch>>,
+    mut commands: Commands,
 ) -> Result {
     // The browser and the settings are pages of the menu: they draw in the menu's place.
     if browser.open || settings.open {
@@ -260,6 +264,37 @@ fn draw_menu(
                 ui.colored_label(egui::Color32::from_rgb(255, 120, 100), reason);
                 ui.separator();
             }
+            ui.heading("Quick play");
+            let matchmaker = cvars.read(cvar::CL_MATCHMAKER);
+            match &search {
+                Some(search) => {
+                    ui.horizontal(|ui| {
+                        ui.spinner();
+                        ui.label(format!(
+                            "Finding a server… {} s",
+                            search.since.elapsed().as_secs()
+                        ))
+                        .on_hover_text(format!("asking {}", search.url));
+                        if ui.button("Cancel").clicked() {
+                            commands.remove_resource::<QuickPlaySearch>();
+                        }
+                    });
+                }
+                None => {
+                    let button =
+                        ui.add_enabled(!matchmaker.is_empty(), egui::Button::new("Quick play"));
+                    let button = button
+                        .on_hover_text("join a game on whatever server the matchmaker finds")
+                        .on_disabled_hover_text(
+                            "set cl_matchmaker in the console to your community's or fleet's \
+                             matchmaker (https://HOST[:PORT])",
+                        );
+                    if button.clicked() {
+                        requests.write(SessionRequest::Join(Target::QuickPlay(matchmaker)));
+                    }
+                }
+            }
+            ui.separator();
             ui.heading("Play offline");
             ui.horizontal(|ui| {
                 ui.label("Map");

@@ -97,6 +97,9 @@ struct Link {
     bad_packets: u64,
     /// When a datagram from the server last arrived (or the connection started).
     heard_at: Instant,
+    /// Whether its token came from elsewhere (a matchmaker), so that a server that never
+    /// answers it is named as refusing that token.
+    token_from_elsewhere: bool,
     /// Whether the game could resume on a standby (it was welcomed, with a secret).
     standby_allowed: bool,
     /// A second connection, opened while the server is silent.
@@ -222,12 +225,14 @@ pub fn udp_client_with_token(
     let netcode = secure_netcode(token).map_err(|e| {
         UdpSetupError::new(format!("cannot use the connect token for {server}: {e}"))
     })?;
-    Ok(UdpClientTransport::new(
+    let transport = UdpClientTransport::new(
         ClientPhase::Netcode(Box::new(netcode)),
         server,
         ClientSecurity::default(),
         client_socket(server)?,
-    ))
+    );
+    transport.lock().token_from_elsewhere = true;
+    Ok(transport)
 }
 
 /// A netcode client on `token`, once [`check_token`] passed it.
@@ -355,6 +360,7 @@ impl UdpClientTransport {
             rate: PacketRate::new(now),
             bad_packets: 0,
             heard_at: now,
+            token_from_elsewhere: false,
             standby_allowed: false,
             standby: None,
             standby_opened_at: None,
@@ -437,6 +443,19 @@ impl UdpClientTransport {
                 renetcode::DisconnectReason::ConnectionDenied => {
                     "the server denied the connection (full, or too many from your address)"
                         .to_string()
+                }
+                // netcode's server says nothing to a token it cannot open or will not
+                // take: the client only sees the token run out unanswered.
+                renetcode::DisconnectReason::ConnectTokenExpired
+                | renetcode::DisconnectReason::ConnectionRequestTimedOut
+                    if link.token_from_elsewhere =>
+                {
+                    format!(
+                        "{} did not take the matchmaker's token: refused (sealed with a key \
+                         it does not hold, for another address, or already used) or the \
+                         server is not answering",
+                        self.server
+                    )
                 }
                 other => format!("{} ({other})", self.server),
             }),
