@@ -1,12 +1,14 @@
-//! Practice offline: the dedicated server's own code, run on a thread inside the client
-//! and joined over loopback UDP like any other server; and demos, played back by that
-//! server's replay and watched as a spectator.
+//! Servers inside the game: practice offline (the dedicated server's own code, run on a
+//! thread inside the client and joined over loopback UDP like any other server), a game
+//! hosted for others on a real port, and demos, played back by that server's replay and
+//! watched as a spectator.
 
 use bevy::prelude::*;
 use sightline_map::{CurrentMap, MapSource, find_map};
 use sightline_net::{AdmissionLimits, SecureConfig, Security, ServerNetPlugin};
+use sightline_query::HEARTBEAT_INTERVAL;
 use sightline_server::{
-    DemoIndex, Kill, LocalOrders, Outcome, PLAYBACK_SPECTATORS, PlaybackControl, Seek,
+    DemoIndex, Kill, LocalOrders, Outcome, PLAYBACK_SPECTATORS, PlaybackControl, QueryPlugin, Seek,
     ServerConfig, ServerThread, local_orders, open_demo, playback_app, read_demo, verify_demo,
 };
 use sightline_sim::TickConfig;
@@ -14,9 +16,31 @@ use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock};
 
+/// A game hosted from the menu: the dedicated server's own code on a thread of the game,
+/// on a real port, listed on the LAN (A2S) and, if asked, on master lists.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HostSettings {
+    /// The server's name in lists.
+    pub name: String,
+    /// The map.
+    pub map: String,
+    /// Bots.
+    pub bots: u8,
+    /// How well they fight.
+    pub skill: sightline_bots::BotSkill,
+    /// Players at most, the host included.
+    pub max_players: u8,
+    /// The UDP port (and TCP, for connect tokens).
+    pub port: u16,
+    /// The password players give ("" for none).
+    pub password: String,
+    /// Master lists to announce it to (none: LAN only).
+    pub masters: Vec<SocketAddr>,
+}
+
 /// A server running on a thread of this process. Dropping it stops the server.
 pub struct EmbeddedServer {
-    /// Where it listens (loopback, a free port).
+    /// Where this game's own client joins it (loopback).
     pub addr: SocketAddr,
     /// The demo it plays (`None`: a practice server).
     pub playback: Option<DemoPlayback>,
@@ -60,6 +84,61 @@ impl EmbeddedServer {
         info!("practice server for {map} on {addr} with {bots} bots");
         Ok(Self {
             addr,
+            playback: None,
+            orders: Some(orders),
+            _thread: thread,
+        })
+    }
+
+    /// Hosts a game for others: the practice server's code on `host`'s port on every
+    /// address of this machine, with its password, answering server queries (so the LAN
+    /// tab of any game's browser finds it) and announcing itself to `host.masters`.
+    pub fn host(host: &HostSettings) -> Result<Self, String> {
+        let source = MapSource::load(&find_map(&host.map)).map_err(|e| e.to_string())?;
+        let bind = SocketAddr::from(([0, 0, 0, 0], host.port));
+        let config = ServerConfig {
+            name: host.name.clone(),
+            max_players: host.max_players.max(host.bots.saturating_add(1)).max(2),
+            bots: host.bots,
+            bot_skill: host.skill,
+            tick: TickConfig::default(),
+            ..Default::default()
+        };
+        let mut secure = SecureConfig::random();
+        secure.password = (!host.password.is_empty()).then(|| host.password.clone());
+        let (net, bound) = ServerNetPlugin::udp(
+            bind,
+            None,
+            config.max_players as usize,
+            Security::Secure(secure),
+            AdmissionLimits::default(),
+        )
+        .map_err(|e| e.to_string())?;
+        let (orders, inbox) = local_orders();
+        let listing = QueryPlugin {
+            masters: host.masters.clone(),
+            interval: HEARTBEAT_INTERVAL,
+        };
+        let thread = ServerThread::spawn(
+            "sightline-server",
+            config,
+            CurrentMap::new(source),
+            net,
+            move |app| {
+                inbox.install(app);
+                app.add_plugins(listing);
+            },
+        )
+        .map_err(|e| format!("cannot start the server thread: {e}"))?;
+        info!(
+            "hosting \"{}\" on {} (UDP and TCP port {})",
+            host.name,
+            host.map,
+            bound.port()
+        );
+        Ok(Self {
+            // The host's own client joins over loopback.
+            addr: SocketAddr::from(([127, 0, 0, 1], bound.port())),
             playback: None,
             orders: Some(orders),
             _thread: thread,

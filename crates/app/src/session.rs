@@ -1,7 +1,7 @@
 //! Sessions: connecting, playing offline, disconnecting, reconnecting; the app's states.
 
 use crate::cvars::cvar;
-use crate::offline::{DemoPlayback, EmbeddedServer};
+use crate::offline::{DemoPlayback, EmbeddedServer, HostSettings};
 use bevy::prelude::*;
 use sightline_client::{ConnectionStatus, DesiredName, JoinAs, StatsKey};
 use sightline_console::{Console, ConsoleCommands, Cvars, RunCommand};
@@ -28,6 +28,8 @@ pub enum Target {
     Spectate(SocketAddr),
     /// Whatever server a matchmaker service at this URL finds (quick play).
     QuickPlay(String),
+    /// A game hosted here, on a real port, for others to join.
+    Host(HostSettings),
     /// A demo file, played back by a server inside the game and watched as a spectator.
     Demo(std::path::PathBuf),
     /// A practice server on this map with this many bots.
@@ -385,7 +387,9 @@ fn join(world: &mut World, target: Target, seek: Option<(DemoPlayback, Seek)>) {
     world.insert_resource(StatsKey(Some(key)));
     world.insert_resource(match target {
         Target::Spectate(_) | Target::Demo(_) => JoinAs::Spectator,
-        Target::Remote(_) | Target::Offline { .. } | Target::QuickPlay(_) => JoinAs::Player,
+        Target::Remote(_) | Target::Offline { .. } | Target::QuickPlay(_) | Target::Host(_) => {
+            JoinAs::Player
+        }
     });
     let (addr, security) = match &target {
         Target::QuickPlay(url) => {
@@ -409,20 +413,31 @@ fn join(world: &mut World, target: Target, seek: Option<(DemoPlayback, Seek)>) {
                 .map(|s| s.0.clone())
                 .unwrap_or_default(),
         ),
-        Target::Demo(_) | Target::Offline { .. } => match start_embedded(&target, seek) {
-            Ok(server) => {
-                let addr = server.addr;
-                world.resource_mut::<Session>().server = Some(server);
-                (addr, ClientSecurity::default())
+        Target::Demo(_) | Target::Offline { .. } | Target::Host(_) => {
+            match start_embedded(&target, seek) {
+                Ok(server) => {
+                    let addr = server.addr;
+                    world.resource_mut::<Session>().server = Some(server);
+                    // The host joins its own game as anyone would, password and all.
+                    let password = match &target {
+                        Target::Host(host) => host.password.clone(),
+                        _ => String::new(),
+                    };
+                    let security = ClientSecurity::Secure {
+                        password,
+                        known_servers: None,
+                    };
+                    (addr, security)
+                }
+                Err(reason) => {
+                    world
+                        .resource_mut::<Console>()
+                        .print(format!("error: {reason}"));
+                    world.resource_mut::<Session>().ended = Some(reason);
+                    return;
+                }
             }
-            Err(reason) => {
-                world
-                    .resource_mut::<Console>()
-                    .print(format!("error: {reason}"));
-                world.resource_mut::<Session>().ended = Some(reason);
-                return;
-            }
-        },
+        }
     };
     if let Err(e) = connect_udp(world, addr, &security) {
         let reason = format!("cannot connect to {addr}: {e}");
@@ -479,6 +494,8 @@ fn start_embedded(
         }
         Target::Offline { map, bots, skill } => EmbeddedServer::start(map, *bots, *skill)
             .map_err(|e| format!("cannot start practice on {map}: {e}")),
+        Target::Host(host) => EmbeddedServer::host(host)
+            .map_err(|e| format!("cannot host {} on port {}: {e}", host.map, host.port)),
         Target::Remote(addr) | Target::Spectate(addr) => Err(format!(
             "{addr} is a server elsewhere, not one to start here"
         )),

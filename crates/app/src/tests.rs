@@ -19,19 +19,33 @@ use std::time::{Duration, Instant};
 const FRAME: Duration = Duration::from_millis(8);
 
 fn game(config: &std::path::Path) -> App {
+    game_joining(
+        config,
+        Target::Offline {
+            map: "duel".into(),
+            bots: 1,
+            skill: sightline_bots::BotSkill::Easy,
+        },
+        Default::default(),
+    )
+}
+
+/// The game (name "tester"), joining `target` at start, giving `security` to remote
+/// servers.
+fn game_joining(
+    config: &std::path::Path,
+    target: Target,
+    security: sightline_net::ClientSecurity,
+) -> App {
     let mut app = windowless_app(GamePlugins {
         name: "tester".into(),
         input: InputSource::Autopilot(sightline_client::Autopilot::new(7)),
         startup: vec!["cl_netgraph 1".into()],
         config: Some(config.to_path_buf()),
-        security: Default::default(),
+        security,
         matchmaker_ca: None,
         link: Default::default(),
-        start: StartWith(Some(Target::Offline {
-            map: "duel".into(),
-            bots: 1,
-            skill: sightline_bots::BotSkill::Easy,
-        })),
+        start: StartWith(Some(target)),
     });
     app.finish();
     app.cleanup();
@@ -183,6 +197,105 @@ fn sessions_follow_one_another_cleanly() {
     });
     app.update();
     assert_forgotten(app.world_mut(), tick);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A port free for both UDP (the game) and TCP (its token service), as a host picks.
+fn free_port() -> u16 {
+    (0..100)
+        .find_map(|_| {
+            let port = std::net::UdpSocket::bind("127.0.0.1:0")
+                .and_then(|s| s.local_addr())
+                .ok()?
+                .port();
+            std::net::TcpListener::bind(("0.0.0.0", port))
+                .is_ok()
+                .then_some(port)
+        })
+        .expect("a free port")
+}
+
+/// A game hosted from the menu's code: on a real port, found by LAN discovery with its
+/// name and lock, joined by its host and by a second game that knows the password, and
+/// closed to one that does not.
+#[test]
+fn a_hosted_game_is_found_on_the_lan_and_joined_with_its_password() {
+    let dir = std::env::temp_dir().join(format!("sightline-hosting-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("a temporary directory");
+    let port = free_port();
+    let host = crate::offline::HostSettings {
+        name: "tester's den".into(),
+        map: "duel".into(),
+        bots: 1,
+        skill: sightline_bots::BotSkill::Easy,
+        max_players: 4,
+        port,
+        password: "hunter2".into(),
+        masters: Vec::new(),
+    };
+    let mut app = game_joining(
+        &dir.join("host.cfg"),
+        Target::Host(host),
+        Default::default(),
+    );
+    let limit = Duration::from_secs(40);
+    play_until(&mut app, limit, "the host in its own game", |w| {
+        playing(w, "duel", 10)
+    });
+
+    // The LAN tab's discovery finds it, with its name, its lock and who is in it.
+    let local = std::net::IpAddr::from([127, 0, 0, 1]);
+    let found = sightline_query::discover_on(&[local], port..=port, Duration::from_secs(2));
+    let [(addr, info, _)] = found.as_slice() else {
+        panic!("LAN discovery found {found:?}");
+    };
+    assert_eq!(addr.port(), port);
+    assert_eq!(info.name, "tester's den");
+    assert_eq!(info.map, "duel");
+    assert!(info.password);
+    assert_eq!((info.players, info.bots, info.max_players), (2, 1, 4));
+
+    // Another player on the LAN joins with the password; one without it is refused.
+    let server = std::net::SocketAddr::from(([127, 0, 0, 1], port));
+    let security = |password: &str| sightline_net::ClientSecurity::Secure {
+        password: password.into(),
+        known_servers: None,
+    };
+    let mut friend = game_joining(
+        &dir.join("friend.cfg"),
+        Target::Remote(server),
+        security("hunter2"),
+    );
+    let mut stranger = game_joining(
+        &dir.join("stranger.cfg"),
+        Target::Remote(server),
+        security("guess"),
+    );
+    let start = Instant::now();
+    let refused = loop {
+        for game in [&mut app, &mut friend, &mut stranger] {
+            game.update();
+        }
+        let ended = stranger.world().resource::<Session>().ended.clone();
+        if let Some(reason) = ended
+            && friend.world().resource::<ConnectionStatus>().is_connected()
+        {
+            break reason;
+        }
+        assert!(
+            start.elapsed() < limit,
+            "friend: {}; stranger: {:?}",
+            describe_world(friend.world_mut()),
+            stranger.world().resource::<Session>().ended
+        );
+        std::thread::sleep(FRAME);
+    };
+    assert!(refused.contains("password"), "{refused}");
+    let players = sightline_query::query_info(server, Duration::from_secs(2))
+        .expect("the hosted game answers")
+        .0
+        .players;
+    assert_eq!(players, 3, "the host, the friend and the bot");
     let _ = std::fs::remove_dir_all(&dir);
 }
 

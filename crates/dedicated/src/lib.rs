@@ -13,10 +13,10 @@ mod records;
 // The host's settings as console variables, and the bans kept on disk.
 mod bans;
 mod cvars;
-// The console's commands, and where its lines come from (the terminal, Source RCON);
-// server queries and master announcements.
+// The console's commands, and where its lines come from (the terminal, Source RCON).
+// (Server queries and master announcements are the game's own: sightline-server's
+// QueryPlugin, which a game hosted from the menu uses too.)
 mod admin;
-mod query;
 mod rcon;
 mod terminal;
 // Running as an Agones GameServer (`--agones`).
@@ -37,7 +37,6 @@ pub use bans::{Ban, BanList, MAX_BAN_FILE_BYTES, MAX_BANS};
 pub use cvars::{config_from_cvars, cvar, map_list, server_cvar_registry};
 pub use logs::{LogFile, LogFormat, LogOutput, LogRotation, add_logging};
 pub use metrics::{JsonPage, Metrics};
-pub use query::{Queries, QueryPlugin};
 pub use rcon::{
     ANSWER_CHUNK, AUTH_DEADLINE, MAX_CONNECTIONS, MAX_PER_HOST, MAX_UNAUTHENTICATED, MAX_UNSENT,
     MAX_WAITING, RconListen, RconPlugin, RconSession, UNAUTHENTICATED, admit_rcon,

@@ -7,9 +7,9 @@ use sightline_console::{
     split_plus_commands,
 };
 use sightline_dedicated::{
-    AdminPlugin, BanList, LogFile, LogFormat, LogOutput, LogRotation, QueryPlugin, RconListen,
-    RconPlugin, RecordsPlugin, StatsDatabase, TelemetryPlugin, TerminalPlugin, add_logging,
-    admin_words, config_from_cvars, cvar, leaderboard_page, server_cvar_registry,
+    AdminPlugin, BanList, LogFile, LogFormat, LogOutput, LogRotation, RconListen, RconPlugin,
+    RecordsPlugin, StatsDatabase, TelemetryPlugin, TerminalPlugin, add_logging, admin_words,
+    config_from_cvars, cvar, leaderboard_page, server_cvar_registry,
 };
 use sightline_map::{CurrentMap, MapSource, find_map, find_map_by_name};
 use sightline_net::{
@@ -18,7 +18,7 @@ use sightline_net::{
 };
 use sightline_runtime::{RunFor, ShutdownSignal};
 use sightline_server::demo::DemoRecorder;
-use sightline_server::{Outcome, Pacing, open_demo, server_app, verify_demo};
+use sightline_server::{Outcome, Pacing, QueryPlugin, open_demo, server_app, verify_demo};
 use std::net::{IpAddr, SocketAddr, TcpListener, ToSocketAddrs};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;

@@ -55,11 +55,12 @@ mod votes;
 mod datagrams;
 mod resume;
 mod sessions;
-// The rest: combat told to clients, bots, every counter in one table, and the status
-// line.
+// The rest: combat told to clients, bots, every counter in one table, the status
+// line, and the server as server lists see it (A2S queries, master announcements).
 mod bots;
 mod combat;
 mod counters;
+mod listing;
 mod status;
 // Demos: recording the commands each tick, and replaying them through the same systems.
 pub mod demo;
@@ -92,6 +93,7 @@ pub use inputs::{
 pub use interest::{
     HEAR_RADIUS, Interest, LINGER_SECONDS, REFRESH_TICKS, SIGHT_LOOKAHEAD, SIGHT_MARGIN, could_see,
 };
+pub use listing::{Queries, QueryPlugin};
 pub use outbox::Outgoing;
 pub use playback::{
     DemoIndex, FASTEST, PLAYBACK_SPECTATORS, PlaybackControl, SLOWEST, Seek, playback_app,

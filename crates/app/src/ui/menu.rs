@@ -1,11 +1,12 @@
-//! The main menu (quick play, play offline, connect or find servers in the browser,
-//! settings, quit)
+//! The main menu (quick play, play offline or host a game, connect or find servers in
+//! the browser, settings, quit)
 //! and the game menu that Escape opens while playing (resume, settings, disconnect,
 //! quit), which frees the mouse while it is open.
 
 use crate::args::RemoteSecurity;
 use crate::controls::overlays::{GameMenu, MouseLook, SettingsPage, TextFocus};
 use crate::cvars::cvar;
+use crate::offline::HostSettings;
 use crate::quick_play::QuickPlaySearch;
 use crate::session::{AppState, Session, SessionRequest, Target, join_server};
 use crate::ui::browser::ServerBrowser;
@@ -25,6 +26,13 @@ struct MenuForm {
     skill: sightline_bots::BotSkill,
     /// The password Connect gives; starts as `--password`'s.
     password: String,
+    /// Host a game: its name, port, password, players at most, and whether it is listed
+    /// on the masters of `cl_masters`.
+    host_name: String,
+    host_port: String,
+    host_password: String,
+    host_max_players: u8,
+    host_listed: bool,
     error: Option<String>,
 }
 
@@ -52,9 +60,56 @@ impl FromWorld for MenuForm {
             bots: 4,
             skill: sightline_bots::BotSkill::Normal,
             password,
+            host_name: String::new(),
+            host_port: DEFAULT_HOST_PORT.to_string(),
+            host_password: String::new(),
+            host_max_players: 8,
+            host_listed: false,
             error: None,
         }
     }
+}
+
+/// The port a game hosted from the menu takes unless told otherwise (the dedicated
+/// server's).
+const DEFAULT_HOST_PORT: u16 = 27015;
+
+/// The settings of a game to host from the form, or what is wrong with them.
+fn host_settings(form: &MenuForm, player: &str, masters: &str) -> Result<HostSettings, String> {
+    let port: u16 = form
+        .host_port
+        .trim()
+        .parse()
+        .ok()
+        .filter(|p| *p != 0)
+        .ok_or_else(|| format!("\"{}\" is not a port (1 to 65535)", form.host_port))?;
+    let name = match form.host_name.trim() {
+        "" => format!("{player}'s game"),
+        name => name.to_string(),
+    };
+    let masters = match form.host_listed {
+        false => Vec::new(),
+        true => {
+            let named = crate::ui::browser::parse_masters(masters);
+            if named.is_empty() {
+                return Err("to list the game on the internet, set cl_masters first".into());
+            }
+            named
+                .iter()
+                .map(|m| crate::ui::browser::resolve_master(m).map_err(|e| format!("{m}: {e}")))
+                .collect::<Result<_, _>>()?
+        }
+    };
+    Ok(HostSettings {
+        name,
+        map: form.map.clone(),
+        bots: form.bots,
+        skill: form.skill,
+        max_players: form.host_max_players,
+        port,
+        password: form.host_password.clone(),
+        masters,
+    })
 }
 
 /// Draws the main menu in [`AppState::Menu`] and the game menu while playing.
@@ -325,6 +380,48 @@ fn draw_menu(
                     skill: form.skill,
                 }));
             }
+            ui.collapsing("Host a game for others", |ui| {
+                ui.label("The map, bots and skill above, on this computer, for others to join.");
+                ui.horizontal(|ui| {
+                    ui.label("Name");
+                    ui.add(
+                        egui::TextEdit::singleline(&mut form.host_name)
+                            .hint_text(format!("{}'s game", cvars.read(cvar::NAME))),
+                    );
+                });
+                ui.horizontal(|ui| {
+                    ui.label("Port");
+                    ui.add(egui::TextEdit::singleline(&mut form.host_port).desired_width(60.0));
+                    ui.label("Players");
+                    ui.add(egui::Slider::new(&mut form.host_max_players, 2..=16));
+                });
+                ui.horizontal(|ui| {
+                    ui.label("Password");
+                    ui.add(
+                        egui::TextEdit::singleline(&mut form.host_password)
+                            .password(true)
+                            .hint_text("none: anyone may join"),
+                    );
+                });
+                ui.checkbox(
+                    &mut form.host_listed,
+                    "List it on the internet (cl_masters)",
+                )
+                .on_hover_text(
+                    "LAN players find it either way; players elsewhere need the port \
+                         open for UDP and TCP on your router",
+                );
+                if ui.button("Host game").clicked() {
+                    let player = cvars.read(cvar::NAME);
+                    match host_settings(&form, &player, &cvars.read(cvar::CL_MASTERS)) {
+                        Ok(host) => {
+                            form.error = None;
+                            requests.write(SessionRequest::Join(Target::Host(host)));
+                        }
+                        Err(e) => form.error = Some(e),
+                    }
+                }
+            });
             ui.separator();
             ui.heading("Connect");
             let mut name = cvars.read(cvar::NAME);

@@ -340,6 +340,11 @@ impl UdpServerTransport {
         self.public
     }
 
+    /// Whether a token needs a password (what server lists show as a lock).
+    pub fn password_protected(&self) -> bool {
+        self.secure.as_ref().is_some_and(|c| c.password.is_some())
+    }
+
     /// Changes the password players must give (`None`: none); `false` on an insecure
     /// server, which checks no password.
     pub fn set_password(&mut self, password: Option<String>) -> bool {

@@ -35,7 +35,7 @@ pub fn parse_masters(text: &str) -> Vec<String> {
 
 /// A master's address: `HOST:PORT`, or `HOST` (or a bare IP) on the default master port.
 /// Runs on the refresh thread: a host name may wait on DNS.
-pub(super) fn resolve_master(name: &str) -> Result<SocketAddr, String> {
+pub fn resolve_master(name: &str) -> Result<SocketAddr, String> {
     if let Ok(ip) = name.parse::<IpAddr>() {
         return Ok(SocketAddr::new(ip, DEFAULT_MASTER_PORT));
     }

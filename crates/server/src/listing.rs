@@ -1,11 +1,14 @@
 //! The server seen from outside its games: Valve's A2S queries (info, players, rules) on
-//! the game's UDP port, so server lists, panels and the game's own browser can read it;
-//! and its announcements to master lists, answering each master's challenge. Both ride
-//! the transport's connectionless datagrams ([`Connectionless`]), which never reach
-//! netcode and never cost a strike.
+//! the game's UDP port, so server lists, panels and the game's own browser (its LAN tab
+//! too) can read it; and its announcements to master lists, answering each master's
+//! challenge. Both ride the transport's connectionless datagrams ([`Connectionless`]),
+//! which never reach netcode and never cost a strike. The dedicated server and a game
+//! hosted from the game's menu both list themselves this way.
 
-use crate::admin::ServerCvars;
-use crate::cvars::cvar;
+use crate::config::ServerConfig;
+use crate::connection::Connection;
+use crate::rules::MatchState;
+use crate::stats::HostingStats;
 use bevy::prelude::*;
 use sightline_combat::Score;
 use sightline_map::CurrentMap;
@@ -14,7 +17,6 @@ use sightline_protocol::PROTOCOL_VERSION;
 use sightline_query::{
     Announcer, Answer, PlayerInfo, QuerySource, Responder, ServerInfo, is_connectionless,
 };
-use sightline_server::{Connection, HostingStats, MatchState, ServerConfig};
 use sightline_sim::{BotControlled, PlayerName};
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
@@ -70,7 +72,6 @@ struct ServerFacts<'w, 's> {
     config: Res<'w, ServerConfig>,
     map: Res<'w, CurrentMap>,
     state: Res<'w, MatchState>,
-    cvars: Option<Res<'w, ServerCvars>>,
     transport: Option<Res<'w, UdpServerTransport>>,
     time: Res<'w, Time<Real>>,
     players: Query<
@@ -99,9 +100,9 @@ impl ServerFacts<'_, '_> {
             .collect();
         let bots = self.players.iter().filter(|p| p.3).count();
         let password = self
-            .cvars
+            .transport
             .as_ref()
-            .is_some_and(|c| !c.0.read(cvar::SV_PASSWORD).is_empty());
+            .is_some_and(|t| t.password_protected());
         let rules = &self.config.rules;
         let left = if rules.timelimit > 0.0 {
             (rules.timelimit - self.state.elapsed).max(0.0)
