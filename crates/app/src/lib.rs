@@ -8,14 +8,15 @@
 //! (for tests of whole sessions).
 
 // The binary's flags, the console's variables, and a session: what is joined (a server
-// named or one a matchmaker found), played offline or watched from a demo, and the
-// camera a session looks through.
+// named or one a matchmaker found), played offline, hosted (its port asked of the home
+// router) or watched from a demo, and the camera a session looks through.
 mod args;
 mod camera;
 mod cvars;
 mod offline;
 mod playback;
 mod quick_play;
+mod router;
 mod session;
 mod spectator;
 // What the player touches, what is drawn over the world, how the world reaches the

@@ -3,6 +3,7 @@
 //! hosted for others on a real port, and demos, played back by that server's replay and
 //! watched as a spectator.
 
+use crate::router::PortMapping;
 use bevy::prelude::*;
 use sightline_map::{CurrentMap, MapSource, find_map};
 use sightline_net::{AdmissionLimits, SecureConfig, Security, ServerNetPlugin};
@@ -36,6 +37,9 @@ pub struct HostSettings {
     pub password: String,
     /// Master lists to announce it to (none: LAN only).
     pub masters: Vec<SocketAddr>,
+    /// Where to look for the home router to forward the port (UPnP's SSDP address,
+    /// `router::SSDP`); `None`: leave the router alone.
+    pub upnp: Option<SocketAddr>,
 }
 
 /// A server running on a thread of this process. Dropping it stops the server.
@@ -46,6 +50,8 @@ pub struct EmbeddedServer {
     pub playback: Option<DemoPlayback>,
     /// Orders to a practice server (`record`, `stop`); `None` for a demo's playback.
     pub orders: Option<LocalOrders>,
+    /// A hosted game's port asked of the home router, given back when this is dropped.
+    pub router: Option<PortMapping>,
     _thread: ServerThread,
 }
 
@@ -86,13 +92,15 @@ impl EmbeddedServer {
             addr,
             playback: None,
             orders: Some(orders),
+            router: None,
             _thread: thread,
         })
     }
 
     /// Hosts a game for others: the practice server's code on `host`'s port on every
     /// address of this machine, with its password, answering server queries (so the LAN
-    /// tab of any game's browser finds it) and announcing itself to `host.masters`.
+    /// tab of any game's browser finds it), announcing itself to `host.masters`, and
+    /// asking the home router to forward the port (`host.upnp`).
     pub fn host(host: &HostSettings) -> Result<Self, String> {
         let source = MapSource::load(&find_map(&host.map)).map_err(|e| e.to_string())?;
         let bind = SocketAddr::from(([0, 0, 0, 0], host.port));
@@ -136,11 +144,17 @@ impl EmbeddedServer {
             host.map,
             bound.port()
         );
+        let router = host.upnp.and_then(|ssdp| {
+            PortMapping::start(bound.port(), ssdp)
+                .map_err(|e| warn!("cannot ask the router for the port: {e}"))
+                .ok()
+        });
         Ok(Self {
             // The host's own client joins over loopback.
             addr: SocketAddr::from(([127, 0, 0, 1], bound.port())),
             playback: None,
             orders: Some(orders),
+            router,
             _thread: thread,
         })
     }
@@ -176,6 +190,7 @@ impl EmbeddedServer {
             addr,
             playback: Some(demo.clone()),
             orders: None,
+            router: None,
             _thread: thread,
         })
     }

@@ -292,8 +292,14 @@ fn order_practice(session: &Session, console: &mut Console, order: LocalOrder) {
     }
 }
 
-/// Prints what the practice server answered to `record` and `stop`.
+/// Prints what the practice server answered to `record` and `stop`, and what the
+/// router said of a hosted game's port.
 fn print_server_answers(session: Res<Session>, mut console: ResMut<Console>) {
+    if let Some(router) = session.server.as_ref().and_then(|s| s.router.as_ref()) {
+        for line in router.news() {
+            console.print(line);
+        }
+    }
     let Some(orders) = session.orders() else {
         return;
     };

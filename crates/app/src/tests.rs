@@ -223,6 +223,7 @@ fn a_hosted_game_is_found_on_the_lan_and_joined_with_its_password() {
     let dir = std::env::temp_dir().join(format!("sightline-hosting-{}", std::process::id()));
     std::fs::create_dir_all(&dir).expect("a temporary directory");
     let port = free_port();
+    let router = crate::router::standin::Router::start(false);
     let host = crate::offline::HostSettings {
         name: "tester's den".into(),
         map: "duel".into(),
@@ -232,6 +233,7 @@ fn a_hosted_game_is_found_on_the_lan_and_joined_with_its_password() {
         port,
         password: "hunter2".into(),
         masters: Vec::new(),
+        upnp: Some(router.ssdp),
     };
     let mut app = game_joining(
         &dir.join("host.cfg"),
@@ -291,6 +293,16 @@ fn a_hosted_game_is_found_on_the_lan_and_joined_with_its_password() {
         std::thread::sleep(FRAME);
     };
     assert!(refused.contains("password"), "{refused}");
+    // The router was asked for the port, both ways, and the host told so.
+    let forwarded = router.mappings.lock().unwrap().clone();
+    assert_eq!(forwarded.len(), 2, "{forwarded:?}");
+    assert!(
+        forwarded.iter().all(|m| m.1 == port && m.3 == port),
+        "{forwarded:?}"
+    );
+    let said: Vec<&str> = app.world().resource::<Console>().lines().collect();
+    let said = said.join("\n");
+    assert!(said.contains(&format!("203.0.113.7:{port}")), "{said}");
     let players = sightline_query::query_info(server, Duration::from_secs(2))
         .expect("the hosted game answers")
         .0

@@ -33,6 +33,7 @@ struct MenuForm {
     host_password: String,
     host_max_players: u8,
     host_listed: bool,
+    host_upnp: bool,
     error: Option<String>,
 }
 
@@ -65,6 +66,7 @@ impl FromWorld for MenuForm {
             host_password: String::new(),
             host_max_players: 8,
             host_listed: false,
+            host_upnp: true,
             error: None,
         }
     }
@@ -109,6 +111,7 @@ fn host_settings(form: &MenuForm, player: &str, masters: &str) -> Result<HostSet
         port,
         password: form.host_password.clone(),
         masters,
+        upnp: form.host_upnp.then_some(crate::router::SSDP),
     })
 }
 
@@ -410,6 +413,14 @@ fn draw_menu(
                 .on_hover_text(
                     "LAN players find it either way; players elsewhere need the port \
                          open for UDP and TCP on your router",
+                );
+                ui.checkbox(
+                    &mut form.host_upnp,
+                    "Ask the router to forward the port (UPnP)",
+                )
+                .on_hover_text(
+                    "what the router answers is printed in the console; without it, \
+                         forward the port on the router by hand",
                 );
                 if ui.button("Host game").clicked() {
                     let player = cvars.read(cvar::NAME);
