@@ -25,7 +25,7 @@ pub struct Args {
     #[arg(long, requires = "connect")]
     pub spectate: bool,
     /// Join whatever server the matchmaker service at URL finds (quick play):
-    /// https://HOST[:PORT] (the cvar cl_matchmaker is the menu's).
+    /// https://HOST or https://HOST:PORT (the menu's is the cvar cl_matchmaker).
     #[arg(long, value_name = "URL", conflicts_with_all = ["connect", "map", "demo"])]
     pub quick_play: Option<String>,
     /// Trust this certificate authority (PEM) for the matchmaker instead of the public
