@@ -605,7 +605,7 @@ fn quick_play_takes_the_real_game_through_the_matchmaker_service_to_a_fleet_serv
         "--matchmaker-ca",
         &cert,
         "--run-seconds",
-        "4",
+        "6",
     ]);
     let err = String::from_utf8_lossy(&played.stderr);
     assert!(played.status.success(), "{err}");

@@ -133,7 +133,9 @@ impl Allocator {
             .read_to_string()
             .map_err(|e| AllocateError::Failed(format!("reading the allocator's answer: {e}")))?;
         if status.as_u16() == 429 {
-            return Err(AllocateError::NoneReady);
+            return Err(AllocateError::NoneReady(
+                text.trim().chars().take(200).collect(),
+            ));
         }
         if !status.is_success() {
             return Err(AllocateError::Failed(format!(
@@ -148,8 +150,9 @@ impl Allocator {
 /// Why no server was allocated.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum AllocateError {
-    /// No server of the fleet is Ready with room (the allocator's 429): wait and ask again.
-    NoneReady,
+    /// No server of the fleet is Ready with room (the allocator's 429, with what it
+    /// said): wait and ask again.
+    NoneReady(String),
     /// Anything else, in words.
     Failed(String),
 }
@@ -157,7 +160,10 @@ pub enum AllocateError {
 impl std::fmt::Display for AllocateError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            Self::NoneReady => f.write_str("no server of the fleet is Ready with room"),
+            Self::NoneReady(said) => write!(
+                f,
+                "no server of the fleet is Ready with room (the allocator answered 429: {said})"
+            ),
             Self::Failed(reason) => f.write_str(reason),
         }
     }

@@ -720,7 +720,7 @@ fn serve_queue(shared: &Shared) {
         };
         let (id, ip) = head;
         let outcome = allocate(shared, &mut turn, ip);
-        if outcome == Err(AllocateError::NoneReady) {
+        if matches!(outcome, Err(AllocateError::NoneReady(_))) {
             let queue = lock(&shared.queue);
             drop(
                 shared
