@@ -313,35 +313,13 @@ fn allocator_standin(address: SocketAddr) -> (String, std::thread::JoinHandle<St
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
     let url = format!("http://{}", listener.local_addr().unwrap());
     let served = std::thread::spawn(move || {
-        let (stream, _) = listener.accept().unwrap();
-        let mut reader = BufReader::new(stream.try_clone().unwrap());
-        let mut request_line = String::new();
-        reader.read_line(&mut request_line).unwrap();
+        let (mut stream, _) = listener.accept().unwrap();
+        let (request_line, body) = read_whole_request(&mut stream);
         assert!(
             request_line.starts_with("POST /gameserverallocation "),
             "{request_line}"
         );
-        let mut length = 0;
-        loop {
-            let mut header = String::new();
-            reader.read_line(&mut header).unwrap();
-            if header.trim().is_empty() {
-                break;
-            }
-            if let Some((name, value)) = header.split_once(':')
-                && name.eq_ignore_ascii_case("content-length")
-            {
-                length = value.trim().parse().unwrap();
-            }
-        }
-        let mut body = vec![0; length];
-        reader.read_exact(&mut body).unwrap();
-        let reply = format!(
-            r#"{{"gameServerName":"sightline-abcde-fghij","ports":[{{"name":"game","port":{}}}],"address":"{}","nodeName":"kind-worker","source":"local"}}"#,
-            address.port(),
-            address.ip()
-        );
-        let mut stream = stream;
+        let reply = allocation("sightline-abcde-fghij", address);
         write!(
             stream,
             "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\
@@ -349,7 +327,7 @@ fn allocator_standin(address: SocketAddr) -> (String, std::thread::JoinHandle<St
             reply.len()
         )
         .unwrap();
-        String::from_utf8(body).unwrap()
+        body
     });
     (url, served)
 }
@@ -452,23 +430,37 @@ fn the_real_server_on_agones_takes_a_player_the_matchmaker_allocated_it_for() {
     assert!(!log.contains("panicked"), "{log}");
 }
 
-/// Reads an HTTP request's head and its `Content-Length` of body.
-fn read_whole_request(stream: &mut std::net::TcpStream) {
+/// Reads an HTTP request whole, its head and its `Content-Length` of body: its request
+/// line and its body. (Closing on unread bytes would reset the connection before the
+/// answer is read.)
+fn read_whole_request(stream: &mut std::net::TcpStream) -> (String, String) {
     let mut reader = BufReader::new(stream);
+    let mut request_line = String::new();
+    reader.read_line(&mut request_line).unwrap();
     let mut length = 0;
     loop {
-        let mut line = String::new();
-        if reader.read_line(&mut line).unwrap_or(0) == 0 || line.trim().is_empty() {
+        let mut header = String::new();
+        if reader.read_line(&mut header).unwrap() == 0 || header.trim().is_empty() {
             break;
         }
-        if let Some((name, value)) = line.split_once(':')
+        if let Some((name, value)) = header.split_once(':')
             && name.eq_ignore_ascii_case("content-length")
         {
-            length = value.trim().parse().unwrap_or(0);
+            length = value.trim().parse().unwrap();
         }
     }
     let mut body = vec![0; length];
-    reader.read_exact(&mut body).ok();
+    reader.read_exact(&mut body).unwrap();
+    (request_line, String::from_utf8(body).unwrap())
+}
+
+/// The allocator's answer: the GameServer `name` at `address`, its game port named.
+fn allocation(name: &str, address: SocketAddr) -> String {
+    format!(
+        r#"{{"gameServerName":"{name}","ports":[{{"name":"game","port":{}}}],"address":"{}","nodeName":"kind-worker","source":"local"}}"#,
+        address.port(),
+        address.ip()
+    )
 }
 
 /// A stand-in allocator that answers every request: with a GameServer at `address`, or
@@ -479,18 +471,9 @@ fn allocator_answering(address: SocketAddr, ready: bool) -> String {
     std::thread::spawn(move || {
         for stream in listener.incoming() {
             let Ok(mut stream) = stream else { return };
-            // The whole request is read first: closing on unread bytes would reset the
-            // connection before the answer is read.
             read_whole_request(&mut stream);
             let (status, body) = match ready {
-                true => (
-                    "200 OK",
-                    format!(
-                        r#"{{"gameServerName":"sightline-quick","ports":[{{"name":"game","port":{}}}],"address":"{}"}}"#,
-                        address.port(),
-                        address.ip()
-                    ),
-                ),
+                true => ("200 OK", allocation("sightline-quick", address)),
                 false => (
                     "429 Too Many Requests",
                     r#"{"error":"no available GameServer to allocate"}"#.into(),
