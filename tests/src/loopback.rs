@@ -155,7 +155,11 @@ fn a_client_is_sent_the_snapshots_it_asks_for_up_to_the_server_s_cap() {
         let summary = finish_honest(client);
         snapshots.push(field(&summary, "snapshots") as f64);
         let out = wait(server, Duration::from_secs(30), "server");
-        assert!(out.status.success(), "server with cap {cap} failed");
+        assert!(
+            out.status.success(),
+            "server with cap {cap} failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
     }
     let [fast, slow] = snapshots[..] else {
         unreachable!()
