@@ -42,6 +42,17 @@ impl Bucket {
         self.tokens = (self.tokens - 1.0).max(0.0);
     }
 
+    /// Spends `n` tokens if there are that many at `now` (a bucket of bytes: a datagram
+    /// takes its length). Never more than the burst holds.
+    pub fn take_n(&mut self, n: f64, now: Instant) -> bool {
+        self.has(now);
+        if self.tokens < n {
+            return false;
+        }
+        self.tokens -= n;
+        true
+    }
+
     /// Spends a token if there is one at `now`.
     pub fn take(&mut self, now: Instant) -> bool {
         let has = self.has(now);
@@ -70,5 +81,19 @@ mod tests {
         assert!(b.take(later) && b.take(later));
         assert!(!b.take(later), "capped at the burst");
         assert!(!b.has(later), "has takes nothing, and found none");
+    }
+
+    #[test]
+    fn a_bucket_of_bytes_takes_a_datagram_s_length() {
+        let mut b = Bucket::new(1000.0, 1000.0);
+        let t0 = Instant::now();
+        assert!(b.take_n(600.0, t0));
+        assert!(!b.take_n(600.0, t0), "400 left");
+        assert!(b.take_n(400.0, t0));
+        assert!(b.take_n(500.0, t0 + Duration::from_millis(500)));
+        assert!(
+            !b.take_n(1001.0, t0 + Duration::from_secs(60)),
+            "more than the burst"
+        );
     }
 }
