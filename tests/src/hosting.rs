@@ -488,3 +488,138 @@ fn a_recorded_token_exchange_replayed_to_the_server_gets_no_token() {
     host.quit();
     std::fs::remove_dir_all(dir).ok();
 }
+
+/// A server registered with a relay (the real `sightline-relay`, the server's `--relay`)
+/// tells its host where players join, the master lists the relay's address instead of
+/// the server's own, and the real game plays there: its token over the relay's TCP
+/// stream, the game over its datagrams. The relay's counters, read from its Prometheus
+/// page, saw both.
+#[test]
+fn a_server_reached_through_the_relay_is_listed_and_played_at_the_relay_s_address() {
+    let dir = temp_dir("relay");
+    let (relay_port, game_port, metrics_port, master_port) = (
+        free_udp_port(),
+        free_udp_port(),
+        free_udp_port(),
+        free_udp_port(),
+    );
+    let relay = Command::new(binaries().join("sightline-relay"))
+        .args(["--bind", "127.0.0.1", "--port", &relay_port.to_string()])
+        .args(["--ports", &format!("{game_port}-{game_port}")])
+        .args(["--metrics", &format!("127.0.0.1:{metrics_port}")])
+        .args(["--run-seconds", "60"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("the relay starts");
+    let master = Command::new(binaries().join("sightline-master"))
+        .args(["--bind", "127.0.0.1", "--port", &master_port.to_string()])
+        .args(["--run-seconds", "60"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("the master starts");
+    let port = free_udp_port();
+    let host = Host::start(
+        &dir,
+        port,
+        &[
+            "--relay",
+            &format!("127.0.0.1:{relay_port}"),
+            "--master",
+            &format!("127.0.0.1:{master_port}"),
+            "--password",
+            "hunter2",
+        ],
+    );
+    let said = host.expect(Duration::from_secs(20), |l| {
+        l.contains("relay: players on the internet can join at")
+    });
+    let public: SocketAddr = said
+        .last()
+        .and_then(|l| l.split("join at ").nth(1)?.split(' ').next()?.parse().ok())
+        .expect("the relay's address");
+    assert_eq!(public, SocketAddr::from((Ipv4Addr::LOCALHOST, game_port)));
+    // The probe from another of the relay's sockets reached the server's own port
+    // (loopback lets everyone in).
+    host.expect(Duration::from_secs(10), |l| {
+        l.contains("reachability: players on the internet can reach you directly")
+    });
+
+    // Listed at the relay's address, as soon as the relay opened the game.
+    let master_addr = SocketAddr::from((Ipv4Addr::LOCALHOST, master_port));
+    let start = Instant::now();
+    loop {
+        let list = fetch_server_list(
+            master_addr,
+            sightline_protocol::PROTOCOL_VERSION,
+            Duration::from_secs(1),
+        )
+        .unwrap_or_default();
+        if list.contains(&public) {
+            assert_eq!(list, [public], "not the server's own address");
+            break;
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(15),
+            "never listed: {list:?}"
+        );
+        std::thread::sleep(LIST_EVERY);
+    }
+
+    let client = Command::new(binaries().join("sightline"))
+        .args(["--headless", "--connect", &public.to_string()])
+        .args([
+            "--password",
+            "hunter2",
+            "--name",
+            "far",
+            "--run-seconds",
+            "4",
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("client starts");
+    let (ok, out) = finished(client, "the relayed client");
+    assert!(ok, "{out}");
+    let summary = out
+        .lines()
+        .find_map(|l| l.strip_prefix("summary: "))
+        .unwrap_or_else(|| panic!("no summary:\n{out}"));
+    assert_eq!(crate::support::field(summary, "sessions"), 1, "{summary}");
+    assert_eq!(crate::support::field(summary, "malformed"), 0, "{summary}");
+    assert!(
+        crate::support::field(summary, "snapshots") > 100,
+        "{summary}"
+    );
+
+    let mut http = TcpStream::connect((Ipv4Addr::LOCALHOST, metrics_port)).expect("metrics");
+    http.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    http.write_all(b"GET /metrics HTTP/1.1\r\nHost: localhost\r\n\r\n")
+        .unwrap();
+    let mut page = String::new();
+    http.read_to_string(&mut page).unwrap();
+    assert!(page.starts_with("HTTP/1.1 200 OK"), "{page}");
+    let series = |name: &str| -> u64 {
+        page.lines()
+            .find_map(|l| l.strip_prefix(&format!("{name} "))?.parse().ok())
+            .unwrap_or_else(|| panic!("no {name}:\n{page}"))
+    };
+    assert_eq!(series("sightline_relay_games_open"), 1);
+    assert_eq!(
+        series("sightline_relay_streams_joined_total"),
+        1,
+        "the token"
+    );
+    assert!(series("sightline_relay_to_hosts_datagrams_total") > 100);
+    assert!(series("sightline_relay_to_players_datagrams_total") > 100);
+    assert_eq!(series("sightline_relay_malformed_total"), 0);
+
+    host.quit();
+    for mut child in [relay, master] {
+        child.kill().ok();
+        child.wait().ok();
+    }
+    std::fs::remove_dir_all(dir).ok();
+}

@@ -109,6 +109,9 @@ pub mod cvar {
         CL_MATCHMAKER: String = "cl_matchmaker", Text { max_len: 256 }, "", SAVED,
             "the matchmaker service the menu's Quick play asks, https://HOST[:PORT] (empty: \
              no Quick play)";
+        CL_RELAY: String = "cl_relay", Text { max_len: 256 }, "", SAVED,
+            "the relay a game hosted from the menu is reached through when its Through a \
+             relay box is ticked, HOST or HOST:PORT (port 27960 if none; empty: none)";
         VERSION: String = "version", Text { max_len: 32 }, env!("CARGO_PKG_VERSION"),
             READ_ONLY, "this build's version";
     }

@@ -15,7 +15,7 @@ use sightline_server::{
 use sightline_sim::TickConfig;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock, mpsc};
 
 /// A game hosted from the menu: the dedicated server's own code on a thread of the game,
 /// on a real port, listed on the LAN (A2S) and, if asked, on master lists.
@@ -40,6 +40,8 @@ pub struct HostSettings {
     /// Where to look for the home router to forward the port (UPnP's SSDP address,
     /// `router::SSDP`); `None`: leave the router alone.
     pub upnp: Option<SocketAddr>,
+    /// A relay's control address, to be reached through it too (`None`: none).
+    pub relay: Option<SocketAddr>,
 }
 
 /// A server running on a thread of this process. Dropping it stops the server.
@@ -52,6 +54,8 @@ pub struct EmbeddedServer {
     pub orders: Option<LocalOrders>,
     /// A hosted game's port asked of the home router, given back when this is dropped.
     pub router: Option<PortMapping>,
+    /// What a hosted game's relay (and its probe of the port) said.
+    pub relay_news: Option<Mutex<mpsc::Receiver<String>>>,
     _thread: ServerThread,
 }
 
@@ -93,14 +97,16 @@ impl EmbeddedServer {
             playback: None,
             orders: Some(orders),
             router: None,
+            relay_news: None,
             _thread: thread,
         })
     }
 
     /// Hosts a game for others: the practice server's code on `host`'s port on every
     /// address of this machine, with its password, answering server queries (so the LAN
-    /// tab of any game's browser finds it), announcing itself to `host.masters`, and
-    /// asking the home router to forward the port (`host.upnp`).
+    /// tab of any game's browser finds it), announcing itself to `host.masters`, asking
+    /// the home router to forward the port (`host.upnp`) and registering with a relay
+    /// (`host.relay`), which the masters are then told of instead.
     pub fn host(host: &HostSettings) -> Result<Self, String> {
         let source = MapSource::load(&find_map(&host.map)).map_err(|e| e.to_string())?;
         let bind = SocketAddr::from(([0, 0, 0, 0], host.port));
@@ -114,7 +120,7 @@ impl EmbeddedServer {
         };
         let mut secure = SecureConfig::random();
         secure.password = (!host.password.is_empty()).then(|| host.password.clone());
-        let (net, bound) = ServerNetPlugin::udp(
+        let mut transport = sightline_net::udp_server(
             bind,
             None,
             config.max_players as usize,
@@ -122,6 +128,16 @@ impl EmbeddedServer {
             AdmissionLimits::default(),
         )
         .map_err(|e| e.to_string())?;
+        let bound = transport
+            .socket
+            .local_addr()
+            .map_err(|e| format!("cannot read the bound address: {e}"))?;
+        let relay_news = host.relay.map(|relay| {
+            let (news, heard) = mpsc::channel();
+            transport.use_relay(relay, host.masters.clone(), Some(news));
+            Mutex::new(heard)
+        });
+        let net = ServerNetPlugin::from_udp(transport);
         let (orders, inbox) = local_orders();
         let listing = QueryPlugin {
             masters: host.masters.clone(),
@@ -155,8 +171,17 @@ impl EmbeddedServer {
             playback: None,
             orders: Some(orders),
             router,
+            relay_news,
             _thread: thread,
         })
+    }
+
+    /// What the relay said since the last call.
+    pub fn relay_news(&self) -> Vec<String> {
+        self.relay_news
+            .as_ref()
+            .and_then(|n| n.lock().ok().map(|n| n.try_iter().collect()))
+            .unwrap_or_default()
     }
 
     /// Plays `demo` on a server of its own ([`playback_app`]), on loopback, for this
@@ -191,6 +216,7 @@ impl EmbeddedServer {
             playback: Some(demo.clone()),
             orders: None,
             router: None,
+            relay_news: None,
             _thread: thread,
         })
     }

@@ -293,10 +293,13 @@ fn order_practice(session: &Session, console: &mut Console, order: LocalOrder) {
 }
 
 /// Prints what the practice server answered to `record` and `stop`, and what the
-/// router said of a hosted game's port.
+/// router and the relay said of a hosted game's port.
 fn print_server_answers(session: Res<Session>, mut console: ResMut<Console>) {
-    if let Some(router) = session.server.as_ref().and_then(|s| s.router.as_ref()) {
-        for line in router.news() {
+    if let Some(server) = &session.server {
+        for line in server.router.iter().flat_map(|r| r.news()) {
+            console.print(line);
+        }
+        for line in server.relay_news() {
             console.print(line);
         }
     }

@@ -234,6 +234,7 @@ fn a_hosted_game_is_found_on_the_lan_and_joined_with_its_password() {
         password: "hunter2".into(),
         masters: Vec::new(),
         upnp: Some(router.ssdp),
+        relay: None,
     };
     let mut app = game_joining(
         &dir.join("host.cfg"),
@@ -308,6 +309,101 @@ fn a_hosted_game_is_found_on_the_lan_and_joined_with_its_password() {
         .0
         .players;
     assert_eq!(players, 3, "the host, the friend and the bot");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A game hosted behind a router that forwards nothing is reached through a relay: the
+/// host is told the relay's address, a friend joins there with the password (the token
+/// exchange's stream and the game's datagrams both through the relay), and a server
+/// query through it sees the friend.
+#[test]
+fn a_game_hosted_behind_a_refusing_router_is_joined_through_the_relay() {
+    let dir = std::env::temp_dir().join(format!("sightline-relayed-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("a temporary directory");
+    let relay = sightline_relay::Relay::start(sightline_relay::RelayConfig::new(
+        "127.0.0.1:0".parse().unwrap(),
+        43000..=43999,
+    ))
+    .expect("a relay");
+    let router = crate::router::standin::Router::start(true);
+    let host = crate::offline::HostSettings {
+        name: "behind a wall".into(),
+        map: "duel".into(),
+        bots: 0,
+        skill: sightline_bots::BotSkill::Easy,
+        max_players: 4,
+        port: free_port(),
+        password: "hunter2".into(),
+        masters: Vec::new(),
+        upnp: Some(router.ssdp),
+        relay: Some(relay.addr()),
+    };
+    let mut app = game_joining(
+        &dir.join("host.cfg"),
+        Target::Host(host),
+        Default::default(),
+    );
+    let limit = Duration::from_secs(40);
+    let prefix = "relay: players on the internet can join at ";
+    play_until(&mut app, limit, "the host told where players join", |w| {
+        playing(w, "duel", 10)
+            && w.resource::<Console>()
+                .lines()
+                .any(|l| l.starts_with(prefix))
+    });
+    let said: Vec<String> = app
+        .world()
+        .resource::<Console>()
+        .lines()
+        .map(str::to_owned)
+        .collect();
+    let public: std::net::SocketAddr = said
+        .iter()
+        .find_map(|l| l.strip_prefix(prefix)?.split(' ').next()?.parse().ok())
+        .expect("the relay's address");
+    assert_eq!(public.ip(), relay.addr().ip());
+    assert_ne!(public.port(), relay.addr().port());
+
+    let mut friend = game_joining(
+        &dir.join("friend.cfg"),
+        Target::Remote(public),
+        sightline_net::ClientSecurity::Secure {
+            password: "hunter2".into(),
+            known_servers: None,
+        },
+    );
+    let start = Instant::now();
+    while !playing(friend.world_mut(), "duel", 5) {
+        app.update();
+        friend.update();
+        assert!(
+            start.elapsed() < limit,
+            "friend: {}; relay: {}",
+            describe_world(friend.world_mut()),
+            relay.counters().status_line()
+        );
+        std::thread::sleep(FRAME);
+    }
+    let counters = relay.counters();
+    assert_eq!(counters.streams_joined.get(), 1, "the token exchange");
+    assert!(counters.to_hosts.datagrams.get() > 0 && counters.to_players.datagrams.get() > 0);
+    // Both players, as a query through the relay sees them (the refusing router said so
+    // in the console, and on loopback the probe finds the port open).
+    let (info, ..) = sightline_query::query_info(public, Duration::from_secs(2))
+        .expect("the hosted game answers through the relay");
+    assert_eq!(info.players, 2);
+    let said: Vec<String> = app
+        .world()
+        .resource::<Console>()
+        .lines()
+        .map(str::to_owned)
+        .collect();
+    assert!(said.iter().any(|l| l.starts_with("router:")), "{said:?}");
+    assert!(
+        said.iter()
+            .any(|l| l.starts_with("reachability: players on the internet can reach you")),
+        "{said:?}"
+    );
     let _ = std::fs::remove_dir_all(&dir);
 }
 

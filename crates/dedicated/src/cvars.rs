@@ -102,6 +102,10 @@ pub mod cvar {
         SV_MASTERS: String = "sv_masters", Text { max_len: 1024 }, "", RESTART,
             "master lists to announce the server to, comma-separated HOST:PORT; empty for \
              none (an unlisted server)";
+        SV_RELAY: String = "sv_relay", Text { max_len: 256 }, "", RESTART,
+            "a relay to be reached through too, HOST or HOST:PORT (port 27960 if none), for \
+             a server behind a router that opens no port; master lists are then told of \
+             the relay's address; empty for none";
         RCON_PORT: i64 = "rcon_port", Int { min: 0, max: 65535 }, 0, RESTART,
             "TCP port for Source RCON; 0 shares the game's port number with the token \
              service";

@@ -150,6 +150,7 @@ const CVAR_FLAGS: &[(&str, &str)] = &[
     ("motd", cvar::SV_MOTD.name()),
     ("master", cvar::SV_MASTERS.name()),
     ("master-interval", cvar::SV_MASTER_INTERVAL.name()),
+    ("relay", cvar::SV_RELAY.name()),
     ("ban-file", cvar::SV_BANFILE.name()),
 ];
 
@@ -428,14 +429,43 @@ fn main() -> ExitCode {
         .public_address
         .or_else(|| agones.as_ref().and_then(|a| a.public_address()));
     let bind = SocketAddr::new(args.bind, args.port);
-    let net = ServerNetPlugin::udp(
+    let reached = resolve_masters(&cvars, bind.is_ipv4()).and_then(|masters| {
+        let relay = match cvars.read(cvar::SV_RELAY).trim() {
+            "" => None,
+            relay => Some(resolve(
+                relay,
+                sightline_net::DEFAULT_RELAY_PORT,
+                bind.is_ipv4(),
+                "relay",
+            )?),
+        };
+        Ok((masters, relay))
+    });
+    let (masters, relay) = match reached {
+        Ok(reached) => reached,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let net = sightline_net::udp_server(
         bind,
         public_address,
         // Spectators connect beside the players, within their own limit.
         usize::from(config.max_players) + usize::from(config.max_spectators),
         security,
         limits,
-    );
+    )
+    .map_err(|e| e.to_string())
+    .and_then(|mut transport| {
+        if let Some(relay) = relay {
+            info!("reached through the relay at {relay} too");
+            transport.use_relay(relay, masters.clone(), None);
+        }
+        let local = (transport.socket.local_addr())
+            .map_err(|e| format!("cannot read the bound address: {e}"))?;
+        Ok((ServerNetPlugin::from_udp(transport), local))
+    });
     let (net, local) = match net {
         Ok(n) => n,
         Err(e) => {
@@ -473,7 +503,7 @@ fn main() -> ExitCode {
     if let Some(s) = args.run_seconds {
         app.insert_resource(RunFor(Duration::from_secs_f64(s)));
     }
-    if let Err(e) = add_hosting(&mut app, &args, cvars, &config_path, local) {
+    if let Err(e) = add_hosting(&mut app, &args, cvars, &config_path, local, masters) {
         eprintln!("error: {e}");
         return ExitCode::FAILURE;
     }
@@ -588,18 +618,41 @@ fn verify(path: &Path) -> ExitCode {
     }
 }
 
+/// The master lists of `sv_masters`, resolved to addresses of the server's family.
+fn resolve_masters(cvars: &Cvars, ipv4: bool) -> Result<Vec<SocketAddr>, String> {
+    sightline_dedicated::map_list(&cvars.read(cvar::SV_MASTERS))
+        .iter()
+        .map(|master| resolve(master, sightline_query::DEFAULT_MASTER_PORT, ipv4, "master"))
+        .collect()
+}
+
+/// `name` (HOST or HOST:PORT, `default_port` if none) resolved to an address of the
+/// server's family; `what` names it in the error.
+fn resolve(name: &str, default_port: u16, ipv4: bool, what: &str) -> Result<SocketAddr, String> {
+    let target = match name.parse::<std::net::IpAddr>() {
+        Ok(ip) => SocketAddr::new(ip, default_port).to_string(),
+        Err(_) if name.contains(':') => name.to_string(),
+        Err(_) => format!("{name}:{default_port}"),
+    };
+    target
+        .to_socket_addrs()
+        .map_err(|e| format!("{what} {name}: {e}"))?
+        .find(|a| a.is_ipv4() == ipv4)
+        .ok_or_else(|| format!("{what} {name}: no address of this server's IP family"))
+}
+
 /// The host's side of the server: its console (on the terminal, over Source RCON and
 /// from players with the rcon password) with the ban list, and its answers to server
-/// queries and master lists. An error stops the server: a ban file that cannot be read
+/// queries and `masters`. An error stops the server: a ban file that cannot be read
 /// at all (never silently unbanning everyone; its lines that do not read are only
-/// skipped, see [`BanList::load`]), an RCON port that cannot be had, a master that
-/// cannot be resolved.
+/// skipped, see [`BanList::load`]), an RCON port that cannot be had.
 fn add_hosting(
     app: &mut App,
     args: &Args,
     cvars: Cvars,
     config_path: &Path,
     local: SocketAddr,
+    masters: Vec<SocketAddr>,
 ) -> Result<(), String> {
     let ban_file = match cvars.read(cvar::SV_BANFILE) {
         path if !path.is_empty() => PathBuf::from(path),
@@ -620,15 +673,6 @@ fn add_hosting(
                 .map_err(|e| format!("cannot listen for RCON on TCP {at}: {e}"))?,
         )
     };
-    let mut masters = Vec::new();
-    for master in sightline_dedicated::map_list(&cvars.read(cvar::SV_MASTERS)) {
-        let resolved = master
-            .to_socket_addrs()
-            .map_err(|e| format!("master {master}: {e}"))?
-            .find(|a| a.is_ipv4() == local.is_ipv4())
-            .ok_or_else(|| format!("master {master}: no address of this server's IP family"))?;
-        masters.push(resolved);
-    }
     let interval = Duration::from_secs_f64(cvars.read(cvar::SV_MASTER_INTERVAL));
     if !masters.is_empty() {
         info!(

@@ -46,6 +46,8 @@ pub use sightline_tokens::{
     CONNECTION_TIMEOUT_SECONDS, NETCODE_PROTOCOL_ID, TOKEN_EXPIRE_SECONDS, issue_token,
     load_key_file, parse_key, random_secret,
 };
+// The relay's usual port, for the settings that name a relay.
+pub use sightline_relay::DEFAULT_RELAY_PORT;
 pub use udp::{
     ACK_SILENCE, ClientSecurity, ConditionedSocket, KEEPER_AFTER, MAX_HELD_PACKETS,
     MAX_RELIABLE_BACKLOG, RESEND_BYTES_PER_SECOND, SILENCE_BEFORE_STANDBY, UdpClientTransport,
@@ -182,6 +184,12 @@ impl ServerNetPlugin {
             Self(ServerTransport::Udp(TakeOnce::new(Box::new(transport)))),
             local,
         ))
+    }
+
+    /// Uses a UDP transport made elsewhere ([`udp_server`], then perhaps
+    /// [`UdpServerTransport::use_relay`]).
+    pub fn from_udp(transport: UdpServerTransport) -> Self {
+        Self(ServerTransport::Udp(TakeOnce::new(Box::new(transport))))
     }
 
     /// Serves clients of an in-process network.

@@ -13,6 +13,7 @@
 //!   covers a long frame, and its systems.
 //! - `arrivals`: the share of a client's datagrams lost on the way in, by netcode's numbers.
 //! - `header`: the netcode header, checked before renetcode reads it.
+//! - `relayed`: a server's duties toward a relay that forwards players who cannot reach it.
 
 // Each end uses only the socket, never the other end.
 mod socket;
@@ -21,6 +22,7 @@ mod arrivals;
 mod header;
 
 mod client;
+mod relayed;
 mod server;
 
 pub use client::{

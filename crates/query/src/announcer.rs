@@ -78,6 +78,14 @@ impl Announcer {
         out
     }
 
+    /// Makes every heartbeat due now: the address masters should list changed (a relay
+    /// opened the game on a port of its own).
+    pub fn announce_now(&mut self) {
+        for m in &mut self.masters {
+            m.next = None;
+        }
+    }
+
     /// The info response to a master's `getinfo`, echoing its challenge with
     /// `protocol_version` (the game protocol). Anything else, from anyone else, without
     /// the current heartbeat's nonce, or past the answers one heartbeat allows, gets
@@ -132,6 +140,9 @@ mod tests {
         ));
         assert!(a.due(t0 + Duration::from_secs(299)).is_empty());
         assert_eq!(a.due(t0 + Duration::from_secs(300)).len(), 1);
+        a.announce_now();
+        assert_eq!(a.due(t0 + Duration::from_secs(301)).len(), 1, "at once");
+        assert!(a.due(t0 + Duration::from_secs(302)).is_empty());
     }
 
     /// The nonce a heartbeat carries.

@@ -818,13 +818,10 @@ fn splice(a: TcpStream, b: TcpStream) {
 fn copy_until(mut from: TcpStream, mut to: TcpStream, deadline: Instant) {
     let mut buffer = [0u8; 4096];
     let mut carried = 0u64;
-    loop {
-        let Some(left) = deadline
-            .checked_duration_since(Instant::now())
-            .filter(|d| !d.is_zero())
-        else {
-            break;
-        };
+    while let Some(left) = deadline
+        .checked_duration_since(Instant::now())
+        .filter(|d| !d.is_zero())
+    {
         if from.set_read_timeout(Some(left)).is_err() || to.set_write_timeout(Some(left)).is_err() {
             break;
         }

@@ -34,6 +34,8 @@ pub struct QueryPlugin {
 pub struct Queries {
     responder: Responder,
     announcer: Option<Announcer>,
+    /// The transport's relay generation last announced.
+    relay_generation: u64,
 }
 
 impl Plugin for QueryPlugin {
@@ -42,6 +44,7 @@ impl Plugin for QueryPlugin {
             responder: Responder::new(),
             announcer: (!self.masters.is_empty())
                 .then(|| Announcer::new(self.masters.clone(), self.interval)),
+            relay_generation: 0,
         })
         .add_systems(Update, (answer_queries, announce).chain());
     }
@@ -179,9 +182,20 @@ fn answer_queries(
     datagrams.inbox = inbox;
 }
 
-/// Sends the heartbeats that are due.
-fn announce(mut datagrams: ResMut<Connectionless>, mut queries: ResMut<Queries>) {
+/// Sends the heartbeats that are due, and at once when a relay gave the server a new
+/// address (the transport sends them to the masters through the relay).
+fn announce(
+    mut datagrams: ResMut<Connectionless>,
+    mut queries: ResMut<Queries>,
+    transport: Option<Res<UdpServerTransport>>,
+) {
+    let generation = transport.map_or(0, |t| t.relay_generation());
+    let queries = &mut *queries;
     if let Some(announcer) = &mut queries.announcer {
+        if generation != queries.relay_generation {
+            queries.relay_generation = generation;
+            announcer.announce_now();
+        }
         for (to, bytes) in announcer.due(Instant::now()) {
             datagrams.send(to, bytes);
         }

@@ -31,6 +31,8 @@ pub(crate) fn binaries() -> PathBuf {
             "sightline-master",
             "-p",
             "sightline-matchmaker",
+            "-p",
+            "sightline-relay",
             "--bins",
         ])
         .status()

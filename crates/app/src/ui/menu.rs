@@ -34,6 +34,7 @@ struct MenuForm {
     host_max_players: u8,
     host_listed: bool,
     host_upnp: bool,
+    host_relay: bool,
     error: Option<String>,
 }
 
@@ -67,6 +68,7 @@ impl FromWorld for MenuForm {
             host_max_players: 8,
             host_listed: false,
             host_upnp: true,
+            host_relay: false,
             error: None,
         }
     }
@@ -76,8 +78,14 @@ impl FromWorld for MenuForm {
 /// server's).
 const DEFAULT_HOST_PORT: u16 = 27015;
 
-/// The settings of a game to host from the form, or what is wrong with them.
-fn host_settings(form: &MenuForm, player: &str, masters: &str) -> Result<HostSettings, String> {
+/// The settings of a game to host from the form, or what is wrong with them: `masters`
+/// and `relay` are the cvars `cl_masters` and `cl_relay`.
+fn host_settings(
+    form: &MenuForm,
+    player: &str,
+    masters: &str,
+    relay: &str,
+) -> Result<HostSettings, String> {
     let port: u16 = form
         .host_port
         .trim()
@@ -102,6 +110,14 @@ fn host_settings(form: &MenuForm, player: &str, masters: &str) -> Result<HostSet
                 .collect::<Result<_, _>>()?
         }
     };
+    let relay = match (form.host_relay, relay.trim()) {
+        (false, _) => None,
+        (true, "") => return Err("to host through a relay, set cl_relay first".into()),
+        (true, relay) => Some(
+            crate::ui::browser::resolve_host(relay, sightline_net::DEFAULT_RELAY_PORT)
+                .map_err(|e| format!("{relay}: {e}"))?,
+        ),
+    };
     Ok(HostSettings {
         name,
         map: form.map.clone(),
@@ -112,6 +128,7 @@ fn host_settings(form: &MenuForm, player: &str, masters: &str) -> Result<HostSet
         password: form.host_password.clone(),
         masters,
         upnp: form.host_upnp.then_some(crate::router::SSDP),
+        relay,
     })
 }
 
@@ -422,9 +439,18 @@ fn draw_menu(
                     "what the router answers is printed in the console; without it, \
                          forward the port on the router by hand",
                 );
+                ui.checkbox(&mut form.host_relay, "Also through a relay (cl_relay)")
+                    .on_hover_text(
+                        "for a router that opens no port: players elsewhere join the \
+                         relay's address (printed in the console), which forwards the game \
+                         sealed, unread; the console also says whether they could reach \
+                         you directly",
+                    );
                 if ui.button("Host game").clicked() {
                     let player = cvars.read(cvar::NAME);
-                    match host_settings(&form, &player, &cvars.read(cvar::CL_MASTERS)) {
+                    let (masters, relay) =
+                        (cvars.read(cvar::CL_MASTERS), cvars.read(cvar::CL_RELAY));
+                    match host_settings(&form, &player, &masters, &relay) {
                         Ok(host) => {
                             form.error = None;
                             requests.write(SessionRequest::Join(Target::Host(host)));

@@ -160,7 +160,13 @@ pub struct TokenService {
     pub(super) guesses: Guesses,
     /// When it was last polled, to tell the server's own stalls from slow requests.
     pub(super) polled_at: Option<Instant>,
+    /// Streams a relay joined, waiting to be taken in.
+    pub(super) adopted: VecDeque<(TcpStream, SocketAddr)>,
 }
+
+/// Streams from a relay waiting to be taken in at once (a frame takes
+/// `ACCEPTS_PER_FRAME`).
+pub const MAX_ADOPTED: usize = 64;
 
 /// What a request in its last stage changes: the per-host rate limiter, the server's
 /// allowance of wrong passwords, and the statistics.
@@ -188,6 +194,7 @@ impl TokenService {
             limiter: Shares::per_host(Rate::new(TOKEN_BURST, TOKENS_PER_SECOND)),
             guesses: Guesses::new(),
             polled_at: None,
+            adopted: VecDeque::new(),
         })
     }
 
@@ -277,66 +284,92 @@ impl TokenService {
         self.accept(limits, now, stats);
     }
 
-    /// Accepts new connections into the pool, fairly ([`admit`]).
+    /// Accepts new connections into the pool, fairly ([`admit`]): those a relay joined
+    /// to this server first, then the listener's.
     fn accept(&mut self, limits: AdmissionLimits, now: Instant, stats: &mut NetStats) {
         for _ in 0..ACCEPTS_PER_FRAME {
-            let (stream, peer) = match self.listener.accept() {
-                Ok(accepted) => accepted,
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
-                Err(_) => break,
+            let (stream, peer) = match self.adopted.pop_front() {
+                Some(adopted) => adopted,
+                None => match self.listener.accept() {
+                    Ok(accepted) => accepted,
+                    Err(_) => break, // WouldBlock: none waiting
+                },
             };
-            let place = Claim {
-                host: HostKey::of(peer.ip()),
-                network: NetworkKey::of(peer.ip()),
-                since: now,
-                settled: false,
-            };
-            // Foreign streams count until handed over: the pool lists them after the
-            // requests.
-            let pool: Vec<Claim> = self
-                .pending
-                .iter()
-                .map(|p| p.place)
-                .chain(self.foreign.iter().map(|w| w.place))
-                .collect();
-            let admitted = admit(&pool, place.host, place.network, pool_limits(limits), now);
-            if admitted == Admit::No || stream.set_nonblocking(true).is_err() {
-                stats.token_requests_dropped += 1;
-                continue; // dropping the stream closes it
-            }
-            if let Admit::Instead(i) = admitted {
-                stats.token_requests_dropped += 1;
-                if i < self.pending.len() {
-                    self.pending.swap_remove(i);
-                } else {
-                    self.foreign.remove(i - self.pending.len());
-                }
-            }
-            let mut p = Pending {
-                stream,
-                peer,
-                place,
-                inbox: Vec::new(),
-                outbox: None,
-                stage: Stage::Hello,
-                closed: false,
-            };
-            // What came with the connection is read now: another protocol's stream
-            // leaves the pool for its taker at once, and a whole hello settles its
-            // request, so neither waits among the stalled for a later poll (where a
-            // burst of newcomers made this same poll could keep an honest one out).
-            if p.fill(CLIENT_HELLO_BYTES).is_err() {
-                stats.token_requests_dropped += 1;
-                continue;
-            }
-            let magic = TOKEN_EXCHANGE_MAGIC.len();
-            if p.inbox.len() >= magic && p.inbox[..magic] != TOKEN_EXCHANGE_MAGIC {
-                self.wait_foreign(p, stats);
-                continue;
-            }
-            p.place.settled = p.inbox.len() >= CLIENT_HELLO_BYTES;
-            self.pending.push(p);
+            self.take_in(stream, peer, limits, now, stats);
         }
+    }
+
+    /// Takes a stream from `peer` into the pool, if [`admit`] lets it in.
+    fn take_in(
+        &mut self,
+        stream: TcpStream,
+        peer: SocketAddr,
+        limits: AdmissionLimits,
+        now: Instant,
+        stats: &mut NetStats,
+    ) {
+        let place = Claim {
+            host: HostKey::of(peer.ip()),
+            network: NetworkKey::of(peer.ip()),
+            since: now,
+            settled: false,
+        };
+        // Foreign streams count until handed over: the pool lists them after the
+        // requests.
+        let pool: Vec<Claim> = self
+            .pending
+            .iter()
+            .map(|p| p.place)
+            .chain(self.foreign.iter().map(|w| w.place))
+            .collect();
+        let admitted = admit(&pool, place.host, place.network, pool_limits(limits), now);
+        if admitted == Admit::No || stream.set_nonblocking(true).is_err() {
+            stats.token_requests_dropped += 1;
+            return; // dropping the stream closes it
+        }
+        if let Admit::Instead(i) = admitted {
+            stats.token_requests_dropped += 1;
+            if i < self.pending.len() {
+                self.pending.swap_remove(i);
+            } else {
+                self.foreign.remove(i - self.pending.len());
+            }
+        }
+        let mut p = Pending {
+            stream,
+            peer,
+            place,
+            inbox: Vec::new(),
+            outbox: None,
+            stage: Stage::Hello,
+            closed: false,
+        };
+        // What came with the connection is read now: another protocol's stream
+        // leaves the pool for its taker at once, and a whole hello settles its
+        // request, so neither waits among the stalled for a later poll (where a
+        // burst of newcomers made this same poll could keep an honest one out).
+        if p.fill(CLIENT_HELLO_BYTES).is_err() {
+            stats.token_requests_dropped += 1;
+            return;
+        }
+        let magic = TOKEN_EXCHANGE_MAGIC.len();
+        if p.inbox.len() >= magic && p.inbox[..magic] != TOKEN_EXCHANGE_MAGIC {
+            self.wait_foreign(p, stats);
+            return;
+        }
+        p.place.settled = p.inbox.len() >= CLIENT_HELLO_BYTES;
+        self.pending.push(p);
+    }
+
+    /// Takes a stream a relay joined to this server, from `peer` (the player's address,
+    /// as the relay says): served as if `peer` had connected to the listener, so the
+    /// token it gets works from `peer` only. Past [`MAX_ADOPTED`] waiting, dropped.
+    pub(crate) fn adopt(&mut self, stream: TcpStream, peer: SocketAddr, stats: &mut NetStats) {
+        if self.adopted.len() >= MAX_ADOPTED {
+            stats.token_requests_dropped += 1;
+            return;
+        }
+        self.adopted.push_back((stream, peer));
     }
 
     /// Queues a stream of another protocol to be taken, past [`MAX_FOREIGN_WAITING`]

@@ -3,6 +3,7 @@
 
 use super::arrivals::{Arrivals, payload_sequence};
 use super::header::netcode_readable;
+use super::relayed::RelayDuties;
 use super::socket::{ConditionedSocket, PacketRate, UdpSetupError, unix_now};
 use crate::auth::{self, AdmissionLimits, SecureConfig, Security, TokenService};
 use crate::bundle;
@@ -61,6 +62,8 @@ pub struct UdpServerTransport {
     handshake_limiter: Shares,
     /// Each connected client's packet checks, pacing and budgets.
     peers: HashMap<u64, Peer>,
+    /// What it does for a relay, when players reach it through one.
+    relay: Option<RelayDuties>,
 }
 
 /// What the server's transport keeps for one connected client.
@@ -182,6 +185,7 @@ pub fn udp_server(
             auth::HANDSHAKES_PER_SECOND,
         )),
         peers: HashMap::new(),
+        relay: None,
     })
 }
 
@@ -357,6 +361,39 @@ impl UdpServerTransport {
         }
     }
 
+    /// Serves players through the relay whose control port is `relay` too, registering
+    /// from the game's own port (so the relay reaches it through any router that lets
+    /// its replies in). `announce` (master lists) are then told of the relay's address,
+    /// not this one; `news` hears what the relay and its probe say, as lines for a
+    /// player (they are logged too).
+    pub fn use_relay(
+        &mut self,
+        relay: SocketAddr,
+        announce: Vec<SocketAddr>,
+        news: Option<std::sync::mpsc::Sender<String>>,
+    ) {
+        let link = sightline_relay::HostLink::new(relay, announce, Instant::now());
+        self.socket.set_relay(link);
+        self.relay = Some(RelayDuties::new(news));
+    }
+
+    /// The address players dial through the relay, once the relay opened the game.
+    pub fn relayed_addr(&self) -> Option<SocketAddr> {
+        self.socket.relay()?.public_addr()
+    }
+
+    /// Counts the games the relay opened: when it changes, so did [`Self::relayed_addr`]
+    /// (masters should hear of it again).
+    pub fn relay_generation(&self) -> u64 {
+        self.socket.relay().map_or(0, |r| r.generation())
+    }
+
+    /// Whether the relay's probe reached this server's own port from a stranger's
+    /// address (`None`: no relay, or no verdict yet).
+    pub fn reachable(&self) -> Option<bool> {
+        self.socket.relay()?.reachable()
+    }
+
     /// Changes the most connections one address may hold.
     pub fn set_max_per_address(&mut self, max: usize) {
         self.limits.max_per_address = max;
@@ -431,6 +468,14 @@ pub(crate) fn server_receive(
     let transport = &mut *transport;
     transport.netcode.update(time.delta());
     connectionless.begin_frame();
+    if let Some(duties) = &mut transport.relay {
+        for (stream, peer) in duties.tend(&mut transport.socket) {
+            match &mut transport.tokens {
+                Some(tokens) => tokens.adopt(stream, peer, &mut stats),
+                None => stats.token_requests_dropped += 1,
+            }
+        }
+    }
     if let (Some(tokens), Some(config)) = (&mut transport.tokens, &transport.secure) {
         tokens.poll(
             &transport.netcode,
@@ -644,6 +689,7 @@ pub(crate) fn server_disconnect_on_exit(
     // Goodbyes go out now, whatever the conditioner would say.
     socket.set_conditions(ConditionerSettings::default());
     socket.flush();
+    RelayDuties::close(socket);
 }
 
 /// Applies [`LinkConditions`] to the server's socket when they change.

@@ -4,6 +4,7 @@
 use crate::{ConditionerSettings, LinkConditioner, UDP_IP_HEADER};
 use bevy::prelude::*;
 use renetcode::NETCODE_MAX_PACKET_BYTES;
+use sightline_relay::{HostLink, Route, Sorted};
 use std::fmt;
 use std::io;
 use std::net::{SocketAddr, UdpSocket};
@@ -119,7 +120,9 @@ pub struct ConditionedSocket {
     outgoing: LinkConditioner<Datagram>,
     incoming: LinkConditioner<Datagram>,
     start: Instant,
-    buffer: Box<[u8; NETCODE_MAX_PACKET_BYTES]>,
+    buffer: Box<[u8; sightline_relay::MAX_DATAGRAM]>,
+    /// A server's link to a relay: its players there are answered through it.
+    relay: Option<Box<HostLink>>,
     /// Datagrams that failed to send.
     pub send_errors: u64,
     /// Datagrams sent.
@@ -137,7 +140,8 @@ impl ConditionedSocket {
             outgoing: LinkConditioner::new(ConditionerSettings::default(), seed),
             incoming: LinkConditioner::new(ConditionerSettings::default(), seed ^ 0xa5a5),
             start: Instant::now(),
-            buffer: Box::new([0; NETCODE_MAX_PACKET_BYTES]),
+            buffer: Box::new([0; sightline_relay::MAX_DATAGRAM]),
+            relay: None,
             send_errors: 0,
             sent: WireCount::default(),
             received: WireCount::default(),
@@ -185,9 +189,41 @@ impl ConditionedSocket {
         self.flush();
     }
 
-    /// Sends whatever the conditioner has released.
+    /// Serves players through `link`'s relay too, from this socket.
+    pub(super) fn set_relay(&mut self, link: HostLink) {
+        self.relay = Some(Box::new(link));
+    }
+
+    /// The link to a relay, if there is one.
+    pub(super) fn relay(&self) -> Option<&HostLink> {
+        self.relay.as_deref()
+    }
+
+    /// The link to a relay, if there is one, to drive.
+    pub(super) fn relay_mut(&mut self) -> Option<&mut HostLink> {
+        self.relay.as_deref_mut()
+    }
+
+    /// Sends `bytes` to `addr` now, past the conditioner (the relay's own messages).
+    pub(super) fn send_now(&mut self, bytes: &[u8], addr: SocketAddr) {
+        match self.socket.send_to(bytes, addr) {
+            Ok(_) => self.sent.count(bytes.len()),
+            Err(_) => self.send_errors += 1,
+        }
+    }
+
+    /// Sends whatever the conditioner has released: to a player who came through the
+    /// relay, through the relay.
     pub fn flush(&mut self) {
+        let now = Instant::now();
         for (addr, bytes) in self.outgoing.ready(self.now()) {
+            let (addr, bytes) = match self.relay.as_deref().map(|r| r.route(addr, &bytes, now)) {
+                None | Some(Route::Direct) => (addr, bytes),
+                Some(Route::Relay(wrapped)) => {
+                    (self.relay.as_deref().map_or(addr, HostLink::relay), wrapped)
+                }
+                Some(Route::Hold) => continue,
+            };
             match self.socket.send_to(&bytes, addr) {
                 Ok(_) => self.sent.count(bytes.len()),
                 Err(e) => {
@@ -207,7 +243,19 @@ impl ConditionedSocket {
             match self.socket.recv_from(&mut self.buffer[..]) {
                 Ok((len, addr)) => {
                     self.received.count(len);
-                    self.incoming.send(now, (addr, self.buffer[..len].to_vec()));
+                    let bytes = &self.buffer[..len];
+                    let (addr, bytes) = match self.relay.as_deref_mut() {
+                        None => (addr, bytes),
+                        Some(relay) => match relay.sort(addr, bytes, Instant::now()) {
+                            Sorted::Direct => (addr, bytes),
+                            Sorted::Game { from, payload } => (from, payload),
+                            Sorted::Taken => continue,
+                        },
+                    };
+                    if bytes.len() > NETCODE_MAX_PACKET_BYTES {
+                        continue; // longer than any game datagram
+                    }
+                    self.incoming.send(now, (addr, bytes.to_vec()));
                 }
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => break,

@@ -36,13 +36,18 @@ pub fn parse_masters(text: &str) -> Vec<String> {
 /// A master's address: `HOST:PORT`, or `HOST` (or a bare IP) on the default master port.
 /// Runs on the refresh thread: a host name may wait on DNS.
 pub fn resolve_master(name: &str) -> Result<SocketAddr, String> {
+    resolve_host(name, DEFAULT_MASTER_PORT)
+}
+
+/// Resolves `name` (`HOST` or `HOST:PORT`, `default_port` if none) to one address.
+pub fn resolve_host(name: &str, default_port: u16) -> Result<SocketAddr, String> {
     if let Ok(ip) = name.parse::<IpAddr>() {
-        return Ok(SocketAddr::new(ip, DEFAULT_MASTER_PORT));
+        return Ok(SocketAddr::new(ip, default_port));
     }
     let target = if name.contains(':') {
         name.to_owned()
     } else {
-        format!("{name}:{DEFAULT_MASTER_PORT}")
+        format!("{name}:{default_port}")
     };
     target
         .to_socket_addrs()
