@@ -7,7 +7,7 @@
 //! reads, A2S and master-list replies the browser reads), and the server's ban file;
 //! and the hosting surfaces' state machines over sequences of hostile input: the token
 //! service's side of the token exchange, the master server's packet handler, and RCON's
-//! sessions.
+//! sessions; and a host's end of the relay over what reaches its port.
 //!
 //! Each body takes arbitrary bytes, runs one decoder on them and asserts what must hold
 //! for any input, not only that nothing panics: a decoded message passes validation and
@@ -25,6 +25,7 @@ pub mod master;
 pub mod mutate;
 pub mod query;
 pub mod rcon;
+pub mod relay;
 pub mod seeds;
 pub mod server;
 mod targets;

@@ -1189,3 +1189,70 @@ pub fn rcon_session() -> Vec<Vec<u8>> {
         ]),
     ]
 }
+
+/// Seeds for [`crate::relay::relay_link`] (sources by their index in
+/// [`crate::relay::RELAY_SOURCES`]): a registration through its cookie to an open game, a
+/// player's datagram delivered, a stream opened, keepalives answered, the probe arriving
+/// from the relay's other port; the relay forgetting the game and opening it again; a
+/// relay that refuses; and messages from the wrong source or of the wrong direction.
+pub fn relay_link() -> Vec<Vec<u8>> {
+    use sightline_relay::{HostMessage, Refusal, RelayMessage, Session, probe_datagram};
+    let session = Session {
+        id: 7,
+        secret: [9; 16],
+    };
+    let player: std::net::SocketAddr = "198.51.100.20:50000".parse().expect("an address");
+    let cookie = RelayMessage::Cookie { cookie: [3; 16] }.encode();
+    let allocated = |id, port| {
+        RelayMessage::Allocated {
+            session: Session { id, ..session },
+            port,
+            observed: "198.51.100.4:40123".parse().expect("an address"),
+        }
+        .encode()
+    };
+    let deliver = RelayMessage::Deliver {
+        id: 7,
+        from: player,
+        payload: b"netcode",
+    }
+    .encode();
+    let open = RelayMessage::Open {
+        id: 7,
+        stream: 1,
+        from: player,
+    }
+    .encode();
+    let alive = RelayMessage::Alive { id: 7 }.encode();
+    let forgot = RelayMessage::Refused {
+        reason: Refusal::UnknownSession,
+    }
+    .encode();
+    let full = RelayMessage::Refused {
+        reason: Refusal::Full,
+    }
+    .encode();
+    let register = HostMessage::Register { cookie: [3; 16] }.encode();
+    let later = |seconds: u8| seconds << 4;
+    vec![
+        datagrams(&[
+            (0, cookie.clone()),
+            (0, allocated(7, 28000)),
+            (0, deliver.clone()),
+            (0, open),
+            (later(5), alive.clone()),
+            (1, probe_datagram(1).to_vec()),
+            (2, b"direct datagram".to_vec()),
+        ]),
+        datagrams(&[
+            (0, cookie.clone()),
+            (0, allocated(7, 28000)),
+            (0, forgot),
+            (0, allocated(8, 28001)),
+            (later(15), alive),
+            (later(15), deliver.clone()),
+        ]),
+        datagrams(&[(0, full), (later(15), cookie), (0, register)]),
+        datagrams(&[(2, deliver.clone()), (3, allocated(7, 28000)), (0, deliver)]),
+    ]
+}

@@ -1,7 +1,7 @@
 //! The table of fuzz targets: each body with its seeds and the dictionary that helps
 //! libFuzzer past the decoder's first checks.
 
-use crate::{console, map, master, query, rcon, seeds, server, token, transport, wire};
+use crate::{console, map, master, query, rcon, relay, seeds, server, token, transport, wire};
 
 /// One fuzz target.
 pub struct Target {
@@ -40,6 +40,26 @@ const WIRE_DICTIONARY: &[&[u8]] = &[
     &[64],
     &[0xc3, 0xa9],
     &[0x07],
+];
+
+/// Bytes that matter to the relay protocol: its magic, each kind, the address families,
+/// the probe's prefix.
+const RELAY_DICTIONARY: &[&[u8]] = &[
+    b"SLR\x01",
+    &[1],
+    &[2],
+    &[3],
+    &[4],
+    &[5],
+    &[129],
+    &[130],
+    &[131],
+    &[132],
+    &[133],
+    &[134],
+    &[4, 127, 0, 0, 1],
+    &[6],
+    b"\xFF\xFF\xFF\xFFslrp",
 ];
 
 /// Bytes that matter to a demo: its magic and versions, record lengths at and past the
@@ -486,6 +506,14 @@ pub const TARGETS: &[Target] = &[
         body: master::master_packets,
         seeds: seeds::master_packets,
         dictionary: QUERY_DICTIONARY,
+        text: false,
+        cost: 1,
+    },
+    Target {
+        name: "relay_link",
+        body: relay::relay_link,
+        seeds: seeds::relay_link,
+        dictionary: RELAY_DICTIONARY,
         text: false,
         cost: 1,
     },

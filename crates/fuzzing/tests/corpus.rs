@@ -85,6 +85,7 @@ targets!(
     metrics_request,
     token_exchange,
     master_packets,
+    relay_link,
     rcon_session,
 );
 
