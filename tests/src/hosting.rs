@@ -267,6 +267,28 @@ fn two_free_ports() -> u16 {
 /// burst of ten (`MasterConfig::default`), and a browser refreshes far less often.
 const LIST_EVERY: Duration = Duration::from_millis(1100);
 
+/// The master's list once it holds `server`, asked for every [`LIST_EVERY`] for up to
+/// 15 s.
+fn wait_until_listed(master: SocketAddr, server: SocketAddr) -> Vec<SocketAddr> {
+    let start = Instant::now();
+    loop {
+        let list = fetch_server_list(
+            master,
+            sightline_protocol::PROTOCOL_VERSION,
+            Duration::from_secs(1),
+        )
+        .unwrap_or_default();
+        if list.contains(&server) {
+            return list;
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(15),
+            "{server} never listed: {list:?}"
+        );
+        std::thread::sleep(LIST_EVERY);
+    }
+}
+
 #[test]
 fn lan_discovery_and_the_master_list_find_servers() {
     let dir = temp_dir("lan");
@@ -312,24 +334,8 @@ fn lan_discovery_and_the_master_list_find_servers() {
     // The master lists the announcing server once it answered the challenge... (asked
     // no faster than it gives one host lists, as a browser refreshing would)
     let listed = SocketAddr::from((Ipv4Addr::LOCALHOST, b.port));
-    let start = Instant::now();
-    loop {
-        let list = fetch_server_list(
-            master_addr,
-            sightline_protocol::PROTOCOL_VERSION,
-            Duration::from_secs(1),
-        )
-        .unwrap_or_default();
-        if list.contains(&listed) {
-            assert!(!list.contains(&SocketAddr::from((Ipv4Addr::LOCALHOST, a.port))));
-            break;
-        }
-        assert!(
-            start.elapsed() < Duration::from_secs(15),
-            "never listed: {list:?}"
-        );
-        std::thread::sleep(LIST_EVERY);
-    }
+    let list = wait_until_listed(master_addr, listed);
+    assert!(!list.contains(&SocketAddr::from((Ipv4Addr::LOCALHOST, a.port))));
     // ...and forgets it once it stops announcing.
     b.quit();
     let stopped = Instant::now();
@@ -548,24 +554,12 @@ fn a_server_reached_through_the_relay_is_listed_and_played_at_the_relay_s_addres
 
     // Listed at the relay's address, as soon as the relay opened the game.
     let master_addr = SocketAddr::from((Ipv4Addr::LOCALHOST, master_port));
-    let start = Instant::now();
-    loop {
-        let list = fetch_server_list(
-            master_addr,
-            sightline_protocol::PROTOCOL_VERSION,
-            Duration::from_secs(1),
-        )
-        .unwrap_or_default();
-        if list.contains(&public) {
-            assert_eq!(list, [public], "not the server's own address");
-            break;
-        }
-        assert!(
-            start.elapsed() < Duration::from_secs(15),
-            "never listed: {list:?}"
-        );
-        std::thread::sleep(LIST_EVERY);
-    }
+    let list = wait_until_listed(master_addr, public);
+    assert_eq!(list, [public], "not the server's own address");
+
+    // A browser that found it there joins the port its answer names: the relay's.
+    let (info, _) = query_info(public, Duration::from_secs(2)).expect("an A2S answer");
+    assert_eq!(info.port, public.port(), "{info:?}");
 
     let client = Command::new(binaries().join("sightline"))
         .args(["--headless", "--connect", &public.to_string()])

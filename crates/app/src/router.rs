@@ -77,7 +77,7 @@ fn keep_mapped(port: u16, ssdp: SocketAddr, stop: &AtomicBool, news: &mpsc::Send
         Err(e) => {
             news.send(format!(
                 "router: {e}; players outside your network need port {port} forwarded to \
-                 this computer (UDP and TCP)"
+                 this computer (UDP and TCP), or the game hosted through a relay (cl_relay)"
             ))
             .ok();
             return;

@@ -392,6 +392,7 @@ fn a_game_hosted_behind_a_refusing_router_is_joined_through_the_relay() {
     let (info, ..) = sightline_query::query_info(public, Duration::from_secs(2))
         .expect("the hosted game answers through the relay");
     assert_eq!(info.players, 2);
+    assert_eq!(info.port, public.port(), "a browser joins the relay's port");
     let said: Vec<String> = app
         .world()
         .resource::<Console>()

@@ -387,6 +387,16 @@ impl HostLink {
         matches!(&self.state, State::Open { session, .. } if session.id == id)
     }
 
+    /// Whether `addr` is reached through the relay now (it spoke to the game there
+    /// lately): it dialled the relay's port, so that is the game's port to it.
+    pub fn reached_through(&self, addr: SocketAddr, now: Instant) -> bool {
+        matches!(self.state, State::Open { .. })
+            && self
+                .routes
+                .peek(&addr)
+                .is_some_and(|t| now.saturating_duration_since(*t) < ROUTE_MEMORY)
+    }
+
     /// Where a datagram for `to` goes: through the relay when `to` was heard through it
     /// lately or is one of the announced-to addresses, otherwise straight.
     pub fn route(&self, to: SocketAddr, payload: &[u8], now: Instant) -> Route {
@@ -398,11 +408,10 @@ impl HostLink {
                 Route::Direct
             };
         };
-        let heard = self
-            .routes
-            .peek(&to)
-            .is_some_and(|t| now.saturating_duration_since(*t) < ROUTE_MEMORY);
-        if !(heard || announced) || payload.is_empty() || payload.len() > crate::MAX_PAYLOAD {
+        if !(self.reached_through(to, now) || announced)
+            || payload.is_empty()
+            || payload.len() > crate::MAX_PAYLOAD
+        {
             return Route::Direct;
         }
         Route::Relay(
@@ -587,6 +596,7 @@ mod tests {
                 payload: b"connect"
             }
         );
+        assert!(link.reached_through(player(), t0));
         let Route::Relay(wrapped) = link.route(player(), b"welcome", t0) else {
             panic!("a relayed player is answered through the relay");
         };

@@ -169,6 +169,10 @@ fn answer_queries(
             continue;
         }
         let view = view.get_or_insert_with(|| facts.view());
+        // The port the asker dialled: a browser joins that port of the address it asked.
+        if let Some(transport) = &facts.transport {
+            view.info.port = transport.port_for(*from);
+        }
         match queries.responder.answer(*from, bytes, now, view) {
             Answer::Replies(replies) => {
                 stats.queries += 1;

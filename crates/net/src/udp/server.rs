@@ -377,6 +377,15 @@ impl UdpServerTransport {
         self.relay = Some(RelayDuties::new(news));
     }
 
+    /// The game port `peer` dialled: the relay's, for a player who came through it.
+    pub fn port_for(&self, peer: SocketAddr) -> u16 {
+        self.socket
+            .relay()
+            .filter(|r| r.reached_through(peer, Instant::now()))
+            .and_then(|r| r.public_addr())
+            .map_or(self.public.port(), |relayed| relayed.port())
+    }
+
     /// The address players dial through the relay, once the relay opened the game.
     pub fn relayed_addr(&self) -> Option<SocketAddr> {
         self.socket.relay()?.public_addr()
