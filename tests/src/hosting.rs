@@ -509,15 +509,7 @@ fn a_server_reached_through_the_relay_is_listed_and_played_at_the_relay_s_addres
         free_udp_port(),
         free_udp_port(),
     );
-    let relay = Command::new(binaries().join("sightline-relay"))
-        .args(["--bind", "127.0.0.1", "--port", &relay_port.to_string()])
-        .args(["--ports", &format!("{game_port}-{game_port}")])
-        .args(["--metrics", &format!("127.0.0.1:{metrics_port}")])
-        .args(["--run-seconds", "60"])
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("the relay starts");
+    let relay = start_relay(relay_port, game_port, metrics_port);
     let master = Command::new(binaries().join("sightline-master"))
         .args(["--bind", "127.0.0.1", "--port", &master_port.to_string()])
         .args(["--run-seconds", "60"])
@@ -616,4 +608,98 @@ fn a_server_reached_through_the_relay_is_listed_and_played_at_the_relay_s_addres
         child.wait().ok();
     }
     std::fs::remove_dir_all(dir).ok();
+}
+
+/// The real relay on loopback: control port `port`, one game port, metrics on
+/// `metrics`, for a minute.
+fn start_relay(port: u16, game_port: u16, metrics: u16) -> std::process::Child {
+    Command::new(binaries().join("sightline-relay"))
+        .args(["--bind", "127.0.0.1", "--port", &port.to_string()])
+        .args(["--ports", &format!("{game_port}-{game_port}")])
+        .args(["--metrics", &format!("127.0.0.1:{metrics}")])
+        .args(["--run-seconds", "60"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("the relay starts")
+}
+
+/// A game hosted by the game itself (the menu's code, headless: `--host`) through the
+/// real relay: the host is told the relay's address, and another real game joins it
+/// there with the password and plays beside the host and its bot.
+#[test]
+fn a_game_hosted_from_the_game_is_joined_through_the_relay() {
+    let (relay_port, game_port, metrics_port, host_port) = (
+        free_udp_port(),
+        free_udp_port(),
+        free_udp_port(),
+        free_udp_port(),
+    );
+    let mut relay = start_relay(relay_port, game_port, metrics_port);
+    let mut host = Command::new(binaries().join("sightline"))
+        .args(["--headless", "--host", &host_port.to_string()])
+        .args(["--relay", &format!("127.0.0.1:{relay_port}")])
+        .args(["--password", "hunter2", "--bots", "1", "--name", "ada"])
+        .args(["--run-seconds", "25"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("the hosting game starts");
+    let (send, lines) = std::sync::mpsc::channel();
+    let stderr = host.stderr.take().expect("stderr");
+    std::thread::spawn(move || {
+        use std::io::BufRead;
+        for line in std::io::BufReader::new(stderr)
+            .lines()
+            .map_while(Result::ok)
+        {
+            let _ = send.send(line);
+        }
+    });
+    let prefix = "relay: players on the internet can join at ";
+    let mut said = Vec::new();
+    let public: SocketAddr = loop {
+        let line = lines
+            .recv_timeout(Duration::from_secs(20))
+            .unwrap_or_else(|_| panic!("the host never said where to join:\n{}", said.join("\n")));
+        if let Some(addr) = line
+            .strip_prefix(prefix)
+            .and_then(|rest| rest.split(' ').next()?.parse().ok())
+        {
+            break addr;
+        }
+        said.push(line);
+    };
+    assert_eq!(public, SocketAddr::from((Ipv4Addr::LOCALHOST, game_port)));
+
+    let friend = Command::new(binaries().join("sightline"))
+        .args(["--headless", "--connect", &public.to_string()])
+        .args([
+            "--password",
+            "hunter2",
+            "--name",
+            "bob",
+            "--run-seconds",
+            "5",
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("the friend starts");
+    let (ok, out) = finished(friend, "the friend");
+    assert!(ok, "{out}");
+    let summary = out
+        .lines()
+        .find_map(|l| l.strip_prefix("summary: "))
+        .unwrap_or_else(|| panic!("no summary:\n{out}"));
+    assert_eq!(
+        crate::support::field(summary, "players_seen"),
+        3,
+        "the host, its bot and the friend: {summary}"
+    );
+    assert_eq!(crate::support::field(summary, "malformed"), 0, "{summary}");
+    host.kill().ok();
+    host.wait().ok();
+    relay.kill().ok();
+    relay.wait().ok();
 }

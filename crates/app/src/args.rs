@@ -14,9 +14,22 @@ use std::path::PathBuf;
     after_help = "Console commands may follow as +name args, e.g. +cl_netgraph 2 +connect host:27015"
 )]
 pub struct Args {
-    /// Run without a window, a bot playing (needs --connect or --quick-play).
+    /// Run without a window, a bot playing (needs --connect, --quick-play or --host).
     #[arg(long)]
     pub headless: bool,
+    /// With --headless: host a game for others on this port (UDP and TCP) as the menu's
+    /// Host a game does (--map, --bots, --bot-skill, --password), and play in it.
+    #[arg(
+        long,
+        value_name = "PORT",
+        requires = "headless",
+        conflicts_with_all = ["connect", "quick_play", "spectate"]
+    )]
+    pub host: Option<u16>,
+    /// With --host: be reached through the relay at HOST or HOST:PORT too (port 27960 if
+    /// none), as the menu's Also through a relay does.
+    #[arg(long, value_name = "HOST:PORT", requires = "host")]
+    pub relay: Option<String>,
     /// Join this server at once, HOST:PORT.
     #[arg(long, value_name = "HOST:PORT")]
     pub connect: Option<String>,

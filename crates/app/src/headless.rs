@@ -4,6 +4,7 @@
 //! `ClientStats::summary_with`).
 
 use crate::args::{Args, LOG_FILTER, resolve, seed_for, usage_error};
+use crate::offline::{EmbeddedServer, HostSettings};
 use bevy::log::LogPlugin;
 use bevy::prelude::*;
 use sightline_client::{
@@ -28,16 +29,30 @@ struct Outcome(Arc<Mutex<Option<(String, Option<String>)>>>);
 
 /// Runs the game without a window, a bot playing, until told to stop; prints a summary.
 pub fn run(args: &Args, conditions: ConditionerSettings) -> ExitCode {
-    let (addr, net) = match (&args.quick_play, args.connect.as_deref()) {
-        (Some(url), _) => quick_play(url, args.matchmaker_ca()),
-        (None, Some(target)) => {
+    let mut hosted = None;
+    let (addr, net) = match (&args.quick_play, args.connect.as_deref(), args.host) {
+        (Some(url), ..) => quick_play(url, args.matchmaker_ca()),
+        (None, Some(target), _) => {
             let addr = resolve(target);
             (
                 addr,
                 ClientNetPlugin::udp(addr, &args.security()).map_err(|e| e.to_string()),
             )
         }
-        (None, None) => usage_error("--headless needs --connect HOST:PORT or --quick-play URL"),
+        (None, None, Some(port)) => match host(args, port) {
+            Ok(server) => {
+                let addr = server.addr;
+                hosted = Some(Hosted(server));
+                (
+                    addr,
+                    ClientNetPlugin::udp(addr, &args.security()).map_err(|e| e.to_string()),
+                )
+            }
+            Err(e) => (SocketAddr::from(([0, 0, 0, 0], 0)), Err(e)),
+        },
+        (None, None, None) => {
+            usage_error("--headless needs --connect HOST:PORT, --quick-play URL or --host PORT")
+        }
     };
     let net = match net {
         Ok(n) => n,
@@ -78,6 +93,10 @@ pub fn run(args: &Args, conditions: ConditionerSettings) -> ExitCode {
     if let Some(s) = args.run_seconds {
         app.insert_resource(RunFor(Duration::from_secs_f64(s)));
     }
+    if let Some(hosted) = hosted {
+        app.insert_resource(hosted)
+            .add_systems(Update, print_hosting_news);
+    }
     info!("connecting to {addr} as {name}");
     app.run();
 
@@ -94,6 +113,44 @@ pub fn run(args: &Args, conditions: ConditionerSettings) -> ExitCode {
             eprintln!("error: {reason}");
             ExitCode::FAILURE
         }
+    }
+}
+
+/// The game this headless player hosts (`--host`); dropping it stops the server.
+#[derive(Resource)]
+struct Hosted(EmbeddedServer);
+
+/// Hosts a game for others on `port` as the menu does, from the flags.
+fn host(args: &Args, port: u16) -> Result<EmbeddedServer, String> {
+    let relay = args
+        .relay
+        .as_deref()
+        .map(|r| {
+            crate::ui::browser::resolve_host(r, sightline_net::DEFAULT_RELAY_PORT)
+                .map_err(|e| format!("--relay {r}: {e}"))
+        })
+        .transpose()?;
+    let name = args.name.as_deref().unwrap_or("player");
+    let settings = HostSettings {
+        name: format!("{name}'s game"),
+        map: args.map.clone().unwrap_or_else(|| "duel".into()),
+        bots: args.bots,
+        skill: args.bot_skill,
+        max_players: args.bots.saturating_add(4),
+        port,
+        password: args.password.clone(),
+        masters: Vec::new(),
+        upnp: None,
+        relay,
+    };
+    EmbeddedServer::host(&settings)
+}
+
+/// Says on standard error what the relay said of the hosted game (where players join,
+/// and whether they could reach it directly).
+fn print_hosting_news(hosted: Res<Hosted>) {
+    for line in hosted.0.relay_news() {
+        eprintln!("{line}");
     }
 }
 
