@@ -142,6 +142,7 @@ fn host(args: &Args, port: u16) -> Result<EmbeddedServer, String> {
         masters: Vec::new(),
         upnp: None,
         relay,
+        probe: None,
     };
     EmbeddedServer::host(&settings)
 }

@@ -42,6 +42,9 @@ pub struct HostSettings {
     pub upnp: Option<SocketAddr>,
     /// A relay's control address, to be reached through it too (`None`: none).
     pub relay: Option<SocketAddr>,
+    /// Without `relay`: a relay asked only to probe the port, to say whether strangers
+    /// reach the game directly (`None`: not asked).
+    pub probe: Option<SocketAddr>,
 }
 
 /// A server running on a thread of this process. Dropping it stops the server.
@@ -132,11 +135,18 @@ impl EmbeddedServer {
             .socket
             .local_addr()
             .map_err(|e| format!("cannot read the bound address: {e}"))?;
-        let relay_news = host.relay.map(|relay| {
-            let (news, heard) = mpsc::channel();
-            transport.use_relay(relay, host.masters.clone(), Some(news));
-            Mutex::new(heard)
-        });
+        let (news, heard) = mpsc::channel();
+        let relay_news = match (host.relay, host.probe) {
+            (Some(relay), _) => {
+                transport.use_relay(relay, host.masters.clone(), Some(news));
+                Some(Mutex::new(heard))
+            }
+            (None, Some(relay)) => {
+                transport.probe_reachability(relay, Some(news));
+                Some(Mutex::new(heard))
+            }
+            (None, None) => None,
+        };
         let net = ServerNetPlugin::from_udp(transport);
         let (orders, inbox) = local_orders();
         let listing = QueryPlugin {

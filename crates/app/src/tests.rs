@@ -224,6 +224,12 @@ fn a_hosted_game_is_found_on_the_lan_and_joined_with_its_password() {
     std::fs::create_dir_all(&dir).expect("a temporary directory");
     let port = free_port();
     let router = crate::router::standin::Router::start(false);
+    // A relay asked only to probe the port (cl_relay set, its box unticked).
+    let prober = sightline_relay::Relay::start(sightline_relay::RelayConfig::new(
+        "127.0.0.1:0".parse().unwrap(),
+        44000..=44099,
+    ))
+    .expect("a relay");
     let host = crate::offline::HostSettings {
         name: "tester's den".into(),
         map: "duel".into(),
@@ -235,6 +241,7 @@ fn a_hosted_game_is_found_on_the_lan_and_joined_with_its_password() {
         masters: Vec::new(),
         upnp: Some(router.ssdp),
         relay: None,
+        probe: Some(prober.addr()),
     };
     let mut app = game_joining(
         &dir.join("host.cfg"),
@@ -304,6 +311,15 @@ fn a_hosted_game_is_found_on_the_lan_and_joined_with_its_password() {
     let said: Vec<&str> = app.world().resource::<Console>().lines().collect();
     let said = said.join("\n");
     assert!(said.contains(&format!("203.0.113.7:{port}")), "{said}");
+    // The probe (loopback lets every stranger in), and no game opened on the relay.
+    assert!(
+        said.contains(&format!(
+            "reachability: players on the internet can reach you directly on port {port}"
+        )),
+        "{said}"
+    );
+    assert_eq!(prober.counters().games_allocated.get(), 0);
+    assert_eq!(prober.counters().probes_sent.get(), 1);
     let players = sightline_query::query_info(server, Duration::from_secs(2))
         .expect("the hosted game answers")
         .0
@@ -337,6 +353,7 @@ fn a_game_hosted_behind_a_refusing_router_is_joined_through_the_relay() {
         masters: Vec::new(),
         upnp: Some(router.ssdp),
         relay: Some(relay.addr()),
+        probe: None,
     };
     let mut app = game_joining(
         &dir.join("host.cfg"),

@@ -10,7 +10,7 @@ use crate::wire::{
 };
 use sightline_limits::LruMap;
 use std::fmt;
-use std::net::SocketAddr;
+use std::net::{IpAddr, SocketAddr};
 use std::time::{Duration, Instant};
 
 /// Time between keepalives (the relay closes a game silent for 30 s).
@@ -48,10 +48,29 @@ pub enum News {
     Silent(SocketAddr),
     /// The relay stopped answering, or forgot the game: registering again.
     Lost,
-    /// A stranger's datagram reached the host's own port at this address.
-    Reachable(SocketAddr),
+    /// A stranger's datagram reached the host's own port.
+    Reachable(Probed),
     /// None did: only the relay (or the LAN) reaches the host.
-    Unreachable(SocketAddr),
+    Unreachable(Probed),
+}
+
+/// The host's port a probe tried, and the host's address as the relay saw it (known once
+/// a game is open there).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Probed {
+    /// The host's address as the relay saw it.
+    pub ip: Option<IpAddr>,
+    /// The port probed.
+    pub port: u16,
+}
+
+impl fmt::Display for Probed {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.ip {
+            Some(ip) => write!(f, "at {}", SocketAddr::new(ip, self.port)),
+            None => write!(f, "on port {}", self.port),
+        }
+    }
 }
 
 impl fmt::Display for News {
@@ -64,13 +83,13 @@ impl fmt::Display for News {
             Self::Refused(reason) => write!(f, "relay: {}", reason.describe()),
             Self::Silent(relay) => write!(f, "relay: {relay} does not answer; still trying"),
             Self::Lost => f.write_str("relay: the relay lost the game; registering again"),
-            Self::Reachable(addr) => write!(
+            Self::Reachable(probed) => write!(
                 f,
-                "reachability: players on the internet can reach you directly at {addr}"
+                "reachability: players on the internet can reach you directly {probed}"
             ),
-            Self::Unreachable(addr) => write!(
+            Self::Unreachable(probed) => write!(
                 f,
-                "reachability: players on the internet cannot reach {addr} directly \
+                "reachability: players on the internet cannot reach you directly {probed} \
                  (the router lets no stranger in)"
             ),
         }
@@ -97,6 +116,18 @@ struct Probe {
     port: u16,
     sent: Option<Instant>,
     tries: u32,
+}
+
+impl Probe {
+    fn new(port: u16) -> Self {
+        let random = sightline_tokens::random_secret();
+        Self {
+            nonce: u64::from_le_bytes(random[..8].try_into().unwrap_or_default()),
+            port,
+            sent: None,
+            tries: 0,
+        }
+    }
 }
 
 /// What a datagram that reached the host's port is.
@@ -143,6 +174,8 @@ pub struct HostLink {
     generation: u64,
     observed: Option<SocketAddr>,
     reachable: Option<bool>,
+    /// Whether it opens a game (or only asks for the probe).
+    registering: bool,
     /// Relay messages that were not understood.
     pub malformed: u64,
 }
@@ -166,8 +199,18 @@ impl HostLink {
             generation: 0,
             observed: None,
             reachable: None,
+            registering: true,
             malformed: 0,
         }
+    }
+
+    /// A link that opens no game: it only has `relay` probe the host's `port` (a cookie
+    /// first, then the probe), to say whether strangers reach the host directly.
+    pub fn probe_only(relay: SocketAddr, port: u16, now: Instant) -> Self {
+        let mut link = Self::new(relay, Vec::new(), now);
+        link.registering = false;
+        link.probe = Some(Probe::new(port));
+        link
     }
 
     /// The relay's control address.
@@ -216,7 +259,9 @@ impl HostLink {
         let mut out = Vec::new();
         match &mut self.state {
             State::Asking { next, tries } => {
-                if now >= *next {
+                // Only for a cookie, without a game: asked until one comes.
+                let asking = self.registering || self.cookie.is_none();
+                if asking && now >= *next {
                     *tries += 1;
                     let cookie = self.cookie.unwrap_or_default();
                     out.push(HostMessage::Register { cookie }.encode());
@@ -263,22 +308,16 @@ impl HostLink {
                     .encode(),
                 );
             } else if waited {
-                let ip = self
-                    .observed
-                    .map_or(std::net::IpAddr::from([0, 0, 0, 0]), |a| a.ip());
-                let addr = SocketAddr::new(ip, probe.port);
-                self.news.push(News::Unreachable(addr));
+                let probed = Probed {
+                    ip: self.observed.map(|a| a.ip()),
+                    port: probe.port,
+                };
+                self.news.push(News::Unreachable(probed));
                 self.reachable = Some(false);
                 self.probe = None;
             }
         }
         out
-    }
-
-    /// The host's IP as the relay saw it (the unspecified address before it said).
-    fn relay_seen_ip(&self) -> std::net::IpAddr {
-        self.observed
-            .map_or(std::net::IpAddr::from([0, 0, 0, 0]), |a| a.ip())
     }
 
     fn lose(&mut self, now: Instant) {
@@ -295,8 +334,11 @@ impl HostLink {
             && let Some(nonce) = probe_nonce(bytes)
         {
             if let Some(probe) = self.probe.take_if(|p| p.nonce == nonce) {
-                let addr = SocketAddr::new(self.relay_seen_ip(), probe.port);
-                self.news.push(News::Reachable(addr));
+                let probed = Probed {
+                    ip: self.observed.map(|a| a.ip()),
+                    port: probe.port,
+                };
+                self.news.push(News::Reachable(probed));
                 self.reachable = Some(true);
             }
             return Sorted::Taken;
@@ -316,6 +358,7 @@ impl HostLink {
                 self.cookie = Some(cookie);
                 if let State::Asking { next, .. } = &mut self.state
                     && fresh
+                    && self.registering
                 {
                     *next = now; // register with it at once
                 }
@@ -329,16 +372,7 @@ impl HostLink {
                 if self.public_addr() != Some(public) {
                     self.generation += 1;
                     self.news.push(News::Open { public, observed });
-                    self.probe = Some(Probe {
-                        nonce: u64::from_le_bytes(
-                            sightline_tokens::random_secret()[..8]
-                                .try_into()
-                                .unwrap_or_default(),
-                        ),
-                        port: observed.port(),
-                        sent: None,
-                        tries: 0,
-                    });
+                    self.probe = Some(Probe::new(observed.port()));
                 }
                 self.observed = Some(observed);
                 self.state = State::Open {
@@ -649,7 +683,11 @@ mod tests {
         assert_eq!(link.reachable(), None, "another nonce proves nothing");
         link.sort(from_elsewhere, &probe_datagram(nonce), t0);
         assert_eq!(link.reachable(), Some(true));
-        assert!(link.take_news().contains(&News::Reachable(observed())));
+        let probed = Probed {
+            ip: Some(observed().ip()),
+            port: observed().port(),
+        };
+        assert!(link.take_news().contains(&News::Reachable(probed)));
 
         let mut link = opened(t0, Vec::new());
         let mut probes = 0;
@@ -662,7 +700,66 @@ mod tests {
         }
         assert_eq!(probes as u32, PROBE_TRIES);
         assert_eq!(link.reachable(), Some(false));
-        assert!(link.take_news().contains(&News::Unreachable(observed())));
+        let news = link.take_news();
+        assert!(news.contains(&News::Unreachable(probed)));
+        assert_eq!(
+            news.last().map(|n| n.to_string()).as_deref(),
+            Some(
+                "reachability: players on the internet cannot reach you directly at \
+                 198.51.100.4:40123 (the router lets no stranger in)"
+            )
+        );
+    }
+
+    #[test]
+    fn a_probe_alone_asks_for_a_cookie_and_the_probe_and_opens_no_game() {
+        let t0 = Instant::now();
+        let mut link = HostLink::probe_only(relay(), 27015, t0);
+        let first = link.due(t0);
+        assert_eq!(
+            first
+                .iter()
+                .map(|m| HostMessage::decode(m))
+                .collect::<Vec<_>>(),
+            vec![Ok(HostMessage::Register { cookie: [0; 16] })],
+            "a zero cookie asks for one and allocates nothing"
+        );
+        let cookie = RelayMessage::Cookie { cookie: [7; 16] }.encode();
+        link.sort(relay(), &cookie, t0);
+        let mut nonce = None;
+        for s in 0..30 {
+            for m in link.due(t0 + Duration::from_secs(s)) {
+                match HostMessage::decode(&m) {
+                    Ok(HostMessage::Probe { port, nonce: n, .. }) => {
+                        assert_eq!(port, 27015);
+                        nonce = Some(n);
+                    }
+                    other => panic!("only probes once the cookie came: {other:?}"),
+                }
+            }
+            if s == 1 {
+                let nonce = nonce.expect("asked for at once");
+                let from: SocketAddr = "203.0.113.9:45555".parse().unwrap();
+                link.sort(from, &probe_datagram(nonce), t0 + Duration::from_secs(1));
+            }
+        }
+        assert_eq!(link.reachable(), Some(true));
+        assert_eq!(link.public_addr(), None);
+        assert_eq!(
+            link.take_news(),
+            vec![News::Reachable(Probed {
+                ip: None,
+                port: 27015
+            })]
+        );
+        assert_eq!(
+            News::Reachable(Probed {
+                ip: None,
+                port: 27015
+            })
+            .to_string(),
+            "reachability: players on the internet can reach you directly on port 27015"
+        );
     }
 
     #[test]

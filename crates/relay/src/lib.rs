@@ -16,7 +16,7 @@ mod service;
 mod wire;
 
 pub use counters::{Counter, Counters, Traffic};
-pub use host::{HostLink, KEEPALIVE_INTERVAL, News, Route, Sorted};
+pub use host::{HostLink, KEEPALIVE_INTERVAL, News, Probed, Route, Sorted};
 pub use service::{Relay, RelayConfig};
 pub use wire::{
     ATTACH_BYTES, Cookie, DEFAULT_RELAY_PORT, HostMessage, MAGIC, MAX_DATAGRAM, MAX_PAYLOAD,

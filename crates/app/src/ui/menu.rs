@@ -110,13 +110,20 @@ fn host_settings(
                 .collect::<Result<_, _>>()?
         }
     };
-    let relay = match (form.host_relay, relay.trim()) {
-        (false, _) => None,
-        (true, "") => return Err("to host through a relay, set cl_relay first".into()),
-        (true, relay) => Some(
+    // With cl_relay set, the relay at least probes the port; ticked, it forwards too.
+    let named = match relay.trim() {
+        "" => None,
+        relay => Some(
             crate::ui::browser::resolve_host(relay, sightline_net::DEFAULT_RELAY_PORT)
                 .map_err(|e| format!("{relay}: {e}"))?,
         ),
+    };
+    if form.host_relay && named.is_none() {
+        return Err("to host through a relay, set cl_relay first".into());
+    }
+    let (relay, probe) = match form.host_relay {
+        true => (named, None),
+        false => (None, named),
     };
     Ok(HostSettings {
         name,
@@ -129,6 +136,7 @@ fn host_settings(
         masters,
         upnp: form.host_upnp.then_some(crate::router::SSDP),
         relay,
+        probe,
     })
 }
 
@@ -443,8 +451,9 @@ fn draw_menu(
                     .on_hover_text(
                         "for a router that opens no port: players elsewhere join the \
                          relay's address (printed in the console), which forwards the game \
-                         sealed, unread; the console also says whether they could reach \
-                         you directly",
+                         sealed, unread. With cl_relay set, ticked or not, the relay probes \
+                         the port and the console says whether players could reach you \
+                         directly",
                     );
                 if ui.button("Host game").clicked() {
                     let player = cvars.read(cvar::NAME);

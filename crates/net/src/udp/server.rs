@@ -377,6 +377,23 @@ impl UdpServerTransport {
         self.relay = Some(RelayDuties::new(news));
     }
 
+    /// Has the relay whose control port is `relay` probe this server's port from a port
+    /// it never spoke to, opening no game there: `news` hears whether strangers reach
+    /// the server directly (it is logged too).
+    pub fn probe_reachability(
+        &mut self,
+        relay: SocketAddr,
+        news: Option<std::sync::mpsc::Sender<String>>,
+    ) {
+        let port = self
+            .socket
+            .local_addr()
+            .map_or(self.public.port(), |a| a.port());
+        let link = sightline_relay::HostLink::probe_only(relay, port, Instant::now());
+        self.socket.set_relay(link);
+        self.relay = Some(RelayDuties::new(news));
+    }
+
     /// The game port `peer` dialled: the relay's, for a player who came through it.
     pub fn port_for(&self, peer: SocketAddr) -> u16 {
         self.socket
