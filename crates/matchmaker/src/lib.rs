@@ -13,6 +13,7 @@
 // What a player is handed; where servers come from; the service that hands them out; the
 // game's end of it.
 mod allocator;
+mod listed;
 mod quick_play;
 mod service;
 mod ticket;
@@ -21,6 +22,7 @@ pub use allocator::{
     AllocateError, Allocation, Allocator, GAME_PORT_NAME, MutualTls, PLAYERS_LIST,
     allocation_request, parse_allocation,
 };
+pub use listed::{ASK_EVERY, ServerList};
 pub use quick_play::{DEFAULT_QUEUE_WAIT, QuickPlay, check_fresh};
 pub use service::{
     CONNECTIONS, Counters, QUEUE, REQUEST_RATES, Servers, Service, ServiceConfig, load_tls,

@@ -31,7 +31,7 @@ struct Args {
     )]
     allocator: Option<String>,
     /// Without a fleet: a server that loads --key-file, HOST:PORT (repeat for several,
-    /// handed out in turn).
+    /// handed out in turn while their A2S answers say they have room).
     #[arg(long, value_name = "HOST:PORT")]
     server: Vec<SocketAddr>,
     /// The servers' token key file (64 hexadecimal digits), their --key-file.

@@ -10,6 +10,7 @@
 //! Prometheus's text format, `GET /healthz` says it runs.
 
 use crate::allocator::{AllocateError, Allocator};
+use crate::listed::ServerList;
 use crate::ticket::{Ticket, unix_now};
 use serde_json::json;
 use sightline_limits::{
@@ -56,13 +57,17 @@ const MAX_HEADERS: usize = 32;
 /// The seconds a refused player is told to wait (`Retry-After`).
 const RETRY_AFTER_SECONDS: u64 = 5;
 
+/// How long a listed server has to answer the A2S query that asks its room.
+const LIST_QUERY_TIMEOUT: Duration = Duration::from_millis(500);
+
 /// Where servers come from.
 #[derive(Debug, Clone)]
 pub enum Servers {
     /// An Agones fleet, through its allocator.
     Fleet(Allocator),
-    /// A fixed list of servers that load the key, handed out in turn (no fleet: a
-    /// handful of servers a community runs).
+    /// A fixed list of servers that load the key, handed out in turn while their A2S
+    /// answers say they have room ([`ServerList`]; no fleet: a handful of servers a
+    /// community runs).
     List(Vec<SocketAddr>),
 }
 
@@ -701,7 +706,10 @@ fn leave_queue(shared: &Shared, id: u64) {
 /// The allocating thread: serves the queue's head, in order; while no server is Ready it
 /// waits [`ServiceConfig::retry_every`] and asks again.
 fn serve_queue(shared: &Shared) {
-    let mut turn = 0usize;
+    let mut listed = match &shared.config.servers {
+        Servers::List(list) => ServerList::new(list),
+        Servers::Fleet(_) => ServerList::new(&[]),
+    };
     loop {
         let head = {
             let mut queue = lock(&shared.queue);
@@ -719,7 +727,7 @@ fn serve_queue(shared: &Shared) {
             }
         };
         let (id, ip) = head;
-        let outcome = allocate(shared, &mut turn, ip);
+        let outcome = allocate(shared, &mut listed, ip);
         if matches!(outcome, Err(AllocateError::NoneReady(_))) {
             let queue = lock(&shared.queue);
             drop(
@@ -746,17 +754,21 @@ fn serve_queue(shared: &Shared) {
 }
 
 /// A server for the player at `ip`, and the ticket to it.
-fn allocate(shared: &Shared, turn: &mut usize, ip: IpAddr) -> Result<Ticket, AllocateError> {
+fn allocate(shared: &Shared, listed: &mut ServerList, ip: IpAddr) -> Result<Ticket, AllocateError> {
     let (name, address) = match &shared.config.servers {
         Servers::Fleet(allocator) => {
             let a = allocator.allocate()?;
             (a.game_server, a.address)
         }
-        Servers::List(list) => {
-            let Some(&address) = list.get(*turn % list.len().max(1)) else {
-                return Err(AllocateError::Failed("the server list is empty".into()));
+        Servers::List(_) => {
+            let room = |addr| {
+                sightline_query::query_info(addr, LIST_QUERY_TIMEOUT)
+                    .ok()
+                    .map(|(info, _)| (info.players, info.max_players))
             };
-            *turn = turn.wrapping_add(1);
+            let address = listed.pick(Instant::now(), room).ok_or_else(|| {
+                AllocateError::NoneReady("every listed server is full or does not answer".into())
+            })?;
             (address.to_string(), address)
         }
     };
@@ -822,7 +834,69 @@ mod tests {
     }
 
     fn list() -> Servers {
-        Servers::List(vec!["127.0.0.1:27015".parse().unwrap()])
+        Servers::List(vec![a2s_server(0, 64)])
+    }
+
+    /// A stand-in game server answering A2S info with `players` of `places`, on a
+    /// thread of its own for the rest of the tests.
+    fn a2s_server(players: u8, places: u8) -> SocketAddr {
+        use sightline_query::{Answer, PlayerInfo, QuerySource, Responder, ServerInfo};
+        struct Fixed(ServerInfo);
+        impl QuerySource for Fixed {
+            fn info(&self) -> ServerInfo {
+                self.0.clone()
+            }
+            fn players(&self) -> Vec<PlayerInfo> {
+                Vec::new()
+            }
+            fn rules(&self) -> Vec<(String, String)> {
+                Vec::new()
+            }
+        }
+        let socket = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+        let addr = socket.local_addr().unwrap();
+        std::thread::spawn(move || {
+            let mut responder = Responder::new();
+            let server = Fixed(ServerInfo {
+                players,
+                max_players: places,
+                ..ServerInfo::default()
+            });
+            let mut buffer = [0u8; 1400];
+            while let Ok((len, from)) = socket.recv_from(&mut buffer) {
+                let answer = responder.answer(from, &buffer[..len], Instant::now(), &server);
+                if let Answer::Replies(replies) = answer {
+                    for reply in replies {
+                        let _ = socket.send_to(&reply, from);
+                    }
+                }
+            }
+        });
+        addr
+    }
+
+    #[test]
+    fn a_listed_server_that_is_full_is_not_handed_out_and_the_player_waits() {
+        let full = a2s_server(8, 8);
+        let free = a2s_server(1, 8);
+        let service = Service::start(
+            "127.0.0.1:0".parse().unwrap(),
+            config(Servers::List(vec![full, free])),
+        )
+        .unwrap();
+        let answer = raw(service.addr(), QUICK_PLAY);
+        assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
+        assert!(answer.contains(&free.to_string()), "{answer}");
+        drop(service);
+        // Only full servers: the player queues, and is told none became free.
+        let service = Service::start(
+            "127.0.0.1:0".parse().unwrap(),
+            config(Servers::List(vec![full])),
+        )
+        .unwrap();
+        let answer = raw(service.addr(), QUICK_PLAY);
+        assert!(answer.starts_with("HTTP/1.1 503"), "{answer}");
+        assert!(answer.contains("no server became free"), "{answer}");
     }
 
     fn local(addr: SocketAddr) -> SocketAddr {
@@ -867,11 +941,12 @@ mod tests {
     #[test]
     fn a_player_gets_a_ticket_over_https_and_the_counters_show_it() {
         let (tls, ca) = certificate();
+        let server = a2s_server(0, 64);
         let service = Service::start(
             "127.0.0.1:0".parse().unwrap(),
             ServiceConfig {
                 tls: Some(tls),
-                ..config(list())
+                ..config(Servers::List(vec![server]))
             },
         )
         .unwrap();
@@ -880,7 +955,7 @@ mod tests {
             ca_pem: Some(ca),
         };
         let ticket = ask.ask().expect("a ticket");
-        assert_eq!(ticket.address, "127.0.0.1:27015".parse().unwrap());
+        assert_eq!(ticket.address, server);
         let token = ticket.connect_token().unwrap();
         assert_eq!(token.client_id, ticket.client_id);
         assert_eq!(token.server_addresses[0], Some(ticket.address));
