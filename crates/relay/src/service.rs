@@ -45,8 +45,10 @@ const STREAMS_PER_GAME: usize = 8;
 const STREAMS_PER_HOST: usize = 2;
 /// Joined streams at once, over every game.
 const MAX_STREAMS: usize = 256;
-/// Streams whose header is being read at once.
-const MAX_ATTACHING: usize = 64;
+/// Attaches under way at once (their header being read, or their stream joined), and
+/// from one host: a host attaches only as many streams as its two games may have.
+const MAX_ATTACHING: usize = MAX_STREAMS;
+const ATTACHING_PER_HOST: usize = 2 * STREAMS_PER_GAME;
 /// How long a stream waits for its host to attach.
 const ATTACH_WAIT: Duration = Duration::from_secs(5);
 /// How long a joined stream lives, and what it may carry each way: a token exchange
@@ -106,8 +108,8 @@ struct Shared {
     table: Mutex<Table>,
     counters: Counters,
     stop: AtomicBool,
-    /// Streams whose attach header is being read.
-    attaching: Mutex<usize>,
+    /// Attaches under way (their header being read, or their stream joined), per host.
+    attaching: Mutex<HashMap<HostKey, usize>>,
 }
 
 #[derive(Default)]
@@ -200,7 +202,7 @@ impl Relay {
             }),
             counters: Counters::default(),
             stop: AtomicBool::new(false),
-            attaching: Mutex::new(0),
+            attaching: Mutex::new(HashMap::new()),
         });
         let control_side = shared.clone();
         std::thread::Builder::new()
@@ -718,33 +720,49 @@ impl Shared {
         }
     }
 
-    /// The control port's TCP: hosts attaching to their games' streams.
+    /// The control port's TCP: hosts attaching to their games' streams, each header read
+    /// on a thread of its own; [`MAX_ATTACHING`] at once, [`ATTACHING_PER_HOST`] from one
+    /// host, so silent connections from a few hosts cannot keep the others' out.
     fn accept_attaches(self: Arc<Self>, listener: TcpListener) {
         loop {
             let accepted = listener.accept();
             if self.stopped() {
                 return;
             }
-            let Ok((stream, _)) = accepted else {
+            let Ok((stream, from)) = accepted else {
                 continue;
             };
+            let host = HostKey::of(from.ip());
             {
                 let mut attaching = self.attaching.lock().unwrap_or_else(|e| e.into_inner());
-                if *attaching >= MAX_ATTACHING {
+                let total: usize = attaching.values().sum();
+                let here = attaching.get(&host).copied().unwrap_or(0);
+                if total >= MAX_ATTACHING || here >= ATTACHING_PER_HOST {
                     self.counters.streams_refused.add(1);
                     continue;
                 }
-                *attaching += 1;
+                *attaching.entry(host).or_default() += 1;
             }
             let shared = self.clone();
             let spawned = std::thread::Builder::new()
                 .name("relay-attach-stream".into())
                 .spawn(move || {
                     shared.attach(stream);
-                    *shared.attaching.lock().unwrap_or_else(|e| e.into_inner()) -= 1;
+                    shared.attached(host);
                 });
             if spawned.is_err() {
-                *self.attaching.lock().unwrap_or_else(|e| e.into_inner()) -= 1;
+                self.attached(host);
+            }
+        }
+    }
+
+    /// A host's attach is done (its header read, and its stream joined or refused).
+    fn attached(&self, host: HostKey) {
+        let mut attaching = self.attaching.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(n) = attaching.get_mut(&host) {
+            *n = n.saturating_sub(1);
+            if *n == 0 {
+                attaching.remove(&host);
             }
         }
     }
@@ -988,6 +1006,28 @@ mod tests {
         assert_eq!(probe_nonce(&bytes), Some(0xabc));
         assert_ne!(from, r.addr());
         assert_ne!(from, game);
+    }
+
+    #[test]
+    fn silent_attaches_from_one_host_hold_no_more_than_its_share() {
+        let r = relay(|_| {});
+        let silent: Vec<TcpStream> = (0..ATTACHING_PER_HOST)
+            .map(|_| TcpStream::connect(r.addr()).unwrap())
+            .collect();
+        let mut one_more = TcpStream::connect(r.addr()).unwrap();
+        one_more.set_read_timeout(Some(WAIT)).unwrap();
+        let mut byte = [0u8; 1];
+        assert_eq!(one_more.read(&mut byte).ok(), Some(0), "closed at once");
+        assert_eq!(r.counters().streams_refused.get(), 1);
+        // A silent one gives its place back when its time to speak is up.
+        drop(silent);
+        std::thread::sleep(Duration::from_millis(300));
+        let mut again = TcpStream::connect(r.addr()).unwrap();
+        again.write_all(&[0u8; ATTACH_BYTES]).unwrap();
+        std::thread::sleep(Duration::from_millis(300));
+        assert_eq!(r.counters().streams_refused.get(), 1);
+        // Read and refused; the silent ones, closed before a header, counted alike.
+        assert_eq!(r.counters().malformed.get(), ATTACHING_PER_HOST as u64 + 1);
     }
 
     #[test]
