@@ -368,12 +368,7 @@ fn a_game_hosted_behind_a_refusing_router_is_joined_through_the_relay() {
                 .lines()
                 .any(|l| l.starts_with(prefix))
     });
-    let said: Vec<String> = app
-        .world()
-        .resource::<Console>()
-        .lines()
-        .map(str::to_owned)
-        .collect();
+    let said = console_lines(&app);
     let public: std::net::SocketAddr = said
         .iter()
         .find_map(|l| l.strip_prefix(prefix)?.split(' ').next()?.parse().ok())
@@ -410,12 +405,7 @@ fn a_game_hosted_behind_a_refusing_router_is_joined_through_the_relay() {
         .expect("the hosted game answers through the relay");
     assert_eq!(info.players, 2);
     assert_eq!(info.port, public.port(), "a browser joins the relay's port");
-    let said: Vec<String> = app
-        .world()
-        .resource::<Console>()
-        .lines()
-        .map(str::to_owned)
-        .collect();
+    let said = console_lines(&app);
     assert!(said.iter().any(|l| l.starts_with("router:")), "{said:?}");
     assert!(
         said.iter()
@@ -423,6 +413,15 @@ fn a_game_hosted_behind_a_refusing_router_is_joined_through_the_relay() {
         "{said:?}"
     );
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// What the game's console has printed.
+fn console_lines(app: &App) -> Vec<String> {
+    app.world()
+        .resource::<Console>()
+        .lines()
+        .map(str::to_owned)
+        .collect()
 }
 
 /// Practice recorded from the game's console: `record NAME` starts the practice

@@ -239,6 +239,8 @@ impl ConditionedSocket {
     /// (which drops what does not fit) instead of holding up the frame.
     pub fn receive(&mut self) -> io::Result<Vec<Datagram>> {
         let now = self.now();
+        // One clock read for the read's datagrams, as the conditioner's `now`.
+        let wall = Instant::now();
         for _ in 0..MAX_DATAGRAMS_PER_READ {
             match self.socket.recv_from(&mut self.buffer[..]) {
                 Ok((len, addr)) => {
@@ -246,7 +248,7 @@ impl ConditionedSocket {
                     let bytes = &self.buffer[..len];
                     let (addr, bytes) = match self.relay.as_deref_mut() {
                         None => (addr, bytes),
-                        Some(relay) => match relay.sort(addr, bytes, Instant::now()) {
+                        Some(relay) => match relay.sort(addr, bytes, wall) {
                             Sorted::Direct => (addr, bytes),
                             Sorted::Game { from, payload } => (from, payload),
                             Sorted::Taken => continue,
